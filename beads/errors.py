@@ -1,0 +1,60 @@
+"""One error type per failure kind; each carries its JSON code and its exit code.
+
+The exit codes are the command-line contract of DESIGN.md: 10 nothing matched, 20 conflict,
+30 invalid input or state, 40 not found, 50 storage or internal error.
+"""
+
+from __future__ import annotations
+
+
+class GcError(Exception):
+    """Base of every error gc reports to a user (never shown with a traceback)."""
+
+    code = "internal_error"
+    exit_code = 50
+
+    def __init__(self, message: str, **details: object) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details
+
+    def to_json(self) -> dict[str, object]:
+        """The error as the `"error"` object of a JSON reply."""
+        out: dict[str, object] = {"code": self.code, "message": self.message}
+        out.update(self.details)
+        return out
+
+
+class NoMatch(GcError):
+    """A yes/no command found nothing (exit 10)."""
+
+    code = "no_match"
+    exit_code = 10
+
+
+class Conflict(GcError):
+    """Someone else holds what we need: a lock timed out, the ref moved (exit 20)."""
+
+    code = "conflict"
+    exit_code = 20
+
+
+class InvalidInput(GcError):
+    """Bad input or a state that forbids the operation (exit 30)."""
+
+    code = "invalid_input"
+    exit_code = 30
+
+
+class NotFound(GcError):
+    """An id, a file or the store itself does not exist (exit 40)."""
+
+    code = "not_found"
+    exit_code = 40
+
+
+class StorageError(GcError):
+    """The store on disk is damaged or unreadable (exit 50)."""
+
+    code = "storage_error"
+    exit_code = 50

@@ -1,0 +1,246 @@
+"""The store's bare git repository, driven through dulwich objects directly.
+
+Commits are built from objects (blobs, the trees on their paths, a commit) and installed with
+a compare-and-swap of the branch ref. Git's index and dulwich's porcelain are never used: they
+cost time proportional to the store's size, this route costs time proportional to the change.
+"""
+
+from __future__ import annotations
+
+import time
+import weakref
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from dulwich.diff_tree import tree_changes
+from dulwich.errors import NotTreeError
+from dulwich.object_store import tree_lookup_path
+from dulwich.objects import Blob, Commit, ShaFile, Tree
+from dulwich.repo import Repo
+
+from beads.errors import Conflict, StorageError
+
+BRANCH = b"refs/heads/main"
+FILE_MODE = 0o100644
+DIR_MODE = 0o040000
+# Past this many objects one commit writes a pack instead of loose objects (batches).
+PACK_OBJECTS_AT = 64
+MARKER_SECTION = b"gc-beads"
+
+
+@dataclass(frozen=True)
+class FileChange:
+    """A file that differs between two commits; a side is None where the file is absent."""
+
+    path: str
+    old_sha: bytes | None
+    new_sha: bytes | None
+
+
+@dataclass(frozen=True)
+class LogEntry:
+    """One commit of the history."""
+
+    commit: str
+    author: str
+    time: int
+    message: str
+
+    def to_json(self) -> dict[str, object]:
+        return {"commit": self.commit, "author": self.author, "time": self.time,
+                "message": self.message}  # fmt: skip
+
+
+def init_bare(git_dir: Path) -> GitRepo:
+    """Create the bare repository `git_dir` with our settings and return it."""
+    repo = Repo.init_bare(str(git_dir), mkdir=True, default_branch=b"main")
+    config = repo.get_config()
+    config.set((b"core",), b"bare", True)
+    # No automatic gc: it would run inside some unlucky writer's command. We pack ourselves.
+    config.set((b"gc",), b"auto", b"0")
+    config.set((MARKER_SECTION,), b"format", b"1")
+    config.write_to_path()
+    repo.close()
+    return GitRepo(git_dir)
+
+
+def is_our_repo(git_dir: Path) -> bool:
+    """True when `git_dir` is a bare repository made by `gc init` (it carries our marker)."""
+    try:
+        text = (git_dir / "config").read_bytes()
+    except OSError:
+        return False
+    return b"[" + MARKER_SECTION + b"]" in text
+
+
+class GitRepo:
+    """The bare repository under `.beads/.git`."""
+
+    def __init__(self, git_dir: Path) -> None:
+        try:
+            self.repo = Repo(str(git_dir))
+        except Exception as exc:  # dulwich raises several kinds for a damaged repository
+            raise StorageError(f"cannot open the store's git repository {git_dir}: {exc}") from None
+        self.objects = self.repo.object_store
+        # Close pack files at exit even if the caller forgot, before interpreter teardown
+        # (dulwich's own finalizers complain when they run that late).
+        self._finalizer = weakref.finalize(self, self.repo.close)
+
+    def close(self) -> None:
+        self._finalizer()
+
+    # -- reading ------------------------------------------------------------------------
+
+    def head(self) -> bytes | None:
+        """The commit the branch points at, or None before the first commit."""
+        try:
+            return self.repo.refs[BRANCH]
+        except KeyError:
+            return None
+
+    def has_object(self, sha: bytes) -> bool:
+        return sha in self.objects
+
+    def tree_of(self, commit_id: bytes | None) -> bytes | None:
+        if commit_id is None:
+            return None
+        commit = self.objects[commit_id]
+        assert isinstance(commit, Commit)
+        return commit.tree
+
+    def read(self, sha: bytes) -> bytes:
+        """The content of a blob."""
+        blob = self.objects[sha]
+        assert isinstance(blob, Blob)
+        return blob.as_raw_string()
+
+    def read_path(self, commit_id: bytes, path: str) -> bytes | None:
+        """The content of `path` at `commit_id`, or None when it is not there."""
+        tree = self.tree_of(commit_id)
+        try:
+            _mode, sha = tree_lookup_path(self.objects.__getitem__, tree, path.encode())
+        except (KeyError, NotTreeError):
+            return None
+        return self.read(sha)
+
+    def files(self, commit_id: bytes | None) -> Iterator[tuple[str, bytes]]:
+        """Every file of the commit as `(path, blob sha)`."""
+        tree = self.tree_of(commit_id)
+        if tree is None:
+            return
+        for entry in self.objects.iter_tree_contents(tree):
+            yield entry.path.decode(), entry.sha
+
+    def changes(self, old_commit: bytes | None, new_commit: bytes) -> Iterator[FileChange]:
+        """Files that differ between two commits; identical subtrees are skipped unread."""
+        for change in tree_changes(self.objects, self.tree_of(old_commit), self.tree_of(new_commit)):
+            old, new = change.old, change.new
+            path = (new.path if new is not None and new.path is not None else old.path).decode()
+            yield FileChange(path, old.sha if old else None, new.sha if new else None)
+
+    def log(self, path: str | None = None, limit: int | None = None) -> list[LogEntry]:
+        """Commits from newest to oldest, optionally only those that touched `path`."""
+        head = self.head()
+        if head is None:
+            return []
+        walker = self.repo.get_walker(
+            include=[head], max_entries=limit, paths=[path.encode()] if path else None
+        )
+        out = []
+        for entry in walker:
+            commit = entry.commit
+            out.append(LogEntry(commit.id.decode(), commit.author.decode("utf-8", "replace"),
+                                commit.commit_time, commit.message.decode("utf-8", "replace").rstrip("\n")))  # fmt: skip
+        return out
+
+    # -- writing ------------------------------------------------------------------------
+
+    def build_commit(
+        self, parent: bytes | None, files: dict[str, bytes | None], message: str, author: str
+    ) -> tuple[Commit, list[ShaFile]]:
+        """Build (not store) a commit that applies `files` (path -> content, None deletes) to `parent`.
+
+        Returns the commit and every new object it needs, the commit last.
+        """
+        new_objects: list[ShaFile] = []
+        by_path: dict[tuple[str, ...], bytes | None] = {}
+        for path, content in files.items():
+            if content is None:
+                by_path[tuple(path.split("/"))] = None
+            else:
+                blob = Blob.from_string(content)
+                new_objects.append(blob)
+                by_path[tuple(path.split("/"))] = blob.id
+        root = self._rebuild_tree(self.tree_of(parent), by_path, new_objects, is_root=True)
+        commit = Commit()
+        assert root is not None  # the root tree is kept even when empty
+        commit.tree = root
+        commit.parents = [parent] if parent else []
+        identity = f"{author} <{author}@gc-beads>".encode()
+        commit.author = commit.committer = identity
+        commit.author_time = commit.commit_time = int(time.time())
+        commit.author_timezone = commit.commit_timezone = 0
+        commit.message = message.rstrip("\n").encode() + b"\n"
+        new_objects.append(commit)
+        return commit, new_objects
+
+    def store_objects(self, objects: list[ShaFile]) -> None:
+        """Write objects: loose for a small commit, one pack for a large batch."""
+        if len(objects) >= PACK_OBJECTS_AT:
+            self.objects.add_objects([(obj, None) for obj in objects])
+        else:
+            for obj in objects:
+                self.objects.add_object(obj)
+
+    def swap_head(self, old: bytes | None, new: bytes) -> None:
+        """Move the branch from `old` to `new`, failing if someone moved it meanwhile."""
+        if old is None:
+            ok = self.repo.refs.add_if_new(BRANCH, new)
+        else:
+            ok = self.repo.refs.set_if_equals(BRANCH, old, new)
+        if not ok:
+            raise Conflict("the store's branch moved during the write; nothing was changed, retry")
+
+    def pack_loose_objects(self) -> int:
+        """Move loose objects into a pack; returns how many were packed."""
+        return self.objects.pack_loose_objects()
+
+    def repack(self) -> None:
+        """Consolidate every pack and loose object into one pack (`gc doctor --gc`)."""
+        self.objects.repack()
+
+    def _rebuild_tree(
+        self,
+        tree_id: bytes | None,
+        changes: dict[tuple[str, ...], bytes | None],
+        new_objects: list[ShaFile],
+        *,
+        is_root: bool = False,
+    ) -> bytes | None:
+        tree = self.objects[tree_id] if tree_id is not None else Tree()
+        assert isinstance(tree, Tree)
+        children: dict[str, dict[tuple[str, ...], bytes | None]] = {}
+        for parts, sha in changes.items():
+            if len(parts) == 1:
+                name = parts[0].encode()
+                if sha is None:
+                    if name in tree:
+                        del tree[name]
+                else:
+                    tree[name] = (FILE_MODE, sha)
+            else:
+                children.setdefault(parts[0], {})[parts[1:]] = sha
+        for child, child_changes in children.items():
+            name = child.encode()
+            old_child = tree[name][1] if name in tree else None
+            new_child = self._rebuild_tree(old_child, child_changes, new_objects)
+            if new_child is None:
+                if name in tree:
+                    del tree[name]
+            else:
+                tree[name] = (DIR_MODE, new_child)
+        if len(tree) == 0 and not is_root:
+            return None  # git has no empty directories
+        new_objects.append(tree)
+        return tree.id

@@ -1,0 +1,230 @@
+"""The index: `.runtime/index.sqlite3`, derived from git, serving lookups and lists in O(log n).
+
+It records the commit it reflects (`head`); the store brings it forward from the tree diff
+when the branch moved, and rebuilds it from git alone when it is missing or of another schema.
+Each bead's row keeps the full record as JSON, so no read ever parses YAML.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from beads.record import Bead
+
+SCHEMA_VERSION = "1"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS beads(
+    id TEXT PRIMARY KEY, path TEXT NOT NULL UNIQUE, blob TEXT NOT NULL,
+    type TEXT NOT NULL, status TEXT NOT NULL, assignee TEXT, sender TEXT NOT NULL,
+    thread TEXT, parent TEXT, priority INTEGER NOT NULL,
+    created_at TEXT NOT NULL, updated_at TEXT NOT NULL, data TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS beads_assignee ON beads(assignee, status, created_at);
+CREATE INDEX IF NOT EXISTS beads_type ON beads(type, status, created_at);
+CREATE INDEX IF NOT EXISTS beads_sender ON beads(sender, created_at);
+CREATE INDEX IF NOT EXISTS beads_thread ON beads(thread, created_at);
+CREATE INDEX IF NOT EXISTS beads_parent ON beads(parent, created_at);
+CREATE INDEX IF NOT EXISTS beads_created ON beads(created_at);
+CREATE INDEX IF NOT EXISTS beads_updated ON beads(updated_at);
+CREATE TABLE IF NOT EXISTS labels(label TEXT NOT NULL, id TEXT NOT NULL,
+    PRIMARY KEY(label, id)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS invalid(path TEXT PRIMARY KEY, error TEXT NOT NULL);
+"""
+
+ORDERS = {"created": "created_at", "updated": "updated_at", "priority": "priority, created_at"}
+
+
+@dataclass
+class Query:
+    """Filters for `Index.query`; None means "any". Times compare as RFC 3339 text."""
+
+    type: str | None = None
+    status: str | None = None
+    assignee: str | None = None
+    sender: str | None = None
+    label: str | None = None
+    thread: str | None = None
+    parent: str | None = None
+    since: str | None = None
+    until: str | None = None
+    order: str = "created"
+    descending: bool = False
+    limit: int | None = None
+
+
+class Index:
+    """The sqlite index of one store."""
+
+    def __init__(self, path: Path) -> None:
+        self.db = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        if self._meta("schema") != SCHEMA_VERSION:
+            self._reset()
+
+    def close(self) -> None:
+        self.db.close()
+
+    # -- state ----------------------------------------------------------------------------
+
+    def head(self) -> bytes | None:
+        """The commit the index reflects, or None when it must be rebuilt."""
+        value = self._meta("head")
+        return value.encode() if value else None
+
+    def config(self) -> dict[str, Any] | None:
+        value = self._meta("config")
+        return json.loads(value) if value else None
+
+    def loose_objects(self) -> int:
+        """Loose objects written since the last pack (an estimate kept by the writers)."""
+        return int(self._meta("loose") or 0)
+
+    # -- reads ----------------------------------------------------------------------------
+
+    def get(self, bead_id: str) -> Bead | None:
+        row = self.db.execute("SELECT data FROM beads WHERE id = ?", (bead_id,)).fetchone()
+        return _bead(row[0]) if row else None
+
+    def location(self, bead_id: str) -> tuple[str, str] | None:
+        """`(path, blob sha)` of the bead's file at the index's head."""
+        row = self.db.execute("SELECT path, blob FROM beads WHERE id = ?", (bead_id,)).fetchone()
+        return (row[0], row[1]) if row else None
+
+    def match_prefix(self, prefix: str, limit: int = 11) -> list[str]:
+        """Ids starting with `prefix`, in order, at most `limit` of them."""
+        rows = self.db.execute(
+            "SELECT id FROM beads WHERE id >= ? AND id < ? ORDER BY id LIMIT ?",
+            (prefix, prefix + "\uffff", limit),
+        )
+        return [r[0] for r in rows]
+
+    def query(self, q: Query) -> list[Bead]:
+        """Beads matching every given filter, ordered, at most `q.limit`."""
+        where, params = [], []
+        for column, value in (("type", q.type), ("status", q.status), ("assignee", q.assignee),
+                              ("sender", q.sender), ("thread", q.thread), ("parent", q.parent)):  # fmt: skip
+            if value is not None:
+                where.append(f"b.{column} = ?")
+                params.append(value)
+        if q.since is not None:
+            where.append("b.created_at >= ?")
+            params.append(q.since)
+        if q.until is not None:
+            where.append("b.created_at < ?")
+            params.append(q.until)
+        sql = "SELECT b.data FROM beads b"
+        if q.label is not None:
+            sql += " JOIN labels l ON l.id = b.id AND l.label = ?"
+            params.insert(0, q.label)
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        direction = " DESC" if q.descending else ""
+        columns = ORDERS[q.order].split(", ") + ["id"]
+        sql += " ORDER BY " + ", ".join(f"b.{c}{direction}" for c in columns)
+        if q.limit is not None:
+            sql += " LIMIT ?"
+            params.append(q.limit)
+        return [_bead(row[0]) for row in self.db.execute(sql, params)]
+
+    def count(self) -> int:
+        return self.db.execute("SELECT count(*) FROM beads").fetchone()[0]
+
+    def entries(self) -> dict[str, str]:
+        """Every indexed file as path -> blob sha (for `gc doctor`)."""
+        return dict(self.db.execute("SELECT path, blob FROM beads"))
+
+    def invalid(self) -> dict[str, str]:
+        """Bead files of HEAD that could not be indexed, path -> why."""
+        return dict(self.db.execute("SELECT path, error FROM invalid"))
+
+    # -- writes ---------------------------------------------------------------------------
+
+    def apply(
+        self,
+        *,
+        head: bytes,
+        upserts: list[tuple[Bead, str, str]] = (),  # type: ignore[assignment]
+        deleted_paths: list[str] = (),  # type: ignore[assignment]
+        invalid: dict[str, str | None] | None = None,
+        config: dict[str, Any] | None = None,
+        loose_objects: int | None = None,
+        reset: bool = False,
+    ) -> None:
+        """Apply one commit's changes and record `head`, all in one transaction.
+
+        `upserts` are `(bead, path, blob sha)`; `invalid` maps a path to its error, or to
+        None when the path no longer holds an invalid file.
+        """
+        db = self.db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            if reset:
+                for table in ("beads", "labels", "invalid"):
+                    db.execute(f"DELETE FROM {table}")
+            for path in deleted_paths:
+                row = db.execute("SELECT id FROM beads WHERE path = ?", (path,)).fetchone()
+                if row:
+                    db.execute("DELETE FROM beads WHERE id = ?", row)
+                    db.execute("DELETE FROM labels WHERE id = ?", row)
+                db.execute("DELETE FROM invalid WHERE path = ?", (path,))
+            for bead, path, blob in upserts:
+                db.execute("DELETE FROM labels WHERE id = ?", (bead.id,))
+                db.execute(
+                    "INSERT OR REPLACE INTO beads VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    (bead.id, path, blob, bead.type, bead.status, bead.assignee, bead.from_,
+                     bead.thread, bead.parent, bead.priority, bead.created_at, bead.updated_at,
+                     json.dumps(bead.to_dict(), separators=(",", ":"))),
+                )  # fmt: skip
+                db.executemany("INSERT INTO labels VALUES (?, ?)", [(lb, bead.id) for lb in bead.labels])
+            for path, error in (invalid or {}).items():
+                if error is None:
+                    db.execute("DELETE FROM invalid WHERE path = ?", (path,))
+                else:
+                    db.execute("INSERT OR REPLACE INTO invalid VALUES (?, ?)", (path, error))
+            self._set_meta("head", head.decode())
+            if config is not None:
+                self._set_meta("config", json.dumps(config))
+            if loose_objects is not None:
+                self._set_meta("loose", str(loose_objects))
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+    def _reset(self) -> None:
+        # Derived data of another schema (or none): start empty; the store rebuilds it from git.
+        db = self.db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            if self._meta("schema") != SCHEMA_VERSION:  # another process may have just done it
+                for table in ("meta", "beads", "labels", "invalid"):
+                    db.execute(f"DROP TABLE IF EXISTS {table}")
+                for statement in _SCHEMA.split(";"):
+                    if statement.strip():
+                        db.execute(statement)
+                self._set_meta("schema", SCHEMA_VERSION)
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+    def _meta(self, key: str) -> str | None:
+        try:
+            row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        except sqlite3.OperationalError:
+            return None  # no tables yet
+        return row[0] if row else None
+
+    def _set_meta(self, key: str, value: str) -> None:
+        self.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+
+
+def _bead(data: str) -> Bead:
+    # Rows were validated when they were indexed.
+    return Bead.from_dict(json.loads(data), validate=False)

@@ -1,0 +1,239 @@
+"""The `Bead` record: its fields, their canonical order and their validation.
+
+Names used in beads follow documented patterns (see README "Names"):
+- agent: ``[A-Za-z0-9][A-Za-z0-9._-]{0,63}``, and ``all`` is reserved;
+- type: ``[a-z][a-z0-9_-]{0,31}``;
+- label: ``[A-Za-z0-9][A-Za-z0-9._:/=-]{0,127}``;
+- meta key: ``[A-Za-z_][A-Za-z0-9_.-]{0,63}``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
+from typing import Any
+
+from beads.errors import InvalidInput
+from beads.ids import check_id
+
+AGENT_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+TYPE_RE = re.compile(r"[a-z][a-z0-9_-]{0,31}")
+LABEL_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/=-]{0,127}")
+META_KEY_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")
+TIME_RE = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z")
+RESERVED_AGENTS = frozenset({"all"})
+STATUSES = ("open", "closed")
+MAX_TITLE_CHARS = 500
+DEFAULT_MAX_BODY_BYTES = 1024 * 1024
+
+# The YAML key of each field, in canonical file order. `from` is a Python keyword.
+FIELD_ORDER = (
+    "id", "type", "title", "body", "status", "from", "assignee", "cc", "labels", "priority",
+    "thread", "reply_to", "parent", "created_at", "updated_at", "closed_at", "close_reason",
+    "meta",
+)  # fmt: skip
+
+
+def now_stamp() -> str:
+    """The current time as the store writes it: RFC 3339, UTC, microseconds."""
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+@dataclass
+class Bead:
+    """One record of the store. `from_` is the YAML/JSON key `from`."""
+
+    id: str
+    type: str
+    title: str
+    from_: str
+    created_at: str
+    updated_at: str
+    body: str = ""
+    status: str = "open"
+    assignee: str | None = None
+    cc: list[str] = field(default_factory=list)
+    labels: list[str] = field(default_factory=list)
+    priority: int = 2
+    thread: str | None = None
+    reply_to: str | None = None
+    parent: str | None = None
+    closed_at: str | None = None
+    close_reason: str | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The bead as a plain mapping in canonical field order (keys as in YAML/JSON)."""
+        out: dict[str, Any] = {}
+        for key in FIELD_ORDER:
+            value = getattr(self, "from_" if key == "from" else key)
+            if isinstance(value, list):
+                value = list(value)
+            elif isinstance(value, dict):
+                value = dict(value)
+            out[key] = value
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Any, *, validate: bool = True, max_body: int | None = None) -> Bead:
+        """Build a bead from a mapping (parsed YAML or JSON); validates unless told not to."""
+        if not isinstance(data, dict):
+            raise InvalidInput("a bead must be a mapping of fields")
+        unknown = set(data) - set(FIELD_ORDER)
+        if unknown:
+            raise InvalidInput(f"unknown bead field(s): {', '.join(sorted(map(str, unknown)))}")
+        missing = [k for k in ("id", "type", "title", "from", "created_at", "updated_at") if data.get(k) is None]
+        if missing:
+            raise InvalidInput(f"bead is missing field(s): {', '.join(missing)}")
+        kwargs = {("from_" if k == "from" else k): v for k, v in data.items()}
+        for key in ("cc", "labels"):
+            if kwargs.get(key) is None:
+                kwargs[key] = []
+        if kwargs.get("meta") is None:
+            kwargs["meta"] = {}
+        if kwargs.get("body") is None:
+            kwargs["body"] = ""
+        bead = cls(**kwargs)
+        if validate:
+            bead.validate(max_body=max_body)
+        return bead
+
+    def with_changes(self, **changes: Any) -> Bead:
+        """A copy with some fields replaced (not validated: call `validate`)."""
+        return replace(self, **changes)
+
+    def validate(self, *, max_body: int | None = None) -> None:
+        """Raise InvalidInput naming the first field that breaks the record's rules."""
+        check_id(self.id)
+        check_type(self.type)
+        _check_text("title", self.title)
+        if not self.title.strip():
+            raise InvalidInput("title must not be empty")
+        if "\n" in self.title or "\r" in self.title:
+            raise InvalidInput("title must be a single line")
+        if len(self.title) > MAX_TITLE_CHARS:
+            raise InvalidInput(f"title is longer than {MAX_TITLE_CHARS} characters")
+        _check_text("body", self.body)
+        limit = DEFAULT_MAX_BODY_BYTES if max_body is None else max_body
+        size = len(self.body.encode("utf-8"))
+        if size > limit:
+            raise InvalidInput(f"body is {size} bytes; the limit is {limit} (store.max_body_bytes)")
+        if self.status not in STATUSES:
+            raise InvalidInput(f"status must be one of {', '.join(STATUSES)}, not {self.status!r}")
+        check_agent(self.from_, what="from")
+        if self.assignee is not None:
+            check_agent(self.assignee, what="assignee")
+        _check_list("cc", self.cc, lambda v: check_agent(v, what="cc"))
+        _check_list("labels", self.labels, check_label)
+        if type(self.priority) is not int or not 0 <= self.priority <= 4:
+            raise InvalidInput(f"priority must be an integer 0-4, not {self.priority!r}")
+        for name in ("thread", "reply_to", "parent"):
+            value = getattr(self, name)
+            if value is not None:
+                check_id(value, what=name)
+        for name in ("created_at", "updated_at", "closed_at"):
+            value = getattr(self, name)
+            if value is not None and not (isinstance(value, str) and TIME_RE.fullmatch(value)):
+                raise InvalidInput(f"{name} must be a UTC time like 2026-01-31T12:00:00.000000Z")
+        if self.status == "closed" and self.closed_at is None:
+            raise InvalidInput("a closed bead needs closed_at")
+        if self.status == "open" and (self.closed_at is not None or self.close_reason is not None):
+            raise InvalidInput("an open bead has no closed_at or close_reason")
+        if self.close_reason is not None:
+            _check_text("close_reason", self.close_reason)
+        if not isinstance(self.meta, dict):
+            raise InvalidInput("meta must be a mapping")
+        for key, value in self.meta.items():
+            check_meta_key(key)
+            _check_meta_value(key, value)
+
+
+def check_agent(name: Any, *, what: str = "agent") -> str:
+    """Return `name` if it is a valid agent name, else raise InvalidInput."""
+    if not isinstance(name, str) or not AGENT_RE.fullmatch(name):
+        raise InvalidInput(
+            f"invalid {what} name {name!r}: use letters, digits, '.', '_' or '-' (at most 64)"
+        )
+    if name in RESERVED_AGENTS:
+        raise InvalidInput(f"{what} name {name!r} is reserved")
+    return name
+
+
+def check_type(name: Any) -> str:
+    """Return `name` if it is a valid bead type, else raise InvalidInput."""
+    if not isinstance(name, str) or not TYPE_RE.fullmatch(name):
+        raise InvalidInput(
+            f"invalid type {name!r}: lowercase letters, digits, '_' or '-', starting with a letter"
+        )
+    return name
+
+
+def check_label(label: Any) -> str:
+    """Return `label` if it is a valid label, else raise InvalidInput."""
+    if not isinstance(label, str) or not LABEL_RE.fullmatch(label):
+        raise InvalidInput(f"invalid label {label!r}: no spaces, at most 128 characters")
+    return label
+
+
+def check_meta_key(key: Any) -> str:
+    """Return `key` if it is a valid meta key, else raise InvalidInput."""
+    if not isinstance(key, str) or not META_KEY_RE.fullmatch(key):
+        raise InvalidInput(f"invalid meta key {key!r}")
+    return key
+
+
+def _check_text(name: str, value: Any) -> None:
+    if not isinstance(value, str):
+        raise InvalidInput(f"{name} must be text")
+    if "\x00" in value:
+        raise InvalidInput(f"{name} contains a NUL byte (binary data is not accepted)")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInput(f"{name} is not valid UTF-8 text") from None
+
+
+def _check_list(name: str, value: Any, check: Any) -> None:
+    if not isinstance(value, list):
+        raise InvalidInput(f"{name} must be a list")
+    for item in value:
+        check(item)
+    if len(set(value)) != len(value):
+        raise InvalidInput(f"{name} has duplicates")
+
+
+def _check_meta_value(key: str, value: Any, depth: int = 0) -> None:
+    if depth > 8:
+        raise InvalidInput(f"meta {key!r} is nested too deeply")
+    if value is None or isinstance(value, bool | int):
+        return
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise InvalidInput(f"meta {key!r} must be a finite number")
+        return
+    if isinstance(value, str):
+        _check_text(f"meta {key!r}", value)
+        return
+    if isinstance(value, list):
+        for item in value:
+            _check_meta_value(key, item, depth + 1)
+        return
+    if isinstance(value, dict):
+        for sub_key, item in value.items():
+            check_meta_key(sub_key)
+            _check_meta_value(key, item, depth + 1)
+        return
+    raise InvalidInput(f"meta {key!r} must be text, a number, true/false, null, a list or a mapping")
+
+
+
+def acting_agent(explicit: str | None = None) -> str:
+    """Who is acting: `explicit`, else $GC_AGENT, $GC_ALIAS, $GC_SESSION_ID, else `human`."""
+    for candidate in (explicit, os.environ.get("GC_AGENT"), os.environ.get("GC_ALIAS"),
+                      os.environ.get("GC_SESSION_ID")):  # fmt: skip
+        if candidate:
+            return check_agent(candidate, what="agent")
+    return "human"

@@ -1,0 +1,531 @@
+"""The bead store: open, read through the index, write through the one commit path.
+
+Every mutation, single or batched, goes through `Batch.commit`: under the write lock, bring
+the index and view up to HEAD, build the commit from objects, store them, compare-and-swap the
+branch, then write the view files and the index. Git is the source of truth: a crash at any
+point leaves the branch either before or after the commit, and the next open brings the view
+and the index forward from the tree diff.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import filelock
+
+from beads.codec import dump_bead, dump_data, load_bead, load_data
+from beads.config import CONFIG_PATH, FORMAT, check_config, default_config
+from beads.errors import Conflict, InvalidInput, NotFound
+from beads.faults import fault
+from beads.gitrepo import PACK_OBJECTS_AT, GitRepo, LogEntry, init_bare
+from beads.ids import bead_path, check_id, check_id_prefix, check_prefix, new_id, parse_bead_path
+from beads.index import Index, Query
+from beads.location import (
+    INIT_PREFIX,
+    check_not_foreign,
+    exclude_from_project,
+    find_store,
+    is_store,
+    store_dir_for,
+)
+from beads.record import Bead, acting_agent, check_agent, check_label, check_meta_key, now_stamp
+from beads.view import View, git_blob_sha
+
+LOCK_TIMEOUT = 30.0
+# filelock's 50 ms default poll would stall bursts of writers; a few ms keeps them moving.
+LOCK_POLL = 0.002
+# Past this many loose objects a writer packs them (under the lock) so lookups stay fast.
+PACK_LOOSE_AT = 1500
+UPDATABLE = ("title", "body", "assignee", "cc", "labels", "priority", "thread", "reply_to", "parent")
+
+
+class Store:
+    """An open store. Use `Store.open()` to find one, `Store.init()` to make one."""
+
+    def __init__(self, root: Path, *, agent: str | None = None) -> None:
+        self.root = root
+        self.runtime = root / ".runtime"
+        (self.runtime / "locks").mkdir(parents=True, exist_ok=True)
+        self.agent = acting_agent(agent)
+        self.git = GitRepo(root / ".git")
+        self.index = Index(self.runtime / "index.sqlite3")
+        self.view = View(root, self.runtime)
+        self._lock = filelock.FileLock(str(self.runtime / "locks" / "write.lock"))
+        head = self.git.head()
+        if self.index.head() != head or self.view.applied() != head:
+            with self.locked():
+                self.sync()
+        self.config = check_config(self.index.config() or {"format": FORMAT})
+
+    # -- opening ----------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, beads_dir: str | Path | None = None, *, agent: str | None = None) -> Store:
+        """Open the store found from `beads_dir`, $GC_BEADS_DIR or the working directory."""
+        return cls(find_store(beads_dir), agent=agent)
+
+    @classmethod
+    def init(
+        cls, path: str | Path = ".", *, prefix: str | None = None, agent: str | None = None,
+        config: dict[str, Any] | None = None,
+    ) -> tuple[Store, bool]:  # fmt: skip
+        """Create the store under `path` (or open it if it exists); returns `(store, created)`.
+
+        The repository is built under a temporary name and renamed into place once its first
+        commit (`config.yaml`) is in, so a crash never leaves a half-made store.
+        """
+        root = store_dir_for(Path(path).expanduser().absolute())
+        if is_store(root):
+            return cls(root, agent=agent), False
+        check_not_foreign(root)
+        settings = check_config(config if config is not None else default_config())
+        if prefix is not None:
+            settings["store"]["prefix"] = check_prefix(prefix)
+        author = acting_agent(agent)
+        root.mkdir(parents=True, exist_ok=True)
+        building = root / f"{INIT_PREFIX}{os.getpid()}"
+        shutil.rmtree(building, ignore_errors=True)
+        git = init_bare(building)
+        commit, objects = git.build_commit(
+            None, {CONFIG_PATH: dump_data(settings)}, "init: gc-beads store", author
+        )
+        git.store_objects(objects)
+        git.swap_head(None, commit.id)
+        git.close()
+        os.rename(building, root / ".git")
+        exclude_from_project(root)
+        return cls(root, agent=agent), True
+
+    def close(self) -> None:
+        self.index.close()
+        self.git.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def prefix(self) -> str:
+        return self.config["store"]["prefix"]
+
+    @property
+    def max_body(self) -> int:
+        return self.config["store"]["max_body_bytes"]
+
+    # -- reading ----------------------------------------------------------------------------
+
+    def resolve(self, ref: str) -> str:
+        """The full id for an id or an unambiguous prefix of one."""
+        self._ensure_fresh()
+        return self._resolve(ref)
+
+    def get(self, ref: str) -> Bead:
+        """The bead with this id (or unambiguous id prefix); NotFound if none."""
+        bead_id = self.resolve(ref)
+        bead = self.index.get(bead_id)
+        if bead is None:
+            raise NotFound(f"no bead {ref}")
+        return bead
+
+    def list(
+        self,
+        *,
+        type: str | None = None,
+        status: str | None = None,
+        assignee: str | None = None,
+        sender: str | None = None,
+        label: str | None = None,
+        thread: str | None = None,
+        parent: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        order: str = "created",
+        descending: bool = False,
+        limit: int | None = None,
+    ) -> list[Bead]:
+        """Beads matching every given filter (None = any), from the index."""
+        if status not in (None, "open", "closed"):
+            raise InvalidInput(f"status must be open or closed, not {status!r}")
+        if order not in ("created", "updated", "priority"):
+            raise InvalidInput(f"order must be created, updated or priority, not {order!r}")
+        if limit is not None and limit < 0:
+            raise InvalidInput("limit must not be negative")
+        for what, name in (("assignee", assignee), ("from", sender)):
+            if name is not None:
+                check_agent(name, what=what)
+        if label is not None:
+            check_label(label)
+        self._ensure_fresh()
+        thread = self._resolve(thread) if thread is not None else None
+        parent = self._resolve(parent) if parent is not None else None
+        query = Query(type=type, status=status, assignee=assignee, sender=sender, label=label,
+                      thread=thread, parent=parent, since=since, until=until, order=order,
+                      descending=descending, limit=limit)  # fmt: skip
+        return self.index.query(query)
+
+    def log(self, ref: str | None = None, limit: int | None = None) -> list[LogEntry]:
+        """Commits, newest first; with `ref`, only those that changed that bead."""
+        path = None
+        if ref is not None:
+            self._ensure_fresh()
+            location = self.index.location(self._resolve(ref))
+            assert location is not None
+            path = location[0]
+        return self.git.log(path, limit)
+
+    # -- writing ----------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def batch(self, message: str | None = None) -> Iterator[Batch]:
+        """Group mutations into one commit: `with store.batch() as b: b.create(...)`.
+
+        The write lock is held for the whole block; nothing is written if it raises.
+        """
+        with self.locked():
+            self.sync()
+            batch = Batch(self, message)
+            yield batch
+            batch.commit()
+
+    def create(self, type: str, title: str, body: str = "", **fields: Any) -> Bead:
+        """Create one bead (one commit). See `Batch.create` for the fields."""
+        with self.batch() as batch:
+            return batch.create(type, title, body, **fields)
+
+    def update(self, ref: str, **changes: Any) -> Bead:
+        """Change fields, labels or meta of one bead (one commit). See `Batch.update`."""
+        with self.batch() as batch:
+            return batch.update(ref, **changes)
+
+    def close_bead(self, ref: str, reason: str | None = None, *, force: bool = False) -> Bead:
+        """Close one bead with an optional reason (one commit)."""
+        with self.batch() as batch:
+            return batch.close(ref, reason, force=force)
+
+    def reopen(self, ref: str) -> Bead:
+        """Reopen a closed bead (one commit)."""
+        with self.batch() as batch:
+            return batch.reopen(ref)
+
+    # -- consistency ------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold the store's write lock (re-entrant within this Store)."""
+        try:
+            self._lock.acquire(timeout=LOCK_TIMEOUT, poll_interval=LOCK_POLL)
+        except filelock.Timeout:
+            raise Conflict(
+                f"the store is locked by another writer (waited {LOCK_TIMEOUT:.0f}s): "
+                f"{self._lock.lock_file}"
+            ) from None
+        try:
+            yield
+        finally:
+            self._lock.release()
+
+    def sync(self, *, rebuild_index: bool = False) -> None:
+        """Bring the index and the view up to HEAD (call with the lock held)."""
+        head = self.git.head()
+        if head is None:
+            return
+        index_head = None if rebuild_index else self.index.head()
+        if index_head != head:
+            known = index_head is not None and self.git.has_object(index_head)
+            self._index_from(index_head if known else None, head)
+        view_head = self.view.applied()
+        if view_head != head:
+            if view_head is not None and self.git.has_object(view_head):
+                self._view_from(view_head, head)
+            else:
+                self._rebuild_view(head)
+
+    def _ensure_fresh(self) -> None:
+        if self.index.head() != self.git.head():
+            with self.locked():
+                self.sync()
+
+    def _resolve(self, ref: str, pending: dict[str, Bead] | None = None) -> str:
+        text = check_id_prefix(ref)
+        if pending and text in pending:
+            return text
+        matches = self.index.match_prefix(text)
+        if not matches and "-" not in text:
+            text = f"{self.prefix}-{text}"
+            matches = self.index.match_prefix(text)
+        if text in matches:
+            return text
+        if len(matches) == 1:
+            return matches[0]
+        if not matches:
+            raise NotFound(f"no bead {ref}")
+        shown = ", ".join(matches[:10])
+        raise InvalidInput(f"id prefix {ref!r} is ambiguous: {shown}", candidates=matches[:10])
+
+    def _index_from(self, old: bytes | None, new: bytes) -> None:
+        """Index the files that changed from `old` to `new` (everything when `old` is None)."""
+        upserts: list[tuple[Bead, str, str]] = []
+        deleted: list[str] = []
+        invalid: dict[str, str | None] = {}
+        config = None
+        if old is None:
+            changed = ((path, None, sha) for path, sha in self.git.files(new))
+        else:
+            changed = ((c.path, c.old_sha, c.new_sha) for c in self.git.changes(old, new))
+        for path, old_sha, new_sha in changed:
+            if path == CONFIG_PATH:
+                if new_sha is not None:
+                    config, invalid[path] = self._parse_config(self.git.read(new_sha))
+                continue
+            located = parse_bead_path(path)
+            if located is None:
+                continue
+            if old_sha is not None:
+                deleted.append(path)
+            if new_sha is None:
+                continue
+            try:
+                bead = load_bead(self.git.read(new_sha), what=path, max_body=1 << 62)
+                if (bead.type, bead.id) != located:
+                    raise InvalidInput(f"{path} holds {bead.type} {bead.id}, not what its path says")
+            except InvalidInput as exc:
+                invalid[path] = exc.message
+                continue
+            invalid[path] = None
+            upserts.append((bead, path, new_sha.decode()))
+        self.index.apply(head=new, upserts=upserts, deleted_paths=deleted, invalid=invalid,
+                         config=config, reset=old is None)  # fmt: skip
+
+    @staticmethod
+    def _parse_config(raw: bytes) -> tuple[dict[str, Any] | None, str | None]:
+        try:
+            data = load_data(raw, what=CONFIG_PATH)
+            if isinstance(data, dict) and type(data.get("format")) is int and data["format"] > FORMAT:
+                check_config(data)  # raises: a newer store is refused, never half-read
+            return check_config(data), None
+        except InvalidInput as exc:
+            if "newer" in exc.message:
+                raise
+            return None, exc.message
+
+    def _view_from(self, old: bytes, new: bytes) -> None:
+        for change in self.git.changes(old, new):
+            if change.new_sha is None:
+                self.view.remove(change.path)
+            else:
+                self.view.write(change.path, self.git.read(change.new_sha))
+        self.view.mark_applied(new)
+
+    def _rebuild_view(self, head: bytes) -> None:
+        wanted = dict(self.git.files(head))
+        for path in self.view.files():
+            if path not in wanted:
+                self.view.remove(path)
+        for path, sha in wanted.items():
+            current = self.view.read(path)
+            if current is None or git_blob_sha(current) != sha:
+                self.view.write(path, self.git.read(sha))
+        self.view.mark_applied(head)
+
+
+_UNSET: Any = object()
+
+
+class Batch:
+    """Mutations that become one commit when the `Store.batch()` block ends."""
+
+    def __init__(self, store: Store, message: str | None) -> None:
+        self.store = store
+        self.message = message
+        self.changed: dict[str, Bead] = {}
+        self.config: dict[str, Any] | None = None
+        self.lines: list[str] = []
+
+    def get(self, ref: str) -> Bead:
+        """The bead as this batch would leave it."""
+        bead_id = self.store._resolve(ref, self.changed)
+        bead = self.changed.get(bead_id) or self.store.index.get(bead_id)
+        if bead is None:
+            raise NotFound(f"no bead {ref}")
+        return bead
+
+    def create(
+        self,
+        type: str,
+        title: str,
+        body: str = "",
+        *,
+        assignee: str | None = None,
+        cc: list[str] | tuple[str, ...] = (),
+        labels: list[str] | tuple[str, ...] = (),
+        priority: int = 2,
+        parent: str | None = None,
+        thread: str | None = None,
+        reply_to: str | None = None,
+        meta: dict[str, Any] | None = None,
+        sender: str | None = None,
+    ) -> Bead:
+        """Add a new open bead; `sender` (the `from` field) defaults to the acting agent."""
+        bead_id = self._new_id()
+        stamp = now_stamp()
+        bead = Bead(
+            id=bead_id, type=type, title=title, body=body, from_=sender or self.store.agent,
+            assignee=assignee, cc=list(cc), labels=list(labels), priority=priority,
+            parent=self.get(parent).id if parent is not None else None,
+            thread=thread, reply_to=reply_to, meta=dict(meta or {}),
+            created_at=stamp, updated_at=stamp,
+        )  # fmt: skip
+        self._put(bead, f'bead create {bead_id}: {type} "{_short(title)}"')
+        return bead
+
+    def insert(self, bead: Bead) -> Bead:
+        """Add a whole record with its own id and times (imports, the example store)."""
+        check_id(bead.id)
+        if bead.id in self.changed or self.store.index.get(bead.id) is not None:
+            raise InvalidInput(f"bead {bead.id} already exists")
+        self._put(bead, f'bead import {bead.id}: {bead.type} "{_short(bead.title)}"')
+        return bead
+
+    def update(
+        self,
+        ref: str,
+        *,
+        add_labels: list[str] | tuple[str, ...] = (),
+        remove_labels: list[str] | tuple[str, ...] = (),
+        meta: dict[str, Any] | None = None,
+        unset_meta: list[str] | tuple[str, ...] = (),
+        **fields: Any,
+    ) -> Bead:
+        """Change fields (title, body, assignee, cc, labels, priority, thread, reply_to, parent),
+        add or remove labels, set meta keys (`meta`) or remove them (`unset_meta`)."""
+        unknown = set(fields) - set(UPDATABLE)
+        if unknown:
+            raise InvalidInput(f"cannot update field(s) {', '.join(sorted(unknown))}")
+        bead = self.get(ref)
+        changes = dict(fields)
+        if changes.get("parent") is not None:
+            changes["parent"] = self.get(changes["parent"]).id
+            if changes["parent"] == bead.id:
+                raise InvalidInput("a bead cannot be its own parent")
+        for key in ("cc", "labels"):
+            if key in changes:
+                changes[key] = list(changes[key] or [])
+        labels = list(changes.get("labels", bead.labels))
+        labels += [label for label in add_labels if label not in labels]
+        labels = [label for label in labels if label not in set(remove_labels)]
+        changes["labels"] = labels
+        new_meta = dict(bead.meta)
+        new_meta.update(meta or {})
+        for key in unset_meta:
+            new_meta.pop(check_meta_key(key), None)
+        changes["meta"] = new_meta
+        changed = sorted(k for k, v in changes.items() if getattr(bead, k) != v)
+        if not changed:
+            return bead
+        updated = bead.with_changes(**changes, updated_at=now_stamp())
+        self._put(updated, f"bead update {bead.id}: {', '.join(changed)}")
+        return updated
+
+    def close(self, ref: str, reason: str | None = None, *, force: bool = False) -> Bead:
+        """Close a bead; a `guarded` bead needs `force` (its owner's command passes it)."""
+        bead = self.get(ref)
+        if bead.status == "closed":
+            raise InvalidInput(f"{bead.id} is already closed")
+        if bead.meta.get("guarded") is True and not force:
+            raise InvalidInput(
+                f"{bead.id} is guarded: close it with its owner's command, or pass --force"
+            )
+        stamp = now_stamp()
+        closed = bead.with_changes(status="closed", closed_at=stamp, updated_at=stamp,
+                                   close_reason=reason or None)  # fmt: skip
+        suffix = f": {_short(reason)}" if reason else ""
+        self._put(closed, f"bead close {bead.id}{suffix}")
+        return closed
+
+    def reopen(self, ref: str) -> Bead:
+        """Reopen a closed bead."""
+        bead = self.get(ref)
+        if bead.status == "open":
+            raise InvalidInput(f"{bead.id} is not closed")
+        opened = bead.with_changes(status="open", closed_at=None, close_reason=None,
+                                   updated_at=now_stamp())  # fmt: skip
+        self._put(opened, f"bead reopen {bead.id}")
+        return opened
+
+    def set_config(self, config: dict[str, Any]) -> dict[str, Any]:
+        """Replace `config.yaml` (validated) in this commit."""
+        self.config = check_config(config)
+        self.lines.append("config: update config.yaml")
+        return self.config
+
+    def commit(self) -> bytes | None:
+        """Write the batch as one commit; returns its id (None when there was nothing to do)."""
+        if not self.changed and self.config is None:
+            return None
+        store = self.store
+        files: dict[str, bytes | None] = {}
+        placed: list[tuple[Bead, str]] = []
+        for bead in self.changed.values():
+            path = bead_path(bead.type, bead.id)
+            files[path] = dump_bead(bead)
+            placed.append((bead, path))
+        if self.config is not None:
+            files[CONFIG_PATH] = dump_data(self.config)
+        parent = store.git.head()
+        commit, objects = store.git.build_commit(parent, files, self._message(), store.agent)
+        fault("before-objects")
+        store.git.store_objects(objects)
+        fault("after-objects")
+        store.git.swap_head(parent, commit.id)
+        fault("after-ref")
+        for number, (path, content) in enumerate(files.items()):
+            assert content is not None
+            store.view.write(path, content)
+            if number == 0:
+                fault("mid-view")
+        fault("after-view")
+        loose = 0 if len(objects) >= PACK_OBJECTS_AT else len(objects)
+        loose += store.index.loose_objects()
+        upserts = [(bead, path, git_blob_sha(files[path] or b"").decode()) for bead, path in placed]
+        store.index.apply(head=commit.id, upserts=upserts, config=self.config, loose_objects=loose)
+        fault("after-index")
+        store.view.mark_applied(commit.id)
+        if self.config is not None:
+            store.config = self.config
+        if loose >= PACK_LOOSE_AT:
+            store.git.pack_loose_objects()
+            store.index.apply(head=commit.id, loose_objects=0)
+        return commit.id
+
+    def _new_id(self) -> str:
+        # 40 random bits: a collision is rare, but checked here, under the write lock.
+        while True:
+            bead_id = new_id(self.store.prefix)
+            if bead_id not in self.changed and self.store.index.get(bead_id) is None:
+                return bead_id
+
+    def _put(self, bead: Bead, line: str) -> None:
+        bead.validate(max_body=self.store.max_body)
+        self.changed[bead.id] = bead
+        self.lines.append(line)
+
+    def _message(self) -> str:
+        if self.message:
+            return self.message
+        if len(self.lines) == 1:
+            return self.lines[0]
+        shown = self.lines[:50]
+        more = [f"... and {len(self.lines) - 50} more"] if len(self.lines) > 50 else []
+        return "\n".join([f"batch: {len(self.lines)} changes", "", *shown, *more])
+
+
+def _short(text: str, width: int = 60) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= width else line[: width - 3] + "..."

@@ -1,0 +1,87 @@
+"""The view: HEAD's files written under `.beads/` so people and tools can `cat` and `grep` them.
+
+Every file is written atomically (a temporary file in `.runtime/tmp`, fsync, rename), so a
+reader never sees half a bead. The commit the view reflects is recorded in
+`.runtime/view-applied`; a view behind HEAD (a crash, a push into the store) is brought
+forward from the tree diff.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+# Names under `.beads/` that belong to gc itself, never to the view.
+RESERVED_NAMES = frozenset({".git", ".runtime"})
+
+
+def git_blob_sha(data: bytes) -> bytes:
+    """The sha git gives a blob with this content (to compare a view file with HEAD)."""
+    return hashlib.sha1(b"blob %d\x00" % len(data) + data).hexdigest().encode()
+
+
+class View:
+    """The files under the store's directory that mirror HEAD."""
+
+    def __init__(self, root: Path, runtime: Path) -> None:
+        self.root = root
+        self.tmp = runtime / "tmp"
+        self.applied_file = runtime / "view-applied"
+
+    def applied(self) -> bytes | None:
+        """The commit the view reflects, or None when unknown."""
+        try:
+            return self.applied_file.read_bytes().strip() or None
+        except OSError:
+            return None
+
+    def mark_applied(self, commit_id: bytes) -> None:
+        self._atomic_write(self.applied_file, commit_id + b"\n", sync=False)
+
+    def write(self, path: str, data: bytes) -> None:
+        target = self.root / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        self._atomic_write(target, data, sync=True)
+
+    def remove(self, path: str) -> None:
+        target = self.root / path
+        try:
+            target.unlink()
+        except FileNotFoundError:
+            pass
+        # Drop shard directories left empty, never the store's own directory.
+        parent = target.parent
+        while parent != self.root:
+            try:
+                parent.rmdir()
+            except OSError:
+                break
+            parent = parent.parent
+
+    def read(self, path: str) -> bytes | None:
+        try:
+            return (self.root / path).read_bytes()
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+
+    def files(self) -> list[str]:
+        """Every file of the view (relative paths), gc's own directories excluded."""
+        out = []
+        for dirpath, dirnames, filenames in os.walk(self.root):
+            if Path(dirpath) == self.root:
+                dirnames[:] = [d for d in dirnames if d not in RESERVED_NAMES]
+            rel = os.path.relpath(dirpath, self.root)
+            for name in filenames:
+                out.append(name if rel == "." else f"{rel}/{name}".replace(os.sep, "/"))
+        return out
+
+    def _atomic_write(self, target: Path, data: bytes, *, sync: bool) -> None:
+        self.tmp.mkdir(parents=True, exist_ok=True)
+        tmp = self.tmp / f"{target.name}.{os.getpid()}.tmp"
+        with open(tmp, "wb") as handle:
+            handle.write(data)
+            if sync:
+                handle.flush()
+                os.fsync(handle.fileno())
+        os.replace(tmp, target)

@@ -1,0 +1,1 @@
+"""gates layer (not yet built)."""

@@ -1,0 +1,1 @@
+"""inbox layer (not yet built)."""

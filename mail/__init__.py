@@ -1,0 +1,1 @@
+"""mail layer (not yet built)."""
