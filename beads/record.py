@@ -13,7 +13,6 @@ import math
 import os
 import re
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
 from typing import Any
 
 from beads.errors import InvalidInput
@@ -35,11 +34,6 @@ FIELD_ORDER = (
     "thread", "reply_to", "parent", "created_at", "updated_at", "closed_at", "close_reason",
     "meta",
 )  # fmt: skip
-
-
-def now_stamp() -> str:
-    """The current time as the store writes it: RFC 3339, UTC, microseconds."""
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 @dataclass

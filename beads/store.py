@@ -33,7 +33,8 @@ from beads.location import (
     is_store,
     store_dir_for,
 )
-from beads.record import Bead, acting_agent, check_agent, check_label, check_meta_key, now_stamp
+from beads.record import Bead, acting_agent, check_agent, check_label, check_meta_key
+from beads.times import now_stamp
 from beads.view import View, git_blob_sha
 
 LOCK_TIMEOUT = 30.0

@@ -1,0 +1,70 @@
+"""`gc init`, `gc log`, `gc doctor`: the store as a whole."""
+
+from __future__ import annotations
+
+import time
+
+import click
+
+from beads.cli.common import emit, global_options, open_store, settings
+
+
+@click.command()
+@click.argument("path", default=".", type=click.Path(file_okay=False))
+@click.option("--prefix", help="The id prefix (default gc): ids look like PREFIX-7k2qabcd.")
+@click.option("--example", is_flag=True, help="Fill the new store with the example beads.")
+@global_options
+def init(path: str, prefix: str | None, example: bool) -> None:
+    """Create a store in PATH/.beads (PATH defaults to the working directory)."""
+    from beads.example import init_example
+    from beads.store import Store
+
+    agent = settings().agent
+    if example:
+        store, created = init_example(path, prefix=prefix, agent=agent)
+    else:
+        store, created = Store.init(path, prefix=prefix, agent=agent)
+    click.get_current_context().call_on_close(store.close)
+    verb = "Initialized" if created else "Already initialized"
+    emit({"path": str(store.root), "created": created, "prefix": store.prefix},
+         f"{verb} gc-beads store in {store.root}")  # fmt: skip
+
+
+@click.command()
+@click.argument("bead_id", required=False)
+@click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True)
+@global_options
+def log(bead_id: str | None, limit: int) -> None:
+    """Show the history (of one bead with ID): commit, time, author, what happened."""
+    entries = open_store().log(bead_id, limit)
+
+    def text() -> str:
+        lines = []
+        for entry in entries:
+            when = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(entry.time))
+            author = entry.author.split(" <")[0]
+            lines.append(f"{entry.commit[:10]}  {when}  {author:<12}  {entry.message.splitlines()[0]}")
+        return "\n".join(lines)
+
+    emit({"commits": [e.to_json() for e in entries]}, text)
+
+
+@click.command()
+@click.option("--rebuild-index", is_flag=True, help="Rebuild the index from git alone.")
+@click.option("--restore-view", is_flag=True, help="Rewrite view files that differ from HEAD.")
+@click.option("--gc", "compact", is_flag=True, help="Pack loose objects and compact packs.")
+@global_options
+def doctor(rebuild_index: bool, restore_view: bool, compact: bool) -> None:
+    """Check the repository, the index and the view against HEAD; exit 0 when clean."""
+    from beads.doctor import doctor as run_doctor
+
+    store = open_store()
+    report = run_doctor(store, rebuild_index=rebuild_index, restore_view=restore_view,
+                        compact=compact)  # fmt: skip
+    lines = [f"{p.kind}: {p.path}: {p.message}" for p in report.problems]
+    lines += [f"fixed: {line}" for line in report.fixed]
+    summary = "store is healthy" if report.ok else f"{len(report.problems)} problem(s) found"
+    emit({"healthy": report.ok, "problems": [p.to_json() for p in report.problems],
+          "fixed": report.fixed, "beads": report.beads}, "\n".join([*lines, summary]))  # fmt: skip
+    if not report.ok:
+        click.get_current_context().exit(50)

@@ -1,0 +1,204 @@
+"""`gc bead ...`: each command a few lines over the `Store` API."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import tempfile
+from typing import Any
+
+import click
+
+from beads.cli.common import emit, global_options, open_store, parse_pairs, read_text
+from beads.errors import InvalidInput
+from beads.record import Bead
+
+PRIORITY = click.IntRange(0, 4)
+
+
+@click.group()
+def bead() -> None:
+    """Create, show, list, change and close beads."""
+
+
+def _body_options(func: Any) -> Any:
+    func = click.option("--stdin", "body_stdin", is_flag=True, help="Read the body from stdin.")(func)
+    func = click.option("--body-file", type=click.Path(dir_okay=False, allow_dash=True),
+                        help="Read the body from a file (- for stdin).")(func)  # fmt: skip
+    return click.option("--body", help="The body text.")(func)
+
+
+@bead.command()
+@click.option("--type", "type_", required=True, help="The bead's type (task, message, ...).")
+@click.option("--title", required=True, help="A one-line title.")
+@_body_options
+@click.option("--assignee", help="The agent this bead is for.")
+@click.option("--label", "labels", multiple=True, help="A label (repeatable).")
+@click.option("--priority", type=PRIORITY, default=2, show_default=True, help="0 critical .. 4 low.")
+@click.option("--parent", help="The id of a parent bead.")
+@click.option("--meta", "meta", multiple=True, metavar="KEY=VALUE", help="A meta field (repeatable).")
+@global_options
+def create(type_: str, title: str, body: str | None, body_file: str | None, body_stdin: bool,
+           assignee: str | None, labels: tuple[str, ...], priority: int, parent: str | None,
+           meta: tuple[str, ...]) -> None:  # fmt: skip
+    """Create a bead; prints its id."""
+    store = open_store()
+    text = read_text(body, body_file, body_stdin, limit=store.max_body) or ""
+    made = store.create(type_, title, text, assignee=assignee, labels=list(labels),
+                        priority=priority, parent=parent, meta=parse_pairs(meta))  # fmt: skip
+    emit({"bead": made.to_dict()}, made.id)
+
+
+@bead.command()
+@click.argument("bead_id")
+@global_options
+def show(bead_id: str) -> None:
+    """Show one bead (any unambiguous id prefix)."""
+    found = open_store().get(bead_id)
+    emit({"bead": found.to_dict()}, lambda: _block(found))
+
+
+@bead.command("list")
+@click.option("--type", "type_", help="Only this type.")
+@click.option("--status", type=click.Choice(["open", "closed", "all"]), default="open",
+              show_default=True)  # fmt: skip
+@click.option("--assignee", help="Only beads assigned to this agent.")
+@click.option("--from", "sender", help="Only beads from this agent.")
+@click.option("--label", help="Only beads with this label.")
+@click.option("--thread", help="Only beads of this thread.")
+@click.option("--parent", help="Only children of this bead.")
+@click.option("--since", help="Created at or after (2026-01-31, RFC 3339, or 2h = two hours ago).")
+@click.option("--until", help="Created before (same forms as --since).")
+@click.option("--order", type=click.Choice(["created", "updated", "priority"]), default="created",
+              show_default=True)  # fmt: skip
+@click.option("--desc", is_flag=True, help="Newest (or most urgent) first.")
+@click.option("--limit", type=click.IntRange(min=0), help="At most N beads.")
+@global_options
+def list_(type_: str | None, status: str, assignee: str | None, sender: str | None,
+          label: str | None, thread: str | None, parent: str | None, since: str | None,
+          until: str | None, order: str, desc: bool, limit: int | None) -> None:  # fmt: skip
+    """List beads from the index (open ones unless --status says otherwise)."""
+    from beads.times import parse_time
+
+    found = open_store().list(
+        type=type_, status=None if status == "all" else status, assignee=assignee, sender=sender,
+        label=label, thread=thread, parent=parent, order=order, descending=desc, limit=limit,
+        since=parse_time(since) if since else None, until=parse_time(until) if until else None,
+    )  # fmt: skip
+    emit({"beads": [b.to_dict() for b in found]}, lambda: _table(found))
+
+
+@bead.command()
+@click.argument("bead_id")
+@click.option("--title", help="A new title.")
+@_body_options
+@click.option("--assignee", help="Assign to this agent.")
+@click.option("--unassign", is_flag=True, help="Remove the assignee.")
+@click.option("--priority", type=PRIORITY, help="0 critical .. 4 low.")
+@click.option("--parent", help="A new parent bead.")
+@click.option("--add-label", multiple=True, help="Add a label (repeatable).")
+@click.option("--remove-label", multiple=True, help="Remove a label (repeatable).")
+@click.option("--meta", multiple=True, metavar="KEY=VALUE", help="Set a meta field (repeatable).")
+@click.option("--unset-meta", multiple=True, metavar="KEY", help="Remove a meta field.")
+@global_options
+def update(bead_id: str, title: str | None, body: str | None, body_file: str | None,
+           body_stdin: bool, assignee: str | None, unassign: bool, priority: int | None,
+           parent: str | None, add_label: tuple[str, ...], remove_label: tuple[str, ...],
+           meta: tuple[str, ...], unset_meta: tuple[str, ...]) -> None:  # fmt: skip
+    """Change a bead's fields, labels or meta."""
+    if assignee and unassign:
+        raise InvalidInput("give --assignee or --unassign, not both")
+    store = open_store()
+    fields: dict[str, Any] = {}
+    text = read_text(body, body_file, body_stdin, limit=store.max_body)
+    for name, value in (("title", title), ("body", text), ("assignee", assignee),
+                        ("priority", priority), ("parent", parent)):  # fmt: skip
+        if value is not None:
+            fields[name] = value
+    if unassign:
+        fields["assignee"] = None
+    changed = store.update(bead_id, add_labels=add_label, remove_labels=remove_label,
+                           meta=parse_pairs(meta), unset_meta=unset_meta, **fields)  # fmt: skip
+    emit({"bead": changed.to_dict()}, f"updated {changed.id}")
+
+
+@bead.command()
+@click.argument("bead_id")
+@global_options
+def edit(bead_id: str) -> None:
+    """Edit a bead's YAML in $EDITOR (or $VISUAL); it is validated, then committed."""
+    from beads.codec import dump_bead, load_bead
+
+    store = open_store()
+    current = store.get(bead_id)
+    editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
+    with tempfile.TemporaryDirectory(prefix="gc-edit-") as tmp:
+        path = os.path.join(tmp, f"{current.id}.yaml")
+        with open(path, "wb") as handle:
+            handle.write(dump_bead(current))
+        try:
+            code = subprocess.call([*shlex.split(editor), path])
+        except OSError as exc:
+            raise InvalidInput(f"cannot run the editor {editor!r}: {exc.strerror}") from None
+        if code != 0:
+            raise InvalidInput(f"the editor exited with status {code}; nothing was changed")
+        with open(path, "rb") as handle:
+            edited = load_bead(handle.read(), what="the edited bead", max_body=store.max_body)
+    changed = store.update(current.id, **_edits(current, edited))
+    emit({"bead": changed.to_dict()}, f"updated {changed.id}" if changed != current else "no changes")
+
+
+def _edits(current: Bead, edited: Bead) -> dict[str, Any]:
+    """The update that turns `current` into `edited`; fields `edit` may not change raise."""
+    before, after = current.to_dict(), edited.to_dict()
+    fixed = ("id", "type", "status", "from", "created_at", "updated_at", "closed_at", "close_reason")
+    for key in fixed:
+        if before[key] != after[key]:
+            raise InvalidInput(f"'{key}' cannot be changed with edit (use close/reopen for status)")
+    changes: dict[str, Any] = {k: after[k] for k in ("title", "body", "assignee", "cc", "labels",
+                               "priority", "thread", "reply_to", "parent") if before[k] != after[k]}  # fmt: skip
+    removed = [k for k in before["meta"] if k not in after["meta"]]
+    return {**changes, "meta": after["meta"], "unset_meta": removed}
+
+
+@bead.command()
+@click.argument("bead_id")
+@click.option("--reason", help="Why it is closed.")
+@click.option("--force", is_flag=True, help="Close a guarded bead (one its owner's command closes).")
+@global_options
+def close(bead_id: str, reason: str | None, force: bool) -> None:
+    """Close a bead."""
+    closed = open_store().close_bead(bead_id, reason, force=force)
+    emit({"bead": closed.to_dict()}, f"closed {closed.id}")
+
+
+@bead.command()
+@click.argument("bead_id")
+@global_options
+def reopen(bead_id: str) -> None:
+    """Reopen a closed bead."""
+    opened = open_store().reopen(bead_id)
+    emit({"bead": opened.to_dict()}, f"reopened {opened.id}")
+
+
+def _block(found: Bead) -> str:
+    from beads.codec import dump_bead
+
+    return dump_bead(found).decode("utf-8").rstrip("\n")
+
+
+def _table(found: list[Bead]) -> str:
+    rows = [(b.id, b.type, b.status, f"P{b.priority}", b.assignee or "-", b.title) for b in found]
+    if not rows:
+        return ""
+    widths = [max(len(r[i]) for r in rows) for i in range(5)]
+    return "\n".join(
+        "  ".join(cell.ljust(width) for cell, width in zip(row[:5], widths, strict=True))
+        + "  " + _clip(row[5], 72)
+        for row in rows
+    )  # fmt: skip
+
+
+def _clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"

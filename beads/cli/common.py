@@ -1,0 +1,134 @@
+"""What every `gc` command shares: global options, opening the store, input, output.
+
+Layers above `beads` build their click groups with these helpers so every command follows
+one contract: `--json`, `--agent` and `--beads-dir` both before and after the subcommand, one
+JSON object per reply, one line on stderr per error.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+from beads.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from beads.store import Store
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass
+class Settings:
+    """Global options, whichever side of the subcommand they were given on."""
+
+    beads_dir: str | None = None
+    json: bool = False
+    agent: str | None = None
+    debug: bool = False
+
+
+def settings(ctx: click.Context | None = None) -> Settings:
+    ctx = ctx or click.get_current_context()
+    root = ctx.find_root()
+    if root.obj is None:
+        root.obj = Settings()
+    return root.obj
+
+
+def _remember(ctx: click.Context, param: click.Parameter, value: Any) -> None:
+    if value not in (None, False):
+        setattr(settings(ctx), param.name or "", value)
+
+
+def global_options(func: F) -> F:
+    """Add `--json`, `--agent`, `--beads-dir` and `--debug` to a command."""
+    options = [
+        click.option("--beads-dir", type=click.Path(file_okay=False), expose_value=False,
+                     callback=_remember, help="The store directory (else $GC_BEADS_DIR, "
+                     "else found from the working directory)."),
+        click.option("--json", "json", is_flag=True, expose_value=False, callback=_remember,
+                     is_eager=True, help="Print one JSON object."),
+        click.option("--agent", expose_value=False, callback=_remember,
+                     help="Act as this agent (else $GC_AGENT, $GC_ALIAS, $GC_SESSION_ID, human)."),
+        click.option("--debug", is_flag=True, expose_value=False, callback=_remember,
+                     hidden=True, help="Show tracebacks."),
+    ]  # fmt: skip
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def open_store() -> Store:
+    """The store for this command, closed when the command ends."""
+    from beads.store import Store
+
+    options = settings()
+    store = Store.open(options.beads_dir, agent=options.agent)
+    click.get_current_context().call_on_close(store.close)
+    return store
+
+
+def command_name(ctx: click.Context) -> str:
+    """`gc bead create` -> `bead.create`."""
+    return ".".join(ctx.command_path.split()[1:])
+
+
+def emit(payload: dict[str, Any], text: str | Callable[[], str] | None = None) -> None:
+    """Reply: the JSON object with --json, else `text` (if any) on stdout."""
+    ctx = click.get_current_context()
+    if settings(ctx).json:
+        click.echo(json.dumps({"ok": True, "command": command_name(ctx), **payload}))
+    elif text is not None:
+        rendered = text() if callable(text) else text
+        if rendered:
+            click.echo(rendered)
+
+
+def read_text(
+    text: str | None, path: str | None, use_stdin: bool, *, limit: int, what: str = "body"
+) -> str | None:
+    """The text from exactly one of an option, a file (`-` = stdin) or stdin, checked.
+
+    Reads at most `limit + 1` bytes, so an oversized input is refused without filling memory.
+    """
+    given = [x for x in (text is not None, path is not None, use_stdin) if x]
+    if len(given) > 1:
+        raise InvalidInput(f"give the {what} once: --{what}, --{what}-file or --stdin")
+    if text is not None:
+        raw = text.encode("utf-8", "surrogateescape")
+    elif path is not None or use_stdin:
+        if path is not None and path != "-":
+            try:
+                with open(path, "rb") as handle:
+                    raw = handle.read(limit + 1)
+            except OSError as exc:
+                raise InvalidInput(f"cannot read {what} file {path}: {exc.strerror}") from None
+        else:
+            raw = sys.stdin.buffer.read(limit + 1)
+    else:
+        return None
+    if len(raw) > limit:
+        raise InvalidInput(f"{what} is larger than the limit of {limit} bytes (store.max_body_bytes)")
+    if b"\x00" in raw:
+        raise InvalidInput(f"{what} contains NUL bytes: binary data is not accepted")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InvalidInput(f"{what} is not valid UTF-8 text (binary data is not accepted)") from None
+
+
+def parse_pairs(pairs: tuple[str, ...], what: str = "--meta") -> dict[str, str]:
+    """`KEY=VALUE` options as a mapping."""
+    out = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise InvalidInput(f"{what} takes KEY=VALUE, not {pair!r}")
+        out[key] = value
+    return out

@@ -1,0 +1,98 @@
+"""The `gc` command: one click group whose sub-groups live with their layer.
+
+Sub-groups are imported only when invoked (and `gc --help` imports none of them), so each
+command pays only for what it uses. The table below names them by module path; it is the one
+place the bottom layer mentions the layers above, as data, never as an import.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+from typing import Any
+
+import click
+
+from beads.cli.common import global_options, settings
+from beads.errors import GcError, InvalidInput
+
+# name -> (module, attribute, one-line help)
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "init": ("beads.cli.admin", "init", "Create a store (.beads/) here or under PATH."),
+    "bead": ("beads.cli.bead", "bead", "Create, show, list, change and close beads."),
+    "log": ("beads.cli.admin", "log", "Show who changed what, from the store's git history."),
+    "doctor": ("beads.cli.admin", "doctor", "Check the store and repair derived files."),
+    "mail": ("mail.cli", "mail", "Send and read mail between agents (not yet)."),
+    "inbox": ("inbox.cli", "inbox", "Delivery items, drain and wait (not yet)."),
+    "gate": ("gates.cli", "gate", "Session gates, bead gates and decisions (not yet)."),
+}
+
+
+class LazyGroup(click.Group):
+    """A group that imports a subcommand's module only when that subcommand runs."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in COMMANDS:
+            return None
+        module, attribute, _help = COMMANDS[cmd_name]
+        return getattr(importlib.import_module(module), attribute)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, COMMANDS[name][2]) for name in self.list_commands(ctx)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@global_options
+@click.version_option("0.1.0", prog_name="gc-beads")
+def cli() -> None:
+    """gc-beads: a git-backed bead store with file-based messaging for AI agents.
+
+    Exit codes: 0 ok, 10 nothing matched, 20 conflict, 30 invalid input, 40 not found,
+    50 storage or internal error.
+    """
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run `gc`, mapping every failure to one stderr line and its exit code."""
+    args = sys.argv[1:] if argv is None else argv
+    ctx_settings = None
+    try:
+        with cli.make_context("gc", list(args)) as ctx:
+            ctx_settings = settings(ctx)
+            cli.invoke(ctx)
+        sys.exit(0)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.exceptions.Abort:
+        _fail(GcError("aborted"), args, ctx_settings, exit_code=130)
+    except click.ClickException as exc:
+        _fail(InvalidInput(exc.format_message()), args, ctx_settings)
+    except GcError as exc:
+        _fail(exc, args, ctx_settings)
+    except KeyboardInterrupt:
+        _fail(GcError("interrupted"), args, ctx_settings, exit_code=130)
+    except BrokenPipeError:
+        sys.stderr.close()  # the reader went away (`gc bead list | head`): not our error
+        sys.exit(0)
+    except Exception as exc:  # a fault of ours: one line, unless --debug asks for the trace
+        if (ctx_settings and ctx_settings.debug) or "--debug" in args:
+            raise
+        _fail(GcError(f"internal error: {type(exc).__name__}: {exc}"), args, ctx_settings)
+
+
+def _fail(error: GcError, args: Any, options: Any, exit_code: int | None = None) -> None:
+    as_json = (options.json if options is not None else False) or "--json" in args
+    if as_json:
+        click.echo(json.dumps({"ok": False, "error": error.to_json()}))
+    click.echo(f"gc: {error.message}", err=True)
+    sys.exit(error.exit_code if exit_code is None else exit_code)
+
+
+if __name__ == "__main__":
+    main()

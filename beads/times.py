@@ -1,0 +1,43 @@
+"""Times as the store writes them (RFC 3339, UTC, microseconds) and durations as users type them."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta, timezone
+
+from beads.errors import InvalidInput
+
+STAMP_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
+_DURATION_RE = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w)?")
+_UNITS = {"ms": 0.001, "s": 1, None: 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def now_stamp() -> str:
+    """The current time as the store writes it."""
+    return to_stamp(datetime.now(timezone.utc))
+
+
+def to_stamp(moment: datetime) -> str:
+    return moment.astimezone(timezone.utc).strftime(STAMP_FORMAT)
+
+
+def parse_duration(text: str) -> float:
+    """Seconds in `90`, `45s`, `10m`, `2h`, `3d`, `1w` or `250ms`."""
+    match = _DURATION_RE.fullmatch(text.strip())
+    if not match:
+        raise InvalidInput(f"invalid duration {text!r}: use e.g. 45s, 10m, 2h, 3d")
+    return float(match.group(1)) * _UNITS[match.group(2)]
+
+
+def parse_time(text: str) -> str:
+    """A stamp for `text`: an RFC 3339 time, a date, or a duration ago (`2h` = two hours ago)."""
+    value = text.strip()
+    if _DURATION_RE.fullmatch(value):
+        return to_stamp(datetime.now(timezone.utc) - timedelta(seconds=parse_duration(value)))
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise InvalidInput(f"invalid time {text!r}: use 2026-01-31, 2026-01-31T12:00:00Z or 2h") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return to_stamp(moment)
