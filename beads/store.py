@@ -345,6 +345,8 @@ class Batch:
     def __init__(self, store: Store, message: str | None) -> None:
         self.store = store
         self.message = message
+        # The commit every read of this batch saw; the ref must still be here at commit time.
+        self.base = store.git.head()
         self.changed: dict[str, Bead] = {}
         self.config: dict[str, Any] | None = None
         self.lines: list[str] = []
@@ -479,7 +481,7 @@ class Batch:
             placed.append((bead, path))
         if self.config is not None:
             files[CONFIG_PATH] = dump_data(self.config)
-        parent = store.git.head()
+        parent = self.base
         commit, objects = store.git.build_commit(parent, files, self._message(), store.agent)
         fault("before-objects")
         store.git.store_objects(objects)

@@ -1,0 +1,266 @@
+"""The store through its Python API, checked against the real git CLI."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from beads import Conflict, InvalidInput, NotFound, Store
+from beads.codec import dump_bead, load_bead
+from beads.ids import ID_RE, bead_path
+from tests.conftest import git
+
+
+def test_create_writes_a_commit_a_view_file_and_an_index_row(store: Store) -> None:
+    bead = store.create("task", "Write the docs", "line one\nline two\n", assignee="dog",
+                        labels=["docs"], priority=1, meta={"estimate": 3})  # fmt: skip
+    assert ID_RE.fullmatch(bead.id) and bead.id.startswith("gc-")
+    assert bead.from_ == "tester" and bead.status == "open"
+    view_file = store.root / bead_path("task", bead.id)
+    assert load_bead(view_file.read_bytes()) == bead
+    assert git("show", f"HEAD:{bead_path('task', bead.id)}", cwd=store.root) == view_file.read_text()
+    assert store.get(bead.id) == bead
+    assert store.list(assignee="dog") == [bead]
+
+
+def test_every_write_is_one_commit_by_the_acting_agent(store: Store) -> None:
+    bead = store.create("task", "One")
+    store.update(bead.id, title="Two")
+    store.close_bead(bead.id, "done")
+    store.reopen(bead.id)
+    log = git("log", "--format=%an <%ae>|%s", cwd=store.root).splitlines()
+    assert log == [
+        f"tester <tester@gc-beads>|bead reopen {bead.id}",
+        f"tester <tester@gc-beads>|bead close {bead.id}: done",
+        f"tester <tester@gc-beads>|bead update {bead.id}: title",
+        f'tester <tester@gc-beads>|bead create {bead.id}: task "One"',
+        "tester <tester@gc-beads>|init: gc-beads store",
+    ]
+    git("fsck", "--strict", cwd=store.root)
+    assert git("config", "core.bare", cwd=store.root).strip() == "true"
+
+
+def test_update_labels_meta_and_fields(store: Store) -> None:
+    bead = store.create("task", "T", labels=["a", "b"], meta={"keep": 1, "drop": 2})
+    changed = store.update(bead.id, add_labels=["c"], remove_labels=["a"], meta={"new": "x"},
+                           unset_meta=["drop"], assignee="cat", priority=0)  # fmt: skip
+    assert changed.labels == ["b", "c"]
+    assert changed.meta == {"keep": 1, "new": "x"}
+    assert (changed.assignee, changed.priority) == ("cat", 0)
+    assert store.list(label="c") == [changed]
+    assert store.list(label="a") == []
+    head = store.git.head()
+    assert store.update(bead.id, priority=0) == changed  # no change, no commit
+    assert store.git.head() == head
+
+
+def test_close_and_reopen(store: Store) -> None:
+    bead = store.create("task", "T")
+    closed = store.close_bead(bead.id, "finished")
+    assert (closed.status, closed.close_reason) == ("closed", "finished") and closed.closed_at
+    with pytest.raises(InvalidInput, match="already closed"):
+        store.close_bead(bead.id)
+    assert store.list(status="open") == [] and store.list(status="closed") == [closed]
+    opened = store.reopen(bead.id)
+    assert (opened.status, opened.closed_at, opened.close_reason) == ("open", None, None)
+
+
+def test_a_guarded_bead_closes_only_with_force(store: Store) -> None:
+    gate = store.create("gate", "Wait", meta={"guarded": True})
+    head = store.git.head()
+    with pytest.raises(InvalidInput, match="guarded"):
+        store.close_bead(gate.id)
+    assert store.git.head() == head
+    assert store.close_bead(gate.id, force=True).status == "closed"
+
+
+def test_batch_is_one_commit_and_nothing_on_error(store: Store) -> None:
+    before = len(store.log())
+    with store.batch() as batch:
+        first = batch.create("task", "A")
+        batch.create("task", "B", parent=first.id)
+        batch.update(first.id, title="A2")
+    assert len(store.log()) == before + 1
+    assert store.log()[0].message.startswith("batch: 3 changes")
+    assert store.get(first.id).title == "A2"
+    head = store.git.head()
+    with pytest.raises(InvalidInput):
+        with store.batch() as batch:
+            batch.create("task", "C")
+            batch.create("task", "D", priority=9)
+    assert store.git.head() == head
+    assert len(store.list()) == 2
+
+
+def test_prefixes_resolve_and_ambiguity_lists_candidates(store: Store) -> None:
+    with store.batch() as batch:
+        beads = [batch.create("task", f"t{i}") for i in range(40)]
+    target = beads[0]
+    assert store.get(target.id[:-1]).id == target.id
+    assert store.get(target.id.split("-")[1]).id == target.id  # without the store prefix
+    with pytest.raises(InvalidInput, match="ambiguous") as raised:
+        store.get("gc-")
+    assert len(raised.value.details["candidates"]) == 10
+    with pytest.raises(NotFound):
+        store.get("gc-zzzzzzzz")
+    for bad in ("../etc/passwd", "gc-x/../y", "", "a b"):
+        with pytest.raises(InvalidInput):
+            store.get(bad)
+
+
+@pytest.mark.parametrize(
+    "fields, message",
+    [
+        ({"type": "Bad Type"}, "invalid type"),
+        ({"assignee": "no spaces"}, "invalid assignee"),
+        ({"assignee": "all"}, "reserved"),
+        ({"priority": 5}, "priority"),
+        ({"title": "two\nlines"}, "single line"),
+        ({"title": "   "}, "empty"),
+        ({"body": "nul\x00byte"}, "NUL"),
+        ({"body": "\udcff"}, "UTF-8"),
+        ({"labels": ["has space"]}, "invalid label"),
+        ({"meta": {"bad key": 1}}, "meta key"),
+        ({"meta": {"x": float("nan")}}, "finite"),
+    ],
+)
+def test_invalid_beads_are_refused_and_nothing_changes(store: Store, fields: dict, message: str) -> None:
+    head = store.git.head()
+    args = {"type": "task", "title": "ok", **fields}
+    with pytest.raises(InvalidInput, match=message):
+        store.create(args.pop("type"), args.pop("title"), **args)
+    assert store.git.head() == head
+    assert store.list(status=None) == []
+
+
+def test_body_limit_comes_from_config(tmp_path: Path) -> None:
+    from beads.config import default_config
+
+    config = default_config()
+    config["store"]["max_body_bytes"] = 100
+    store, _ = Store.init(tmp_path, config=config)
+    store.create("task", "small", "x" * 100)
+    with pytest.raises(InvalidInput, match="limit is 100"):
+        store.create("task", "big", "x" * 101)
+    store.close()
+
+
+def test_list_filters_order_and_limit(store: Store) -> None:
+    with store.batch() as batch:
+        a = batch.create("task", "a", assignee="dog", priority=3)
+        b = batch.create("message", "b", assignee="dog", priority=0)
+        c = batch.create("task", "c", assignee="cat", labels=["x"], parent=a.id)
+    assert [x.id for x in store.list(assignee="dog")] == sorted([a.id, b.id], key=lambda i: (
+        store.get(i).created_at, i))  # fmt: skip
+    assert [x.id for x in store.list(assignee="dog", order="priority")] == [b.id, a.id]
+    assert [x.id for x in store.list(type="task", label="x")] == [c.id]
+    assert [x.id for x in store.list(parent=a.id)] == [c.id]
+    assert len(store.list(limit=2)) == 2
+    assert store.list(sender="nobody") == []
+    assert [x.id for x in store.list(since=c.created_at)] == [c.id]
+    assert store.list(until=a.created_at) == []
+
+
+def test_log_of_one_bead(store: Store) -> None:
+    bead = store.create("task", "T")
+    store.create("task", "other")
+    store.update(bead.id, title="T2")
+    assert [e.message for e in store.log(bead.id)] == [
+        f"bead update {bead.id}: title", f'bead create {bead.id}: task "T"']
+    assert len(store.log(limit=2)) == 2
+
+
+def test_index_and_view_catch_up_with_a_push_from_a_git_clone(store: Store, tmp_path: Path) -> None:
+    bead = store.create("task", "Before", assignee="dog")
+    gone = store.create("task", "Will be deleted")
+    clone = tmp_path / "clone"
+    git("clone", "-q", str(store.root / ".git"), str(clone), cwd=tmp_path)
+    path = bead_path("task", bead.id)
+    changed = load_bead((clone / path).read_bytes()).with_changes(title="Edited in a clone")
+    (clone / path).write_bytes(dump_bead(changed))
+    git("rm", "-q", bead_path("task", gone.id), cwd=clone)
+    git("commit", "-qam", "edit in a clone", cwd=clone)
+    git("push", "-q", "origin", "HEAD:main", cwd=clone)
+
+    assert store.get(bead.id).title == "Edited in a clone"  # this open Store catches up
+    reopened = Store.open(store.root)
+    assert [b.title for b in reopened.list()] == ["Edited in a clone"]
+    assert load_bead((store.root / path).read_bytes()).title == "Edited in a clone"
+    assert not (store.root / bead_path("task", gone.id)).exists()
+    reopened.close()
+
+
+def test_a_pushed_bead_that_does_not_parse_is_reported_and_the_rest_stay_readable(
+    store: Store, tmp_path: Path
+) -> None:
+    from beads.doctor import doctor
+
+    good = store.create("task", "Good")
+    clone = tmp_path / "clone"
+    git("clone", "-q", str(store.root / ".git"), str(clone), cwd=tmp_path)
+    bad_path = bead_path("task", "gc-brokenxx")
+    (clone / bad_path).parent.mkdir(parents=True, exist_ok=True)
+    (clone / bad_path).write_text("id: gc-brokenxx\ntitle: [unclosed\n")
+    git("add", bad_path, cwd=clone)
+    git("commit", "-qm", "a broken bead", cwd=clone)
+    git("push", "-q", "origin", "HEAD:main", cwd=clone)
+
+    assert [b.id for b in store.list()] == [good.id]
+    report = doctor(store)
+    assert [(p.kind, p.path) for p in report.problems] == [("unparsable", bad_path)]
+
+
+def test_doctor_reports_and_restores_a_hand_edited_view_file(store: Store) -> None:
+    from beads.doctor import doctor
+
+    bead = store.create("task", "T")
+    view_file = store.root / bead_path("task", bead.id)
+    original = view_file.read_bytes()
+    view_file.write_text("title: hacked\n")
+    (store.root / "stray.txt").write_text("x")
+    assert doctor(store).ok is False
+    kinds = sorted(p.kind for p in doctor(store).problems)
+    assert kinds == ["view_modified", "view_stray"]
+    fixed = doctor(store, restore_view=True)
+    assert fixed.ok and len(fixed.fixed) == 2
+    assert view_file.read_bytes() == original and not (store.root / "stray.txt").exists()
+
+
+def test_the_index_rebuilds_from_git_alone(store: Store) -> None:
+    from beads.doctor import doctor
+
+    made = [store.create("task", f"t{i}", assignee="dog") for i in range(5)]
+    store.close()
+    (store.root / ".runtime" / "index.sqlite3").unlink()
+    for extra in ("index.sqlite3-wal", "index.sqlite3-shm"):
+        (store.root / ".runtime" / extra).unlink(missing_ok=True)
+    again = Store.open(store.root)
+    assert {b.id for b in again.list(assignee="dog")} == {b.id for b in made}
+    report = doctor(again, rebuild_index=True, compact=True)
+    assert report.ok and report.beads == 5
+    assert git("count-objects", "-v", cwd=store.root).splitlines()[0] == "count: 0"
+    again.close()
+
+
+def test_a_store_of_a_newer_format_is_refused(store: Store, tmp_path: Path) -> None:
+    clone = tmp_path / "clone"
+    git("clone", "-q", str(store.root / ".git"), str(clone), cwd=tmp_path)
+    config = (clone / "config.yaml").read_text().replace("format: 1", "format: 2")
+    (clone / "config.yaml").write_text(config)
+    git("commit", "-qam", "from the future", cwd=clone)
+    git("push", "-q", "origin", "HEAD:main", cwd=clone)
+    store.close()
+    with pytest.raises(InvalidInput, match="newer than this gc-beads"):
+        Store.open(store.root)
+
+
+def test_a_write_conflicts_when_the_branch_moves_underneath(store: Store) -> None:
+    store.create("task", "T")
+    with pytest.raises(Conflict):
+        with store.batch() as batch:
+            batch.create("task", "U")
+            outside = store.git.build_commit(store.git.head(), {"x.txt": b"x"}, "outside", "other")
+            store.git.store_objects(outside[1])
+            store.git.swap_head(store.git.head(), outside[0].id)
+    assert [b.title for b in store.list()] == ["T"]
