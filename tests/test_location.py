@@ -1,0 +1,86 @@
+"""Finding the store: explicit, environment, walking up, linked worktrees; refusing others'."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from beads import InvalidInput, NotFound, Store
+from beads.location import find_store
+from tests.conftest import git
+
+
+def test_found_by_walking_up_from_a_subdirectory(tmp_path: Path) -> None:
+    store, created = Store.init(tmp_path)
+    store.close()
+    assert created
+    deep = tmp_path / "a" / "b"
+    deep.mkdir(parents=True)
+    assert find_store(cwd=deep) == tmp_path / ".beads"
+
+
+def test_explicit_and_environment_win(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    here, other = tmp_path / "here", tmp_path / "other"
+    for path in (here, other):
+        path.mkdir()
+        Store.init(path)[0].close()
+    monkeypatch.setenv("GC_BEADS_DIR", str(other / ".beads"))
+    assert find_store(cwd=here) == other / ".beads"
+    assert find_store(here, cwd=other) == here / ".beads"  # a project dir works too
+
+
+def test_no_store_says_to_run_init(tmp_path: Path) -> None:
+    with pytest.raises(NotFound, match="gc init"):
+        find_store(cwd=tmp_path)
+
+
+def test_linked_worktrees_share_the_main_worktrees_store(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    git("init", "-q", "-b", "main", cwd=project)
+    (project / "f.txt").write_text("x")
+    git("add", "f.txt", cwd=project)
+    git("commit", "-qm", "first", cwd=project)
+    store, _ = Store.init(project)
+    made = store.create("task", "Shared")
+    store.close()
+    git("worktree", "add", "-q", str(tmp_path / "linked"), "-b", "feature", cwd=project)
+    found = find_store(cwd=tmp_path / "linked")
+    assert found == project / ".beads"
+    with Store.open(found) as opened:
+        assert opened.get(made.id).title == "Shared"
+
+
+def test_init_keeps_the_store_out_of_the_projects_git(tmp_path: Path) -> None:
+    git("init", "-q", cwd=tmp_path)
+    store, _ = Store.init(tmp_path)
+    store.create("task", "T")
+    store.close()
+    assert "/.beads/" in (tmp_path / ".git" / "info" / "exclude").read_text()
+    assert git("status", "--porcelain", cwd=tmp_path) == ""
+    Store.init(tmp_path)[0].close()  # again: no second line
+    assert (tmp_path / ".git" / "info" / "exclude").read_text().count("/.beads/") == 1
+
+
+@pytest.mark.parametrize("marker", ["issues.jsonl", "beads.db", "dolt", "notes.txt"])
+def test_a_beads_dir_of_another_tool_is_refused_never_adopted(tmp_path: Path, marker: str) -> None:
+    foreign = tmp_path / ".beads"
+    foreign.mkdir()
+    (foreign / marker).write_text("theirs")
+    with pytest.raises(InvalidInput, match="another tool"):
+        Store.init(tmp_path)
+    with pytest.raises(InvalidInput, match="another tool"):
+        find_store(cwd=tmp_path)
+    assert sorted(p.name for p in foreign.iterdir()) == [marker]
+    assert (foreign / marker).read_text() == "theirs"
+
+
+def test_init_twice_opens_the_same_store(tmp_path: Path) -> None:
+    first, created = Store.init(tmp_path, prefix="ab")
+    bead = first.create("task", "T")
+    first.close()
+    second, created_again = Store.init(tmp_path, prefix="zz")
+    assert (created, created_again) == (True, False)
+    assert second.prefix == "ab" and second.get(bead.id).title == "T"
+    second.close()
