@@ -1,0 +1,45 @@
+"""Many processes writing at once: nothing lost, one linear history, a clean repository."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from beads.doctor import doctor
+from beads.store import Store
+from tests.conftest import git
+
+WRITER = """
+import sys
+from beads.store import Store
+store = Store.open(sys.argv[1], agent=sys.argv[2])
+for i in range(int(sys.argv[3])):
+    store.create("task", f"{sys.argv[2]} #{i}", assignee=sys.argv[2])
+store.close()
+"""
+
+
+def test_eight_processes_creating_200_beads_each(tmp_path: Path) -> None:
+    Store.init(tmp_path)[0].close()
+    writers = [
+        subprocess.Popen([sys.executable, "-c", WRITER, str(tmp_path), f"writer{n}", "200"],
+                         stderr=subprocess.PIPE, text=True)  # fmt: skip
+        for n in range(8)
+    ]
+    for writer in writers:
+        _out, err = writer.communicate(timeout=600)
+        assert writer.returncode == 0, err
+
+    with Store.open(tmp_path) as store:
+        beads = store.list(limit=None)
+        assert len(beads) == 1600
+        for n in range(8):
+            assert len(store.list(assignee=f"writer{n}")) == 200
+        assert doctor(store).ok
+    repo = tmp_path / ".beads"
+    git("fsck", "--strict", cwd=repo)
+    assert git("rev-list", "--count", "HEAD", cwd=repo).strip() == "1601"
+    assert git("rev-list", "--min-parents=2", "HEAD", cwd=repo) == ""  # linear: no merges
+    files = git("ls-tree", "-r", "--name-only", "HEAD", cwd=repo).splitlines()
+    assert len([f for f in files if f.startswith("tasks/")]) == 1600
