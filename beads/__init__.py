@@ -17,12 +17,25 @@ if TYPE_CHECKING:
     from beads.store import Batch, Store
 
 __all__ = [
-    "Batch", "Bead", "Conflict", "GcError", "InvalidInput", "NoMatch", "NotFound", "Problem",
-    "StorageError", "Store", "doctor",
-]  # fmt: skip
+    "Batch",
+    "Bead",
+    "Conflict",
+    "GcError",
+    "InvalidInput",
+    "NoMatch",
+    "NotFound",
+    "Problem",
+    "StorageError",
+    "Store",
+    "doctor",
+]
 
-_LAZY = {"Store": "beads.store", "Batch": "beads.store", "doctor": "beads.doctor",
-         "Problem": "beads.doctor"}  # fmt: skip
+_LAZY = {
+    "Store": "beads.store",
+    "Batch": "beads.store",
+    "doctor": "beads.doctor",
+    "Problem": "beads.doctor",
+}
 
 
 def __getattr__(name: str) -> Any:

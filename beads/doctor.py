@@ -77,11 +77,13 @@ def _check_index(store: Store, tree: dict[str, bytes], report: Report) -> None:
         if path in invalid:
             report.problems.append(Problem("unparsable", path, invalid[path]))
         elif parse_bead_path(path) is not None and indexed.get(path) != sha.decode():
-            report.problems.append(Problem(
-                "index", path, "the index differs from HEAD; run gc doctor --rebuild-index"))
+            report.problems.append(
+                Problem("index", path, "the index differs from HEAD; run gc doctor --rebuild-index")
+            )
     for path in indexed.keys() - tree.keys():
-        report.problems.append(Problem(
-            "index", path, "indexed but not in HEAD; run gc doctor --rebuild-index"))
+        report.problems.append(
+            Problem("index", path, "indexed but not in HEAD; run gc doctor --rebuild-index")
+        )
     if CONFIG_PATH not in tree:
         report.problems.append(Problem("repository", CONFIG_PATH, "HEAD has no config.yaml"))
 
@@ -98,8 +100,13 @@ def _check_view(store: Store, tree: dict[str, bytes], report: Report, *, restore
         elif data is None:
             report.problems.append(Problem("view_missing", path, "missing from the view" + hint))
         else:
-            report.problems.append(Problem(
-                "view_modified", path, "edited outside gc (edits go through gc bead edit)" + hint))
+            report.problems.append(
+                Problem(
+                    "view_modified",
+                    path,
+                    "edited outside gc (edits go through gc bead edit)" + hint,
+                )
+            )
     for path in set(store.view.files()) - tree.keys():
         if restore:
             store.view.remove(path)

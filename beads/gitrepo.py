@@ -48,8 +48,12 @@ class LogEntry:
     message: str
 
     def to_json(self) -> dict[str, object]:
-        return {"commit": self.commit, "author": self.author, "time": self.time,
-                "message": self.message}  # fmt: skip
+        return {
+            "commit": self.commit,
+            "author": self.author,
+            "time": self.time,
+            "message": self.message,
+        }
 
 
 def init_bare(git_dir: Path) -> GitRepo:
@@ -134,7 +138,9 @@ class GitRepo:
 
     def changes(self, old_commit: bytes | None, new_commit: bytes) -> Iterator[FileChange]:
         """Files that differ between two commits; identical subtrees are skipped unread."""
-        for change in tree_changes(self.objects, self.tree_of(old_commit), self.tree_of(new_commit)):
+        for change in tree_changes(
+            self.objects, self.tree_of(old_commit), self.tree_of(new_commit)
+        ):
             old, new = change.old, change.new
             path = (new.path if new is not None and new.path is not None else old.path).decode()
             yield FileChange(path, old.sha if old else None, new.sha if new else None)
@@ -150,8 +156,14 @@ class GitRepo:
         out = []
         for entry in walker:
             commit = entry.commit
-            out.append(LogEntry(commit.id.decode(), commit.author.decode("utf-8", "replace"),
-                                commit.commit_time, commit.message.decode("utf-8", "replace").rstrip("\n")))  # fmt: skip
+            out.append(
+                LogEntry(
+                    commit.id.decode(),
+                    commit.author.decode("utf-8", "replace"),
+                    commit.commit_time,
+                    commit.message.decode("utf-8", "replace").rstrip("\n"),
+                )
+            )
         return out
 
     # -- writing ------------------------------------------------------------------------
@@ -159,7 +171,7 @@ class GitRepo:
     def build_commit(
         self, parent: bytes | None, files: dict[str, bytes | None], message: str, author: str
     ) -> tuple[Commit, list[ShaFile]]:
-        """Build (not store) a commit that applies `files` (path -> content, None deletes) to `parent`.
+        """Build, not store, a commit applying `files` (path -> content, None deletes) to `parent`.
 
         Returns the commit and every new object it needs, the commit last.
         """

@@ -107,8 +107,14 @@ class Index:
     def query(self, q: Query) -> list[Bead]:
         """Beads matching every given filter, ordered, at most `q.limit`."""
         where, params = [], []
-        for column, value in (("type", q.type), ("status", q.status), ("assignee", q.assignee),
-                              ("sender", q.sender), ("thread", q.thread), ("parent", q.parent)):  # fmt: skip
+        for column, value in (
+            ("type", q.type),
+            ("status", q.status),
+            ("assignee", q.assignee),
+            ("sender", q.sender),
+            ("thread", q.thread),
+            ("parent", q.parent),
+        ):
             if value is not None:
                 where.append(f"b.{column} = ?")
                 params.append(value)
@@ -177,11 +183,25 @@ class Index:
                 db.execute("DELETE FROM labels WHERE id = ?", (bead.id,))
                 db.execute(
                     "INSERT OR REPLACE INTO beads VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                    (bead.id, path, blob, bead.type, bead.status, bead.assignee, bead.from_,
-                     bead.thread, bead.parent, bead.priority, bead.created_at, bead.updated_at,
-                     json.dumps(bead.to_dict(), separators=(",", ":"))),
-                )  # fmt: skip
-                db.executemany("INSERT INTO labels VALUES (?, ?)", [(lb, bead.id) for lb in bead.labels])
+                    (
+                        bead.id,
+                        path,
+                        blob,
+                        bead.type,
+                        bead.status,
+                        bead.assignee,
+                        bead.from_,
+                        bead.thread,
+                        bead.parent,
+                        bead.priority,
+                        bead.created_at,
+                        bead.updated_at,
+                        json.dumps(bead.to_dict(), separators=(",", ":")),
+                    ),
+                )
+                db.executemany(
+                    "INSERT INTO labels VALUES (?, ?)", [(lb, bead.id) for lb in bead.labels]
+                )
             for path, error in (invalid or {}).items():
                 if error is None:
                     db.execute("DELETE FROM invalid WHERE path = ?", (path,))

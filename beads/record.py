@@ -30,10 +30,25 @@ DEFAULT_MAX_BODY_BYTES = 1024 * 1024
 
 # The YAML key of each field, in canonical file order. `from` is a Python keyword.
 FIELD_ORDER = (
-    "id", "type", "title", "body", "status", "from", "assignee", "cc", "labels", "priority",
-    "thread", "reply_to", "parent", "created_at", "updated_at", "closed_at", "close_reason",
+    "id",
+    "type",
+    "title",
+    "body",
+    "status",
+    "from",
+    "assignee",
+    "cc",
+    "labels",
+    "priority",
+    "thread",
+    "reply_to",
+    "parent",
+    "created_at",
+    "updated_at",
+    "closed_at",
+    "close_reason",
     "meta",
-)  # fmt: skip
+)
 
 
 @dataclass
@@ -79,7 +94,11 @@ class Bead:
         unknown = set(data) - set(FIELD_ORDER)
         if unknown:
             raise InvalidInput(f"unknown bead field(s): {', '.join(sorted(map(str, unknown)))}")
-        missing = [k for k in ("id", "type", "title", "from", "created_at", "updated_at") if data.get(k) is None]
+        missing = [
+            k
+            for k in ("id", "type", "title", "from", "created_at", "updated_at")
+            if data.get(k) is None
+        ]
         if missing:
             raise InvalidInput(f"bead is missing field(s): {', '.join(missing)}")
         kwargs = {("from_" if k == "from" else k): v for k, v in data.items()}
@@ -220,14 +239,19 @@ def _check_meta_value(key: str, value: Any, depth: int = 0) -> None:
             check_meta_key(sub_key)
             _check_meta_value(key, item, depth + 1)
         return
-    raise InvalidInput(f"meta {key!r} must be text, a number, true/false, null, a list or a mapping")
-
+    raise InvalidInput(
+        f"meta {key!r} must be text, a number, true/false, null, a list or a mapping"
+    )
 
 
 def acting_agent(explicit: str | None = None) -> str:
     """Who is acting: `explicit`, else $GC_AGENT, $GC_ALIAS, $GC_SESSION_ID, else `human`."""
-    for candidate in (explicit, os.environ.get("GC_AGENT"), os.environ.get("GC_ALIAS"),
-                      os.environ.get("GC_SESSION_ID")):  # fmt: skip
+    for candidate in (
+        explicit,
+        os.environ.get("GC_AGENT"),
+        os.environ.get("GC_ALIAS"),
+        os.environ.get("GC_SESSION_ID"),
+    ):
         if candidate:
             return check_agent(candidate, what="agent")
     return "human"

@@ -42,7 +42,17 @@ LOCK_TIMEOUT = 30.0
 LOCK_POLL = 0.002
 # Past this many loose objects a writer packs them (under the lock) so lookups stay fast.
 PACK_LOOSE_AT = 1500
-UPDATABLE = ("title", "body", "assignee", "cc", "labels", "priority", "thread", "reply_to", "parent")
+UPDATABLE = (
+    "title",
+    "body",
+    "assignee",
+    "cc",
+    "labels",
+    "priority",
+    "thread",
+    "reply_to",
+    "parent",
+)
 
 
 class Store:
@@ -72,9 +82,13 @@ class Store:
 
     @classmethod
     def init(
-        cls, path: str | Path = ".", *, prefix: str | None = None, agent: str | None = None,
+        cls,
+        path: str | Path = ".",
+        *,
+        prefix: str | None = None,
+        agent: str | None = None,
         config: dict[str, Any] | None = None,
-    ) -> tuple[Store, bool]:  # fmt: skip
+    ) -> tuple[Store, bool]:
         """Create the store under `path` (or open it if it exists); returns `(store, created)`.
 
         The repository is built under a temporary name and renamed into place once its first
@@ -166,9 +180,20 @@ class Store:
         self._ensure_fresh()
         thread = self._resolve(thread) if thread is not None else None
         parent = self._resolve(parent) if parent is not None else None
-        query = Query(type=type, status=status, assignee=assignee, sender=sender, label=label,
-                      thread=thread, parent=parent, since=since, until=until, order=order,
-                      descending=descending, limit=limit)  # fmt: skip
+        query = Query(
+            type=type,
+            status=status,
+            assignee=assignee,
+            sender=sender,
+            label=label,
+            thread=thread,
+            parent=parent,
+            since=since,
+            until=until,
+            order=order,
+            descending=descending,
+            limit=limit,
+        )
         return self.index.query(query)
 
     def log(self, ref: str | None = None, limit: int | None = None) -> list[LogEntry]:
@@ -295,20 +320,32 @@ class Store:
             try:
                 bead = load_bead(self.git.read(new_sha), what=path, max_body=1 << 62)
                 if (bead.type, bead.id) != located:
-                    raise InvalidInput(f"{path} holds {bead.type} {bead.id}, not what its path says")
+                    raise InvalidInput(
+                        f"{path} holds {bead.type} {bead.id}, not what its path says"
+                    )
             except InvalidInput as exc:
                 invalid[path] = exc.message
                 continue
             invalid[path] = None
             upserts.append((bead, path, new_sha.decode()))
-        self.index.apply(head=new, upserts=upserts, deleted_paths=deleted, invalid=invalid,
-                         config=config, reset=old is None)  # fmt: skip
+        self.index.apply(
+            head=new,
+            upserts=upserts,
+            deleted_paths=deleted,
+            invalid=invalid,
+            config=config,
+            reset=old is None,
+        )
 
     @staticmethod
     def _parse_config(raw: bytes) -> tuple[dict[str, Any] | None, str | None]:
         try:
             data = load_data(raw, what=CONFIG_PATH)
-            if isinstance(data, dict) and type(data.get("format")) is int and data["format"] > FORMAT:
+            if (
+                isinstance(data, dict)
+                and type(data.get("format")) is int
+                and data["format"] > FORMAT
+            ):
                 check_config(data)  # raises: a newer store is refused, never half-read
             return check_config(data), None
         except InvalidInput as exc:
@@ -379,12 +416,22 @@ class Batch:
         bead_id = self._new_id()
         stamp = now_stamp()
         bead = Bead(
-            id=bead_id, type=type, title=title, body=body, from_=sender or self.store.agent,
-            assignee=assignee, cc=list(cc), labels=list(labels), priority=priority,
+            id=bead_id,
+            type=type,
+            title=title,
+            body=body,
+            from_=sender or self.store.agent,
+            assignee=assignee,
+            cc=list(cc),
+            labels=list(labels),
+            priority=priority,
             parent=self.get(parent).id if parent is not None else None,
-            thread=thread, reply_to=reply_to, meta=dict(meta or {}),
-            created_at=stamp, updated_at=stamp,
-        )  # fmt: skip
+            thread=thread,
+            reply_to=reply_to,
+            meta=dict(meta or {}),
+            created_at=stamp,
+            updated_at=stamp,
+        )
         self._put(bead, f'bead create {bead_id}: {type} "{_short(title)}"')
         return bead
 
@@ -446,8 +493,9 @@ class Batch:
                 f"{bead.id} is guarded: close it with its owner's command, or pass --force"
             )
         stamp = now_stamp()
-        closed = bead.with_changes(status="closed", closed_at=stamp, updated_at=stamp,
-                                   close_reason=reason or None)  # fmt: skip
+        closed = bead.with_changes(
+            status="closed", closed_at=stamp, updated_at=stamp, close_reason=reason or None
+        )
         suffix = f": {_short(reason)}" if reason else ""
         self._put(closed, f"bead close {bead.id}{suffix}")
         return closed
@@ -457,8 +505,9 @@ class Batch:
         bead = self.get(ref)
         if bead.status == "open":
             raise InvalidInput(f"{bead.id} is not closed")
-        opened = bead.with_changes(status="open", closed_at=None, close_reason=None,
-                                   updated_at=now_stamp())  # fmt: skip
+        opened = bead.with_changes(
+            status="open", closed_at=None, close_reason=None, updated_at=now_stamp()
+        )
         self._put(opened, f"bead reopen {bead.id}")
         return opened
 

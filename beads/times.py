@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from beads.errors import InvalidInput
 
@@ -14,11 +14,11 @@ _UNITS = {"ms": 0.001, "s": 1, None: 1, "m": 60, "h": 3600, "d": 86400, "w": 604
 
 def now_stamp() -> str:
     """The current time as the store writes it."""
-    return to_stamp(datetime.now(timezone.utc))
+    return to_stamp(datetime.now(UTC))
 
 
 def to_stamp(moment: datetime) -> str:
-    return moment.astimezone(timezone.utc).strftime(STAMP_FORMAT)
+    return moment.astimezone(UTC).strftime(STAMP_FORMAT)
 
 
 def parse_duration(text: str) -> float:
@@ -33,11 +33,13 @@ def parse_time(text: str) -> str:
     """A stamp for `text`: an RFC 3339 time, a date, or a duration ago (`2h` = two hours ago)."""
     value = text.strip()
     if _DURATION_RE.fullmatch(value):
-        return to_stamp(datetime.now(timezone.utc) - timedelta(seconds=parse_duration(value)))
+        return to_stamp(datetime.now(UTC) - timedelta(seconds=parse_duration(value)))
     try:
         moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
-        raise InvalidInput(f"invalid time {text!r}: use 2026-01-31, 2026-01-31T12:00:00Z or 2h") from None
+        raise InvalidInput(
+            f"invalid time {text!r}: use 2026-01-31, 2026-01-31T12:00:00Z or 2h"
+        ) from None
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
+        moment = moment.replace(tzinfo=UTC)
     return to_stamp(moment)

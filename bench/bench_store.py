@@ -53,8 +53,11 @@ try:
     from beads.store import Store
     from beads.times import now_stamp
 except Exception as exc:  # pragma: no cover - a broken install
-    print(f"bench_store: cannot import the beads package ({type(exc).__name__}: {exc}); "
-          "install the project with `pip install -e .`", file=sys.stderr)
+    print(
+        f"bench_store: cannot import the beads package ({type(exc).__name__}: {exc}); "
+        "install the project with `pip install -e .`",
+        file=sys.stderr,
+    )
     sys.exit(0)
 
 perf = time.perf_counter
@@ -154,16 +157,34 @@ class Workload:
         n = self.counter
         return {
             "title": f"Bench task {n}: check the {self.rng.choice(WORDS)} of the {self.rng.choice(WORDS)}",
-            "body": (f"Task {n} made by the benchmark.\n"
-                     f"Look at the {self.rng.choice(WORDS)} and report back.\n"),
+            "body": (
+                f"Task {n} made by the benchmark.\n"
+                f"Look at the {self.rng.choice(WORDS)} and report back.\n"
+            ),
             "assignee": self.agent(),
             "labels": ["bench", f"area{n % 20}"],
             "priority": n % 5,
         }
 
 
-WORDS = ["parser", "index", "cache", "queue", "ledger", "mailbox", "gate", "worker", "pack",
-         "report", "schema", "router", "clock", "budget", "config", "shard"]
+WORDS = [
+    "parser",
+    "index",
+    "cache",
+    "queue",
+    "ledger",
+    "mailbox",
+    "gate",
+    "worker",
+    "pack",
+    "report",
+    "schema",
+    "router",
+    "clock",
+    "budget",
+    "config",
+    "shard",
+]
 
 
 def create_one(target: Any, work: Workload, **overrides: Any) -> Bead:
@@ -522,11 +543,17 @@ def profile_creates(store: Store, work: Workload, n: int, top: int = 30) -> None
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true",
-                        help=f"a large store of {LARGE_QUICK:,} beads instead of {LARGE:,}")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help=f"a large store of {LARGE_QUICK:,} beads instead of {LARGE:,}",
+    )
     parser.add_argument("--seed", type=int, default=20260131, help="seed of the bead contents")
-    parser.add_argument("--profile", action="store_true",
-                        help="also print a cProfile of single creates at the large size")
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="also print a cProfile of single creates at the large size",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
     args = parser.parse_args()
     n_large = LARGE_QUICK if args.quick else LARGE
@@ -545,14 +572,20 @@ def main() -> None:
         c_yaml = "NO C YAML (pure Python)"
     git_version = subprocess.run(["git", "--version"], stdout=subprocess.PIPE, text=True
                                  ).stdout.strip() if shutil.which("git") else "git not found"  # fmt: skip
-    out(f"libraries: dulwich {'.'.join(map(str, dulwich.__version__))}, "
-        f"ruamel.yaml {ruamel.yaml.__version__} ({c_yaml}); {git_version}")
-    out(f"sizes: small store {SMALL:,} beads; large store {n_large:,} beads"
+    out(
+        f"libraries: dulwich {'.'.join(map(str, dulwich.__version__))}, "
+        f"ruamel.yaml {ruamel.yaml.__version__} ({c_yaml}); {git_version}"
+    )
+    out(
+        f"sizes: small store {SMALL:,} beads; large store {n_large:,} beads"
         f"{' (--quick)' if args.quick else ''}; built {BUILD_BATCH:,} beads per batch commit; "
-        f"{AGENTS:,} agents + '{TARGET}' ({TARGET_OPEN} open, {TARGET_CLOSED} closed beads)")
-    out(f"runs: {SINGLE_CREATES} single creates per size; {GIT_ITERATIONS} git CLI commits; "
+        f"{AGENTS:,} agents + '{TARGET}' ({TARGET_OPEN} open, {TARGET_CLOSED} closed beads)"
+    )
+    out(
+        f"runs: {SINGLE_CREATES} single creates per size; {GIT_ITERATIONS} git CLI commits; "
         f"batch of {BATCH_BEADS}; {LIST_CALLS} list calls; parse sample {PARSE_SAMPLE:,}; "
-        f"{CLI_ROUNDS} CLI rounds")
+        f"{CLI_ROUNDS} CLI rounds"
+    )
 
     tmp = Path(tempfile.mkdtemp(prefix="gc-bench-", dir="/tmp"))
     out(f"work directory: {tmp}")

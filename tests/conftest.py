@@ -29,18 +29,28 @@ class GcRunner:
 
     def __init__(self, cwd: Path) -> None:
         self.cwd = cwd
-        self.env = {k: v for k, v in os.environ.items()
-                    if not k.startswith("GC_")}  # fmt: skip
+        self.env = {k: v for k, v in os.environ.items() if not k.startswith("GC_")}
 
-    def __call__(self, *args: str, input: bytes | str | None = None, env: dict[str, str] | None = None,
-                 cwd: Path | None = None) -> subprocess.CompletedProcess[str]:  # fmt: skip
+    def __call__(
+        self,
+        *args: str,
+        input: bytes | str | None = None,
+        env: dict[str, str] | None = None,
+        cwd: Path | None = None,
+    ) -> subprocess.CompletedProcess[str]:
         data = input.encode() if isinstance(input, str) else input
         result = subprocess.run(
-            [gc_program(), *args], cwd=cwd or self.cwd, input=data, capture_output=True,
-            env={**self.env, **(env or {})}, timeout=120,
+            [gc_program(), *args],
+            cwd=cwd or self.cwd,
+            input=data,
+            capture_output=True,
+            env={**self.env, **(env or {})},
+            timeout=120,
         )
         return subprocess.CompletedProcess(
-            result.args, result.returncode, result.stdout.decode("utf-8", "replace"),
+            result.args,
+            result.returncode,
+            result.stdout.decode("utf-8", "replace"),
             result.stderr.decode("utf-8", "replace"),
         )
 
@@ -71,8 +81,13 @@ def gc(tmp_path: Path) -> GcRunner:
 
 def git(*args: str, cwd: Path) -> str:
     """Run the real git CLI; returns stdout, fails the test on a non-zero exit."""
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
-           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}  # fmt: skip
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.com",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.com",
+    }
     result = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, env=env)
     assert result.returncode == 0, f"git {' '.join(args)}: {result.stderr}"
     return result.stdout

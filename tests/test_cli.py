@@ -24,19 +24,36 @@ def head(gc: GcRunner) -> str:
 
 def test_the_quick_start_flow(project: GcRunner) -> None:
     gc = project
-    made = gc.json("bead", "create", "--type", "task", "--title", "Try gc-beads",
-                   "--body", "first\nsecond\n", "--label", "demo", "--priority", "1",
-                   "--meta", "estimate=3")  # fmt: skip
+    made = gc.json(
+        "bead",
+        "create",
+        "--type",
+        "task",
+        "--title",
+        "Try gc-beads",
+        "--body",
+        "first\nsecond\n",
+        "--label",
+        "demo",
+        "--priority",
+        "1",
+        "--meta",
+        "estimate=3",
+    )
     assert made["ok"] is True and made["command"] == "bead.create"
     bead = made["bead"]
     assert bead["title"] == "Try gc-beads" and bead["from"] == "human"
     assert bead["meta"] == {"estimate": "3"} and bead["labels"] == ["demo"]
     listed = gc("bead", "list")
-    assert listed.returncode == 0 and bead["id"] in listed.stdout and "Try gc-beads" in listed.stdout
+    assert (
+        listed.returncode == 0 and bead["id"] in listed.stdout and "Try gc-beads" in listed.stdout
+    )
     shown = gc("bead", "show", bead["id"][:6])
     assert "body: |\n  first\n  second" in shown.stdout
     assert gc.json("bead", "list")["beads"] == [bead]
-    assert gc("bead", "update", bead["id"], "--title", "Renamed", "--add-label", "x").returncode == 0
+    assert (
+        gc("bead", "update", bead["id"], "--title", "Renamed", "--add-label", "x").returncode == 0
+    )
     assert gc("bead", "close", bead["id"], "--reason", "done").returncode == 0
     assert gc.json("bead", "list")["beads"] == []
     closed = gc.json("bead", "list", "--status", "closed")["beads"]
@@ -64,13 +81,15 @@ def test_the_author_is_the_acting_agent(project: GcRunner) -> None:
 
 
 def test_body_from_stdin_and_file(project: GcRunner, tmp_path: Path) -> None:
-    from_stdin = project.json("bead", "create", "--type", "task", "--title", "s", "--stdin",
-                              input="piped ünïcode\n")  # fmt: skip
+    from_stdin = project.json(
+        "bead", "create", "--type", "task", "--title", "s", "--stdin", input="piped ünïcode\n"
+    )
     assert from_stdin["bead"]["body"] == "piped ünïcode\n"
     body_file = tmp_path / "body.md"
     body_file.write_text("# from a file\n")
-    from_file = project.json("bead", "create", "--type", "task", "--title", "f",
-                             "--body-file", str(body_file))  # fmt: skip
+    from_file = project.json(
+        "bead", "create", "--type", "task", "--title", "f", "--body-file", str(body_file)
+    )
     assert from_file["bead"]["body"] == "# from a file\n"
 
 
@@ -92,7 +111,8 @@ def test_edit_opens_the_editor_validates_and_commits(project: GcRunner, tmp_path
     editor.write_text(
         "import sys, pathlib\n"
         "p = pathlib.Path(sys.argv[1])\n"
-        "p.write_text(p.read_text().replace('title: Old', 'title: New').replace('priority: 2', 'priority: 0'))\n"
+        "text = p.read_text().replace('title: Old', 'title: New')\n"
+        "p.write_text(text.replace('priority: 2', 'priority: 0'))\n"
     )
     result = project("bead", "edit", made["id"], env={"EDITOR": f"{sys.executable} {editor}"})
     assert result.returncode == 0, result.stderr
@@ -121,11 +141,19 @@ def run_bad(gc: GcRunner, *args: str, **kwargs: object) -> tuple[int, str]:
         (("bead", "show", "gc-zzzzzzzz"), 40, "no bead"),
         (("bead", "show", "../../etc/passwd"), 30, "invalid id"),
         (("bead", "close", "gc-x/../y"), 30, "invalid id"),
-        (("bead", "create", "--type", "task", "--title", "t", "--assignee", "bad name"), 30, "invalid assignee"),
+        (
+            ("bead", "create", "--type", "task", "--title", "t", "--assignee", "bad name"),
+            30,
+            "invalid assignee",
+        ),
         (("bead", "create", "--type", "Bad!", "--title", "t"), 30, "invalid type"),
         (("bead", "create", "--type", "task"), 30, "Missing option '--title'"),
         (("bead", "create", "--type", "task", "--title", "t", "--priority", "7"), 30, "priority"),
-        (("bead", "create", "--type", "task", "--title", "t", "--meta", "novalue"), 30, "KEY=VALUE"),
+        (
+            ("bead", "create", "--type", "task", "--title", "t", "--meta", "novalue"),
+            30,
+            "KEY=VALUE",
+        ),
         (("bead", "frobnicate"), 30, "No such command"),
         (("bead", "list", "--since", "yesterdayish"), 30, "invalid time"),
         (("bead", "update", "gc-zzzzzzzz", "--title", "x"), 40, "no bead"),
@@ -153,8 +181,9 @@ def test_oversized_and_binary_bodies_are_refused(project: GcRunner, tmp_path: Pa
         (("--body-file", str(binary)), None),
         (("--stdin",), latin1),
     ):
-        exit_code, stderr = run_bad(project, "bead", "create", "--type", "task", "--title", "t",
-                                    *args, input=stdin)  # fmt: skip
+        exit_code, stderr = run_bad(
+            project, "bead", "create", "--type", "task", "--title", "t", *args, input=stdin
+        )
         assert exit_code == 30 and ("limit" in stderr or "binary" in stderr)
     assert head(project) == before
 
@@ -163,7 +192,9 @@ def test_errors_in_json_mode(project: GcRunner) -> None:
     result = project("--json", "bead", "show", "gc-zzzzzzzz")
     assert result.returncode == 40
     assert json.loads(result.stdout) == {
-        "ok": False, "error": {"code": "not_found", "message": "no bead gc-zzzzzzzz"}}
+        "ok": False,
+        "error": {"code": "not_found", "message": "no bead gc-zzzzzzzz"},
+    }
     usage = project("bead", "create", "--json")
     assert usage.returncode == 30 and json.loads(usage.stdout)["error"]["code"] == "invalid_input"
 

@@ -8,34 +8,65 @@ from hypothesis import strategies as st
 from beads.codec import dump_bead, load_bead
 from beads.record import FIELD_ORDER, Bead
 
-AGENT = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9._-]{0,20}", fullmatch=True).filter(lambda a: a != "all")
+AGENT = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9._-]{0,20}", fullmatch=True).filter(
+    lambda a: a != "all"
+)
 ID = st.from_regex(r"[a-z][a-z0-9]{0,5}-[a-z2-7]{8}", fullmatch=True)
-STAMP = st.datetimes(min_value=__import__("datetime").datetime(1970, 1, 1)).map(lambda d: d.strftime("%Y-%m-%dT%H:%M:%S.%fZ"))
-TEXT = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=200)
+STAMP = st.datetimes(min_value=__import__("datetime").datetime(1970, 1, 1)).map(
+    lambda d: d.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+)
+TEXT = st.text(
+    st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=200
+)
 LINE = TEXT.map(lambda t: t.replace("\n", " ").replace("\r", " ")).filter(lambda t: t.strip())
-SCALAR = st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | TEXT | st.floats(
-    allow_nan=False, allow_infinity=False)
+SCALAR = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**63 - 1)
+    | TEXT
+    | st.floats(allow_nan=False, allow_infinity=False)
+)
 META_KEY = st.from_regex(r"[A-Za-z_][A-Za-z0-9_.-]{0,10}", fullmatch=True)
-META = st.dictionaries(META_KEY, st.recursive(
-    SCALAR, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(META_KEY, inner, max_size=3),
-    max_leaves=6), max_size=4)  # fmt: skip
+META = st.dictionaries(
+    META_KEY,
+    st.recursive(
+        SCALAR,
+        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(META_KEY, inner, max_size=3),
+        max_leaves=6,
+    ),
+    max_size=4,
+)
 
 
 @st.composite
 def beads(draw: st.DrawFn) -> Bead:
     closed = draw(st.booleans())
     return Bead(
-        id=draw(ID), type=draw(st.from_regex(r"[a-z][a-z0-9_-]{0,10}", fullmatch=True)),
-        title=draw(LINE.map(lambda t: t[:500])), body=draw(TEXT), from_=draw(AGENT),
-        status="closed" if closed else "open", assignee=draw(st.none() | AGENT),
+        id=draw(ID),
+        type=draw(st.from_regex(r"[a-z][a-z0-9_-]{0,10}", fullmatch=True)),
+        title=draw(LINE.map(lambda t: t[:500])),
+        body=draw(TEXT),
+        from_=draw(AGENT),
+        status="closed" if closed else "open",
+        assignee=draw(st.none() | AGENT),
         cc=draw(st.lists(AGENT, max_size=3, unique=True)),
-        labels=draw(st.lists(st.from_regex(r"[A-Za-z0-9][A-Za-z0-9._:/=-]{0,12}", fullmatch=True),
-                             max_size=3, unique=True)),
-        priority=draw(st.integers(0, 4)), thread=draw(st.none() | ID), reply_to=draw(st.none() | ID),
-        parent=draw(st.none() | ID), created_at=draw(STAMP), updated_at=draw(STAMP),
+        labels=draw(
+            st.lists(
+                st.from_regex(r"[A-Za-z0-9][A-Za-z0-9._:/=-]{0,12}", fullmatch=True),
+                max_size=3,
+                unique=True,
+            )
+        ),
+        priority=draw(st.integers(0, 4)),
+        thread=draw(st.none() | ID),
+        reply_to=draw(st.none() | ID),
+        parent=draw(st.none() | ID),
+        created_at=draw(STAMP),
+        updated_at=draw(STAMP),
         closed_at=draw(STAMP) if closed else None,
-        close_reason=draw(st.none() | TEXT) if closed else None, meta=draw(META),
-    )  # fmt: skip
+        close_reason=draw(st.none() | TEXT) if closed else None,
+        meta=draw(META),
+    )
 
 
 @settings(max_examples=300, deadline=None)
@@ -49,21 +80,38 @@ def test_load_of_dump_is_the_same_bead(bead: Bead) -> None:
 @settings(max_examples=50, deadline=None)
 def test_fields_are_written_in_canonical_order(bead: Bead) -> None:
     lines = dump_bead(bead).decode().splitlines()
-    top_keys = [line.split(":")[0] for line in lines if line and not line[0].isspace()
-                and not line.startswith("-") and ":" in line]  # fmt: skip
+    top_keys = [
+        line.split(":")[0]
+        for line in lines
+        if line and not line[0].isspace() and not line.startswith("-") and ":" in line
+    ]
     assert [k for k in top_keys if k in FIELD_ORDER] == list(FIELD_ORDER)
 
 
 def test_multiline_text_is_a_block_scalar() -> None:
-    bead = Bead(id="gc-abcdefgh", type="task", title="t", from_="mayor", body="one\ntwo\n",
-                created_at="2026-01-01T00:00:00.000000Z", updated_at="2026-01-01T00:00:00.000000Z")  # fmt: skip
+    bead = Bead(
+        id="gc-abcdefgh",
+        type="task",
+        title="t",
+        from_="mayor",
+        body="one\ntwo\n",
+        created_at="2026-01-01T00:00:00.000000Z",
+        updated_at="2026-01-01T00:00:00.000000Z",
+    )
     text = dump_bead(bead).decode()
     assert "body: |\n  one\n  two\n" in text
 
 
 def test_a_one_word_change_is_a_one_line_diff() -> None:
-    base = Bead(id="gc-abcdefgh", type="task", title="A title", from_="mayor", body="x " * 100,
-                created_at="2026-01-01T00:00:00.000000Z", updated_at="2026-01-01T00:00:00.000000Z")  # fmt: skip
+    base = Bead(
+        id="gc-abcdefgh",
+        type="task",
+        title="A title",
+        from_="mayor",
+        body="x " * 100,
+        created_at="2026-01-01T00:00:00.000000Z",
+        updated_at="2026-01-01T00:00:00.000000Z",
+    )
     before = dump_bead(base).decode().splitlines()
     after = dump_bead(base.with_changes(title="A new title")).decode().splitlines()
     assert len([1 for a, b in zip(before, after, strict=True) if a != b]) == 1

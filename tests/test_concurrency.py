@@ -23,8 +23,11 @@ store.close()
 def test_eight_processes_creating_200_beads_each(tmp_path: Path) -> None:
     Store.init(tmp_path)[0].close()
     writers = [
-        subprocess.Popen([sys.executable, "-c", WRITER, str(tmp_path), f"writer{n}", "200"],
-                         stderr=subprocess.PIPE, text=True)  # fmt: skip
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(tmp_path), f"writer{n}", "200"],
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         for n in range(8)
     ]
     for writer in writers:

@@ -26,7 +26,9 @@ print("acknowledged", flush=True)
 
 
 @pytest.mark.parametrize("point", POINTS)
-def test_a_kill_at_any_point_leaves_git_view_and_index_consistent(tmp_path: Path, point: str) -> None:
+def test_a_kill_at_any_point_leaves_git_view_and_index_consistent(
+    tmp_path: Path, point: str
+) -> None:
     store, _ = Store.init(tmp_path, agent="tester")
     kept = store.create("task", "acknowledged before the crash")
     store.close()
@@ -34,7 +36,9 @@ def test_a_kill_at_any_point_leaves_git_view_and_index_consistent(tmp_path: Path
 
     result = subprocess.run(
         [sys.executable, "-c", WRITER, str(tmp_path / ".beads"), kept.id],
-        env={"GC_FAULT_POINT": point, "PATH": "/usr/bin:/bin"}, capture_output=True, text=True,
+        env={"GC_FAULT_POINT": point, "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
     )
     assert result.returncode == -signal.SIGKILL, result.stderr
     assert "acknowledged" not in result.stdout
@@ -63,12 +67,16 @@ def test_the_lock_of_a_killed_writer_does_not_block_the_next(tmp_path: Path) -> 
     store, _ = Store.init(tmp_path)
     store.close()
     holder = subprocess.Popen(
-        [sys.executable, "-c",
-         "import sys, time\nfrom beads.store import Store\ns = Store.open(sys.argv[1])\n"
-         "with s.locked():\n    print('locked', flush=True)\n    time.sleep(60)\n",
-         str(tmp_path)],
-        stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-c",
+            "import sys, time\nfrom beads.store import Store\ns = Store.open(sys.argv[1])\n"
+            "with s.locked():\n    print('locked', flush=True)\n    time.sleep(60)\n",
+            str(tmp_path),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
     holder.kill()
     holder.wait()

@@ -13,13 +13,22 @@ from tests.conftest import git
 
 
 def test_create_writes_a_commit_a_view_file_and_an_index_row(store: Store) -> None:
-    bead = store.create("task", "Write the docs", "line one\nline two\n", assignee="dog",
-                        labels=["docs"], priority=1, meta={"estimate": 3})  # fmt: skip
+    bead = store.create(
+        "task",
+        "Write the docs",
+        "line one\nline two\n",
+        assignee="dog",
+        labels=["docs"],
+        priority=1,
+        meta={"estimate": 3},
+    )
     assert ID_RE.fullmatch(bead.id) and bead.id.startswith("gc-")
     assert bead.from_ == "tester" and bead.status == "open"
     view_file = store.root / bead_path("task", bead.id)
     assert load_bead(view_file.read_bytes()) == bead
-    assert git("show", f"HEAD:{bead_path('task', bead.id)}", cwd=store.root) == view_file.read_text()
+    assert (
+        git("show", f"HEAD:{bead_path('task', bead.id)}", cwd=store.root) == view_file.read_text()
+    )
     assert store.get(bead.id) == bead
     assert store.list(assignee="dog") == [bead]
 
@@ -43,8 +52,15 @@ def test_every_write_is_one_commit_by_the_acting_agent(store: Store) -> None:
 
 def test_update_labels_meta_and_fields(store: Store) -> None:
     bead = store.create("task", "T", labels=["a", "b"], meta={"keep": 1, "drop": 2})
-    changed = store.update(bead.id, add_labels=["c"], remove_labels=["a"], meta={"new": "x"},
-                           unset_meta=["drop"], assignee="cat", priority=0)  # fmt: skip
+    changed = store.update(
+        bead.id,
+        add_labels=["c"],
+        remove_labels=["a"],
+        meta={"new": "x"},
+        unset_meta=["drop"],
+        assignee="cat",
+        priority=0,
+    )
     assert changed.labels == ["b", "c"]
     assert changed.meta == {"keep": 1, "new": "x"}
     assert (changed.assignee, changed.priority) == ("cat", 0)
@@ -125,7 +141,9 @@ def test_prefixes_resolve_and_ambiguity_lists_candidates(store: Store) -> None:
         ({"meta": {"x": float("nan")}}, "finite"),
     ],
 )
-def test_invalid_beads_are_refused_and_nothing_changes(store: Store, fields: dict, message: str) -> None:
+def test_invalid_beads_are_refused_and_nothing_changes(
+    store: Store, fields: dict, message: str
+) -> None:
     head = store.git.head()
     args = {"type": "task", "title": "ok", **fields}
     with pytest.raises(InvalidInput, match=message):
@@ -151,8 +169,9 @@ def test_list_filters_order_and_limit(store: Store) -> None:
         a = batch.create("task", "a", assignee="dog", priority=3)
         b = batch.create("message", "b", assignee="dog", priority=0)
         c = batch.create("task", "c", assignee="cat", labels=["x"], parent=a.id)
-    assert [x.id for x in store.list(assignee="dog")] == sorted([a.id, b.id], key=lambda i: (
-        store.get(i).created_at, i))  # fmt: skip
+    assert [x.id for x in store.list(assignee="dog")] == sorted(
+        [a.id, b.id], key=lambda i: (store.get(i).created_at, i)
+    )
     assert [x.id for x in store.list(assignee="dog", order="priority")] == [b.id, a.id]
     assert [x.id for x in store.list(type="task", label="x")] == [c.id]
     assert [x.id for x in store.list(parent=a.id)] == [c.id]
@@ -167,7 +186,9 @@ def test_log_of_one_bead(store: Store) -> None:
     store.create("task", "other")
     store.update(bead.id, title="T2")
     assert [e.message for e in store.log(bead.id)] == [
-        f"bead update {bead.id}: title", f'bead create {bead.id}: task "T"']
+        f"bead update {bead.id}: title",
+        f'bead create {bead.id}: task "T"',
+    ]
     assert len(store.log(limit=2)) == 2
 
 

@@ -26,8 +26,10 @@ def init(path: str, prefix: str | None, example: bool) -> None:
         store, created = Store.init(path, prefix=prefix, agent=agent)
     click.get_current_context().call_on_close(store.close)
     verb = "Initialized" if created else "Already initialized"
-    emit({"path": str(store.root), "created": created, "prefix": store.prefix},
-         f"{verb} gc-beads store in {store.root}")  # fmt: skip
+    emit(
+        {"path": str(store.root), "created": created, "prefix": store.prefix},
+        f"{verb} gc-beads store in {store.root}",
+    )
 
 
 @click.command()
@@ -43,7 +45,9 @@ def log(bead_id: str | None, limit: int) -> None:
         for entry in entries:
             when = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(entry.time))
             author = entry.author.split(" <")[0]
-            lines.append(f"{entry.commit[:10]}  {when}  {author:<12}  {entry.message.splitlines()[0]}")
+            lines.append(
+                f"{entry.commit[:10]}  {when}  {author:<12}  {entry.message.splitlines()[0]}"
+            )
         return "\n".join(lines)
 
     emit({"commits": [e.to_json() for e in entries]}, text)
@@ -59,12 +63,20 @@ def doctor(rebuild_index: bool, restore_view: bool, compact: bool) -> None:
     from beads.doctor import doctor as run_doctor
 
     store = open_store()
-    report = run_doctor(store, rebuild_index=rebuild_index, restore_view=restore_view,
-                        compact=compact)  # fmt: skip
+    report = run_doctor(
+        store, rebuild_index=rebuild_index, restore_view=restore_view, compact=compact
+    )
     lines = [f"{p.kind}: {p.path}: {p.message}" for p in report.problems]
     lines += [f"fixed: {line}" for line in report.fixed]
     summary = "store is healthy" if report.ok else f"{len(report.problems)} problem(s) found"
-    emit({"healthy": report.ok, "problems": [p.to_json() for p in report.problems],
-          "fixed": report.fixed, "beads": report.beads}, "\n".join([*lines, summary]))  # fmt: skip
+    emit(
+        {
+            "healthy": report.ok,
+            "problems": [p.to_json() for p in report.problems],
+            "fixed": report.fixed,
+            "beads": report.beads,
+        },
+        "\n".join([*lines, summary]),
+    )
     if not report.ok:
         click.get_current_context().exit(50)

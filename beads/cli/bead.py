@@ -23,9 +23,14 @@ def bead() -> None:
 
 
 def _body_options(func: Any) -> Any:
-    func = click.option("--stdin", "body_stdin", is_flag=True, help="Read the body from stdin.")(func)
-    func = click.option("--body-file", type=click.Path(dir_okay=False, allow_dash=True),
-                        help="Read the body from a file (- for stdin).")(func)  # fmt: skip
+    func = click.option("--stdin", "body_stdin", is_flag=True, help="Read the body from stdin.")(
+        func
+    )
+    func = click.option(
+        "--body-file",
+        type=click.Path(dir_okay=False, allow_dash=True),
+        help="Read the body from a file (- for stdin).",
+    )(func)
     return click.option("--body", help="The body text.")(func)
 
 
@@ -35,18 +40,39 @@ def _body_options(func: Any) -> Any:
 @_body_options
 @click.option("--assignee", help="The agent this bead is for.")
 @click.option("--label", "labels", multiple=True, help="A label (repeatable).")
-@click.option("--priority", type=PRIORITY, default=2, show_default=True, help="0 critical .. 4 low.")
+@click.option(
+    "--priority", type=PRIORITY, default=2, show_default=True, help="0 critical .. 4 low."
+)
 @click.option("--parent", help="The id of a parent bead.")
-@click.option("--meta", "meta", multiple=True, metavar="KEY=VALUE", help="A meta field (repeatable).")
+@click.option(
+    "--meta", "meta", multiple=True, metavar="KEY=VALUE", help="A meta field (repeatable)."
+)
 @global_options
-def create(type_: str, title: str, body: str | None, body_file: str | None, body_stdin: bool,
-           assignee: str | None, labels: tuple[str, ...], priority: int, parent: str | None,
-           meta: tuple[str, ...]) -> None:  # fmt: skip
+def create(
+    type_: str,
+    title: str,
+    body: str | None,
+    body_file: str | None,
+    body_stdin: bool,
+    assignee: str | None,
+    labels: tuple[str, ...],
+    priority: int,
+    parent: str | None,
+    meta: tuple[str, ...],
+) -> None:
     """Create a bead; prints its id."""
     store = open_store()
     text = read_text(body, body_file, body_stdin, limit=store.max_body) or ""
-    made = store.create(type_, title, text, assignee=assignee, labels=list(labels),
-                        priority=priority, parent=parent, meta=parse_pairs(meta))  # fmt: skip
+    made = store.create(
+        type_,
+        title,
+        text,
+        assignee=assignee,
+        labels=list(labels),
+        priority=priority,
+        parent=parent,
+        meta=parse_pairs(meta),
+    )
     emit({"bead": made.to_dict()}, made.id)
 
 
@@ -61,8 +87,9 @@ def show(bead_id: str) -> None:
 
 @bead.command("list")
 @click.option("--type", "type_", help="Only this type.")
-@click.option("--status", type=click.Choice(["open", "closed", "all"]), default="open",
-              show_default=True)  # fmt: skip
+@click.option(
+    "--status", type=click.Choice(["open", "closed", "all"]), default="open", show_default=True
+)
 @click.option("--assignee", help="Only beads assigned to this agent.")
 @click.option("--from", "sender", help="Only beads from this agent.")
 @click.option("--label", help="Only beads with this label.")
@@ -70,22 +97,46 @@ def show(bead_id: str) -> None:
 @click.option("--parent", help="Only children of this bead.")
 @click.option("--since", help="Created at or after (2026-01-31, RFC 3339, or 2h = two hours ago).")
 @click.option("--until", help="Created before (same forms as --since).")
-@click.option("--order", type=click.Choice(["created", "updated", "priority"]), default="created",
-              show_default=True)  # fmt: skip
+@click.option(
+    "--order",
+    type=click.Choice(["created", "updated", "priority"]),
+    default="created",
+    show_default=True,
+)
 @click.option("--desc", is_flag=True, help="Newest (or most urgent) first.")
 @click.option("--limit", type=click.IntRange(min=0), help="At most N beads.")
 @global_options
-def list_(type_: str | None, status: str, assignee: str | None, sender: str | None,
-          label: str | None, thread: str | None, parent: str | None, since: str | None,
-          until: str | None, order: str, desc: bool, limit: int | None) -> None:  # fmt: skip
+def list_(
+    type_: str | None,
+    status: str,
+    assignee: str | None,
+    sender: str | None,
+    label: str | None,
+    thread: str | None,
+    parent: str | None,
+    since: str | None,
+    until: str | None,
+    order: str,
+    desc: bool,
+    limit: int | None,
+) -> None:
     """List beads from the index (open ones unless --status says otherwise)."""
     from beads.times import parse_time
 
     found = open_store().list(
-        type=type_, status=None if status == "all" else status, assignee=assignee, sender=sender,
-        label=label, thread=thread, parent=parent, order=order, descending=desc, limit=limit,
-        since=parse_time(since) if since else None, until=parse_time(until) if until else None,
-    )  # fmt: skip
+        type=type_,
+        status=None if status == "all" else status,
+        assignee=assignee,
+        sender=sender,
+        label=label,
+        thread=thread,
+        parent=parent,
+        order=order,
+        descending=desc,
+        limit=limit,
+        since=parse_time(since) if since else None,
+        until=parse_time(until) if until else None,
+    )
     emit({"beads": [b.to_dict() for b in found]}, lambda: _table(found))
 
 
@@ -102,24 +153,46 @@ def list_(type_: str | None, status: str, assignee: str | None, sender: str | No
 @click.option("--meta", multiple=True, metavar="KEY=VALUE", help="Set a meta field (repeatable).")
 @click.option("--unset-meta", multiple=True, metavar="KEY", help="Remove a meta field.")
 @global_options
-def update(bead_id: str, title: str | None, body: str | None, body_file: str | None,
-           body_stdin: bool, assignee: str | None, unassign: bool, priority: int | None,
-           parent: str | None, add_label: tuple[str, ...], remove_label: tuple[str, ...],
-           meta: tuple[str, ...], unset_meta: tuple[str, ...]) -> None:  # fmt: skip
+def update(
+    bead_id: str,
+    title: str | None,
+    body: str | None,
+    body_file: str | None,
+    body_stdin: bool,
+    assignee: str | None,
+    unassign: bool,
+    priority: int | None,
+    parent: str | None,
+    add_label: tuple[str, ...],
+    remove_label: tuple[str, ...],
+    meta: tuple[str, ...],
+    unset_meta: tuple[str, ...],
+) -> None:
     """Change a bead's fields, labels or meta."""
     if assignee and unassign:
         raise InvalidInput("give --assignee or --unassign, not both")
     store = open_store()
     fields: dict[str, Any] = {}
     text = read_text(body, body_file, body_stdin, limit=store.max_body)
-    for name, value in (("title", title), ("body", text), ("assignee", assignee),
-                        ("priority", priority), ("parent", parent)):  # fmt: skip
+    for name, value in (
+        ("title", title),
+        ("body", text),
+        ("assignee", assignee),
+        ("priority", priority),
+        ("parent", parent),
+    ):
         if value is not None:
             fields[name] = value
     if unassign:
         fields["assignee"] = None
-    changed = store.update(bead_id, add_labels=add_label, remove_labels=remove_label,
-                           meta=parse_pairs(meta), unset_meta=unset_meta, **fields)  # fmt: skip
+    changed = store.update(
+        bead_id,
+        add_labels=add_label,
+        remove_labels=remove_label,
+        meta=parse_pairs(meta),
+        unset_meta=unset_meta,
+        **fields,
+    )
     emit({"bead": changed.to_dict()}, f"updated {changed.id}")
 
 
@@ -146,18 +219,42 @@ def edit(bead_id: str) -> None:
         with open(path, "rb") as handle:
             edited = load_bead(handle.read(), what="the edited bead", max_body=store.max_body)
     changed = store.update(current.id, **_edits(current, edited))
-    emit({"bead": changed.to_dict()}, f"updated {changed.id}" if changed != current else "no changes")
+    emit(
+        {"bead": changed.to_dict()}, f"updated {changed.id}" if changed != current else "no changes"
+    )
 
 
 def _edits(current: Bead, edited: Bead) -> dict[str, Any]:
     """The update that turns `current` into `edited`; fields `edit` may not change raise."""
     before, after = current.to_dict(), edited.to_dict()
-    fixed = ("id", "type", "status", "from", "created_at", "updated_at", "closed_at", "close_reason")
+    fixed = (
+        "id",
+        "type",
+        "status",
+        "from",
+        "created_at",
+        "updated_at",
+        "closed_at",
+        "close_reason",
+    )
     for key in fixed:
         if before[key] != after[key]:
             raise InvalidInput(f"'{key}' cannot be changed with edit (use close/reopen for status)")
-    changes: dict[str, Any] = {k: after[k] for k in ("title", "body", "assignee", "cc", "labels",
-                               "priority", "thread", "reply_to", "parent") if before[k] != after[k]}  # fmt: skip
+    changes: dict[str, Any] = {
+        k: after[k]
+        for k in (
+            "title",
+            "body",
+            "assignee",
+            "cc",
+            "labels",
+            "priority",
+            "thread",
+            "reply_to",
+            "parent",
+        )
+        if before[k] != after[k]
+    }
     removed = [k for k in before["meta"] if k not in after["meta"]]
     return {**changes, "meta": after["meta"], "unset_meta": removed}
 
@@ -165,7 +262,9 @@ def _edits(current: Bead, edited: Bead) -> dict[str, Any]:
 @bead.command()
 @click.argument("bead_id")
 @click.option("--reason", help="Why it is closed.")
-@click.option("--force", is_flag=True, help="Close a guarded bead (one its owner's command closes).")
+@click.option(
+    "--force", is_flag=True, help="Close a guarded bead (one its owner's command closes)."
+)
 @global_options
 def close(bead_id: str, reason: str | None, force: bool) -> None:
     """Close a bead."""
@@ -195,9 +294,10 @@ def _table(found: list[Bead]) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(5)]
     return "\n".join(
         "  ".join(cell.ljust(width) for cell, width in zip(row[:5], widths, strict=True))
-        + "  " + _clip(row[5], 72)
+        + "  "
+        + _clip(row[5], 72)
         for row in rows
-    )  # fmt: skip
+    )
 
 
 def _clip(text: str, width: int) -> str:

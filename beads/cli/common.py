@@ -49,16 +49,37 @@ def _remember(ctx: click.Context, param: click.Parameter, value: Any) -> None:
 def global_options(func: F) -> F:
     """Add `--json`, `--agent`, `--beads-dir` and `--debug` to a command."""
     options = [
-        click.option("--beads-dir", type=click.Path(file_okay=False), expose_value=False,
-                     callback=_remember, help="The store directory (else $GC_BEADS_DIR, "
-                     "else found from the working directory)."),
-        click.option("--json", "json", is_flag=True, expose_value=False, callback=_remember,
-                     is_eager=True, help="Print one JSON object."),
-        click.option("--agent", expose_value=False, callback=_remember,
-                     help="Act as this agent (else $GC_AGENT, $GC_ALIAS, $GC_SESSION_ID, human)."),
-        click.option("--debug", is_flag=True, expose_value=False, callback=_remember,
-                     hidden=True, help="Show tracebacks."),
-    ]  # fmt: skip
+        click.option(
+            "--beads-dir",
+            type=click.Path(file_okay=False),
+            expose_value=False,
+            callback=_remember,
+            help="The store directory (else $GC_BEADS_DIR, else found from the working directory).",
+        ),
+        click.option(
+            "--json",
+            "json",
+            is_flag=True,
+            expose_value=False,
+            callback=_remember,
+            is_eager=True,
+            help="Print one JSON object.",
+        ),
+        click.option(
+            "--agent",
+            expose_value=False,
+            callback=_remember,
+            help="Act as this agent (else $GC_AGENT, $GC_ALIAS, $GC_SESSION_ID, human).",
+        ),
+        click.option(
+            "--debug",
+            is_flag=True,
+            expose_value=False,
+            callback=_remember,
+            hidden=True,
+            help="Show tracebacks.",
+        ),
+    ]
     for option in reversed(options):
         func = option(func)
     return func
@@ -114,13 +135,17 @@ def read_text(
     else:
         return None
     if len(raw) > limit:
-        raise InvalidInput(f"{what} is larger than the limit of {limit} bytes (store.max_body_bytes)")
+        raise InvalidInput(
+            f"{what} is larger than the limit of {limit} bytes (store.max_body_bytes)"
+        )
     if b"\x00" in raw:
         raise InvalidInput(f"{what} contains NUL bytes: binary data is not accepted")
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError:
-        raise InvalidInput(f"{what} is not valid UTF-8 text (binary data is not accepted)") from None
+        raise InvalidInput(
+            f"{what} is not valid UTF-8 text (binary data is not accepted)"
+        ) from None
 
 
 def parse_pairs(pairs: tuple[str, ...], what: str = "--meta") -> dict[str, str]:
