@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,7 @@ CREATE INDEX IF NOT EXISTS beads_updated ON beads(updated_at);
 CREATE TABLE IF NOT EXISTS labels(label TEXT NOT NULL, id TEXT NOT NULL,
     PRIMARY KEY(label, id)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS invalid(path TEXT PRIMARY KEY, error TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS agents(name TEXT PRIMARY KEY) WITHOUT ROWID;
 """
 
 ORDERS = {"created": "created_at", "updated": "updated_at", "priority": "priority, created_at"}
@@ -52,6 +54,7 @@ class Query:
     parent: str | None = None
     since: str | None = None
     until: str | None = None
+    meta: dict[str, Any] | None = None  # equality on scalar meta values; None = absent or null
     order: str = "created"
     descending: bool = False
     limit: int | None = None
@@ -106,6 +109,21 @@ class Index:
 
     def query(self, q: Query) -> list[Bead]:
         """Beads matching every given filter, ordered, at most `q.limit`."""
+        sql, params = self._select("b.data", q)
+        direction = " DESC" if q.descending else ""
+        columns = ORDERS[q.order].split(", ") + ["id"]
+        sql += " ORDER BY " + ", ".join(f"b.{c}{direction}" for c in columns)
+        if q.limit is not None:
+            sql += " LIMIT ?"
+            params.append(q.limit)
+        return [_bead(row[0]) for row in self.db.execute(sql, params)]
+
+    def count_matching(self, q: Query) -> int:
+        """How many beads match the filters of `q` (its order and limit are ignored)."""
+        sql, params = self._select("count(*)", q)
+        return self.db.execute(sql, params).fetchone()[0]
+
+    def _select(self, what: str, q: Query) -> tuple[str, list[Any]]:
         where, params = [], []
         for column, value in (
             ("type", q.type),
@@ -124,19 +142,26 @@ class Index:
         if q.until is not None:
             where.append("b.created_at < ?")
             params.append(q.until)
-        sql = "SELECT b.data FROM beads b"
+        for key, value in (q.meta or {}).items():
+            # Keys follow META_KEY_RE (no quotes), so the JSON path is well formed.
+            if value is None:
+                where.append("json_extract(b.data, ?) IS NULL")
+            else:
+                where.append("json_extract(b.data, ?) = ?")
+            params.append(f'$.meta."{key}"')
+            if value is not None:
+                params.append(value)
+        sql = f"SELECT {what} FROM beads b"
         if q.label is not None:
             sql += " JOIN labels l ON l.id = b.id AND l.label = ?"
             params.insert(0, q.label)
         if where:
             sql += " WHERE " + " AND ".join(where)
-        direction = " DESC" if q.descending else ""
-        columns = ORDERS[q.order].split(", ") + ["id"]
-        sql += " ORDER BY " + ", ".join(f"b.{c}{direction}" for c in columns)
-        if q.limit is not None:
-            sql += " LIMIT ?"
-            params.append(q.limit)
-        return [_bead(row[0]) for row in self.db.execute(sql, params)]
+        return sql, params
+
+    def agents(self) -> list[str]:
+        """Every agent named in a bead (as from, assignee or cc), sorted."""
+        return [row[0] for row in self.db.execute("SELECT name FROM agents ORDER BY name")]
 
     def count(self) -> int:
         return self.db.execute("SELECT count(*) FROM beads").fetchone()[0]
@@ -155,8 +180,8 @@ class Index:
         self,
         *,
         head: bytes,
-        upserts: list[tuple[Bead, str, str]] = (),  # type: ignore[assignment]
-        deleted_paths: list[str] = (),  # type: ignore[assignment]
+        upserts: Sequence[tuple[Bead, str, str]] = (),
+        deleted_paths: Sequence[str] = (),
         invalid: dict[str, str | None] | None = None,
         config: dict[str, Any] | None = None,
         loose_objects: int | None = None,
@@ -171,7 +196,7 @@ class Index:
         db.execute("BEGIN IMMEDIATE")
         try:
             if reset:
-                for table in ("beads", "labels", "invalid"):
+                for table in ("beads", "labels", "invalid", "agents"):
                     db.execute(f"DELETE FROM {table}")
             for path in deleted_paths:
                 row = db.execute("SELECT id FROM beads WHERE path = ?", (path,)).fetchone()
@@ -202,6 +227,8 @@ class Index:
                 db.executemany(
                     "INSERT INTO labels VALUES (?, ?)", [(lb, bead.id) for lb in bead.labels]
                 )
+                named = {bead.from_, *bead.cc} | ({bead.assignee} if bead.assignee else set())
+                db.executemany("INSERT OR IGNORE INTO agents VALUES (?)", [(n,) for n in named])
             for path, error in (invalid or {}).items():
                 if error is None:
                     db.execute("DELETE FROM invalid WHERE path = ?", (path,))
@@ -223,7 +250,7 @@ class Index:
         db.execute("BEGIN IMMEDIATE")
         try:
             if self._meta("schema") != SCHEMA_VERSION:  # another process may have just done it
-                for table in ("meta", "beads", "labels", "invalid"):
+                for table in ("meta", "beads", "labels", "invalid", "agents"):
                     db.execute(f"DROP TABLE IF EXISTS {table}")
                 for statement in _SCHEMA.split(";"):
                     if statement.strip():

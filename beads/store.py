@@ -23,7 +23,15 @@ from beads.config import CONFIG_PATH, FORMAT, check_config, default_config
 from beads.errors import Conflict, InvalidInput, NotFound
 from beads.faults import fault
 from beads.gitrepo import PACK_OBJECTS_AT, GitRepo, LogEntry, init_bare
-from beads.ids import bead_path, check_id, check_id_prefix, check_prefix, new_id, parse_bead_path
+from beads.ids import (
+    ID_RE,
+    bead_path,
+    check_id,
+    check_id_prefix,
+    check_prefix,
+    new_id,
+    parse_bead_path,
+)
 from beads.index import Index, Query
 from beads.location import (
     INIT_PREFIX,
@@ -67,11 +75,12 @@ class Store:
         self.index = Index(self.runtime / "index.sqlite3")
         self.view = View(root, self.runtime)
         self._lock = filelock.FileLock(str(self.runtime / "locks" / "write.lock"))
+        self._config: tuple[bytes | None, dict[str, Any]] | None = None
         head = self.git.head()
         if self.index.head() != head or self.view.applied() != head:
             with self.locked():
                 self.sync()
-        self.config = check_config(self.index.config() or {"format": FORMAT})
+        self.config  # noqa: B018 - validate now: a store of a newer format is refused at open
 
     # -- opening ----------------------------------------------------------------------------
 
@@ -112,8 +121,17 @@ class Store:
         git.store_objects(objects)
         git.swap_head(None, commit.id)
         git.close()
-        os.rename(building, root / ".git")
-        exclude_from_project(root)
+        try:
+            os.rename(building, root / ".git")
+        except OSError:
+            shutil.rmtree(building, ignore_errors=True)
+            if is_store(root):  # another `gc init` got there first: use its store
+                return cls(root, agent=agent), False
+            raise
+        try:
+            exclude_from_project(root)
+        except OSError:
+            pass  # best effort: the store works without it
         return cls(root, agent=agent), True
 
     def close(self) -> None:
@@ -125,6 +143,14 @@ class Store:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    @property
+    def config(self) -> dict[str, Any]:
+        """The settings of `config.yaml` at the index's commit (re-read when it moves)."""
+        head = self.index.head()
+        if self._config is None or self._config[0] != head:
+            self._config = (head, check_config(self.index.config() or {"format": FORMAT}))
+        return self._config[1]
 
     @property
     def prefix(self) -> str:
@@ -161,40 +187,73 @@ class Store:
         parent: str | None = None,
         since: str | None = None,
         until: str | None = None,
+        meta: dict[str, Any] | None = None,
         order: str = "created",
         descending: bool = False,
         limit: int | None = None,
     ) -> list[Bead]:
-        """Beads matching every given filter (None = any), from the index."""
-        if status not in (None, "open", "closed"):
-            raise InvalidInput(f"status must be open or closed, not {status!r}")
+        """Beads matching every given filter (None = any), from the index.
+
+        `meta` matches scalar meta values exactly (`{"read": False}`); `since`/`until` bound
+        `created_at`; `order` is created, updated or priority (then age).
+        """
+        query = self._query(
+            type=type, status=status, assignee=assignee, sender=sender, label=label,
+            thread=thread, parent=parent, since=since, until=until, meta=meta,
+        )  # fmt: skip
         if order not in ("created", "updated", "priority"):
             raise InvalidInput(f"order must be created, updated or priority, not {order!r}")
         if limit is not None and limit < 0:
             raise InvalidInput("limit must not be negative")
+        query.order, query.descending, query.limit = order, descending, limit
+        return self.index.query(query)
+
+    def count(self, **filters: Any) -> int:
+        """How many beads match; takes the filters of `list`."""
+        return self.index.count_matching(self._query(**filters))
+
+    def known_agents(self) -> list[str]:
+        """Agents listed in config.yaml or named in any bead, sorted."""
+        self._ensure_fresh()
+        return sorted(set(self.config.get("agents") or {}) | set(self.index.agents()))
+
+    def _query(
+        self,
+        *,
+        type: str | None = None,
+        status: str | None = None,
+        assignee: str | None = None,
+        sender: str | None = None,
+        label: str | None = None,
+        thread: str | None = None,
+        parent: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> Query:
+        if status not in (None, "open", "closed"):
+            raise InvalidInput(f"status must be open or closed, not {status!r}")
         for what, name in (("assignee", assignee), ("from", sender)):
             if name is not None:
                 check_agent(name, what=what)
         if label is not None:
             check_label(label)
+        for key, value in (meta or {}).items():
+            check_meta_key(key)
+            if isinstance(value, list | dict):
+                raise InvalidInput(f"meta filter {key!r} must be a scalar")
         self._ensure_fresh()
-        thread = self._resolve(thread) if thread is not None else None
-        parent = self._resolve(parent) if parent is not None else None
-        query = Query(
-            type=type,
-            status=status,
-            assignee=assignee,
-            sender=sender,
-            label=label,
-            thread=thread,
-            parent=parent,
-            since=since,
-            until=until,
-            order=order,
-            descending=descending,
-            limit=limit,
-        )
-        return self.index.query(query)
+        return Query(
+            type=type, status=status, assignee=assignee, sender=sender, label=label,
+            thread=self._resolve_filter(thread), parent=self._resolve_filter(parent),
+            since=since, until=until, meta=meta,
+        )  # fmt: skip
+
+    def _resolve_filter(self, ref: str | None) -> str | None:
+        # A whole id filters as given (a thread may be gone or elsewhere); a prefix resolves.
+        if ref is None or ID_RE.fullmatch(ref):
+            return ref
+        return self._resolve(ref)
 
     def log(self, ref: str | None = None, limit: int | None = None) -> list[LogEntry]:
         """Commits, newest first; with `ref`, only those that changed that bead."""
@@ -318,6 +377,7 @@ class Store:
             if new_sha is None:
                 continue
             try:
+                # Committed elsewhere already: indexed whatever its size, never refused.
                 bead = load_bead(self.git.read(new_sha), what=path, max_body=1 << 62)
                 if (bead.type, bead.id) != located:
                     raise InvalidInput(
@@ -385,6 +445,7 @@ class Batch:
         # The commit every read of this batch saw; the ref must still be here at commit time.
         self.base = store.git.head()
         self.changed: dict[str, Bead] = {}
+        self._reserved: set[str] = set()
         self.config: dict[str, Any] | None = None
         self.lines: list[str] = []
 
@@ -411,9 +472,13 @@ class Batch:
         reply_to: str | None = None,
         meta: dict[str, Any] | None = None,
         sender: str | None = None,
+        bead_id: str | None = None,
     ) -> Bead:
-        """Add a new open bead; `sender` (the `from` field) defaults to the acting agent."""
-        bead_id = self._new_id()
+        """Add a new open bead; `sender` (the `from` field) defaults to the acting agent.
+
+        `bead_id` is one reserved with `new_id()` (to point `thread` at the bead itself).
+        """
+        bead_id = bead_id or self.new_id()
         stamp = now_stamp()
         bead = Bead(
             id=bead_id,
@@ -549,19 +614,20 @@ class Batch:
         store.index.apply(head=commit.id, upserts=upserts, config=self.config, loose_objects=loose)
         fault("after-index")
         store.view.mark_applied(commit.id)
-        if self.config is not None:
-            store.config = self.config
         if loose >= PACK_LOOSE_AT:
             store.git.pack_loose_objects()
             store.index.apply(head=commit.id, loose_objects=0)
         return commit.id
 
-    def _new_id(self) -> str:
+    def new_id(self) -> str:
+        """A fresh id, unused in the store and in this batch."""
         # 40 random bits: a collision is rare, but checked here, under the write lock.
         while True:
             bead_id = new_id(self.store.prefix)
-            if bead_id not in self.changed and self.store.index.get(bead_id) is None:
-                return bead_id
+            if bead_id not in self.changed and bead_id not in self._reserved:
+                if self.store.index.get(bead_id) is None:
+                    self._reserved.add(bead_id)
+                    return bead_id
 
     def _put(self, bead: Bead, line: str) -> None:
         bead.validate(max_body=self.store.max_body)

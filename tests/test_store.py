@@ -285,3 +285,17 @@ def test_a_write_conflicts_when_the_branch_moves_underneath(store: Store) -> Non
             store.git.store_objects(outside[1])
             store.git.swap_head(store.git.head(), outside[0].id)
     assert [b.title for b in store.list()] == ["T"]
+
+
+def test_meta_filters_count_and_known_agents(store: Store) -> None:
+    with store.batch() as batch:
+        unread = batch.create("message", "a", assignee="dog", meta={"read": False, "k": "x"})
+        batch.create("message", "b", assignee="dog", meta={"read": True}, cc=["cat"])
+        batch.create("message", "c", assignee="dog")
+    assert store.list(assignee="dog", meta={"read": False}) == [unread]
+    assert store.count(assignee="dog", meta={"read": True}) == 1
+    assert store.count(assignee="dog", meta={"k": None}) == 2
+    assert store.count(type="message") == 3
+    assert store.known_agents() == ["cat", "dog", "tester"]
+    with pytest.raises(InvalidInput):
+        store.list(meta={"bad key": 1})
