@@ -145,25 +145,26 @@ class GitRepo:
             path = (new.path if new is not None and new.path is not None else old.path).decode()
             yield FileChange(path, old.sha if old else None, new.sha if new else None)
 
-    def log(self, path: str | None = None, limit: int | None = None) -> list[LogEntry]:
-        """Commits from newest to oldest, optionally only those that touched `path`."""
+    def log(
+        self, path: str | None = None, limit: int | None = None, grep: str | None = None
+    ) -> list[LogEntry]:
+        """Commits from newest to oldest: only those that touched `path`, and whose message
+        starts with `grep`, when given; at most `limit` (the walk stops there)."""
         head = self.head()
         if head is None:
             return []
-        walker = self.repo.get_walker(
-            include=[head], max_entries=limit, paths=[path.encode()] if path else None
-        )
-        out = []
-        for entry in walker:
+        paths = [path.encode()] if path else None
+        prefix = grep.encode() if grep else b""
+        out: list[LogEntry] = []
+        for entry in self.repo.get_walker(include=[head], paths=paths):
             commit = entry.commit
-            out.append(
-                LogEntry(
-                    commit.id.decode(),
-                    commit.author.decode("utf-8", "replace"),
-                    commit.commit_time,
-                    commit.message.decode("utf-8", "replace").rstrip("\n"),
-                )
-            )
+            if not commit.message.startswith(prefix):
+                continue
+            author = commit.author.decode("utf-8", "replace")
+            message = commit.message.decode("utf-8", "replace").rstrip("\n")
+            out.append(LogEntry(commit.id.decode(), author, commit.commit_time, message))
+            if limit is not None and len(out) >= limit:
+                break
         return out
 
     # -- writing ------------------------------------------------------------------------

@@ -255,15 +255,18 @@ class Store:
             return ref
         return self._resolve(ref)
 
-    def log(self, ref: str | None = None, limit: int | None = None) -> list[LogEntry]:
-        """Commits, newest first; with `ref`, only those that changed that bead."""
+    def log(
+        self, ref: str | None = None, limit: int | None = None, grep: str | None = None
+    ) -> list[LogEntry]:
+        """Commits, newest first; with `ref`, only those that changed that bead; with `grep`,
+        only those whose message starts with it (`mail ` for the mail history)."""
         path = None
         if ref is not None:
             self._ensure_fresh()
             location = self.index.location(self._resolve(ref))
             assert location is not None
             path = location[0]
-        return self.git.log(path, limit)
+        return self.git.log(path, limit, grep)
 
     # -- writing ----------------------------------------------------------------------------
 

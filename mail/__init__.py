@@ -1,1 +1,32 @@
-"""mail layer (not yet built)."""
+"""Mail between agents: the `Provider` interface, beadmail (default) and exec providers.
+
+Public surface: `Message`, `Provider`, `Counts`, the errors `MessageNotFound`,
+`AlreadyArchived` and `ProviderError`, `BeadMail`, `ExecMail`, `open_provider`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from mail.message import AlreadyArchived, Message, MessageNotFound, ProviderError
+from mail.provider import Counts, Provider
+
+if TYPE_CHECKING:
+    from mail.beadmail import BeadMail
+    from mail.execmail import ExecMail
+    from mail.select import open_provider
+
+__all__ = [
+    "AlreadyArchived", "BeadMail", "Counts", "ExecMail", "Message", "MessageNotFound",
+    "Provider", "ProviderError", "open_provider",
+]  # fmt: skip
+
+_LAZY = {"BeadMail": "mail.beadmail", "ExecMail": "mail.execmail", "open_provider": "mail.select"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'mail' has no attribute {name!r}")

@@ -1,11 +1,358 @@
-"""`gc mail`: arrives with the mail issue."""
+"""`gc mail ...`: names, flags and output follow Gas City's `gc mail` where it has them."""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+from collections.abc import Callable
+from typing import Any
 
 import click
 
+from beads.cli.common import emit, global_options, open_store, read_text, settings
+from beads.errors import InvalidInput, NoMatch
+from beads.record import acting_agent, check_agent
+from mail.message import AlreadyArchived, Message, MessageNotFound, ProviderError
+from mail.provider import Provider
 
-@click.group(invoke_without_command=True)
+DEFAULT_MAX_BODY = 1024 * 1024
+
+
+@click.group()
 def mail() -> None:
-    """Send and read mail between agents (not yet)."""
-    from beads.errors import InvalidInput
+    """Send and read mail between agents (provider: $GC_MAIL, config mail.provider, beadmail)."""
 
-    raise InvalidInput("gc mail is not built yet")
+
+def provider() -> Provider:
+    """The mail provider for this command, closed when it ends."""
+    from mail.select import open_provider
+
+    chosen = open_provider(open_store)
+    click.get_current_context().call_on_close(chosen.close)
+    return chosen
+
+
+def me() -> str:
+    return acting_agent(settings().agent)
+
+
+def _max_body(chosen: Provider) -> int:
+    store = getattr(chosen, "store", None)
+    return store.max_body if store is not None else DEFAULT_MAX_BODY
+
+
+@mail.command()
+@click.argument("args", nargs=-1)
+@click.option(
+    "--to", "to_list", multiple=True, help="A recipient (repeatable); else the first ARG."
+)
+@click.option("-s", "--subject", default="", help="The subject.")
+@click.option("-m", "--message", "body_option", help="The body; else the remaining ARGs.")
+@click.option("--stdin", "body_stdin", is_flag=True, help="Read the body from stdin.")
+@click.option("--cc", multiple=True, help="Also send a copy to this agent (repeatable).")
+@click.option("--priority", type=click.IntRange(0, 4), default=2, show_default=True)
+@click.option("--dedup", help="Skip the send while an unarchived message with this key waits.")
+@click.option("--from", "sender", help="Send as this agent (relays, bridges).")
+@click.option("--all", "to_all", is_flag=True, help="Send to every known agent but the sender.")
+@global_options
+def send(args: tuple[str, ...], to_list: tuple[str, ...], subject: str, body_option: str | None,
+         body_stdin: bool, cc: tuple[str, ...], priority: int, dedup: str | None,
+         sender: str | None, to_all: bool) -> None:  # fmt: skip
+    """Send mail: gc mail send TO BODY...  or  gc mail send TO -s SUBJECT -m BODY."""
+    words = list(args)
+    if to_all and to_list:
+        raise InvalidInput("--all and --to cannot be combined")
+    if not to_all and not to_list:
+        if not words:
+            raise InvalidInput(
+                "usage: gc mail send <to> <body>  OR  gc mail send <to> -s <subject> [-m <body>]"
+            )
+        to_list = (words.pop(0),)
+    chosen = provider()
+    from_agent = check_agent(sender or me(), what="sender")
+    text = " ".join(words) if words and body_option is None and not body_stdin else None
+    body = read_text(body_option if text is None else text, None, body_stdin,
+                     limit=_max_body(chosen)) or ""  # fmt: skip
+    if not body and not subject:
+        raise InvalidInput("nothing to send: give a body or a subject")
+    known = _known_agents(chosen)
+    recipients = [a for a in known if a != from_agent] if to_all else list(to_list)
+    if not recipients:
+        raise InvalidInput("--all found no other known agent")
+    for name in [*recipients, *cc]:
+        check_agent(name, what="recipient")
+    _warn_unknown(chosen, [*recipients, *cc], known)
+    sent = [chosen.send(from_agent, to, subject, body, cc=cc, priority=priority, dedup=dedup)
+            for to in recipients]  # fmt: skip
+    suppressed = any(m.suppressed for m in sent)
+    payload: dict[str, Any] = {"suppressed": suppressed}
+    if len(sent) == 1:
+        payload["message"] = sent[0].to_json()
+    else:
+        payload["messages"] = [m.to_json() for m in sent]
+    lines = [f"Suppressed (dedup {dedup}): {m.id} is still in {m.to}'s mailbox" if m.suppressed
+             else f"Sent message {m.id} to {m.to}" for m in sent]  # fmt: skip
+    emit(payload, "\n".join(lines))
+
+
+@mail.command()
+@click.argument("recipient", required=False)
+@click.option("--all", "show_all", is_flag=True, help="Read messages too, not only unread.")
+@click.option("--archived", is_flag=True, help="Archived and deleted messages (beadmail).")
+@global_options
+def inbox(recipient: str | None, show_all: bool, archived: bool) -> None:
+    """List unread mail (of RECIPIENT, default: you)."""
+    if show_all and archived:
+        raise InvalidInput("give --all or --archived, not both")
+    who = check_agent(recipient or me(), what="recipient")
+    chosen = provider()
+    if archived:
+        if not hasattr(chosen, "archived"):
+            raise InvalidInput(f"--archived needs the beadmail provider, not {chosen.name}")
+        messages = chosen.archived(who)
+    else:
+        messages = chosen.all(who) if show_all else chosen.inbox(who)
+    empty = f"No {'archived' if archived else 'unread' if not show_all else ''} messages for {who}"
+    emit({"recipient": who, "messages": [m.to_json() for m in messages]},
+         lambda: _table(messages, ("ID", "FROM", "SUBJECT", "BODY"), _inbox_row)
+         if messages else " ".join(empty.split()))  # fmt: skip
+
+
+@mail.command()
+@click.argument("message_id")
+@global_options
+def read(message_id: str) -> None:
+    """Show a message and mark it read."""
+    message = provider().read(message_id)
+    emit({"message": message.to_json()}, lambda: _block(message))
+
+
+@mail.command()
+@click.argument("message_id")
+@global_options
+def peek(message_id: str) -> None:
+    """Show a message without marking it read."""
+    message = provider().get(message_id)
+    emit({"message": message.to_json()}, lambda: _block(message))
+
+
+@mail.command()
+@click.argument("message_id")
+@click.argument("words", nargs=-1)
+@click.option("-s", "--subject", default="", help="The subject (default: Re: the original's).")
+@click.option("-m", "--message", "body_option", help="The body; else the remaining words.")
+@click.option("--stdin", "body_stdin", is_flag=True, help="Read the body from stdin.")
+@global_options
+def reply(message_id: str, words: tuple[str, ...], subject: str, body_option: str | None,
+          body_stdin: bool) -> None:  # fmt: skip
+    """Answer a message's sender, in its thread."""
+    chosen = provider()
+    text = " ".join(words) if words and body_option is None and not body_stdin else None
+    body = read_text(body_option if text is None else text, None, body_stdin,
+                     limit=_max_body(chosen)) or ""  # fmt: skip
+    answer = chosen.reply(message_id, check_agent(me(), what="sender"), subject, body)
+    emit({"message": answer.to_json()},
+         f"Replied to {message_id} \u2014 sent message {answer.id} to {answer.to}")  # fmt: skip
+
+
+def _for_each(verb: str, done: str, already: str | None, ids: tuple[str, ...],
+              action: Callable[[Provider, str], None]) -> None:  # fmt: skip
+    chosen = provider()
+    changed, skipped, lines = [], [], []
+    for message_id in ids:
+        try:
+            action(chosen, message_id)
+        except AlreadyArchived:
+            if already is None:
+                raise
+            skipped.append(message_id)
+            lines.append(f"{already} {message_id}")
+            continue
+        changed.append(message_id)
+        lines.append(done.format(id=message_id))
+    emit({verb: changed, "already": skipped}, "\n".join(lines))
+
+
+@mail.command()
+@click.argument("ids", nargs=-1, required=True)
+@global_options
+def archive(ids: tuple[str, ...]) -> None:
+    """Archive messages (they leave the mailbox and stay in the store and its history)."""
+    _for_each("archived", "Archived message {id}", "Already archived", ids,
+              lambda p, i: p.archive(i))  # fmt: skip
+
+
+@mail.command()
+@click.argument("ids", nargs=-1, required=True)
+@global_options
+def delete(ids: tuple[str, ...]) -> None:
+    """Delete messages (an archive recorded as a deletion; history keeps them)."""
+    _for_each("deleted", "Deleted message {id}", "Already deleted", ids, lambda p, i: p.delete(i))
+
+
+@mail.command("mark-read")
+@click.argument("ids", nargs=-1, required=True)
+@global_options
+def mark_read(ids: tuple[str, ...]) -> None:
+    """Mark messages read."""
+    _for_each("marked", "Marked {id} as read", None, ids, lambda p, i: p.mark_read(i))
+
+
+@mail.command("mark-unread")
+@click.argument("ids", nargs=-1, required=True)
+@global_options
+def mark_unread(ids: tuple[str, ...]) -> None:
+    """Mark messages unread."""
+    _for_each("marked", "Marked {id} as unread", None, ids, lambda p, i: p.mark_unread(i))
+
+
+@mail.command()
+@click.argument("thread_or_message_id")
+@global_options
+def thread(thread_or_message_id: str) -> None:
+    """Show a thread, by its id or the id of any message in it."""
+    chosen = provider()
+    messages = chosen.thread(thread_or_message_id)
+    if not messages:  # a message id: show the thread it belongs to
+        with contextlib.suppress(MessageNotFound, ProviderError):
+            found = chosen.get(thread_or_message_id)
+            messages = chosen.thread(found.thread_id or found.id)
+    columns = ("ID", "FROM", "TO", "SUBJECT", "SENT", "READ")
+    emit({"messages": [m.to_json() for m in messages]},
+         lambda: _table(messages, columns, _thread_row) if messages
+         else f"No messages in thread {thread_or_message_id}")  # fmt: skip
+
+
+@mail.command()
+@click.argument("recipient", required=False)
+@global_options
+def count(recipient: str | None) -> None:
+    """Count the mailbox: total and unread."""
+    who = check_agent(recipient or me(), what="recipient")
+    counts = provider().count(who)
+    emit({"recipient": who, "total": counts.total, "unread": counts.unread},
+         f"{counts.total} total, {counts.unread} unread for {who}")  # fmt: skip
+
+
+@mail.command()
+@click.argument("recipient", required=False)
+@click.option("--inject", is_flag=True, help="Print a <system-reminder> block for hooks; exit 0.")
+@global_options
+def check(recipient: str | None, inject: bool) -> None:
+    """Exit 0 when there is unread mail, 10 when there is none (never marks anything read)."""
+    who = check_agent(recipient or me(), what="recipient")
+    if inject:
+        _inject(who)
+        return
+    messages = provider().check(who)
+    emit({"recipient": who, "unread": len(messages), "messages": [m.to_json() for m in messages]},
+         f"{len(messages)} unread message(s) for {who}" if messages else None)  # fmt: skip
+    if not messages:
+        click.get_current_context().exit(NoMatch.exit_code)
+
+
+def _inject(who: str) -> None:
+    # A hook must never break the agent: any failure prints nothing and exits 0.
+    from mail.inject import render
+
+    try:
+        text = render(provider().check(who))
+    except Exception as exc:  # noqa: BLE001 - fail open, say why on stderr
+        click.echo(f"gc: mail check --inject: {exc}", err=True)
+        return
+    emit({"recipient": who, "text": text}, text or None)
+
+
+@mail.command()
+@click.argument("message_id", required=False)
+@click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True)
+@global_options
+def log(message_id: str | None, limit: int) -> None:
+    """The mail history from git (of one message with ID)."""
+    store = open_store()
+    entries = store.log(message_id, limit, grep=None if message_id else "mail ")
+    from beads.cli.admin import log_lines
+
+    emit({"commits": [e.to_json() for e in entries]}, lambda: log_lines(entries))
+
+
+@mail.command()
+@click.argument("program")
+@global_options
+def conformance(program: str) -> None:
+    """Run the mail conformance suite against an exec PROGRAM (it sends real mail)."""
+    from mail.conformance import run, unique_prefix
+    from mail.execmail import ExecMail
+
+    prefix = unique_prefix()
+    if not settings().json:
+        click.echo(f"Running the mail conformance suite against {program}. It sends, reads and "
+                   f"archives real messages for recipients named {prefix}-* on whatever "
+                   "backend the program talks to.")  # fmt: skip
+    results = run(ExecMail(program), prefix)
+    tally = {o: sum(1 for r in results if r.outcome == o) for o in ("passed", "failed", "skipped")}
+    lines = [f"{r.outcome.upper()[:4]} {r.name}" + (f": {r.detail}" if r.detail else "")
+             for r in results]  # fmt: skip
+    lines.append(f"{tally['passed']} passed, {tally['failed']} failed, {tally['skipped']} skipped")
+    emit({"prefix": prefix, "results": [vars(r) for r in results], **tally}, "\n".join(lines))
+    if tally["failed"]:
+        click.get_current_context().exit(NoMatch.exit_code)
+
+
+# -- helpers ---------------------------------------------------------------------------------
+
+
+def _known_agents(chosen: Provider) -> list[str]:
+    store = getattr(chosen, "store", None)
+    return store.known_agents() if store is not None else []
+
+
+def _warn_unknown(chosen: Provider, names: list[str], known: list[str]) -> None:
+    store = getattr(chosen, "store", None)
+    if store is None:
+        return  # an exec backend knows its own recipients
+    unknown = [n for n in dict.fromkeys(names) if n not in known]
+    strict = (store.config.get("mail") or {}).get("strict_recipients") is True
+    for name in unknown:
+        near = difflib.get_close_matches(name, known, n=3)
+        hint = f" (did you mean {', '.join(near)}?)" if near else ""
+        if strict:
+            raise InvalidInput(f"unknown recipient {name!r}{hint}; mail.strict_recipients is on")
+        click.echo(f"gc: warning: unknown recipient {name!r}{hint}", err=True)
+
+
+def _block(message: Message) -> str:
+    lines = [f"ID:       {message.id}", f"From:     {message.sender}", f"To:       {message.to}"]
+    if message.cc:
+        lines.append(f"Cc:       {', '.join(message.cc)}")
+    if message.subject:
+        lines.append(f"Subject:  {message.subject}")
+    lines.append(f"Sent:     {_when(message.created_at, seconds=True)}")
+    if message.thread_id and message.thread_id != message.id:
+        lines.append(f"Thread:   {message.thread_id}")
+    if message.body:
+        lines.append(f"Body:     {message.body}")
+    return "\n".join(lines)
+
+
+def _when(stamp: str, *, seconds: bool = False) -> str:
+    return stamp[: 19 if seconds else 16].replace("T", " ")
+
+
+def _inbox_row(m: Message) -> tuple[str, ...]:
+    body = " ".join(m.body.split())
+    return (m.id, m.sender, m.subject, body if len(body) <= 60 else body[:57] + "...")
+
+
+def _thread_row(m: Message) -> tuple[str, ...]:
+    return (m.id, m.sender, m.to, m.subject, _when(m.created_at), "\u2713" if m.read else " ")
+
+
+def _table(messages: list[Message], header: tuple[str, ...],
+           row: Callable[[Message], tuple[str, ...]]) -> str:  # fmt: skip
+    rows = [header, *(row(m) for m in messages)]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header) - 1)]
+    return "\n".join(
+        "  ".join(cell.ljust(w) for cell, w in zip(r[:-1], widths, strict=True)) + "  " + r[-1]
+        for r in rows
+    ).rstrip()

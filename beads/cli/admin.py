@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 import click
 
 from beads.cli.common import emit, global_options, open_store, settings
+
+if TYPE_CHECKING:
+    from beads.gitrepo import LogEntry
 
 
 @click.command()
@@ -39,18 +43,17 @@ def init(path: str, prefix: str | None, example: bool) -> None:
 def log(bead_id: str | None, limit: int) -> None:
     """Show the history (of one bead with ID): commit, time, author, what happened."""
     entries = open_store().log(bead_id, limit)
+    emit({"commits": [e.to_json() for e in entries]}, lambda: log_lines(entries))
 
-    def text() -> str:
-        lines = []
-        for entry in entries:
-            when = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(entry.time))
-            author = entry.author.split(" <")[0]
-            lines.append(
-                f"{entry.commit[:10]}  {when}  {author:<12}  {entry.message.splitlines()[0]}"
-            )
-        return "\n".join(lines)
 
-    emit({"commits": [e.to_json() for e in entries]}, text)
+def log_lines(entries: list[LogEntry]) -> str:
+    """History as lines: short commit, UTC time, author, first line of the message."""
+    lines = []
+    for entry in entries:
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(entry.time))
+        author = entry.author.split(" <")[0]
+        lines.append(f"{entry.commit[:10]}  {when}  {author:<12}  {entry.message.splitlines()[0]}")
+    return "\n".join(lines)
 
 
 @click.command()

@@ -23,7 +23,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "bead": ("beads.cli.bead", "bead", "Create, show, list, change and close beads."),
     "log": ("beads.cli.admin", "log", "Show who changed what, from the store's git history."),
     "doctor": ("beads.cli.admin", "doctor", "Check the store and repair derived files."),
-    "mail": ("mail.cli", "mail", "Send and read mail between agents (not yet)."),
+    "mail": ("mail.cli", "mail", "Send, read, reply to and archive mail between agents."),
     "inbox": ("inbox.cli", "inbox", "Delivery items, drain and wait (not yet)."),
     "gate": ("gates.cli", "gate", "Session gates, bead gates and decisions (not yet)."),
 }

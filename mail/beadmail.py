@@ -1,0 +1,222 @@
+"""beadmail, the default provider: every message is a bead of type `message` in the store.
+
+One bead per recipient (the `to` and each `cc` get their own copy in one commit, sharing the
+thread), so read and archive state are per recipient. Read state is `meta.read`; `closed`
+means archived (a delete is an archive with reason `deleted`), so history keeps everything.
+The thread id is the id of the thread's first message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from beads.errors import NotFound
+from beads.record import MAX_TITLE_CHARS, Bead, check_agent
+from beads.store import Store
+from mail.message import AlreadyArchived, Message, MessageNotFound
+from mail.provider import Counts, Provider
+
+MESSAGE = "message"
+
+
+def unread_filters(recipient: str) -> dict[str, Any]:
+    """THE predicate "unread mail for `recipient`": inbox, check, count and hooks all use it."""
+    return {"type": MESSAGE, "assignee": recipient, "status": "open", "meta": {"read": False}}
+
+
+def mailbox_filters(recipient: str) -> dict[str, Any]:
+    """Messages in `recipient`'s mailbox, read or not (everything not archived)."""
+    return {"type": MESSAGE, "assignee": recipient, "status": "open"}
+
+
+class BeadMail(Provider):
+    """Mail over a bead store."""
+
+    name = "beadmail"
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    # -- sending ---------------------------------------------------------------------------
+
+    def send(
+        self,
+        sender: str,
+        to: str,
+        subject: str,
+        body: str,
+        *,
+        cc: Sequence[str] = (),
+        priority: int = 2,
+        dedup: str | None = None,
+    ) -> Message:
+        return self._deliver(sender, to, subject, body, cc=cc, priority=priority, dedup=dedup)
+
+    def reply(self, message_id: str, sender: str, subject: str, body: str) -> Message:
+        original = self.get(message_id)
+        if not subject:
+            subject = original.subject
+            if not subject.lower().startswith("re:"):
+                subject = f"Re: {subject}"
+        return self._deliver(
+            sender, original.sender, subject, body, priority=original.priority,
+            thread=original.thread_id or original.id, reply_to=original.id,
+        )  # fmt: skip
+
+    def _deliver(
+        self,
+        sender: str,
+        to: str,
+        subject: str,
+        body: str,
+        *,
+        cc: Sequence[str] = (),
+        priority: int = 2,
+        dedup: str | None = None,
+        thread: str | None = None,
+        reply_to: str | None = None,
+    ) -> Message:
+        check_agent(sender, what="sender")
+        recipients = [check_agent(to, what="recipient")]
+        recipients += [check_agent(c, what="cc") for c in dict.fromkeys(cc) if c != to]
+        title, exact_subject = _title(subject, body)
+        meta: dict[str, Any] = {"read": False}
+        if exact_subject is not None:
+            meta["subject"] = exact_subject
+        if dedup:
+            meta["dedup"] = dedup
+        if sender != self.store.agent:  # a relay or bridge: record who really sent it
+            meta["sent_by"] = self.store.agent
+        with self.store.batch() as batch:
+            if dedup:
+                found = self.store.list(**mailbox_filters(to), meta={"dedup": dedup}, limit=1)
+                if found:
+                    existing = _message(found[0])
+                    existing.suppressed = True
+                    return existing
+            ids = [batch.new_id() for _ in recipients]
+            made = [
+                batch.create(
+                    MESSAGE,
+                    title,
+                    body,
+                    assignee=recipient,
+                    cc=recipients[1:],
+                    priority=priority,
+                    sender=sender,
+                    bead_id=bead_id,
+                    thread=thread or ids[0],
+                    reply_to=reply_to,
+                    meta=meta if recipient == to else {**meta, "to": to},
+                )  # fmt: skip
+                for bead_id, recipient in zip(ids, recipients, strict=True)
+            ]
+            verb = "reply" if reply_to else "send"
+            also = f" (+{len(made) - 1} cc)" if len(made) > 1 else ""
+            batch.message = f'mail {verb} {ids[0]}: {sender} -> {to}{also} "{_short(title)}"'
+            if reply_to:
+                batch.message += f" (re {reply_to})"
+        return _message(made[0])
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def inbox(self, recipient: str) -> list[Message]:
+        beads = self.store.list(**unread_filters(recipient), order="priority")
+        return [_message(b) for b in beads]
+
+    def all(self, recipient: str) -> list[Message]:
+        return [_message(b) for b in self.store.list(**mailbox_filters(recipient))]
+
+    def archived(self, recipient: str) -> list[Message]:
+        """Messages `recipient` archived or deleted (still in the store and its history)."""
+        beads = self.store.list(type=MESSAGE, assignee=recipient, status="closed")
+        return [_message(b) for b in beads]
+
+    def count(self, recipient: str) -> Counts:
+        total = self.store.count(**mailbox_filters(recipient))
+        return Counts(total, self.store.count(**unread_filters(recipient)))
+
+    def get(self, message_id: str) -> Message:
+        return _message(self._bead(message_id))
+
+    def thread(self, thread_id: str) -> list[Message]:
+        try:
+            beads = self.store.list(type=MESSAGE, thread=thread_id)
+        except NotFound:
+            return []
+        return [_message(b) for b in beads]
+
+    # -- state -----------------------------------------------------------------------------
+
+    def read(self, message_id: str) -> Message:
+        bead = self._bead(message_id)
+        if bead.meta.get("read") is not True:
+            bead = self._change(bead, "read", meta={"read": True})
+        return _message(bead)
+
+    def mark_read(self, message_id: str) -> None:
+        self.read(message_id)
+
+    def mark_unread(self, message_id: str) -> None:
+        bead = self._bead(message_id)
+        if bead.meta.get("read") is not False:
+            self._change(bead, "mark-unread", meta={"read": False})
+
+    def archive(self, message_id: str) -> None:
+        self._close(message_id, "archived")
+
+    def delete(self, message_id: str) -> None:
+        self._close(message_id, "deleted")
+
+    def _close(self, message_id: str, reason: str) -> None:
+        bead = self._bead(message_id)
+        if bead.status == "closed":
+            raise AlreadyArchived(f"Already archived {bead.id}", id=bead.id)
+        verb = "archive" if reason == "archived" else "delete"
+        with self.store.batch(f"mail {verb} {bead.id}: {bead.assignee}") as batch:
+            batch.close(bead.id, reason, force=True)
+
+    def _change(self, bead: Bead, verb: str, **changes: Any) -> Bead:
+        with self.store.batch(f"mail {verb} {bead.id}: {bead.assignee}") as batch:
+            return batch.update(bead.id, **changes)
+
+    def _bead(self, message_id: str) -> Bead:
+        try:
+            bead = self.store.get(message_id)
+        except NotFound:
+            raise MessageNotFound(f"no message {message_id}") from None
+        if bead.type != MESSAGE:
+            raise MessageNotFound(f"{bead.id} is a {bead.type}, not a message")
+        return bead
+
+
+def _message(bead: Bead) -> Message:
+    return Message(
+        id=bead.id,
+        sender=bead.from_,
+        to=bead.meta.get("to") or bead.assignee or "",
+        subject=bead.meta.get("subject", bead.title),
+        body=bead.body,
+        created_at=bead.created_at,
+        read=bead.meta.get("read") is True,
+        thread_id=bead.thread,
+        reply_to=bead.reply_to,
+        priority=bead.priority,
+        cc=list(bead.cc),
+    )
+
+
+def _title(subject: str, body: str) -> tuple[str, str | None]:
+    """The bead title for a subject, and the exact subject when the title cannot be it."""
+    line = " ".join(subject.split())
+    if line and line == subject and len(line) <= MAX_TITLE_CHARS:
+        return subject, None
+    if not line:
+        line = " ".join(body.split()[:12]) or "(no subject)"
+    return _short(line, MAX_TITLE_CHARS), subject
+
+
+def _short(text: str, width: int = 60) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= width else line[: width - 3] + "..."

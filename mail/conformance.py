@@ -1,0 +1,277 @@
+"""The mail conformance suite: plain Python, runnable against any provider.
+
+pytest runs it against the fake, beadmail and an exec script (tests/); `gc mail conformance
+PROGRAM` runs it against a user's exec script. Each case uses recipient names of its own,
+made from a unique prefix, because it sends and archives on whatever backend it is given.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from mail.message import AlreadyArchived, Message, MessageNotFound
+from mail.provider import Provider
+
+
+class CaseFailed(AssertionError):
+    """A conformance expectation did not hold."""
+
+
+def expect(condition: object, what: str) -> None:
+    if not condition:
+        raise CaseFailed(what)
+
+
+def expect_raises(error: type[Exception], call: Callable[[], object], what: str) -> None:
+    try:
+        call()
+    except error:
+        return
+    except Exception as exc:  # the wrong error is a failure, with its name
+        raise CaseFailed(f"{what}: raised {type(exc).__name__}: {exc}") from None
+    raise CaseFailed(f"{what}: nothing was raised")
+
+
+@dataclass
+class Names:
+    """Agent names private to one case: `<prefix>-<case>-a`, ..."""
+
+    prefix: str
+
+    def __call__(self, who: str) -> str:
+        return f"{self.prefix}-{who}"
+
+    @property
+    def unknown_id(self) -> str:
+        return f"{self.prefix}-no-such-message"
+
+
+Case = Callable[[Provider, Names], None]
+CASES: dict[str, Case] = {}
+
+
+def case(func: Case) -> Case:
+    CASES[func.__name__.removeprefix("case_")] = func
+    return func
+
+
+def _ids(messages: list[Message]) -> list[str]:
+    return [m.id for m in messages]
+
+
+@case
+def case_send_returns_matching_fields(p: Provider, n: Names) -> None:
+    sent = p.send(n("a"), n("b"), "Subject line", "Body text\nwith two lines")
+    expect(sent.id, "send returns an id")
+    expect((sent.sender, sent.to) == (n("a"), n("b")), f"from/to match: {sent.sender}, {sent.to}")
+    expect(sent.subject == "Subject line", f"subject matches: {sent.subject!r}")
+    expect(sent.body == "Body text\nwith two lines", f"body matches: {sent.body!r}")
+    expect(sent.read is False, "a new message is unread")
+    created = datetime.fromisoformat(sent.created_at.replace("Z", "+00:00"))
+    age = abs((datetime.now(UTC) - created).total_seconds())
+    expect(age < 300, f"created_at is recent: {sent.created_at}")
+
+
+@case
+def case_send_gives_unique_ids(p: Provider, n: Names) -> None:
+    ids = {p.send(n("a"), n("b"), f"s{i}", "x").id for i in range(3)}
+    expect(len(ids) == 3, f"three sends, three ids: {ids}")
+
+
+@case
+def case_inbox_is_empty_at_first(p: Provider, n: Names) -> None:
+    expect(p.inbox(n("nobody")) == [], "a fresh recipient has an empty inbox")
+
+
+@case
+def case_inbox_holds_only_the_recipients_mail(p: Provider, n: Names) -> None:
+    mine = p.send(n("a"), n("b"), "for b", "x")
+    p.send(n("a"), n("c"), "for c", "x")
+    expect(_ids(p.inbox(n("b"))) == [mine.id], "b's inbox holds b's message only")
+
+
+@case
+def case_inbox_excludes_read_mail(p: Provider, n: Names) -> None:
+    sent = p.send(n("a"), n("b"), "s", "x")
+    p.read(sent.id)
+    expect(p.inbox(n("b")) == [], "read mail leaves the inbox")
+
+
+@case
+def case_check_returns_unread_without_marking_read(p: Provider, n: Names) -> None:
+    sent = p.send(n("a"), n("b"), "s", "x")
+    expect(_ids(p.check(n("b"))) == [sent.id], "check lists the unread message")
+    expect(_ids(p.check(n("b"))) == [sent.id], "check again: still there")
+    expect(_ids(p.inbox(n("b"))) == [sent.id], "inbox still has it")
+    expect(p.get(sent.id).read is False, "still unread")
+
+
+@case
+def case_read_returns_marks_read_and_keeps_it(p: Provider, n: Names) -> None:
+    sent = p.send(n("a"), n("b"), "s", "body")
+    got = p.read(sent.id)
+    expect((got.id, got.body) == (sent.id, "body"), "read returns the message")
+    expect(got.read is True, "read returns it marked read")
+    expect(p.get(sent.id).read is True, "it stays read")
+    expect(p.get(sent.id).body == "body", "and accessible")
+
+
+@case
+def case_get_does_not_mark_read(p: Provider, n: Names) -> None:
+    sent = p.send(n("a"), n("b"), "s", "x")
+    expect(p.get(sent.id).id == sent.id, "get returns the message")
+    expect(_ids(p.inbox(n("b"))) == [sent.id], "get leaves it unread")
+
+
+@case
+def case_unknown_ids_fail(p: Provider, n: Names) -> None:
+    for name, call in (("read", p.read), ("get", p.get), ("archive", p.archive)):
+        expect_raises(MessageNotFound, lambda c=call: c(n.unknown_id), f"{name} of an unknown id")
+
+
+@case
+def case_mark_read_and_unread_toggle_the_inbox(p: Provider, n: Names) -> None:
+    sent = p.send(n("a"), n("b"), "s", "x")
+    p.mark_read(sent.id)
+    expect(p.inbox(n("b")) == [], "mark-read takes it out of the inbox")
+    p.mark_unread(sent.id)
+    expect(_ids(p.inbox(n("b"))) == [sent.id], "mark-unread puts it back")
+
+
+@case
+def case_reply_keeps_the_thread_and_goes_to_the_sender(p: Provider, n: Names) -> None:
+    sent = p.send(n("a"), n("b"), "Question", "?")
+    answer = p.reply(sent.id, n("b"), "", "!")
+    expect(answer.to == n("a"), f"the reply goes to the original sender, not {answer.to}")
+    expect(answer.reply_to == sent.id, f"reply_to is the original: {answer.reply_to}")
+    expect(answer.thread_id == (sent.thread_id or sent.id), "the reply keeps the thread")
+    expect(_ids(p.inbox(n("a"))) == [answer.id], "the sender finds the reply in the inbox")
+
+
+@case
+def case_thread_returns_send_and_reply_in_order(p: Provider, n: Names) -> None:
+    sent = p.send(n("a"), n("b"), "Topic", "first")
+    time.sleep(0.01)
+    answer = p.reply(sent.id, n("b"), "Re: Topic", "second")
+    thread = p.thread(answer.thread_id or sent.id)
+    expect(_ids(thread) == [sent.id, answer.id], f"thread in order: {_ids(thread)}")
+    expect(p.thread(n.unknown_id) == [], "an unknown thread is empty")
+
+
+@case
+def case_count_gives_total_and_unread(p: Provider, n: Names) -> None:
+    first = p.send(n("a"), n("b"), "1", "x")
+    p.send(n("a"), n("b"), "2", "x")
+    p.read(first.id)
+    counts = p.count(n("b"))
+    expect((counts.total, counts.unread) == (2, 1), f"count is 2 total, 1 unread: {counts}")
+
+
+@case
+def case_delete_and_archive_remove_from_the_inbox(p: Provider, n: Names) -> None:
+    kept = p.send(n("a"), n("b"), "keep", "x")
+    archived = p.send(n("a"), n("b"), "archive", "x")
+    deleted = p.send(n("a"), n("b"), "delete", "x")
+    p.archive(archived.id)
+    p.delete(deleted.id)
+    expect(_ids(p.inbox(n("b"))) == [kept.id], "archive and delete leave the inbox")
+    expect(_ids(p.all(n("b"))) == [kept.id], "and the mailbox")
+
+
+@case
+def case_archiving_twice_raises_already_archived(p: Provider, n: Names) -> None:
+    sent = p.send(n("a"), n("b"), "s", "x")
+    p.archive(sent.id)
+    expect_raises(AlreadyArchived, lambda: p.archive(sent.id), "archiving twice")
+
+
+@case
+def case_lifecycle_send_inbox_read(p: Provider, n: Names) -> None:
+    sent = p.send(n("a"), n("b"), "s", "x")
+    expect(_ids(p.inbox(n("b"))) == [sent.id], "in the inbox after send")
+    p.read(sent.id)
+    expect(p.inbox(n("b")) == [], "gone after read")
+
+
+@case
+def case_lifecycle_send_check_archive(p: Provider, n: Names) -> None:
+    sent = p.send(n("a"), n("b"), "s", "x")
+    expect(_ids(p.check(n("b"))) == [sent.id], "check sees it")
+    p.archive(sent.id)
+    expect(p.inbox(n("b")) == [], "gone after archive")
+
+
+@case
+def case_lifecycle_read_unread_toggle(p: Provider, n: Names) -> None:
+    sent = p.send(n("a"), n("b"), "s", "x")
+    for _ in range(2):
+        p.mark_read(sent.id)
+        expect(p.get(sent.id).read is True, "marked read")
+        p.mark_unread(sent.id)
+        expect(p.get(sent.id).read is False, "marked unread")
+    expect(_ids(p.inbox(n("b"))) == [sent.id], "unread at the end")
+
+
+@case
+def case_cc_recipients_get_a_copy(p: Provider, n: Names) -> None:
+    p.send(n("a"), n("b"), "hello both", "x", cc=[n("c")])
+    expect([m.subject for m in p.inbox(n("b"))] == ["hello both"], "to gets it")
+    expect([m.subject for m in p.inbox(n("c"))] == ["hello both"], "cc gets a copy")
+    p.read(p.inbox(n("c"))[0].id)
+    expect(len(p.inbox(n("b"))) == 1, "reading the cc copy leaves the to copy unread")
+
+
+@case
+def case_inbox_orders_by_priority(p: Provider, n: Names) -> None:
+    if not getattr(p, "carries_priority", True):
+        raise CaseSkipped("the exec protocol carries no priority on send")
+    p.send(n("a"), n("b"), "low", "x", priority=4)
+    p.send(n("a"), n("b"), "urgent", "x", priority=0)
+    p.send(n("a"), n("b"), "normal", "x", priority=2)
+    expect([m.subject for m in p.inbox(n("b"))] == ["urgent", "normal", "low"], "by priority")
+
+
+@case
+def case_all_lists_read_and_unread(p: Provider, n: Names) -> None:
+    first = p.send(n("a"), n("b"), "1", "x")
+    second = p.send(n("a"), n("b"), "2", "x")
+    p.read(first.id)
+    expect(sorted(_ids(p.all(n("b")))) == sorted([first.id, second.id]), "all has both")
+
+
+class CaseSkipped(Exception):
+    """The provider cannot express what the case checks."""
+
+
+@dataclass
+class Result:
+    name: str
+    outcome: str  # passed, failed, skipped
+    detail: str = ""
+
+
+def unique_prefix() -> str:
+    """A recipient-name prefix unlikely to meet real mail: `gcconf-<random>`."""
+    return "gcconf-" + os.urandom(4).hex()
+
+
+def run_case(name: str, provider: Provider, prefix: str) -> Result:
+    try:
+        CASES[name](provider, Names(f"{prefix}-{name.replace('_', '-')[:24]}"))
+    except CaseSkipped as exc:
+        return Result(name, "skipped", str(exc))
+    except CaseFailed as exc:
+        return Result(name, "failed", str(exc))
+    except Exception as exc:  # a provider error is a failed case, reported, never fatal
+        return Result(name, "failed", f"{type(exc).__name__}: {exc}")
+    return Result(name, "passed")
+
+
+def run(provider: Provider, prefix: str | None = None) -> list[Result]:
+    """Run every case against `provider`, with names under `prefix` (made unique if None)."""
+    prefix = prefix or unique_prefix()
+    return [run_case(name, provider, prefix) for name in CASES]

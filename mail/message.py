@@ -1,0 +1,95 @@
+"""The mail transport record and the two errors every provider raises."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from beads.errors import GcError, InvalidInput, NotFound
+
+
+class MessageNotFound(NotFound):
+    """No message with that id (exit 40)."""
+
+
+class AlreadyArchived(InvalidInput):
+    """The message is archived already (the CLI reports it and exits 0)."""
+
+
+class ProviderError(GcError):
+    """The mail backend failed (an exec script's error, timeout or garbage; exit 50)."""
+
+    code = "storage_error"
+    exit_code = 50
+
+
+@dataclass
+class Message:
+    """One message as every provider returns it; JSON keys follow the exec protocol."""
+
+    id: str
+    sender: str
+    to: str
+    subject: str
+    body: str
+    created_at: str
+    read: bool = False
+    thread_id: str | None = None
+    reply_to: str | None = None
+    priority: int = 2
+    cc: list[str] = field(default_factory=list)
+    # Not part of the protocol: set by beadmail when --dedup suppressed the send.
+    suppressed: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "from": self.sender,
+            "to": self.to,
+            "subject": self.subject,
+            "body": self.body,
+            "created_at": self.created_at,
+            "read": self.read,
+            "thread_id": self.thread_id,
+            "reply_to": self.reply_to,
+            "priority": self.priority,
+            "cc": list(self.cc),
+        }
+
+    @classmethod
+    def from_json(cls, data: Any) -> Message:
+        """Parse one message of the exec protocol; raises ProviderError when malformed."""
+        if not isinstance(data, dict):
+            raise ProviderError("expected a JSON object for a message")
+        try:
+            cc = data.get("cc") or []
+            priority = data.get("priority")
+            message = cls(
+                id=_text(data, "id"),
+                sender=_text(data, "from"),
+                to=_text(data, "to", ""),
+                subject=_text(data, "subject", ""),
+                body=_text(data, "body", ""),
+                created_at=_text(data, "created_at", ""),
+                read=bool(data.get("read", False)),
+                thread_id=data.get("thread_id") or None,
+                reply_to=data.get("reply_to") or None,
+                priority=2 if priority is None else int(priority),
+                cc=[str(x) for x in cc] if isinstance(cc, list) else [str(cc)],
+            )
+        except (TypeError, ValueError) as exc:
+            raise ProviderError(f"malformed message: {exc}") from None
+        if not message.id:
+            raise ProviderError("a message without an id")
+        return message
+
+
+def _text(data: dict[str, Any], key: str, default: str | None = None) -> str:
+    value = data.get(key, default)
+    if value is None:
+        if default is None:
+            raise ValueError(f"missing {key!r}")
+        return default
+    if not isinstance(value, str):
+        raise ValueError(f"{key!r} must be a string")
+    return value

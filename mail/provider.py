@@ -1,0 +1,86 @@
+"""The `Provider` interface every mail backend implements (beadmail, exec, the test fake)."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from mail.message import Message
+
+
+@dataclass(frozen=True)
+class Counts:
+    """`count`: messages in the mailbox (not archived), and how many are unread."""
+
+    total: int
+    unread: int
+
+
+class Provider(ABC):
+    """A mail backend. Ids are the provider's own; unknown ids raise MessageNotFound."""
+
+    name = "provider"
+
+    @abstractmethod
+    def send(
+        self,
+        sender: str,
+        to: str,
+        subject: str,
+        body: str,
+        *,
+        cc: Sequence[str] = (),
+        priority: int = 2,
+        dedup: str | None = None,
+    ) -> Message:
+        """Send a message; returns the recipient's copy."""
+
+    @abstractmethod
+    def inbox(self, recipient: str) -> list[Message]:
+        """Unread, unarchived messages of `recipient`, most urgent then oldest first."""
+
+    def check(self, recipient: str) -> list[Message]:
+        """Like `inbox`, and guaranteed never to change anything (hooks use it)."""
+        return self.inbox(recipient)
+
+    @abstractmethod
+    def all(self, recipient: str) -> list[Message]:
+        """Every unarchived message of `recipient`, read or not, oldest first."""
+
+    @abstractmethod
+    def get(self, message_id: str) -> Message:
+        """One message, without changing its state."""
+
+    @abstractmethod
+    def read(self, message_id: str) -> Message:
+        """One message, marked read."""
+
+    @abstractmethod
+    def mark_read(self, message_id: str) -> None: ...
+
+    @abstractmethod
+    def mark_unread(self, message_id: str) -> None: ...
+
+    @abstractmethod
+    def archive(self, message_id: str) -> None:
+        """Take the message out of the mailbox; AlreadyArchived if it is out already."""
+
+    @abstractmethod
+    def delete(self, message_id: str) -> None:
+        """Like archive (nothing is destroyed), recorded as a deletion."""
+
+    @abstractmethod
+    def reply(self, message_id: str, sender: str, subject: str, body: str) -> Message:
+        """Answer the message's sender in its thread (`reply_to` set)."""
+
+    @abstractmethod
+    def thread(self, thread_id: str) -> list[Message]:
+        """The messages of a thread, oldest first; an unknown thread is empty."""
+
+    def count(self, recipient: str) -> Counts:
+        messages = self.all(recipient)
+        return Counts(len(messages), sum(1 for m in messages if not m.read))
+
+    def close(self) -> None:  # noqa: B027 - most providers hold nothing
+        """Release what the provider holds."""
