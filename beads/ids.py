@@ -18,7 +18,7 @@ PREFIX_RE = re.compile(r"[a-z][a-z0-9]{0,15}")
 ID_RE = re.compile(r"[a-z][a-z0-9]{0,15}-[a-z2-7]{8,26}")
 # What a user may type for an id: a whole id or a prefix of one. Anything else (a path,
 # `../`, spaces) is rejected before it reaches a file name or a query.
-ID_PREFIX_RE = re.compile(r"[a-z0-9][a-z0-9-]{0,41}")
+ID_PREFIX_RE = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
 RANDOM_CHARS = 8  # 8 base32 characters = 40 bits
 
 

@@ -39,6 +39,7 @@ class ExecMail(Provider):
     """Mail through a user's program."""
 
     name = "exec"
+    carries_priority = False
 
     def __init__(self, program: str, *, timeout: float = DEFAULT_TIMEOUT) -> None:
         if not program:

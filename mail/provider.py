@@ -21,6 +21,7 @@ class Provider(ABC):
     """A mail backend. Ids are the provider's own; unknown ids raise MessageNotFound."""
 
     name = "provider"
+    carries_priority = True  # can `send` record a priority (the exec protocol cannot)
 
     @abstractmethod
     def send(

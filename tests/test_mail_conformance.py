@@ -1,0 +1,39 @@
+"""The shipped conformance suite against the fake, beadmail and an exec script."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from beads.store import Store
+from mail.beadmail import BeadMail
+from mail.conformance import CASES, run_case
+from mail.execmail import ExecMail
+from mail.fake import FakeProvider
+from mail.provider import Provider
+
+SCRIPT = Path(__file__).parent / "mailscripts" / "jsonmail"
+
+
+@pytest.fixture(params=["fake", "beadmail", "exec"])
+def provider(request: pytest.FixtureRequest, tmp_path: Path,
+             monkeypatch: pytest.MonkeyPatch) -> Iterator[Provider]:  # fmt: skip
+    if request.param == "fake":
+        yield FakeProvider()
+    elif request.param == "beadmail":
+        store, _ = Store.init(tmp_path, agent="conformance")
+        yield BeadMail(store)
+        store.close()
+    else:
+        monkeypatch.setenv("JSONMAIL_FILE", str(tmp_path / "mail.json"))
+        yield ExecMail(str(SCRIPT))
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_conformance(provider: Provider, name: str) -> None:
+    result = run_case(name, provider, "conf")
+    if result.outcome == "skipped":
+        pytest.skip(result.detail)
+    assert result.outcome == "passed", result.detail
