@@ -55,7 +55,7 @@ class BeadMail(Provider):
 
     def reply(self, message_id: str, sender: str, subject: str, body: str) -> Message:
         original = self.get(message_id)
-        if not subject:
+        if not subject and original.subject:
             subject = original.subject
             if not subject.lower().startswith("re:"):
                 subject = f"Re: {subject}"

@@ -1,0 +1,145 @@
+"""The exec provider against misbehaving programs, and the exact bytes of the protocol."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from mail.execmail import ExecMail
+from mail.message import AlreadyArchived, MessageNotFound, ProviderError
+
+MESSAGE = {"id": "m-1", "from": "a", "to": "b", "subject": "s", "body": "x",
+           "created_at": "2026-01-01T00:00:00Z", "read": False}  # fmt: skip
+
+
+def script(tmp_path: Path, body: str, name: str = "prog") -> str:
+    path = tmp_path / name
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(0o755)
+    return str(path)
+
+
+def test_argv_stdin_and_ensure_running_once(tmp_path: Path) -> None:
+    log = tmp_path / "calls"
+    prog = script(tmp_path, f"""
+echo "$# $1 ${{2:-}}" >> {log}
+cat > {tmp_path}/stdin-$1
+case "$1" in send|reply) echo '{json.dumps(MESSAGE)}';; esac
+""")  # fmt: skip
+    provider = ExecMail(prog)
+    provider.send("mayor", "dog", "Hi <there> & you", "line\n\u00e9")
+    provider.mark_read("m-1")
+    provider.reply("m-1", "dog", "", "ok")
+    calls = log.read_text().splitlines()
+    assert calls == ["1 ensure-running ", "2 send dog", "2 mark-read m-1", "2 reply m-1"]
+    sent = (tmp_path / "stdin-send").read_bytes()
+    assert sent == (b'{"from":"mayor","subject":"Hi \\u003cthere\\u003e \\u0026 you",'
+                    b'"body":"line\\n\xc3\xa9"}')  # fmt: skip
+    assert (tmp_path / "stdin-mark-read").read_bytes() == b""
+    assert json.loads((tmp_path / "stdin-reply").read_bytes()) == {
+        "from": "dog",
+        "subject": "",
+        "body": "ok",
+    }
+
+
+def test_user_text_never_reaches_a_shell(tmp_path: Path) -> None:
+    prog = script(tmp_path, f'printf "%s" "$2" > {tmp_path}/arg\n')
+    ExecMail(prog).inbox("$(touch pwned); `touch pwned2`")
+    assert (tmp_path / "arg").read_text() == "$(touch pwned); `touch pwned2`"
+    assert not list(tmp_path.glob("pwned*")) and not Path("pwned").exists()
+
+
+def test_empty_output_means_none_and_exit_2_means_unsupported(tmp_path: Path) -> None:
+    empty = ExecMail(script(tmp_path, "exit 0\n", "empty"))
+    assert empty.inbox("b") == [] and empty.thread("t") == []
+    assert empty.count("b").total == 0
+    unsupported = ExecMail(script(tmp_path, "exit 2\n", "unsupported"))
+    assert unsupported.inbox("b") == []
+    unsupported.archive("m-1")  # a no-op
+    for call in (lambda: unsupported.send("a", "b", "s", "x"), lambda: unsupported.get("m"),
+                 lambda: unsupported.read("m"), lambda: unsupported.reply("m", "a", "", "x")):  # fmt: skip
+        with pytest.raises(ProviderError, match="does not support"):
+            call()
+    with pytest.raises(ProviderError, match="printed no message"):
+        empty.get("m")
+
+
+def test_stderr_markers_map_to_errors(tmp_path: Path) -> None:
+    missing = ExecMail(script(tmp_path, "echo 'gc-mail-error:not-found: no' >&2; exit 1\n", "nf"))
+    with pytest.raises(MessageNotFound):
+        missing.read("m-9")
+    archived = ExecMail(script(tmp_path, "echo 'already archived' >&2; exit 1\n", "aa"))
+    with pytest.raises(AlreadyArchived):
+        archived.archive("m-1")
+    broken = ExecMail(script(tmp_path, "echo 'database on fire' >&2; exit 3\n", "fire"))
+    with pytest.raises(ProviderError, match=r"inbox failed \(exit 3\): database on fire"):
+        broken.inbox("b")
+
+
+@pytest.mark.parametrize("output, match", [
+    ("not json at all", "invalid JSON"),
+    ('{"id": "x"}', "not a JSON array"),
+    ('[{"from": "a"}]', "missing 'id'"),
+    ('[{"id": 7, "from": "a"}]', "must be a string"),
+])  # fmt: skip
+def test_garbage_is_a_clear_error(tmp_path: Path, output: str, match: str) -> None:
+    provider = ExecMail(script(tmp_path, f"echo '{output}'\n"))
+    with pytest.raises(ProviderError, match=match):
+        provider.inbox("b")
+
+
+def test_a_hanging_program_and_its_children_are_killed(tmp_path: Path) -> None:
+    pids = tmp_path / "pids"
+    prog = script(tmp_path, f"""
+[ "$1" = ensure-running ] && exit 0
+sleep 300 & echo $! >> {pids}
+echo $$ >> {pids}
+wait
+""")  # fmt: skip
+    started = time.monotonic()
+    with pytest.raises(ProviderError, match="timed out after 1s and was killed"):
+        ExecMail(prog, timeout=1).inbox("b")
+    assert time.monotonic() - started < 5
+    time.sleep(0.2)
+    for pid in map(int, pids.read_text().split()):
+        assert not alive(pid)
+
+
+def alive(pid: int) -> bool:
+    """Running (a zombie waiting for a reaper that containers may lack is dead)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, IndexError):
+        return False
+    return state != "Z"
+
+
+def test_megabytes_of_output_are_cut_off(tmp_path: Path) -> None:
+    prog = script(
+        tmp_path, '[ "$1" = ensure-running ] && exit 0\nyes aaaaaaaaaaaaaaaaaaaaaaaaaaa\n'
+    )
+    with pytest.raises(ProviderError, match="printed more than 16 MiB"):
+        ExecMail(prog, timeout=20).inbox("b")
+
+
+def test_a_server_left_running_by_ensure_running_does_not_block(tmp_path: Path) -> None:
+    prog = script(tmp_path, """
+if [ "$1" = ensure-running ]; then sleep 30 & exit 0; fi
+exit 0
+""")  # fmt: skip
+    started = time.monotonic()
+    assert ExecMail(prog).inbox("b") == []
+    assert time.monotonic() - started < 5
+
+
+def test_missing_and_non_executable_programs(tmp_path: Path) -> None:
+    with pytest.raises(ProviderError, match="not found"):
+        ExecMail(str(tmp_path / "nope")).inbox("b")
+    plain = tmp_path / "plain"
+    plain.write_text("#!/bin/sh\n")
+    with pytest.raises(ProviderError, match="not executable"):
+        ExecMail(str(plain)).inbox("b")
