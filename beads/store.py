@@ -198,9 +198,17 @@ class Store:
         `created_at`; `order` is created, updated or priority (then age).
         """
         query = self._query(
-            type=type, status=status, assignee=assignee, sender=sender, label=label,
-            thread=thread, parent=parent, since=since, until=until, meta=meta,
-        )  # fmt: skip
+            type=type,
+            status=status,
+            assignee=assignee,
+            sender=sender,
+            label=label,
+            thread=thread,
+            parent=parent,
+            since=since,
+            until=until,
+            meta=meta,
+        )
         if order not in ("created", "updated", "priority"):
             raise InvalidInput(f"order must be created, updated or priority, not {order!r}")
         if limit is not None and limit < 0:
@@ -244,10 +252,17 @@ class Store:
                 raise InvalidInput(f"meta filter {key!r} must be a scalar")
         self._ensure_fresh()
         return Query(
-            type=type, status=status, assignee=assignee, sender=sender, label=label,
-            thread=self._resolve_filter(thread), parent=self._resolve_filter(parent),
-            since=since, until=until, meta=meta,
-        )  # fmt: skip
+            type=type,
+            status=status,
+            assignee=assignee,
+            sender=sender,
+            label=label,
+            thread=self._resolve_filter(thread),
+            parent=self._resolve_filter(parent),
+            since=since,
+            until=until,
+            meta=meta,
+        )
 
     def _resolve_filter(self, ref: str | None) -> str | None:
         # A whole id filters as given (a thread may be gone or elsewhere); a prefix resolves.

@@ -17,9 +17,16 @@ if TYPE_CHECKING:
     from mail.select import open_provider
 
 __all__ = [
-    "AlreadyArchived", "BeadMail", "Counts", "ExecMail", "Message", "MessageNotFound",
-    "Provider", "ProviderError", "open_provider",
-]  # fmt: skip
+    "AlreadyArchived",
+    "BeadMail",
+    "Counts",
+    "ExecMail",
+    "Message",
+    "MessageNotFound",
+    "Provider",
+    "ProviderError",
+    "open_provider",
+]
 
 _LAZY = {"BeadMail": "mail.beadmail", "ExecMail": "mail.execmail", "open_provider": "mail.select"}
 

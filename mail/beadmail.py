@@ -60,9 +60,14 @@ class BeadMail(Provider):
             if not subject.lower().startswith("re:"):
                 subject = f"Re: {subject}"
         return self._deliver(
-            sender, original.sender, subject, body, priority=original.priority,
-            thread=original.thread_id or original.id, reply_to=original.id,
-        )  # fmt: skip
+            sender,
+            original.sender,
+            subject,
+            body,
+            priority=original.priority,
+            thread=original.thread_id or original.id,
+            reply_to=original.id,
+        )
 
     def _deliver(
         self,
@@ -109,7 +114,7 @@ class BeadMail(Provider):
                     thread=thread or ids[0],
                     reply_to=reply_to,
                     meta=meta if recipient == to else {**meta, "to": to},
-                )  # fmt: skip
+                )
                 for bead_id, recipient in zip(ids, recipients, strict=True)
             ]
             verb = "reply" if reply_to else "send"

@@ -55,9 +55,18 @@ def _max_body(chosen: Provider) -> int:
 @click.option("--from", "sender", help="Send as this agent (relays, bridges).")
 @click.option("--all", "to_all", is_flag=True, help="Send to every known agent but the sender.")
 @global_options
-def send(args: tuple[str, ...], to_list: tuple[str, ...], subject: str, body_option: str | None,
-         body_stdin: bool, cc: tuple[str, ...], priority: int, dedup: str | None,
-         sender: str | None, to_all: bool) -> None:  # fmt: skip
+def send(
+    args: tuple[str, ...],
+    to_list: tuple[str, ...],
+    subject: str,
+    body_option: str | None,
+    body_stdin: bool,
+    cc: tuple[str, ...],
+    priority: int,
+    dedup: str | None,
+    sender: str | None,
+    to_all: bool,
+) -> None:
     """Send mail: gc mail send TO BODY...  or  gc mail send TO -s SUBJECT -m BODY."""
     words = list(args)
     if to_all and to_list:
@@ -71,8 +80,10 @@ def send(args: tuple[str, ...], to_list: tuple[str, ...], subject: str, body_opt
     chosen = provider()
     from_agent = check_agent(sender or me(), what="sender")
     text = " ".join(words) if words and body_option is None and not body_stdin else None
-    body = read_text(body_option if text is None else text, None, body_stdin,
-                     limit=_max_body(chosen)) or ""  # fmt: skip
+    body = (
+        read_text(body_option if text is None else text, None, body_stdin, limit=_max_body(chosen))
+        or ""
+    )
     if not body and not subject:
         raise InvalidInput("nothing to send: give a body or a subject")
     known = _known_agents(chosen)
@@ -82,16 +93,22 @@ def send(args: tuple[str, ...], to_list: tuple[str, ...], subject: str, body_opt
     for name in [*recipients, *cc]:
         check_agent(name, what="recipient")
     _warn_unknown(chosen, [*recipients, *cc], known)
-    sent = [chosen.send(from_agent, to, subject, body, cc=cc, priority=priority, dedup=dedup)
-            for to in recipients]  # fmt: skip
+    sent = [
+        chosen.send(from_agent, to, subject, body, cc=cc, priority=priority, dedup=dedup)
+        for to in recipients
+    ]
     suppressed = any(m.suppressed for m in sent)
     payload: dict[str, Any] = {"suppressed": suppressed}
     if len(sent) == 1:
         payload["message"] = sent[0].to_json()
     else:
         payload["messages"] = [m.to_json() for m in sent]
-    lines = [f"Suppressed (dedup {dedup}): {m.id} is still in {m.to}'s mailbox" if m.suppressed
-             else f"Sent message {m.id} to {m.to}" for m in sent]  # fmt: skip
+    lines = [
+        f"Suppressed (dedup {dedup}): {m.id} is still in {m.to}'s mailbox"
+        if m.suppressed
+        else f"Sent message {m.id} to {m.to}"
+        for m in sent
+    ]
     emit(payload, "\n".join(lines))
 
 
@@ -113,9 +130,14 @@ def inbox(recipient: str | None, show_all: bool, archived: bool) -> None:
     else:
         messages = chosen.all(who) if show_all else chosen.inbox(who)
     empty = f"No {'archived' if archived else 'unread' if not show_all else ''} messages for {who}"
-    emit({"recipient": who, "messages": [m.to_json() for m in messages]},
-         lambda: _table(messages, ("ID", "FROM", "SUBJECT", "BODY"), _inbox_row)
-         if messages else " ".join(empty.split()))  # fmt: skip
+    emit(
+        {"recipient": who, "messages": [m.to_json() for m in messages]},
+        lambda: (
+            _table(messages, ("ID", "FROM", "SUBJECT", "BODY"), _inbox_row)
+            if messages
+            else " ".join(empty.split())
+        ),
+    )
 
 
 @mail.command()
@@ -143,20 +165,30 @@ def peek(message_id: str) -> None:
 @click.option("-m", "--message", "body_option", help="The body; else the remaining words.")
 @click.option("--stdin", "body_stdin", is_flag=True, help="Read the body from stdin.")
 @global_options
-def reply(message_id: str, words: tuple[str, ...], subject: str, body_option: str | None,
-          body_stdin: bool) -> None:  # fmt: skip
+def reply(
+    message_id: str, words: tuple[str, ...], subject: str, body_option: str | None, body_stdin: bool
+) -> None:
     """Answer a message's sender, in its thread."""
     chosen = provider()
     text = " ".join(words) if words and body_option is None and not body_stdin else None
-    body = read_text(body_option if text is None else text, None, body_stdin,
-                     limit=_max_body(chosen)) or ""  # fmt: skip
+    body = (
+        read_text(body_option if text is None else text, None, body_stdin, limit=_max_body(chosen))
+        or ""
+    )
     answer = chosen.reply(message_id, check_agent(me(), what="sender"), subject, body)
-    emit({"message": answer.to_json()},
-         f"Replied to {message_id} \u2014 sent message {answer.id} to {answer.to}")  # fmt: skip
+    emit(
+        {"message": answer.to_json()},
+        f"Replied to {message_id} \u2014 sent message {answer.id} to {answer.to}",
+    )
 
 
-def _for_each(verb: str, done: str, already: str | None, ids: tuple[str, ...],
-              action: Callable[[Provider, str], None]) -> None:  # fmt: skip
+def _for_each(
+    verb: str,
+    done: str,
+    already: str | None,
+    ids: tuple[str, ...],
+    action: Callable[[Provider, str], None],
+) -> None:
     chosen = provider()
     changed, skipped, lines = [], [], []
     for message_id in ids:
@@ -178,8 +210,9 @@ def _for_each(verb: str, done: str, already: str | None, ids: tuple[str, ...],
 @global_options
 def archive(ids: tuple[str, ...]) -> None:
     """Archive messages (they leave the mailbox and stay in the store and its history)."""
-    _for_each("archived", "Archived message {id}", "Already archived", ids,
-              lambda p, i: p.archive(i))  # fmt: skip
+    _for_each(
+        "archived", "Archived message {id}", "Already archived", ids, lambda p, i: p.archive(i)
+    )
 
 
 @mail.command()
@@ -218,9 +251,14 @@ def thread(thread_or_message_id: str) -> None:
             found = chosen.get(thread_or_message_id)
             messages = chosen.thread(found.thread_id or found.id)
     columns = ("ID", "FROM", "TO", "SUBJECT", "SENT", "READ")
-    emit({"messages": [m.to_json() for m in messages]},
-         lambda: _table(messages, columns, _thread_row) if messages
-         else f"No messages in thread {thread_or_message_id}")  # fmt: skip
+    emit(
+        {"messages": [m.to_json() for m in messages]},
+        lambda: (
+            _table(messages, columns, _thread_row)
+            if messages
+            else f"No messages in thread {thread_or_message_id}"
+        ),
+    )
 
 
 @mail.command()
@@ -230,8 +268,10 @@ def count(recipient: str | None) -> None:
     """Count the mailbox: total and unread."""
     who = check_agent(recipient or me(), what="recipient")
     counts = provider().count(who)
-    emit({"recipient": who, "total": counts.total, "unread": counts.unread},
-         f"{counts.total} total, {counts.unread} unread for {who}")  # fmt: skip
+    emit(
+        {"recipient": who, "total": counts.total, "unread": counts.unread},
+        f"{counts.total} total, {counts.unread} unread for {who}",
+    )
 
 
 @mail.command()
@@ -245,8 +285,10 @@ def check(recipient: str | None, inject: bool) -> None:
         _inject(who)
         return
     messages = provider().check(who)
-    emit({"recipient": who, "unread": len(messages), "messages": [m.to_json() for m in messages]},
-         f"{len(messages)} unread message(s) for {who}" if messages else None)  # fmt: skip
+    emit(
+        {"recipient": who, "unread": len(messages), "messages": [m.to_json() for m in messages]},
+        f"{len(messages)} unread message(s) for {who}" if messages else None,
+    )
     if not messages:
         click.get_current_context().exit(NoMatch.exit_code)
 
@@ -286,13 +328,16 @@ def conformance(program: str) -> None:
 
     prefix = unique_prefix()
     if not settings().json:
-        click.echo(f"Running the mail conformance suite against {program}. It sends, reads and "
-                   f"archives real messages for recipients named {prefix}-* on whatever "
-                   "backend the program talks to.")  # fmt: skip
+        click.echo(
+            f"Running the mail conformance suite against {program}. It sends, reads and "
+            f"archives real messages for recipients named {prefix}-* on whatever "
+            "backend the program talks to."
+        )
     results = run(ExecMail(program), prefix)
     tally = {o: sum(1 for r in results if r.outcome == o) for o in ("passed", "failed", "skipped")}
-    lines = [f"{r.outcome.upper()[:4]} {r.name}" + (f": {r.detail}" if r.detail else "")
-             for r in results]  # fmt: skip
+    lines = [
+        f"{r.outcome.upper()[:4]} {r.name}" + (f": {r.detail}" if r.detail else "") for r in results
+    ]
     lines.append(f"{tally['passed']} passed, {tally['failed']} failed, {tally['skipped']} skipped")
     emit({"prefix": prefix, "results": [vars(r) for r in results], **tally}, "\n".join(lines))
     if tally["failed"]:
@@ -348,8 +393,9 @@ def _thread_row(m: Message) -> tuple[str, ...]:
     return (m.id, m.sender, m.to, m.subject, _when(m.created_at), "\u2713" if m.read else " ")
 
 
-def _table(messages: list[Message], header: tuple[str, ...],
-           row: Callable[[Message], tuple[str, ...]]) -> str:  # fmt: skip
+def _table(
+    messages: list[Message], header: tuple[str, ...], row: Callable[[Message], tuple[str, ...]]
+) -> str:
     rows = [header, *(row(m) for m in messages)]
     widths = [max(len(r[i]) for r in rows) for i in range(len(header) - 1)]
     return "\n".join(

@@ -133,8 +133,11 @@ def case_get_does_not_mark_read(p: Provider, n: Names) -> None:
 def case_unknown_ids_fail(p: Provider, n: Names) -> None:
     # Gas City maps only `gc-mail-error:not-found` to not-found; any clear error will do.
     for name, call in (("read", p.read), ("get", p.get), ("archive", p.archive)):
-        expect_raises((MessageNotFound, ProviderError), lambda c=call: c(n.unknown_id),
-                      f"{name} of an unknown id")  # fmt: skip
+        expect_raises(
+            (MessageNotFound, ProviderError),
+            lambda c=call: c(n.unknown_id),
+            f"{name} of an unknown id",
+        )
 
 
 @case

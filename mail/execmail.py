@@ -173,9 +173,12 @@ class ExecMail(Provider):
         stdin = go_json(payload) if payload is not None else b""
         try:
             proc = subprocess.Popen(
-                argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
                 start_new_session=True,  # its own process group, so a timeout kills it all
-            )  # fmt: skip
+            )
         except FileNotFoundError:
             raise ProviderError(f"mail program not found: {self.program}") from None
         except PermissionError:
@@ -235,8 +238,13 @@ def go_json(payload: dict[str, str]) -> bytes:
     """JSON as Go's encoding/json writes it, so scripts see the bytes gc would send them:
     compact, no trailing newline, UTF-8, with <, >, &, U+2028 and U+2029 escaped."""
     text = json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
-    for char, escape in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"),
-                         ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):  # fmt: skip
+    for char, escape in (
+        ("<", "\\u003c"),
+        (">", "\\u003e"),
+        ("&", "\\u0026"),
+        ("\u2028", "\\u2028"),
+        ("\u2029", "\\u2029"),
+    ):
         text = text.replace(char, escape)
     return text.encode("utf-8")
 

@@ -39,10 +39,17 @@ class FakeProvider(Provider):
         for recipient in [to, *[c for c in dict.fromkeys(cc) if c != to]]:
             message_id = f"fake-{next(self._ids)}"
             message = Message(
-                id=message_id, sender=sender, to=to, subject=subject, body=body,
-                created_at=now_stamp(), thread_id=thread_id or (first.id if first else message_id),
-                reply_to=reply_to, priority=priority, cc=[c for c in cc if c != to],
-            )  # fmt: skip
+                id=message_id,
+                sender=sender,
+                to=to,
+                subject=subject,
+                body=body,
+                created_at=now_stamp(),
+                thread_id=thread_id or (first.id if first else message_id),
+                reply_to=reply_to,
+                priority=priority,
+                cc=[c for c in cc if c != to],
+            )
             self._messages[message_id] = message
             self._owner[message_id] = recipient
             first = first or message
@@ -51,9 +58,10 @@ class FakeProvider(Provider):
 
     def _mine(self, recipient: str) -> list[Message]:
         return [
-            replace(m) for i, m in self._messages.items()
+            replace(m)
+            for i, m in self._messages.items()
             if self._owner[i] == recipient and i not in self._archived
-        ]  # fmt: skip
+        ]
 
     def inbox(self, recipient: str) -> list[Message]:
         unread = [m for m in self._mine(recipient) if not m.read]
@@ -89,9 +97,13 @@ class FakeProvider(Provider):
     def reply(self, message_id: str, sender: str, subject: str, body: str) -> Message:
         original = self.get(message_id)
         return self.send(
-            sender, original.sender, subject or f"Re: {original.subject}", body,
-            thread_id=original.thread_id or original.id, reply_to=original.id,
-        )  # fmt: skip
+            sender,
+            original.sender,
+            subject or f"Re: {original.subject}",
+            body,
+            thread_id=original.thread_id or original.id,
+            reply_to=original.id,
+        )
 
     def thread(self, thread_id: str) -> list[Message]:
         found = [replace(m) for m in self._messages.values() if m.thread_id == thread_id]

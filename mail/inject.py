@@ -49,6 +49,9 @@ def render(messages: list[Message]) -> str:
         body = preview(message.body) or subject
         label = f" [{subject}]" if subject and subject != body else ""
         lines.append(f"- {message.id} from {sender}{label}: {body}")
-    lines += ["", "Run 'gc mail read <id>' for full details, or 'gc mail inbox' to see all.",
-              "</system-reminder>"]  # fmt: skip
+    lines += [
+        "",
+        "Run 'gc mail read <id>' for full details, or 'gc mail inbox' to see all.",
+        "</system-reminder>",
+    ]
     return "\n".join(lines)

@@ -11,8 +11,15 @@ import pytest
 from mail.execmail import ExecMail
 from mail.message import AlreadyArchived, MessageNotFound, ProviderError
 
-MESSAGE = {"id": "m-1", "from": "a", "to": "b", "subject": "s", "body": "x",
-           "created_at": "2026-01-01T00:00:00Z", "read": False}  # fmt: skip
+MESSAGE = {
+    "id": "m-1",
+    "from": "a",
+    "to": "b",
+    "subject": "s",
+    "body": "x",
+    "created_at": "2026-01-01T00:00:00Z",
+    "read": False,
+}
 
 
 def script(tmp_path: Path, body: str, name: str = "prog") -> str:
@@ -24,11 +31,14 @@ def script(tmp_path: Path, body: str, name: str = "prog") -> str:
 
 def test_argv_stdin_and_ensure_running_once(tmp_path: Path) -> None:
     log = tmp_path / "calls"
-    prog = script(tmp_path, f"""
+    prog = script(
+        tmp_path,
+        f"""
 echo "$# $1 ${{2:-}}" >> {log}
 cat > {tmp_path}/stdin-$1
 case "$1" in send|reply) echo '{json.dumps(MESSAGE)}';; esac
-""")  # fmt: skip
+""",
+    )
     provider = ExecMail(prog)
     provider.send("mayor", "dog", "Hi <there> & you", "line\n\u00e9")
     provider.mark_read("m-1")
@@ -36,8 +46,9 @@ case "$1" in send|reply) echo '{json.dumps(MESSAGE)}';; esac
     calls = log.read_text().splitlines()
     assert calls == ["1 ensure-running ", "2 send dog", "2 mark-read m-1", "2 reply m-1"]
     sent = (tmp_path / "stdin-send").read_bytes()
-    assert sent == (b'{"from":"mayor","subject":"Hi \\u003cthere\\u003e \\u0026 you",'
-                    b'"body":"line\\n\xc3\xa9"}')  # fmt: skip
+    assert sent == (
+        b'{"from":"mayor","subject":"Hi \\u003cthere\\u003e \\u0026 you","body":"line\\n\xc3\xa9"}'
+    )
     assert (tmp_path / "stdin-mark-read").read_bytes() == b""
     assert json.loads((tmp_path / "stdin-reply").read_bytes()) == {
         "from": "dog",
@@ -60,8 +71,12 @@ def test_empty_output_means_none_and_exit_2_means_unsupported(tmp_path: Path) ->
     unsupported = ExecMail(script(tmp_path, "exit 2\n", "unsupported"))
     assert unsupported.inbox("b") == []
     unsupported.archive("m-1")  # a no-op
-    for call in (lambda: unsupported.send("a", "b", "s", "x"), lambda: unsupported.get("m"),
-                 lambda: unsupported.read("m"), lambda: unsupported.reply("m", "a", "", "x")):  # fmt: skip
+    for call in (
+        lambda: unsupported.send("a", "b", "s", "x"),
+        lambda: unsupported.get("m"),
+        lambda: unsupported.read("m"),
+        lambda: unsupported.reply("m", "a", "", "x"),
+    ):
         with pytest.raises(ProviderError, match="does not support"):
             call()
     with pytest.raises(ProviderError, match="printed no message"):
@@ -80,12 +95,15 @@ def test_stderr_markers_map_to_errors(tmp_path: Path) -> None:
         broken.inbox("b")
 
 
-@pytest.mark.parametrize("output, match", [
-    ("not json at all", "invalid JSON"),
-    ('{"id": "x"}', "not a JSON array"),
-    ('[{"from": "a"}]', "missing 'id'"),
-    ('[{"id": 7, "from": "a"}]', "must be a string"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "output, match",
+    [
+        ("not json at all", "invalid JSON"),
+        ('{"id": "x"}', "not a JSON array"),
+        ('[{"from": "a"}]', "missing 'id'"),
+        ('[{"id": 7, "from": "a"}]', "must be a string"),
+    ],
+)
 def test_garbage_is_a_clear_error(tmp_path: Path, output: str, match: str) -> None:
     provider = ExecMail(script(tmp_path, f"echo '{output}'\n"))
     with pytest.raises(ProviderError, match=match):
@@ -94,12 +112,15 @@ def test_garbage_is_a_clear_error(tmp_path: Path, output: str, match: str) -> No
 
 def test_a_hanging_program_and_its_children_are_killed(tmp_path: Path) -> None:
     pids = tmp_path / "pids"
-    prog = script(tmp_path, f"""
+    prog = script(
+        tmp_path,
+        f"""
 [ "$1" = ensure-running ] && exit 0
 sleep 300 & echo $! >> {pids}
 echo $$ >> {pids}
 wait
-""")  # fmt: skip
+""",
+    )
     started = time.monotonic()
     with pytest.raises(ProviderError, match="timed out after 1s and was killed"):
         ExecMail(prog, timeout=1).inbox("b")
@@ -127,10 +148,13 @@ def test_megabytes_of_output_are_cut_off(tmp_path: Path) -> None:
 
 
 def test_a_server_left_running_by_ensure_running_does_not_block(tmp_path: Path) -> None:
-    prog = script(tmp_path, """
+    prog = script(
+        tmp_path,
+        """
 if [ "$1" = ensure-running ]; then sleep 30 & exit 0; fi
 exit 0
-""")  # fmt: skip
+""",
+    )
     started = time.monotonic()
     assert ExecMail(prog).inbox("b") == []
     assert time.monotonic() - started < 5

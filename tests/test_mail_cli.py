@@ -58,8 +58,9 @@ def test_send_read_reply_archive_through_the_cli(town: GcRunner) -> None:
 def test_one_bead_per_recipient_in_one_commit(town: GcRunner) -> None:
     gc = town
     before = int(git("rev-list", "--count", "HEAD", cwd=gc.cwd / ".beads"))
-    sent = gc.json("mail", "send", "dog", "-s", "Plan", "-m", "Meet at 3", "--cc", "human",
-                   "--agent", "mayor")["message"]  # fmt: skip
+    sent = gc.json(
+        "mail", "send", "dog", "-s", "Plan", "-m", "Meet at 3", "--cc", "human", "--agent", "mayor"
+    )["message"]
     assert int(git("rev-list", "--count", "HEAD", cwd=gc.cwd / ".beads")) == before + 1
     copy = gc.json("mail", "inbox", "human")["messages"]
     assert len(copy) == 1 and copy[0]["id"] != sent["id"]
@@ -81,8 +82,9 @@ def test_dedup_suppresses_while_the_first_waits(town: GcRunner) -> None:
 
 
 def test_relayed_mail_records_who_sent_it(town: GcRunner) -> None:
-    sent = town.json("mail", "send", "dog", "from the bridge", "--from", "mayor",
-                     "--agent", "bridge")["message"]  # fmt: skip
+    sent = town.json(
+        "mail", "send", "dog", "from the bridge", "--from", "mayor", "--agent", "bridge"
+    )["message"]
     assert sent["from"] == "mayor"
     assert town.json("bead", "show", sent["id"])["bead"]["meta"]["sent_by"] == "bridge"
 
@@ -116,8 +118,9 @@ def test_check_inject_caps_previews_and_strips_tags(town: GcRunner) -> None:
     assert text.count("<system-reminder>") == 1 and text.count("</system-reminder>") == 1
     lines = [line for line in text.splitlines() if line.startswith("- gc-")]
     assert [line.split("[")[1][:2] for line in lines] == ["p0", "p2", "p3"]
-    assert all(len(line.split("]: ", 1)[1]) <= 240 + len(" ... [preview truncated]")
-               for line in lines)  # fmt: skip
+    assert all(
+        len(line.split("]: ", 1)[1]) <= 240 + len(" ... [preview truncated]") for line in lines
+    )
     assert "Showing the first 3" in text
     assert gc("mail", "check", "dog").returncode == 0  # inject marked nothing read
 
@@ -168,8 +171,19 @@ def test_conformance_command_against_a_users_script(gc: GcRunner, tmp_path: Path
 def test_mail_json_shapes(town: GcRunner) -> None:
     sent = town.json("mail", "send", "dog", "hi")
     assert sent["ok"] is True and sent["command"] == "mail.send"
-    assert set(sent["message"]) == {"id", "from", "to", "subject", "body", "created_at", "read",
-                                    "thread_id", "reply_to", "priority", "cc"}  # fmt: skip
+    assert set(sent["message"]) == {
+        "id",
+        "from",
+        "to",
+        "subject",
+        "body",
+        "created_at",
+        "read",
+        "thread_id",
+        "reply_to",
+        "priority",
+        "cc",
+    }
     inbox = town.json("mail", "inbox", "dog")
     assert inbox["command"] == "mail.inbox" and isinstance(inbox["messages"], list)
     missing = town("--json", "mail", "read", "gc-zzzzzzzz")

@@ -18,8 +18,9 @@ SCRIPT = Path(__file__).parent / "mailscripts" / "jsonmail"
 
 
 @pytest.fixture(params=["fake", "beadmail", "exec"])
-def provider(request: pytest.FixtureRequest, tmp_path: Path,
-             monkeypatch: pytest.MonkeyPatch) -> Iterator[Provider]:  # fmt: skip
+def provider(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Provider]:
     if request.param == "fake":
         yield FakeProvider()
     elif request.param == "beadmail":
