@@ -10,10 +10,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from beads.errors import Conflict, GcError, InvalidInput, NoMatch, NotFound, StorageError
-from beads.record import Bead
 
 if TYPE_CHECKING:
     from beads.doctor import Problem, doctor
+    from beads.record import Bead
     from beads.store import Batch, Store
 
 __all__ = [
@@ -31,6 +31,7 @@ __all__ = [
 ]
 
 _LAZY = {
+    "Bead": "beads.record",
     "Store": "beads.store",
     "Batch": "beads.store",
     "doctor": "beads.doctor",

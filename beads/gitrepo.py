@@ -10,27 +10,25 @@ from __future__ import annotations
 import time
 import weakref
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
-from dulwich.diff_tree import tree_changes
 from dulwich.errors import NotTreeError
 from dulwich.object_store import tree_lookup_path
 from dulwich.objects import Blob, Commit, ShaFile, Tree
 from dulwich.repo import Repo
 
 from beads.errors import Conflict, StorageError
+from beads.location import MARKER_SECTION
 
 BRANCH = b"refs/heads/main"
 FILE_MODE = 0o100644
 DIR_MODE = 0o040000
 # Past this many objects one commit writes a pack instead of loose objects (batches).
 PACK_OBJECTS_AT = 64
-MARKER_SECTION = b"gc-beads"
 
 
-@dataclass(frozen=True)
-class FileChange:
+class FileChange(NamedTuple):
     """A file that differs between two commits; a side is None where the file is absent."""
 
     path: str
@@ -38,8 +36,7 @@ class FileChange:
     new_sha: bytes | None
 
 
-@dataclass(frozen=True)
-class LogEntry:
+class LogEntry(NamedTuple):
     """One commit of the history."""
 
     commit: str
@@ -67,15 +64,6 @@ def init_bare(git_dir: Path) -> GitRepo:
     config.write_to_path()
     repo.close()
     return GitRepo(git_dir)
-
-
-def is_our_repo(git_dir: Path) -> bool:
-    """True when `git_dir` is a bare repository made by `gc init` (it carries our marker)."""
-    try:
-        text = (git_dir / "config").read_bytes()
-    except OSError:
-        return False
-    return b"[" + MARKER_SECTION + b"]" in text
 
 
 class GitRepo:
@@ -138,6 +126,8 @@ class GitRepo:
 
     def changes(self, old_commit: bytes | None, new_commit: bytes) -> Iterator[FileChange]:
         """Files that differ between two commits; identical subtrees are skipped unread."""
+        from dulwich.diff_tree import tree_changes  # only catch-up needs it: lazy for start-up
+
         for change in tree_changes(
             self.objects, self.tree_of(old_commit), self.tree_of(new_commit)
         ):

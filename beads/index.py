@@ -10,9 +10,8 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from beads.record import Bead
 
@@ -41,8 +40,7 @@ CREATE TABLE IF NOT EXISTS agents(name TEXT PRIMARY KEY) WITHOUT ROWID;
 ORDERS = {"created": "created_at", "updated": "updated_at", "priority": "priority, created_at"}
 
 
-@dataclass
-class Query:
+class Query(NamedTuple):
     """Filters for `Index.query`; None means "any". Times compare as RFC 3339 text."""
 
     type: str | None = None

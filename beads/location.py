@@ -11,11 +11,12 @@ import os
 from pathlib import Path
 
 from beads.errors import InvalidInput, NotFound
-from beads.gitrepo import is_our_repo
 
 STORE_DIR = ".beads"
 # Files that mark a `.beads/` of another tool (the beads issue tracker and its kin).
 FOREIGN_MARKERS = ("issues.jsonl", "beads.db", "dolt", "metadata.json", "beads.jsonl")
+# The section of `.beads/.git/config` that marks a repository made by `gc init`.
+MARKER_SECTION = b"gc-beads"
 # `gc init` builds the repository under this name, then renames it to `.git`.
 INIT_PREFIX = ".git-init-"
 
@@ -41,6 +42,15 @@ def check_not_foreign(beads_dir: Path) -> None:
             f"{beads_dir} belongs to another tool{why}; gc-beads will not use or overwrite it. "
             "Choose another place with --beads-dir or GC_BEADS_DIR"
         )
+
+
+def is_our_repo(git_dir: Path) -> bool:
+    """True when `git_dir` is a bare repository made by `gc init` (it carries our marker)."""
+    try:
+        text = (git_dir / "config").read_bytes()
+    except OSError:
+        return False
+    return b"[" + MARKER_SECTION + b"]" in text
 
 
 def is_store(beads_dir: Path) -> bool:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -113,7 +112,7 @@ class Store:
         author = acting_agent(agent)
         root.mkdir(parents=True, exist_ok=True)
         building = root / f"{INIT_PREFIX}{os.getpid()}"
-        shutil.rmtree(building, ignore_errors=True)
+        _remove_tree(building)
         git = init_bare(building)
         commit, objects = git.build_commit(
             None, {CONFIG_PATH: dump_data(settings)}, "init: gc-beads store", author
@@ -124,7 +123,7 @@ class Store:
         try:
             os.rename(building, root / ".git")
         except OSError:
-            shutil.rmtree(building, ignore_errors=True)
+            _remove_tree(building)
             if is_store(root):  # another `gc init` got there first: use its store
                 return cls(root, agent=agent), False
             raise
@@ -213,8 +212,7 @@ class Store:
             raise InvalidInput(f"order must be created, updated or priority, not {order!r}")
         if limit is not None and limit < 0:
             raise InvalidInput("limit must not be negative")
-        query.order, query.descending, query.limit = order, descending, limit
-        return self.index.query(query)
+        return self.index.query(query._replace(order=order, descending=descending, limit=limit))
 
     def count(self, **filters: Any) -> int:
         """How many beads match; takes the filters of `list`."""
@@ -665,3 +663,9 @@ class Batch:
 def _short(text: str, width: int = 60) -> str:
     line = " ".join(text.split())
     return line if len(line) <= width else line[: width - 3] + "..."
+
+
+def _remove_tree(path: Path) -> None:
+    import shutil  # only `init` needs it, and it pulls in bz2 and lzma: lazy for start-up
+
+    shutil.rmtree(path, ignore_errors=True)

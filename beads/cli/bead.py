@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import shlex
-import subprocess
-import tempfile
 from typing import Any
 
 import click
@@ -201,6 +197,12 @@ def update(
 @global_options
 def edit(bead_id: str) -> None:
     """Edit a bead's YAML in $EDITOR (or $VISUAL); it is validated, then committed."""
+    # Only `edit` needs these; importing them lazily keeps the other commands fast to start.
+    import os
+    import shlex
+    import subprocess
+    import tempfile
+
     from beads.codec import dump_bead, load_bead
 
     store = open_store()

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
@@ -23,14 +22,17 @@ if TYPE_CHECKING:
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-@dataclass
 class Settings:
-    """Global options, whichever side of the subcommand they were given on."""
+    """Global options, whichever side of the subcommand they were given on.
 
-    beads_dir: str | None = None
-    json: bool = False
-    agent: str | None = None
-    debug: bool = False
+    A plain class rather than a dataclass: every command pays for building it at start-up.
+    """
+
+    def __init__(self) -> None:
+        self.beads_dir: str | None = None
+        self.json = False
+        self.agent: str | None = None
+        self.debug = False
 
 
 def settings(ctx: click.Context | None = None) -> Settings:

@@ -8,7 +8,6 @@ place the bottom layer mentions the layers above, as data, never as an import.
 from __future__ import annotations
 
 import importlib
-import json
 import sys
 from typing import Any
 
@@ -89,6 +88,8 @@ def main(argv: list[str] | None = None) -> None:
 def _fail(error: GcError, args: Any, options: Any, exit_code: int | None = None) -> None:
     as_json = (options.json if options is not None else False) or "--json" in args
     if as_json:
+        import json
+
         click.echo(json.dumps({"ok": False, "error": error.to_json()}))
     click.echo(f"gc: {error.message}", err=True)
     sys.exit(error.exit_code if exit_code is None else exit_code)
