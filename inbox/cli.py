@@ -1,11 +1,200 @@
-"""`gc inbox`: arrives with the delivery issue."""
+"""`gc inbox` (push, list, drain, wait) and `gc session list`: thin over `inbox.Delivery`."""
+
+from __future__ import annotations
+
+import importlib
+import time
+import uuid
+from typing import Any
 
 import click
 
+from beads.cli.common import emit, global_options, settings
+from beads.errors import InvalidInput, NoMatch
+from beads.record import acting_agent
+from beads.times import parse_duration
+from inbox.delivery import Delivery, Session
+from inbox.items import TYPES, Item
+from inbox.render import preview
 
-@click.group(invoke_without_command=True)
+# Producers that can re-derive their items (`drain --reconcile`), named as data: the inbox
+# layer never imports the layers above it.
+RECONCILERS = ("mail.notify:reconcile",)
+
+
+def open_delivery() -> Delivery:
+    """The delivery database of this command's store, closed when the command ends."""
+    delivery = Delivery.open(settings().beads_dir)
+    click.get_current_context().call_on_close(delivery.close)
+    return delivery
+
+
+def me() -> str:
+    return acting_agent(settings().agent)
+
+
+@click.group()
 def inbox() -> None:
-    """Delivery items, drain and wait (not yet)."""
-    from beads.errors import InvalidInput
+    """Delivery items: push, list, drain into a session, wait."""
 
-    raise InvalidInput("gc inbox is not built yet")
+
+@inbox.command()
+@click.argument("text")
+@click.option("--to", "to", help="An agent, or 'all' (default: you).")
+@click.option("--rig", help="Every agent of this rig (config.yaml rigs).")
+@click.option("--type", "type_", type=click.Choice(TYPES), default="event", show_default=True)
+@click.option("--priority", type=click.IntRange(0, 4), default=2, show_default=True)
+@click.option("--ttl", help="Drop the item if undelivered after this long (e.g. 10m).")
+@click.option("--dedup-key", help="One item per key per agent (default: a new key).")
+@click.option("--source", help="Who or what the item is from (default: you).")
+@global_options
+def push(
+    text: str,
+    to: str | None,
+    rig: str | None,
+    type_: str,
+    priority: int,
+    ttl: str | None,
+    dedup_key: str | None,
+    source: str | None,
+) -> None:
+    """Push TEXT to an agent, a rig or all."""
+    if to is not None and rig is not None:
+        raise InvalidInput("give --to or --rig, not both")
+    delivery = open_delivery()
+    recipients = delivery.recipients(to if to or rig else me(), rig)
+    if not recipients:
+        raise NoMatch("no agents to push to")
+    results = delivery.push(
+        recipients,
+        text,
+        key=dedup_key or f"cli:{uuid.uuid4().hex}",
+        type=type_,
+        source=source or me(),
+        priority=priority,
+        ttl=parse_duration(ttl) if ttl else None,
+    )
+    emit(
+        {"items": [dict(item.to_json(), created=created) for item, created in results]},
+        "\n".join(
+            f"{'Pushed' if created else 'Already pending (dedup)'} item {item.id} to {item.agent}"
+            for item, created in results
+        ),
+    )
+
+
+@inbox.command("list")
+@click.option("--all", "show_all", is_flag=True, help="Every state, not only pending.")
+@click.option("--delivered", is_flag=True, help="Delivered items only.")
+@global_options
+def list_items(show_all: bool, delivered: bool) -> None:
+    """List pending items (of --agent, default: you)."""
+    if show_all and delivered:
+        raise InvalidInput("give --all or --delivered, not both")
+    states = ("pending", "delivered", "expired", "moot") if show_all else (
+        ("delivered",) if delivered else ("pending",)
+    )  # fmt: skip
+    who = me()
+    items = open_delivery().items(who, states)
+    emit({"agent": who, "items": [i.to_json() for i in items]}, lambda: _table(items, who))
+
+
+@inbox.command()
+@click.option("--session", "session", required=True, help="The session to drain into.")
+@click.option("--reconcile", is_flag=True, help="First re-derive items from their producers.")
+@global_options
+def drain(session: str, reconcile: bool) -> None:
+    """Deliver the pending items of SESSION's agent and print them as a system reminder."""
+    delivery = open_delivery()
+    known = delivery.session(session)
+    agent = known.agent if known and not settings().agent else me()
+    if known is None:
+        delivery.register(session, agent)
+    if reconcile:
+        for target in RECONCILERS:
+            module, _, name = target.partition(":")
+            getattr(importlib.import_module(module), name)(delivery, agent)
+    drained = delivery.drain(session, agent)
+    for problem in drained.problems:
+        click.echo(f"gc: warning: {problem}", err=True)
+    emit(
+        {
+            "session": session,
+            "agent": agent,
+            "items": [i.to_json() for i in drained.items],
+            "text": drained.text,
+            "deferred": drained.deferred,
+            "dropped": drained.dropped,
+        },
+        drained.text,
+    )
+
+
+@inbox.command()
+@click.option("--timeout", default="60", show_default=True, help="Give up after (e.g. 30s).")
+@global_options
+def wait(timeout: str) -> None:
+    """Block until an item is pending for --agent (default: you); exit 10 on timeout."""
+    who = me()
+    delivery = open_delivery()
+    if not delivery.wait(who, parse_duration(timeout)):
+        raise NoMatch(f"no item for {who} within {timeout}")
+    items = delivery.items(who)
+    emit({"agent": who, "items": [i.to_json() for i in items]}, lambda: _table(items, who))
+
+
+def _table(items: list[Item], who: str) -> str:
+    if not items:
+        return f"No items for {who}"
+    rows = [("ID", "P", "TYPE", "FROM", "STATE", "CONTENT")]
+    rows += [
+        (str(i.id), str(i.priority), i.type, i.source, i.state, preview(i.content, 60, "..."))
+        for i in items
+    ]
+    return _columns(rows)
+
+
+def _columns(rows: list[tuple[str, ...]]) -> str:
+    widths = [max(len(row[c]) for row in rows) for c in range(len(rows[0]) - 1)]
+    return "\n".join(
+        "  ".join([*(cell.ljust(w) for cell, w in zip(row, widths, strict=False)), row[-1]])
+        for row in rows
+    )
+
+
+@click.group()
+def session() -> None:
+    """Agent sessions as the hooks report them."""
+
+
+@session.command("list")
+@click.option("--all", "show_all", is_flag=True, help="Ended and timed-out sessions too.")
+@global_options
+def list_sessions(show_all: bool) -> None:
+    """Live sessions: agent, state (busy/idle), last hook, last nudge outcome."""
+    sessions = open_delivery().sessions(include_ended=show_all)
+    emit({"sessions": [s.to_json() for s in sessions]}, lambda: _sessions_table(sessions))
+
+
+def _sessions_table(sessions: list[Session]) -> str:
+    if not sessions:
+        return "No live sessions"
+    now = time.time()
+    rows = [("SESSION", "AGENT", "STATE", "LAST HOOK", "LAST NUDGE")]
+    for s in sessions:
+        nudge = "-"
+        if s.nudge_outcome:
+            nudge = f"{s.nudge_outcome} {_ago(now, s.nudged_at)}: {s.nudge_detail or ''}".strip()
+        hook = f"{s.last_hook or '-'} {_ago(now, s.last_hook_at)}"
+        rows.append((s.session, s.agent, s.state, hook, nudge))
+    return _columns(rows)
+
+
+def _ago(now: float, then: Any) -> str:
+    if not then:
+        return ""
+    seconds = max(0, int(now - then))
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit} ago"
+    return f"{seconds}s ago"

@@ -122,6 +122,9 @@ class BeadMail(Provider):
             batch.message = f'mail {verb} {ids[0]}: {sender} -> {to}{also} "{_short(title)}"'
             if reply_to:
                 batch.message += f" (re {reply_to})"
+        from mail.notify import notify_safely
+
+        notify_safely(self.store.root, [(bead.assignee or "", _message(bead)) for bead in made])
         return _message(made[0])
 
     # -- reading ---------------------------------------------------------------------------

@@ -23,7 +23,9 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "log": ("beads.cli.admin", "log", "Show who changed what, from the store's git history."),
     "doctor": ("beads.cli.admin", "doctor", "Check the store and repair derived files."),
     "mail": ("mail.cli", "mail", "Send, read, reply to and archive mail between agents."),
-    "inbox": ("inbox.cli", "inbox", "Delivery items, drain and wait (not yet)."),
+    "inbox": ("inbox.cli", "inbox", "Push, list, drain and wait for delivery items."),
+    "session": ("inbox.cli", "session", "Agent sessions as the hooks report them."),
+    "hook": ("gates.cli", "hook", "Claude Code hooks: run an event, install the entries."),
     "gate": ("gates.cli", "gate", "Session gates, bead gates and decisions (not yet)."),
 }
 

@@ -1,0 +1,78 @@
+"""Read a store through its index alone: no dulwich, no YAML parser.
+
+Hooks run on every prompt and must start fast, so they read beads and the configuration from
+the sqlite index. When the branch has moved past the index (a commit made elsewhere), the
+full `Store` is opened once to catch the index up; only then are the heavy modules loaded.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from beads.config import check_config
+from beads.index import Index
+from beads.location import find_store
+from beads.record import Bead
+
+_BRANCH = "refs/heads/main"
+
+
+class IndexReader:
+    """Read-only access to one store's beads and configuration through its index."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        if not self.fresh():
+            from beads.store import Store  # the slow path: catch the index up from git
+
+            Store(root).close()
+        self.index = Index(root / ".runtime" / "index.sqlite3")
+
+    def close(self) -> None:
+        self.index.close()
+
+    def __enter__(self) -> IndexReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def fresh(self) -> bool:
+        """True when the index reflects the branch's current commit."""
+        index = Index(self.root / ".runtime" / "index.sqlite3")
+        try:
+            return index.head() is not None and index.head() == branch_head(self.root)
+        finally:
+            index.close()
+
+    def get(self, bead_id: str) -> Bead | None:
+        """The bead with this full id, or None."""
+        return self.index.get(bead_id)
+
+    def config(self) -> dict[str, Any]:
+        """`config.yaml` as the index recorded it, with the defaults filled in."""
+        return check_config(self.index.config() or {"format": 1})
+
+
+def open_reader(beads_dir: str | Path | None = None) -> IndexReader:
+    """An `IndexReader` for the store found as `Store.open` would find it."""
+    return IndexReader(find_store(beads_dir))
+
+
+def branch_head(root: Path) -> bytes | None:
+    """The commit id (hex) of the store's branch, read from the ref files."""
+    git_dir = root / ".git"
+    try:
+        return (git_dir / _BRANCH).read_bytes().strip() or None
+    except FileNotFoundError:
+        pass
+    try:
+        packed = (git_dir / "packed-refs").read_bytes()
+    except FileNotFoundError:
+        return None
+    for line in packed.splitlines():
+        sha, _, name = line.partition(b" ")
+        if name.strip() == _BRANCH.encode():
+            return sha
+    return None

@@ -1,0 +1,166 @@
+"""`gc hook run`: Claude Code's hook protocol over delivery (and, next, gates).
+
+Claude Code runs the hook with the event's JSON on stdin (`session_id`, `hook_event_name`,
+`cwd`, `source`, `stop_hook_active`, ...) and reads JSON from stdout:
+
+- SessionStart and UserPromptSubmit drain the session's items into
+  `{"hookSpecificOutput": {"hookEventName": ..., "additionalContext": ...}}`;
+- PreCompact records the hook only (Claude Code shows nothing from it, so nothing is marked
+  delivered there); SessionEnd ends the session;
+- Stop runs the stop chain: handlers by priority, the first block wins
+  (`{"decision": "block", "reason": ...}`); with no block the session is idle.
+
+The hook fails open: any fault of ours is logged in `.runtime/hooks.log` and the agent goes on.
+On the common path (nothing pending) it imports neither dulwich nor ruamel.yaml.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from beads.errors import GcError, InvalidInput
+from beads.location import find_store
+from beads.record import acting_agent
+from inbox.delivery import Delivery
+
+MAX_INPUT_BYTES = 1024 * 1024
+CONTEXT_EVENTS = ("SessionStart", "UserPromptSubmit")
+
+
+@dataclass
+class HookContext:
+    """One hook call: the event's fields, the agent, and the delivery database."""
+
+    event: str
+    session: str
+    agent: str
+    payload: dict[str, Any]
+    delivery: Delivery
+
+
+@dataclass
+class StopVerdict:
+    """What one Stop handler says: block with a reason, warn, or nothing."""
+
+    block: str | None = None
+    warnings: list[str] = field(default_factory=list)
+    allow: bool = False  # stop now, skipping later handlers (the loop detector)
+
+
+StopHandler = Callable[[HookContext], StopVerdict | None]
+
+
+def stop_inbox(ctx: HookContext) -> StopVerdict | None:
+    """Priority 30: block only for priority-0 items; the rest wait for the next prompt."""
+    drained = ctx.delivery.drain(ctx.session, ctx.agent, max_priority=0)
+    return StopVerdict(block=drained.text) if drained.items else None
+
+
+# (priority, handler); gates add theirs here (loop detector 14, stop-decision 15, gates 20).
+STOP_CHAIN: list[tuple[int, StopHandler]] = [(30, stop_inbox)]
+
+
+def parse_payload(raw: bytes) -> dict[str, Any]:
+    """The hook's stdin JSON, checked for the fields we need."""
+    if len(raw) > MAX_INPUT_BYTES:
+        raise InvalidInput(f"hook input is larger than {MAX_INPUT_BYTES} bytes")
+    try:
+        payload = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InvalidInput(f"hook input is not JSON: {exc}") from None
+    if not isinstance(payload, dict):
+        raise InvalidInput("hook input must be a JSON object")
+    for name in ("hook_event_name", "session_id"):
+        if not isinstance(payload.get(name), str) or not payload[name]:
+            raise InvalidInput(f"hook input has no {name}")
+    return payload
+
+
+def run_hook(
+    payload: dict[str, Any], *, beads_dir: str | None = None, agent: str | None = None
+) -> dict[str, Any] | None:
+    """Handle one hook event; returns the JSON reply for Claude Code, or None for none."""
+    cwd = payload.get("cwd")
+    root = find_store(beads_dir, cwd=Path(cwd) if isinstance(cwd, str) and cwd else None)
+    with Delivery(root) as delivery:
+        ctx = HookContext(
+            event=payload["hook_event_name"],
+            session=payload["session_id"],
+            agent=acting_agent(agent),
+            payload=payload,
+            delivery=delivery,
+        )
+        return _dispatch(ctx)
+
+
+def _dispatch(ctx: HookContext) -> dict[str, Any] | None:
+    d = ctx.delivery
+    if ctx.event == "SessionStart":
+        cwd = ctx.payload.get("cwd")
+        d.register(ctx.session, ctx.agent, cwd=cwd if isinstance(cwd, str) else None)
+    elif ctx.event == "SessionEnd":
+        d.end(ctx.session)
+        return None
+    elif ctx.event == "Stop":
+        return _stop(ctx)
+    else:
+        d.hook_seen(ctx.session, ctx.agent, ctx.event, state="busy")
+    if ctx.event not in CONTEXT_EVENTS:
+        return None
+    _reconcile_exec_mail(ctx)
+    text = d.drain(ctx.session, ctx.agent).text
+    if not text:
+        return None
+    return {"hookSpecificOutput": {"hookEventName": ctx.event, "additionalContext": text}}
+
+
+def _stop(ctx: HookContext) -> dict[str, Any] | None:
+    warnings: list[str] = []
+    for _priority, handler in sorted(STOP_CHAIN, key=lambda entry: entry[0]):
+        verdict = handler(ctx)
+        if verdict is None:
+            continue
+        warnings += verdict.warnings
+        if verdict.allow:
+            break
+        if verdict.block:
+            ctx.delivery.hook_seen(ctx.session, ctx.agent, "Stop", state="busy")
+            return {"decision": "block", "reason": verdict.block}
+    ctx.delivery.hook_seen(ctx.session, ctx.agent, "Stop", state="idle")
+    return {"systemMessage": "\n".join(warnings)} if warnings else None
+
+
+def _reconcile_exec_mail(ctx: HookContext) -> None:
+    """With an exec mail provider, ask its `check` and push "you have mail" items."""
+    configured = (ctx.delivery.store_config().get("mail") or {}).get("provider")
+    spec = os.environ.get("GC_MAIL") or configured or "beadmail"
+    if spec.startswith("exec:"):
+        from mail.notify import reconcile
+
+        reconcile(ctx.delivery, ctx.agent)
+
+
+def log_failure(beads_dir: str | None, payload: dict[str, Any] | None, exc: BaseException) -> None:
+    """Append the fault to `.runtime/hooks.log` of the store, if there is one."""
+    try:
+        cwd = (payload or {}).get("cwd")
+        root = find_store(beads_dir, cwd=Path(cwd) if isinstance(cwd, str) and cwd else None)
+    except GcError:
+        return  # no store: nowhere to log, and nothing of ours to protect
+    event = (payload or {}).get("hook_event_name", "?")
+    detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+    if not isinstance(exc, GcError):
+        detail += "\n" + "".join(traceback.format_tb(exc.__traceback__))
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime())
+    try:
+        with open(root / ".runtime" / "hooks.log", "a", encoding="utf-8") as handle:
+            handle.write(f"{stamp}Z {event}: {detail}\n")
+    except OSError:
+        pass

@@ -1,0 +1,77 @@
+"""`gc hook install`: merge our hook entries into Claude Code's `settings.json`.
+
+Idempotent: an event that already runs our command is left alone, and everything else in the
+file (other hooks, permissions, env) is kept. The file is replaced atomically.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from beads.errors import InvalidInput, StorageError
+
+EVENTS = ("SessionStart", "UserPromptSubmit", "PreCompact", "Stop", "SessionEnd")
+DEFAULT_COMMAND = "gc hook run"
+
+
+def install(settings_path: Path, command: str = DEFAULT_COMMAND) -> list[str]:
+    """Add `command` to each event of `settings_path`; returns the events it added."""
+    settings = _load(settings_path)
+    hooks = settings.setdefault("hooks", {})
+    if not isinstance(hooks, dict):
+        raise InvalidInput(f"{settings_path}: 'hooks' must be an object")
+    added = []
+    for event in EVENTS:
+        groups = hooks.setdefault(event, [])
+        if not isinstance(groups, list):
+            raise InvalidInput(f"{settings_path}: hooks.{event} must be a list")
+        present = any(
+            isinstance(group, dict)
+            and any(
+                isinstance(h, dict) and h.get("command") == command
+                for h in group.get("hooks") or []
+            )
+            for group in groups
+        )
+        if not present:
+            groups.append({"hooks": [{"type": "command", "command": command}]})
+            added.append(event)
+    if added:
+        _save(settings_path, settings)
+    return added
+
+
+def _load(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidInput(f"cannot read {path}: {exc}") from None
+    if not text.strip():
+        return {}
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise InvalidInput(f"{path} is not valid JSON ({exc}); fix it first") from None
+    if not isinstance(data, dict):
+        raise InvalidInput(f"{path} must hold a JSON object")
+    return data
+
+
+def _save(path: Path, settings: dict[str, Any]) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(settings, handle, indent=2)
+            handle.write("\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp, path)
+    except OSError as exc:
+        raise StorageError(f"cannot write {path}: {exc}") from None

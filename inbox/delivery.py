@@ -1,0 +1,511 @@
+"""The delivery database (`.runtime/delivery.sqlite3`): items, sessions, nudges, entries.
+
+It is the source of truth for delivery, separate from the derived bead index (an index
+rebuild never touches it). Every change is one sqlite transaction; `BEGIN IMMEDIATE` makes
+writers take the database's write lock up front, so two drains or two pushes racing on one
+agent serialise instead of both reading the same pending rows.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sqlite3
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from beads.errors import InvalidInput, NotFound, StorageError
+from beads.location import find_store
+from beads.reader import IndexReader
+from beads.record import check_agent
+from beads.times import parse_duration
+from inbox.items import Item, is_moot
+from inbox.queue import SessionQueue, check_session
+from inbox.render import render
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS items(
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    agent TEXT NOT NULL, key TEXT NOT NULL, type TEXT NOT NULL, source TEXT NOT NULL,
+    content TEXT NOT NULL, priority INTEGER NOT NULL, created_at REAL NOT NULL,
+    expires_at REAL, ref_bead TEXT, moot_when TEXT,
+    state TEXT NOT NULL DEFAULT 'pending', session TEXT, settled_at REAL,
+    UNIQUE(agent, key));
+CREATE INDEX IF NOT EXISTS items_by_state ON items(agent, state, priority, created_at);
+CREATE TABLE IF NOT EXISTS sessions(
+    session TEXT PRIMARY KEY, agent TEXT NOT NULL, state TEXT NOT NULL, cwd TEXT,
+    started_at REAL NOT NULL, last_hook TEXT, last_hook_at REAL NOT NULL, ended_at REAL,
+    nudged_at REAL, nudge_outcome TEXT, nudge_detail TEXT);
+CREATE INDEX IF NOT EXISTS sessions_by_agent ON sessions(agent, state);
+CREATE TABLE IF NOT EXISTS nudges(agent TEXT PRIMARY KEY, last_at REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS entries(
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, agent TEXT NOT NULL, kind TEXT NOT NULL,
+    sender TEXT, content TEXT NOT NULL, created_at REAL NOT NULL,
+    handed_out INTEGER NOT NULL DEFAULT 0);
+CREATE INDEX IF NOT EXISTS entries_by_agent ON entries(agent, seq);
+"""
+
+DEFAULTS: dict[str, Any] = {
+    "max_items": 20,  # per drain; priority 0 is never deferred
+    "session_idle_timeout": "8h",  # a session silent this long is no longer live
+    "nudge_interval": "60s",  # an agent is nudged at most once per interval
+    "nudge_timeout": "10s",  # a nudge command running longer is killed
+    "keep_delivered": "7d",  # delivered, expired and moot items are reaped after this
+}
+ITEM_COLUMNS = (
+    "id, agent, key, type, source, content, priority, created_at, expires_at, ref_bead, "
+    "moot_when, state, session, settled_at"
+)
+
+
+@dataclass
+class Session:
+    """One run of an agent, as the hooks report it."""
+
+    session: str
+    agent: str
+    state: str  # busy, idle or ended
+    cwd: str | None
+    started_at: float
+    last_hook: str | None
+    last_hook_at: float
+    ended_at: float | None = None
+    nudged_at: float | None = None
+    nudge_outcome: str | None = None
+    nudge_detail: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class Drained:
+    """What a drain delivered, its rendering, and anything it had to set aside."""
+
+    session: str
+    agent: str
+    items: list[Item]
+    text: str
+    deferred: int = 0
+    dropped: int = 0
+    problems: list[str] = field(default_factory=list)
+
+
+class Delivery:
+    """The delivery database of one store (`root` is the `.beads/` directory)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.runtime = root / ".runtime"
+        self.runtime.mkdir(parents=True, exist_ok=True)
+        self._config: dict[str, Any] | None = None
+        try:
+            self.db = sqlite3.connect(
+                self.runtime / "delivery.sqlite3",
+                timeout=30,
+                isolation_level=None,
+                check_same_thread=False,
+            )
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            if not self.db.execute(
+                "SELECT 1 FROM sqlite_master WHERE type='table' AND name='entries'"
+            ).fetchone():
+                self.db.executescript(SCHEMA)
+        except sqlite3.DatabaseError as exc:
+            raise StorageError(f"cannot open the delivery database: {exc}") from None
+
+    @classmethod
+    def open(cls, beads_dir: str | Path | None = None) -> Delivery:
+        """The delivery database of the store found as `Store.open` finds it."""
+        return cls(find_store(beads_dir))
+
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self) -> Delivery:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextlib.contextmanager
+    def write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction holding the database's write lock from its start."""
+        try:
+            self.db.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            from beads.errors import Conflict
+
+            raise Conflict(f"the delivery database is busy: {exc}") from None
+        try:
+            yield self.db
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        self.db.execute("COMMIT")
+
+    # -- configuration ----------------------------------------------------------------------
+
+    def store_config(self) -> dict[str, Any]:
+        """The store's `config.yaml` (read from the index: no YAML parser on this path)."""
+        if self._config is None:
+            with IndexReader(self.root) as reader:
+                self._config = reader.config()
+        return self._config
+
+    def setting(self, name: str) -> Any:
+        """A `delivery.<name>` setting; durations come back as seconds."""
+        value = (self.store_config().get("delivery") or {}).get(name, DEFAULTS[name])
+        if name == "max_items":
+            if type(value) is not int or value < 1:
+                raise InvalidInput("delivery.max_items must be a positive integer")
+            return value
+        return float(value) if isinstance(value, int | float) else parse_duration(str(value))
+
+    def recipients(self, to: str | None = None, rig: str | None = None) -> list[str]:
+        """The agents an item for `to` (an agent or `all`) or `rig` goes to."""
+        config = self.store_config()
+        if rig is not None:
+            members = (config.get("rigs") or {}).get(rig)
+            if not members:
+                raise NotFound(f"no rig {rig!r} in config.yaml")
+            return [check_agent(str(m), what="rig member") for m in members]
+        if to is None:
+            raise InvalidInput("give a recipient: --to AGENT, --to all or --rig RIG")
+        if to == "all":
+            with IndexReader(self.root) as reader:
+                named = set(config.get("agents") or {}) | set(reader.index.agents())
+            named |= {r[0] for r in self.db.execute("SELECT DISTINCT agent FROM sessions")}
+            return sorted(named)
+        return [check_agent(to, what="recipient")]
+
+    # -- push -------------------------------------------------------------------------------
+
+    def push(
+        self,
+        recipients: Sequence[str],
+        content: str,
+        *,
+        key: str,
+        type: str = "event",
+        source: str = "system",
+        priority: int = 2,
+        ttl: float | None = None,
+        ref_bead: str | None = None,
+        moot_when: list[dict[str, Any]] | None = None,
+        nudge: bool = True,
+    ) -> list[tuple[Item, bool]]:
+        """Push one item to each recipient; returns `(item, created)` per recipient.
+
+        A second push of the same key to the same agent is a no-op (`created` False, the
+        existing item returned). The database commit comes first; then each live session's
+        queue gets the item, and idle recipients are nudged (never blocking this call).
+        """
+        now = time.time()
+        items = [
+            Item(
+                agent=agent,
+                key=key,
+                content=content,
+                type=type,
+                source=source,
+                priority=priority,
+                created_at=now,
+                expires_at=now + ttl if ttl is not None else None,
+                ref_bead=ref_bead,
+                moot_when=moot_when,
+            ).check()
+            for agent in dict.fromkeys(recipients)
+        ]
+        if ttl is not None and ttl <= 0:
+            raise InvalidInput("ttl must be positive")
+        results: list[tuple[Item, bool]] = []
+        with self.write() as db:
+            for item in items:
+                created = _insert(db, item)
+                if not created:
+                    item = self._item_by_key(item.agent, item.key) or item
+                results.append((item, created))
+        for item, created in results:
+            if created:
+                self._enqueue(item)
+        if nudge:
+            from inbox.nudge import nudge_agents
+
+            nudge_agents(self, [item for item, created in results if created])
+        return results
+
+    def _enqueue(self, item: Item) -> None:
+        for session in self.live_sessions(item.agent):
+            SessionQueue(self.runtime, session.session).append(item.to_json())
+
+    def _item_by_key(self, agent: str, key: str) -> Item | None:
+        row = self.db.execute(
+            f"SELECT {ITEM_COLUMNS} FROM items WHERE agent = ? AND key = ?", (agent, key)
+        ).fetchone()
+        return _item(row) if row else None
+
+    # -- reading ----------------------------------------------------------------------------
+
+    def items(self, agent: str | None = None, states: Sequence[str] = ("pending",)) -> list[Item]:
+        """Items by state (all agents when `agent` is None), most urgent and oldest first."""
+        marks = ", ".join("?" for _ in states)
+        sql = f"SELECT {ITEM_COLUMNS} FROM items WHERE state IN ({marks})"
+        params: list[Any] = list(states)
+        if agent is not None:
+            sql += " AND agent = ?"
+            params.append(agent)
+        sql += " ORDER BY priority, created_at, id"
+        return [_item(row) for row in self.db.execute(sql, params)]
+
+    def has_pending(self, agent: str, now: float | None = None) -> bool:
+        """True when `agent` has an unexpired pending item (cheap: one indexed lookup)."""
+        now = time.time() if now is None else now
+        row = self.db.execute(
+            "SELECT 1 FROM items WHERE agent = ? AND state = 'pending' "
+            "AND (expires_at IS NULL OR expires_at > ?) LIMIT 1",
+            (agent, now),
+        ).fetchone()
+        return row is not None
+
+    def wait(self, agent: str, timeout: float, poll: float = 0.05) -> bool:
+        """Block until `agent` has a pending item (True) or `timeout` seconds pass (False)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.has_pending(agent):
+                return True
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            time.sleep(min(poll, left))
+
+    # -- drain ------------------------------------------------------------------------------
+
+    def drain(
+        self,
+        session: str,
+        agent: str | None = None,
+        *,
+        max_priority: int = 4,
+        limit: int | None = None,
+    ) -> Drained:
+        """Hand `session` its agent's pending items (see DESIGN.md, Delivery).
+
+        Takes the session's queue, merges it with the agent's undelivered items, drops expired
+        and moot ones, sorts by priority then age, delivers at most `limit` (priority 0 is
+        never deferred) and marks them delivered, once per agent. `max_priority` lets the Stop
+        hook take only the urgent ones.
+        """
+        check_session(session)
+        known = self.session(session)
+        if agent is None:
+            if known is None:
+                raise NotFound(f"no session {session!r}; give the agent or register the session")
+            agent = known.agent
+        limit = limit if limit is not None else self.setting("max_items")
+        queued, problems = self._take_queue(session, agent)
+        now = time.time()
+        moot = self._moot_keys([*queued, *self.items(agent)])
+        with self.write() as db:
+            for item in queued:
+                _insert(db, item)
+            pending = [
+                _item(row)
+                for row in db.execute(
+                    f"SELECT {ITEM_COLUMNS} FROM items WHERE agent = ? AND state = 'pending' "
+                    "ORDER BY priority, created_at, id",
+                    (agent,),
+                )
+            ]
+            dropped: list[tuple[str, int]] = []
+            live: list[Item] = []
+            for item in pending:
+                if item.expired(now):
+                    dropped.append(("expired", item.id or 0))
+                elif item.key in moot:
+                    dropped.append(("moot", item.id or 0))
+                elif item.priority <= max_priority:
+                    live.append(item)
+            urgent = [item for item in live if item.priority == 0]
+            rest = [item for item in live if item.priority != 0]
+            chosen = urgent + rest[: max(0, limit - len(urgent))]
+            db.executemany(
+                "UPDATE items SET state = ?, settled_at = ? WHERE id = ?",
+                [(state, now, item_id) for state, item_id in dropped],
+            )
+            db.executemany(
+                "UPDATE items SET state = 'delivered', session = ?, settled_at = ? WHERE id = ?",
+                [(session, now, item.id) for item in chosen],
+            )
+            db.execute(
+                "DELETE FROM items WHERE agent = ? AND state != 'pending' AND settled_at < ?",
+                (agent, now - self.setting("keep_delivered")),
+            )
+        for item in chosen:
+            item.state, item.session, item.settled_at = "delivered", session, now
+        return Drained(
+            session=session,
+            agent=agent,
+            items=chosen,
+            text=render(chosen),
+            deferred=len(live) - len(chosen),
+            dropped=len(dropped),
+            problems=problems,
+        )
+
+    def _take_queue(self, session: str, agent: str) -> tuple[list[Item], list[str]]:
+        queue = SessionQueue(self.runtime, session)
+        if queue.empty():
+            return [], []
+        records, problems = queue.take()
+        items = []
+        for record in records:
+            try:
+                items.append(Item.from_json({**record, "agent": agent}))
+            except InvalidInput as exc:
+                queue.set_aside(json.dumps(record), str(exc))
+                problems.append(f"queue item set aside: {exc}")
+        return items, problems
+
+    def _moot_keys(self, items: Sequence[Item]) -> set[str]:
+        """Keys of the items whose referenced bead now matches a moot condition."""
+        refs = [item for item in items if item.ref_bead and item.moot_when]
+        if not refs:
+            return set()
+        moot = set()
+        with IndexReader(self.root) as reader:
+            for item in refs:
+                bead = reader.get(item.ref_bead or "")
+                if bead is not None and is_moot(bead.to_dict(), item.moot_when or []):
+                    moot.add(item.key)
+        return moot
+
+    def reap(self) -> int:
+        """Remove expired pending items and settled items past `delivery.keep_delivered`."""
+        now = time.time()
+        with self.write() as db:
+            expired = db.execute(
+                "DELETE FROM items WHERE state = 'pending' AND expires_at IS NOT NULL "
+                "AND expires_at <= ?",
+                (now,),
+            ).rowcount
+            old = db.execute(
+                "DELETE FROM items WHERE state != 'pending' AND settled_at < ?",
+                (now - self.setting("keep_delivered"),),
+            ).rowcount
+        return expired + old
+
+    # -- sessions ---------------------------------------------------------------------------
+
+    def register(self, session: str, agent: str, *, cwd: str | None = None) -> Session:
+        """Start (or restart) `session` for `agent`; it is live and busy."""
+        check_session(session)
+        check_agent(agent)
+        now = time.time()
+        with self.write() as db:
+            db.execute(
+                "INSERT INTO sessions(session, agent, state, cwd, started_at, last_hook, "
+                "last_hook_at) VALUES (?, ?, 'busy', ?, ?, 'SessionStart', ?) "
+                "ON CONFLICT(session) DO UPDATE SET agent = excluded.agent, state = 'busy', "
+                "cwd = COALESCE(excluded.cwd, cwd), last_hook = 'SessionStart', "
+                "last_hook_at = excluded.last_hook_at, ended_at = NULL",
+                (session, agent, cwd, now, now),
+            )
+        return self.session(session)  # type: ignore[return-value]
+
+    def hook_seen(self, session: str, agent: str, event: str, *, state: str | None = None) -> None:
+        """Record a hook of a session (registering it if its SessionStart was missed)."""
+        check_session(session)
+        now = time.time()
+        with self.write() as db:
+            db.execute(
+                "INSERT INTO sessions(session, agent, state, started_at, last_hook, last_hook_at)"
+                " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(session) DO UPDATE SET "
+                "state = CASE WHEN ? IS NULL THEN sessions.state ELSE ? END, "
+                "last_hook = excluded.last_hook, last_hook_at = excluded.last_hook_at, "
+                "ended_at = CASE WHEN ? = 'ended' THEN excluded.last_hook_at ELSE NULL END",
+                (session, agent, state or "busy", now, event, now, state, state, state),
+            )
+
+    def end(self, session: str) -> None:
+        """SessionEnd: the session is no longer live."""
+        check_session(session)
+        now = time.time()
+        with self.write() as db:
+            db.execute(
+                "UPDATE sessions SET state = 'ended', ended_at = ?, last_hook = 'SessionEnd', "
+                "last_hook_at = ? WHERE session = ?",
+                (now, now, session),
+            )
+
+    def session(self, session: str) -> Session | None:
+        row = self.db.execute("SELECT * FROM sessions WHERE session = ?", (session,)).fetchone()
+        return Session(*row) if row else None
+
+    def sessions(self, *, include_ended: bool = False) -> list[Session]:
+        """Live sessions (not ended, heard from within the idle timeout), newest first."""
+        rows = self.db.execute("SELECT * FROM sessions ORDER BY last_hook_at DESC").fetchall()
+        found = [Session(*row) for row in rows]
+        if include_ended:
+            return found
+        oldest = time.time() - self.setting("session_idle_timeout")
+        return [s for s in found if s.state != "ended" and s.last_hook_at >= oldest]
+
+    def live_sessions(self, agent: str) -> list[Session]:
+        return [s for s in self.sessions() if s.agent == agent]
+
+    def record_nudge(self, session: str, outcome: str, detail: str) -> None:
+        with self.write() as db:
+            db.execute(
+                "UPDATE sessions SET nudged_at = ?, nudge_outcome = ?, nudge_detail = ? "
+                "WHERE session = ?",
+                (time.time(), outcome, detail[:500], session),
+            )
+
+
+def _insert(db: sqlite3.Connection, item: Item) -> bool:
+    cursor = db.execute(
+        "INSERT OR IGNORE INTO items(agent, key, type, source, content, priority, created_at, "
+        "expires_at, ref_bead, moot_when) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            item.agent,
+            item.key,
+            item.type,
+            item.source,
+            item.content,
+            item.priority,
+            item.created_at,
+            item.expires_at,
+            item.ref_bead,
+            json.dumps(item.moot_when) if item.moot_when else None,
+        ),
+    )
+    if cursor.rowcount == 1:
+        item.id = cursor.lastrowid
+        return True
+    return False
+
+
+def _item(row: tuple[Any, ...]) -> Item:
+    (id_, agent, key, type_, source, content, priority, created, expires, ref, moot, state,
+     session, settled) = row  # fmt: skip
+    return Item(
+        agent=agent,
+        key=key,
+        content=content,
+        type=type_,
+        source=source,
+        priority=priority,
+        created_at=created,
+        expires_at=expires,
+        ref_bead=ref,
+        moot_when=json.loads(moot) if moot else None,
+        state=state,
+        id=id_,
+        session=session,
+        settled_at=settled,
+    )

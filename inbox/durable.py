@@ -1,0 +1,164 @@
+"""`AgentInbox`: a durable, at-least-once inbox for long-running Python workers.
+
+    inbox = AgentInbox(store, "worker")
+    inbox.post("message", "build the docs", sender="mayor")   # persisted before it returns
+    for entry in inbox:                                       # in order, until empty
+        handle(entry)
+        inbox.ack(entry)                                      # done: never replayed
+
+Entries live in the delivery database. An entry handed out and not acked when the worker dies
+is replayed when the inbox is opened again, after a synthetic `restore` entry that says so.
+Consecutive `message` entries from one sender that nobody has taken yet merge into one entry
+(and one record). `steering` entries are transient (never stored) and jump the queue.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from beads.errors import InvalidInput
+from beads.location import find_store
+from beads.record import TYPE_RE, check_agent
+from inbox.delivery import Delivery
+
+RESTORE = "restore"
+MESSAGE = "message"
+STEERING = "steering"
+MAX_CONTENT_BYTES = 1024 * 1024
+
+
+@dataclass
+class Entry:
+    """One unit of work for an agent. `seq` is None for transient entries."""
+
+    seq: int | None
+    agent: str
+    kind: str
+    content: str
+    sender: str | None
+    created_at: float
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+class AgentInbox:
+    """The durable inbox of `agent` in `store` (a `Store`, a `.beads/` path, or None to find it)."""
+
+    def __init__(self, store: Any, agent: str) -> None:
+        root = store.root if hasattr(store, "root") else find_store(store)
+        self.agent = check_agent(agent)
+        self.delivery = Delivery(Path(root))
+        self._steering: deque[Entry] = deque()
+        replay = self.delivery.db.execute(
+            "SELECT COUNT(*) FROM entries WHERE agent = ? AND handed_out = 1",
+            (self.agent,),
+        ).fetchone()[0]
+        if replay:
+            note = f"restored after a restart: {replay} unacknowledged entries follow"
+            self._restore: Entry | None = Entry(None, self.agent, RESTORE, note, None, time.time())
+        else:
+            self._restore = None
+        self._after = 0  # entries up to this seq were handed out by this instance
+
+    def close(self) -> None:
+        self.delivery.close()
+
+    def __enter__(self) -> AgentInbox:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def post(self, kind: str, content: str, *, sender: str | None = None) -> Entry:
+        """Add an entry; stored durably before this returns (except `steering`)."""
+        if not isinstance(kind, str) or not TYPE_RE.fullmatch(kind) or kind == RESTORE:
+            raise InvalidInput(f"invalid entry kind {kind!r}")
+        if sender is not None:
+            check_agent(sender, what="sender")
+        if not isinstance(content, str) or "\x00" in content:
+            raise InvalidInput("entry content must be text without NUL characters")
+        if len(content.encode("utf-8", "surrogatepass")) > MAX_CONTENT_BYTES:
+            raise InvalidInput(f"entry content is larger than {MAX_CONTENT_BYTES} bytes")
+        now = time.time()
+        if kind == STEERING:
+            entry = Entry(None, self.agent, kind, content, sender, now)
+            self._steering.append(entry)
+            return entry
+        with self.delivery.write() as db:
+            if kind == MESSAGE:
+                last = db.execute(
+                    "SELECT seq, kind, sender, content, created_at, handed_out FROM entries "
+                    "WHERE agent = ? ORDER BY seq DESC LIMIT 1",
+                    (self.agent,),
+                ).fetchone()
+                if last and last[1] == MESSAGE and last[2] == sender and not last[5]:
+                    merged = f"{last[3]}\n{content}"
+                    db.execute("UPDATE entries SET content = ? WHERE seq = ?", (merged, last[0]))
+                    return Entry(last[0], self.agent, kind, merged, sender, last[4])
+            cursor = db.execute(
+                "INSERT INTO entries(agent, kind, sender, content, created_at) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (self.agent, kind, sender, content, now),
+            )
+        return Entry(cursor.lastrowid, self.agent, kind, content, sender, now)
+
+    def next(self, timeout: float | None = None, poll: float = 0.05) -> Entry | None:
+        """The next entry (steering first, then in order), or None when there is none.
+
+        With a `timeout` it waits that long for one to be posted (by any process).
+        """
+        deadline = time.monotonic() + (timeout or 0)
+        while True:
+            entry = self._take()
+            if entry is not None or timeout is None or time.monotonic() >= deadline:
+                return entry
+            time.sleep(poll)
+
+    def _take(self) -> Entry | None:
+        if self._steering:
+            return self._steering.popleft()
+        if self._restore is not None:
+            entry, self._restore = self._restore, None
+            return entry
+        with self.delivery.write() as db:
+            row = db.execute(
+                "SELECT seq, kind, content, sender, created_at FROM entries "
+                "WHERE agent = ? AND seq > ? ORDER BY seq LIMIT 1",
+                (self.agent, self._after),
+            ).fetchone()
+            if row is None:
+                return None
+            db.execute("UPDATE entries SET handed_out = 1 WHERE seq = ?", (row[0],))
+        self._after = row[0]
+        return Entry(row[0], self.agent, row[1], row[2], row[3], row[4])
+
+    def __iter__(self) -> Iterator[Entry]:
+        """Entries until none is left (use `next(timeout=...)` to wait for more)."""
+        while (entry := self.next()) is not None:
+            yield entry
+
+    def ack(self, entry: Entry) -> None:
+        """Mark `entry` processed: it is removed and never replayed."""
+        if entry.seq is None:
+            return  # transient entries (steering, restore) are not stored
+        with self.delivery.write() as db:
+            db.execute("DELETE FROM entries WHERE seq = ? AND agent = ?", (entry.seq, self.agent))
+
+    def pending(self) -> int:
+        """Stored entries not yet acknowledged."""
+        return self.delivery.db.execute(
+            "SELECT COUNT(*) FROM entries WHERE agent = ?", (self.agent,)
+        ).fetchone()[0]
+
+    def retire(self) -> int:
+        """The agent is retired: remove all its entries; returns how many."""
+        self._steering.clear()
+        self._restore = None
+        with self.delivery.write() as db:
+            return db.execute("DELETE FROM entries WHERE agent = ?", (self.agent,)).rowcount

@@ -1,0 +1,123 @@
+"""An inbox item: one notification for one agent, and the checks its fields must pass."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from beads.errors import InvalidInput
+from beads.ids import check_id
+from beads.record import check_agent
+
+TYPES = ("decision", "alert", "event", "agent", "mail", "gate", "system")
+MAX_CONTENT_BYTES = 64 * 1024
+MAX_KEY_CHARS = 200
+STATES = ("pending", "delivered", "expired", "moot")
+
+
+@dataclass
+class Item:
+    """A notification for `agent`, unique per `(agent, key)`.
+
+    `ref_bead` and `moot_when` make the item moot once the bead matches any of the conditions
+    (each a mapping of field to value, `meta.<key>` for meta fields): the bead layer's generic
+    way for higher layers to say "this is settled" without the inbox knowing what mail is.
+    """
+
+    agent: str
+    key: str
+    content: str
+    type: str = "event"
+    source: str = "system"
+    priority: int = 2
+    created_at: float = field(default_factory=time.time)
+    expires_at: float | None = None
+    ref_bead: str | None = None
+    moot_when: list[dict[str, Any]] | None = None
+    state: str = "pending"
+    id: int | None = None
+    session: str | None = None
+    settled_at: float | None = None
+
+    def check(self) -> Item:
+        """Validate every field; raise InvalidInput naming the first bad one."""
+        check_agent(self.agent, what="recipient")
+        if not isinstance(self.key, str) or not self.key or len(self.key) > MAX_KEY_CHARS:
+            raise InvalidInput(f"dedup key must be 1..{MAX_KEY_CHARS} characters")
+        if any(ord(c) < 32 or c == "\x7f" for c in self.key):
+            raise InvalidInput("dedup key must not contain control characters")
+        if self.type not in TYPES:
+            raise InvalidInput(f"item type must be one of {', '.join(TYPES)}, not {self.type!r}")
+        if not isinstance(self.source, str) or not self.source or len(self.source) > 200:
+            raise InvalidInput("item source must be 1..200 characters")
+        if type(self.priority) is not int or not 0 <= self.priority <= 4:
+            raise InvalidInput("priority must be an integer 0..4")
+        if not isinstance(self.content, str) or not self.content.strip():
+            raise InvalidInput("item content must not be empty")
+        if "\x00" in self.content:
+            raise InvalidInput("item content must not contain NUL characters")
+        try:
+            size = len(self.content.encode("utf-8"))
+        except UnicodeEncodeError:
+            raise InvalidInput("item content is not valid UTF-8 text") from None
+        if size > MAX_CONTENT_BYTES:
+            raise InvalidInput(f"item content is {size} bytes; the limit is {MAX_CONTENT_BYTES}")
+        if self.ref_bead is not None:
+            check_id(self.ref_bead)
+        if self.moot_when is not None and not (
+            isinstance(self.moot_when, list)
+            and all(isinstance(c, dict) and c for c in self.moot_when)
+        ):
+            raise InvalidInput("moot_when must be a list of non-empty field mappings")
+        return self
+
+    def expired(self, now: float) -> bool:
+        return self.expires_at is not None and self.expires_at <= now
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "agent": self.agent,
+            "key": self.key,
+            "type": self.type,
+            "source": self.source,
+            "content": self.content,
+            "priority": self.priority,
+            "created_at": self.created_at,
+            "expires_at": self.expires_at,
+            "ref_bead": self.ref_bead,
+            "moot_when": self.moot_when,
+            "state": self.state,
+            "session": self.session,
+            "settled_at": self.settled_at,
+        }
+
+    @classmethod
+    def from_json(cls, data: Any) -> Item:
+        """An item from a queue line's object; raise InvalidInput if it is not one."""
+        if not isinstance(data, dict):
+            raise InvalidInput("an inbox item must be a JSON object")
+        names = {"agent", "key", "content", "type", "source", "priority", "created_at"}
+        names |= {"expires_at", "ref_bead", "moot_when"}
+        try:
+            item = cls(**{k: v for k, v in data.items() if k in names})
+        except TypeError as exc:
+            raise InvalidInput(f"not an inbox item: {exc}") from None
+        for name in ("created_at", "expires_at"):
+            value = getattr(item, name)
+            if value is not None and (type(value) not in (int, float)):
+                raise InvalidInput(f"{name} must be a number of seconds")
+        return item.check()
+
+
+def is_moot(bead_fields: dict[str, Any], conditions: list[dict[str, Any]]) -> bool:
+    """True when the bead (as `Bead.to_dict()`) matches any of the conditions."""
+    meta = bead_fields.get("meta") or {}
+    for condition in conditions:
+        if all(
+            (meta.get(name[5:]) if name.startswith("meta.") else bead_fields.get(name)) == value
+            for name, value in condition.items()
+        ):
+            return True
+    return False

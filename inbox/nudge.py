@@ -1,0 +1,146 @@
+"""Nudges: wake an idle agent by running its configured command.
+
+`config.yaml` gives an agent a nudge command as an argv template, for example
+`agents: {mayor: {nudge: [tmux, send-keys, -t, "{session}", "{text}", Enter]}}`. The command
+runs without a shell in a detached supervisor process (`python -m inbox.nudge`), which kills it
+(and its children) after `delivery.nudge_timeout` and records the outcome on the session, so
+the producer never waits. An agent is nudged only when one of its live sessions is idle (its
+last hook was Stop), and at most once per `delivery.nudge_interval`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from inbox.render import preview
+
+if TYPE_CHECKING:
+    from inbox.delivery import Delivery
+    from inbox.items import Item
+
+FIELDS = ("session", "agent", "text")
+
+
+def nudge_command(delivery: Delivery, agent: str) -> list[str] | None:
+    """The agent's nudge argv template from config.yaml, or None."""
+    spec = ((delivery.store_config().get("agents") or {}).get(agent) or {}).get("nudge")
+    if spec is None:
+        return None
+    if not (isinstance(spec, list) and spec and all(isinstance(a, str) for a in spec)):
+        from beads.errors import InvalidInput
+
+        raise InvalidInput(f"agents.{agent}.nudge must be a list of strings (an argv template)")
+    return spec
+
+
+def nudge_agents(delivery: Delivery, items: Sequence[Item]) -> None:
+    """Nudge each agent of `items` that has a command, an idle session and is due."""
+    by_agent: dict[str, Item] = {}
+    for item in items:
+        by_agent.setdefault(item.agent, item)
+    for agent, item in by_agent.items():
+        nudge(
+            delivery,
+            agent,
+            f"[gc] new {item.type} from {item.source}: {preview(item.content, 120)}",
+        )
+
+
+def nudge(delivery: Delivery, agent: str, text: str) -> str | None:
+    """Start a nudge of `agent`'s most recent idle session; returns the session or None."""
+    template = nudge_command(delivery, agent)
+    if template is None:
+        return None
+    idle = [s for s in delivery.live_sessions(agent) if s.state == "idle"]
+    if not idle:
+        return None
+    now = time.time()
+    interval = delivery.setting("nudge_interval")
+    with delivery.write() as db:  # claim the interval atomically: racing producers nudge once
+        claimed = db.execute(
+            "INSERT INTO nudges(agent, last_at) VALUES (?, ?) ON CONFLICT(agent) DO UPDATE "
+            "SET last_at = excluded.last_at WHERE nudges.last_at <= ?",
+            (agent, now, now - interval),
+        ).rowcount
+    if not claimed:
+        return None
+    session = idle[0].session
+    values = {"session": session, "agent": agent, "text": text}
+    argv = [part.format_map(_Only(values)) for part in template]
+    job = {
+        "db": str(delivery.root),
+        "session": session,
+        "argv": argv,
+        "timeout": delivery.setting("nudge_timeout"),
+    }
+    subprocess.Popen(
+        [sys.executable, "-m", "inbox.nudge", json.dumps(job)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+        close_fds=True,
+    )
+    return session
+
+
+class _Only(dict[str, str]):
+    """Fill `{session}`, `{agent}` and `{text}`; leave any other `{...}` as written."""
+
+    def __missing__(self, key: str) -> str:
+        return "{" + key + "}"
+
+
+def run_job(job: dict[str, Any]) -> tuple[str, str]:
+    """Run one nudge command with its timeout; returns `(outcome, detail)`."""
+    argv, timeout = job["argv"], float(job["timeout"])
+    try:
+        process = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        return "failed", f"cannot run {argv[0]!r}: {exc.strerror or exc}"
+    try:
+        _out, err = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill_group(process.pid)
+        process.communicate()
+        return "timed out", f"{argv[0]} ran past {timeout:g}s and was killed"
+    if process.returncode != 0:
+        tail = err.decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
+        return "failed", f"{argv[0]} exited {process.returncode} {tail[0][:200]}".rstrip()
+    return "ok", f"{argv[0]} exited 0"
+
+
+def _kill_group(pid: int) -> None:
+    """Kill a process group started with `start_new_session` (the command and its children)."""
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def main(argv: list[str]) -> None:
+    """The detached supervisor: run the job, record its outcome on the session."""
+    from inbox.delivery import Delivery
+
+    job = json.loads(argv[0])
+    outcome, detail = run_job(job)
+    with Delivery(Path(job["db"])) as delivery:
+        delivery.record_nudge(job["session"], outcome, detail)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,104 @@
+"""Per-session JSONL queues (`.runtime/inject-queue/<session>.jsonl`).
+
+Appends take the queue's file lock and write one line in one `write` call, so concurrent
+producers never interleave. `take` locks, reads and truncates. A line that does not parse is
+kept in `<session>.bad.jsonl` (with the reason) and reported, never fatal.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from beads.errors import InvalidInput
+
+SESSION_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
+LOCK_TIMEOUT = 30.0
+
+
+def check_session(session: str) -> str:
+    """A session name is a file name: letters, digits, `.`, `_`, `:`, `-` (no paths)."""
+    if not isinstance(session, str) or not SESSION_RE.fullmatch(session):
+        raise InvalidInput(
+            f"invalid session id {session!r}: use letters, digits, '.', '_', ':' and '-' "
+            "(up to 128 characters)"
+        )
+    return session
+
+
+class SessionQueue:
+    """The JSONL queue of one session."""
+
+    def __init__(self, runtime: Path, session: str) -> None:
+        directory = runtime / "inject-queue"
+        self.path = directory / f"{check_session(session)}.jsonl"
+        self.bad_path = directory / f"{session}.bad.jsonl"
+        self.lock_path = directory / f"{session}.lock"
+        directory.mkdir(parents=True, exist_ok=True)
+
+    @property
+    def _lock(self) -> Any:
+        import filelock  # lazy: a hook with an empty queue never needs it
+
+        return filelock.FileLock(str(self.lock_path), timeout=LOCK_TIMEOUT)
+
+    def empty(self) -> bool:
+        """True when there is nothing to take (checked without the lock: appends are atomic)."""
+        try:
+            return self.path.stat().st_size == 0
+        except FileNotFoundError:
+            return True
+
+    def set_aside(self, line: str, why: str) -> None:
+        """Keep a line that cannot be used in `<session>.bad.jsonl`, with the reason."""
+        record = json.dumps({"line": line, "error": why}, ensure_ascii=False) + "\n"
+        with open(self.bad_path, "a", encoding="utf-8") as handle:
+            handle.write(record)
+
+    def append(self, record: dict[str, Any]) -> None:
+        """Add one line, durably."""
+        line = (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+        with self._lock:
+            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+            try:
+                os.write(fd, line)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+
+    def take(self) -> tuple[list[dict[str, Any]], list[str]]:
+        """Empty the queue: `(records, problems)`; unparsable lines are set aside."""
+        with self._lock:
+            try:
+                raw = self.path.read_bytes()
+            except FileNotFoundError:
+                return [], []
+            records: list[dict[str, Any]] = []
+            bad: list[bytes] = []
+            for line in raw.splitlines():
+                if not line.strip():
+                    continue
+                try:
+                    value = json.loads(line)
+                except (ValueError, UnicodeDecodeError):
+                    bad.append(line)
+                    continue
+                if isinstance(value, dict):
+                    records.append(value)
+                else:
+                    bad.append(line)
+            problems = []
+            for line in bad:
+                self.set_aside(line.decode("utf-8", "replace"), "not a JSON object")
+            if bad:
+                problems.append(
+                    f"{len(bad)} unparsable line(s) in {self.path.name} set aside in "
+                    f"{self.bad_path.name}"
+                )
+            # Truncate last: a crash before this point re-delivers (dedup absorbs it).
+            with open(self.path, "r+b") as handle:
+                handle.truncate(0)
+            return records, problems
