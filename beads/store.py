@@ -10,6 +10,7 @@ and the index forward from the tree diff.
 from __future__ import annotations
 
 import contextlib
+import copy
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -294,6 +295,21 @@ class Store:
             batch = Batch(self, message)
             yield batch
             batch.commit()
+
+    def set_setting(self, key: str, value: Any) -> dict[str, Any]:
+        """Set one dotted key of `config.yaml` (`agents.mayor.nudge`) in one commit."""
+        parts = key.split(".")
+        if not all(parts):
+            raise InvalidInput(f"invalid config key {key!r}")
+        with self.batch(f"config: set {key}") as batch:
+            config = copy.deepcopy(self.config)
+            node = config
+            for part in parts[:-1]:
+                if not isinstance(node.get(part), dict):
+                    node[part] = {}
+                node = node[part]
+            node[parts[-1]] = value
+            return batch.set_config(config)
 
     def create(self, type: str, title: str, body: str = "", **fields: Any) -> Bead:
         """Create one bead (one commit). See `Batch.create` for the fields."""

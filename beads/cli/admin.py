@@ -1,4 +1,4 @@
-"""`gc init`, `gc log`, `gc doctor`: the store as a whole."""
+"""`gc init`, `gc log`, `gc doctor`, `gc config`: the store as a whole."""
 
 from __future__ import annotations
 
@@ -83,3 +83,41 @@ def doctor(rebuild_index: bool, restore_view: bool, compact: bool) -> None:
     )
     if not report.ok:
         click.get_current_context().exit(50)
+
+
+@click.group()
+def config() -> None:
+    """Show or change config.yaml (committed like every bead)."""
+
+
+@config.command("get")
+@click.argument("key", required=False)
+@global_options
+def config_get(key: str | None) -> None:
+    """Print the whole configuration, or the value of a dotted KEY."""
+    import json
+
+    from beads.errors import NotFound
+
+    value = open_store().config
+    for part in key.split(".") if key else []:
+        if not isinstance(value, dict) or part not in value:
+            raise NotFound(f"no config key {key!r}")
+        value = value[part]
+    emit({"key": key, "value": value}, json.dumps(value, indent=2, ensure_ascii=False))
+
+
+@config.command("set")
+@click.argument("key")
+@click.argument("value")
+@global_options
+def config_set(key: str, value: str) -> None:
+    """Set a dotted KEY to VALUE (JSON when it parses as JSON, else text)."""
+    import json
+
+    try:
+        parsed = json.loads(value)
+    except ValueError:
+        parsed = value
+    open_store().set_setting(key, parsed)
+    emit({"key": key, "value": parsed}, f"Set {key} = {json.dumps(parsed, ensure_ascii=False)}")

@@ -21,6 +21,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "init": ("beads.cli.admin", "init", "Create a store (.beads/) here or under PATH."),
     "bead": ("beads.cli.bead", "bead", "Create, show, list, change and close beads."),
     "log": ("beads.cli.admin", "log", "Show who changed what, from the store's git history."),
+    "config": ("beads.cli.admin", "config", "Show or change config.yaml."),
     "doctor": ("beads.cli.admin", "doctor", "Check the store and repair derived files."),
     "mail": ("mail.cli", "mail", "Send, read, reply to and archive mail between agents."),
     "inbox": ("inbox.cli", "inbox", "Push, list, drain and wait for delivery items."),

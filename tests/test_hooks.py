@@ -1,0 +1,262 @@
+"""`gc hook run` and `gc hook install` as Claude Code calls them: JSON in, JSON out.
+
+The replies are checked against the fields Claude Code documents for each event:
+SessionStart and UserPromptSubmit answer `hookSpecificOutput.hookEventName` and
+`additionalContext`; Stop answers `decision: "block"` with a `reason`, or nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from beads.store import Store
+from inbox import Delivery
+from mail.beadmail import BeadMail
+from tests.conftest import GcRunner
+
+MAILSCRIPT = Path(__file__).parent / "mailscripts" / "jsonmail"
+
+
+def hook(gc: GcRunner, event: str, session: str = "s1", agent: str = "dog", **fields: object):
+    payload = {
+        "session_id": session,
+        "transcript_path": f"/tmp/{session}.jsonl",
+        "cwd": str(gc.cwd),
+        "hook_event_name": event,
+        **fields,
+    }
+    result = gc("hook", "run", input=json.dumps(payload), env={"GC_AGENT": agent})
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout) if result.stdout.strip() else None
+
+
+@pytest.fixture
+def project(tmp_path: Path, gc: GcRunner) -> Path:
+    assert gc("init").returncode == 0
+    return tmp_path
+
+
+def test_session_start_registers_and_drains_into_additional_context(
+    project: Path, gc: GcRunner
+) -> None:
+    assert gc("mail", "send", "dog", "-s", "Review", "-m", "Please review PR 12",
+              env={"GC_AGENT": "mayor"}).returncode == 0  # fmt: skip
+    reply = hook(gc, "SessionStart", source="startup")
+    assert set(reply) == {"hookSpecificOutput"}
+    out = reply["hookSpecificOutput"]
+    assert out["hookEventName"] == "SessionStart"
+    assert "Please review PR 12" in out["additionalContext"]
+    assert out["additionalContext"].startswith("<system-reminder>")
+    sessions = gc.json("session", "list")["sessions"]
+    assert [(s["session"], s["agent"], s["state"]) for s in sessions] == [("s1", "dog", "busy")]
+    assert hook(gc, "UserPromptSubmit", prompt="next") is None  # delivered once
+
+
+def test_mail_reaches_the_next_prompt_once(project: Path, gc: GcRunner) -> None:
+    hook(gc, "SessionStart", source="startup")
+    gc("mail", "send", "dog", "-m", "ping", env={"GC_AGENT": "mayor"})
+    reply = hook(gc, "UserPromptSubmit", prompt="hello")
+    assert reply["hookSpecificOutput"]["hookEventName"] == "UserPromptSubmit"
+    assert "ping" in reply["hookSpecificOutput"]["additionalContext"]
+    assert hook(gc, "UserPromptSubmit", prompt="again") is None
+
+
+def test_read_mail_never_reaches_the_hook(project: Path, gc: GcRunner) -> None:
+    sent = gc.json("mail", "send", "dog", "-m", "already seen", env={"GC_AGENT": "mayor"})
+    gc("mail", "read", sent["message"]["id"], env={"GC_AGENT": "dog"})
+    assert hook(gc, "SessionStart", source="startup") is None
+
+
+def test_exec_provider_mail_reaches_the_hook_once(project: Path, gc: GcRunner) -> None:
+    env = {"GC_MAIL": f"exec:{MAILSCRIPT}", "JSONMAIL_FILE": str(project / "mailbox.json")}
+    gc.env.update(env)
+    assert gc("mail", "send", "dog", "-m", "via script", env={"GC_AGENT": "mayor"}).returncode == 0
+    reply = hook(gc, "SessionStart", source="startup")
+    assert "via script" in reply["hookSpecificOutput"]["additionalContext"]
+    assert hook(gc, "UserPromptSubmit", prompt="x") is None
+
+
+def test_compact_start_drains_again(project: Path, gc: GcRunner) -> None:
+    hook(gc, "SessionStart", source="startup")
+    gc("inbox", "push", "--to", "dog", "after compaction", env={"GC_AGENT": "mayor"})
+    reply = hook(gc, "SessionStart", source="compact")
+    assert "after compaction" in reply["hookSpecificOutput"]["additionalContext"]
+
+
+def test_pre_compact_marks_nothing_delivered(project: Path, gc: GcRunner) -> None:
+    hook(gc, "SessionStart", source="startup")
+    gc("inbox", "push", "--to", "dog", "keep me", env={"GC_AGENT": "mayor"})
+    assert hook(gc, "PreCompact", trigger="auto", custom_instructions="") is None
+    pending = gc.json("inbox", "list", "--agent", "dog")["items"]
+    assert [i["content"] for i in pending] == ["keep me"]
+
+
+def test_stop_blocks_only_for_priority_zero(project: Path, gc: GcRunner) -> None:
+    hook(gc, "SessionStart", source="startup")
+    gc("inbox", "push", "--to", "dog", "later is fine", env={"GC_AGENT": "mayor"})
+    assert hook(gc, "Stop", stop_hook_active=False) is None
+    assert gc.json("session", "list")["sessions"][0]["state"] == "idle"
+    gc("inbox", "push", "--to", "dog", "--priority", "0", "prod is down",
+       env={"GC_AGENT": "mayor"})  # fmt: skip
+    reply = hook(gc, "Stop", stop_hook_active=False)
+    assert reply["decision"] == "block" and "prod is down" in reply["reason"]
+    assert "later is fine" not in reply["reason"]
+    assert hook(gc, "Stop", stop_hook_active=True) is None
+    reply = hook(gc, "UserPromptSubmit", prompt="ok")
+    assert "later is fine" in reply["hookSpecificOutput"]["additionalContext"]
+
+
+def test_session_end_ends_the_session(project: Path, gc: GcRunner) -> None:
+    hook(gc, "SessionStart", source="startup")
+    assert hook(gc, "SessionEnd", reason="exit") is None
+    assert gc.json("session", "list")["sessions"] == []
+    ended = gc.json("session", "list", "--all")["sessions"]
+    assert ended[0]["state"] == "ended"
+
+
+@pytest.mark.parametrize(
+    "stdin", [b"", b"not json", b"[1, 2]", b'{"hook_event_name": "Stop"}', b"\xff\xfe"]
+)
+def test_bad_hook_input_fails_open(project: Path, gc: GcRunner, stdin: bytes) -> None:
+    result = gc("hook", "run", input=stdin)
+    assert result.returncode == 0 and result.stdout == "" and "Traceback" not in result.stderr
+    assert (project / ".beads" / ".runtime" / "hooks.log").read_text().strip()
+
+
+def test_broken_delivery_database_fails_open(project: Path, gc: GcRunner) -> None:
+    hook(gc, "SessionStart", source="startup")
+    db = project / ".beads" / ".runtime" / "delivery.sqlite3"
+    for extra in ("-wal", "-shm"):
+        Path(f"{db}{extra}").unlink(missing_ok=True)
+    db.write_bytes(b"this is not a database" * 100)
+    assert hook(gc, "UserPromptSubmit", prompt="x") is None
+    assert "delivery" in (project / ".beads" / ".runtime" / "hooks.log").read_text()
+
+
+def test_hook_outside_any_store_does_nothing(tmp_path: Path) -> None:
+    runner = GcRunner(tmp_path)
+    payload = {"session_id": "s", "hook_event_name": "UserPromptSubmit", "cwd": str(tmp_path)}
+    result = runner("hook", "run", input=json.dumps(payload))
+    assert result.returncode == 0 and result.stdout == ""
+
+
+def test_a_quiet_prompt_hook_never_loads_dulwich_or_ruamel(project: Path) -> None:
+    code = (
+        "import json, sys; from gates.hooks import run_hook;"
+        "run_hook({'session_id': 's', 'hook_event_name': 'UserPromptSubmit', 'cwd': sys.argv[1]},"
+        " agent='dog');"
+        "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('dulwich', 'ruamel', 'mail'))))"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GC_")}
+    out = subprocess.run([sys.executable, "-c", code, str(project)], capture_output=True,
+                         text=True, env=env, check=True).stdout  # fmt: skip
+    assert json.loads(out) == []
+
+
+def test_hung_nudge_is_killed_and_reported(project: Path, gc: GcRunner) -> None:
+    pidfile = project / "nudge.pid"
+    script = f"echo $$ > {pidfile}; exec sleep 60"
+    assert gc("config", "set", "agents.dog.nudge", json.dumps(["sh", "-c", script])).returncode == 0
+    assert gc("config", "set", "delivery.nudge_timeout", "1s").returncode == 0
+    hook(gc, "SessionStart", source="startup")
+    hook(gc, "Stop", stop_hook_active=False)
+    started = time.monotonic()
+    assert gc("inbox", "push", "--to", "dog", "wake up").returncode == 0
+    assert time.monotonic() - started < 5  # the producer never waits for the nudge
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        session = gc.json("session", "list")["sessions"][0]
+        if session["nudge_outcome"]:
+            break
+        time.sleep(0.2)
+    assert session["nudge_outcome"] == "timed out"
+    assert "timed out" in gc("session", "list").stdout
+    pid = int(pidfile.read_text())
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+
+
+def test_nudge_only_idle_agents_once_per_interval(project: Path, gc: GcRunner) -> None:
+    log = project / "nudges.log"
+    argv = ["sh", "-c", f'echo "$0 $1" >> {log}', "{session}", "{text}"]
+    gc("config", "set", "agents.dog.nudge", json.dumps(argv))
+    hook(gc, "SessionStart", source="startup")
+    gc("inbox", "push", "--to", "dog", "busy: no nudge")
+    hook(gc, "Stop", stop_hook_active=False)
+    gc("inbox", "push", "--to", "dog", "idle: nudge")
+    gc("inbox", "push", "--to", "dog", "within the interval: no nudge")
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and not log.exists():
+        time.sleep(0.1)
+    time.sleep(0.5)
+    lines = log.read_text().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("s1 ") and "idle: nudge" in lines[0]
+    assert gc.json("session", "list")["sessions"][0]["nudge_outcome"] == "ok"
+
+
+def test_install_merges_idempotently(tmp_path: Path, gc: GcRunner) -> None:
+    settings = tmp_path / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    mine = {"type": "command", "command": "echo mine"}
+    settings.write_text(json.dumps({
+        "permissions": {"allow": ["Bash(ls:*)"]},
+        "hooks": {"Stop": [{"hooks": [mine]}],
+                  "PreToolUse": [{"matcher": "Bash", "hooks": [mine]}]},
+    }))  # fmt: skip
+    assert gc("hook", "install").returncode == 0
+    once = json.loads(settings.read_text())
+    assert gc("hook", "install").returncode == 0
+    twice = json.loads(settings.read_text())
+    assert once == twice
+    assert twice["permissions"] == {"allow": ["Bash(ls:*)"]}
+    assert twice["hooks"]["PreToolUse"] == [{"matcher": "Bash", "hooks": [mine]}]
+    for event in ("SessionStart", "UserPromptSubmit", "PreCompact", "Stop", "SessionEnd"):
+        commands = [h["command"] for g in twice["hooks"][event] for h in g["hooks"]]
+        assert commands.count("gc hook run") == 1
+    assert [h["command"] for g in twice["hooks"]["Stop"] for h in g["hooks"]] == [
+        "echo mine",
+        "gc hook run",
+    ]
+
+
+def test_install_refuses_a_broken_settings_file(tmp_path: Path, gc: GcRunner) -> None:
+    settings = tmp_path / "settings.json"
+    settings.write_text("{not json")
+    result = gc("hook", "install", "--settings", str(settings))
+    assert result.returncode == 30 and "not valid JSON" in result.stderr
+    assert settings.read_text() == "{not json"
+
+
+def test_inbox_cli_push_list_drain_wait(project: Path, gc: GcRunner) -> None:
+    pushed = gc.json("inbox", "push", "--to", "dog", "--type", "alert", "--dedup-key", "k", "hi")
+    assert pushed["items"][0]["created"] is True
+    again = gc.json("inbox", "push", "--to", "dog", "--dedup-key", "k", "hi again")
+    assert again["items"][0]["created"] is False
+    assert gc("inbox", "wait", "--agent", "dog", "--timeout", "1").returncode == 0
+    assert gc("inbox", "wait", "--agent", "cat", "--timeout", "0.2").returncode == 10
+    drained = gc.json("inbox", "drain", "--session", "cli-1", "--agent", "dog")
+    assert [i["content"] for i in drained["items"]] == ["hi"]
+    assert "<system-reminder>" in drained["text"]
+    assert gc.json("inbox", "list", "--agent", "dog", "--delivered")["items"][0]["state"] == (
+        "delivered"
+    )
+    bad = gc("inbox", "push", "--to", "../x", "hi")
+    assert bad.returncode == 30 and "Traceback" not in bad.stderr
+    assert gc("inbox", "drain", "--session", "../etc").returncode == 30
+
+
+def test_drain_reconcile_recovers_missed_mail_items(project: Path, gc: GcRunner) -> None:
+    with Store.open(project) as store:
+        BeadMail(store).send("mayor", "dog", "s", "missed")
+    with Delivery(store.root) as delivery:
+        delivery.db.execute("DELETE FROM items")
+    drained = gc.json("inbox", "drain", "--session", "s9", "--agent", "dog", "--reconcile")
+    assert "missed" in drained["text"]
