@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 
 from beads.record import Bead
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -33,6 +33,8 @@ CREATE INDEX IF NOT EXISTS beads_created ON beads(created_at);
 CREATE INDEX IF NOT EXISTS beads_updated ON beads(updated_at);
 CREATE TABLE IF NOT EXISTS labels(label TEXT NOT NULL, id TEXT NOT NULL,
     PRIMARY KEY(label, id)) WITHOUT ROWID;
+-- Writers delete a bead's labels by id: without this, each write scans every label.
+CREATE INDEX IF NOT EXISTS labels_id ON labels(id);
 CREATE TABLE IF NOT EXISTS invalid(path TEXT PRIMARY KEY, error TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS agents(name TEXT PRIMARY KEY) WITHOUT ROWID;
 """

@@ -1,4 +1,4 @@
-"""`gc hook` (run, install) and `gc gate` (arrives with the gates issue)."""
+"""`gc hook` (run, install), `gc gate` and `gc decision`: thin over the gates package."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from beads.cli.common import emit, global_options, settings
+from beads.cli.common import emit, global_options, open_store, settings
 
 
 @click.group()
@@ -59,9 +59,288 @@ def install(settings_path: str, command: str) -> None:
     )
 
 
-@click.group(invoke_without_command=True)
+@click.group()
 def gate() -> None:
-    """Session gates, bead gates and decisions (not yet)."""
-    from beads.errors import InvalidInput
+    """Session gates (register, mark, status) and bead gates (create, check, resolve)."""
 
-    raise InvalidInput("gc gate is not built yet")
+
+def _root() -> Path:
+    from beads.location import find_store
+
+    return find_store(settings().beads_dir)
+
+
+def _session(session: str | None) -> str:
+    import os
+
+    from beads.errors import InvalidInput
+    from inbox.queue import check_session
+
+    chosen = session or os.environ.get("GC_SESSION_ID")
+    if not chosen:
+        raise InvalidInput("give --session S (or set $GC_SESSION_ID)")
+    return check_session(chosen)
+
+
+@gate.command()
+@click.argument("gate_id")
+@click.option("--hook", "hook_name", default="Stop", show_default=True, help="The hook event.")
+@click.option("--mode", type=click.Choice(["strict", "soft"]), required=True)
+@click.option("--description", help="What the gate asks for.")
+@click.option("--check", help="A command (split like a shell would, run without one).")
+@global_options
+def register(gate_id: str, hook_name: str, mode: str, description: str | None,
+             check: str | None) -> None:  # fmt: skip
+    """Register a session gate for every session (kept in config.yaml)."""
+    from gates.session_gates import gate_definition
+
+    spec = gate_definition(gate_id, {"hook": hook_name, "mode": mode,
+                                     "description": description, "check": check})  # fmt: skip
+    open_store().set_setting(f"gates.session.{gate_id}", spec)
+    emit({"gate": {"id": gate_id, **spec}}, f"Registered {mode} gate {gate_id} on {hook_name}")
+
+
+@gate.command()
+@click.argument("gate_id")
+@global_options
+def unregister(gate_id: str) -> None:
+    """Remove a registered session gate."""
+    from beads.errors import NotFound
+    from gates.session_gates import check_gate_id
+
+    store = open_store()
+    registered = dict((store.config.get("gates") or {}).get("session") or {})
+    if check_gate_id(gate_id) not in registered:
+        raise NotFound(f"no registered gate {gate_id}")
+    del registered[gate_id]
+    store.set_setting("gates.session", registered)
+    emit({"gate": {"id": gate_id}}, f"Unregistered gate {gate_id}")
+
+
+@gate.command()
+@click.argument("gate_id")
+@click.option("--session", "session", help="The session (default: $GC_SESSION_ID).")
+@global_options
+def mark(gate_id: str, session: str | None) -> None:
+    """Mark a session gate satisfied."""
+    from gates.session_gates import mark as make_marker
+
+    chosen = _session(session)
+    make_marker(_root(), chosen, gate_id)
+    emit({"gate": gate_id, "session": chosen}, f"Marked {gate_id} for session {chosen}")
+
+
+@gate.command()
+@click.argument("gate_id", required=False)
+@click.option("--session", "session", help="The session (default: $GC_SESSION_ID).")
+@global_options
+def clear(gate_id: str | None, session: str | None) -> None:
+    """Remove a marker (or all of the session's markers)."""
+    from gates.session_gates import clear as remove_markers
+
+    chosen = _session(session)
+    removed = remove_markers(_root(), chosen, gate_id)
+    emit({"session": chosen, "removed": removed}, f"Removed {removed} marker(s)")
+
+
+@gate.command()
+@click.option("--session", "session", help="The session (default: $GC_SESSION_ID).")
+@global_options
+def status(session: str | None) -> None:
+    """Each session gate of the session: satisfied or not, and how."""
+    from gates.session_gates import evaluate, session_gates
+
+    chosen = _session(session)
+    store = open_store()
+    statuses = [evaluate(g, store.root, chosen, cwd=store.root.parent)
+                for g in session_gates(store.config)]  # fmt: skip
+    rows = [f"{'ok ' if s.satisfied else 'NO '} {s.gate.mode:<6} {s.gate.id}: {s.how}"
+            for s in statuses]  # fmt: skip
+    emit({"session": chosen, "gates": [s.to_json() for s in statuses]},
+         "\n".join(rows) or "No session gates")  # fmt: skip
+
+
+@gate.command()
+@click.option(
+    "--await",
+    "await_spec",
+    required=True,
+    help="timer:30m | human | mail:<msg-id> | bead:<id> | gh:run:<workflow> | gh:pr:<n>",
+)
+@click.option("--waiter", "waiters", multiple=True, help="Who is told (default: you).")
+@click.option("--timeout", help="Escalate when nothing happened after this long (e.g. 2h).")
+@click.option("--parent", help="The bead this gate belongs to.")
+@click.option("--title", help="A title (default: Wait for <await>).")
+@global_options
+def create(await_spec: str, waiters: tuple[str, ...], timeout: str | None, parent: str | None,
+           title: str | None) -> None:  # fmt: skip
+    """Create a bead gate."""
+    from gates.beadgates import create_gate
+
+    made = create_gate(open_store(), await_spec, waiters=waiters, timeout=timeout,
+                       parent=parent, title=title)  # fmt: skip
+    emit({"bead": made.to_dict()}, f"Created gate {made.id}")
+
+
+@gate.command()
+@global_options
+def check() -> None:
+    """Resolve or escalate every open gate whose condition holds (runs gh for gh gates)."""
+    from gates.beadgates import check_gates
+    from gates.decisions import answer_timed_out
+
+    store = open_store()
+    answered = answer_timed_out(store)
+    outcomes = check_gates(store)
+    lines = [f"decision {d} answered with its default" for d in answered]
+    lines += [f"{o.action:<9} {o.gate_id}: {o.reason or o.error or ''}" for o in outcomes]
+    emit({"answered": answered, "outcomes": [o.__dict__ for o in outcomes]},
+         "\n".join(lines) or "No gate changed")  # fmt: skip
+
+
+@gate.command()
+@click.option("--interval", type=click.FloatRange(min=0.1), default=30.0, show_default=True)
+@click.option("--rounds", type=click.IntRange(min=1), help="Stop after this many checks.")
+@global_options
+def watch(interval: float, rounds: int | None) -> None:
+    """Run `gc gate check` every --interval seconds."""
+    import time
+
+    from gates.beadgates import check_gates
+    from gates.decisions import answer_timed_out
+
+    store = open_store()
+    done = 0
+    while rounds is None or done < rounds:
+        answered = answer_timed_out(store)
+        for outcome in check_gates(store):
+            click.echo(f"{outcome.action:<9} {outcome.gate_id}: {outcome.reason or outcome.error}")
+        for decision_id in answered:
+            click.echo(f"decision {decision_id} answered with its default")
+        done += 1
+        if rounds is None or done < rounds:
+            time.sleep(interval)
+
+
+@gate.command()
+@click.argument("gate_id")
+@click.option("--reason", help="Why it is resolved.")
+@global_options
+def resolve(gate_id: str, reason: str | None) -> None:
+    """Resolve a gate by hand (a human gate, say)."""
+    from gates.beadgates import resolve_gate
+
+    done = resolve_gate(open_store(), gate_id, reason)
+    emit({"bead": done.to_dict()}, f"Resolved gate {done.id}")
+
+
+@gate.command("close")
+@click.argument("gate_id")
+@click.option("--reason", help="Why.")
+@click.option("--force", is_flag=True, help="Close a gate that has not resolved.")
+@global_options
+def close_gate(gate_id: str, reason: str | None, force: bool) -> None:
+    """Close a gate (an unresolved one needs --force)."""
+    store = open_store()
+    closed = store.close_bead(gate_id, reason or "closed", force=force)
+    emit({"bead": closed.to_dict()}, f"Closed gate {closed.id}")
+
+
+@gate.command("list")
+@click.option("--all", "show_all", is_flag=True, help="Closed gates too.")
+@global_options
+def list_gates(show_all: bool) -> None:
+    """Bead gates (open ones by default)."""
+    gates = open_store().list(type="gate", status=None if show_all else "open", limit=None)
+    rows = [f"{g.id}  {g.status:<6} {g.meta.get('state', ''):<9} "
+            f"{g.meta.get('await_type')}:{g.meta.get('await_id') or ''}  {g.title}"
+            for g in gates]  # fmt: skip
+    emit({"beads": [g.to_dict() for g in gates]}, "\n".join(rows) or "No gates")
+
+
+@gate.command()
+@click.argument("gate_id")
+@global_options
+def show(gate_id: str) -> None:
+    """Show a gate bead."""
+    found = open_store().get(gate_id)
+    emit({"bead": found.to_dict()}, lambda: json.dumps(found.to_dict(), indent=2))
+
+
+@click.group()
+def decision() -> None:
+    """Questions for a human; the answer comes back to the requester's inbox."""
+
+
+@decision.command("create")
+@click.option("--prompt", required=True, help="The question.")
+@click.option("--option", "options", multiple=True, required=True, help="KEY[=LABEL], twice+.")
+@click.option("--default", "default", help="The option taken when the timeout passes.")
+@click.option("--timeout", help="How long to wait for the answer (e.g. 2h).")
+@click.option("--to", "assignee", default="human", show_default=True, help="Who answers.")
+@click.option("--session", "session", help="Mark this session's decision gate.")
+@click.option("--wait", "wait", is_flag=True, help="Block until the answer (or the timeout).")
+@global_options
+def create_decision(
+    prompt: str,
+    options: tuple[str, ...],
+    default: str | None,
+    timeout: str | None,
+    assignee: str,
+    session: str | None,
+    wait: bool,
+) -> None:
+    """Ask a human; with --wait, block until the answer (exit 10 on timeout, no default)."""
+    import os
+
+    from beads.times import parse_duration
+    from gates import decisions, session_gates
+
+    store = open_store()
+    made, gate_bead = decisions.create_decision(store, prompt, options, default=default,
+                                                timeout=timeout, assignee=assignee)  # fmt: skip
+    chosen = session or os.environ.get("GC_SESSION_ID")
+    if chosen:
+        session_gates.mark(store.root, chosen, "decision")
+    if not wait:
+        emit({"bead": made.to_dict(), "gate": gate_bead.to_dict()},
+             f"Created decision {made.id} (gate {gate_bead.id})")  # fmt: skip
+        return
+    seconds = parse_duration(timeout) if timeout else None
+    answered = decisions.wait_or_default(store, made.id, seconds)
+    emit({"bead": answered.to_dict()}, decisions.answer_text(answered))
+
+
+@decision.command()
+@click.argument("decision_id")
+@click.option("--select", "select", required=True, help="The option's KEY.")
+@click.option("--text", help="A note with the answer.")
+@global_options
+def respond(decision_id: str, select: str, text: str | None) -> None:
+    """Answer a decision: resolves its gate, then tells the requester."""
+    from gates.decisions import answer_text
+    from gates.decisions import respond as answer
+
+    done = answer(open_store(), decision_id, select, text)
+    emit({"bead": done.to_dict()}, answer_text(done))
+
+
+@decision.command("list")
+@click.option("--all", "show_all", is_flag=True, help="Answered decisions too.")
+@global_options
+def list_decisions(show_all: bool) -> None:
+    """Open decisions (all with --all)."""
+    found = open_store().list(type="decision", status=None if show_all else "open", limit=None)
+    rows = [f"{d.id}  {d.status:<6} {d.meta.get('requested_by')} -> {d.assignee}: "
+            f"{d.meta.get('prompt')} [{', '.join(o['key'] for o in d.meta.get('options') or [])}]"
+            for d in found]  # fmt: skip
+    emit({"beads": [d.to_dict() for d in found]}, "\n".join(rows) or "No decisions")
+
+
+@decision.command("show")
+@click.argument("decision_id")
+@global_options
+def show_decision(decision_id: str) -> None:
+    """Show a decision."""
+    found = open_store().get(decision_id)
+    emit({"bead": found.to_dict()}, lambda: json.dumps(found.to_dict(), indent=2))

@@ -20,14 +20,14 @@ import json
 import os
 import time
 import traceback
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from beads.errors import GcError, InvalidInput
 from beads.location import find_store
 from beads.record import acting_agent
+from gates.stop import CHAIN
 from inbox.delivery import Delivery
 
 MAX_INPUT_BYTES = 1024 * 1024
@@ -43,28 +43,11 @@ class HookContext:
     agent: str
     payload: dict[str, Any]
     delivery: Delivery
+    root: Path
 
-
-@dataclass
-class StopVerdict:
-    """What one Stop handler says: block with a reason, warn, or nothing."""
-
-    block: str | None = None
-    warnings: list[str] = field(default_factory=list)
-    allow: bool = False  # stop now, skipping later handlers (the loop detector)
-
-
-StopHandler = Callable[[HookContext], StopVerdict | None]
-
-
-def stop_inbox(ctx: HookContext) -> StopVerdict | None:
-    """Priority 30: block only for priority-0 items; the rest wait for the next prompt."""
-    drained = ctx.delivery.drain(ctx.session, ctx.agent, max_priority=0)
-    return StopVerdict(block=drained.text) if drained.items else None
-
-
-# (priority, handler); gates add theirs here (loop detector 14, stop-decision 15, gates 20).
-STOP_CHAIN: list[tuple[int, StopHandler]] = [(30, stop_inbox)]
+    @property
+    def config(self) -> dict[str, Any]:
+        return self.delivery.store_config()
 
 
 def parse_payload(raw: bytes) -> dict[str, Any]:
@@ -96,7 +79,9 @@ def run_hook(
             agent=acting_agent(agent),
             payload=payload,
             delivery=delivery,
+            root=root,
         )
+        resolve_due_timers(root)
         return _dispatch(ctx)
 
 
@@ -123,7 +108,7 @@ def _dispatch(ctx: HookContext) -> dict[str, Any] | None:
 
 def _stop(ctx: HookContext) -> dict[str, Any] | None:
     warnings: list[str] = []
-    for _priority, handler in sorted(STOP_CHAIN, key=lambda entry: entry[0]):
+    for _priority, handler in sorted(CHAIN, key=lambda entry: entry[0]):
         verdict = handler(ctx)
         if verdict is None:
             continue
@@ -132,9 +117,33 @@ def _stop(ctx: HookContext) -> dict[str, Any] | None:
             break
         if verdict.block:
             ctx.delivery.hook_seen(ctx.session, ctx.agent, "Stop", state="busy")
-            return {"decision": "block", "reason": verdict.block}
+            ctx.delivery.count_stop_block(ctx.session, blocked=True)
+            reply: dict[str, Any] = {"decision": "block", "reason": verdict.block}
+            if warnings:
+                reply["systemMessage"] = "\n".join(warnings)
+            return reply
     ctx.delivery.hook_seen(ctx.session, ctx.agent, "Stop", state="idle")
     return {"systemMessage": "\n".join(warnings)} if warnings else None
+
+
+def resolve_due_timers(root: Path) -> None:
+    """Resolve timer gates that are due, found through the index (no `gh`, no dulwich unless
+    one is due)."""
+    from beads.index import Query
+    from beads.reader import IndexReader
+    from beads.times import now_stamp
+
+    now = now_stamp()
+    with IndexReader(root) as reader:
+        timers = reader.index.query(
+            Query(type="gate", status="open", meta={"await_type": "timer"}, limit=None)
+        )
+    if any((g.meta.get("due_at") or "~") <= now for g in timers):
+        from beads.store import Store
+        from gates.beadgates import check_gates
+
+        with Store(root) as store:
+            check_gates(store, only_timers=True)
 
 
 def _reconcile_exec_mail(ctx: HookContext) -> None:

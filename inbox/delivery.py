@@ -38,7 +38,8 @@ CREATE INDEX IF NOT EXISTS items_by_state ON items(agent, state, priority, creat
 CREATE TABLE IF NOT EXISTS sessions(
     session TEXT PRIMARY KEY, agent TEXT NOT NULL, state TEXT NOT NULL, cwd TEXT,
     started_at REAL NOT NULL, last_hook TEXT, last_hook_at REAL NOT NULL, ended_at REAL,
-    nudged_at REAL, nudge_outcome TEXT, nudge_detail TEXT);
+    nudged_at REAL, nudge_outcome TEXT, nudge_detail TEXT,
+    stop_blocks INTEGER NOT NULL DEFAULT 0);
 CREATE INDEX IF NOT EXISTS sessions_by_agent ON sessions(agent, state);
 CREATE TABLE IF NOT EXISTS nudges(agent TEXT PRIMARY KEY, last_at REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS entries(
@@ -76,6 +77,7 @@ class Session:
     nudged_at: float | None = None
     nudge_outcome: str | None = None
     nudge_detail: str | None = None
+    stop_blocks: int = 0  # consecutive Stop hooks that blocked (the loop detector counts them)
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -457,6 +459,17 @@ class Delivery:
 
     def live_sessions(self, agent: str) -> list[Session]:
         return [s for s in self.sessions() if s.agent == agent]
+
+    def count_stop_block(self, session: str, blocked: bool) -> int:
+        """Count a blocked Stop (or reset the count); returns the new count."""
+        with self.write() as db:
+            db.execute(
+                "UPDATE sessions SET stop_blocks = CASE WHEN ? THEN stop_blocks + 1 ELSE 0 END "
+                "WHERE session = ?",
+                (blocked, session),
+            )
+        found = self.session(session)
+        return found.stop_blocks if found else 0
 
     def record_nudge(self, session: str, outcome: str, detail: str) -> None:
         with self.write() as db:

@@ -27,7 +27,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "inbox": ("inbox.cli", "inbox", "Push, list, drain and wait for delivery items."),
     "session": ("inbox.cli", "session", "Agent sessions as the hooks report them."),
     "hook": ("gates.cli", "hook", "Claude Code hooks: run an event, install the entries."),
-    "gate": ("gates.cli", "gate", "Session gates, bead gates and decisions (not yet)."),
+    "gate": ("gates.cli", "gate", "Session gates and bead gates: register, mark, check, resolve."),
+    "decision": ("gates.cli", "decision", "Ask a human; the answer comes back to your inbox."),
 }
 
 

@@ -1,0 +1,315 @@
+"""Bead gates: beads of type `gate` that wait for a condition, then tell their waiters.
+
+A gate's meta holds `await_type` (timer, human, mail, bead, gh:run, gh:pr), `await_id`,
+`timeout`, `waiters` and its `state` (open, escalated; a resolved gate is closed). It is
+`guarded`: closing one that has not resolved needs `--force`.
+
+`check_gates` evaluates every open gate outside the store's lock (the `gh` calls can be slow),
+then commits all resolutions in one batch, re-reading each gate under the lock so that two
+checks running at once resolve it once; the waiters' items are deduplicated by key
+(`gate:<id>`, `gate:<id>:escalated`), so each waiter hears of it exactly once.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from beads.errors import InvalidInput, NotFound
+from beads.record import Bead, check_agent
+from beads.store import Store
+from beads.times import now_stamp, parse_duration, to_stamp
+from inbox.delivery import Delivery
+
+GATE = "gate"
+AWAIT_TYPES = ("timer", "human", "mail", "bead", "gh:run", "gh:pr")
+GH_TIMEOUT = 30.0
+
+
+@dataclass
+class Outcome:
+    """What a check found for one gate: resolve, escalate, wait (with an error, maybe)."""
+
+    gate_id: str
+    action: str  # resolve, escalate, wait
+    reason: str = ""
+    error: str | None = None
+
+
+def parse_await(spec: str) -> tuple[str, str | None]:
+    """`timer:30m`, `human`, `mail:<id>`, `bead:<id>`, `gh:run:<workflow>`, `gh:pr:<n>`."""
+    for kind in ("gh:run", "gh:pr", "timer", "mail", "bead"):
+        if spec.startswith(kind + ":"):
+            target = spec[len(kind) + 1 :]
+            if not target:
+                break
+            if kind == "timer":
+                parse_duration(target)
+            if kind == "gh:pr" and not target.isdigit():
+                raise InvalidInput(f"gh:pr needs a pull request number, not {target!r}")
+            return kind, target
+    if spec == "human":
+        return "human", None
+    raise InvalidInput(
+        f"invalid --await {spec!r}: use timer:30m, human, mail:<id>, bead:<id>, "
+        "gh:run:<workflow> or gh:pr:<n>"
+    )
+
+
+def _stamp_after(seconds: float) -> str:
+    return to_stamp(datetime.now(UTC) + timedelta(seconds=seconds))
+
+
+def gate_meta(
+    await_type: str,
+    await_id: str | None,
+    *,
+    waiters: Sequence[str],
+    timeout: str | None = None,
+    extra: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The meta of a new gate bead."""
+    meta: dict[str, Any] = {
+        "guarded": True,
+        "await_type": await_type,
+        "await_id": await_id,
+        "waiters": [check_agent(w, what="waiter") for w in dict.fromkeys(waiters)],
+        "state": "open",
+        "timeout": timeout,
+        "timeout_at": _stamp_after(parse_duration(timeout)) if timeout else None,
+        "due_at": _stamp_after(parse_duration(await_id or "")) if await_type == "timer" else None,
+    }
+    meta.update(extra or {})
+    return meta
+
+
+def create_gate(
+    store: Store,
+    await_spec: str,
+    *,
+    waiters: Sequence[str] = (),
+    timeout: str | None = None,
+    parent: str | None = None,
+    title: str | None = None,
+) -> Bead:
+    """Create a gate bead (the acting agent waits on it when no waiter is given)."""
+    kind, target = parse_await(await_spec)
+    if kind in ("mail", "bead") and target is not None:
+        target = store.get(target).id
+    meta = gate_meta(kind, target, waiters=list(waiters) or [store.agent], timeout=timeout)
+    label = title or f"Wait for {await_spec}"
+    return store.create(GATE, label, "", parent=parent, meta=meta)
+
+
+def open_gates(store: Store) -> list[Bead]:
+    return store.list(type=GATE, status="open", limit=None)
+
+
+def evaluate(store: Store, gate: Bead, *, gh: str = "gh", now: str | None = None) -> Outcome:
+    """Decide what to do with one open gate (no writes)."""
+    meta = gate.meta
+    now = now or now_stamp()
+    kind, target = meta.get("await_type"), meta.get("await_id")
+    if meta.get("state") == "escalated":
+        return Outcome(gate.id, "wait")
+    outcome = Outcome(gate.id, "wait")
+    if kind == "timer":
+        if meta.get("due_at") and meta["due_at"] <= now:
+            outcome = Outcome(gate.id, "resolve", f"timer {target} elapsed")
+    elif kind == "bead":
+        other = _maybe(store, target)
+        if other is not None and other.status == "closed":
+            outcome = Outcome(gate.id, "resolve", f"{other.id} closed")
+    elif kind == "mail":
+        outcome = _mail_outcome(store, gate.id, target)
+    elif kind == "gh:run":
+        outcome = _gh_run(gate, target or "", gh)
+    elif kind == "gh:pr":
+        outcome = _gh_pr(gate, target or "", gh)
+    if outcome.action == "wait" and meta.get("timeout_at") and meta["timeout_at"] <= now:
+        return Outcome(gate.id, "escalate", f"timed out after {meta.get('timeout')}")
+    return outcome
+
+
+def _maybe(store: Store, bead_id: str | None) -> Bead | None:
+    try:
+        return store.get(bead_id) if bead_id else None
+    except NotFound:
+        return None
+
+
+def _mail_outcome(store: Store, gate_id: str, message_id: str | None) -> Outcome:
+    message = _maybe(store, message_id)
+    if message is None:
+        return Outcome(gate_id, "wait", error=f"no message {message_id}")
+    for reply in store.list(type="message", thread=message.thread or message.id, limit=None):
+        if reply.reply_to == message.id:
+            return Outcome(gate_id, "resolve", f"{message.id} answered by {reply.id}")
+    return Outcome(gate_id, "wait")
+
+
+def _run_gh(gh: str, args: list[str]) -> Any:
+    try:
+        result = subprocess.run(
+            [gh, *args],
+            capture_output=True,
+            text=True,
+            timeout=GH_TIMEOUT,
+            stdin=subprocess.DEVNULL,
+        )
+    except FileNotFoundError:
+        raise InvalidInput(f"the gh CLI was not found ({gh}); set gates.gh_path") from None
+    except subprocess.TimeoutExpired:
+        raise InvalidInput(f"gh {' '.join(args[:2])} ran past {GH_TIMEOUT:g}s") from None
+    except OSError as exc:
+        raise InvalidInput(f"cannot run {gh}: {exc.strerror or exc}") from None
+    if result.returncode != 0:
+        tail = (result.stderr.strip().splitlines() or [""])[-1][:200]
+        raise InvalidInput(f"gh {' '.join(args[:2])} exited {result.returncode}: {tail}")
+    try:
+        return json.loads(result.stdout)
+    except ValueError:
+        raise InvalidInput(f"gh {' '.join(args[:2])} printed something that is not JSON") from None
+
+
+def _gh_run(gate: Bead, workflow: str, gh: str) -> Outcome:
+    fields = "databaseId,status,conclusion,createdAt"
+    try:
+        runs = _run_gh(gh, ["run", "list", "--workflow", workflow, "--json", fields])
+    except InvalidInput as exc:
+        return Outcome(gate.id, "wait", error=str(exc))
+    created = gate.created_at.replace("Z", "")[:19]
+    newer = [r for r in runs if isinstance(r, dict) and str(r.get("createdAt", ""))[:19] >= created]
+    if not newer:
+        return Outcome(gate.id, "wait")
+    run = max(newer, key=lambda r: str(r.get("createdAt", "")))
+    if run.get("status") != "completed":
+        return Outcome(gate.id, "wait")
+    if run.get("conclusion") == "success":
+        return Outcome(
+            gate.id, "resolve", f"workflow {workflow} run {run.get('databaseId')} succeeded"
+        )
+    return Outcome(
+        gate.id,
+        "escalate",
+        f"workflow {workflow} run {run.get('databaseId')}: {run.get('conclusion')}",
+    )
+
+
+def _gh_pr(gate: Bead, number: str, gh: str) -> Outcome:
+    try:
+        pr = _run_gh(gh, ["pr", "view", number, "--json", "state,mergedAt"])
+    except InvalidInput as exc:
+        return Outcome(gate.id, "wait", error=str(exc))
+    state = str((pr or {}).get("state", "")).upper()
+    if state == "MERGED" or (pr or {}).get("mergedAt"):
+        return Outcome(gate.id, "resolve", f"pull request #{number} merged")
+    if state == "CLOSED":
+        return Outcome(gate.id, "escalate", f"pull request #{number} closed without merging")
+    return Outcome(gate.id, "wait")
+
+
+def check_gates(
+    store: Store,
+    *,
+    gh: str | None = None,
+    only_timers: bool = False,
+) -> list[Outcome]:
+    """Resolve or escalate every open gate whose condition holds; returns what changed."""
+    gh = gh or (store.config.get("gates") or {}).get("gh_path") or "gh"
+    now = now_stamp()
+    outcomes = []
+    for gate in open_gates(store):
+        kind = gate.meta.get("await_type")
+        if only_timers and kind != "timer" and not gate.meta.get("timeout_at"):
+            continue
+        if only_timers and kind in ("gh:run", "gh:pr"):
+            outcome = Outcome(gate.id, "wait")
+            if gate.meta.get("timeout_at") and gate.meta["timeout_at"] <= now:
+                outcome = Outcome(gate.id, "escalate", f"timed out after {gate.meta['timeout']}")
+        else:
+            outcome = evaluate(store, gate, gh=gh, now=now)
+        if outcome.action != "wait" or outcome.error != gate.meta.get("error"):
+            outcomes.append(outcome)
+    return apply_outcomes(store, outcomes)
+
+
+def apply_outcomes(store: Store, outcomes: Sequence[Outcome]) -> list[Outcome]:
+    """Commit the outcomes in one batch (each gate re-read under the lock), then notify."""
+    done: list[tuple[Outcome, Bead]] = []
+    with store.batch() as batch:
+        for outcome in outcomes:
+            gate = batch.get(outcome.gate_id)
+            if gate.status != "open":
+                continue  # another check got here first
+            if outcome.action == "wait":
+                batch.update(gate.id, meta={"error": outcome.error})
+                continue
+            if gate.meta.get("state") == "escalated" and outcome.action == "escalate":
+                continue
+            if outcome.action == "resolve":
+                batch.update(gate.id, meta={"state": "resolved", "resolution": outcome.reason})
+                batch.close(gate.id, f"resolved: {outcome.reason}", force=True)
+            else:
+                batch.update(gate.id, meta={"state": "escalated", "resolution": outcome.reason})
+            done.append((outcome, batch.get(gate.id)))
+        batch.message = _message(done) if done else None
+    notify(store, done)
+    return [o for o, _ in done]
+
+
+def _message(done: Sequence[tuple[Outcome, Bead]]) -> str:
+    lines = [f"gate {o.action} {g.id}: {o.reason}" for o, g in done]
+    return (
+        lines[0] if len(lines) == 1 else "\n".join([f"gate check: {len(lines)} gates", "", *lines])
+    )
+
+
+def resolve_gate(store: Store, gate_ref: str, reason: str | None = None) -> Bead:
+    """Resolve a gate by hand (human gates, or any gate a person declares done)."""
+    gate = store.get(gate_ref)
+    if gate.type != GATE:
+        raise InvalidInput(f"{gate.id} is a {gate.type}, not a gate")
+    if gate.status != "open":
+        raise InvalidInput(f"{gate.id} is already {gate.close_reason or 'closed'}")
+    text = reason or f"resolved by {store.agent}"
+    return apply_and_get(store, Outcome(gate.id, "resolve", text))
+
+
+def apply_and_get(store: Store, outcome: Outcome) -> Bead:
+    apply_outcomes(store, [outcome])
+    return store.get(outcome.gate_id)
+
+
+def notify(store: Store, done: Sequence[tuple[Outcome, Bead]]) -> None:
+    """One item per waiter: `gate:<id>` on resolution, `gate:<id>:escalated` at priority 0."""
+    if not done:
+        return
+    with Delivery(store.root) as delivery:
+        for outcome, gate in done:
+            waiters = [str(w) for w in gate.meta.get("waiters") or []]
+            if not waiters:
+                continue
+            if outcome.action == "resolve":
+                delivery.push(waiters, f"Gate {gate.id} resolved ({gate.title}): {outcome.reason}",
+                              key=f"gate:{gate.id}", type="gate", source=store.agent,
+                              priority=gate.priority)  # fmt: skip
+            else:
+                delivery.push(waiters, f"Gate {gate.id} ESCALATED ({gate.title}): {outcome.reason}",
+                              key=f"gate:{gate.id}:escalated", type="gate", source=store.agent,
+                              priority=0)  # fmt: skip
+
+
+def watch(store: Store, interval: float, rounds: int | None = None, **options: Any) -> None:
+    """Run `check_gates` every `interval` seconds (for `rounds`, or until interrupted)."""
+    done = 0
+    while rounds is None or done < rounds:
+        check_gates(store, **options)
+        done += 1
+        if rounds is None or done < rounds:
+            time.sleep(interval)

@@ -1,0 +1,188 @@
+"""Decisions: a question put to a human, whose answer comes back to the requester's inbox.
+
+A decision is a bead of type `decision` (meta: prompt, options, default, requested_by, gate)
+plus a `human` gate that waits on it. `respond` records the answer and resolves the gate in
+one commit, then pushes the answer to the requester (`decision:<id>`, self-contained), then
+nudges; the order matters: whoever sees the item finds the gate already resolved. When the
+timeout passes, `gc gate check` answers with the default option the same way (marked as a
+default), or escalates when there is none.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+from beads.errors import InvalidInput, NoMatch
+from beads.record import Bead
+from beads.store import Store
+from beads.times import now_stamp
+from gates.beadgates import GATE, gate_meta
+from inbox.delivery import Delivery
+
+DECISION = "decision"
+
+
+def parse_options(specs: Sequence[str]) -> list[dict[str, str]]:
+    """`KEY[=LABEL]` options, keys unique."""
+    options = []
+    for spec in specs:
+        key, _, label = spec.partition("=")
+        key = key.strip()
+        if not key or any(c.isspace() for c in key) or len(key) > 64:
+            raise InvalidInput(f"invalid option {spec!r}: use KEY or KEY=LABEL")
+        if key in {o["key"] for o in options}:
+            raise InvalidInput(f"option {key!r} is given twice")
+        options.append({"key": key, "label": label.strip() or key})
+    if len(options) < 2:
+        raise InvalidInput("a decision needs at least two options")
+    return options
+
+
+def create_decision(
+    store: Store,
+    prompt: str,
+    options: Sequence[str],
+    *,
+    default: str | None = None,
+    timeout: str | None = None,
+    assignee: str = "human",
+    body: str = "",
+) -> tuple[Bead, Bead]:
+    """Create the decision and its gate in one commit; returns `(decision, gate)`."""
+    parsed = parse_options(options)
+    if not prompt.strip():
+        raise InvalidInput("a decision needs a prompt")
+    if default is not None and default not in {o["key"] for o in parsed}:
+        raise InvalidInput(f"the default {default!r} is not one of the options")
+    with store.batch() as batch:
+        decision_id, gate_id = batch.new_id(), batch.new_id()
+        title = " ".join(prompt.split())[:200]
+        decision = batch.create(
+            DECISION,
+            title,
+            body,
+            assignee=assignee,
+            bead_id=decision_id,
+            meta={
+                "prompt": prompt,
+                "options": parsed,
+                "default": default,
+                "requested_by": store.agent,
+                "gate": gate_id,
+                "guarded": True,
+            },
+        )
+        gate = batch.create(
+            GATE,
+            f"Wait for the decision {decision_id}",
+            "",
+            parent=decision_id,
+            bead_id=gate_id,
+            meta=gate_meta("human", decision_id, waiters=[store.agent], timeout=timeout),
+        )
+        batch.message = f'decision create {decision_id}: "{title[:60]}" (gate {gate_id})'
+    return decision, gate
+
+
+def respond(
+    store: Store,
+    decision_ref: str,
+    select: str,
+    text: str | None = None,
+    *,
+    by_default: bool = False,
+) -> Bead:
+    """Answer: record it and resolve the gate (one commit), push the answer, then nudge."""
+    decision = store.get(decision_ref)
+    if decision.type != DECISION:
+        raise InvalidInput(f"{decision.id} is a {decision.type}, not a decision")
+    keys = [o["key"] for o in decision.meta.get("options") or []]
+    if select not in keys:
+        raise InvalidInput(f"{select!r} is not an option of {decision.id}: {', '.join(keys)}")
+    with store.batch() as batch:
+        current = batch.get(decision.id)
+        if current.status != "open":
+            raise InvalidInput(f"{decision.id} is already answered ({current.meta.get('answer')})")
+        answer = {"answer": select, "answer_text": text, "answered_by": store.agent,
+                  "answered_at": now_stamp(), "by_default": by_default}  # fmt: skip
+        batch.update(decision.id, meta=answer)
+        batch.close(decision.id, f"answered: {select}", force=True)
+        gate_id = current.meta.get("gate")
+        if gate_id:
+            gate = batch.get(gate_id)
+            if gate.status == "open":
+                reason = f"decision {decision.id} answered: {select}"
+                batch.update(gate_id, meta={"state": "resolved", "resolution": reason})
+                batch.close(gate_id, f"resolved: {reason}", force=True)
+        how = " (default)" if by_default else ""
+        batch.message = f"decision respond {decision.id}: {select}{how} by {store.agent}"
+    answered = store.get(decision.id)
+    push_answer(store, answered)
+    return answered
+
+
+def answer_text(decision: Bead) -> str:
+    """The self-contained answer: prompt, options, choice, text."""
+    meta = decision.meta
+    options = ", ".join(f"{o['key']} ({o['label']})" for o in meta.get("options") or [])
+    how = " by default (the decision timed out)" if meta.get("by_default") else ""
+    lines = [
+        f"Decision {decision.id} answered{how}: {meta.get('answer')}",
+        f"Question: {meta.get('prompt')}",
+        f"Options: {options}",
+    ]
+    if meta.get("answer_text"):
+        lines.append(f"Note from {meta.get('answered_by')}: {meta['answer_text']}")
+    return "\n".join(lines)
+
+
+def push_answer(store: Store, decision: Bead) -> None:
+    """Push the answer to the requester (dedup `decision:<id>`); push nudges idle sessions."""
+    requester = decision.meta.get("requested_by") or decision.from_
+    with Delivery(store.root) as delivery:
+        delivery.push([requester], answer_text(decision), key=f"decision:{decision.id}",
+                      type="decision", source=str(decision.meta.get("answered_by") or "human"),
+                      priority=min(decision.priority, 1))  # fmt: skip
+
+
+def answer_timed_out(store: Store) -> list[str]:
+    """Answer every open decision whose gate timed out and that has a default."""
+    answered = []
+    now = now_stamp()
+    for decision in store.list(type=DECISION, status="open", limit=None):
+        gate_id = decision.meta.get("gate")
+        default = decision.meta.get("default")
+        if not gate_id or not default:
+            continue
+        gate = store.get(str(gate_id))
+        if gate.status == "open" and gate.meta.get("timeout_at") and gate.meta["timeout_at"] <= now:
+            respond(store, decision.id, str(default), by_default=True)
+            answered.append(decision.id)
+    return answered
+
+
+def wait_for_answer(store: Store, decision_id: str, timeout: float | None) -> Bead:
+    """Block until the decision is answered (polling the index), or raise NoMatch."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        decision = store.get(decision_id)
+        if decision.status == "closed":
+            return decision
+        if deadline is not None and time.monotonic() >= deadline:
+            raise NoMatch(f"no answer to {decision_id} yet")
+        time.sleep(0.05)
+
+
+def wait_or_default(store: Store, decision_id: str, timeout: float | None) -> Bead:
+    """`--wait`: the answer, or at the timeout the default answer; NoMatch with no default."""
+    try:
+        return wait_for_answer(store, decision_id, timeout)
+    except NoMatch:
+        decision = store.get(decision_id)
+        default = decision.meta.get("default")
+        if decision.status == "open" and default:
+            return respond(store, decision_id, str(default), by_default=True)
+        if decision.status == "closed":
+            return decision
+        raise

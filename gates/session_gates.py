@@ -1,0 +1,196 @@
+"""Session gates: per-session rules checked at a hook event (Stop, for now).
+
+A gate is satisfied by its marker (`.runtime/gates/<session>/<gate>`, made by
+`gc gate mark`) or by its auto-check. `strict` gates block; `soft` gates warn. Built-ins:
+
+- `decision` (strict, only when `gates.require_decision` is true): the session asked a human
+  (`gc decision create --session S` marks it); the stop-decision handler reports it;
+- `commit-push` (soft): the project's git work tree is clean;
+- `bead-update` (soft): every open bead assigned to the agent was touched in this session.
+
+Gates registered with `gc gate register` live in `config.yaml` (`gates.session`) and apply to
+every session. A check that cannot run or hangs counts as satisfied with a warning: a broken
+check must never trap an agent.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shlex
+import signal
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from beads.errors import InvalidInput, NotFound
+from inbox.queue import check_session
+
+GATE_ID_RE = re.compile(r"[a-z][a-z0-9_-]{0,63}")
+MODES = ("strict", "soft")
+HOOKS = ("Stop",)
+CHECK_TIMEOUT = 10.0
+BUILTIN = ("decision", "commit-push", "bead-update")
+
+
+@dataclass
+class SessionGate:
+    id: str
+    hook: str
+    mode: str
+    description: str
+    check: str | None = None
+    builtin: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class GateStatus:
+    gate: SessionGate
+    satisfied: bool
+    how: str  # marker, check, failed, broken check, ...
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.gate.to_json(), "satisfied": self.satisfied, "how": self.how}
+
+
+def check_gate_id(gate_id: str) -> str:
+    if not isinstance(gate_id, str) or not GATE_ID_RE.fullmatch(gate_id):
+        raise InvalidInput(f"invalid gate id {gate_id!r}: use [a-z][a-z0-9_-]{{0,63}}")
+    return gate_id
+
+
+def gate_definition(gate_id: str, spec: dict[str, Any]) -> dict[str, Any]:
+    """A registered gate as config.yaml keeps it, checked."""
+    check_gate_id(gate_id)
+    if gate_id in BUILTIN:
+        raise InvalidInput(f"{gate_id!r} is a built-in gate")
+    if spec.get("hook") not in HOOKS:
+        raise InvalidInput(f"hook must be one of {', '.join(HOOKS)}")
+    if spec.get("mode") not in MODES:
+        raise InvalidInput("mode must be strict or soft")
+    if spec.get("check"):
+        try:
+            if not shlex.split(spec["check"]):
+                raise ValueError("empty")
+        except ValueError as exc:
+            raise InvalidInput(f"cannot split the check command: {exc}") from None
+    return {k: spec.get(k) for k in ("hook", "mode", "description", "check") if spec.get(k)}
+
+
+def session_gates(config: dict[str, Any]) -> list[SessionGate]:
+    """Built-ins that apply under this config, then the registered gates."""
+    settings = config.get("gates") or {}
+    disabled = set(settings.get("disabled") or [])
+    gates = []
+    if settings.get("require_decision") and "decision" not in disabled:
+        gates.append(SessionGate("decision", "Stop", "strict",
+                                 "ask a human with gc decision create", builtin=True))  # fmt: skip
+    if "commit-push" not in disabled:
+        gates.append(SessionGate("commit-push", "Stop", "soft",
+                                 "the project's git work tree is clean", builtin=True))  # fmt: skip
+    if "bead-update" not in disabled:
+        what = "your open beads were updated this session"
+        gates.append(SessionGate("bead-update", "Stop", "soft", what, builtin=True))
+    for gate_id, spec in sorted((settings.get("session") or {}).items()):
+        if isinstance(spec, dict):
+            hook, mode = str(spec.get("hook", "Stop")), str(spec.get("mode", "soft"))
+            what = str(spec.get("description", ""))
+            gates.append(SessionGate(gate_id, hook, mode, what, spec.get("check")))
+    return gates
+
+
+def marker_dir(root: Path, session: str) -> Path:
+    return root / ".runtime" / "gates" / check_session(session)
+
+
+def mark(root: Path, session: str, gate_id: str) -> Path:
+    """Satisfy `gate_id` for `session` by hand."""
+    directory = marker_dir(root, session)
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / check_gate_id(gate_id)
+    path.touch()
+    return path
+
+
+def clear(root: Path, session: str, gate_id: str | None = None) -> int:
+    """Remove one marker (or all of the session's); returns how many."""
+    directory = marker_dir(root, session)
+    targets = [directory / check_gate_id(gate_id)] if gate_id else list(directory.glob("*"))
+    removed = 0
+    for path in targets:
+        try:
+            path.unlink()
+            removed += 1
+        except FileNotFoundError:
+            if gate_id:
+                raise NotFound(f"gate {gate_id} is not marked for session {session}") from None
+    return removed
+
+
+def evaluate(
+    gate: SessionGate,
+    root: Path,
+    session: str,
+    *,
+    cwd: Path,
+    context: dict[str, Any] | None = None,
+) -> GateStatus:
+    """Whether `gate` is satisfied for `session`: marker first, then its check."""
+    if (marker_dir(root, session) / gate.id).exists():
+        return GateStatus(gate, True, "marker")
+    if gate.id == "decision":
+        return GateStatus(gate, False, "no decision this session")
+    if gate.id == "commit-push":
+        return _git_clean(gate, cwd)
+    if gate.id == "bead-update":
+        stale = (context or {}).get("stale_beads") or []
+        if stale:
+            return GateStatus(gate, False, f"not updated this session: {', '.join(stale[:5])}")
+        return GateStatus(gate, True, "check")
+    if gate.check:
+        return _run_check(gate, cwd)
+    return GateStatus(gate, False, "not marked")
+
+
+def run_bounded(argv: list[str], cwd: Path, timeout: float = CHECK_TIMEOUT) -> tuple[int, bytes]:
+    """Run without a shell; past `timeout` kill it and its children (raises TimeoutExpired)."""
+    process = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+    try:
+        out, _err = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
+        raise
+    return process.returncode, out
+
+
+def _git_clean(gate: SessionGate, cwd: Path) -> GateStatus:
+    try:
+        code, out = run_bounded(["git", "status", "--porcelain"], cwd)
+    except (OSError, subprocess.TimeoutExpired):
+        return GateStatus(gate, True, "broken check: git did not run")
+    if code != 0:
+        return GateStatus(gate, True, "not a git work tree")
+    changed = len(out.splitlines())
+    if changed:
+        return GateStatus(gate, False, f"{changed} uncommitted change(s)")
+    return GateStatus(gate, True, "check")
+
+
+def _run_check(gate: SessionGate, cwd: Path) -> GateStatus:
+    try:
+        code, _out = run_bounded(shlex.split(gate.check or ""), cwd)
+    except subprocess.TimeoutExpired:
+        return GateStatus(gate, True, f"broken check: ran past {CHECK_TIMEOUT:g}s")
+    except (OSError, ValueError) as exc:
+        return GateStatus(gate, True, f"broken check: {exc}")
+    if code == 0:
+        return GateStatus(gate, True, "check")
+    return GateStatus(gate, False, f"check exited {code}")

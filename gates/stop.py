@@ -1,0 +1,141 @@
+"""The Stop chain: handlers run by priority; the first block wins, warnings accumulate.
+
+14 stop-loop detector: after `gates.max_stop_blocks` (3) consecutive blocked stops, let the
+   agent stop, and say so;
+15 stop-decision: when `gates.require_decision` is on and the session has not asked a human,
+   block and say what to run;
+20 gates: session gates by mode (strict blocks, soft warns), and a warning for each open bead
+   gate the agent waits on (a human gate may take days: never a block);
+30 inbox: priority-0 items block; the rest wait for the next prompt.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from beads.index import Query
+from beads.reader import IndexReader
+from beads.times import to_stamp
+from gates import session_gates
+
+if TYPE_CHECKING:
+    from gates.hooks import HookContext
+
+DEFAULT_MAX_STOP_BLOCKS = 3
+
+
+@dataclass
+class StopVerdict:
+    """What one Stop handler says: block with a reason, warn, or let the agent stop now."""
+
+    block: str | None = None
+    warnings: list[str] = field(default_factory=list)
+    allow: bool = False  # stop now, skipping later handlers (the loop detector)
+
+
+StopHandler = Callable[["HookContext"], "StopVerdict | None"]
+
+
+def stop_loop(ctx: HookContext) -> StopVerdict | None:
+    if not ctx.payload.get("stop_hook_active"):
+        ctx.delivery.count_stop_block(ctx.session, blocked=False)
+        return None
+    limit = (ctx.config.get("gates") or {}).get("max_stop_blocks", DEFAULT_MAX_STOP_BLOCKS)
+    session = ctx.delivery.session(ctx.session)
+    blocks = session.stop_blocks if session else 0
+    if blocks >= int(limit):
+        ctx.delivery.count_stop_block(ctx.session, blocked=False)
+        return StopVerdict(
+            allow=True,
+            warnings=[f"gc: letting the agent stop after {blocks} blocked stops in a row"],
+        )
+    return None
+
+
+def stop_decision(ctx: HookContext) -> StopVerdict | None:
+    if not (ctx.config.get("gates") or {}).get("require_decision"):
+        return None
+    if (session_gates.marker_dir(ctx.root, ctx.session) / "decision").exists():
+        return None
+    return StopVerdict(
+        block=(
+            "This project asks for a human decision before you stop. Put your question to the "
+            f'human: gc decision create --session {ctx.session} --prompt "..." '
+            "--option KEY=LABEL --option KEY=LABEL [--default KEY] [--wait]. The answer comes "
+            "back to your inbox."
+        )
+    )
+
+
+def stop_gates(ctx: HookContext) -> StopVerdict | None:
+    cwd = ctx.payload.get("cwd")
+    where = Path(cwd) if isinstance(cwd, str) and Path(cwd).is_dir() else ctx.root.parent
+    strict, warnings = [], []
+    context = {"stale_beads": _stale_beads(ctx)}
+    for gate in session_gates.session_gates(ctx.config):
+        if gate.hook != "Stop" or gate.id == "decision":
+            continue
+        status = session_gates.evaluate(gate, ctx.root, ctx.session, cwd=where, context=context)
+        line = f"{gate.id} ({gate.description or gate.check or 'no description'}): {status.how}"
+        if status.satisfied:
+            if status.how.startswith("broken check"):
+                warnings.append(f"gc: gate {line}")
+        elif gate.mode == "strict":
+            strict.append(line)
+        else:
+            warnings.append(f"gc: soft gate {line}")
+    warnings += _waiting_on(ctx)
+    if strict:
+        mark = f"gc gate mark ID --session {ctx.session}"
+        reason = "Session gates not satisfied:\n" + "\n".join(f"- {s}" for s in strict)
+        return StopVerdict(block=f"{reason}\nSatisfy them, or run `{mark}` once done.",
+                           warnings=warnings)  # fmt: skip
+    return StopVerdict(warnings=warnings) if warnings else None
+
+
+def stop_inbox(ctx: HookContext) -> StopVerdict | None:
+    drained = ctx.delivery.drain(ctx.session, ctx.agent, max_priority=0)
+    return StopVerdict(block=drained.text) if drained.items else None
+
+
+CHAIN: list[tuple[int, StopHandler]] = [
+    (14, stop_loop),
+    (15, stop_decision),
+    (20, stop_gates),
+    (30, stop_inbox),
+]
+
+
+def _open_gates(ctx: HookContext) -> list[dict]:
+    with IndexReader(ctx.root) as reader:
+        rows = reader.index.query(Query(type="gate", status="open", limit=None))
+    return [bead.to_dict() for bead in rows]
+
+
+def _waiting_on(ctx: HookContext) -> list[str]:
+    lines = []
+    for gate in _open_gates(ctx):
+        meta = gate.get("meta") or {}
+        if ctx.agent in (meta.get("waiters") or []):
+            target = meta.get("await_type", "?")
+            if meta.get("await_id"):
+                target += f":{meta['await_id']}"
+            state = " ESCALATED" if meta.get("state") == "escalated" else ""
+            lines.append(f"gc: you wait on gate {gate['id']} ({target}){state}: {gate['title']}")
+    return lines
+
+
+def _stale_beads(ctx: HookContext) -> list[str]:
+    """The agent's open work beads not updated since this session started."""
+    session = ctx.delivery.session(ctx.session)
+    if session is None:
+        return []
+    started = to_stamp(datetime.fromtimestamp(session.started_at, UTC))
+    with IndexReader(ctx.root) as reader:
+        rows = reader.index.query(Query(assignee=ctx.agent, status="open", limit=200))
+    skip = ("message", "gate", "decision")
+    return [b.id for b in rows if b.type not in skip and b.updated_at < started]
