@@ -1,0 +1,351 @@
+"""Gates and decisions: each await type, exactly-once notification, respond order, Stop chain."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from beads.store import Store
+from gates import beadgates, decisions
+from inbox import Delivery
+from mail.beadmail import BeadMail
+from tests.conftest import GcRunner
+
+
+def items(store: Store, agent: str) -> list:
+    with Delivery(store.root) as delivery:
+        return delivery.items(agent, ("pending", "delivered"))
+
+
+def fake_gh(tmp_path: Path, runs: object = None, pr: object = None, fail: bool = False) -> str:
+    """A `gh` program that prints canned JSON (or fails), as the real one would."""
+    script = tmp_path / "gh"
+    body = "import sys, json\n"
+    if fail:
+        body += "sys.stderr.write('gh: not logged in\\n'); sys.exit(4)\n"
+    else:
+        body += (
+            f"runs = {json.dumps(runs)!r}\npr = {json.dumps(pr)!r}\n"
+            "print(runs if sys.argv[1] == 'run' else pr)\n"
+        )
+    script.write_text(f"#!{sys.executable}\n{body}")
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    return str(script)
+
+
+def test_timer_gate_resolves_and_tells_each_waiter_once(store: Store) -> None:
+    gate = beadgates.create_gate(store, "timer:0.2s", waiters=["dog", "cat"])
+    assert beadgates.check_gates(store) == []
+    time.sleep(0.3)
+    [outcome] = beadgates.check_gates(store)
+    assert outcome.action == "resolve"
+    closed = store.get(gate.id)
+    assert closed.status == "closed" and closed.meta["state"] == "resolved"
+    assert beadgates.check_gates(store) == []
+    for waiter in ("dog", "cat"):
+        assert [i.key for i in items(store, waiter)] == [f"gate:{gate.id}"]
+
+
+def test_bead_gate_resolves_when_the_bead_closes(store: Store) -> None:
+    task = store.create("task", "Fix the build")
+    gate = beadgates.create_gate(store, f"bead:{task.id}", waiters=["dog"])
+    assert beadgates.check_gates(store) == []
+    store.close_bead(task.id, "fixed")
+    assert [o.action for o in beadgates.check_gates(store)] == ["resolve"]
+    assert store.get(gate.id).status == "closed"
+
+
+def test_mail_gate_resolves_when_the_mail_is_answered(store: Store) -> None:
+    mail = BeadMail(store)
+    question = mail.send("mayor", "dog", "Q", "Ready?")
+    gate = beadgates.create_gate(store, f"mail:{question.id}", waiters=["mayor"])
+    assert beadgates.check_gates(store) == []
+    mail.reply(question.id, "dog", "", "Yes")
+    [outcome] = beadgates.check_gates(store)
+    assert outcome.action == "resolve" and question.id in outcome.reason
+    assert store.get(gate.id).status == "closed"
+
+
+def test_timeout_escalates_at_priority_zero(store: Store) -> None:
+    gate = beadgates.create_gate(store, "human", waiters=["dog"], timeout="0.2s")
+    time.sleep(0.3)
+    [outcome] = beadgates.check_gates(store)
+    assert outcome.action == "escalate"
+    assert store.get(gate.id).meta["state"] == "escalated"
+    [item] = items(store, "dog")
+    assert item.key == f"gate:{gate.id}:escalated" and item.priority == 0
+    assert beadgates.check_gates(store) == []  # escalated once
+
+
+def test_gh_run_gate_resolves_on_success_and_escalates_on_failure(store: Store, tmp_path) -> None:
+    ok = beadgates.create_gate(store, "gh:run:ci.yml", waiters=["dog"])
+    later = "2999-01-01T00:00:00Z"
+    pending = fake_gh(tmp_path, runs=[{"databaseId": 1, "status": "in_progress",
+                                       "conclusion": "", "createdAt": later}])  # fmt: skip
+    assert beadgates.check_gates(store, gh=pending) == []
+    success = fake_gh(tmp_path, runs=[{"databaseId": 2, "status": "completed",
+                                       "conclusion": "success", "createdAt": later}])  # fmt: skip
+    assert [o.action for o in beadgates.check_gates(store, gh=success)] == ["resolve"]
+    assert store.get(ok.id).status == "closed"
+
+    bad = beadgates.create_gate(store, "gh:run:ci.yml", waiters=["dog"])
+    failure = fake_gh(tmp_path, runs=[{"databaseId": 3, "status": "completed",
+                                       "conclusion": "failure", "createdAt": later}])  # fmt: skip
+    assert [o.action for o in beadgates.check_gates(store, gh=failure)] == ["escalate"]
+    assert store.get(bad.id).meta["state"] == "escalated"
+
+
+def test_gh_run_ignores_runs_older_than_the_gate(store: Store, tmp_path) -> None:
+    beadgates.create_gate(store, "gh:run:ci.yml", waiters=["dog"])
+    run = {"databaseId": 1, "status": "completed", "conclusion": "success",
+           "createdAt": "2001-01-01T00:00:00Z"}  # fmt: skip
+    old = fake_gh(tmp_path, runs=[run])
+    assert beadgates.check_gates(store, gh=old) == []
+
+
+def test_gh_pr_gate_merged_and_closed(store: Store, tmp_path) -> None:
+    merged = beadgates.create_gate(store, "gh:pr:12", waiters=["dog"])
+    gh = fake_gh(tmp_path, pr={"state": "MERGED", "mergedAt": "2026-01-01T00:00:00Z"})
+    assert [o.action for o in beadgates.check_gates(store, gh=gh)] == ["resolve"]
+    assert store.get(merged.id).status == "closed"
+    closed = beadgates.create_gate(store, "gh:pr:13", waiters=["dog"])
+    gh = fake_gh(tmp_path, pr={"state": "CLOSED", "mergedAt": None})
+    assert [o.action for o in beadgates.check_gates(store, gh=gh)] == ["escalate"]
+    assert store.get(closed.id).meta["state"] == "escalated"
+
+
+def test_missing_or_failing_gh_leaves_the_gate_open_with_the_error(store: Store, tmp_path) -> None:
+    gate = beadgates.create_gate(store, "gh:pr:7", waiters=["dog"])
+    beadgates.check_gates(store, gh=str(tmp_path / "no-such-gh"))
+    assert "not found" in store.get(gate.id).meta["error"]
+    beadgates.check_gates(store, gh=fake_gh(tmp_path, fail=True))
+    found = store.get(gate.id)
+    assert found.status == "open" and "not logged in" in found.meta["error"]
+
+
+def test_guarded_gate_needs_force_to_close(tmp_path: Path, gc: GcRunner) -> None:
+    gc("init")
+    made = gc.json("gate", "create", "--await", "human")["bead"]
+    refused = gc("gate", "close", made["id"])
+    assert refused.returncode == 30 and "guarded" in refused.stderr
+    assert gc("gate", "close", made["id"], "--force").returncode == 0
+
+
+CHECKER = """
+import sys
+from beads.store import Store
+from gates.beadgates import check_gates
+with Store.open(sys.argv[1]) as store:
+    check_gates(store)
+"""
+
+
+def test_two_checks_at_once_tell_each_waiter_exactly_once(store: Store) -> None:
+    made = [beadgates.create_gate(store, "timer:0.1s", waiters=["dog", "cat"]) for _ in range(20)]
+    time.sleep(0.2)
+    checkers = [
+        subprocess.Popen(
+            [sys.executable, "-c", CHECKER, str(store.root)], stderr=subprocess.PIPE, text=True
+        )  # fmt: skip
+        for _ in range(2)
+    ]
+    for checker in checkers:
+        _out, err = checker.communicate(timeout=120)
+        assert checker.returncode == 0, err
+    for waiter in ("dog", "cat"):
+        keys = [i.key for i in items(store, waiter)]
+        assert sorted(keys) == sorted(f"gate:{g.id}" for g in made)
+    assert all(store.get(g.id).status == "closed" for g in made)
+
+
+def test_decision_respond_resolves_gate_before_item_before_nudge(
+    tmp_path: Path, gc: GcRunner
+) -> None:
+    gc("init")
+    log = tmp_path / "order.log"
+    probe = (
+        "import json, subprocess, sys; "
+        "d = json.loads(subprocess.run(['gc', 'gate', 'show', sys.argv[1], '--json'], "
+        "capture_output=True, text=True).stdout)['bead']; "
+        "items = json.loads(subprocess.run(['gc', 'inbox', 'list', '--agent', 'mayor', "
+        "'--json'], capture_output=True, text=True).stdout)['items']; "
+        f"open({str(log)!r}, 'w').write(d['status'] + ' ' + str(len(items)))"
+    )
+    made = gc.json("decision", "create", "--prompt", "Ship?", "--option", "ship",
+                   "--option", "hold", env={"GC_AGENT": "mayor"})  # fmt: skip
+    gate_id = made["gate"]["id"]
+    env_path = {"PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    gc("config", "set", "agents.mayor.nudge", json.dumps([sys.executable, "-c", probe, gate_id]))
+    hook_payload = {"session_id": "m1", "hook_event_name": "SessionStart", "cwd": str(tmp_path)}
+    gc("hook", "run", input=json.dumps(hook_payload), env={"GC_AGENT": "mayor"})
+    stop = {**hook_payload, "hook_event_name": "Stop", "stop_hook_active": False}
+    gc("hook", "run", input=json.dumps(stop), env={"GC_AGENT": "mayor", **env_path})
+    answered = gc.json("decision", "respond", made["bead"]["id"], "--select", "ship",
+                       "--text", "go", env={"GC_AGENT": "human", **env_path})  # fmt: skip
+    assert answered["bead"]["meta"]["answer"] == "ship"
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and not log.exists():
+        time.sleep(0.1)
+    assert log.read_text() == "closed 1"  # at nudge time: gate resolved, answer in the inbox
+
+
+def test_answer_survives_a_requester_restart(tmp_path: Path, gc: GcRunner) -> None:
+    gc("init")
+    made = gc.json("decision", "create", "--prompt", "Ship?", "--option", "ship",
+                   "--option", "hold", env={"GC_AGENT": "mayor"})  # fmt: skip
+    start = {"session_id": "old", "hook_event_name": "SessionStart", "cwd": str(tmp_path)}
+    gc("hook", "run", input=json.dumps(start), env={"GC_AGENT": "mayor"})
+    end = {**start, "hook_event_name": "SessionEnd"}
+    gc("hook", "run", input=json.dumps(end), env={"GC_AGENT": "mayor"})
+    gc("decision", "respond", made["bead"]["id"], "--select", "hold", env={"GC_AGENT": "human"})
+    new = {**start, "session_id": "new"}
+    result = gc("hook", "run", input=json.dumps(new), env={"GC_AGENT": "mayor"})
+    context = json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "answered: hold" in context and "Ship?" in context
+
+
+def test_wait_returns_on_answer(tmp_path: Path, gc: GcRunner) -> None:
+    gc("init")
+    waiter = subprocess.Popen(
+        [sys.executable, "-m", "beads.cli.main", "decision", "create", "--prompt", "Go?",
+         "--option", "yes", "--option", "no", "--wait", "--timeout", "60", "--json"],
+        cwd=tmp_path, stdout=subprocess.PIPE, text=True, env={**gc.env, "GC_AGENT": "mayor"},
+    )  # fmt: skip
+    deadline = time.monotonic() + 30
+    open_ones: list = []
+    while time.monotonic() < deadline and not open_ones:
+        open_ones = gc.json("decision", "list")["beads"]
+        time.sleep(0.1)
+    gc("decision", "respond", open_ones[0]["id"], "--select", "yes", env={"GC_AGENT": "human"})
+    out, _ = waiter.communicate(timeout=30)
+    assert waiter.returncode == 0 and json.loads(out)["bead"]["meta"]["answer"] == "yes"
+
+
+def test_wait_times_out_with_exit_10_or_takes_the_default(tmp_path: Path, gc: GcRunner) -> None:
+    gc("init")
+    args = ["decision", "create", "--prompt", "Go?", "--option", "yes", "--option", "no",
+            "--wait", "--timeout", "0.5s"]  # fmt: skip
+    assert gc(*args).returncode == 10
+    answered = gc.json(*args, "--default", "no")["bead"]
+    assert answered["meta"]["answer"] == "no" and answered["meta"]["by_default"] is True
+
+
+def test_gate_check_answers_timed_out_decisions_with_the_default(store: Store) -> None:
+    decision, gate = decisions.create_decision(store, "Ship?", ["ship", "hold"], default="hold",
+                                               timeout="0.2s")  # fmt: skip
+    time.sleep(0.3)
+    assert decisions.answer_timed_out(store) == [decision.id]
+    assert store.get(decision.id).meta["answer"] == "hold"
+    assert store.get(gate.id).status == "closed"
+    assert [i.key for i in items(store, store.agent)] == [f"decision:{decision.id}"]
+
+
+# -- the Stop chain -----------------------------------------------------------------------
+
+
+def stop(gc: GcRunner, session: str = "s1", active: bool = False) -> dict | None:
+    payload = {"session_id": session, "hook_event_name": "Stop", "cwd": str(gc.cwd),
+               "stop_hook_active": active}  # fmt: skip
+    result = gc("hook", "run", input=json.dumps(payload), env={"GC_AGENT": "dog"})
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout) if result.stdout.strip() else None
+
+
+def test_strict_gate_blocks_until_marked(tmp_path: Path, gc: GcRunner) -> None:
+    gc("init")
+    gc("config", "set", "gates.disabled", '["commit-push", "bead-update"]')
+    assert gc("gate", "register", "tests-pass", "--mode", "strict",
+              "--description", "run the tests").returncode == 0  # fmt: skip
+    reply = stop(gc)
+    assert reply["decision"] == "block" and "tests-pass" in reply["reason"]
+    assert gc("gate", "mark", "tests-pass", "--session", "s1").returncode == 0
+    assert stop(gc, active=True) is None
+    assert gc("gate", "clear", "--session", "s1").returncode == 0
+    assert stop(gc)["decision"] == "block"
+    status = gc.json("gate", "status", "--session", "s1")["gates"]
+    assert [(g["id"], g["satisfied"]) for g in status] == [("tests-pass", False)]
+    assert gc("gate", "unregister", "tests-pass").returncode == 0
+    assert stop(gc) is None
+
+
+def test_check_command_satisfies_a_gate(tmp_path: Path, gc: GcRunner) -> None:
+    gc("init")
+    gc("config", "set", "gates.disabled", '["commit-push", "bead-update"]')
+    flag = tmp_path / "ok"
+    gc("gate", "register", "flag", "--mode", "strict", "--check", f"test -e '{flag}'")
+    assert stop(gc)["decision"] == "block"
+    flag.touch()
+    assert stop(gc) is None
+
+
+def test_soft_gate_warns_without_blocking(tmp_path: Path, gc: GcRunner) -> None:
+    gc("init")
+    gc("config", "set", "gates.disabled", '["commit-push", "bead-update"]')
+    gc("gate", "register", "docs", "--mode", "soft", "--check", "false")
+    reply = stop(gc)
+    assert "decision" not in reply and "docs" in reply["systemMessage"]
+
+
+def test_loop_detector_lets_the_agent_stop_after_three_blocks(tmp_path: Path, gc: GcRunner) -> None:
+    gc("init")
+    gc("config", "set", "gates.disabled", '["commit-push", "bead-update"]')
+    gc("gate", "register", "never", "--mode", "strict", "--check", "false")
+    assert stop(gc, active=False)["decision"] == "block"
+    assert stop(gc, active=True)["decision"] == "block"
+    assert stop(gc, active=True)["decision"] == "block"
+    reply = stop(gc, active=True)
+    assert "decision" not in reply and "3 blocked stops" in reply["systemMessage"]
+    assert stop(gc, active=False)["decision"] == "block"  # a new stop starts counting again
+
+
+def test_broken_gate_check_never_traps_the_agent(tmp_path: Path, gc: GcRunner) -> None:
+    gc("init")
+    gc("config", "set", "gates.disabled", '["commit-push", "bead-update"]')
+    gc("gate", "register", "broken", "--mode", "strict", "--check", "/no/such/program --x")
+    reply = stop(gc)
+    assert reply is None or "decision" not in reply
+    assert "broken check" in reply["systemMessage"]
+
+
+def test_stop_decision_handler_says_what_to_run(tmp_path: Path, gc: GcRunner) -> None:
+    gc("init")
+    gc("config", "set", "gates.disabled", '["commit-push", "bead-update"]')
+    gc("config", "set", "gates.require_decision", "true")
+    reply = stop(gc)
+    assert reply["decision"] == "block" and "gc decision create --session s1" in reply["reason"]
+    gc("decision", "create", "--session", "s1", "--prompt", "Done?", "--option", "y",
+       "--option", "n")  # fmt: skip
+    assert stop(gc) is None
+
+
+def test_waiting_on_a_bead_gate_warns_but_never_blocks(tmp_path: Path, gc: GcRunner) -> None:
+    gc("init")
+    gc("config", "set", "gates.disabled", '["commit-push", "bead-update"]')
+    made = gc.json("gate", "create", "--await", "human", "--waiter", "dog")["bead"]
+    reply = stop(gc)
+    assert "decision" not in reply and made["id"] in reply["systemMessage"]
+
+
+def test_hooks_resolve_due_timer_gates(tmp_path: Path, gc: GcRunner) -> None:
+    gc("init")
+    made = gc.json("gate", "create", "--await", "timer:0.2s", "--waiter", "dog")["bead"]
+    time.sleep(0.3)
+    payload = {"session_id": "s1", "hook_event_name": "UserPromptSubmit", "cwd": str(tmp_path)}
+    result = gc("hook", "run", input=json.dumps(payload), env={"GC_AGENT": "dog"})
+    assert f"Gate {made['id']} resolved" in result.stdout
+    assert gc.json("gate", "show", made["id"])["bead"]["status"] == "closed"
+
+
+@pytest.mark.parametrize("spec", ["timer:soon", "gh:pr:abc", "nope", "bead:", "mail:gc-nothere"])
+def test_bad_await_specs_are_refused(tmp_path: Path, gc: GcRunner, spec: str) -> None:
+    gc("init")
+    result = gc("gate", "create", "--await", spec)
+    assert result.returncode in (30, 40) and "Traceback" not in result.stderr
+    assert gc.json("gate", "list")["beads"] == []
