@@ -1,0 +1,143 @@
+#!/usr/bin/env python
+"""Benchmark of gates against the figures of the gates issue.
+
+Run from the project root:
+
+    python bench/bench_gates.py
+
+Figures:
+  1. `gc hook run` on Stop with 10 session gates and 100 open bead gates: within 1.5x of
+     `python -c "import click, sqlite3"` (same run; no `gh` call in a hook);
+  2. `gc gate check` (the API) over 10,000 open timer and bead gates, all due: under 1 ms per
+     gate, the resolutions committed in one batch.
+
+Shares its report helpers with bench_store.py; always exits 0 (it is a report).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+
+import bench_store as b
+
+from beads.store import Store
+from gates.beadgates import GATE, check_gates, gate_meta
+from gates.session_gates import mark
+
+perf = time.perf_counter
+ROUNDS = 20
+SESSION_GATES = 10
+BEAD_GATES = 100
+CHECK_GATES = 10_000
+
+
+def figure1(root: Path) -> None:
+    b.compile_project()
+    with Store.open(root) as store:
+        for n in range(SESSION_GATES):
+            store.set_setting(f"gates.session.g{n}", {"hook": "Stop", "mode": "strict"})
+            mark(store.root, "s1", f"g{n}")
+        store.set_setting("gates.disabled", ["commit-push", "bead-update"])
+        with store.batch("bench: open bead gates") as batch:
+            for n in range(BEAD_GATES):
+                meta = gate_meta("human", None, waiters=["dog" if n % 2 else "cat"])
+                batch.create(GATE, f"Wait for review {n}", meta=meta)
+    gc = str(Path(sys.executable).parent / "gc")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GC_")}
+    env["GC_AGENT"] = "dog"
+    payload = json.dumps({"session_id": "s1", "hook_event_name": "Stop", "cwd": str(root),
+                          "stop_hook_active": False}).encode()  # fmt: skip
+
+    def timed(argv: list[str], stdin: bytes | None = None) -> tuple[float, str]:
+        t0 = perf()
+        result = subprocess.run(argv, input=stdin, capture_output=True, env=env, cwd=root)
+        elapsed = perf() - t0
+        if result.returncode != 0:
+            raise RuntimeError(f"{argv} exited {result.returncode}: {result.stderr.decode()}")
+        return elapsed, result.stdout.decode()
+
+    times: dict[str, list[float]] = {"baseline": [], "stop": []}
+    for round_ in range(ROUNDS + 1):
+        base, _ = timed([sys.executable, "-c", "import click, sqlite3"])
+        stop, out = timed([gc, "hook", "run"], payload)
+        if '"decision"' in out or out.count("you wait on gate") != BEAD_GATES // 2:
+            raise RuntimeError(f"unexpected Stop reply: {out[:300]!r}")
+        if round_:
+            times["baseline"].append(base)
+            times["stop"].append(stop)
+    m = {name: b.med(values) for name, values in times.items()}
+    ratio = m["stop"] / m["baseline"]
+    b.verdict(f"1. hook Stop ({SESSION_GATES} session gates, {BEAD_GATES} open bead gates) / "
+              f"import click, sqlite3 = {ratio:.2f}x (target <= 1.5x)", ratio <= 1.5,
+              f"medians {b.ms(m['stop'])} vs {b.ms(m['baseline'])}, {ROUNDS} rounds")  # fmt: skip
+
+
+def figure2(root: Path) -> None:
+    with Store.open(root) as store:
+        with store.batch("bench: tasks") as batch:
+            tasks = [batch.create("task", f"task {n}") for n in range(CHECK_GATES // 2)]
+        with store.batch("bench: gates") as batch:
+            for n in range(CHECK_GATES // 2):
+                meta = gate_meta("timer", "1ms", waiters=["dog"])
+                batch.create(GATE, f"timer {n}", meta=meta)
+            for task in tasks:
+                meta = gate_meta("bead", task.id, waiters=["dog"])
+                batch.create(GATE, f"after {task.id}", meta=meta)
+        with store.batch("bench: close the tasks") as batch:
+            for task in tasks:
+                batch.close(task.id, "done")
+        time.sleep(0.01)
+        head_before = store.git.head()
+        t0 = perf()
+        outcomes = check_gates(store)
+        elapsed = perf() - t0
+        commits = len(store.git.log(limit=5))
+        new_commits = 0
+        for entry in store.git.log(limit=5):
+            if entry.commit.encode() == head_before:
+                break
+            new_commits += 1
+    per_gate = elapsed / CHECK_GATES
+    if len(outcomes) != CHECK_GATES:
+        raise RuntimeError(f"resolved {len(outcomes)} of {CHECK_GATES} gates")
+    b.verdict(f"2. gate check over {CHECK_GATES:,} due gates: {per_gate * 1000:.3f} ms per gate "
+              "(target < 1 ms)", per_gate < 0.001,
+              f"{elapsed:.2f}s in all, {new_commits} commit(s) for the resolutions "
+              f"(of {commits} looked at), items pushed to the waiter included")  # fmt: skip
+
+
+def main() -> None:
+    b.out("gc-beads gates benchmark (bench/bench_gates.py)")
+    tmp = Path(tempfile.mkdtemp(prefix="gc-bench-gates-", dir="/tmp"))
+    started = perf()
+    try:
+        Store.init(tmp / "hook", agent="bench")[0].close()
+        Store.init(tmp / "check", agent="bench")[0].close()
+        with b.figure("Figure 1: gc hook run Stop"):
+            figure1(tmp / "hook")
+        with b.figure("Figure 2: gate check over 10,000 gates"):
+            figure2(tmp / "check")
+    except Exception as exc:
+        b.RESULTS.append((f"benchmark: ERROR {type(exc).__name__}: {exc} FAIL", False))
+        b.out(traceback.format_exc().rstrip())
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+        b.out()
+        b.out(f"== Summary ({perf() - started:.0f}s total)")
+        for line, _passed in b.RESULTS:
+            b.out(line)
+        failed = sum(1 for _line, passed in b.RESULTS if not passed)
+        b.out(f"{len(b.RESULTS) - failed} PASS, {failed} FAIL")
+
+
+if __name__ == "__main__":
+    main()
+    sys.exit(0)
