@@ -18,12 +18,9 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
-import traceback
 from pathlib import Path
 
 import bench_store as b
@@ -115,27 +112,15 @@ def figure2(root: Path) -> None:
 
 
 def main() -> None:
-    b.out("gc-beads gates benchmark (bench/bench_gates.py)")
-    tmp = Path(tempfile.mkdtemp(prefix="gc-bench-gates-", dir="/tmp"))
-    started = perf()
-    try:
+    def body(tmp: Path) -> None:
         Store.init(tmp / "hook", agent="bench")[0].close()
         Store.init(tmp / "check", agent="bench")[0].close()
         with b.figure("Figure 1: gc hook run Stop"):
             figure1(tmp / "hook")
         with b.figure("Figure 2: gate check over 10,000 gates"):
             figure2(tmp / "check")
-    except Exception as exc:
-        b.RESULTS.append((f"benchmark: ERROR {type(exc).__name__}: {exc} FAIL", False))
-        b.out(traceback.format_exc().rstrip())
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-        b.out()
-        b.out(f"== Summary ({perf() - started:.0f}s total)")
-        for line, _passed in b.RESULTS:
-            b.out(line)
-        failed = sum(1 for _line, passed in b.RESULTS if not passed)
-        b.out(f"{len(b.RESULTS) - failed} PASS, {failed} FAIL")
+
+    b.report("gc-beads gates benchmark (bench/bench_gates.py)", "gc-bench-gates-", body)
 
 
 if __name__ == "__main__":

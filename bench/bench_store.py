@@ -476,6 +476,26 @@ def figure4(large: Store, n_large: int, rng: random.Random) -> None:
     )  # fmt: skip
 
 
+def report(title: str, prefix: str, body: Callable[[Path], None]) -> None:
+    """Run `body` in a fresh temporary directory, then print the summary of every verdict."""
+    out(title)
+    tmp = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
+    started = perf()
+    try:
+        body(tmp)
+    except Exception as exc:
+        RESULTS.append((f"benchmark: ERROR {type(exc).__name__}: {exc} FAIL", False))
+        out(traceback.format_exc().rstrip())
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+        out()
+        out(f"== Summary ({perf() - started:.0f}s total)")
+        for line, _passed in RESULTS:
+            out(line)
+        failed = sum(1 for _line, passed in RESULTS if not passed)
+        out(f"{len(RESULTS) - failed} PASS, {failed} FAIL")
+
+
 def compile_project() -> None:
     """Write the project's .pyc files, as `pip install .` does.
 

@@ -1,43 +1,21 @@
 """Mail as text injected into an agent's context (`gc mail check --inject`, hooks).
 
 At most 3 messages, previews of at most 240 characters, and every field stripped of
-`<system-reminder>` tags until none remain, so a message cannot close the block it sits in
-and speak as the system.
+`<system-reminder>` tags until none remain (`inbox.render` does both, for hooks too), so a
+message cannot close the block it sits in and speak as the system.
 """
 
 from __future__ import annotations
 
-import re
-
+from inbox.render import MAX_MAIL, PREVIEW_CHARS, preview
 from mail.message import Message
-
-MAX_MESSAGES = 3
-PREVIEW_CHARS = 240
-_TAG = re.compile(r"</?system-reminder>", re.IGNORECASE)
-_SPACE = re.compile(r"[\s\x00-\x1f\x7f]+")
-
-
-def strip_tags(text: str) -> str:
-    """Remove `<system-reminder>` and `</system-reminder>` until none remain (nested tricks too)."""
-    while True:
-        stripped = _TAG.sub("", text)
-        if stripped == text:
-            return text
-        text = stripped
-
-
-def preview(text: str, limit: int = PREVIEW_CHARS, marker: str = " ... [preview truncated]") -> str:
-    """One line: tags stripped, whitespace and control characters collapsed, at most `limit`."""
-    line = _SPACE.sub(" ", strip_tags(text[: limit * 16])).strip()
-    line = strip_tags(line)
-    return line if len(line) <= limit else line[:limit].rstrip() + marker
 
 
 def render(messages: list[Message]) -> str:
     """The `<system-reminder>` block for unread `messages` (most urgent first); "" if none."""
     if not messages:
         return ""
-    shown = messages[:MAX_MESSAGES]
+    shown = messages[:MAX_MAIL]
     lines = ["<system-reminder>", f"You have {len(messages)} unread message(s)."]
     if len(messages) > len(shown):
         first = f"Showing the first {len(shown)} message(s) here;"
