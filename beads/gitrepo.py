@@ -7,6 +7,9 @@ cost time proportional to the store's size, this route costs time proportional t
 
 from __future__ import annotations
 
+import contextlib
+import os
+import tempfile
 import time
 import weakref
 from collections.abc import Iterator
@@ -14,8 +17,10 @@ from pathlib import Path
 from typing import NamedTuple
 
 from dulwich.errors import NotTreeError
+from dulwich.file import GitFile
 from dulwich.object_store import tree_lookup_path
 from dulwich.objects import Blob, Commit, ShaFile, Tree
+from dulwich.pack import iter_sha1, write_pack_index, write_pack_objects
 from dulwich.repo import Repo
 
 from beads.errors import Conflict, StorageError
@@ -191,10 +196,35 @@ class GitRepo:
     def store_objects(self, objects: list[ShaFile]) -> None:
         """Write objects: loose for a small commit, one pack for a large batch."""
         if len(objects) >= PACK_OBJECTS_AT:
-            self.objects.add_objects([(obj, None) for obj in objects])
+            self._write_pack(objects)
         else:
             for obj in objects:
                 self.objects.add_object(obj)
+
+    def _write_pack(self, objects: list[ShaFile]) -> None:
+        """Write `objects` as one pack, named as git names packs.
+
+        Not `add_objects`: dulwich 1.2 compares a new pack's name with every existing pack's,
+        hashing all their object ids, so each batch would cost O(store size). A pack counts
+        once its `.idx` exists, and the `.idx` is written last, so a crash leaves no half pack.
+        """
+        store = self.objects
+        fd, temp = tempfile.mkstemp(dir=store.pack_dir, prefix="tmp_pack_")
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                entries, checksum = write_pack_objects(
+                    handle, [(obj, None) for obj in objects], object_format=store.object_format
+                )
+            index = sorted((sha, offset, crc) for sha, (offset, crc) in entries.items())
+            base = os.path.join(store.pack_dir, "pack-" + iter_sha1(e[0] for e in index).decode())
+            os.replace(temp, base + ".pack")
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(temp)
+            raise
+        with GitFile(base + ".idx", "wb") as handle:
+            write_pack_index(handle, index, checksum)
+        store._update_pack_cache()
 
     def swap_head(self, old: bytes | None, new: bytes) -> None:
         """Move the branch from `old` to `new`, failing if someone moved it meanwhile."""
@@ -207,7 +237,14 @@ class GitRepo:
 
     def pack_loose_objects(self) -> int:
         """Move loose objects into a pack; returns how many were packed."""
-        return self.objects.pack_loose_objects()
+        store = self.objects
+        loose = [store._get_loose_object(sha) for sha in store._iter_loose_objects()]
+        objects = [obj for obj in loose if obj is not None]
+        if objects:
+            self._write_pack(objects)
+            for obj in objects:  # only once the pack holding them is in place
+                store.delete_loose_object(obj.id)
+        return len(objects)
 
     def repack(self) -> None:
         """Consolidate every pack and loose object into one pack (`gc doctor --gc`)."""

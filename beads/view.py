@@ -42,9 +42,9 @@ class View:
     def write(self, path: str, data: bytes) -> None:
         target = self.root / path
         target.parent.mkdir(parents=True, exist_ok=True)
-        # No fsync: the view is derived from git (whose objects and ref dulwich fsyncs), and
-        # a file lost to a power cut is found and rewritten by `gc doctor --restore-view`.
-        # Atomic rename still means no process ever reads half a file.
+        # No fsync: the view is derived from git, so a file lost to a power cut is found and
+        # rewritten by `gc doctor --restore-view`; the rename still means no process ever
+        # reads half a file, and a killed process loses nothing (the page cache survives it).
         self._atomic_write(target, data)
 
     def remove(self, path: str) -> None:
