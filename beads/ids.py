@@ -6,8 +6,6 @@ checked by the store under its write lock.
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import os
 import re
 from typing import Any
@@ -24,6 +22,8 @@ RANDOM_CHARS = 8  # 8 base32 characters = 40 bits
 
 def new_id(prefix: str) -> str:
     """A fresh random id with the store's prefix."""
+    import base64  # lazy, with hashlib below: hooks that never make or place a bead skip them
+
     random = base64.b32encode(os.urandom(5)).decode("ascii").lower()
     return f"{prefix}-{random[:RANDOM_CHARS]}"
 
@@ -58,6 +58,8 @@ def bead_path(bead_type: str, bead_id: str) -> str:
     The two shard levels come from a hash of the id, so a commit rewrites only small trees
     (the type's 256-entry tree, one 256-entry shard tree and one small leaf) at any size.
     """
+    import hashlib
+
     digest = hashlib.sha1(bead_id.encode("ascii")).hexdigest()
     return f"{bead_type}s/{digest[:2]}/{digest[2:4]}/{bead_id}.yaml"
 

@@ -72,9 +72,9 @@ class Index:
 
     def __init__(self, path: Path) -> None:
         self.db = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
-        self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
         if self._meta("schema") != SCHEMA_VERSION:
+            self.db.execute("PRAGMA journal_mode=WAL")  # kept in the file: set it once
             self._reset()
 
     def close(self) -> None:

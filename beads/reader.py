@@ -23,11 +23,11 @@ class IndexReader:
 
     def __init__(self, root: Path) -> None:
         self.root = root
+        self.index = Index(root / ".runtime" / "index.sqlite3")
         if not self.fresh():
             from beads.store import Store  # the slow path: catch the index up from git
 
             Store(root).close()
-        self.index = Index(root / ".runtime" / "index.sqlite3")
 
     def close(self) -> None:
         self.index.close()
@@ -40,11 +40,8 @@ class IndexReader:
 
     def fresh(self) -> bool:
         """True when the index reflects the branch's current commit."""
-        index = Index(self.root / ".runtime" / "index.sqlite3")
-        try:
-            return index.head() is not None and index.head() == branch_head(self.root)
-        finally:
-            index.close()
+        head = self.index.head()
+        return head is not None and head == branch_head(self.root)
 
     def get(self, bead_id: str) -> Bead | None:
         """The bead with this full id, or None."""

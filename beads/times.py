@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime, timedelta
+import time
+from typing import TYPE_CHECKING
 
 from beads.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from datetime import datetime
 
 STAMP_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
 _DURATION_RE = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w)?")
@@ -14,10 +18,21 @@ _UNITS = {"ms": 0.001, "s": 1, None: 1, "m": 60, "h": 3600, "d": 86400, "w": 604
 
 def now_stamp() -> str:
     """The current time as the store writes it."""
-    return to_stamp(datetime.now(UTC))
+    return stamp_at(time.time())
+
+
+def stamp_at(seconds: float) -> str:
+    """A Unix time as the store writes it (no datetime objects: this runs in every hook)."""
+    whole = int(seconds)
+    micros = int(round((seconds - whole) * 1_000_000))
+    if micros == 1_000_000:
+        whole, micros = whole + 1, 0
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)) + f".{micros:06d}Z"
 
 
 def to_stamp(moment: datetime) -> str:
+    from datetime import UTC
+
     return moment.astimezone(UTC).strftime(STAMP_FORMAT)
 
 
@@ -31,6 +46,8 @@ def parse_duration(text: str) -> float:
 
 def parse_time(text: str) -> str:
     """A stamp for `text`: an RFC 3339 time, a date, or a duration ago (`2h` = two hours ago)."""
+    from datetime import UTC, datetime, timedelta
+
     value = text.strip()
     if _DURATION_RE.fullmatch(value):
         return to_stamp(datetime.now(UTC) - timedelta(seconds=parse_duration(value)))

@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import os
 import time
-import traceback
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,7 +26,6 @@ from typing import Any
 from beads.errors import GcError, InvalidInput
 from beads.location import find_store
 from beads.record import acting_agent
-from gates.stop import CHAIN
 from inbox.delivery import Delivery
 
 MAX_INPUT_BYTES = 1024 * 1024
@@ -81,7 +79,7 @@ def run_hook(
             delivery=delivery,
             root=root,
         )
-        resolve_due_timers(root)
+        resolve_due_timers(delivery)
         return _dispatch(ctx)
 
 
@@ -107,6 +105,8 @@ def _dispatch(ctx: HookContext) -> dict[str, Any] | None:
 
 
 def _stop(ctx: HookContext) -> dict[str, Any] | None:
+    from gates.stop import CHAIN  # Stop only: the chain loads subprocess and the gates
+
     warnings: list[str] = []
     for _priority, handler in sorted(CHAIN, key=lambda entry: entry[0]):
         verdict = handler(ctx)
@@ -126,23 +126,21 @@ def _stop(ctx: HookContext) -> dict[str, Any] | None:
     return {"systemMessage": "\n".join(warnings)} if warnings else None
 
 
-def resolve_due_timers(root: Path) -> None:
+def resolve_due_timers(delivery: Delivery) -> None:
     """Resolve timer gates that are due, found through the index (no `gh`, no dulwich unless
     one is due)."""
     from beads.index import Query
-    from beads.reader import IndexReader
     from beads.times import now_stamp
 
     now = now_stamp()
-    with IndexReader(root) as reader:
-        timers = reader.index.query(
-            Query(type="gate", status="open", meta={"await_type": "timer"}, limit=None)
-        )
+    timers = delivery.reader.index.query(
+        Query(type="gate", status="open", meta={"await_type": "timer"}, limit=None)
+    )
     if any((g.meta.get("due_at") or "~") <= now for g in timers):
         from beads.store import Store
         from gates.beadgates import check_gates
 
-        with Store(root) as store:
+        with Store(delivery.root) as store:
             check_gates(store, only_timers=True)
 
 
@@ -164,6 +162,8 @@ def log_failure(beads_dir: str | None, payload: dict[str, Any] | None, exc: Base
     except GcError:
         return  # no store: nowhere to log, and nothing of ours to protect
     event = (payload or {}).get("hook_event_name", "?")
+    import traceback
+
     detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
     if not isinstance(exc, GcError):
         detail += "\n" + "".join(traceback.format_tb(exc.__traceback__))

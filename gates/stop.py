@@ -13,13 +13,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from beads.index import Query
-from beads.reader import IndexReader
-from beads.times import to_stamp
+from beads.times import stamp_at
 from gates import session_gates
 
 if TYPE_CHECKING:
@@ -111,8 +109,7 @@ CHAIN: list[tuple[int, StopHandler]] = [
 
 
 def _open_gates(ctx: HookContext) -> list[dict]:
-    with IndexReader(ctx.root) as reader:
-        rows = reader.index.query(Query(type="gate", status="open", limit=None))
+    rows = ctx.delivery.reader.index.query(Query(type="gate", status="open", limit=None))
     return [bead.to_dict() for bead in rows]
 
 
@@ -134,8 +131,7 @@ def _stale_beads(ctx: HookContext) -> list[str]:
     session = ctx.delivery.session(ctx.session)
     if session is None:
         return []
-    started = to_stamp(datetime.fromtimestamp(session.started_at, UTC))
-    with IndexReader(ctx.root) as reader:
-        rows = reader.index.query(Query(assignee=ctx.agent, status="open", limit=200))
+    started = stamp_at(session.started_at)
+    rows = ctx.delivery.reader.index.query(Query(assignee=ctx.agent, status="open", limit=200))
     skip = ("message", "gate", "decision")
     return [b.id for b in rows if b.type not in skip and b.updated_at < started]

@@ -1,14 +1,36 @@
 """Delivery: inbox items pushed to agents, drained into their sessions, nudges, durable inbox.
 
 Public surface: `Delivery` (push, drain, items, wait, sessions), `Item`, `Drained`, `Session`,
-`AgentInbox` and its `Entry`, `render`.
+`AgentInbox` and its `Entry`, `render`. Loaded on first use, so a hook importing one module
+does not pay for the others.
 """
 
 from __future__ import annotations
 
-from inbox.delivery import Delivery, Drained, Session
-from inbox.durable import AgentInbox, Entry
-from inbox.items import Item
-from inbox.render import render
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from inbox.delivery import Delivery, Drained, Session
+    from inbox.durable import AgentInbox, Entry
+    from inbox.items import Item
+    from inbox.render import render
 
 __all__ = ["AgentInbox", "Delivery", "Drained", "Entry", "Item", "Session", "render"]
+
+_LAZY = {
+    "Delivery": "inbox.delivery",
+    "Drained": "inbox.delivery",
+    "Session": "inbox.delivery",
+    "AgentInbox": "inbox.durable",
+    "Entry": "inbox.durable",
+    "Item": "inbox.items",
+    "render": "inbox.render",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'inbox' has no attribute {name!r}")

@@ -104,6 +104,7 @@ class Delivery:
         self.runtime = root / ".runtime"
         self.runtime.mkdir(parents=True, exist_ok=True)
         self._config: dict[str, Any] | None = None
+        self._reader: IndexReader | None = None
         try:
             self.db = sqlite3.connect(
                 self.runtime / "delivery.sqlite3",
@@ -111,11 +112,11 @@ class Delivery:
                 isolation_level=None,
                 check_same_thread=False,
             )
-            self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=NORMAL")
             if not self.db.execute(
                 "SELECT 1 FROM sqlite_master WHERE type='table' AND name='entries'"
             ).fetchone():
+                self.db.execute("PRAGMA journal_mode=WAL")  # kept in the file: set it once
                 self.db.executescript(SCHEMA)
         except sqlite3.DatabaseError as exc:
             raise StorageError(f"cannot open the delivery database: {exc}") from None
@@ -126,7 +127,16 @@ class Delivery:
         return cls(find_store(beads_dir))
 
     def close(self) -> None:
+        if self._reader is not None:
+            self._reader.close()
         self.db.close()
+
+    @property
+    def reader(self) -> IndexReader:
+        """The store's index, opened once per Delivery (caught up with git when behind)."""
+        if self._reader is None:
+            self._reader = IndexReader(self.root)
+        return self._reader
 
     def __enter__(self) -> Delivery:
         return self
@@ -155,8 +165,7 @@ class Delivery:
     def store_config(self) -> dict[str, Any]:
         """The store's `config.yaml` (read from the index: no YAML parser on this path)."""
         if self._config is None:
-            with IndexReader(self.root) as reader:
-                self._config = reader.config()
+            self._config = self.reader.config()
         return self._config
 
     def setting(self, name: str) -> Any:
@@ -179,8 +188,7 @@ class Delivery:
         if to is None:
             raise InvalidInput("give a recipient: --to AGENT, --to all or --rig RIG")
         if to == "all":
-            with IndexReader(self.root) as reader:
-                named = set(config.get("agents") or {}) | set(reader.index.agents())
+            named = set(config.get("agents") or {}) | set(self.reader.index.agents())
             named |= {r[0] for r in self.db.execute("SELECT DISTINCT agent FROM sessions")}
             return sorted(named)
         return [check_agent(to, what="recipient")]
@@ -308,6 +316,8 @@ class Delivery:
             if known is None:
                 raise NotFound(f"no session {session!r}; give the agent or register the session")
             agent = known.agent
+        if SessionQueue(self.runtime, session).empty() and not self.has_pending(agent):
+            return Drained(session=session, agent=agent, items=[], text="")  # the common case
         limit = limit if limit is not None else self.setting("max_items")
         queued, problems = self._take_queue(session, agent)
         now = time.time()
@@ -379,11 +389,10 @@ class Delivery:
         if not refs:
             return set()
         moot = set()
-        with IndexReader(self.root) as reader:
-            for item in refs:
-                bead = reader.get(item.ref_bead or "")
-                if bead is not None and is_moot(bead.to_dict(), item.moot_when or []):
-                    moot.add(item.key)
+        for item in refs:
+            bead = self.reader.get(item.ref_bead or "")
+            if bead is not None and is_moot(bead.to_dict(), item.moot_when or []):
+                moot.add(item.key)
         return moot
 
     def reap(self) -> int:
