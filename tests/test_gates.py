@@ -349,3 +349,11 @@ def test_bad_await_specs_are_refused(tmp_path: Path, gc: GcRunner, spec: str) ->
     result = gc("gate", "create", "--await", spec)
     assert result.returncode in (30, 40) and "Traceback" not in result.stderr
     assert gc.json("gate", "list")["beads"] == []
+
+
+def test_watch_checks_in_a_loop(tmp_path: Path, gc: GcRunner) -> None:
+    gc("init")
+    made = gc.json("gate", "create", "--await", "timer:0.3s", "--waiter", "dog")["bead"]
+    result = gc("gate", "watch", "--interval", "0.2", "--rounds", "4")
+    assert result.returncode == 0 and f"{made['id']}: timer 0.3s elapsed" in result.stdout
+    assert gc.json("gate", "show", made["id"])["bead"]["status"] == "closed"
