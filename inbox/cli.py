@@ -47,6 +47,7 @@ def inbox() -> None:
 @click.option("--ttl", help="Drop the item if undelivered after this long (e.g. 10m).")
 @click.option("--dedup-key", help="One item per key per agent (default: a new key).")
 @click.option("--source", help="Who or what the item is from (default: you).")
+@click.option("--session", "session", help="Append to this session's queue instead.")
 @global_options
 def push(
     text: str,
@@ -57,22 +58,30 @@ def push(
     ttl: str | None,
     dedup_key: str | None,
     source: str | None,
+    session: str | None,
 ) -> None:
-    """Push TEXT to an agent, a rig or all."""
-    if to is not None and rig is not None:
-        raise InvalidInput("give --to or --rig, not both")
+    """Push TEXT to an agent, a rig or all (or onto one session's queue)."""
+    if sum(x is not None for x in (to, rig, session)) > 1:
+        raise InvalidInput("give one of --to, --rig and --session")
     delivery = open_delivery()
+    key = dedup_key or f"cli:{uuid.uuid4().hex}"
+    seconds = parse_duration(ttl) if ttl else None
+    if session is not None:
+        item = delivery.enqueue(session, text, key=key, type=type_, source=source or me(),
+                                priority=priority, ttl=seconds)  # fmt: skip
+        emit({"items": [item.to_json()]}, f"Queued item for session {session}")
+        return
     recipients = delivery.recipients(to if to or rig else me(), rig)
     if not recipients:
         raise NoMatch("no agents to push to")
     results = delivery.push(
         recipients,
         text,
-        key=dedup_key or f"cli:{uuid.uuid4().hex}",
+        key=key,
         type=type_,
         source=source or me(),
         priority=priority,
-        ttl=parse_duration(ttl) if ttl else None,
+        ttl=seconds,
     )
     emit(
         {"items": [dict(item.to_json(), created=created) for item, created in results]},

@@ -212,8 +212,8 @@ class Delivery:
         """Push one item to each recipient; returns `(item, created)` per recipient.
 
         A second push of the same key to the same agent is a no-op (`created` False, the
-        existing item returned). The database commit comes first; then each live session's
-        queue gets the item, and idle recipients are nudged (never blocking this call).
+        existing item returned). Once the database has committed, idle recipients are nudged
+        (never blocking this call).
         """
         now = time.time()
         items = [
@@ -240,18 +240,44 @@ class Delivery:
                 if not created:
                     item = self._item_by_key(item.agent, item.key) or item
                 results.append((item, created))
-        for item, created in results:
-            if created:
-                self._enqueue(item)
         if nudge:
             from inbox.nudge import nudge_agents
 
             nudge_agents(self, [item for item, created in results if created])
         return results
 
-    def _enqueue(self, item: Item) -> None:
-        for session in self.live_sessions(item.agent):
-            SessionQueue(self.runtime, session.session).append(item.to_json())
+    def enqueue(
+        self,
+        session: str,
+        content: str,
+        *,
+        key: str,
+        type: str = "event",
+        source: str = "system",
+        priority: int = 2,
+        ttl: float | None = None,
+    ) -> Item:
+        """Append an item to one session's JSONL queue (the merge buffer the next drain of
+        that session takes; the database is not touched, dedup happens at the drain)."""
+        now = time.time()
+        if ttl is not None and ttl <= 0:
+            raise InvalidInput("ttl must be positive")
+        known = self.session(check_session(session))
+        item = Item(
+            agent=known.agent if known else "queued",
+            key=key,
+            content=content,
+            type=type,
+            source=source,
+            priority=priority,
+            created_at=now,
+            expires_at=now + ttl if ttl is not None else None,
+        ).check()
+        record = item.to_json()
+        for name in ("id", "agent", "state", "session", "settled_at"):
+            record.pop(name)
+        SessionQueue(self.runtime, session).append(record)
+        return item
 
     def _item_by_key(self, agent: str, key: str) -> Item | None:
         row = self.db.execute(

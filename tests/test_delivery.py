@@ -160,15 +160,17 @@ def test_a_corrupt_queue_line_is_set_aside(delivery: Delivery, store: Store) -> 
     assert delivery.drain("s1").items == []
 
 
-def test_push_appends_to_live_session_queues_and_drain_dedups(
-    delivery: Delivery, store: Store
-) -> None:
+def test_queued_items_merge_with_the_database_and_dedup(delivery: Delivery, store: Store) -> None:
     delivery.register("s1", "dog")
+    delivery.register("s2", "dog")
     delivery.push(["dog"], "hello", key="k")
+    delivery.enqueue("s1", "hello again", key="k")  # same key: one item for the agent
+    delivery.enqueue("s1", "only queued", key="q", priority=0)
     queue = SessionQueue(store.root / ".runtime", "s1")
     assert not queue.empty()
     drained = delivery.drain("s1")
-    assert len(drained.items) == 1 and queue.empty()
+    assert [i.content for i in drained.items] == ["only queued", "hello"]
+    assert queue.empty() and delivery.drain("s2").items == []
 
 
 def test_rig_and_all_recipients(example_store: Store) -> None:

@@ -260,3 +260,12 @@ def test_drain_reconcile_recovers_missed_mail_items(project: Path, gc: GcRunner)
         delivery.db.execute("DELETE FROM items")
     drained = gc.json("inbox", "drain", "--session", "s9", "--agent", "dog", "--reconcile")
     assert "missed" in drained["text"]
+
+
+def test_push_onto_one_sessions_queue(project: Path, gc: GcRunner) -> None:
+    hook(gc, "SessionStart", source="startup")
+    queued = gc("inbox", "push", "--session", "s1", "--priority", "0", "just for s1")
+    assert queued.returncode == 0, queued.stderr
+    assert (project / ".beads" / ".runtime" / "inject-queue" / "s1.jsonl").read_text().strip()
+    reply = hook(gc, "Stop", stop_hook_active=False)
+    assert reply["decision"] == "block" and "just for s1" in reply["reason"]
