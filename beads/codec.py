@@ -12,6 +12,7 @@ from typing import Any
 
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
+from ruamel.yaml.tag import Tag
 
 from beads.errors import InvalidInput
 from beads.record import Bead
@@ -24,6 +25,27 @@ def _represent_str(representer: Any, data: str) -> Any:
     return representer.represent_scalar("tag:yaml.org,2002:str", data, style=style)
 
 
+def _share_tags(representer: Any) -> None:
+    """Give every node of one tag the same `Tag` object.
+
+    ruamel makes a new `Tag` per node and decodes its name again each time (about half of
+    the time of a dump); a shared `Tag` decodes once. Tags are never changed on output.
+    """
+    shared: dict[str, Tag] = {}
+
+    def shared_tag(tag: Any) -> Any:
+        if isinstance(tag, str):
+            found = shared.get(tag)
+            if found is None:
+                found = shared[tag] = Tag(suffix=tag)
+            return found
+        return tag
+
+    for name in ("represent_scalar", "represent_sequence", "represent_mapping"):
+        method = getattr(representer, name)
+        setattr(representer, name, lambda tag, *a, _m=method, **k: _m(shared_tag(tag), *a, **k))
+
+
 def _make_yaml() -> YAML:
     yaml = YAML(typ="safe", pure=False)
     yaml.default_flow_style = False
@@ -31,6 +53,7 @@ def _make_yaml() -> YAML:
     yaml.width = 4096  # don't fold long lines: a one-word change stays a one-line diff
     yaml.representer.sort_base_mapping_type_on_output = False
     yaml.representer.add_representer(str, _represent_str)
+    _share_tags(yaml.representer)
     return yaml
 
 
