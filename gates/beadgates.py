@@ -25,6 +25,7 @@ from beads.record import Bead, check_agent
 from beads.store import Store
 from beads.times import now_stamp, parse_duration, to_stamp
 from inbox.delivery import Delivery
+from inbox.items import Item
 
 GATE = "gate"
 AWAIT_TYPES = ("timer", "human", "mail", "bead", "gh:run", "gh:pr")
@@ -287,22 +288,24 @@ def apply_and_get(store: Store, outcome: Outcome) -> Bead:
 
 
 def notify(store: Store, done: Sequence[tuple[Outcome, Bead]]) -> None:
-    """One item per waiter: `gate:<id>` on resolution, `gate:<id>:escalated` at priority 0."""
-    if not done:
-        return
-    with Delivery(store.root) as delivery:
-        for outcome, gate in done:
-            waiters = [str(w) for w in gate.meta.get("waiters") or []]
-            if not waiters:
-                continue
-            if outcome.action == "resolve":
-                delivery.push(waiters, f"Gate {gate.id} resolved ({gate.title}): {outcome.reason}",
-                              key=f"gate:{gate.id}", type="gate", source=store.agent,
-                              priority=gate.priority)  # fmt: skip
-            else:
-                delivery.push(waiters, f"Gate {gate.id} ESCALATED ({gate.title}): {outcome.reason}",
-                              key=f"gate:{gate.id}:escalated", type="gate", source=store.agent,
-                              priority=0)  # fmt: skip
+    """One item per waiter: `gate:<id>` on resolution, `gate:<id>:escalated` at priority 0,
+    all in one delivery transaction."""
+    items = []
+    for outcome, gate in done:
+        resolved = outcome.action == "resolve"
+        what = "resolved" if resolved else "ESCALATED"
+        for waiter in dict.fromkeys(str(w) for w in gate.meta.get("waiters") or []):
+            items.append(Item(
+                agent=waiter,
+                key=f"gate:{gate.id}" if resolved else f"gate:{gate.id}:escalated",
+                content=f"Gate {gate.id} {what} ({gate.title}): {outcome.reason}",
+                type="gate",
+                source=store.agent,
+                priority=gate.priority if resolved else 0,
+            ).check())  # fmt: skip
+    if items:
+        with Delivery(store.root) as delivery:
+            delivery.push_items(items)
 
 
 def watch(store: Store, interval: float, rounds: int | None = None, **options: Any) -> None:

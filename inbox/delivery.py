@@ -233,6 +233,10 @@ class Delivery:
         ]
         if ttl is not None and ttl <= 0:
             raise InvalidInput("ttl must be positive")
+        return self.push_items(items, nudge=nudge)
+
+    def push_items(self, items: Sequence[Item], *, nudge: bool = True) -> list[tuple[Item, bool]]:
+        """Push checked items in one transaction (see `push`); returns `(item, created)`."""
         results: list[tuple[Item, bool]] = []
         with self.write() as db:
             for item in items:
