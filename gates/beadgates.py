@@ -116,8 +116,6 @@ def evaluate(store: Store, gate: Bead, *, gh: str = "gh", now: str | None = None
     meta = gate.meta
     now = now or now_stamp()
     kind, target = meta.get("await_type"), meta.get("await_id")
-    if meta.get("state") == "escalated":
-        return Outcome(gate.id, "wait")
     outcome = Outcome(gate.id, "wait")
     if kind == "timer":
         if meta.get("due_at") and meta["due_at"] <= now:
@@ -226,15 +224,9 @@ def check_gates(
     now = now_stamp()
     outcomes = []
     for gate in open_gates(store):
-        kind = gate.meta.get("await_type")
-        if only_timers and kind != "timer" and not gate.meta.get("timeout_at"):
-            continue
-        if only_timers and kind in ("gh:run", "gh:pr"):
-            outcome = Outcome(gate.id, "wait")
-            if gate.meta.get("timeout_at") and gate.meta["timeout_at"] <= now:
-                outcome = Outcome(gate.id, "escalate", f"timed out after {gate.meta['timeout']}")
-        else:
-            outcome = evaluate(store, gate, gh=gh, now=now)
+        if only_timers and gate.meta.get("await_type") != "timer":
+            continue  # hooks: due timers only (no gh, no escalations; `gate check` does those)
+        outcome = evaluate(store, gate, gh=gh, now=now)
         if outcome.action != "wait" or outcome.error != gate.meta.get("error"):
             outcomes.append(outcome)
     return apply_outcomes(store, outcomes)

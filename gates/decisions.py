@@ -100,6 +100,9 @@ def respond(
     keys = [o["key"] for o in decision.meta.get("options") or []]
     if select not in keys:
         raise InvalidInput(f"{select!r} is not an option of {decision.id}: {', '.join(keys)}")
+    if decision.status != "open" and decision.meta.get("answer") == select:
+        push_answer(store, decision)  # the same answer again: tell the requester (dedup)
+        return decision
     with store.batch() as batch:
         current = batch.get(decision.id)
         if current.status != "open":

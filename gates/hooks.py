@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -79,7 +80,7 @@ def run_hook(
             delivery=delivery,
             root=root,
         )
-        resolve_due_timers(delivery)
+        _side_job(ctx, lambda: resolve_due_timers(delivery))
         return _dispatch(ctx)
 
 
@@ -97,7 +98,7 @@ def _dispatch(ctx: HookContext) -> dict[str, Any] | None:
         d.hook_seen(ctx.session, ctx.agent, ctx.event, state="busy")
     if ctx.event not in CONTEXT_EVENTS:
         return None
-    _reconcile_exec_mail(ctx)
+    _side_job(ctx, lambda: _reconcile_exec_mail(ctx))
     text = d.drain(ctx.session, ctx.agent).text
     if not text:
         return None
@@ -124,6 +125,14 @@ def _stop(ctx: HookContext) -> dict[str, Any] | None:
             return reply
     ctx.delivery.hook_seen(ctx.session, ctx.agent, "Stop", state="idle")
     return {"systemMessage": "\n".join(warnings)} if warnings else None
+
+
+def _side_job(ctx: HookContext, job: Callable[[], None]) -> None:
+    """Run a side job of the hook; its fault is logged and never stops the hook's main job."""
+    try:
+        job()
+    except Exception as exc:
+        log_failure(str(ctx.root), ctx.payload, exc)
 
 
 def resolve_due_timers(delivery: Delivery) -> None:

@@ -55,7 +55,8 @@ def stop_loop(ctx: HookContext) -> StopVerdict | None:
 
 
 def stop_decision(ctx: HookContext) -> StopVerdict | None:
-    if not (ctx.config.get("gates") or {}).get("require_decision"):
+    settings = ctx.config.get("gates") or {}
+    if not settings.get("require_decision") or "decision" in (settings.get("disabled") or []):
         return None
     if (session_gates.marker_dir(ctx.root, ctx.session) / "decision").exists():
         return None

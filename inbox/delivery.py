@@ -155,10 +155,13 @@ class Delivery:
             raise Conflict(f"the delivery database is busy: {exc}") from None
         try:
             yield self.db
-        except BaseException:
-            self.db.execute("ROLLBACK")
+            self.db.execute("COMMIT")
+        except BaseException as exc:
+            if self.db.in_transaction:
+                self.db.execute("ROLLBACK")
+            if isinstance(exc, sqlite3.Error):
+                raise StorageError(f"delivery database: {exc}") from None
             raise
-        self.db.execute("COMMIT")
 
     # -- configuration ----------------------------------------------------------------------
 
@@ -247,8 +250,20 @@ class Delivery:
         if nudge:
             from inbox.nudge import nudge_agents
 
-            nudge_agents(self, [item for item, created in results if created])
+            try:
+                nudge_agents(self, [item for item, created in results if created])
+            except Exception as exc:  # the items are committed: a nudge must not undo that
+                self.log(f"nudge failed: {type(exc).__name__}: {exc}")
         return results
+
+    def log(self, line: str) -> None:
+        """Note a fault that must not fail the caller in `.runtime/delivery.log`."""
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        try:
+            with open(self.runtime / "delivery.log", "a", encoding="utf-8") as handle:
+                handle.write(f"{stamp} {line}\n")
+        except OSError:
+            pass
 
     def enqueue(
         self,
@@ -349,12 +364,11 @@ class Delivery:
         if SessionQueue(self.runtime, session).empty() and not self.has_pending(agent):
             return Drained(session=session, agent=agent, items=[], text="")  # the common case
         limit = limit if limit is not None else self.setting("max_items")
-        queued, problems = self._take_queue(session, agent)
+        keep = self.setting("keep_delivered")
+        problems = self._take_queue(session, agent)
         now = time.time()
-        moot = self._moot_keys([*queued, *self.items(agent)])
+        moot = self._moot_keys(self.items(agent))
         with self.write() as db:
-            for item in queued:
-                _insert(db, item)
             pending = [
                 _item(row)
                 for row in db.execute(
@@ -385,7 +399,7 @@ class Delivery:
             )
             db.execute(
                 "DELETE FROM items WHERE agent = ? AND state != 'pending' AND settled_at < ?",
-                (agent, now - self.setting("keep_delivered")),
+                (agent, now - keep),
             )
         for item in chosen:
             item.state, item.session, item.settled_at = "delivered", session, now
@@ -399,19 +413,26 @@ class Delivery:
             problems=problems,
         )
 
-    def _take_queue(self, session: str, agent: str) -> tuple[list[Item], list[str]]:
+    def _take_queue(self, session: str, agent: str) -> list[str]:
+        """Move the session's queue into the database (committed before the file empties)."""
         queue = SessionQueue(self.runtime, session)
         if queue.empty():
-            return [], []
-        records, problems = queue.take()
-        items = []
-        for record in records:
-            try:
-                items.append(Item.from_json({**record, "agent": agent}))
-            except InvalidInput as exc:
-                queue.set_aside(json.dumps(record), str(exc))
-                problems.append(f"queue item set aside: {exc}")
-        return items, problems
+            return []
+
+        def store(records: list[dict[str, Any]]) -> list[str]:
+            items, problems = [], []
+            for record in records:
+                try:
+                    items.append(Item.from_json({**record, "agent": agent}))
+                except InvalidInput as exc:
+                    queue.set_aside(json.dumps(record), str(exc))
+                    problems.append(f"queue item set aside: {exc}")
+            with self.write() as db:
+                for item in items:
+                    _insert(db, item)
+            return problems
+
+        return queue.take(store)[1]
 
     def _moot_keys(self, items: Sequence[Item]) -> set[str]:
         """Keys of the items whose referenced bead now matches a moot condition."""

@@ -74,7 +74,11 @@ def nudge(delivery: Delivery, agent: str, text: str) -> str | None:
         return None
     session = idle[0].session
     values = {"session": session, "agent": agent, "text": text}
-    argv = [part.format_map(_Only(values)) for part in template]
+    try:
+        argv = [part.format_map(_Only(values)) for part in template]
+    except (ValueError, IndexError, AttributeError) as exc:
+        delivery.record_nudge(session, "failed", f"bad nudge template: {exc}")
+        return None
     job = {
         "db": str(delivery.root),
         "session": session,

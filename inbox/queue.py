@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -69,8 +70,15 @@ class SessionQueue:
             finally:
                 os.close(fd)
 
-    def take(self) -> tuple[list[dict[str, Any]], list[str]]:
-        """Empty the queue: `(records, problems)`; unparsable lines are set aside."""
+    def take(
+        self, store: Callable[[list[dict[str, Any]]], list[str]]
+    ) -> tuple[list[dict[str, Any]], list[str]]:
+        """Empty the queue into `store`: `(records, problems)`; unparsable lines are set aside.
+
+        `store` (which must commit the records durably, returning any problems) runs under
+        the queue's lock, and the file is emptied only after it returns: a crash or an error
+        before that leaves every line in place for the next drain (dedup absorbs repeats).
+        """
         with self._lock:
             try:
                 raw = self.path.read_bytes()
@@ -98,7 +106,7 @@ class SessionQueue:
                     f"{len(bad)} unparsable line(s) in {self.path.name} set aside in "
                     f"{self.bad_path.name}"
                 )
-            # Truncate last: a crash before this point re-delivers (dedup absorbs it).
+            problems += store(records)
             with open(self.path, "r+b") as handle:
                 handle.truncate(0)
             return records, problems

@@ -266,3 +266,26 @@ def test_wait_wakes_soon_after_a_push(store: Store) -> None:
     assert woke - pushed < 0.2
     with Delivery(store.root) as delivery:
         assert not delivery.wait("cat", timeout=0.2)
+
+
+def test_a_failed_drain_keeps_the_queue(delivery: Delivery, store: Store, monkeypatch) -> None:
+    delivery.register("s1", "dog")
+    delivery.enqueue("s1", "only in the queue", key="q")
+
+    def broken(*args: object, **kwargs: object) -> bool:
+        raise OSError("disk gone")
+
+    monkeypatch.setattr("inbox.delivery._insert", broken)
+    with pytest.raises(OSError):
+        delivery.drain("s1")
+    monkeypatch.undo()
+    assert [i.content for i in delivery.drain("s1").items] == ["only in the queue"]
+
+
+def test_a_broken_nudge_template_never_fails_the_push(delivery: Delivery, store: Store) -> None:
+    store.set_setting("agents.dog.nudge", ["echo", "{unclosed"])
+    delivery.register("s1", "dog")
+    delivery.hook_seen("s1", "dog", "Stop", state="idle")
+    ((item, created),) = Delivery(store.root).push(["dog"], "hello", key="k")
+    assert created
+    assert "bad nudge template" in (delivery.session("s1").nudge_detail or "")

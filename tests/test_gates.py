@@ -357,3 +357,25 @@ def test_watch_checks_in_a_loop(tmp_path: Path, gc: GcRunner) -> None:
     result = gc("gate", "watch", "--interval", "0.2", "--rounds", "4")
     assert result.returncode == 0 and f"{made['id']}: timer 0.3s elapsed" in result.stdout
     assert gc.json("gate", "show", made["id"])["bead"]["status"] == "closed"
+
+
+def test_an_escalated_gate_still_resolves_later(store: Store) -> None:
+    task = store.create("task", "Slow work")
+    gate = beadgates.create_gate(store, f"bead:{task.id}", waiters=["dog"], timeout="0.1s")
+    time.sleep(0.2)
+    assert [o.action for o in beadgates.check_gates(store)] == ["escalate"]
+    store.close_bead(task.id, "done at last")
+    assert [o.action for o in beadgates.check_gates(store)] == ["resolve"]
+    keys = sorted(i.key for i in items(store, "dog"))
+    assert keys == [f"gate:{gate.id}", f"gate:{gate.id}:escalated"]
+
+
+def test_responding_again_with_the_same_answer_tells_the_requester_again(store: Store) -> None:
+    decision, _gate = decisions.create_decision(store, "Ship?", ["ship", "hold"])
+    decisions.respond(store, decision.id, "ship")
+    with Delivery(store.root) as delivery:
+        delivery.db.execute("DELETE FROM items")  # as if the push had been lost in a crash
+    decisions.respond(store, decision.id, "ship")
+    assert [i.key for i in items(store, store.agent)] == [f"decision:{decision.id}"]
+    with pytest.raises(Exception, match="already answered"):
+        decisions.respond(store, decision.id, "hold")
