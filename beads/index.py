@@ -71,8 +71,22 @@ class Index:
     """The sqlite index of one store."""
 
     def __init__(self, path: Path) -> None:
+        try:
+            self._open(path)
+        except sqlite3.DatabaseError:
+            if getattr(self, "db", None) is not None:
+                self.db.close()
+            # Derived data: a damaged file (say, after a power cut, since it is not synced) is
+            # dropped and rebuilt from git by the store.
+            for suffix in ("", "-wal", "-shm"):
+                Path(f"{path}{suffix}").unlink(missing_ok=True)
+            self._open(path)
+
+    def _open(self, path: Path) -> None:
         self.db = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
-        self.db.execute("PRAGMA synchronous=NORMAL")
+        # No fsync, on commits or checkpoints: the index is rebuilt from git when it is lost,
+        # and every command that closes it last would otherwise pay a checkpoint's fsync.
+        self.db.execute("PRAGMA synchronous=OFF")
         if self._meta("schema") != SCHEMA_VERSION:
             self.db.execute("PRAGMA journal_mode=WAL")  # kept in the file: set it once
             self._reset()

@@ -590,7 +590,19 @@ def main() -> None:
         help="also print a cProfile of single creates at the large size",
     )
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
+    parser.add_argument(
+        "--startup-only", action="store_true", help="only figure 5 (CLI start-up), in a small store"
+    )
     args = parser.parse_args()
+    if args.startup_only:
+
+        def startup(tmp: Path) -> None:
+            build_store(tmp, SMALL, Workload(args.seed), f"store@{size_label(SMALL)}").close()
+            with figure("Figure 5: CLI start-up"):
+                figure5(tmp / ".beads")
+
+        report("gc-beads store benchmark, CLI start-up only", "gc-bench-", startup)
+        return
     n_large = LARGE_QUICK if args.quick else LARGE
 
     out("gc-beads store benchmark (bench/bench_store.py)")

@@ -299,3 +299,15 @@ def test_meta_filters_count_and_known_agents(store: Store) -> None:
     assert store.known_agents() == ["cat", "dog", "tester"]
     with pytest.raises(InvalidInput):
         store.list(meta={"bad key": 1})
+
+
+def test_a_damaged_index_is_rebuilt_from_git(store: Store) -> None:
+    made = store.create("task", "survives")
+    root = store.root
+    store.close()
+    index = root / ".runtime" / "index.sqlite3"
+    for extra in ("-wal", "-shm"):
+        Path(f"{index}{extra}").unlink(missing_ok=True)
+    index.write_bytes(b"not a database at all" * 200)
+    with Store.open(root) as reopened:
+        assert [b.id for b in reopened.list(type="task")] == [made.id]
