@@ -1,6 +1,7 @@
-"""The delivery database (`.runtime/delivery.sqlite3`): items, sessions, nudges, entries.
+"""The delivery databases: `.runtime/delivery.sqlite3` (items, durable entries), and
+`.runtime/sessions.sqlite3` (sessions, nudges).
 
-It is the source of truth for delivery, separate from the derived bead index (an index
+The first is the source of truth for delivery, separate from the derived bead index (an index
 rebuild never touches it). Every change is one sqlite transaction; `BEGIN IMMEDIATE` makes
 writers take the database's write lock up front, so two drains or two pushes racing on one
 agent serialise instead of both reading the same pending rows.
@@ -35,6 +36,17 @@ CREATE TABLE IF NOT EXISTS items(
     state TEXT NOT NULL DEFAULT 'pending', session TEXT, settled_at REAL,
     UNIQUE(agent, key));
 CREATE INDEX IF NOT EXISTS items_by_state ON items(agent, state, priority, created_at);
+CREATE TABLE IF NOT EXISTS entries(
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, agent TEXT NOT NULL, kind TEXT NOT NULL,
+    sender TEXT, content TEXT NOT NULL, created_at REAL NOT NULL,
+    handed_out INTEGER NOT NULL DEFAULT 0);
+CREATE INDEX IF NOT EXISTS entries_by_agent ON entries(agent, seq);
+"""
+
+# Sessions are runtime state that every hook writes: they live in a database of their own
+# that is never synced (a power cut costs, at worst, the session list), so a hook does not pay
+# for two fsyncs; items, the source of truth, stay in the synced one.
+SESSIONS_SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions(
     session TEXT PRIMARY KEY, agent TEXT NOT NULL, state TEXT NOT NULL, cwd TEXT,
     started_at REAL NOT NULL, last_hook TEXT, last_hook_at REAL NOT NULL, ended_at REAL,
@@ -42,11 +54,6 @@ CREATE TABLE IF NOT EXISTS sessions(
     stop_blocks INTEGER NOT NULL DEFAULT 0);
 CREATE INDEX IF NOT EXISTS sessions_by_agent ON sessions(agent, state);
 CREATE TABLE IF NOT EXISTS nudges(agent TEXT PRIMARY KEY, last_at REAL NOT NULL);
-CREATE TABLE IF NOT EXISTS entries(
-    seq INTEGER PRIMARY KEY AUTOINCREMENT, agent TEXT NOT NULL, kind TEXT NOT NULL,
-    sender TEXT, content TEXT NOT NULL, created_at REAL NOT NULL,
-    handed_out INTEGER NOT NULL DEFAULT 0);
-CREATE INDEX IF NOT EXISTS entries_by_agent ON entries(agent, seq);
 """
 
 DEFAULTS: dict[str, Any] = {
@@ -105,21 +112,14 @@ class Delivery:
         self.runtime.mkdir(parents=True, exist_ok=True)
         self._config: dict[str, Any] | None = None
         self._reader: IndexReader | None = None
+        self.db = _connect(self.runtime / "delivery.sqlite3", "NORMAL", SCHEMA, "entries")
+        sessions = self.runtime / "sessions.sqlite3"
         try:
-            self.db = sqlite3.connect(
-                self.runtime / "delivery.sqlite3",
-                timeout=30,
-                isolation_level=None,
-                check_same_thread=False,
-            )
-            self.db.execute("PRAGMA synchronous=NORMAL")
-            if not self.db.execute(
-                "SELECT 1 FROM sqlite_master WHERE type='table' AND name='entries'"
-            ).fetchone():
-                self.db.execute("PRAGMA journal_mode=WAL")  # kept in the file: set it once
-                self.db.executescript(SCHEMA)
-        except sqlite3.DatabaseError as exc:
-            raise StorageError(f"cannot open the delivery database: {exc}") from None
+            self.sessions_db = _connect(sessions, "OFF", SESSIONS_SCHEMA, "nudges")
+        except StorageError:  # damaged (it is never synced): start a fresh session list
+            for suffix in ("", "-wal", "-shm"):
+                Path(f"{sessions}{suffix}").unlink(missing_ok=True)
+            self.sessions_db = _connect(sessions, "OFF", SESSIONS_SCHEMA, "nudges")
 
     @classmethod
     def open(cls, beads_dir: str | Path | None = None) -> Delivery:
@@ -130,6 +130,7 @@ class Delivery:
         if self._reader is not None:
             self._reader.close()
         self.db.close()
+        self.sessions_db.close()
 
     @property
     def reader(self) -> IndexReader:
@@ -144,24 +145,13 @@ class Delivery:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    @contextlib.contextmanager
-    def write(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction holding the database's write lock from its start."""
-        try:
-            self.db.execute("BEGIN IMMEDIATE")
-        except sqlite3.OperationalError as exc:
-            from beads.errors import Conflict
+    def write(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
+        """One write transaction on the items database, holding its write lock from the start."""
+        return _transaction(self.db)
 
-            raise Conflict(f"the delivery database is busy: {exc}") from None
-        try:
-            yield self.db
-            self.db.execute("COMMIT")
-        except BaseException as exc:
-            if self.db.in_transaction:
-                self.db.execute("ROLLBACK")
-            if isinstance(exc, sqlite3.Error):
-                raise StorageError(f"delivery database: {exc}") from None
-            raise
+    def write_sessions(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
+        """One write transaction on the sessions database."""
+        return _transaction(self.sessions_db)
 
     # -- configuration ----------------------------------------------------------------------
 
@@ -192,7 +182,7 @@ class Delivery:
             raise InvalidInput("give a recipient: --to AGENT, --to all or --rig RIG")
         if to == "all":
             named = set(config.get("agents") or {}) | set(self.reader.index.agents())
-            named |= {r[0] for r in self.db.execute("SELECT DISTINCT agent FROM sessions")}
+            named |= {r[0] for r in self.sessions_db.execute("SELECT DISTINCT agent FROM sessions")}
             return sorted(named)
         return [check_agent(to, what="recipient")]
 
@@ -468,7 +458,7 @@ class Delivery:
         check_session(session)
         check_agent(agent)
         now = time.time()
-        with self.write() as db:
+        with self.write_sessions() as db:
             db.execute(
                 "INSERT INTO sessions(session, agent, state, cwd, started_at, last_hook, "
                 "last_hook_at) VALUES (?, ?, 'busy', ?, ?, 'SessionStart', ?) "
@@ -483,7 +473,7 @@ class Delivery:
         """Record a hook of a session (registering it if its SessionStart was missed)."""
         check_session(session)
         now = time.time()
-        with self.write() as db:
+        with self.write_sessions() as db:
             db.execute(
                 "INSERT INTO sessions(session, agent, state, started_at, last_hook, last_hook_at)"
                 " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(session) DO UPDATE SET "
@@ -497,7 +487,7 @@ class Delivery:
         """SessionEnd: the session is no longer live."""
         check_session(session)
         now = time.time()
-        with self.write() as db:
+        with self.write_sessions() as db:
             db.execute(
                 "UPDATE sessions SET state = 'ended', ended_at = ?, last_hook = 'SessionEnd', "
                 "last_hook_at = ? WHERE session = ?",
@@ -505,12 +495,16 @@ class Delivery:
             )
 
     def session(self, session: str) -> Session | None:
-        row = self.db.execute("SELECT * FROM sessions WHERE session = ?", (session,)).fetchone()
+        row = self.sessions_db.execute(
+            "SELECT * FROM sessions WHERE session = ?", (session,)
+        ).fetchone()
         return Session(*row) if row else None
 
     def sessions(self, *, include_ended: bool = False) -> list[Session]:
         """Live sessions (not ended, heard from within the idle timeout), newest first."""
-        rows = self.db.execute("SELECT * FROM sessions ORDER BY last_hook_at DESC").fetchall()
+        rows = self.sessions_db.execute(
+            "SELECT * FROM sessions ORDER BY last_hook_at DESC"
+        ).fetchall()
         found = [Session(*row) for row in rows]
         if include_ended:
             return found
@@ -522,7 +516,7 @@ class Delivery:
 
     def count_stop_block(self, session: str, blocked: bool) -> int:
         """Count a blocked Stop (or reset the count); returns the new count."""
-        with self.write() as db:
+        with self.write_sessions() as db:
             db.execute(
                 "UPDATE sessions SET stop_blocks = CASE WHEN ? THEN stop_blocks + 1 ELSE 0 END "
                 "WHERE session = ?",
@@ -532,12 +526,47 @@ class Delivery:
         return found.stop_blocks if found else 0
 
     def record_nudge(self, session: str, outcome: str, detail: str) -> None:
-        with self.write() as db:
+        with self.write_sessions() as db:
             db.execute(
                 "UPDATE sessions SET nudged_at = ?, nudge_outcome = ?, nudge_detail = ? "
                 "WHERE session = ?",
                 (time.time(), outcome, detail[:500], session),
             )
+
+
+@contextlib.contextmanager
+def _transaction(db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    try:
+        db.execute("BEGIN IMMEDIATE")
+    except sqlite3.OperationalError as exc:
+        from beads.errors import Conflict
+
+        raise Conflict(f"the delivery database is busy: {exc}") from None
+    try:
+        yield db
+        db.execute("COMMIT")
+    except BaseException as exc:
+        if db.in_transaction:
+            db.execute("ROLLBACK")
+        if isinstance(exc, sqlite3.Error):
+            raise StorageError(f"delivery database: {exc}") from None
+        raise
+
+
+def _connect(path: Path, synchronous: str, schema: str, last_table: str) -> sqlite3.Connection:
+    """Open (and on first use create) one of the delivery databases."""
+    try:
+        db = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
+        db.execute(f"PRAGMA synchronous={synchronous}")
+        found = db.execute(
+            "SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (last_table,)
+        ).fetchone()
+        if not found:
+            db.execute("PRAGMA journal_mode=WAL")  # kept in the file: set it once
+            db.executescript(schema)
+        return db
+    except sqlite3.DatabaseError as exc:
+        raise StorageError(f"cannot open {path.name}: {exc}") from None
 
 
 def _insert(db: sqlite3.Connection, item: Item) -> bool:

@@ -64,7 +64,9 @@ def nudge(delivery: Delivery, agent: str, text: str) -> str | None:
         return None
     now = time.time()
     interval = delivery.setting("nudge_interval")
-    with delivery.write() as db:  # claim the interval atomically: racing producers nudge once
+    with (
+        delivery.write_sessions() as db
+    ):  # claim the interval atomically: racing producers nudge once
         claimed = db.execute(
             "INSERT INTO nudges(agent, last_at) VALUES (?, ?) ON CONFLICT(agent) DO UPDATE "
             "SET last_at = excluded.last_at WHERE nudges.last_at <= ?",
