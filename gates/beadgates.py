@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -298,13 +297,3 @@ def notify(store: Store, done: Sequence[tuple[Outcome, Bead]]) -> None:
     if items:
         with Delivery(store.root) as delivery:
             delivery.push_items(items)
-
-
-def watch(store: Store, interval: float, rounds: int | None = None, **options: Any) -> None:
-    """Run `check_gates` every `interval` seconds (for `rounds`, or until interrupted)."""
-    done = 0
-    while rounds is None or done < rounds:
-        check_gates(store, **options)
-        done += 1
-        if rounds is None or done < rounds:
-            time.sleep(interval)

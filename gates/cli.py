@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from beads.cli.common import emit, global_options, open_store, settings
+
+if TYPE_CHECKING:
+    from beads.store import Store
+    from gates.beadgates import Outcome
 
 
 @click.group()
@@ -137,14 +142,7 @@ def create(await_spec: str, waiters: tuple[str, ...], timeout: str | None, paren
 @global_options
 def check() -> None:
     """Resolve or escalate every open gate whose condition holds (runs gh for gh gates)."""
-    from gates.beadgates import check_gates
-    from gates.decisions import answer_timed_out
-
-    store = open_store()
-    answered = answer_timed_out(store)
-    outcomes = check_gates(store)
-    lines = [f"decision {d} answered with its default" for d in answered]
-    lines += [f"{o.action:<9} {o.gate_id}: {o.reason or o.error or ''}" for o in outcomes]
+    answered, outcomes, lines = _check_once(open_store())
     emit({"answered": answered, "outcomes": [o.__dict__ for o in outcomes]},
          "\n".join(lines) or "No gate changed")  # fmt: skip
 
@@ -157,20 +155,26 @@ def watch(interval: float, rounds: int | None) -> None:
     """Run `gc gate check` every --interval seconds."""
     import time
 
-    from gates.beadgates import check_gates
-    from gates.decisions import answer_timed_out
-
     store = open_store()
     done = 0
     while rounds is None or done < rounds:
-        answered = answer_timed_out(store)
-        for outcome in check_gates(store):
-            click.echo(f"{outcome.action:<9} {outcome.gate_id}: {outcome.reason or outcome.error}")
-        for decision_id in answered:
-            click.echo(f"decision {decision_id} answered with its default")
+        for line in _check_once(store)[2]:
+            click.echo(line)
         done += 1
         if rounds is None or done < rounds:
             time.sleep(interval)
+
+
+def _check_once(store: Store) -> tuple[list[str], list[Outcome], list[str]]:
+    """Timed-out decisions answered with their default, then every gate checked."""
+    from gates.beadgates import check_gates
+    from gates.decisions import answer_timed_out
+
+    answered = answer_timed_out(store)
+    outcomes = check_gates(store)
+    lines = [f"decision {d} answered with its default" for d in answered]
+    lines += [f"{o.action:<9} {o.gate_id}: {o.reason or o.error or ''}" for o in outcomes]
+    return answered, outcomes, lines
 
 
 @gate.command()
