@@ -20,6 +20,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from beads.errors import InvalidInput, NotFound
+from beads.process import run_bounded
 from beads.record import Bead, check_agent
 from beads.store import Store
 from beads.times import now_stamp, parse_duration, to_stamp
@@ -153,24 +154,18 @@ def _mail_outcome(store: Store, gate_id: str, message_id: str | None) -> Outcome
 
 def _run_gh(gh: str, args: list[str]) -> Any:
     try:
-        result = subprocess.run(
-            [gh, *args],
-            capture_output=True,
-            text=True,
-            timeout=GH_TIMEOUT,
-            stdin=subprocess.DEVNULL,
-        )
+        code, out, err = run_bounded([gh, *args], GH_TIMEOUT)
     except FileNotFoundError:
         raise InvalidInput(f"the gh CLI was not found ({gh}); set gates.gh_path") from None
     except subprocess.TimeoutExpired:
         raise InvalidInput(f"gh {' '.join(args[:2])} ran past {GH_TIMEOUT:g}s") from None
     except OSError as exc:
         raise InvalidInput(f"cannot run {gh}: {exc.strerror or exc}") from None
-    if result.returncode != 0:
-        tail = (result.stderr.strip().splitlines() or [""])[-1][:200]
-        raise InvalidInput(f"gh {' '.join(args[:2])} exited {result.returncode}: {tail}")
+    if code != 0:
+        tail = (err.decode("utf-8", "replace").strip().splitlines() or [""])[-1][:200]
+        raise InvalidInput(f"gh {' '.join(args[:2])} exited {code}: {tail}")
     try:
-        return json.loads(result.stdout)
+        return json.loads(out)
     except ValueError:
         raise InvalidInput(f"gh {' '.join(args[:2])} printed something that is not JSON") from None
 
@@ -286,14 +281,14 @@ def notify(store: Store, done: Sequence[tuple[Outcome, Bead]]) -> None:
         resolved = outcome.action == "resolve"
         what = "resolved" if resolved else "ESCALATED"
         for waiter in dict.fromkeys(str(w) for w in gate.meta.get("waiters") or []):
-            items.append(Item(
-                agent=waiter,
+            items.append(Item.new(
+                waiter,
+                f"Gate {gate.id} {what} ({gate.title}): {outcome.reason}",
                 key=f"gate:{gate.id}" if resolved else f"gate:{gate.id}:escalated",
-                content=f"Gate {gate.id} {what} ({gate.title}): {outcome.reason}",
                 type="gate",
                 source=store.agent,
                 priority=gate.priority if resolved else 0,
-            ).check())  # fmt: skip
+            ))  # fmt: skip
     if items:
         with Delivery(store.root) as delivery:
             delivery.push_items(items)

@@ -15,17 +15,15 @@ check must never trap an agent.
 
 from __future__ import annotations
 
-import contextlib
-import os
 import re
 import shlex
-import signal
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from beads.errors import InvalidInput, NotFound
+from beads.process import run_bounded
 from inbox.queue import check_session
 
 GATE_ID_RE = re.compile(r"[a-z][a-z0-9_-]{0,63}")
@@ -157,23 +155,9 @@ def evaluate(
     return GateStatus(gate, False, "not marked")
 
 
-def run_bounded(argv: list[str], cwd: Path, timeout: float = CHECK_TIMEOUT) -> tuple[int, bytes]:
-    """Run without a shell; past `timeout` kill it and its children (raises TimeoutExpired)."""
-    process = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                               stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
-    try:
-        out, _err = process.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-        process.communicate()
-        raise
-    return process.returncode, out
-
-
 def _git_clean(gate: SessionGate, cwd: Path) -> GateStatus:
     try:
-        code, out = run_bounded(["git", "status", "--porcelain"], cwd)
+        code, out, _err = run_bounded(["git", "status", "--porcelain"], CHECK_TIMEOUT, cwd)
     except (OSError, subprocess.TimeoutExpired):
         return GateStatus(gate, True, "broken check: git did not run")
     if code != 0:
@@ -186,7 +170,7 @@ def _git_clean(gate: SessionGate, cwd: Path) -> GateStatus:
 
 def _run_check(gate: SessionGate, cwd: Path) -> GateStatus:
     try:
-        code, _out = run_bounded(shlex.split(gate.check or ""), cwd)
+        code, _out, _err = run_bounded(shlex.split(gate.check or ""), CHECK_TIMEOUT, cwd)
     except subprocess.TimeoutExpired:
         return GateStatus(gate, True, f"broken check: ran past {CHECK_TIMEOUT:g}s")
     except (OSError, ValueError) as exc:

@@ -106,20 +106,28 @@ class Drained:
 class Delivery:
     """The delivery database of one store (`root` is the `.beads/` directory)."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, *, config: dict[str, Any] | None = None) -> None:
+        """`config`: the store's configuration when the caller holds it already."""
         self.root = root
         self.runtime = root / ".runtime"
         self.runtime.mkdir(parents=True, exist_ok=True)
-        self._config: dict[str, Any] | None = None
+        self._config = config
         self._reader: IndexReader | None = None
+        self._sessions_db: sqlite3.Connection | None = None
         self.db = _connect(self.runtime / "delivery.sqlite3", "NORMAL", SCHEMA, "entries")
-        sessions = self.runtime / "sessions.sqlite3"
-        try:
-            self.sessions_db = _connect(sessions, "OFF", SESSIONS_SCHEMA, "nudges")
-        except StorageError:  # damaged (it is never synced): start a fresh session list
-            for suffix in ("", "-wal", "-shm"):
-                Path(f"{sessions}{suffix}").unlink(missing_ok=True)
-            self.sessions_db = _connect(sessions, "OFF", SESSIONS_SCHEMA, "nudges")
+
+    @property
+    def sessions_db(self) -> sqlite3.Connection:
+        """The sessions database, opened on first use (a push with no nudges never needs it)."""
+        if self._sessions_db is None:
+            path = self.runtime / "sessions.sqlite3"
+            try:
+                self._sessions_db = _connect(path, "OFF", SESSIONS_SCHEMA, "nudges")
+            except StorageError:  # damaged (it is never synced): start a fresh session list
+                for suffix in ("", "-wal", "-shm"):
+                    Path(f"{path}{suffix}").unlink(missing_ok=True)
+                self._sessions_db = _connect(path, "OFF", SESSIONS_SCHEMA, "nudges")
+        return self._sessions_db
 
     @classmethod
     def open(cls, beads_dir: str | Path | None = None) -> Delivery:
@@ -130,7 +138,8 @@ class Delivery:
         if self._reader is not None:
             self._reader.close()
         self.db.close()
-        self.sessions_db.close()
+        if self._sessions_db is not None:
+            self._sessions_db.close()
 
     @property
     def reader(self) -> IndexReader:
@@ -208,24 +217,20 @@ class Delivery:
         existing item returned). Once the database has committed, idle recipients are nudged
         (never blocking this call).
         """
-        now = time.time()
         items = [
-            Item(
-                agent=agent,
+            Item.new(
+                agent,
+                content,
                 key=key,
-                content=content,
+                ttl=ttl,
                 type=type,
                 source=source,
                 priority=priority,
-                created_at=now,
-                expires_at=now + ttl if ttl is not None else None,
                 ref_bead=ref_bead,
                 moot_when=moot_when,
-            ).check()
+            )  # fmt: skip
             for agent in dict.fromkeys(recipients)
         ]
-        if ttl is not None and ttl <= 0:
-            raise InvalidInput("ttl must be positive")
         return self.push_items(items, nudge=nudge)
 
     def push_items(self, items: Sequence[Item], *, nudge: bool = True) -> list[tuple[Item, bool]]:
@@ -268,20 +273,10 @@ class Delivery:
     ) -> Item:
         """Append an item to one session's JSONL queue (the merge buffer the next drain of
         that session takes; the database is not touched, dedup happens at the drain)."""
-        now = time.time()
-        if ttl is not None and ttl <= 0:
-            raise InvalidInput("ttl must be positive")
         known = self.session(check_session(session))
-        item = Item(
-            agent=known.agent if known else "queued",
-            key=key,
-            content=content,
-            type=type,
-            source=source,
-            priority=priority,
-            created_at=now,
-            expires_at=now + ttl if ttl is not None else None,
-        ).check()
+        agent = known.agent if known else "queued"  # the drain fills in the session's agent
+        item = Item.new(agent, content, key=key, ttl=ttl, type=type, source=source,
+                        priority=priority)  # fmt: skip
         record = item.to_json()
         for name in ("id", "agent", "state", "session", "settled_at"):
             record.pop(name)

@@ -40,6 +40,19 @@ class Item:
     session: str | None = None
     settled_at: float | None = None
 
+    @classmethod
+    def new(
+        cls, agent: str, content: str, *, key: str, ttl: float | None = None, **fields: Any
+    ) -> Item:
+        """A checked item created now, expiring `ttl` seconds from now (if given)."""
+        if ttl is not None and ttl <= 0:
+            raise InvalidInput("ttl must be positive")
+        now = time.time()
+        expires = now + ttl if ttl is not None else None
+        item = cls(agent=agent, key=key, content=content, created_at=now, expires_at=expires,
+                   **fields)  # fmt: skip
+        return item.check()
+
     def check(self) -> Item:
         """Validate every field; raise InvalidInput naming the first bad one."""
         check_agent(self.agent, what="recipient")

@@ -11,8 +11,6 @@ last hook was Stop), and at most once per `delivery.nudge_interval`.
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import sys
 import time
@@ -20,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from beads.process import run_bounded
 from inbox.render import preview
 
 if TYPE_CHECKING:
@@ -109,33 +108,15 @@ def run_job(job: dict[str, Any]) -> tuple[str, str]:
     """Run one nudge command with its timeout; returns `(outcome, detail)`."""
     argv, timeout = job["argv"], float(job["timeout"])
     try:
-        process = subprocess.Popen(
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-        )
+        code, _out, err = run_bounded(argv, timeout)
+    except subprocess.TimeoutExpired:
+        return "timed out", f"{argv[0]} ran past {timeout:g}s and was killed"
     except OSError as exc:
         return "failed", f"cannot run {argv[0]!r}: {exc.strerror or exc}"
-    try:
-        _out, err = process.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        _kill_group(process.pid)
-        process.communicate()
-        return "timed out", f"{argv[0]} ran past {timeout:g}s and was killed"
-    if process.returncode != 0:
+    if code != 0:
         tail = err.decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
-        return "failed", f"{argv[0]} exited {process.returncode} {tail[0][:200]}".rstrip()
+        return "failed", f"{argv[0]} exited {code} {tail[0][:200]}".rstrip()
     return "ok", f"{argv[0]} exited 0"
-
-
-def _kill_group(pid: int) -> None:
-    """Kill a process group started with `start_new_session` (the command and its children)."""
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
 
 
 def main(argv: list[str]) -> None:

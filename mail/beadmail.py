@@ -124,7 +124,7 @@ class BeadMail(Provider):
                 batch.message += f" (re {reply_to})"
         from mail.notify import notify_safely
 
-        notify_safely(self.store.root, [(bead.assignee or "", _message(bead)) for bead in made])
+        notify_safely(self.store, [(bead.assignee or "", _message(bead)) for bead in made])
         return _message(made[0])
 
     # -- reading ---------------------------------------------------------------------------

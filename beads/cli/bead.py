@@ -228,6 +228,8 @@ def edit(bead_id: str) -> None:
 
 def _edits(current: Bead, edited: Bead) -> dict[str, Any]:
     """The update that turns `current` into `edited`; fields `edit` may not change raise."""
+    from beads.store import UPDATABLE
+
     before, after = current.to_dict(), edited.to_dict()
     fixed = (
         "id",
@@ -242,21 +244,7 @@ def _edits(current: Bead, edited: Bead) -> dict[str, Any]:
     for key in fixed:
         if before[key] != after[key]:
             raise InvalidInput(f"'{key}' cannot be changed with edit (use close/reopen for status)")
-    changes: dict[str, Any] = {
-        k: after[k]
-        for k in (
-            "title",
-            "body",
-            "assignee",
-            "cc",
-            "labels",
-            "priority",
-            "thread",
-            "reply_to",
-            "parent",
-        )
-        if before[k] != after[k]
-    }
+    changes: dict[str, Any] = {k: after[k] for k in UPDATABLE if before[k] != after[k]}
     removed = [k for k in before["meta"] if k not in after["meta"]]
     return {**changes, "meta": after["meta"], "unset_meta": removed}
 
