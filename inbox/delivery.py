@@ -13,7 +13,7 @@ import contextlib
 import json
 import sqlite3
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -106,12 +106,14 @@ class Drained:
 class Delivery:
     """The delivery database of one store (`root` is the `.beads/` directory)."""
 
-    def __init__(self, root: Path, *, config: dict[str, Any] | None = None) -> None:
-        """`config`: the store's configuration when the caller holds it already."""
+    def __init__(self, root: Path, *, config: Callable[[], dict[str, Any]] | None = None) -> None:
+        """`config`: where the caller already has the store's configuration (`Store.config`
+        is cached per commit), read anew at each use so a long-lived Delivery sees changes."""
         self.root = root
         self.runtime = root / ".runtime"
         self.runtime.mkdir(parents=True, exist_ok=True)
-        self._config = config
+        self._config_source = config
+        self._config: dict[str, Any] | None = None
         self._reader: IndexReader | None = None
         self._sessions_db: sqlite3.Connection | None = None
         self.db = _connect(self.runtime / "delivery.sqlite3", "NORMAL", SCHEMA, "entries")
@@ -166,6 +168,8 @@ class Delivery:
 
     def store_config(self) -> dict[str, Any]:
         """The store's `config.yaml` (read from the index: no YAML parser on this path)."""
+        if self._config_source is not None:
+            return self._config_source()
         if self._config is None:
             self._config = self.reader.config()
         return self._config

@@ -9,13 +9,16 @@ The thread id is the id of the thread's first message.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from beads.errors import NotFound
 from beads.record import MAX_TITLE_CHARS, Bead, check_agent
 from beads.store import Store
 from mail.message import AlreadyArchived, Message, MessageNotFound
 from mail.provider import Counts, Provider
+
+if TYPE_CHECKING:
+    from inbox.delivery import Delivery
 
 MESSAGE = "message"
 
@@ -37,6 +40,17 @@ class BeadMail(Provider):
 
     def __init__(self, store: Store) -> None:
         self.store = store
+        self._delivery: Delivery | None = None
+
+    def delivery(self) -> Delivery:
+        """The store's delivery database, opened once per provider: a long-lived sender then
+        keeps one connection (and its WAL) instead of paying an open, a sync and a checkpoint
+        for every message."""
+        if self._delivery is None:
+            from inbox.delivery import Delivery
+
+            self._delivery = Delivery(self.store.root, config=lambda: self.store.config)
+        return self._delivery
 
     # -- sending ---------------------------------------------------------------------------
 
@@ -124,7 +138,7 @@ class BeadMail(Provider):
                 batch.message += f" (re {reply_to})"
         from mail.notify import notify_safely
 
-        notify_safely(self.store, [(bead.assignee or "", _message(bead)) for bead in made])
+        notify_safely(self.delivery, [(bead.assignee or "", _message(bead)) for bead in made])
         return _message(made[0])
 
     # -- reading ---------------------------------------------------------------------------

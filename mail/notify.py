@@ -9,15 +9,11 @@ idempotent.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
 
 from inbox.delivery import Delivery
 from inbox.render import preview
 from mail.message import Message
-
-if TYPE_CHECKING:
-    from beads.store import Store
 
 # The message bead is settled once archived (closed) or read: its notification is then moot.
 MOOT_WHEN = [{"status": "closed"}, {"meta.read": True}]
@@ -47,11 +43,12 @@ def notify(
         )
 
 
-def notify_safely(store: Store, deliveries: Sequence[tuple[str, Message]]) -> None:
+def notify_safely(
+    open_delivery: Callable[[], Delivery], deliveries: Sequence[tuple[str, Message]]
+) -> None:
     """Notify after a committed send; a delivery fault is logged, never undoes the send."""
     try:
-        with Delivery(store.root, config=store.config) as delivery:
-            notify(delivery, deliveries, in_store=True)
+        notify(open_delivery(), deliveries, in_store=True)
     except Exception as exc:  # the message is committed; `drain --reconcile` can redo this
         log.warning("mail notification failed: %s", exc)
 
