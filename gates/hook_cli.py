@@ -3,10 +3,7 @@ runs on every prompt, loads only what it uses."""
 
 from __future__ import annotations
 
-import json
-import sys
 from pathlib import Path
-from typing import Any
 
 import click
 
@@ -22,20 +19,10 @@ def hook() -> None:
 @global_options
 def run() -> None:
     """Handle one Claude Code hook event (its JSON on stdin). Never fails the agent."""
-    from gates.hooks import MAX_INPUT_BYTES, log_failure, parse_payload, run_hook
+    from gates.hooks import main
 
     options = settings()
-    payload: dict[str, Any] | None = None
-    try:
-        payload = parse_payload(sys.stdin.buffer.read(MAX_INPUT_BYTES + 1))
-        reply = run_hook(payload, beads_dir=options.beads_dir, agent=options.agent)
-    except Exception as exc:  # fail open: log it, exit 0, no block
-        if options.debug:
-            raise
-        log_failure(options.beads_dir, payload, exc)
-        return
-    if reply:
-        click.echo(json.dumps(reply))
+    main(beads_dir=options.beads_dir, agent=options.agent, debug=options.debug)
 
 
 @hook.command()

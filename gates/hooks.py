@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -47,6 +48,29 @@ class HookContext:
     @property
     def config(self) -> dict[str, Any]:
         return self.delivery.store_config()
+
+
+def main(*, beads_dir: str | None = None, agent: str | None = None, debug: bool = False) -> int:
+    """`gc hook run`: the event's JSON from stdin, the reply (if any) on stdout; always 0.
+
+    `gc` calls this directly, without click, when its arguments are exactly `hook run`.
+    """
+    payload: dict[str, Any] | None = None
+    try:
+        payload = parse_payload(sys.stdin.buffer.read(MAX_INPUT_BYTES + 1))
+        reply = run_hook(payload, beads_dir=beads_dir, agent=agent)
+    except Exception as exc:  # fail open: log it, exit 0, no block
+        if debug:
+            raise
+        log_failure(beads_dir, payload, exc)
+        return 0
+    if reply:
+        try:
+            sys.stdout.write(json.dumps(reply) + "\n")
+            sys.stdout.flush()
+        except OSError:
+            pass  # Claude Code went away: nobody left to tell
+    return 0
 
 
 def parse_payload(raw: bytes) -> dict[str, Any]:

@@ -1,0 +1,28 @@
+"""The `gc` program's entry point.
+
+A few exact argument lists are served without click: Claude Code runs `gc hook run` on every
+prompt and every stop, and importing click alone costs about as much as the hook's own work.
+Every other command line, and `gc hook run` with any option, goes through the click CLI of
+`beads.cli.main`. The table names modules of higher layers as data, never as imports.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+# exact arguments -> (module, function returning the exit code)
+DIRECT: dict[tuple[str, ...], tuple[str, str]] = {
+    ("hook", "run"): ("gates.hooks", "main"),
+}
+
+
+def main() -> None:
+    """Run `gc`."""
+    direct = DIRECT.get(tuple(sys.argv[1:]))
+    if direct is not None:
+        module, function = direct
+        sys.exit(getattr(importlib.import_module(module), function)())
+    from beads.cli.main import main as click_main
+
+    click_main()
