@@ -8,11 +8,14 @@ format and the `store` section.
 from __future__ import annotations
 
 import copy
-from typing import Any
 
 from beads.errors import InvalidInput
 from beads.ids import check_prefix
 from beads.record import DEFAULT_MAX_BODY_BYTES
+
+TYPE_CHECKING = False  # importing typing costs a hook ~7 ms
+if TYPE_CHECKING:
+    from typing import Any
 
 FORMAT = 1
 CONFIG_PATH = "config.yaml"

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any
 
 from beads.errors import InvalidInput
+
+TYPE_CHECKING = False  # importing typing costs a hook ~7 ms
+if TYPE_CHECKING:
+    from typing import Any
 
 PREFIX_RE = re.compile(r"[a-z][a-z0-9]{0,15}")
 ID_RE = re.compile(r"[a-z][a-z0-9]{0,15}-[a-z2-7]{8,26}")

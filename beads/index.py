@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections import namedtuple
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
 
 from beads.record import Bead, check_meta_key
+
+TYPE_CHECKING = False  # importing typing costs a hook ~7 ms
+if TYPE_CHECKING:
+    from typing import Any
 
 SCHEMA_VERSION = "4"
 
@@ -49,22 +53,14 @@ CREATE TABLE IF NOT EXISTS agents(name TEXT PRIMARY KEY) WITHOUT ROWID;
 ORDERS = {"created": "created_at", "updated": "updated_at", "priority": "priority, created_at"}
 
 
-class Query(NamedTuple):
-    """Filters for `Index.query`; None means "any". Times compare as RFC 3339 text."""
-
-    type: str | None = None
-    status: str | None = None
-    assignee: str | None = None
-    sender: str | None = None
-    label: str | None = None
-    thread: str | None = None
-    parent: str | None = None
-    since: str | None = None
-    until: str | None = None
-    meta: dict[str, Any] | None = None  # equality on scalar meta values; None = absent or null
-    order: str = "created"
-    descending: bool = False
-    limit: int | None = None
+# Filters for `Index.query`; None means "any". Times compare as RFC 3339 text; `meta` is
+# equality on scalar meta values (None = absent or null). A collections namedtuple, not a
+# typing.NamedTuple: hooks build queries, and importing typing costs them ~7 ms.
+Query = namedtuple(
+    "Query",
+    "type status assignee sender label thread parent since until meta order descending limit",
+    defaults=(None, None, None, None, None, None, None, None, None, None, "created", False, None),
+)
 
 
 class Index:

@@ -8,12 +8,15 @@ full `Store` is opened once to catch the index up; only then are the heavy modul
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from beads.config import check_config
 from beads.index import Index
 from beads.location import find_store
 from beads.record import Bead
+
+TYPE_CHECKING = False  # importing typing costs a hook ~7 ms
+if TYPE_CHECKING:
+    from typing import Any
 
 _BRANCH = "refs/heads/main"
 

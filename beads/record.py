@@ -12,11 +12,13 @@ from __future__ import annotations
 import math
 import os
 import re
-from dataclasses import dataclass, field, replace
-from typing import Any
 
 from beads.errors import InvalidInput
 from beads.ids import check_id
+
+TYPE_CHECKING = False  # typing costs hooks ~7 ms to import; annotations are strings anyway
+if TYPE_CHECKING:
+    from typing import Any
 
 AGENT_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 TYPE_RE = re.compile(r"[a-z][a-z0-9_-]{0,31}")
@@ -51,28 +53,65 @@ FIELD_ORDER = (
 )
 
 
-@dataclass
 class Bead:
-    """One record of the store. `from_` is the YAML/JSON key `from`."""
+    """One record of the store. `from_` is the YAML/JSON key `from`.
 
-    id: str
-    type: str
-    title: str
-    from_: str
-    created_at: str
-    updated_at: str
-    body: str = ""
-    status: str = "open"
-    assignee: str | None = None
-    cc: list[str] = field(default_factory=list)
-    labels: list[str] = field(default_factory=list)
-    priority: int = 2
-    thread: str | None = None
-    reply_to: str | None = None
-    parent: str | None = None
-    closed_at: str | None = None
-    close_reason: str | None = None
-    meta: dict[str, Any] = field(default_factory=dict)
+    A plain class rather than a dataclass: hooks build beads on every prompt, and importing
+    `dataclasses` (which loads `inspect`) would cost them about 20 ms.
+    """
+
+    __slots__ = tuple("from_" if key == "from" else key for key in FIELD_ORDER)
+
+    def __init__(
+        self,
+        id: str,
+        type: str,
+        title: str,
+        from_: str,
+        created_at: str,
+        updated_at: str,
+        body: str = "",
+        status: str = "open",
+        assignee: str | None = None,
+        cc: list[str] | None = None,
+        labels: list[str] | None = None,
+        priority: int = 2,
+        thread: str | None = None,
+        reply_to: str | None = None,
+        parent: str | None = None,
+        closed_at: str | None = None,
+        close_reason: str | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        self.id = id
+        self.type = type
+        self.title = title
+        self.from_ = from_
+        self.created_at = created_at
+        self.updated_at = updated_at
+        self.body = body
+        self.status = status
+        self.assignee = assignee
+        self.cc: list[str] = [] if cc is None else cc
+        self.labels: list[str] = [] if labels is None else labels
+        self.priority = priority
+        self.thread = thread
+        self.reply_to = reply_to
+        self.parent = parent
+        self.closed_at = closed_at
+        self.close_reason = close_reason
+        self.meta: dict[str, Any] = {} if meta is None else meta
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return all(getattr(self, name) == getattr(other, name) for name in self.__slots__)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, like the dataclass it replaces
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
+        return f"Bead({fields})"
 
     def to_dict(self) -> dict[str, Any]:
         """The bead as a plain mapping in canonical field order (keys as in YAML/JSON)."""
@@ -116,7 +155,11 @@ class Bead:
 
     def with_changes(self, **changes: Any) -> Bead:
         """A copy with some fields replaced (not validated: call `validate`)."""
-        return replace(self, **changes)
+        fields = {name: getattr(self, name) for name in self.__slots__}
+        unknown = set(changes) - set(fields)
+        if unknown:
+            raise TypeError(f"Bead has no field(s) {', '.join(sorted(unknown))}")
+        return Bead(**{**fields, **changes})
 
     def validate(self, *, max_body: int | None = None) -> None:
         """Raise InvalidInput naming the first field that breaks the record's rules."""

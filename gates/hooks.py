@@ -21,29 +21,41 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from beads.errors import GcError, InvalidInput
 from beads.location import find_store
 from beads.record import acting_agent
 from inbox.delivery import Delivery
 
+TYPE_CHECKING = False  # importing typing costs a hook ~7 ms
+if TYPE_CHECKING:
+    from typing import Any
+
 MAX_INPUT_BYTES = 1024 * 1024
 CONTEXT_EVENTS = ("SessionStart", "UserPromptSubmit")
 
 
-@dataclass
 class HookContext:
     """One hook call: the event's fields, the agent, and the delivery database."""
 
-    event: str
-    session: str
-    agent: str
-    payload: dict[str, Any]
-    delivery: Delivery
-    root: Path
+    __slots__ = ("event", "session", "agent", "payload", "delivery", "root")
+
+    def __init__(
+        self,
+        event: str,
+        session: str,
+        agent: str,
+        payload: dict[str, Any],
+        delivery: Delivery,
+        root: Path,
+    ) -> None:
+        self.event = event
+        self.session = session
+        self.agent = agent
+        self.payload = payload
+        self.delivery = delivery
+        self.root = root
 
     @property
     def config(self) -> dict[str, Any]:

@@ -16,15 +16,15 @@ check must never trap an agent.
 from __future__ import annotations
 
 import re
-import shlex
-import subprocess
-from dataclasses import dataclass
+from collections import namedtuple
 from pathlib import Path
-from typing import Any
 
 from beads.errors import InvalidInput, NotFound
-from beads.process import run_bounded
 from inbox.queue import check_session
+
+TYPE_CHECKING = False  # importing typing costs a hook ~7 ms
+if TYPE_CHECKING:
+    from typing import Any
 
 GATE_ID_RE = re.compile(r"[a-z][a-z0-9_-]{0,63}")
 MODES = ("strict", "soft")
@@ -33,24 +33,25 @@ CHECK_TIMEOUT = 10.0
 BUILTIN = ("decision", "commit-push", "bead-update")
 
 
-@dataclass
-class SessionGate:
-    id: str
-    hook: str
-    mode: str
-    description: str
-    check: str | None = None
-    builtin: bool = False
+# namedtuples, not dataclasses: the Stop hook builds them, and importing `dataclasses`
+# costs a hook about 20 ms.
+
+
+class SessionGate(
+    namedtuple("SessionGate", "id hook mode description check builtin", defaults=(None, False))
+):
+    """A session gate: a built-in, or one registered in config.yaml (with its `check`)."""
+
+    __slots__ = ()
 
     def to_json(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        return self._asdict()
 
 
-@dataclass
-class GateStatus:
-    gate: SessionGate
-    satisfied: bool
-    how: str  # marker, check, failed, broken check, ...
+class GateStatus(namedtuple("GateStatus", "gate satisfied how")):
+    """A session gate's state for one session; `how` says why (marker, check, failed, ...)."""
+
+    __slots__ = ()
 
     def to_json(self) -> dict[str, Any]:
         return {**self.gate.to_json(), "satisfied": self.satisfied, "how": self.how}
@@ -72,6 +73,8 @@ def gate_definition(gate_id: str, spec: dict[str, Any]) -> dict[str, Any]:
     if spec.get("mode") not in MODES:
         raise InvalidInput("mode must be strict or soft")
     if spec.get("check"):
+        import shlex  # lazy: only registering a gate splits its command here
+
         try:
             if not shlex.split(spec["check"]):
                 raise ValueError("empty")
@@ -156,6 +159,10 @@ def evaluate(
 
 
 def _git_clean(gate: SessionGate, cwd: Path) -> GateStatus:
+    import subprocess  # lazy, here and below: a Stop hook whose gates need no check skips it
+
+    from beads.process import run_bounded
+
     try:
         code, out, _err = run_bounded(["git", "status", "--porcelain"], CHECK_TIMEOUT, cwd)
     except (OSError, subprocess.TimeoutExpired):
@@ -169,6 +176,11 @@ def _git_clean(gate: SessionGate, cwd: Path) -> GateStatus:
 
 
 def _run_check(gate: SessionGate, cwd: Path) -> GateStatus:
+    import shlex
+    import subprocess
+
+    from beads.process import run_bounded
+
     try:
         code, _out, _err = run_bounded(shlex.split(gate.check or ""), CHECK_TIMEOUT, cwd)
     except subprocess.TimeoutExpired:

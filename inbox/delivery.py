@@ -13,10 +13,9 @@ import contextlib
 import json
 import sqlite3
 import time
+from collections import namedtuple
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from beads.errors import InvalidInput, NotFound, StorageError
 from beads.location import find_store
@@ -26,6 +25,10 @@ from beads.times import parse_duration
 from inbox.items import Item, is_moot
 from inbox.queue import SessionQueue, check_session
 from inbox.render import render
+
+TYPE_CHECKING = False  # importing typing costs a hook ~7 ms
+if TYPE_CHECKING:
+    from typing import Any
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS items(
@@ -69,38 +72,37 @@ ITEM_COLUMNS = (
 )
 
 
-@dataclass
-class Session:
-    """One run of an agent, as the hooks report it."""
+# Records below are namedtuples, not dataclasses: hooks build them, and importing
+# `dataclasses` (which loads `inspect`) costs a hook about 20 ms.
 
-    session: str
-    agent: str
-    state: str  # busy, idle or ended
-    cwd: str | None
-    started_at: float
-    last_hook: str | None
-    last_hook_at: float
-    ended_at: float | None = None
-    nudged_at: float | None = None
-    nudge_outcome: str | None = None
-    nudge_detail: str | None = None
-    stop_blocks: int = 0  # consecutive Stop hooks that blocked (the loop detector counts them)
+
+class Session(
+    namedtuple(
+        "Session",
+        "session agent state cwd started_at last_hook last_hook_at "
+        "ended_at nudged_at nudge_outcome nudge_detail stop_blocks",
+        defaults=(None, None, None, None, 0),
+    )
+):
+    """One run of an agent, as the hooks report it.
+
+    `state` is busy, idle or ended; times are Unix seconds; `stop_blocks` counts the
+    consecutive Stop hooks that blocked (the loop detector reads it).
+    """
+
+    __slots__ = ()
 
     def to_json(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        return self._asdict()
 
 
-@dataclass
-class Drained:
-    """What a drain delivered, its rendering, and anything it had to set aside."""
+class Drained(
+    namedtuple("Drained", "session agent items text deferred dropped problems", defaults=(0, 0, ()))
+):
+    """What a drain delivered (`items`, a list of Item), its rendering (`text`), how many
+    items it deferred or dropped, and the problems it had to set aside (`problems`)."""
 
-    session: str
-    agent: str
-    items: list[Item]
-    text: str
-    deferred: int = 0
-    dropped: int = 0
-    problems: list[str] = field(default_factory=list)
+    __slots__ = ()
 
 
 class Delivery:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
-from typing import Any
 
 from beads.errors import InvalidInput
 from beads.ids import check_id
 from beads.record import check_agent
+
+TYPE_CHECKING = False  # importing typing costs a hook ~7 ms
+if TYPE_CHECKING:
+    from typing import Any
 
 TYPES = ("decision", "alert", "event", "agent", "mail", "gate", "system")
 MAX_CONTENT_BYTES = 64 * 1024
@@ -16,29 +18,63 @@ MAX_KEY_CHARS = 200
 STATES = ("pending", "delivered", "expired", "moot")
 
 
-@dataclass
 class Item:
     """A notification for `agent`, unique per `(agent, key)`.
 
     `ref_bead` and `moot_when` make the item moot once the bead matches any of the conditions
     (each a mapping of field to value, `meta.<key>` for meta fields): the bead layer's generic
     way for higher layers to say "this is settled" without the inbox knowing what mail is.
+
+    A plain class rather than a dataclass: hooks build items, and importing `dataclasses`
+    costs a hook about 20 ms.
     """
 
-    agent: str
-    key: str
-    content: str
-    type: str = "event"
-    source: str = "system"
-    priority: int = 2
-    created_at: float = field(default_factory=time.time)
-    expires_at: float | None = None
-    ref_bead: str | None = None
-    moot_when: list[dict[str, Any]] | None = None
-    state: str = "pending"
-    id: int | None = None
-    session: str | None = None
-    settled_at: float | None = None
+    __slots__ = FIELDS = (
+        "id", "agent", "key", "type", "source", "content", "priority", "created_at",
+        "expires_at", "ref_bead", "moot_when", "state", "session", "settled_at",
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        agent: str,
+        key: str,
+        content: str,
+        type: str = "event",
+        source: str = "system",
+        priority: int = 2,
+        created_at: float | None = None,
+        expires_at: float | None = None,
+        ref_bead: str | None = None,
+        moot_when: list[dict[str, Any]] | None = None,
+        state: str = "pending",
+        id: int | None = None,
+        session: str | None = None,
+        settled_at: float | None = None,
+    ) -> None:
+        self.agent = agent
+        self.key = key
+        self.content = content
+        self.type = type
+        self.source = source
+        self.priority = priority
+        self.created_at: float = time.time() if created_at is None else created_at
+        self.expires_at = expires_at
+        self.ref_bead = ref_bead
+        self.moot_when = moot_when
+        self.state = state
+        self.id = id
+        self.session = session
+        self.settled_at = settled_at
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self.to_json() == other.to_json()  # type: ignore[attr-defined]
+
+    __hash__ = None  # type: ignore[assignment]  # mutable
+
+    def __repr__(self) -> str:
+        return f"Item({', '.join(f'{k}={v!r}' for k, v in self.to_json().items())})"
 
     @classmethod
     def new(
@@ -89,22 +125,7 @@ class Item:
         return self.expires_at is not None and self.expires_at <= now
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "agent": self.agent,
-            "key": self.key,
-            "type": self.type,
-            "source": self.source,
-            "content": self.content,
-            "priority": self.priority,
-            "created_at": self.created_at,
-            "expires_at": self.expires_at,
-            "ref_bead": self.ref_bead,
-            "moot_when": self.moot_when,
-            "state": self.state,
-            "session": self.session,
-            "settled_at": self.settled_at,
-        }
+        return {name: getattr(self, name) for name in self.FIELDS}
 
     @classmethod
     def from_json(cls, data: Any) -> Item:
