@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 import time
 import weakref
 from collections.abc import Iterator
@@ -18,10 +17,10 @@ from typing import NamedTuple
 
 from dulwich.errors import NotTreeError
 from dulwich.file import GitFile
-from dulwich.object_store import tree_lookup_path
+from dulwich.object_store import DiskObjectStore, tree_lookup_path
 from dulwich.objects import Blob, Commit, ShaFile, Tree
 from dulwich.pack import iter_sha1, write_pack_index, write_pack_objects
-from dulwich.repo import Repo
+from dulwich.refs import DiskRefsContainer
 
 from beads.errors import Conflict, StorageError
 from beads.location import MARKER_SECTION
@@ -60,6 +59,8 @@ class LogEntry(NamedTuple):
 
 def init_bare(git_dir: Path) -> GitRepo:
     """Create the bare repository `git_dir` with our settings and return it."""
+    from dulwich.repo import Repo  # only `init` needs the repository layer
+
     repo = Repo.init_bare(str(git_dir), mkdir=True, default_branch=b"main")
     config = repo.get_config()
     config.set((b"core",), b"bare", True)
@@ -72,17 +73,24 @@ def init_bare(git_dir: Path) -> GitRepo:
 
 
 class GitRepo:
-    """The bare repository under `.beads/.git`."""
+    """The bare repository under `.beads/.git`: its object store and its refs.
+
+    Opened as those two parts rather than as a dulwich `Repo`, whose opening parses the git
+    config, probes for worktrees and imports their modules: several ms on every command, for
+    nothing this store uses (it made the repository itself, bare, with our settings).
+    """
 
     def __init__(self, git_dir: Path) -> None:
+        if not (git_dir / "objects").is_dir() or not (git_dir / "refs").is_dir():
+            raise StorageError(f"cannot open the store's git repository {git_dir}: not a git dir")
         try:
-            self.repo = Repo(str(git_dir))
+            self.objects = DiskObjectStore(str(git_dir / "objects"))
+            self.refs = DiskRefsContainer(str(git_dir))
         except Exception as exc:  # dulwich raises several kinds for a damaged repository
             raise StorageError(f"cannot open the store's git repository {git_dir}: {exc}") from None
-        self.objects = self.repo.object_store
         # Close pack files at exit even if the caller forgot, before interpreter teardown
         # (dulwich's own finalizers complain when they run that late).
-        self._finalizer = weakref.finalize(self, self.repo.close)
+        self._finalizer = weakref.finalize(self, self.objects.close)
 
     def close(self) -> None:
         self._finalizer()
@@ -92,7 +100,7 @@ class GitRepo:
     def head(self) -> bytes | None:
         """The commit the branch points at, or None before the first commit."""
         try:
-            return self.repo.refs[BRANCH]
+            return self.refs[BRANCH]
         except KeyError:
             return None
 
@@ -151,7 +159,9 @@ class GitRepo:
         paths = [path.encode()] if path else None
         prefix = grep.encode() if grep else b""
         out: list[LogEntry] = []
-        for entry in self.repo.get_walker(include=[head], paths=paths):
+        from dulwich.walk import Walker
+
+        for entry in Walker(self.objects, include=[head], paths=paths):
             commit = entry.commit
             if not commit.message.startswith(prefix):
                 continue
@@ -208,6 +218,8 @@ class GitRepo:
         hashing all their object ids, so each batch would cost O(store size). A pack counts
         once its `.idx` exists, and the `.idx` is written last, so a crash leaves no half pack.
         """
+        import tempfile  # lazy: it loads shutil, bz2 and lzma, and only batches write packs
+
         store = self.objects
         fd, temp = tempfile.mkstemp(dir=store.pack_dir, prefix="tmp_pack_")
         try:
@@ -229,9 +241,9 @@ class GitRepo:
     def swap_head(self, old: bytes | None, new: bytes) -> None:
         """Move the branch from `old` to `new`, failing if someone moved it meanwhile."""
         if old is None:
-            ok = self.repo.refs.add_if_new(BRANCH, new)
+            ok = self.refs.add_if_new(BRANCH, new)
         else:
-            ok = self.repo.refs.set_if_equals(BRANCH, old, new)
+            ok = self.refs.set_if_equals(BRANCH, old, new)
         if not ok:
             raise Conflict("the store's branch moved during the write; nothing was changed, retry")
 

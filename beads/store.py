@@ -14,15 +14,13 @@ import copy
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import filelock
 
-from beads.codec import dump_bead, dump_data, load_bead, load_data
 from beads.config import CONFIG_PATH, FORMAT, check_config, default_config
 from beads.errors import Conflict, InvalidInput, NotFound
 from beads.faults import fault
-from beads.gitrepo import PACK_OBJECTS_AT, GitRepo, LogEntry, init_bare
 from beads.ids import (
     ID_RE,
     bead_path,
@@ -41,9 +39,13 @@ from beads.location import (
     is_store,
     store_dir_for,
 )
+from beads.reader import branch_head
 from beads.record import Bead, acting_agent, check_agent, check_label, check_meta_key
 from beads.times import now_stamp
 from beads.view import View, git_blob_sha
+
+if TYPE_CHECKING:
+    from beads.gitrepo import GitRepo, LogEntry
 
 LOCK_TIMEOUT = 30.0
 # filelock's 50 ms default poll would stall bursts of writers; a few ms keeps them moving.
@@ -71,12 +73,12 @@ class Store:
         self.runtime = root / ".runtime"
         (self.runtime / "locks").mkdir(parents=True, exist_ok=True)
         self.agent = acting_agent(agent)
-        self.git = GitRepo(root / ".git")
+        self._git: GitRepo | None = None
         self.index = Index(self.runtime / "index.sqlite3")
         self.view = View(root, self.runtime)
         self._lock = filelock.FileLock(str(self.runtime / "locks" / "write.lock"))
         self._config: tuple[bytes | None, dict[str, Any]] | None = None
-        head = self.git.head()
+        head = branch_head(root)
         if self.index.head() != head or self.view.applied() != head:
             with self.locked():
                 self.sync()
@@ -114,6 +116,9 @@ class Store:
         root.mkdir(parents=True, exist_ok=True)
         building = root / f"{INIT_PREFIX}{os.getpid()}"
         _remove_tree(building)
+        from beads.codec import dump_data
+        from beads.gitrepo import init_bare
+
         git = init_bare(building)
         commit, objects = git.build_commit(
             None, {CONFIG_PATH: dump_data(settings)}, "init: gc-beads store", author
@@ -136,7 +141,18 @@ class Store:
 
     def close(self) -> None:
         self.index.close()
-        self.git.close()
+        if self._git is not None:
+            self._git.close()
+
+    @property
+    def git(self) -> GitRepo:
+        """The git repository, opened on first use: reads that a fresh index serves never
+        load dulwich (the branch head comes from the ref file)."""
+        if self._git is None:
+            from beads.gitrepo import GitRepo
+
+            self._git = GitRepo(self.root / ".git")
+        return self._git
 
     def __enter__(self) -> Store:
         return self
@@ -350,7 +366,7 @@ class Store:
 
     def sync(self, *, rebuild_index: bool = False) -> None:
         """Bring the index and the view up to HEAD (call with the lock held)."""
-        head = self.git.head()
+        head = branch_head(self.root)
         if head is None:
             return
         index_head = None if rebuild_index else self.index.head()
@@ -365,7 +381,7 @@ class Store:
                 self._rebuild_view(head)
 
     def _ensure_fresh(self) -> None:
-        if self.index.head() != self.git.head():
+        if self.index.head() != branch_head(self.root):
             with self.locked():
                 self.sync()
 
@@ -388,6 +404,8 @@ class Store:
 
     def _index_from(self, old: bytes | None, new: bytes) -> None:
         """Index the files that changed from `old` to `new` (everything when `old` is None)."""
+        from beads.codec import load_bead  # lazy, like every YAML use: reads never parse YAML
+
         upserts: list[tuple[Bead, str, str]] = []
         deleted: list[str] = []
         invalid: dict[str, str | None] = {}
@@ -432,6 +450,8 @@ class Store:
     @staticmethod
     def _parse_config(raw: bytes) -> tuple[dict[str, Any] | None, str | None]:
         try:
+            from beads.codec import load_data
+
             data = load_data(raw, what=CONFIG_PATH)
             if (
                 isinstance(data, dict)
@@ -618,6 +638,9 @@ class Batch:
         """Write the batch as one commit; returns its id (None when there was nothing to do)."""
         if not self.changed and self.config is None:
             return None
+        from beads.codec import dump_bead, dump_data  # lazy: reads never load the YAML emitter
+        from beads.gitrepo import PACK_OBJECTS_AT
+
         store = self.store
         files: dict[str, bytes | None] = {}
         placed: list[tuple[Bead, str]] = []

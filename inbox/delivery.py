@@ -249,10 +249,13 @@ class Delivery:
                     item = self._item_by_key(item.agent, item.key) or item
                 results.append((item, created))
         if nudge:
-            from inbox.nudge import nudge_agents
-
             try:
-                nudge_agents(self, [item for item, created in results if created])
+                # Nudge commands live under `agents` in config.yaml: without any, skip loading
+                # the nudge module (and subprocess) on every push.
+                if self.store_config().get("agents"):
+                    from inbox.nudge import nudge_agents
+
+                    nudge_agents(self, [item for item, created in results if created])
             except Exception as exc:  # the items are committed: a nudge must not undo that
                 self.log(f"nudge failed: {type(exc).__name__}: {exc}")
         return results
