@@ -26,3 +26,7 @@ def main() -> None:
     from beads.cli.main import main as click_main
 
     click_main()
+
+
+if __name__ == "__main__":
+    main()
