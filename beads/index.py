@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections import namedtuple
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from beads.record import Bead, check_meta_key
@@ -110,6 +110,14 @@ class Index:
     def get(self, bead_id: str) -> Bead | None:
         row = self.db.execute("SELECT data FROM beads WHERE id = ?", (bead_id,)).fetchone()
         return _bead(row[0]) if row else None
+
+    def get_many(self, bead_ids: Iterable[str]) -> dict[str, Bead]:
+        """The beads with these exact ids, by id, in one query; unknown ids are left out."""
+        wanted = json.dumps(list(dict.fromkeys(bead_ids)))
+        rows = self.db.execute(
+            "SELECT id, data FROM beads WHERE id IN (SELECT value FROM json_each(?))", (wanted,)
+        )
+        return {row[0]: _bead(row[1]) for row in rows}
 
     def location(self, bead_id: str) -> tuple[str, str] | None:
         """`(path, blob sha)` of the bead's file at the index's head."""
@@ -221,10 +229,13 @@ class Index:
                     db.execute("DELETE FROM beads WHERE id = ?", row)
                     db.execute("DELETE FROM labels WHERE id = ?", row)
                 db.execute("DELETE FROM invalid WHERE path = ?", (path,))
-            for bead, path, blob in upserts:
-                db.execute("DELETE FROM labels WHERE id = ?", (bead.id,))
-                db.execute(
-                    "INSERT OR REPLACE INTO beads VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            # One statement per table for the whole commit (a batch may hold thousands of
+            # beads); the last upsert of an id wins, as it did row by row.
+            latest = {bead.id: (bead, path, blob) for bead, path, blob in upserts}.values()
+            db.executemany("DELETE FROM labels WHERE id = ?", [(b.id,) for b, _, _ in latest])
+            db.executemany(
+                "INSERT OR REPLACE INTO beads VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                [
                     (
                         bead.id,
                         path,
@@ -239,13 +250,20 @@ class Index:
                         bead.created_at,
                         bead.updated_at,
                         json.dumps(bead.to_dict(), separators=(",", ":")),
-                    ),
-                )
-                db.executemany(
-                    "INSERT INTO labels VALUES (?, ?)", [(lb, bead.id) for lb in bead.labels]
-                )
-                named = {bead.from_, *bead.cc} | ({bead.assignee} if bead.assignee else set())
-                db.executemany("INSERT OR IGNORE INTO agents VALUES (?)", [(n,) for n in named])
+                    )
+                    for bead, path, blob in latest
+                ],
+            )
+            db.executemany(
+                "INSERT INTO labels VALUES (?, ?)",
+                [(lb, bead.id) for bead, _, _ in latest for lb in bead.labels],
+            )
+            named: set[str] = set()
+            for bead, _, _ in latest:
+                named.update([bead.from_, *bead.cc])
+                if bead.assignee:
+                    named.add(bead.assignee)
+            db.executemany("INSERT OR IGNORE INTO agents VALUES (?)", [(n,) for n in named])
             for path, error in (invalid or {}).items():
                 if error is None:
                     db.execute("DELETE FROM invalid WHERE path = ?", (path,))

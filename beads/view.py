@@ -28,6 +28,8 @@ class View:
         self.root = root
         self.tmp = runtime / "tmp"
         self.applied_file = runtime / "view-applied"
+        self._root = str(root)
+        self._tmp = str(self.tmp)
 
     def applied(self) -> bytes | None:
         """The commit the view reflects, or None when unknown."""
@@ -40,12 +42,20 @@ class View:
         self._atomic_write(self.applied_file, commit_id + b"\n")
 
     def write(self, path: str, data: bytes) -> None:
-        target = self.root / path
-        target.parent.mkdir(parents=True, exist_ok=True)
         # No fsync: the view is derived from git, so a file lost to a power cut is found and
         # rewritten by `gc doctor --restore-view`; the rename still means no process ever
         # reads half a file, and a killed process loses nothing (the page cache survives it).
-        self._atomic_write(target, data)
+        # Plain string paths and no mkdir per file: a batch writes thousands of files into
+        # directories that nearly always exist, so they are made only when a write finds one
+        # missing (a new shard, or one `remove` emptied).
+        target = os.path.join(self._root, path)
+        tmp = os.path.join(self._tmp, f"{os.path.basename(path)}.{os.getpid()}.tmp")
+        try:
+            _write_and_replace(tmp, target, data)
+        except FileNotFoundError:
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            os.makedirs(self._tmp, exist_ok=True)
+            _write_and_replace(tmp, target, data)
 
     def remove(self, path: str) -> None:
         target = self.root / path
@@ -85,3 +95,14 @@ class View:
         with open(tmp, "wb") as handle:
             handle.write(data)
         os.replace(tmp, target)
+
+
+def _write_and_replace(tmp: str, target: str, data: bytes) -> None:
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    finally:
+        os.close(fd)
+    os.replace(tmp, target)

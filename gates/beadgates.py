@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -111,8 +111,17 @@ def open_gates(store: Store) -> list[Bead]:
     return store.list(type=GATE, status="open", limit=None)
 
 
-def evaluate(store: Store, gate: Bead, *, gh: str = "gh", now: str | None = None) -> Outcome:
-    """Decide what to do with one open gate (no writes)."""
+def evaluate(
+    store: Store,
+    gate: Bead,
+    *,
+    gh: str = "gh",
+    now: str | None = None,
+    known: Mapping[str, Bead] | None = None,
+) -> Outcome:
+    """Decide what to do with one open gate (no writes).
+
+    `known`: beads already read by id (`Store.get_many`), looked up before the store."""
     meta = gate.meta
     now = now or now_stamp()
     kind, target = meta.get("await_type"), meta.get("await_id")
@@ -121,7 +130,7 @@ def evaluate(store: Store, gate: Bead, *, gh: str = "gh", now: str | None = None
         if meta.get("due_at") and meta["due_at"] <= now:
             outcome = Outcome(gate.id, "resolve", f"timer {target} elapsed")
     elif kind == "bead":
-        other = _maybe(store, target)
+        other = _maybe(store, target, known)
         if other is not None and other.status == "closed":
             outcome = Outcome(gate.id, "resolve", f"{other.id} closed")
     elif kind == "mail":
@@ -135,7 +144,11 @@ def evaluate(store: Store, gate: Bead, *, gh: str = "gh", now: str | None = None
     return outcome
 
 
-def _maybe(store: Store, bead_id: str | None) -> Bead | None:
+def _maybe(
+    store: Store, bead_id: str | None, known: Mapping[str, Bead] | None = None
+) -> Bead | None:
+    if known and bead_id in known:
+        return known[bead_id]  # what store.get gives for a whole id
     try:
         return store.get(bead_id) if bead_id else None
     except NotFound:
@@ -217,10 +230,19 @@ def check_gates(
     gh = gh or (store.config.get("gates") or {}).get("gh_path") or "gh"
     now = now_stamp()
     outcomes = []
-    for gate in open_gates(store):
-        if only_timers and gate.meta.get("await_type") != "timer":
-            continue  # hooks: due timers only (no gh, no escalations; `gate check` does those)
-        outcome = evaluate(store, gate, gh=gh, now=now)
+    gates = open_gates(store)
+    if only_timers:
+        # hooks: due timers only (no gh, no escalations; `gate check` does those)
+        gates = [gate for gate in gates if gate.meta.get("await_type") == "timer"]
+    # The beads that bead gates wait on, in one query rather than two per gate.
+    targets = [
+        gate.meta["await_id"]
+        for gate in gates
+        if gate.meta.get("await_type") == "bead" and isinstance(gate.meta.get("await_id"), str)
+    ]
+    known = store.get_many(targets) if targets else {}
+    for gate in gates:
+        outcome = evaluate(store, gate, gh=gh, now=now, known=known)
         if outcome.action != "wait" or outcome.error != gate.meta.get("error"):
             outcomes.append(outcome)
     return apply_outcomes(store, outcomes)
@@ -230,6 +252,8 @@ def apply_outcomes(store: Store, outcomes: Sequence[Outcome]) -> list[Outcome]:
     """Commit the outcomes in one batch (each gate re-read under the lock), then notify."""
     done: list[tuple[Outcome, Bead]] = []
     with store.batch() as batch:
+        # Every gate is read again under the lock (the index is at HEAD there), all at once.
+        batch.prefetch(o.gate_id for o in outcomes)
         for outcome in outcomes:
             gate = batch.get(outcome.gate_id)
             if gate.status != "open":
@@ -240,8 +264,8 @@ def apply_outcomes(store: Store, outcomes: Sequence[Outcome]) -> list[Outcome]:
             if gate.meta.get("state") == "escalated" and outcome.action == "escalate":
                 continue
             if outcome.action == "resolve":
-                batch.update(gate.id, meta={"state": "resolved", "resolution": outcome.reason})
-                batch.close(gate.id, f"resolved: {outcome.reason}", force=True)
+                resolution = {"state": "resolved", "resolution": outcome.reason}
+                batch.close(gate.id, f"resolved: {outcome.reason}", force=True, meta=resolution)
             else:
                 batch.update(gate.id, meta={"state": "escalated", "resolution": outcome.reason})
             done.append((outcome, batch.get(gate.id)))

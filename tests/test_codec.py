@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from hypothesis import given, settings
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from beads.codec import dump_bead, load_bead
+from beads import codec
+from beads.codec import dump_bead, dump_data, load_bead
 from beads.record import FIELD_ORDER, Bead
 
 AGENT = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9._-]{0,20}", fullmatch=True).filter(
@@ -115,3 +116,81 @@ def test_a_one_word_change_is_a_one_line_diff() -> None:
     before = dump_bead(base).decode().splitlines()
     after = dump_bead(base.with_changes(title="A new title")).decode().splitlines()
     assert len([1 for a, b in zip(before, after, strict=True) if a != b]) == 1
+
+
+# -- the direct writer (`_fast_dump`) must write exactly what ruamel writes -------------------
+
+# Text that sits on every edge of libyaml's choice between plain, single- and double-quoted.
+# fmt: off
+EDGY = st.sampled_from(
+    [
+        "", " ", "  ", "a ", " a", "a  b", "'", "''", "it's", 'a"b', "a\tb", "a\x85b", "\u2028",
+        "\u2029", "a\ufeffb", "\xa0", "\xa0x", "x\xa0", "\ufffd", "\ufffe", "\U0001f600", "-",
+        "--", "---", "---x", "...", "..", ".. x", "-a", "- a", "-- x", "?", "?x", "? x", ":",
+        ":a", "x:", "x: ", "a:b", "a: b", "a#b", "a #b", "#a", "a -", "a ?", "1:20", "@x", "%x",
+        "!x", "&x", "*x", "|x", ">x", "[x", "x]", "{x", "x}", "x,y", "x, y", "`x", "=", "<<",
+        "~", "null", "Null", "NULL", "nULL", "true", "True", "FALSE", "fAlse", "yes", "no", "on",
+        "off", "y", "n", "123", "-3", "+1", "1.5", "-.5", ".5", "1e3", "1_000", "0x1f", "0o7",
+        "0b1", ".inf", "-.inf", ".nan", ".NaN", "NaN", "2026-01-01",
+        "2026-01-31T12:00:00.000000Z", "2026-01-31 12:00:00", "é", "a" * 999, "a" * 1001,
+    ]
+)
+# fmt: on
+FAST_TEXT = EDGY | TEXT | st.text(st.sampled_from(" -:#?'\"ab1.,[]{}!&*|>%@`\xa0\t\n"), max_size=8)
+FAST_SCALAR = st.none() | st.booleans() | st.integers() | FAST_TEXT
+FAST_KEY = META_KEY | EDGY
+FAST_META = st.dictionaries(
+    FAST_KEY,
+    st.recursive(
+        FAST_SCALAR,
+        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(FAST_KEY, inner, max_size=3),
+        max_leaves=8,
+    ),
+    max_size=5,
+)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(beads(), FAST_TEXT, FAST_TEXT, FAST_META)
+def test_the_direct_writer_writes_what_ruamel_writes(
+    bead: Bead, title: str, reason: str, meta: dict
+) -> None:
+    data = bead.to_dict()
+    data.update(title=title, close_reason=reason, body=title, meta=meta)
+    fast = codec._fast_dump(data)
+    event("direct" if fast is not None else "ruamel")
+    if fast is not None:
+        assert fast == dump_data(data)
+
+
+@settings(max_examples=300, deadline=None)
+@given(beads())
+def test_dump_bead_is_ruamel_byte_for_byte(bead: Bead) -> None:
+    assert dump_bead(bead) == dump_data(bead.to_dict())
+
+
+def test_a_gate_takes_the_direct_writer() -> None:
+    bead = Bead(
+        id="gc-abcdefgh",
+        type="gate",
+        title="after gc-bcdefghi",
+        from_="mayor",
+        status="closed",
+        created_at="2026-01-01T00:00:00.000000Z",
+        updated_at="2026-01-01T00:00:00.000000Z",
+        closed_at="2026-01-01T00:00:00.000000Z",
+        close_reason="resolved: gc-bcdefghi closed",
+        meta={"guarded": True, "await_type": "bead", "waiters": ["dog"], "timeout": None,
+              "state": "resolved", "n": -3, "nested": {"e": {}, "l": []}},
+    )  # fmt: skip
+    assert codec._FAST, "ruamel.yaml.clib is a dependency: its C emitter should be in use"
+    fast = codec._fast_dump(bead.to_dict())
+    assert fast is not None and fast == dump_data(bead.to_dict())
+    assert load_bead(fast) == bead
+
+
+def test_shared_containers_are_left_to_ruamel() -> None:
+    shared = ["a", "b"]
+    data = {"meta": {"x": shared, "y": shared}}
+    assert codec._fast_dump(data) is None  # ruamel writes an anchor and an alias
+    assert b"&id001" in dump_data(data)

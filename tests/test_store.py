@@ -311,3 +311,45 @@ def test_a_damaged_index_is_rebuilt_from_git(store: Store) -> None:
     index.write_bytes(b"not a database at all" * 200)
     with Store.open(root) as reopened:
         assert [b.id for b in reopened.list(type="task")] == [made.id]
+
+
+def test_close_with_meta_is_update_then_close_in_one_change(store: Store) -> None:
+    gate = store.create("gate", "Wait", meta={"guarded": True, "state": "open"})
+    with store.batch() as batch:
+        closed = batch.close(gate.id, "done", force=True, meta={"state": "resolved"})
+        assert batch.lines == [f"bead close {gate.id}: done"]
+    assert store.get(gate.id) == closed
+    assert closed.meta == {"guarded": True, "state": "resolved"}
+    assert closed.status == "closed" and closed.updated_at == closed.closed_at
+    task = store.create("task", "T")
+    with pytest.raises(InvalidInput, match="meta key"):
+        with store.batch() as batch:
+            batch.close(task.id, meta={"bad key": 1})
+    assert store.get(task.id).status == "open"
+
+
+def test_get_many_and_prefetch_read_whole_ids_in_one_query(store: Store) -> None:
+    a, b = store.create("task", "A"), store.create("task", "B")
+    assert store.get_many([a.id, b.id, "gc-nothere", a.id]) == {a.id: a, b.id: b}
+    assert store.get_many([]) == {}
+    with store.batch() as batch:
+        batch.prefetch([a.id, b.id, "gc-nothere"])
+        assert batch.get(a.id) == a
+        updated = batch.update(a.id, title="A2")
+        assert batch.get(a.id) == updated  # the batch's own change wins over the read-ahead
+        assert batch.get(b.id[:-1]) == b  # prefixes still resolve through the index
+        with pytest.raises(NotFound):
+            batch.get("gc-nothere")
+    assert store.get(a.id).title == "A2"
+
+
+def test_a_view_write_remakes_directories_that_went_away(store: Store) -> None:
+    import shutil
+
+    bead = store.create("task", "T")
+    shard = (store.root / bead_path("task", bead.id)).parent
+    shutil.rmtree(store.root / "tasks")
+    shutil.rmtree(store.runtime / "tmp")
+    store.update(bead.id, title="T2")
+    assert load_bead((shard / f"{bead.id}.yaml").read_bytes()).title == "T2"
+    assert not list((store.runtime / "tmp").iterdir())
