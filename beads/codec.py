@@ -4,26 +4,27 @@ ruamel.yaml's safe mode is used with its C emitter and parser when ruamel.yaml.c
 installed (about 5x faster than the pure-Python round-trip mode; comments are never kept
 because files are always rewritten by gc in canonical form).
 
-`dump_bead` first tries `_fast_dump`, a direct writer for the common shape of a bead (single
-line text, ints, booleans, nulls, nested mappings, lists of scalars) that produces exactly
-the bytes ruamel would; anything else (multi-line text, floats, control characters, very long
-lines, shared containers) goes through ruamel. ruamel's representer costs ~0.8 ms a bead,
-the direct writer ~40 us: it dominated a batch of 10,000 changed beads (`gc gate check`).
+`dump_bead` first tries `_fast_dump`, a direct writer for the common shape of a bead (text,
+multi-line text as `|` blocks, ints, booleans, nulls, nested mappings, lists of scalars) that
+produces exactly the bytes ruamel would; anything else (floats, control characters, very long
+lines, trailing spaces, shared containers) goes through ruamel. ruamel's representer costs
+~0.8 ms a bead, the direct writer ~40 us: it dominated a batch of 10,000 changed beads
+(`gc gate check`). ruamel itself is imported only when a file must be parsed or a bead is
+not of that shape: importing it costs a command about as much as the rest of a mail send.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import re
-from typing import Any
-
-from ruamel.yaml import YAML
-from ruamel.yaml.error import YAMLError
-from ruamel.yaml.resolver import Resolver
-from ruamel.yaml.tag import Tag
+from typing import TYPE_CHECKING, Any
 
 from beads.errors import InvalidInput
 from beads.record import Bead
+
+if TYPE_CHECKING:
+    from ruamel.yaml import YAML
 
 
 def _represent_str(representer: Any, data: str) -> Any:
@@ -39,6 +40,8 @@ def _share_tags(representer: Any) -> None:
     ruamel makes a new `Tag` per node and decodes its name again each time (about half of
     the time of a dump); a shared `Tag` decodes once. Tags are never changed on output.
     """
+    from ruamel.yaml.tag import Tag
+
     shared: dict[str, Tag] = {}
 
     def shared_tag(tag: Any) -> Any:
@@ -55,6 +58,8 @@ def _share_tags(representer: Any) -> None:
 
 
 def _make_yaml() -> YAML:
+    from ruamel.yaml import YAML
+
     yaml = YAML(typ="safe", pure=False)
     yaml.default_flow_style = False
     yaml.allow_unicode = True
@@ -65,23 +70,36 @@ def _make_yaml() -> YAML:
     return yaml
 
 
-_YAML = _make_yaml()
-# The direct writer mirrors libyaml: without ruamel.yaml.clib, ruamel's pure emitter decides.
-_FAST = _YAML.Emitter.__name__ == "CEmitter"
+_YAML: YAML | None = None
+
+
+def _yaml() -> YAML:
+    """The configured ruamel instance, made on first use."""
+    global _YAML
+    if _YAML is None:
+        _YAML = _make_yaml()
+    return _YAML
+
+
+# The direct writer mirrors libyaml: without ruamel.yaml.clib (its C emitter, the module
+# `_ruamel_yaml`), ruamel's pure emitter decides. Found without importing either.
+_FAST = importlib.util.find_spec("_ruamel_yaml") is not None
 
 
 def dump_data(data: Any) -> bytes:
     """Serialise plain data (mappings keep their order) to UTF-8 YAML."""
     out = io.StringIO()
-    _YAML.dump(data, out)
+    _yaml().dump(data, out)
     return out.getvalue().encode("utf-8")
 
 
 def load_data(raw: bytes | str, *, what: str = "YAML") -> Any:
     """Parse YAML; malformed input raises InvalidInput naming `what`."""
+    from ruamel.yaml.error import YAMLError
+
     try:
         text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
-        return _YAML.load(text)
+        return _yaml().load(text)
     except UnicodeDecodeError:
         raise InvalidInput(f"{what} is not valid UTF-8") from None
     except YAMLError as exc:
@@ -119,19 +137,63 @@ _FIRST_INDICATORS = frozenset("#,[]{}&*!|>'\"%@`")
 _STR_TAG = "tag:yaml.org,2002:str"
 
 
-def _implicit_rules() -> dict[str | None, tuple[re.Pattern[str], ...]]:
-    # The implicit rules of the resolver ruamel's C dumper uses for typ="safe" (YAML 1.2),
-    # by first character: plain text one of them matches would be read back as something
-    # else, so it is quoted. Read once here: `Resolver.resolve` builds `Tag` objects per call.
-    table = Resolver().yaml_implicit_resolvers
-    return {
-        first: tuple(regexp for tag, regexp in rules if tag != _STR_TAG)
-        for first, rules in table.items()
-    }
+# The implicit rules of the resolver ruamel's C dumper uses for typ="safe" (YAML 1.2): plain
+# text one of them matches would be read back as something else (a number, a bool, null, a
+# time...), so it is quoted. Copied here so a dump needs no ruamel import; a test checks the
+# copy against `ruamel.yaml.resolver.Resolver` of the installed ruamel.
+_FLOAT = r"""^(?:
+         [-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?
+        |[-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)
+        |[-+]?\.[0-9_]+(?:[eE][-+][0-9]+)?
+        |[-+]?\.(?:inf|Inf|INF)
+        |\.(?:nan|NaN|NAN))$"""
+_INT = r"""^(?:[-+]?0b[0-1_]+
+        |[-+]?0o?[0-7_]+
+        |[-+]?[0-9_]+
+        |[-+]?0x[0-9a-fA-F_]+)$"""
+_TIMESTAMP = r"""^(?:[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]
+        |[0-9][0-9][0-9][0-9] -[0-9][0-9]? -[0-9][0-9]?
+        (?:[Tt]|[ \t]+)[0-9][0-9]?
+        :[0-9][0-9] :[0-9][0-9] (?:\.[0-9]*)?
+        (?:[ \t]*(?:Z|[-+][0-9][0-9]?(?::[0-9][0-9])?))?)$"""
+_BOOL = r"^(?:true|True|TRUE|false|False|FALSE)$"
+_NULL = r"""^(?: ~
+        |null|Null|NULL
+        | )$"""
+_X = re.VERBOSE  # as ruamel compiles the multi-line rules; the one-line rules are plain
+IMPLICIT_RULES: dict[str, list[tuple[str, str, int]]] = {
+    "": [("null", _NULL, _X)],
+    "~": [("null", _NULL, _X)],
+    "n": [("null", _NULL, _X)],
+    "N": [("null", _NULL, _X)],
+    "t": [("bool", _BOOL, _X)],
+    "T": [("bool", _BOOL, _X)],
+    "f": [("bool", _BOOL, _X)],
+    "F": [("bool", _BOOL, _X)],
+    "+": [("float", _FLOAT, _X), ("int", _INT, _X)],
+    "-": [("float", _FLOAT, _X), ("int", _INT, _X)],
+    ".": [("float", _FLOAT, _X)],
+    **{d: [("float", _FLOAT, _X), ("int", _INT, _X), ("timestamp", _TIMESTAMP, _X)]
+       for d in "0123456789"},
+    "<": [("merge", r"^(?:<<)$", 0)],
+    "=": [("value", r"^(?:=)$", 0)],
+    "!": [("yaml", r"^(?:!|&|\*)$", 0)],
+    "&": [("yaml", r"^(?:!|&|\*)$", 0)],
+    "*": [("yaml", r"^(?:!|&|\*)$", 0)],
+}  # fmt: skip
 
 
-_IMPLICIT = _implicit_rules()
-_IMPLICIT_ANY = _IMPLICIT.get(None, ())
+def _implicit(first: str) -> tuple[re.Pattern[str], ...]:
+    """The compiled rules for text starting with `first` (compiled on first need: a command
+    writing one bead should not compile the number and time patterns it never meets)."""
+    found = _IMPLICIT.get(first)
+    if found is None:
+        rules = IMPLICIT_RULES.get(first, ())
+        found = _IMPLICIT[first] = tuple(re.compile(rx, flags) for _tag, rx, flags in rules)
+    return found
+
+
+_IMPLICIT: dict[str, tuple[re.Pattern[str], ...]] = {}
 # gc's own times (beads.record.TIME_RE) are YAML timestamps, so always quoted; knowing that
 # saves the resolver's three number and time patterns on the three or four times of a bead.
 _STAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z")
@@ -170,7 +232,7 @@ def _plain_allowed(text: str) -> bool:
         return False
     if text.startswith(("---", "...")) or ": " in text or " #" in text or text[-1] == ":":
         return False
-    for regexp in _IMPLICIT.get(first, ()) + _IMPLICIT_ANY:
+    for regexp in _implicit(first):
         if regexp.match(text):
             return False
     return True
@@ -230,12 +292,39 @@ def _fast_mapping(data: dict[str, Any], indent: str, lines: list[str], seen: set
                 if text is None:
                     return False  # nested containers in lists: ruamel
                 lines.append(f"{indent}- {text}")
+        elif kind is str and "\n" in value:
+            block = _literal_block(value, indent + "  ")
+            if block is None:
+                return False
+            lines.append(f"{indent}{name}: {block[0]}")
+            lines.extend(block[1:])
         else:
             text = _fast_scalar(value)
             if text is None:
                 return False
             lines.append(f"{indent}{name}: {text}")
     return True
+
+
+def _literal_block(text: str, indent: str) -> list[str] | None:
+    """Multi-line `text` as libyaml writes a `|` block whose lines sit at `indent`: the
+    header, then the lines. None when it is not a simple case: a space before a line break
+    or at the end (ruamel then double-quotes), two or more final breaks (`|+`), or a line of
+    characters the one-line writer would not take either."""
+    if text.endswith((" ", "\n\n")) or text == "\n":
+        return None
+    lines = text.split("\n")
+    for line in lines:
+        if line and (line[-1] == " " or not _SIMPLE_LINE.fullmatch(line)):
+            return None
+    header = "|"
+    if text[0] in " \n":
+        header += "2"  # libyaml's indentation indicator (its best indent)
+    if text.endswith("\n"):
+        lines.pop()  # the final break is what the default (clip) chomping keeps
+    else:
+        header += "-"
+    return [header, *(indent + line if line else "" for line in lines)]
 
 
 def load_bead(raw: bytes | str, *, what: str = "bead file", max_body: int | None = None) -> Bead:

@@ -22,7 +22,9 @@ def run() -> None:
     from gates.hooks import main
 
     options = settings()
-    main(beads_dir=options.beads_dir, agent=options.agent, debug=options.debug)
+    code = main(beads_dir=options.beads_dir, agent=options.agent, debug=options.debug)
+    if code:
+        click.get_current_context().exit(code)
 
 
 @hook.command()

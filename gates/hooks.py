@@ -63,7 +63,8 @@ class HookContext:
 
 
 def main(*, beads_dir: str | None = None, agent: str | None = None, debug: bool = False) -> int:
-    """`gc hook run`: the event's JSON from stdin, the reply (if any) on stdout; always 0.
+    """`gc hook run`: the event's JSON from stdin, the reply (if any) on stdout; exit 0
+    (130, quietly, when interrupted).
 
     `gc` calls this directly, without click, when its arguments are exactly `hook run`.
     """
@@ -76,6 +77,8 @@ def main(*, beads_dir: str | None = None, agent: str | None = None, debug: bool 
             raise
         log_failure(beads_dir, payload, exc)
         return 0
+    except KeyboardInterrupt:
+        return 130  # Claude Code cancelled the hook: no traceback, nothing to block
     if reply:
         try:
             sys.stdout.write(json.dumps(reply) + "\n")

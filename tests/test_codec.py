@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from beads import codec
 from beads.codec import dump_bead, dump_data, load_bead
 from beads.record import FIELD_ORDER, Bead
+from beads.store import Store
 
 AGENT = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9._-]{0,20}", fullmatch=True).filter(
     lambda a: a != "all"
@@ -163,6 +168,20 @@ def test_the_direct_writer_writes_what_ruamel_writes(
         assert fast == dump_data(data)
 
 
+BLOCK_TEXT = st.text(st.sampled_from(" \n\n\nab#:-|>'\"é\t\xa0"), min_size=1, max_size=30)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(beads(), BLOCK_TEXT, BLOCK_TEXT)
+def test_multi_line_text_is_written_as_ruamel_writes_it(bead: Bead, body: str, note: str) -> None:
+    data = bead.to_dict()
+    data.update(body=body, meta={"note": note, "deeper": {"note": note}})
+    fast = codec._fast_dump(data)
+    event("direct" if fast is not None else "ruamel")
+    if fast is not None:
+        assert fast == dump_data(data)
+
+
 @settings(max_examples=300, deadline=None)
 @given(beads())
 def test_dump_bead_is_ruamel_byte_for_byte(bead: Bead) -> None:
@@ -194,3 +213,40 @@ def test_shared_containers_are_left_to_ruamel() -> None:
     data = {"meta": {"x": shared, "y": shared}}
     assert codec._fast_dump(data) is None  # ruamel writes an anchor and an alias
     assert b"&id001" in dump_data(data)
+
+
+def test_the_copied_resolver_rules_are_ruamels() -> None:
+    # The direct writer quotes what ruamel's resolver would read back as a non-string; it
+    # keeps its own copy of the rules so a dump never imports ruamel. Same rules, same flags.
+    from ruamel.yaml.resolver import Resolver
+
+    theirs = {
+        first: [(str(tag).rsplit(":", 1)[-1], rx.pattern, rx.flags) for tag, rx in rules]
+        for first, rules in Resolver().yaml_implicit_resolvers.items()
+    }
+    ours = {
+        first: [(tag, rx.pattern, rx.flags) for tag, rx in zip(
+            [rule[0] for rule in rules], codec._implicit(first), strict=True)]
+        for first, rules in codec.IMPLICIT_RULES.items()
+    }  # fmt: skip
+    assert ours == theirs
+
+
+def test_writing_a_plain_bead_never_imports_ruamel(tmp_path: Path) -> None:
+    # Importing ruamel costs a command tens of ms: a mail send must not pay it.
+    code = (
+        "import sys\n"
+        "from beads.store import Store\n"
+        "from mail.beadmail import BeadMail\n"
+        "store = Store.open(sys.argv[1], agent='dog')\n"
+        "BeadMail(store).send('dog', 'cat', 'lunch?', 'at noon, the usual place')\n"
+        "store.close()\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('ruamel', '_ruamel'))))"
+    )
+    Store.init(tmp_path, agent="dog")[0].close()
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True,
+                         text=True, check=True).stdout  # fmt: skip
+    assert out.strip() == "[]"
+    with Store.open(tmp_path) as store:  # and the file is what ruamel would have written
+        message = store.list(type="message")[0]
+        assert store.view.read(store.index.location(message.id)[0]) == dump_data(message.to_dict())
