@@ -131,7 +131,7 @@ _SIMPLE_LINE = re.compile(r"[\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff0
 # Far below the emitter's width (4096) even nested 8 deep under 64-character keys, so
 # libyaml never folds the line.
 _MAX_SCALAR = 1000
-_MAX_KEY = 100  # libyaml writes keys past 128 characters as `? key`
+_MAX_KEY = 100  # UTF-8 bytes; libyaml writes keys past 128 bytes as `? key`
 # Indicators that forbid a plain scalar when they come first (libyaml's analyze_scalar).
 _FIRST_INDICATORS = frozenset("#,[]{}&*!|>'\"%@`")
 _STR_TAG = "tag:yaml.org,2002:str"
@@ -196,7 +196,7 @@ def _implicit(first: str) -> tuple[re.Pattern[str], ...]:
 _IMPLICIT: dict[str, tuple[re.Pattern[str], ...]] = {}
 # gc's own times (beads.record.TIME_RE) are YAML timestamps, so always quoted; knowing that
 # saves the resolver's three number and time patterns on the three or four times of a bead.
-_STAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z")
+_STAMP = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z")
 _SCALARS: dict[str, str | None] = {}  # text -> how it is written (None: ruamel must do it)
 _SCALARS_MAX = 8192
 
@@ -261,17 +261,20 @@ def _fast_dump(data: dict[str, Any]) -> bytes | None:
 
 
 def _fast_mapping(data: dict[str, Any], indent: str, lines: list[str], seen: set[int]) -> bool:
-    # A container met twice would be written by ruamel as an anchor and an alias.
-    if id(data) in seen:
-        return False
+    # A container met twice would be written by ruamel as an anchor and an alias: callers
+    # mark each container in `seen` before descending (the top mapping is new).
     seen.add(id(data))
     for key, value in data.items():
-        if type(key) is not str or len(key) > _MAX_KEY:
+        if type(key) is not str or len(key.encode("utf-8")) > _MAX_KEY:
             return False
         name = _text_scalar(key)
         if name is None or name != key:
             return False  # a key that needs quotes: leave it to ruamel
         kind = type(value)
+        if kind is dict or kind is list:
+            if id(value) in seen:  # even an empty one: ruamel writes `&id001 []`, `*id001`
+                return False
+            seen.add(id(value))
         if kind is dict:
             if not value:
                 lines.append(f"{indent}{name}: {{}}")
@@ -283,9 +286,6 @@ def _fast_mapping(data: dict[str, Any], indent: str, lines: list[str], seen: set
             if not value:
                 lines.append(f"{indent}{name}: []")
                 continue
-            if id(value) in seen:
-                return False
-            seen.add(id(value))
             lines.append(f"{indent}{name}:")
             for item in value:
                 text = _fast_scalar(item)

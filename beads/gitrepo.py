@@ -81,8 +81,17 @@ class GitRepo:
     """
 
     def __init__(self, git_dir: Path) -> None:
-        if not (git_dir / "objects").is_dir() or not (git_dir / "refs").is_dir():
-            raise StorageError(f"cannot open the store's git repository {git_dir}: not a git dir")
+        for part in ("objects", "refs"):
+            if not (git_dir / part).is_dir():
+                raise StorageError(f"the store's git repository {git_dir} has no {part}/ directory")
+        try:  # gc made the repository without extensions: one that has them was changed
+            if b"[extensions]" in (git_dir / "config").read_bytes():
+                raise StorageError(
+                    f"the store's git repository {git_dir} uses git extensions (a different ref "
+                    "or object format) that gc-beads does not read"
+                )
+        except OSError as exc:
+            raise StorageError(f"cannot read {git_dir / 'config'}: {exc.strerror}") from None
         try:
             self.objects = DiskObjectStore(str(git_dir / "objects"))
             self.refs = DiskRefsContainer(str(git_dir))

@@ -83,8 +83,8 @@ def main(*, beads_dir: str | None = None, agent: str | None = None, debug: bool 
         try:
             sys.stdout.write(json.dumps(reply) + "\n")
             sys.stdout.flush()
-        except OSError:
-            pass  # Claude Code went away: nobody left to tell
+        except (OSError, AttributeError, ValueError):
+            pass  # stdout closed, absent (None) or gone: nobody left to tell
     return 0
 
 

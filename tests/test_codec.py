@@ -203,6 +203,7 @@ def test_a_gate_takes_the_direct_writer() -> None:
               "state": "resolved", "n": -3, "nested": {"e": {}, "l": []}},
     )  # fmt: skip
     assert codec._FAST, "ruamel.yaml.clib is a dependency: its C emitter should be in use"
+    assert "CEmitter" in codec._yaml().Emitter.__name__  # the emitter the writer mirrors
     fast = codec._fast_dump(bead.to_dict())
     assert fast is not None and fast == dump_data(bead.to_dict())
     assert load_bead(fast) == bead
@@ -212,6 +213,9 @@ def test_shared_containers_are_left_to_ruamel() -> None:
     shared = ["a", "b"]
     data = {"meta": {"x": shared, "y": shared}}
     assert codec._fast_dump(data) is None  # ruamel writes an anchor and an alias
+    empty: list = []
+    data = {"meta": {"x": empty, "y": empty}}
+    assert codec._fast_dump(data) is None  # even for an empty list: `&id001 []`, `*id001`
     assert b"&id001" in dump_data(data)
 
 

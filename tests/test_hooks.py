@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -19,7 +20,7 @@ import pytest
 from beads.store import Store
 from inbox import Delivery
 from mail.beadmail import BeadMail
-from tests.conftest import GcRunner
+from tests.conftest import GcRunner, gc_program
 
 MAILSCRIPT = Path(__file__).parent / "mailscripts" / "jsonmail"
 
@@ -171,6 +172,16 @@ def test_hooks_load_nothing_heavy(project: Path, gc: GcRunner, event: str) -> No
     else:  # and the prompt hook delivered the item
         assert "build finished" in json.loads(reply)["hookSpecificOutput"]["additionalContext"]
     assert json.loads(loaded) == []
+
+
+def test_hook_with_stdout_closed_still_exits_zero(project: Path, gc: GcRunner) -> None:
+    gc("inbox", "push", "--to", "dog", "there is news")
+    payload = json.dumps({"session_id": "s", "hook_event_name": "UserPromptSubmit"})
+    env = {**gc.env, "GC_AGENT": "dog"}
+    command = f"{shlex.quote(gc_program())} hook run >&-"  # a shell to close stdout: no user text
+    result = subprocess.run(command, shell=True, cwd=project, env=env, input=payload,
+                            capture_output=True, text=True)  # fmt: skip
+    assert result.returncode == 0 and result.stderr == ""
 
 
 def test_hook_run_with_options_goes_through_the_full_cli(project: Path, gc: GcRunner) -> None:

@@ -22,7 +22,11 @@ def main() -> None:
     direct = DIRECT.get(tuple(sys.argv[1:]))
     if direct is not None:
         module, function = direct
-        sys.exit(getattr(importlib.import_module(module), function)())
+        try:
+            code = getattr(importlib.import_module(module), function)()
+        except KeyboardInterrupt:
+            code = 130  # interrupted: quietly, as the click CLI does
+        sys.exit(code)
     from beads.cli.main import main as click_main
 
     click_main()
