@@ -21,17 +21,20 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from beads.errors import InvalidInput
-from beads.record import Bead
+from beads.record import TIME_RE, Bead
 
 if TYPE_CHECKING:
     from ruamel.yaml import YAML
+
+
+_STR_TAG = "tag:yaml.org,2002:str"
 
 
 def _represent_str(representer: Any, data: str) -> Any:
     # Multi-line text reads best as a literal block; the emitter falls back to a quoted
     # style by itself when the text cannot be a block (trailing spaces, special characters).
     style = "|" if "\n" in data else None
-    return representer.represent_scalar("tag:yaml.org,2002:str", data, style=style)
+    return representer.represent_scalar(_STR_TAG, data, style=style)
 
 
 def _share_tags(representer: Any) -> None:
@@ -134,7 +137,6 @@ _MAX_SCALAR = 1000
 _MAX_KEY = 100  # UTF-8 bytes; libyaml writes keys past 128 bytes as `? key`
 # Indicators that forbid a plain scalar when they come first (libyaml's analyze_scalar).
 _FIRST_INDICATORS = frozenset("#,[]{}&*!|>'\"%@`")
-_STR_TAG = "tag:yaml.org,2002:str"
 
 
 # The implicit rules of the resolver ruamel's C dumper uses for typ="safe" (YAML 1.2): plain
@@ -194,9 +196,6 @@ def _implicit(first: str) -> tuple[re.Pattern[str], ...]:
 
 
 _IMPLICIT: dict[str, tuple[re.Pattern[str], ...]] = {}
-# gc's own times (beads.record.TIME_RE) are YAML timestamps, so always quoted; knowing that
-# saves the resolver's three number and time patterns on the three or four times of a bead.
-_STAMP = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z")
 _SCALARS: dict[str, str | None] = {}  # text -> how it is written (None: ruamel must do it)
 _SCALARS_MAX = 8192
 
@@ -208,7 +207,9 @@ def _text_scalar(text: str) -> str | None:
         return known
     if text == "":
         return "''"
-    if _STAMP.fullmatch(text):
+    if TIME_RE.fullmatch(text):
+        # gc's own times are YAML timestamps, so always quoted; knowing that saves the
+        # resolver's number and time patterns on the three or four times of a bead.
         return f"'{text}'"  # not cached: times are rarely written twice
     if len(text) > _MAX_SCALAR or not _SIMPLE_LINE.fullmatch(text):
         out = None

@@ -24,7 +24,8 @@ AGENT_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 TYPE_RE = re.compile(r"[a-z][a-z0-9_-]{0,31}")
 LABEL_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/=-]{0,127}")
 META_KEY_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")
-TIME_RE = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z")
+# ASCII digits only (`\d` would also take other scripts' digits, which YAML does not).
+TIME_RE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z")
 RESERVED_AGENTS = frozenset({"all"})
 STATUSES = ("open", "closed")
 MAX_TITLE_CHARS = 500

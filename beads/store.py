@@ -105,6 +105,9 @@ class Store:
         The repository is built under a temporary name and renamed into place once its first
         commit (`config.yaml`) is in, so a crash never leaves a half-made store.
         """
+        from beads.codec import dump_data  # lazy, with git: most commands never make a store
+        from beads.gitrepo import init_bare
+
         root = store_dir_for(Path(path).expanduser().absolute())
         if is_store(root):
             return cls(root, agent=agent), False
@@ -116,9 +119,6 @@ class Store:
         root.mkdir(parents=True, exist_ok=True)
         building = root / f"{INIT_PREFIX}{os.getpid()}"
         _remove_tree(building)
-        from beads.codec import dump_data
-        from beads.gitrepo import init_bare
-
         git = init_bare(building)
         commit, objects = git.build_commit(
             None, {CONFIG_PATH: dump_data(settings)}, "init: gc-beads store", author
@@ -455,9 +455,9 @@ class Store:
 
     @staticmethod
     def _parse_config(raw: bytes) -> tuple[dict[str, Any] | None, str | None]:
-        try:
-            from beads.codec import load_data
+        from beads.codec import load_data
 
+        try:
             data = load_data(raw, what=CONFIG_PATH)
             if (
                 isinstance(data, dict)
