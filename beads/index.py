@@ -13,6 +13,7 @@ from collections import namedtuple
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from beads.errors import StorageError
 from beads.record import Bead, check_meta_key
 
 TYPE_CHECKING = False  # importing typing costs a hook ~7 ms
@@ -69,7 +70,10 @@ class Index:
     def __init__(self, path: Path) -> None:
         try:
             self._open(path)
-        except sqlite3.DatabaseError:
+        except sqlite3.DatabaseError as exc:
+            # Only a damaged file, never a busy one: another process may be using it.
+            if exc.sqlite_errorcode not in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB):
+                raise StorageError(f"cannot open the index {path}: {exc}") from None
             if getattr(self, "db", None) is not None:
                 self.db.close()
             # Derived data: a damaged file (say, after a power cut, since it is not synced) is
