@@ -4,29 +4,45 @@ Git is the source of truth, so every repair rewrites derived data from it: the i
 (`rebuild_index`), view files edited by hand (`restore_view`), loose objects (`compact`).
 A bead that does not parse is reported by path; it cannot be repaired from git, and every
 other bead stays readable.
+
+What would brick the store is repaired by every run, under the write lock, and reported as a
+problem marked fixed: git lock files and temporary files left by dead writers, half-made
+repositories of a killed `gc init`, a lost or garbled branch ref (restored to the last good
+commit), a missing `.git/HEAD`, loose objects cut short by a full disk or a power cut.
 """
 
 from __future__ import annotations
 
+import os
+import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from beads.config import CONFIG_PATH
 from beads.ids import parse_bead_path
-from beads.store import Store
+from beads.reader import branch_problem, is_sha
+from beads.store import Store, remove_dead_builds
 from beads.view import git_blob_sha
+
+# Temporary files of git and dulwich (`tmp_pack_*`, `tmp_obj_*`): a push may write one for a
+# while, so only one untouched this long is a dead writer's.
+TEMP_STALE_SECONDS = 3600.0
+HEAD_SYMREF = b"ref: refs/heads/main\n"
 
 
 @dataclass(frozen=True)
 class Problem:
     """One thing wrong: `kind` (repository, unparsable, index, view_modified, view_missing,
-    view_stray), the file, and what to do."""
+    view_stray, stale_lock, stale_file, branch, git_head, corrupt_object), the file, and what
+    to do; `fixed` when this run repaired it."""
 
     kind: str
     path: str
     message: str
+    fixed: bool = False
 
-    def to_json(self) -> dict[str, str]:
-        return {"kind": self.kind, "path": self.path, "message": self.message}
+    def to_json(self) -> dict[str, object]:
+        return {"kind": self.kind, "path": self.path, "message": self.message, "fixed": self.fixed}
 
 
 @dataclass
@@ -37,7 +53,8 @@ class Report:
 
     @property
     def ok(self) -> bool:
-        return not self.problems
+        """True when nothing is left wrong (problems this run repaired do not count)."""
+        return all(problem.fixed for problem in self.problems)
 
 
 def doctor(
@@ -46,6 +63,11 @@ def doctor(
     """Check (and with the flags, repair) the store; returns what was found and fixed."""
     report = Report()
     with store.locked():
+        _clear_stale_files(store, report)
+        _check_git_head(store, report)
+        _check_loose_objects(store, report)
+        if not _restore_branch(store, report):
+            return report
         store.sync(rebuild_index=rebuild_index)
         if rebuild_index:
             report.fixed.append(f"index rebuilt from git ({store.index.count()} beads)")
@@ -113,3 +135,253 @@ def _check_view(store: Store, tree: dict[str, bytes], report: Report, *, restore
             report.fixed.append(f"removed {path} (not in HEAD)")
         else:
             report.problems.append(Problem("view_stray", path, "not in HEAD" + hint))
+
+
+def _clear_stale_files(store: Store, report: Report) -> None:
+    """Remove git lock files, temporary files and half-built repositories of dead writers.
+
+    We hold the write lock, so no gc process owns any of them; a git process (a push into
+    the store) holds a lock for milliseconds, so a lock is waited for until it is either
+    released or `store.stale_lock_seconds` old."""
+    git_dir = store.root / ".git"
+    stale_after = store.config["store"]["stale_lock_seconds"]
+    for lock in sorted(git_dir.rglob("*.lock")):
+        age = _age_once_stale(lock, stale_after)
+        if age is not None and _remove(lock):
+            report.problems.append(
+                Problem(
+                    "stale_lock",
+                    _shown(store, lock),
+                    f"a lock left by a writer that died {age:.0f}s ago (it blocks every "
+                    "write); removed",
+                    fixed=True,
+                )
+            )
+    now = time.time()
+    for temp in sorted(git_dir.glob("objects/**/tmp_*")):
+        age = now - _mtime(temp, now)
+        if temp.is_file() and age >= TEMP_STALE_SECONDS and _remove(temp):
+            report.problems.append(
+                Problem(
+                    "stale_file",
+                    _shown(store, temp),
+                    "a temporary file of a dead writer; removed",
+                    True,
+                )
+            )
+    for pack in sorted(git_dir.glob("objects/pack/pack-*.pack")):
+        # A pack counts once its `.idx` exists, and the `.idx` is written last: one without
+        # it is a dead writer's, unless a push is between the two (milliseconds).
+        if not pack.with_suffix(".idx").exists() and now - _mtime(pack, now) >= stale_after:
+            if _remove(pack):
+                report.problems.append(
+                    Problem(
+                        "stale_file",
+                        _shown(store, pack),
+                        "a pack without its .idx, left by a writer killed while writing it; "
+                        "removed (its objects were never part of a commit)",
+                        True,
+                    )
+                )
+    for building in remove_dead_builds(store.root):
+        report.problems.append(
+            Problem(
+                "stale_file",
+                building.name,
+                "a repository half built by a killed 'gc init'; removed",
+                True,
+            )
+        )
+
+
+def _age_once_stale(lock: Path, stale_after: float) -> float | None:
+    """Wait until `lock` is gone (None) or `stale_after` old (its age)."""
+    while True:
+        try:
+            age = time.time() - lock.stat().st_mtime
+        except FileNotFoundError:
+            return None
+        if age >= stale_after:
+            return age
+        time.sleep(min(stale_after - age, 0.05))
+
+
+def _check_git_head(store: Store, report: Report) -> None:
+    """`.git/HEAD` names our branch; without it git commands cannot read the store."""
+    head_file = store.root / ".git" / "HEAD"
+    try:
+        content: bytes | None = head_file.read_bytes()
+    except FileNotFoundError:
+        content = None
+    if content == HEAD_SYMREF:
+        return
+    what = "is missing" if content is None else f"holds {content[:60]!r}"
+    temp = head_file.with_name("HEAD.gc-doctor")
+    temp.write_bytes(HEAD_SYMREF)
+    os.replace(temp, head_file)
+    report.problems.append(
+        Problem(
+            "git_head",
+            ".git/HEAD",
+            f"{what} (git commands cannot read the store); rewritten to name refs/heads/main",
+            True,
+        )
+    )
+
+
+def _check_loose_objects(store: Store, report: Report) -> None:
+    """Find loose objects that cannot be read (a full disk, a power cut) and repair those
+    whose content exists elsewhere: in a pack, or as a view file with the same id."""
+    git = store.git
+    objects = git.objects
+    for sha in list(objects._iter_loose_objects()):
+        try:
+            if objects._get_loose_object(sha) is not None:
+                continue
+        except Exception:  # dulwich raises several kinds for a damaged object
+            pass
+        path = Path(objects._get_shafile_path(sha))
+        shown = _shown(store, path)
+        # Moved aside: an unreadable file hides any good copy and blocks rewriting it.
+        aside = store.runtime / "corrupt-objects" / sha.decode()
+        aside.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(path, aside)
+        if sha in objects:
+            message, fixed = "unreadable; moved aside (a pack holds the object)", True
+        else:
+            fixed = _restore_blob_from_view(store, sha)
+            message = (
+                "unreadable; rewritten from the view file with the same content"
+                if fixed
+                else f"unreadable and no copy found (moved to {_shown(store, aside)}); "
+                "commits that use it are damaged"
+            )
+        report.problems.append(Problem("corrupt_object", shown, message, fixed))
+
+
+def _restore_blob_from_view(store: Store, sha: bytes) -> bool:
+    from dulwich.objects import Blob
+
+    indexed = {blob: path for path, blob in store.index.entries().items()}
+    path = indexed.get(sha.decode())
+    data = store.view.read(path) if path is not None else None
+    if data is None or git_blob_sha(data) != sha:
+        return False
+    store.git.objects.add_object(Blob.from_string(data))
+    return True
+
+
+def _restore_branch(store: Store, report: Report) -> bool:
+    """Point a lost, garbled or dangling branch ref back at the last good commit; returns
+    False when the branch is broken and no commit was found for it."""
+    git = store.git
+    head = git.head()
+    if head is not None and git.commit_of(head) is not None:
+        return True
+    if head is None:
+        problem = branch_problem(store.root)
+    else:
+        problem = f"refs/heads/main names {head.decode()}, which is not a commit of the store"
+    found = _last_good_commit(store)
+    if found is None:
+        report.problems.append(
+            Problem("branch", ".git/refs/heads/main", f"{problem}; no commit found to restore")
+        )
+        return False
+    sha, source = found
+    git.swap_head(None, sha, f"gc doctor: restore the branch ({source})", store.agent, force=True)
+    report.problems.append(
+        Problem(
+            "branch",
+            ".git/refs/heads/main",
+            f"{problem}; restored to {sha.decode()} ({source}); "
+            "'git -C .beads reflog' lists where it has been",
+            True,
+        )
+    )
+    return True
+
+
+def _last_good_commit(store: Store) -> tuple[bytes, str] | None:
+    """The commit the branch last held: the newest of those the reflog, the index and the
+    view recorded; when none of them is a commit of the store, the newest commit that no
+    other commit descends from."""
+    git = store.git
+    candidates: list[tuple[bytes, str]] = []
+    last = _last_reflog_entry(git.reflog_path)
+    for sha, source in (
+        (last, "the reflog's last entry"),
+        (store.index.head(), "the commit the index recorded"),
+        (store.view.applied(), "the commit the view recorded"),
+    ):
+        if sha is not None and git.commit_of(sha) is not None:
+            candidates.append((sha, source))
+    if candidates:
+        for sha, source in candidates:
+            others = {other for other, _ in candidates if other != sha}
+            if not any(sha in _ancestors(store, other) for other in others):
+                return sha, source
+        return candidates[0]
+    return _newest_tip(store)
+
+
+def _last_reflog_entry(path: Path) -> bytes | None:
+    try:
+        lines = path.read_bytes().splitlines()
+    except OSError:
+        return None
+    for line in reversed(lines):
+        fields = line.split(b" ", 2)
+        if len(fields) == 3 and is_sha(fields[1]) and fields[1] != b"0" * 40:
+            return fields[1]
+    return None
+
+
+def _ancestors(store: Store, sha: bytes, limit: int = 100_000) -> set[bytes]:
+    """Commits reachable from `sha` through its parents (at most `limit`)."""
+    seen: set[bytes] = set()
+    todo = [sha]
+    while todo and len(seen) < limit:
+        commit = store.git.commit_of(todo.pop())
+        if commit is None:
+            continue
+        for parent in commit.parents:
+            if parent not in seen:
+                seen.add(parent)
+                todo.append(parent)
+    return seen
+
+
+def _newest_tip(store: Store) -> tuple[bytes, str] | None:
+    """The newest commit among the objects that is no other commit's parent."""
+    commits = {}
+    for sha in store.git.objects:
+        commit = store.git.commit_of(sha)
+        if commit is not None:
+            commits[sha] = commit
+    parents = {parent for commit in commits.values() for parent in commit.parents}
+    tips = [commit for sha, commit in commits.items() if sha not in parents]
+    if not tips:
+        return None
+    newest = max(tips, key=lambda commit: commit.commit_time)
+    more = f", of {len(tips)} branch tips" if len(tips) > 1 else ""
+    return newest.id, f"the newest commit in the objects{more}"
+
+
+def _remove(path: Path) -> bool:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def _mtime(path: Path, default: float) -> float:
+    try:
+        return path.stat().st_mtime
+    except FileNotFoundError:
+        return default
+
+
+def _shown(store: Store, path: Path) -> str:
+    return path.relative_to(store.root).as_posix()

@@ -3,6 +3,12 @@
 Commits are built from objects (blobs, the trees on their paths, a commit) and installed with
 a compare-and-swap of the branch ref. Git's index and dulwich's porcelain are never used: they
 cost time proportional to the store's size, this route costs time proportional to the change.
+
+Every write runs under the store's write lock, so a git lock file (`*.lock`) found by a writer
+was left by a writer that died, or belongs to a git process that is not gc (a `git push` into
+the store, which holds `refs/heads/main.lock` for milliseconds). A lock older than
+`stale_lock_seconds` is the first kind and is removed; a younger one is waited for briefly,
+then reported as a conflict naming the file.
 """
 
 from __future__ import annotations
@@ -16,20 +22,27 @@ from pathlib import Path
 from typing import NamedTuple
 
 from dulwich.errors import NotTreeError
-from dulwich.file import GitFile
+from dulwich.file import FileLocked, GitFile
 from dulwich.object_store import DiskObjectStore, tree_lookup_path
 from dulwich.objects import Blob, Commit, ShaFile, Tree
 from dulwich.pack import iter_sha1, write_pack_index, write_pack_objects
-from dulwich.refs import DiskRefsContainer
 
 from beads.errors import Conflict, StorageError
+from beads.faults import fault
 from beads.location import MARKER_SECTION
+from beads.reader import is_sha, read_ref
 
 BRANCH = b"refs/heads/main"
+ZERO_SHA = b"0" * 40
 FILE_MODE = 0o100644
 DIR_MODE = 0o040000
 # Past this many objects one commit writes a pack instead of loose objects (batches).
 PACK_OBJECTS_AT = 64
+# How long a writer waits for a young git lock (someone's `git push`) before a conflict.
+LOCK_WAIT = 1.0
+LOCK_POLL = 0.005
+# The default of `store.stale_lock_seconds`: a git lock this old has no live owner.
+STALE_LOCK_SECONDS = 5.0
 
 
 class FileChange(NamedTuple):
@@ -66,6 +79,8 @@ def init_bare(git_dir: Path) -> GitRepo:
     config.set((b"core",), b"bare", True)
     # No automatic gc: it would run inside some unlucky writer's command. We pack ourselves.
     config.set((b"gc",), b"auto", b"0")
+    # A reflog for every ref move, ours and those of a `git push` into the store.
+    config.set((b"core",), b"logAllRefUpdates", True)
     config.set((MARKER_SECTION,), b"format", b"1")
     config.write_to_path()
     repo.close()
@@ -80,7 +95,9 @@ class GitRepo:
     nothing this store uses (it made the repository itself, bare, with our settings).
     """
 
-    def __init__(self, git_dir: Path) -> None:
+    def __init__(self, git_dir: Path, *, stale_lock_seconds: float = STALE_LOCK_SECONDS) -> None:
+        self.git_dir = git_dir
+        self.stale_lock_seconds = stale_lock_seconds
         for part in ("objects", "refs"):
             if not (git_dir / part).is_dir():
                 raise StorageError(f"the store's git repository {git_dir} has no {part}/ directory")
@@ -94,7 +111,6 @@ class GitRepo:
             raise StorageError(f"cannot read {git_dir / 'config'}: {exc.strerror}") from None
         try:
             self.objects = DiskObjectStore(str(git_dir / "objects"))
-            self.refs = DiskRefsContainer(str(git_dir))
         except Exception as exc:  # dulwich raises several kinds for a damaged repository
             raise StorageError(f"cannot open the store's git repository {git_dir}: {exc}") from None
         # Close pack files at exit even if the caller forgot, before interpreter teardown
@@ -107,11 +123,22 @@ class GitRepo:
     # -- reading ------------------------------------------------------------------------
 
     def head(self) -> bytes | None:
-        """The commit the branch points at, or None before the first commit."""
+        """The commit the branch points at; None before the first commit, or when the ref is
+        lost or holds no commit id (the store refuses to go on; `gc doctor` restores it)."""
+        sha = read_ref(self.git_dir)
+        return sha if sha is not None and is_sha(sha) else None
+
+    @property
+    def reflog_path(self) -> Path:
+        return self.git_dir / "logs" / BRANCH.decode()
+
+    def commit_of(self, sha: bytes) -> Commit | None:
+        """The commit with this id, or None when it is absent, unreadable or not a commit."""
         try:
-            return self.refs[BRANCH]
-        except KeyError:
+            obj = self.objects[sha]
+        except Exception:  # absent, or a damaged object: dulwich raises several kinds
             return None
+        return obj if isinstance(obj, Commit) else None
 
     def has_object(self, sha: bytes) -> bool:
         return sha in self.objects
@@ -218,7 +245,11 @@ class GitRepo:
             self._write_pack(objects)
         else:
             for obj in objects:
-                self.objects.add_object(obj)
+                try:
+                    self.objects.add_object(obj)
+                except FileLocked as exc:  # a `.lock` of a killed writer at this object's path
+                    self.await_lock(Path(os.fsdecode(exc.lockfilename)))
+                    self.objects.add_object(obj)
 
     def _write_pack(self, objects: list[ShaFile]) -> None:
         """Write `objects` as one pack, named as git names packs.
@@ -234,7 +265,9 @@ class GitRepo:
         try:
             with os.fdopen(fd, "wb") as handle:
                 entries, checksum = write_pack_objects(
-                    handle, [(obj, None) for obj in objects], object_format=store.object_format
+                    handle,
+                    _Halfway((obj, None) for obj in objects),
+                    object_format=store.object_format,
                 )
             index = sorted((sha, offset, crc) for sha, (offset, crc) in entries.items())
             base = os.path.join(store.pack_dir, "pack-" + iter_sha1(e[0] for e in index).decode())
@@ -243,26 +276,115 @@ class GitRepo:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(temp)
             raise
-        with GitFile(base + ".idx", "wb") as handle:
+        fault("before-idx")
+        try:
+            handle = GitFile(base + ".idx", "wb")
+        except FileLocked:  # the same pack, written by a writer killed before its `.idx`
+            self.await_lock(Path(base + ".idx.lock"))
+            handle = GitFile(base + ".idx", "wb")
+        with handle:
             write_pack_index(handle, index, checksum)
         store._update_pack_cache()
 
-    def swap_head(self, old: bytes | None, new: bytes) -> None:
-        """Move the branch from `old` to `new`, failing if someone moved it meanwhile."""
-        if old is None:
-            ok = self.refs.add_if_new(BRANCH, new)
-        else:
-            ok = self.refs.set_if_equals(BRANCH, old, new)
-        if not ok:
-            raise Conflict("the store's branch moved during the write; nothing was changed, retry")
+    def swap_head(
+        self, old: bytes | None, new: bytes, reflog: str, author: str, *, force: bool = False
+    ) -> None:
+        """Move the branch from `old` to `new`, failing if someone moved it meanwhile (with
+        `force`, from whatever it holds: `gc doctor` restoring a lost ref). Call it holding
+        the store's write lock.
+
+        Git's protocol, done here rather than by dulwich so a lock left by a killed writer
+        is recognised: create `main.lock` exclusively, compare, write and fsync the new id
+        into it, rename it over the ref; then append one line (`reflog`, the reason) to the
+        reflog.
+        """
+        ref = self.git_dir / BRANCH.decode()
+        lock = ref.with_name(ref.name + ".lock")
+        fd = self._take_lock(lock)
+        try:
+            fault("ref-locked")
+            current = read_ref(self.git_dir)
+            if not force and current != old:
+                raise Conflict(
+                    "the store's branch moved during the write; nothing was changed, retry"
+                )
+            os.write(fd, new + b"\n")
+            os.fsync(fd)  # the ref is the one file that must survive a power cut whole
+            fault("ref-written")
+        except BaseException:
+            os.close(fd)
+            os.unlink(lock)
+            raise
+        os.close(fd)
+        os.replace(lock, ref)
+        before = current if force and current and is_sha(current) else old
+        self._log_ref(before or ZERO_SHA, new, reflog, author)
+
+    def _take_lock(self, lock: Path) -> int:
+        """Create `lock` exclusively (git's lock protocol); returns its open descriptor."""
+        while True:
+            try:
+                return os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            except FileExistsError:
+                self.await_lock(lock)
+            except FileNotFoundError:  # `refs/heads/` itself was removed
+                lock.parent.mkdir(parents=True, exist_ok=True)
+
+    def await_lock(self, lock: Path) -> None:
+        """Return once `lock` is gone: removed as stale when older than `stale_lock_seconds`
+        (a dead writer's), else waited for up to `LOCK_WAIT`; then a Conflict naming it."""
+        deadline = time.monotonic() + LOCK_WAIT
+        while True:
+            age = lock_age(lock)
+            if age is None:
+                return
+            if age >= self.stale_lock_seconds:
+                # Under our write lock no gc writer owns it, and a git process finishes a ref
+                # update in milliseconds: its owner is dead. Git would never remove it itself.
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(lock)
+                return
+            if time.monotonic() >= deadline:
+                raise Conflict(
+                    f"{lock} is held by another git process (a push into the store?); retry. "
+                    f"It is removed as stale once {self.stale_lock_seconds:g}s old"
+                )
+            time.sleep(LOCK_POLL)
+
+    def _log_ref(self, old: bytes, new: bytes, reason: str, author: str) -> None:
+        """Append the move to the reflog, in git's format (`git -C .beads reflog` reads it):
+        a person can find every commit the branch ever held, even after losing the ref."""
+        first = reason.split("\n", 1)[0]
+        line = (
+            f"{old.decode()} {new.decode()} {author} <{author}@gc-beads> {int(time.time())} "
+            f"+0000\t{first}\n"
+        )
+        path = self.reflog_path
+        try:
+            handle = open(path, "ab")
+        except FileNotFoundError:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            handle = open(path, "ab")
+        with handle:
+            handle.write(line.encode())
 
     def pack_loose_objects(self) -> int:
-        """Move loose objects into a pack; returns how many were packed."""
+        """Move loose objects into a pack; returns how many were packed.
+
+        An unreadable loose object (cut short by a full disk or a power cut) is left where it
+        is for `gc doctor` to report: it must not fail every write that packs."""
         store = self.objects
-        loose = [store._get_loose_object(sha) for sha in store._iter_loose_objects()]
-        objects = [obj for obj in loose if obj is not None]
+        objects = []
+        for sha in store._iter_loose_objects():
+            try:
+                obj = store._get_loose_object(sha)
+            except Exception:  # dulwich raises several kinds for a damaged object
+                continue
+            if obj is not None:
+                objects.append(obj)
         if objects:
             self._write_pack(objects)
+            fault("loose-packed")
             for obj in objects:  # only once the pack holding them is in place
                 store.delete_loose_object(obj.id)
         return len(objects)
@@ -305,3 +427,23 @@ class GitRepo:
             return None  # git has no empty directories
         new_objects.append(tree)
         return tree.id
+
+
+def lock_age(path: Path) -> float | None:
+    """Seconds since `path` was last written, or None when it does not exist."""
+    try:
+        return max(0.0, time.time() - path.stat().st_mtime)
+    except FileNotFoundError:
+        return None
+
+
+class _Halfway(list[tuple[ShaFile, None]]):
+    """The objects as `write_pack_objects` takes them (it needs their number first), passing
+    the fault point `mid-pack` halfway through the pack."""
+
+    def __iter__(self) -> Iterator[tuple[ShaFile, None]]:
+        half = len(self) // 2
+        for number, item in enumerate(super().__iter__()):
+            if number == half:
+                fault("mid-pack")
+            yield item
