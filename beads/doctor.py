@@ -33,7 +33,8 @@ HEAD_SYMREF = b"ref: refs/heads/main\n"
 @dataclass(frozen=True)
 class Problem:
     """One thing wrong: `kind` (repository, unparsable, index, view_modified, view_missing,
-    view_stray, stale_lock, stale_file, branch, git_head, corrupt_object), the file, and what
+    view_stray, stale_lock, stale_file, branch, git_head, packed_refs, corrupt_object), the
+    file, and what
     to do; `fixed` when this run repaired it."""
 
     kind: str
@@ -65,6 +66,7 @@ def doctor(
     with store.locked():
         _clear_stale_files(store, report)
         _check_git_head(store, report)
+        _check_packed_refs(store, report)
         _check_loose_objects(store, report)
         if not _restore_branch(store, report):
             return report
@@ -224,6 +226,51 @@ def _check_git_head(store: Store, report: Report) -> None:
             "git_head",
             ".git/HEAD",
             f"{what} (git commands cannot read the store); rewritten to name refs/heads/main",
+            True,
+        )
+    )
+
+
+def _check_packed_refs(store: Store, report: Report) -> None:
+    """Drop lines of `.git/packed-refs` that git cannot parse (a power cut mid-write): git
+    refuses the whole repository for one of them. The original is kept in `.runtime/`."""
+    path = store.root / ".git" / "packed-refs"
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return
+    kept: list[bytes] = []
+    bad = 0
+    for number, line in enumerate(data.splitlines()):
+        sha, _, name = line.partition(b" ")
+        if number == 0 and line.startswith(b"# pack-refs"):
+            kept.append(line)
+        elif is_sha(sha) and name.startswith(b"refs/") and b" " not in name:
+            kept.append(line)
+        elif line[:1] == b"^" and is_sha(line[1:]) and kept and not kept[-1].startswith(b"^"):
+            kept.append(line)
+        else:
+            bad += 1
+    if not bad and (not data or data.endswith(b"\n")):
+        return
+    from dulwich.file import FileLocked, GitFile
+
+    aside = store.runtime / "packed-refs.damaged"
+    aside.write_bytes(data)
+    try:
+        with GitFile(path, "wb") as handle:  # git's own lock: never under a git process
+            handle.write(b"".join(line + b"\n" for line in kept))
+    except FileLocked:
+        report.problems.append(
+            Problem("packed_refs", ".git/packed-refs", "unreadable lines; a git process holds it")
+        )
+        return
+    report.problems.append(
+        Problem(
+            "packed_refs",
+            ".git/packed-refs",
+            f"{bad} line(s) git cannot read (git refuses the repository); rewritten without "
+            f"them, the original kept as {_shown(store, aside)}",
             True,
         )
     )

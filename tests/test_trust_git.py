@@ -237,6 +237,24 @@ def test_doctor_rewrites_a_missing_git_head(project: GcRunner) -> None:
     fsck(gc)
 
 
+@pytest.mark.parametrize("packed", [False, True])
+def test_doctor_drops_the_lines_of_packed_refs_that_git_cannot_read(
+    project: GcRunner, packed: bool
+) -> None:
+    gc = project
+    before = head(gc)
+    lines = "# pack-refs with: peeled fully-peeled sorted \n"
+    if packed:  # the branch lives only in packed-refs (as after `git pack-refs`)
+        git("pack-refs", "--all", cwd=gc.cwd / ".beads")
+        lines = (git_dir(gc) / "packed-refs").read_text()
+    (git_dir(gc) / "packed-refs").write_text(lines + before[:9])  # cut short by a power cut
+    report = gc.json("doctor")
+    assert report["healthy"] is True
+    assert ("packed_refs", True) in [(p["kind"], p["fixed"]) for p in report["problems"]]
+    assert head(gc) == before and titles(gc) == ["first", "second"]
+    fsck(gc)
+
+
 def test_doctor_removes_a_repository_half_built_by_a_dead_gc_init(project: GcRunner) -> None:
     gc = project
     leftover = gc.cwd / ".beads" / ".git-init-999999999"  # no such process
