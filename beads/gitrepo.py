@@ -313,7 +313,8 @@ class GitRepo:
             fault("ref-written")
         except BaseException:
             os.close(fd)
-            os.unlink(lock)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(lock)
             raise
         os.close(fd)
         os.replace(lock, ref)
@@ -327,8 +328,13 @@ class GitRepo:
                 return os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
             except FileExistsError:
                 self.await_lock(lock)
-            except FileNotFoundError:  # `refs/heads/` itself was removed
-                lock.parent.mkdir(parents=True, exist_ok=True)
+            except FileNotFoundError:  # `refs/heads/` was removed: git remakes it too
+                try:
+                    lock.parent.mkdir(exist_ok=True)
+                except FileNotFoundError:
+                    raise StorageError(
+                        f"the store's git repository has no {lock.parent.parent}"
+                    ) from None
 
     def await_lock(self, lock: Path) -> None:
         """Return once `lock` is gone: removed as stale when older than `stale_lock_seconds`
