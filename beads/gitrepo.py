@@ -146,8 +146,12 @@ class GitRepo:
     def tree_of(self, commit_id: bytes | None) -> bytes | None:
         if commit_id is None:
             return None
-        commit = self.objects[commit_id]
-        assert isinstance(commit, Commit)
+        commit = self.commit_of(commit_id)
+        if commit is None:  # a ref set by hand, or an object lost to a power cut
+            raise StorageError(
+                f"commit {commit_id.decode()} is missing from the store's objects or is not a "
+                "commit; run 'gc doctor' to restore the branch to the last good commit"
+            )
         return commit.tree
 
     def read(self, sha: bytes) -> bytes:

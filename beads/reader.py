@@ -32,7 +32,11 @@ class IndexReader:
             require_head(root)  # a lost branch is an error, never an empty store
             from beads.store import Store  # the slow path: catch the index up from git
 
-            Store(root).close()
+            store = Store(root)
+            try:
+                store._ensure_fresh()  # raises for a branch that names no commit
+            finally:
+                store.close()
 
     def close(self) -> None:
         self.index.close()

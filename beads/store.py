@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import filelock
 
 from beads.config import CONFIG_PATH, FORMAT, check_config, default_config
-from beads.errors import Conflict, InvalidInput, NotFound
+from beads.errors import Conflict, InvalidInput, NotFound, StorageError
 from beads.faults import fault
 from beads.ids import (
     ID_RE,
@@ -79,11 +79,15 @@ class Store:
         self._lock = filelock.FileLock(str(self.runtime / "locks" / "write.lock"))
         self._config: tuple[bytes | None, dict[str, Any]] | None = None
         head = branch_head(root)
-        # A lost branch is refused by the first read or write (`sync`), not here, so that
-        # `gc doctor` can open the store to restore it.
+        # A lost branch, or one naming no commit, is refused by the first read or write
+        # (`sync`), not here, so that `gc doctor` can open the store to restore it.
         if head is not None and (self.index.head() != head or self.view.applied() != head):
-            with self.locked():
-                self.sync()
+            try:
+                with self.locked():
+                    self.sync()
+            except StorageError:
+                if self.git.commit_of(head) is not None:
+                    raise
         self.config  # noqa: B018 - validate now: a store of a newer format is refused at open
 
     # -- opening ----------------------------------------------------------------------------

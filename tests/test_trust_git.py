@@ -16,6 +16,7 @@ import pytest
 import beads.store
 from beads.doctor import doctor
 from beads.errors import StorageError
+from beads.reader import open_reader
 from beads.store import Store
 from tests.conftest import GcRunner, git
 
@@ -170,6 +171,18 @@ def test_a_lost_or_garbled_branch_ref_is_refused_then_restored_by_doctor(
     fsck(gc)
 
 
+def test_a_ref_naming_a_missing_commit_is_refused_then_restored(project: GcRunner) -> None:
+    gc = project
+    before = head(gc)
+    (git_dir(gc) / "refs" / "heads" / "main").write_text("1" * 40 + "\n")
+    for args in (("bead", "create", "--type", "task", "--title", "x"), ("bead", "list")):
+        result = gc(*args)
+        assert result.returncode == 50 and "gc doctor" in result.stderr, result.stderr
+    report = gc.json("doctor")
+    assert [(p["kind"], p["fixed"]) for p in report["problems"]] == [("branch", True)]
+    assert head(gc) == before and titles(gc) == ["first", "second"]
+
+
 def test_reads_with_a_lost_ref_never_reset_the_index_or_the_view(store: Store) -> None:
     store.create("task", "kept")
     store.close()
@@ -181,6 +194,21 @@ def test_reads_with_a_lost_ref_never_reset_the_index_or_the_view(store: Store) -
         reopened.create("task", "new root")
     assert reopened.index.count() == 1 and len(reopened.view.files()) == 2
     reopened.close()
+
+
+@pytest.mark.parametrize("content", [None, b"1" * 40 + b"\n"])
+def test_the_index_reader_of_the_hooks_refuses_a_lost_branch(
+    store: Store, content: bytes | None
+) -> None:
+    store.create("task", "kept")
+    store.close()
+    ref = store.root / ".git" / "refs" / "heads" / "main"
+    if content is None:
+        ref.unlink()
+    else:
+        ref.write_bytes(content)
+    with pytest.raises(StorageError, match="gc doctor"):
+        open_reader(store.root)
 
 
 def test_doctor_restores_the_branch_from_the_index_when_there_is_no_reflog(
