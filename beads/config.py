@@ -19,12 +19,17 @@ if TYPE_CHECKING:
 
 FORMAT = 1
 CONFIG_PATH = "config.yaml"
+# A git lock file (`*.lock` under .git) older than this many seconds, found by a writer that
+# holds the write lock, was left by a dead writer and is removed (`store.stale_lock_seconds`).
+STALE_LOCK_SECONDS = 5
 
 _DEFAULTS: dict[str, Any] = {
     "format": FORMAT,
-    # stale_lock_seconds: a git lock file (`*.lock` under .git) older than this, found by a
-    # writer holding the write lock, was left by a dead writer and is removed.
-    "store": {"prefix": "gc", "max_body_bytes": DEFAULT_MAX_BODY_BYTES, "stale_lock_seconds": 5},
+    "store": {
+        "prefix": "gc",
+        "max_body_bytes": DEFAULT_MAX_BODY_BYTES,
+        "stale_lock_seconds": STALE_LOCK_SECONDS,
+    },
     "mail": {"provider": "beadmail", "strict_recipients": False},
     "agents": {},
     "rigs": {},

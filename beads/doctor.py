@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from beads.config import CONFIG_PATH
+from beads.gitrepo import lock_age
 from beads.ids import parse_bead_path
 from beads.reader import branch_problem, is_sha
 from beads.store import Store, remove_dead_builds
@@ -159,10 +160,9 @@ def _clear_stale_files(store: Store, report: Report) -> None:
                     fixed=True,
                 )
             )
-    now = time.time()
     for temp in sorted(git_dir.glob("objects/**/tmp_*")):
-        age = now - _mtime(temp, now)
-        if temp.is_file() and age >= TEMP_STALE_SECONDS and _remove(temp):
+        age = lock_age(temp)
+        if age is not None and age >= TEMP_STALE_SECONDS and temp.is_file() and _remove(temp):
             report.problems.append(
                 Problem(
                     "stale_file",
@@ -174,7 +174,8 @@ def _clear_stale_files(store: Store, report: Report) -> None:
     for pack in sorted(git_dir.glob("objects/pack/pack-*.pack")):
         # A pack counts once its `.idx` exists, and the `.idx` is written last: one without
         # it is a dead writer's, unless a push is between the two (milliseconds).
-        if not pack.with_suffix(".idx").exists() and now - _mtime(pack, now) >= stale_after:
+        age = lock_age(pack)
+        if age is not None and age >= stale_after and not pack.with_suffix(".idx").exists():
             if _remove(pack):
                 report.problems.append(
                     Problem(
@@ -199,11 +200,8 @@ def _clear_stale_files(store: Store, report: Report) -> None:
 def _age_once_stale(lock: Path, stale_after: float) -> float | None:
     """Wait until `lock` is gone (None) or `stale_after` old (its age)."""
     while True:
-        try:
-            age = time.time() - lock.stat().st_mtime
-        except FileNotFoundError:
-            return None
-        if age >= stale_after:
+        age = lock_age(lock)
+        if age is None or age >= stale_after:
             return age
         time.sleep(min(stale_after - age, 0.05))
 
@@ -421,13 +419,6 @@ def _remove(path: Path) -> bool:
     except FileNotFoundError:
         return False
     return True
-
-
-def _mtime(path: Path, default: float) -> float:
-    try:
-        return path.stat().st_mtime
-    except FileNotFoundError:
-        return default
 
 
 def _shown(store: Store, path: Path) -> str:

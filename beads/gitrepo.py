@@ -27,6 +27,7 @@ from dulwich.object_store import DiskObjectStore, tree_lookup_path
 from dulwich.objects import Blob, Commit, ShaFile, Tree
 from dulwich.pack import iter_sha1, write_pack_index, write_pack_objects
 
+from beads.config import STALE_LOCK_SECONDS
 from beads.errors import Conflict, StorageError
 from beads.faults import fault
 from beads.location import MARKER_SECTION
@@ -41,8 +42,6 @@ PACK_OBJECTS_AT = 64
 # How long a writer waits for a young git lock (someone's `git push`) before a conflict.
 LOCK_WAIT = 1.0
 LOCK_POLL = 0.005
-# The default of `store.stale_lock_seconds`: a git lock this old has no live owner.
-STALE_LOCK_SECONDS = 5.0
 
 
 class FileChange(NamedTuple):

@@ -758,7 +758,7 @@ def remove_dead_builds(root: Path) -> list[Path]:
     removed = []
     for path in root.glob(f"{INIT_PREFIX}*"):
         pid = path.name[len(INIT_PREFIX) :]
-        if pid.isdigit() and int(pid) != os.getpid() and _alive(int(pid)):
+        if pid.isdigit() and _alive(int(pid)):
             continue
         _remove_tree(path)
         removed.append(path)
@@ -770,8 +770,8 @@ def _alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except PermissionError:  # someone else's process: alive
-        return True
+    except PermissionError:  # another user's process
+        pass
     return True
 
 
