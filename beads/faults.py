@@ -16,8 +16,9 @@ REF_POINTS = ("ref-locked", "ref-written")
 # Writing a pack (halfway through its objects; before its `.idx`), and packing loose objects
 # (the pack in place, the loose copies not yet deleted).
 PACK_POINTS = ("mid-pack", "before-idx", "loose-packed")
-# `Store.init`: the repository half built under its temporary name.
-INIT_POINTS = ("mid-init",)
+# `Store.init`: the repository half built under its temporary name; renamed into place but
+# not yet excluded from the surrounding project's git.
+INIT_POINTS = ("mid-init", "init-renamed")
 _ARMED = os.environ.get("GC_FAULT_POINT")
 
 

@@ -116,6 +116,7 @@ class Store:
 
         root = store_dir_for(Path(path).expanduser().absolute())
         if is_store(root):
+            _exclude(root)  # again: a `gc init` killed just after the rename left it out
             return cls(root, agent=agent), False
         check_not_foreign(root)
         settings = check_config(config if config is not None else default_config())
@@ -142,10 +143,8 @@ class Store:
             if is_store(root):  # another `gc init` got there first: use its store
                 return cls(root, agent=agent), False
             raise
-        try:
-            exclude_from_project(root)
-        except OSError:
-            pass  # best effort: the store works without it
+        fault("init-renamed")
+        _exclude(root)
         return cls(root, agent=agent), True
 
     def close(self) -> None:
@@ -750,6 +749,13 @@ class Batch:
 def _short(text: str, width: int = 60) -> str:
     line = " ".join(text.split())
     return line if len(line) <= width else line[: width - 3] + "..."
+
+
+def _exclude(root: Path) -> None:
+    try:
+        exclude_from_project(root)
+    except OSError:
+        pass  # best effort: the store works without it
 
 
 def remove_dead_builds(root: Path) -> list[Path]:
