@@ -207,7 +207,9 @@ def _age_once_stale(lock: Path, stale_after: float) -> float | None:
 
 
 def _check_git_head(store: Store, report: Report) -> None:
-    """`.git/HEAD` names our branch; without it git commands cannot read the store."""
+    """`.git/HEAD` names our branch; without it git commands cannot read the store. A lost
+    `refs/` directory is remade, for `_restore_branch` to put the branch back into."""
+    (store.root / ".git" / "refs" / "heads").mkdir(parents=True, exist_ok=True)
     head_file = store.root / ".git" / "HEAD"
     try:
         content: bytes | None = head_file.read_bytes()

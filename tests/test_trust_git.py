@@ -183,6 +183,19 @@ def test_a_ref_naming_a_missing_commit_is_refused_then_restored(project: GcRunne
     assert head(gc) == before and titles(gc) == ["first", "second"]
 
 
+def test_doctor_restores_a_lost_refs_directory(project: GcRunner) -> None:
+    gc = project
+    before = head(gc)
+    for path in sorted((git_dir(gc) / "refs").rglob("*"), reverse=True):
+        path.rmdir() if path.is_dir() else path.unlink()
+    (git_dir(gc) / "refs").rmdir()
+    assert gc("bead", "list").returncode == 50
+    report = gc.json("doctor")
+    assert [(p["kind"], p["fixed"]) for p in report["problems"]] == [("branch", True)]
+    assert head(gc) == before and titles(gc) == ["first", "second"]
+    fsck(gc)
+
+
 def test_reads_with_a_lost_ref_never_reset_the_index_or_the_view(store: Store) -> None:
     store.create("task", "kept")
     store.close()
