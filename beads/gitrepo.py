@@ -251,7 +251,7 @@ class GitRepo:
                 try:
                     self.objects.add_object(obj)
                 except FileLocked as exc:  # a `.lock` of a killed writer at this object's path
-                    self.await_lock(Path(os.fsdecode(exc.lockfilename)))
+                    _remove_object_lock(exc.lockfilename)
                     self.objects.add_object(obj)
 
     def _write_pack(self, objects: list[ShaFile]) -> None:
@@ -282,8 +282,8 @@ class GitRepo:
         fault("before-idx")
         try:
             handle = GitFile(base + ".idx", "wb")
-        except FileLocked:  # the same pack, written by a writer killed before its `.idx`
-            self.await_lock(Path(base + ".idx.lock"))
+        except FileLocked as exc:  # the same pack, written by a writer killed before its `.idx`
+            _remove_object_lock(exc.lockfilename)
             handle = GitFile(base + ".idx", "wb")
         with handle:
             write_pack_index(handle, index, checksum)
@@ -436,6 +436,14 @@ class GitRepo:
             return None  # git has no empty directories
         new_objects.append(tree)
         return tree.id
+
+
+def _remove_object_lock(lock: str | bytes) -> None:
+    """Remove the lock of an object file, whatever its age. Git never locks objects (it
+    writes a temporary file and renames it), no other gc writes while we hold the write lock,
+    and objects are named by their content: any writer of that name writes the same bytes."""
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(lock)
 
 
 def lock_age(path: Path) -> float | None:

@@ -105,7 +105,8 @@ def test_a_loose_object_lock_of_a_dead_writer_does_not_block_writing_that_object
 ) -> None:
     commit, objects = store.git.build_commit(store.git.head(), {"x.txt": b"x"}, "m", "a")
     path = Path(store.git.objects._get_shafile_path(objects[0].id))
-    age(Path(f"{path}.lock"))  # a writer killed while writing this object
+    path.parent.mkdir(exist_ok=True)
+    Path(f"{path}.lock").touch()  # a writer killed while writing this object, just now
     store.git.store_objects(objects)
     assert store.git.has_object(objects[0].id) and not Path(f"{path}.lock").exists()
 
