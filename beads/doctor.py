@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from beads.config import CONFIG_PATH
-from beads.gitrepo import lock_age
+from beads.gitrepo import GC_LOCK_MTIME, lock_age
 from beads.ids import parse_bead_path
 from beads.reader import branch_problem, is_sha
 from beads.store import Store, remove_dead_builds
@@ -150,14 +150,14 @@ def _clear_stale_files(store: Store, report: Report) -> None:
     stale_after = store.config["store"]["stale_lock_seconds"]
     for lock in sorted(git_dir.rglob("*.lock")):
         age = _age_once_stale(lock, stale_after)
-        if age is not None and _remove(lock):
+        if age is None:
+            continue
+        killed = time.time() - age <= GC_LOCK_MTIME + 1
+        writer = "a killed gc writer" if killed else f"a writer gone for {age:.0f}s"
+        if _remove(lock):
             report.problems.append(
                 Problem(
-                    "stale_lock",
-                    _shown(store, lock),
-                    f"a lock left by a writer that died {age:.0f}s ago (it blocks every "
-                    "write); removed",
-                    fixed=True,
+                    "stale_lock", _shown(store, lock), f"a lock left by {writer}; removed", True
                 )
             )
     for temp in sorted(git_dir.glob("objects/**/tmp_*")):

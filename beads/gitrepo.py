@@ -8,7 +8,8 @@ Every write runs under the store's write lock, so a git lock file (`*.lock`) fou
 was left by a writer that died, or belongs to a git process that is not gc (a `git push` into
 the store, which holds `refs/heads/main.lock` for milliseconds). A lock older than
 `stale_lock_seconds` is the first kind and is removed; a younger one is waited for briefly,
-then reported as a conflict naming the file.
+then reported as a conflict naming the file. gc's own ref locks carry a 1970 mtime, so one
+left by a killed gc writer is removed at once, not after `stale_lock_seconds`.
 """
 
 from __future__ import annotations
@@ -42,6 +43,9 @@ PACK_OBJECTS_AT = 64
 # How long a writer waits for a young git lock (someone's `git push`) before a conflict.
 LOCK_WAIT = 1.0
 LOCK_POLL = 0.005
+# gc stamps the ref locks it makes with this mtime (1970): found by a writer that holds the
+# write lock, such a lock is a dead gc writer's, and its age clears it at once.
+GC_LOCK_MTIME = 1
 
 
 class FileChange(NamedTuple):
@@ -312,6 +316,7 @@ class GitRepo:
                     "the store's branch moved during the write; nothing was changed, retry"
                 )
             os.write(fd, new + b"\n")
+            os.utime(fd, (GC_LOCK_MTIME, GC_LOCK_MTIME))  # the write dated it now: stamp again
             os.fsync(fd)  # the ref is the one file that must survive a power cut whole
             fault("ref-written")
         except BaseException:
@@ -321,6 +326,7 @@ class GitRepo:
             raise
         os.close(fd)
         os.replace(lock, ref)
+        os.utime(ref)  # the ref is dated now, not 1970
         before = current if force and current and is_sha(current) else old
         self._log_ref(before or ZERO_SHA, new, reflog, author)
 
@@ -328,7 +334,9 @@ class GitRepo:
         """Create `lock` exclusively (git's lock protocol); returns its open descriptor."""
         while True:
             try:
-                return os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+                fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+                os.utime(fd, (GC_LOCK_MTIME, GC_LOCK_MTIME))
+                return fd
             except FileExistsError:
                 self.await_lock(lock)
             except FileNotFoundError:  # `refs/heads/` was removed: git remakes it too
