@@ -15,6 +15,7 @@ left by a killed gc writer is removed at once, not after `stale_lock_seconds`.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import time
 import weakref
@@ -248,15 +249,20 @@ class GitRepo:
 
     def store_objects(self, objects: list[ShaFile]) -> None:
         """Write objects: loose for a small commit, one pack for a large batch."""
-        if len(objects) >= PACK_OBJECTS_AT:
-            self._write_pack(objects)
-        else:
+        try:
+            if len(objects) >= PACK_OBJECTS_AT:
+                self._write_pack(objects)
+                return
             for obj in objects:
                 try:
                     self.objects.add_object(obj)
                 except FileLocked as exc:  # a `.lock` of a killed writer at this object's path
                     _remove_object_lock(exc.lockfilename)
                     self.objects.add_object(obj)
+        except OSError as exc:  # a full disk, say: the branch has not moved
+            raise StorageError(
+                f"cannot write git objects: {exc.strerror or exc}; nothing was changed"
+            ) from None
 
     def _write_pack(self, objects: list[ShaFile]) -> None:
         """Write `objects` as one pack, named as git names packs.
@@ -315,18 +321,27 @@ class GitRepo:
                 raise Conflict(
                     "the store's branch moved during the write; nothing was changed, retry"
                 )
-            os.write(fd, new + b"\n")
+            line = new + b"\n"
+            if os.write(fd, line) != len(line):  # a full disk
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
             os.utime(fd, (GC_LOCK_MTIME, GC_LOCK_MTIME))  # the write dated it now: stamp again
             os.fsync(fd)  # the ref is the one file that must survive a power cut whole
             fault("ref-written")
-        except BaseException:
             os.close(fd)
+            fd = -1
+            os.replace(lock, ref)
+        except BaseException as exc:
+            if fd >= 0:
+                os.close(fd)
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(lock)
+            if isinstance(exc, OSError):
+                raise StorageError(
+                    f"cannot update the store's branch: {exc.strerror or exc}; nothing was changed"
+                ) from None
             raise
-        os.close(fd)
-        os.replace(lock, ref)
-        os.utime(ref)  # the ref is dated now, not 1970
+        with contextlib.suppress(OSError):
+            os.utime(ref)  # the ref is dated now, not 1970
         before = current if force and current and is_sha(current) else old
         self._log_ref(before or ZERO_SHA, new, reflog, author)
 
@@ -378,12 +393,15 @@ class GitRepo:
         )
         path = self.reflog_path
         try:
-            handle = open(path, "ab")
-        except FileNotFoundError:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            handle = open(path, "ab")
-        with handle:
-            handle.write(line.encode())
+            try:
+                handle = open(path, "ab")
+            except FileNotFoundError:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                handle = open(path, "ab")
+            with handle:
+                handle.write(line.encode())
+        except OSError:
+            pass  # an aid for people: failing to append must not fail a commit that is in
 
     def pack_loose_objects(self) -> int:
         """Move loose objects into a pack; returns how many were packed.

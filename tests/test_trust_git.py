@@ -4,6 +4,7 @@ and `gc doctor` repairs what a kill, a full disk or a power cut leaves in `.git`
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import threading
@@ -147,6 +148,33 @@ def test_doctor_reports_and_removes_every_stale_lock(project: GcRunner) -> None:
     )
     assert gc("doctor").stdout.strip() == "store is healthy"
     assert gc("bead", "create", "--type", "task", "--title", "x").returncode == 0
+
+
+def test_a_full_disk_during_the_ref_update_changes_nothing_and_leaves_no_lock(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store.create("task", "kept")
+    before = store.git.head()
+
+    def no_space(fd: int, data: bytes) -> int:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "write", no_space)
+    with pytest.raises(StorageError, match="No space left on device; nothing was changed"):
+        store.create("task", "lost to the full disk")
+    monkeypatch.undo()
+    assert store.git.head() == before
+    assert not (store.root / ".git" / "refs" / "heads" / "main.lock").exists()
+    assert [b.title for b in store.list()] == ["kept"]
+    assert store.create("task", "after").title == "after"
+
+
+def test_a_reflog_that_cannot_be_written_never_fails_a_commit(store: Store) -> None:
+    reflog = store.root / ".git" / "logs" / "refs" / "heads" / "main"
+    reflog.unlink()
+    reflog.mkdir()  # unwritable as a file
+    assert store.create("task", "in").title == "in"
+    assert [b.title for b in store.list()] == ["in"]
 
 
 # -- a lost branch ---------------------------------------------------------------------------
