@@ -152,8 +152,8 @@ def _clear_stale_files(store: Store, report: Report) -> None:
         age = _age_once_stale(lock, stale_after)
         if age is None:
             continue
-        killed = time.time() - age <= GC_LOCK_MTIME + 1
-        writer = "a killed gc writer" if killed else f"a writer gone for {age:.0f}s"
+        dated_by_gc = time.time() - age < GC_LOCK_MTIME + 1  # see gitrepo.GC_LOCK_MTIME
+        writer = "a killed gc writer" if dated_by_gc else f"a writer gone for {age:.0f}s"
         if _remove(lock):
             report.problems.append(
                 Problem(
@@ -215,7 +215,7 @@ def _check_git_head(store: Store, report: Report) -> None:
         content: bytes | None = head_file.read_bytes()
     except FileNotFoundError:
         content = None
-    if content == HEAD_SYMREF:
+    if content is not None and content.strip() == HEAD_SYMREF.strip():
         return
     what = "is missing" if content is None else f"holds {content[:60]!r}"
     temp = head_file.with_name("HEAD.gc-doctor")
