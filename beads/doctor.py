@@ -91,6 +91,9 @@ def doctor(
             assert head is not None
             store.index.apply(head=head, loose_objects=0)
             report.fixed.append(f"packed {packed} loose objects and compacted the packs")
+            expired = store.git.expire_reflog()
+            if expired:
+                report.fixed.append(f"dropped {expired} reflog entries older than 90 days")
         report.beads = store.index.count()
     return report
 

@@ -44,6 +44,8 @@ PACK_OBJECTS_AT = 64
 # How long a writer waits for a young git lock (someone's `git push`) before a conflict.
 LOCK_WAIT = 1.0
 LOCK_POLL = 0.005
+# `gc doctor --gc` drops reflog entries older than this, as `git gc` does (90 days).
+REFLOG_KEEP_SECONDS = 90 * 86400
 # gc stamps the ref locks it makes with this mtime (1970): found by a writer that holds the
 # write lock, such a lock is a dead gc writer's, and its age clears it at once.
 GC_LOCK_MTIME = 1
@@ -403,6 +405,21 @@ class GitRepo:
         except OSError:
             pass  # an aid for people: failing to append must not fail a commit that is in
 
+    def expire_reflog(self, keep_seconds: float = REFLOG_KEEP_SECONDS) -> int:
+        """Drop reflog entries older than `keep_seconds`, always keeping the newest (the log
+        grows by a line a write); returns how many were dropped."""
+        try:
+            lines = self.reflog_path.read_bytes().splitlines(keepends=True)
+        except FileNotFoundError:
+            return 0
+        cutoff = time.time() - keep_seconds
+        kept = [line for line in lines[:-1] if _reflog_time(line) >= cutoff] + lines[-1:]
+        if len(kept) == len(lines):
+            return 0
+        with GitFile(self.reflog_path, "wb") as handle:  # git's lock protocol, as git does
+            handle.write(b"".join(kept))
+        return len(lines) - len(kept)
+
     def pack_loose_objects(self) -> int:
         """Move loose objects into a pack; returns how many were packed.
 
@@ -470,6 +487,15 @@ def _remove_object_lock(lock: str | bytes) -> None:
     and objects are named by their content: any writer of that name writes the same bytes."""
     with contextlib.suppress(FileNotFoundError):
         os.unlink(lock)
+
+
+def _reflog_time(line: bytes) -> float:
+    """The time of a reflog line (`old new name <email> time tz\tmessage`); a line that
+    does not parse counts as new: it is kept, never dropped unread."""
+    try:
+        return float(line.split(b"\t", 1)[0].rsplit(b" ", 2)[1])
+    except (IndexError, ValueError):
+        return float("inf")
 
 
 def lock_age(path: Path) -> float | None:

@@ -307,6 +307,18 @@ def test_every_ref_move_is_in_the_reflog_that_git_reads(project: GcRunner) -> No
     assert "human <human@gc-beads>" in log[-1] and "\tcommit: bead create" in log[-1]
 
 
+def test_doctor_gc_drops_reflog_entries_older_than_90_days(store: Store) -> None:
+    store.create("task", "recent")
+    reflog = store.root / ".git" / "logs" / "refs" / "heads" / "main"
+    lines = reflog.read_text().splitlines(keepends=True)
+    old = lines[0].replace(lines[0].split("\t")[0].split()[-2], str(int(time.time()) - 91 * 86400))
+    reflog.write_text(old + "".join(lines[1:]))
+    report = doctor(store, compact=True)
+    assert "dropped 1 reflog entries older than 90 days" in report.fixed
+    assert reflog.read_text().splitlines(keepends=True) == lines[1:]
+    assert doctor(store, compact=True).fixed == ["packed 0 loose objects and compacted the packs"]
+
+
 # -- the rest of `.git` ----------------------------------------------------------------------
 
 
