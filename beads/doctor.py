@@ -413,9 +413,20 @@ def _newest_tip(store: Store) -> tuple[bytes, str] | None:
     tips = [commit for sha, commit in commits.items() if sha not in parents]
     if not tips:
         return None
-    newest = max(tips, key=lambda commit: commit.commit_time)
-    more = f", of {len(tips)} branch tips" if len(tips) > 1 else ""
-    return newest.id, f"the newest commit in the objects{more}"
+    tips.sort(key=lambda commit: commit.commit_time, reverse=True)
+    # A writer killed before its ref moved leaves a commit no one was told of: a person may
+    # prefer another tip, so they are named.
+    others = ", ".join(f"{c.id.decode()[:12]} ({_subject(c.message)})" for c in tips[1:6])
+    more = (
+        f"; other tips: {others} (git -C .beads update-ref refs/heads/main <commit> picks one)"
+        if others
+        else ""
+    )
+    return tips[0].id, f"the newest commit in the objects{more}"
+
+
+def _subject(message: bytes) -> str:
+    return message.decode("utf-8", "replace").partition("\n")[0][:40]
 
 
 def _remove(path: Path) -> bool:

@@ -347,6 +347,13 @@ class GitRepo:
         before = current if force and current and is_sha(current) else old
         self._log_ref(before or ZERO_SHA, new, reflog, author)
 
+    def discard_commit(self, commit_id: bytes) -> None:
+        """Delete the loose object of a commit whose ref update failed: the writer was told
+        it failed, so `gc doctor`, restoring a lost branch from the objects alone, must not
+        find it as the newest commit. (Its trees and blobs are unreachable and harmless.)"""
+        with contextlib.suppress(OSError):
+            self.objects.delete_loose_object(commit_id)
+
     def _take_lock(self, lock: Path) -> int:
         """Create `lock` exclusively (git's lock protocol); returns its open descriptor."""
         while True:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import filelock
 
 from beads.config import CONFIG_PATH, FORMAT, check_config, default_config
-from beads.errors import Conflict, InvalidInput, NotFound, StorageError
+from beads.errors import Conflict, GcError, InvalidInput, NotFound, StorageError
 from beads.faults import fault
 from beads.ids import (
     ID_RE,
@@ -702,7 +702,11 @@ class Batch:
         store.git.store_objects(objects)
         fault("after-objects")
         reflog = "commit: " + commit.message.decode("utf-8", "replace")
-        store.git.swap_head(parent, commit.id, reflog, store.agent)
+        try:
+            store.git.swap_head(parent, commit.id, reflog, store.agent)
+        except GcError:
+            store.git.discard_commit(commit.id)
+            raise
         fault("after-ref")
         for number, (path, content) in enumerate(files.items()):
             assert content is not None

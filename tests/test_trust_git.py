@@ -296,6 +296,25 @@ def test_doctor_restores_the_newest_commit_when_nothing_recorded_the_branch(
     assert head(gc) == before and titles(gc) == ["first", "second"]
 
 
+def test_a_write_that_failed_leaves_no_commit_for_doctor_to_restore(project: GcRunner) -> None:
+    gc = project
+    before = head(gc)
+    lock = git_dir(gc) / "refs" / "heads" / "main.lock"
+    lock.touch()  # a push holds the ref: this write fails, and its caller is told so
+    assert gc("bead", "create", "--type", "task", "--title", "failed").returncode == 20
+    lock.unlink()
+    runtime = gc.cwd / ".beads" / ".runtime"
+    for path in (
+        git_dir(gc) / "refs" / "heads" / "main",
+        git_dir(gc) / "logs" / "refs" / "heads" / "main",
+        runtime / "view-applied",
+        runtime / "index.sqlite3",
+    ):
+        path.unlink()
+    assert gc("doctor").returncode == 0
+    assert head(gc) == before and titles(gc) == ["first", "second"]
+
+
 def test_every_ref_move_is_in_the_reflog_that_git_reads(project: GcRunner) -> None:
     gc = project
     reflog = git("reflog", cwd=gc.cwd / ".beads").splitlines()
