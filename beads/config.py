@@ -19,10 +19,17 @@ if TYPE_CHECKING:
 
 FORMAT = 1
 CONFIG_PATH = "config.yaml"
+# A git lock file (`*.lock` under .git) older than this many seconds, found by a writer that
+# holds the write lock, was left by a dead writer and is removed (`store.stale_lock_seconds`).
+STALE_LOCK_SECONDS = 5
 
 _DEFAULTS: dict[str, Any] = {
     "format": FORMAT,
-    "store": {"prefix": "gc", "max_body_bytes": DEFAULT_MAX_BODY_BYTES},
+    "store": {
+        "prefix": "gc",
+        "max_body_bytes": DEFAULT_MAX_BODY_BYTES,
+        "stale_lock_seconds": STALE_LOCK_SECONDS,
+    },
     "mail": {"provider": "beadmail", "strict_recipients": False},
     "agents": {},
     "rigs": {},
@@ -61,4 +68,7 @@ def check_config(data: Any) -> dict[str, Any]:
     limit = config["store"]["max_body_bytes"]
     if type(limit) is not int or limit <= 0:
         raise InvalidInput("store.max_body_bytes must be a positive integer")
+    stale = config["store"]["stale_lock_seconds"]
+    if type(stale) not in (int, float) or not 0 < stale <= 86400:
+        raise InvalidInput("store.stale_lock_seconds must be a number of seconds (0 to 86400]")
     return config

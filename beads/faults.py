@@ -9,7 +9,16 @@ from __future__ import annotations
 import os
 import signal
 
+# The steps of one commit, in order (`Batch.commit`).
 POINTS = ("before-objects", "after-objects", "after-ref", "mid-view", "after-view", "after-index")
+# Inside the ref update: the lock file made, then the new id written into it (not yet renamed).
+REF_POINTS = ("ref-locked", "ref-written")
+# Writing a pack (halfway through its objects; before its `.idx`), and packing loose objects
+# (the pack in place, the loose copies not yet deleted).
+PACK_POINTS = ("mid-pack", "before-idx", "loose-packed")
+# `Store.init`: the repository half built under its temporary name; renamed into place but
+# not yet excluded from the surrounding project's git.
+INIT_POINTS = ("mid-init", "init-renamed")
 _ARMED = os.environ.get("GC_FAULT_POINT")
 
 

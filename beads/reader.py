@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from beads.config import check_config
+from beads.errors import StorageError
 from beads.index import Index
 from beads.location import find_store
 from beads.record import Bead
@@ -28,9 +29,14 @@ class IndexReader:
         self.root = root
         self.index = Index(root / ".runtime" / "index.sqlite3")
         if not self.fresh():
+            require_head(root)  # a lost branch is an error, never an empty store
             from beads.store import Store  # the slow path: catch the index up from git
 
-            Store(root).close()
+            store = Store(root)
+            try:
+                store._ensure_fresh()  # raises for a branch that names no commit
+            finally:
+                store.close()
 
     def close(self) -> None:
         self.index.close()
@@ -61,18 +67,57 @@ def open_reader(beads_dir: str | Path | None = None) -> IndexReader:
 
 
 def branch_head(root: Path) -> bytes | None:
-    """The commit id (hex) of the store's branch, read from the ref files."""
-    git_dir = root / ".git"
+    """The commit id (hex) of the store's branch, read from the ref files; None when the ref
+    is missing or holds no commit id (`branch_problem` says which)."""
+    sha = read_ref(root / ".git")
+    return sha if sha is not None and is_sha(sha) else None
+
+
+def require_head(root: Path) -> bytes:
+    """The branch's commit id, or a StorageError naming `gc doctor` when the ref is lost.
+
+    A store always has its branch (`Store.init` makes the first commit before the store
+    exists), so a missing ref is damage: never a reason to start a new history."""
+    head = branch_head(root)
+    if head is None:
+        raise StorageError(
+            f"the store's branch {branch_problem(root)}; nothing was changed. "
+            "Run 'gc doctor' to restore it from the last good commit"
+        )
+    return head
+
+
+def branch_problem(root: Path) -> str:
+    """What is wrong with the branch ref, for a message (when `branch_head` is None)."""
+    sha = read_ref(root / ".git")
+    if sha is None:
+        return f"{_BRANCH} is missing"
+    if not sha:
+        return f"{_BRANCH} is empty"
+    return f"{_BRANCH} holds no commit id ({sha[:60]!r})"
+
+
+def read_ref(git_dir: Path) -> bytes | None:
+    """The raw content of the branch ref (loose, else packed), None when there is none."""
     try:
-        return (git_dir / _BRANCH).read_bytes().strip() or None
+        return (git_dir / _BRANCH).read_bytes().strip()
     except FileNotFoundError:
         pass
+    except OSError as exc:  # a directory in its place, no permission: damage, not absence
+        return f"<{exc.strerror}>".encode()
     try:
         packed = (git_dir / "packed-refs").read_bytes()
     except FileNotFoundError:
         return None
+    except OSError as exc:
+        return f"<{exc.strerror}>".encode()
     for line in packed.splitlines():
         sha, _, name = line.partition(b" ")
         if name.strip() == _BRANCH.encode():
             return sha
     return None
+
+
+def is_sha(text: bytes) -> bool:
+    """True for a 40-digit lowercase hex object id."""
+    return len(text) == 40 and text.strip(b"0123456789abcdef") == b""

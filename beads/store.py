@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import filelock
 
 from beads.config import CONFIG_PATH, FORMAT, check_config, default_config
-from beads.errors import Conflict, InvalidInput, NotFound
+from beads.errors import Conflict, GcError, InvalidInput, NotFound, StorageError
 from beads.faults import fault
 from beads.ids import (
     ID_RE,
@@ -39,7 +39,7 @@ from beads.location import (
     is_store,
     store_dir_for,
 )
-from beads.reader import branch_head
+from beads.reader import branch_head, require_head
 from beads.record import Bead, acting_agent, check_agent, check_label, check_meta_key
 from beads.times import now_stamp
 from beads.view import View, git_blob_sha
@@ -79,9 +79,15 @@ class Store:
         self._lock = filelock.FileLock(str(self.runtime / "locks" / "write.lock"))
         self._config: tuple[bytes | None, dict[str, Any]] | None = None
         head = branch_head(root)
-        if self.index.head() != head or self.view.applied() != head:
-            with self.locked():
-                self.sync()
+        # A lost branch, or one naming no commit, is refused by the first read or write
+        # (`sync`), not here, so that `gc doctor` can open the store to restore it.
+        if head is not None and (self.index.head() != head or self.view.applied() != head):
+            try:
+                with self.locked():
+                    self.sync()
+            except StorageError:
+                if self.git.commit_of(head) is not None:
+                    raise
         self.config  # noqa: B018 - validate now: a store of a newer format is refused at open
 
     # -- opening ----------------------------------------------------------------------------
@@ -110,6 +116,7 @@ class Store:
 
         root = store_dir_for(Path(path).expanduser().absolute())
         if is_store(root):
+            _exclude(root)  # again: a `gc init` killed just after the rename left it out
             return cls(root, agent=agent), False
         check_not_foreign(root)
         settings = check_config(config if config is not None else default_config())
@@ -117,14 +124,17 @@ class Store:
             settings["store"]["prefix"] = check_prefix(prefix)
         author = acting_agent(agent)
         root.mkdir(parents=True, exist_ok=True)
+        remove_dead_builds(root)
         building = root / f"{INIT_PREFIX}{os.getpid()}"
         _remove_tree(building)
         git = init_bare(building)
+        message = "init: gc-beads store"
         commit, objects = git.build_commit(
-            None, {CONFIG_PATH: dump_data(settings)}, "init: gc-beads store", author
+            None, {CONFIG_PATH: dump_data(settings)}, message, author
         )
         git.store_objects(objects)
-        git.swap_head(None, commit.id)
+        fault("mid-init")
+        git.swap_head(None, commit.id, f"commit (initial): {message}", author)
         git.close()
         try:
             os.rename(building, root / ".git")
@@ -133,10 +143,8 @@ class Store:
             if is_store(root):  # another `gc init` got there first: use its store
                 return cls(root, agent=agent), False
             raise
-        try:
-            exclude_from_project(root)
-        except OSError:
-            pass  # best effort: the store works without it
+        fault("init-renamed")
+        _exclude(root)
         return cls(root, agent=agent), True
 
     def close(self) -> None:
@@ -151,7 +159,8 @@ class Store:
         if self._git is None:
             from beads.gitrepo import GitRepo
 
-            self._git = GitRepo(self.root / ".git")
+            stale = self.config["store"]["stale_lock_seconds"]
+            self._git = GitRepo(self.root / ".git", stale_lock_seconds=stale)
         return self._git
 
     def __enter__(self) -> Store:
@@ -302,6 +311,7 @@ class Store:
             location = self.index.location(self._resolve(ref))
             assert location is not None
             path = location[0]
+        require_head(self.root)  # a lost branch is an error, never an empty history
         return self.git.log(path, limit, grep)
 
     # -- writing ----------------------------------------------------------------------------
@@ -371,10 +381,11 @@ class Store:
             self._lock.release()
 
     def sync(self, *, rebuild_index: bool = False) -> None:
-        """Bring the index and the view up to HEAD (call with the lock held)."""
-        head = branch_head(self.root)
-        if head is None:
-            return
+        """Bring the index and the view up to HEAD (call with the lock held).
+
+        A lost or garbled branch ref is a StorageError naming `gc doctor`: the index and the
+        view are never reset to match it, and no write starts a new history."""
+        head = require_head(self.root)
         index_head = None if rebuild_index else self.index.head()
         if index_head != head:
             known = index_head is not None and self.git.has_object(index_head)
@@ -387,7 +398,8 @@ class Store:
                 self._rebuild_view(head)
 
     def _ensure_fresh(self) -> None:
-        if self.index.head() != branch_head(self.root):
+        head = branch_head(self.root)
+        if head is None or self.index.head() != head:
             with self.locked():
                 self.sync()
 
@@ -689,7 +701,12 @@ class Batch:
         fault("before-objects")
         store.git.store_objects(objects)
         fault("after-objects")
-        store.git.swap_head(parent, commit.id)
+        reflog = "commit: " + commit.message.decode("utf-8", "replace")
+        try:
+            store.git.swap_head(parent, commit.id, reflog, store.agent)
+        except GcError:
+            store.git.discard_commit(commit.id)
+            raise
         fault("after-ref")
         for number, (path, content) in enumerate(files.items()):
             assert content is not None
@@ -736,6 +753,36 @@ class Batch:
 def _short(text: str, width: int = 60) -> str:
     line = " ".join(text.split())
     return line if len(line) <= width else line[: width - 3] + "..."
+
+
+def _exclude(root: Path) -> None:
+    try:
+        exclude_from_project(root)
+    except OSError:
+        pass  # best effort: the store works without it
+
+
+def remove_dead_builds(root: Path) -> list[Path]:
+    """Remove repositories that a killed `gc init` left half built under `root` (their
+    builder's process is gone); returns them. A live builder's is never touched."""
+    removed = []
+    for path in root.glob(f"{INIT_PREFIX}*"):
+        pid = path.name[len(INIT_PREFIX) :]
+        if pid.isdigit() and _alive(int(pid)):
+            continue
+        _remove_tree(path)
+        removed.append(path)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        pass
+    return True
 
 
 def _remove_tree(path: Path) -> None:

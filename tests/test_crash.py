@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from beads.doctor import doctor
-from beads.faults import POINTS
+from beads.doctor import TEMP_STALE_SECONDS, doctor
+from beads.faults import INIT_POINTS, PACK_POINTS, POINTS, REF_POINTS
+from beads.gitrepo import LOCK_WAIT
 from beads.store import Store
-from tests.conftest import git
+from tests.conftest import GcRunner, git
 
 WRITER = """
 import sys
@@ -82,3 +85,115 @@ def test_the_lock_of_a_killed_writer_does_not_block_the_next(tmp_path: Path) -> 
     holder.wait()
     with Store.open(tmp_path) as reopened:
         assert reopened.create("task", "T").title == "T"
+
+
+def run_writer(root: Path, point: str, script: str, *args: str) -> None:
+    """Run `script` with `point` armed; it must die there, before acknowledging."""
+    result = subprocess.run(
+        [sys.executable, "-c", script, str(root), *args],
+        env={"GC_FAULT_POINT": point, "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == -signal.SIGKILL, result.stderr
+    assert "acknowledged" not in result.stdout
+
+
+def age_all(paths: list[Path], seconds: float) -> None:
+    """Make leftovers look `seconds` old: the time a person takes to notice."""
+    past = time.time() - seconds
+    for path in paths:
+        os.utime(path, (past, past))
+
+
+def check_usable(root: Path, titles: list[str]) -> None:
+    """The store holds exactly `titles`, doctor finds nothing left, git agrees, and a write
+    works."""
+    with Store.open(root) as reopened:
+        assert sorted(b.title for b in reopened.list()) == titles
+        report = doctor(reopened)
+        assert report.ok, report.problems
+        assert reopened.index.head() == reopened.view.applied() == reopened.git.head()
+        git("fsck", "--strict", "--no-dangling", cwd=root)
+        reopened.create("task", "after the crash")
+        assert doctor(reopened).problems == []
+    git("fsck", "--strict", "--no-dangling", cwd=root)
+
+
+@pytest.mark.parametrize("point", REF_POINTS)
+def test_a_kill_inside_the_ref_update_leaves_a_lock_the_next_writer_clears(
+    tmp_path: Path, point: str
+) -> None:
+    store, _ = Store.init(tmp_path, agent="tester")
+    kept = store.create("task", "acknowledged before the crash")
+    store.close()
+    root = tmp_path / ".beads"
+    before = git("rev-parse", "HEAD", cwd=root)
+    run_writer(root, point, WRITER, kept.id)
+    lock = root / ".git" / "refs" / "heads" / "main.lock"
+    assert lock.exists() and git("rev-parse", "HEAD", cwd=root) == before
+    with Store.open(root) as reopened:
+        started = time.monotonic()
+        assert reopened.create("task", "next").title == "next"
+        # gc's own lock is known for a dead writer's at once: no wait, no conflict.
+        assert time.monotonic() - started < LOCK_WAIT
+    assert not lock.exists()
+    check_usable(root, ["acknowledged before the crash", "next"])
+
+
+BATCH_WRITER = """
+import sys
+import beads.store
+from beads.store import Store
+beads.store.PACK_LOOSE_AT = int(sys.argv[2])
+store = Store.open(sys.argv[1], agent="crasher")
+with store.batch() as batch:
+    for number in range(int(sys.argv[3])):
+        batch.create("task", f"in flight {number}")
+print("acknowledged", flush=True)
+"""
+
+
+@pytest.mark.parametrize("point", PACK_POINTS)
+def test_a_kill_while_packing_leaves_a_usable_store(tmp_path: Path, point: str) -> None:
+    store, _ = Store.init(tmp_path, agent="tester")
+    store.create("task", "acknowledged before the crash")
+    store.close()
+    root = tmp_path / ".beads"
+    packing_loose = point == "loose-packed"
+    # A batch of 40 beads is written as a pack; packing loose objects is forced by a threshold
+    # of 0 on a small commit (the commit is in before packing starts).
+    run_writer(
+        root, point, BATCH_WRITER, "0" if packing_loose else "1500", "1" if packing_loose else "40"
+    )
+    pack_dir = root / ".git" / "objects" / "pack"
+    leftovers = [p for p in pack_dir.iterdir() if p.name.startswith("tmp_pack_")]
+    leftovers += [p for p in pack_dir.glob("*.pack") if not p.with_suffix(".idx").exists()]
+    assert bool(leftovers) == (point != "loose-packed")
+    age_all(leftovers, TEMP_STALE_SECONDS + 1)
+    expected = ["acknowledged before the crash"] + (["in flight 0"] if packing_loose else [])
+    with Store.open(root) as reopened:
+        assert sorted(b.title for b in reopened.list()) == expected
+        report = doctor(reopened)
+        assert [p.kind for p in report.problems] == ["stale_file"] * len(leftovers)
+    assert not any(p.exists() for p in leftovers)
+    check_usable(root, expected)
+
+
+@pytest.mark.parametrize("point", INIT_POINTS)
+def test_a_kill_inside_init_leaves_nothing_the_next_init_trips_on(gc: GcRunner, point: str) -> None:
+    git("init", "-q", cwd=gc.cwd)  # a project around the store
+    killed = gc("init", env={"GC_FAULT_POINT": point})
+    assert killed.returncode == -signal.SIGKILL
+    root = gc.cwd / ".beads"
+    renamed = point == "init-renamed"
+    assert (root / ".git").exists() == renamed
+    assert bool(list(root.glob(".git-init-*"))) != renamed
+    again = gc("init")
+    assert again.returncode == 0 and "nitialized" in again.stdout, again.stderr
+    assert not list(root.glob(".git-init-*"))
+    assert "/.beads/" in (gc.cwd / ".git" / "info" / "exclude").read_text()
+    assert git("status", "--porcelain", cwd=gc.cwd) == ""
+    assert gc("bead", "create", "--type", "task", "--title", "first").returncode == 0
+    assert gc("doctor").stdout.strip() == "store is healthy"
+    check_usable(root, ["first"])

@@ -283,7 +283,7 @@ def test_a_write_conflicts_when_the_branch_moves_underneath(store: Store) -> Non
             batch.create("task", "U")
             outside = store.git.build_commit(store.git.head(), {"x.txt": b"x"}, "outside", "other")
             store.git.store_objects(outside[1])
-            store.git.swap_head(store.git.head(), outside[0].id)
+            store.git.swap_head(store.git.head(), outside[0].id, "commit: outside", "other")
     assert [b.title for b in store.list()] == ["T"]
 
 

@@ -69,9 +69,17 @@ def doctor(rebuild_index: bool, restore_view: bool, compact: bool) -> None:
     report = run_doctor(
         store, rebuild_index=rebuild_index, restore_view=restore_view, compact=compact
     )
-    lines = [f"{p.kind}: {p.path}: {p.message}" for p in report.problems]
+    lines = [
+        f"{p.kind}: {p.path}: {p.message}{' (fixed)' if p.fixed else ''}" for p in report.problems
+    ]
     lines += [f"fixed: {line}" for line in report.fixed]
-    summary = "store is healthy" if report.ok else f"{len(report.problems)} problem(s) found"
+    if not report.problems:
+        summary = "store is healthy"
+    elif report.ok:
+        summary = f"{len(report.problems)} problem(s) found, all fixed"
+    else:
+        left = sum(not p.fixed for p in report.problems)
+        summary = f"{len(report.problems)} problem(s) found, {left} not fixed"
     emit(
         {
             "healthy": report.ok,

@@ -1,0 +1,411 @@
+"""The store never bricks itself and never loses history through its git repository: locks
+of dead writers are cleared, a lost branch ref is refused and restored, a reflog is kept,
+and `gc doctor` repairs what a kill, a full disk or a power cut leaves in `.git`."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import threading
+import time
+import zlib
+from pathlib import Path
+
+import pytest
+
+import beads.store
+from beads.doctor import doctor
+from beads.errors import StorageError
+from beads.reader import open_reader
+from beads.store import Store
+from tests.conftest import GcRunner, git
+
+
+@pytest.fixture
+def project(gc: GcRunner) -> GcRunner:
+    result = gc("init")
+    assert result.returncode == 0, result.stderr
+    for title in ("first", "second"):
+        assert gc("bead", "create", "--type", "task", "--title", title).returncode == 0
+    return gc
+
+
+def git_dir(gc: GcRunner) -> Path:
+    return gc.cwd / ".beads" / ".git"
+
+
+def head(gc: GcRunner) -> str:
+    return git("rev-parse", "refs/heads/main", cwd=gc.cwd / ".beads").strip()
+
+
+def age(path: Path, seconds: float = 60) -> Path:
+    """Make `path` (created empty if missing) look `seconds` old: a lock left by a writer
+    that died that long ago."""
+    path.parent.mkdir(exist_ok=True)
+    path.touch()
+    past = time.time() - seconds
+    os.utime(path, (past, past))
+    return path
+
+
+def titles(gc: GcRunner) -> list[str]:
+    return sorted(b["title"] for b in gc.json("bead", "list", "--status", "all")["beads"])
+
+
+def fsck(gc: GcRunner) -> None:
+    git("fsck", "--strict", "--no-dangling", cwd=gc.cwd / ".beads")
+
+
+# -- stale locks -----------------------------------------------------------------------------
+
+
+def test_a_ref_lock_left_by_a_dead_writer_is_cleared_by_the_next_write(project: GcRunner) -> None:
+    gc = project
+    lock = age(git_dir(gc) / "refs" / "heads" / "main.lock")  # touched, then aged
+    result = gc("bead", "create", "--type", "task", "--title", "after")
+    assert result.returncode == 0, result.stderr
+    assert not lock.exists()
+    assert titles(gc) == ["after", "first", "second"]
+    fsck(gc)
+
+
+def test_doctor_clears_the_ref_lock_of_a_killed_gc_writer_at_once(store: Store) -> None:
+    lock = store.root / ".git" / "refs" / "heads" / "main.lock"
+    fd = store.git._take_lock(lock)  # what a writer killed inside the ref update leaves
+    os.close(fd)
+    started = time.monotonic()
+    report = doctor(store)
+    assert time.monotonic() - started < 2 and not lock.exists()
+    assert [(p.kind, p.message, p.fixed) for p in report.problems] == [
+        ("stale_lock", "a lock left by a killed gc writer; removed", True)
+    ]
+
+
+def test_a_young_ref_lock_is_a_conflict_naming_it_and_is_never_deleted(project: GcRunner) -> None:
+    gc = project
+    before = head(gc)
+    lock = git_dir(gc) / "refs" / "heads" / "main.lock"
+    lock.touch()  # a `git push` into the store updating the ref right now
+    result = gc("bead", "create", "--type", "task", "--title", "x", "--json")
+    assert result.returncode == 20, result.stderr
+    error = json.loads(result.stdout)["error"]
+    assert error["code"] == "conflict" and "main.lock" in error["message"]
+    assert lock.exists() and head(gc) == before
+    lock.unlink()
+    assert titles(gc) == ["first", "second"]
+
+
+def test_a_writer_waits_for_a_young_ref_lock_that_is_released(store: Store) -> None:
+    lock = store.root / ".git" / "refs" / "heads" / "main.lock"
+    lock.touch()
+    threading.Timer(0.2, lock.unlink).start()  # the push finishes
+    assert store.create("task", "waited").title == "waited"
+    assert [b.title for b in store.list()] == ["waited"]
+
+
+def test_stale_lock_seconds_is_a_validated_setting(project: GcRunner) -> None:
+    gc = project
+    assert gc("config", "set", "store.stale_lock_seconds", "-1").returncode == 30
+    assert gc("config", "set", "store.stale_lock_seconds", "true").returncode == 30
+    assert gc("config", "set", "store.stale_lock_seconds", "1").returncode == 0
+    age(git_dir(gc) / "refs" / "heads" / "main.lock", 1.5)
+    assert gc("bead", "create", "--type", "task", "--title", "x").returncode == 0
+
+
+def test_a_loose_object_lock_of_a_dead_writer_does_not_block_writing_that_object(
+    store: Store,
+) -> None:
+    commit, objects = store.git.build_commit(store.git.head(), {"x.txt": b"x"}, "m", "a")
+    path = Path(store.git.objects._get_shafile_path(objects[0].id))
+    path.parent.mkdir(exist_ok=True)
+    Path(f"{path}.lock").touch()  # a writer killed while writing this object, just now
+    store.git.store_objects(objects)
+    assert store.git.has_object(objects[0].id) and not Path(f"{path}.lock").exists()
+
+
+def test_doctor_reports_and_removes_every_stale_lock(project: GcRunner) -> None:
+    gc = project
+    locks = [
+        git_dir(gc) / "refs" / "heads" / "main.lock",
+        git_dir(gc) / "packed-refs.lock",
+        git_dir(gc) / "config.lock",
+        git_dir(gc) / "objects" / "ab" / ("c" * 38 + ".lock"),
+    ]
+    for lock in locks:
+        age(lock)
+    text = gc("doctor")
+    assert "store is healthy" not in text.stdout
+    assert "4 problem(s) found, all fixed" in text.stdout and text.returncode == 0
+    for lock in locks:
+        assert not lock.exists()
+        age(lock)
+    report = gc.json("doctor")
+    assert report["healthy"] is True
+    shown = sorted((p["kind"], p["path"], p["fixed"]) for p in report["problems"])
+    assert shown == sorted(
+        ("stale_lock", lock.relative_to(gc.cwd / ".beads").as_posix(), True) for lock in locks
+    )
+    assert gc("doctor").stdout.strip() == "store is healthy"
+    assert gc("bead", "create", "--type", "task", "--title", "x").returncode == 0
+
+
+def test_a_full_disk_during_the_ref_update_changes_nothing_and_leaves_no_lock(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store.create("task", "kept")
+    before = store.git.head()
+
+    def no_space(fd: int, data: bytes) -> int:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "write", no_space)
+    with pytest.raises(StorageError, match="No space left on device; nothing was changed"):
+        store.create("task", "lost to the full disk")
+    monkeypatch.undo()
+    assert store.git.head() == before
+    assert not (store.root / ".git" / "refs" / "heads" / "main.lock").exists()
+    assert [b.title for b in store.list()] == ["kept"]
+    assert store.create("task", "after").title == "after"
+
+
+def test_a_reflog_that_cannot_be_written_never_fails_a_commit(store: Store) -> None:
+    reflog = store.root / ".git" / "logs" / "refs" / "heads" / "main"
+    reflog.unlink()
+    reflog.mkdir()  # unwritable as a file
+    assert store.create("task", "in").title == "in"
+    assert [b.title for b in store.list()] == ["in"]
+
+
+# -- a lost branch ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("content", [None, b"", b"garbage\n", b"ref: refs/heads/other\n"])
+def test_a_lost_or_garbled_branch_ref_is_refused_then_restored_by_doctor(
+    project: GcRunner, content: bytes | None
+) -> None:
+    gc = project
+    before = head(gc)
+    ref = git_dir(gc) / "refs" / "heads" / "main"
+    if content is None:
+        ref.unlink()
+    else:
+        ref.write_bytes(content)
+    views = sorted(p.name for p in (gc.cwd / ".beads" / "tasks").rglob("*.yaml"))
+    for args in (
+        ("bead", "create", "--type", "task", "--title", "orphan"),
+        ("bead", "list"),
+        ("log",),
+    ):
+        result = gc(*args)
+        assert result.returncode == 50, (args, result.stderr)
+        assert "gc doctor" in result.stderr and "Traceback" not in result.stderr
+    # Nothing was papered over: no new history, the view and the index are intact.
+    assert sorted(p.name for p in (gc.cwd / ".beads" / "tasks").rglob("*.yaml")) == views
+    report = gc.json("doctor")
+    assert report["healthy"] is True, report
+    assert [(p["kind"], p["fixed"]) for p in report["problems"]] == [("branch", True)]
+    assert head(gc) == before
+    assert titles(gc) == ["first", "second"]
+    assert gc("bead", "create", "--type", "task", "--title", "third").returncode == 0
+    assert titles(gc) == ["first", "second", "third"]
+    fsck(gc)
+
+
+def test_a_ref_naming_a_missing_commit_is_refused_then_restored(project: GcRunner) -> None:
+    gc = project
+    before = head(gc)
+    (git_dir(gc) / "refs" / "heads" / "main").write_text("1" * 40 + "\n")
+    for args in (("bead", "create", "--type", "task", "--title", "x"), ("bead", "list")):
+        result = gc(*args)
+        assert result.returncode == 50 and "gc doctor" in result.stderr, result.stderr
+    report = gc.json("doctor")
+    assert [(p["kind"], p["fixed"]) for p in report["problems"]] == [("branch", True)]
+    assert head(gc) == before and titles(gc) == ["first", "second"]
+
+
+def test_doctor_restores_a_lost_refs_directory(project: GcRunner) -> None:
+    gc = project
+    before = head(gc)
+    for path in sorted((git_dir(gc) / "refs").rglob("*"), reverse=True):
+        path.rmdir() if path.is_dir() else path.unlink()
+    (git_dir(gc) / "refs").rmdir()
+    assert gc("bead", "list").returncode == 50
+    report = gc.json("doctor")
+    assert [(p["kind"], p["fixed"]) for p in report["problems"]] == [("branch", True)]
+    assert head(gc) == before and titles(gc) == ["first", "second"]
+    fsck(gc)
+
+
+def test_reads_with_a_lost_ref_never_reset_the_index_or_the_view(store: Store) -> None:
+    store.create("task", "kept")
+    store.close()
+    (store.root / ".git" / "refs" / "heads" / "main").unlink()
+    reopened = Store.open(store.root)
+    with pytest.raises(StorageError, match="gc doctor"):
+        reopened.list()
+    with pytest.raises(StorageError, match="gc doctor"):
+        reopened.create("task", "new root")
+    assert reopened.index.count() == 1 and len(reopened.view.files()) == 2
+    reopened.close()
+
+
+@pytest.mark.parametrize("content", [None, b"1" * 40 + b"\n"])
+def test_the_index_reader_of_the_hooks_refuses_a_lost_branch(
+    store: Store, content: bytes | None
+) -> None:
+    store.create("task", "kept")
+    store.close()
+    ref = store.root / ".git" / "refs" / "heads" / "main"
+    if content is None:
+        ref.unlink()
+    else:
+        ref.write_bytes(content)
+    with pytest.raises(StorageError, match="gc doctor"):
+        open_reader(store.root)
+
+
+def test_doctor_restores_the_branch_from_the_index_when_there_is_no_reflog(
+    project: GcRunner,
+) -> None:
+    gc = project
+    before = head(gc)
+    (git_dir(gc) / "refs" / "heads" / "main").unlink()
+    (git_dir(gc) / "logs" / "refs" / "heads" / "main").unlink()
+    report = gc.json("doctor")
+    assert "the commit the index recorded" in report["problems"][0]["message"]
+    assert head(gc) == before
+
+
+def test_doctor_restores_the_newest_commit_when_nothing_recorded_the_branch(
+    project: GcRunner,
+) -> None:
+    gc = project
+    before = head(gc)
+    runtime = gc.cwd / ".beads" / ".runtime"
+    for path in (
+        git_dir(gc) / "refs" / "heads" / "main",
+        git_dir(gc) / "logs" / "refs" / "heads" / "main",
+        runtime / "view-applied",
+        runtime / "index.sqlite3",
+    ):
+        path.unlink()
+    result = gc("doctor")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "the newest commit in the objects" in result.stdout
+    assert head(gc) == before and titles(gc) == ["first", "second"]
+
+
+def test_a_write_that_failed_leaves_no_commit_for_doctor_to_restore(project: GcRunner) -> None:
+    gc = project
+    before = head(gc)
+    lock = git_dir(gc) / "refs" / "heads" / "main.lock"
+    lock.touch()  # a push holds the ref: this write fails, and its caller is told so
+    assert gc("bead", "create", "--type", "task", "--title", "failed").returncode == 20
+    lock.unlink()
+    runtime = gc.cwd / ".beads" / ".runtime"
+    for path in (
+        git_dir(gc) / "refs" / "heads" / "main",
+        git_dir(gc) / "logs" / "refs" / "heads" / "main",
+        runtime / "view-applied",
+        runtime / "index.sqlite3",
+    ):
+        path.unlink()
+    assert gc("doctor").returncode == 0
+    assert head(gc) == before and titles(gc) == ["first", "second"]
+
+
+def test_every_ref_move_is_in_the_reflog_that_git_reads(project: GcRunner) -> None:
+    gc = project
+    reflog = git("reflog", cwd=gc.cwd / ".beads").splitlines()
+    assert len(reflog) == 3
+    assert reflog[0].split()[0] == head(gc)[:7] and 'task "second"' in reflog[0]
+    assert "commit (initial): init: gc-beads store" in reflog[2]
+    log = (git_dir(gc) / "logs" / "refs" / "heads" / "main").read_text().splitlines()
+    assert [line.split()[1] for line in log][-1] == head(gc)
+    assert "human <human@gc-beads>" in log[-1] and "\tcommit: bead create" in log[-1]
+
+
+def test_doctor_gc_drops_reflog_entries_older_than_90_days(store: Store) -> None:
+    store.create("task", "recent")
+    reflog = store.root / ".git" / "logs" / "refs" / "heads" / "main"
+    lines = reflog.read_text().splitlines(keepends=True)
+    old = lines[0].replace(lines[0].split("\t")[0].split()[-2], str(int(time.time()) - 91 * 86400))
+    reflog.write_text(old + "".join(lines[1:]))
+    report = doctor(store, compact=True)
+    assert "dropped 1 reflog entries older than 90 days" in report.fixed
+    assert reflog.read_text().splitlines(keepends=True) == lines[1:]
+    assert doctor(store, compact=True).fixed == ["packed 0 loose objects and compacted the packs"]
+
+
+# -- the rest of `.git` ----------------------------------------------------------------------
+
+
+def test_doctor_rewrites_a_missing_git_head(project: GcRunner) -> None:
+    gc = project
+    (git_dir(gc) / "HEAD").unlink()  # git no longer sees a repository
+    report = gc.json("doctor")
+    assert [(p["kind"], p["fixed"]) for p in report["problems"]] == [("git_head", True)]
+    assert git("log", "--oneline", cwd=gc.cwd / ".beads").count("\n") == 3
+    fsck(gc)
+
+
+@pytest.mark.parametrize("packed", [False, True])
+def test_doctor_drops_the_lines_of_packed_refs_that_git_cannot_read(
+    project: GcRunner, packed: bool
+) -> None:
+    gc = project
+    before = head(gc)
+    lines = "# pack-refs with: peeled fully-peeled sorted \n"
+    if packed:  # the branch lives only in packed-refs (as after `git pack-refs`)
+        git("pack-refs", "--all", cwd=gc.cwd / ".beads")
+        lines = (git_dir(gc) / "packed-refs").read_text()
+    (git_dir(gc) / "packed-refs").write_text(lines + before[:9])  # cut short by a power cut
+    report = gc.json("doctor")
+    assert report["healthy"] is True
+    assert ("packed_refs", True) in [(p["kind"], p["fixed"]) for p in report["problems"]]
+    assert head(gc) == before and titles(gc) == ["first", "second"]
+    fsck(gc)
+
+
+def test_doctor_removes_a_repository_half_built_by_a_dead_gc_init(project: GcRunner) -> None:
+    gc = project
+    leftover = gc.cwd / ".beads" / ".git-init-999999999"  # no such process
+    (leftover / "objects").mkdir(parents=True)
+    (leftover / "config").write_text("[core]\n")
+    report = gc.json("doctor")
+    assert [(p["kind"], p["path"], p["fixed"]) for p in report["problems"]] == [
+        ("stale_file", ".git-init-999999999", True)
+    ]
+    assert not leftover.exists()
+
+
+def test_a_truncated_loose_object_is_found_and_rewritten_from_the_view(store: Store) -> None:
+    bead = store.create("task", "cut short")
+    sha = next(s for p, s in store.index.entries().items() if p.endswith(f"{bead.id}.yaml"))
+    object_file = Path(store.git.objects._get_shafile_path(sha.encode()))
+    object_file.write_bytes(b"")  # what a power cut leaves of an unsynced file
+    report = doctor(store)
+    assert [(p.kind, p.fixed) for p in report.problems] == [("corrupt_object", True)]
+    assert zlib.decompress(object_file.read_bytes()).startswith(b"blob ")
+    git("fsck", "--strict", "--no-dangling", cwd=store.root)
+    assert doctor(store).problems == []
+
+
+def test_an_unreadable_loose_object_does_not_fail_every_write_that_packs(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    one = store.create("task", "one")
+    blob = next(s for p, s in store.index.entries().items() if p.endswith(f"{one.id}.yaml"))
+    Path(store.git.objects._get_shafile_path(blob.encode())).write_bytes(b"")
+    monkeypatch.setattr(beads.store, "PACK_LOOSE_AT", 0)
+    assert store.create("task", "two").title == "two"  # packs the others, leaves that one
+    assert sorted(b.title for b in store.list()) == ["one", "two"]
+
+
+def test_a_garbled_ref_is_a_storage_error_never_a_conflict_to_retry(store: Store) -> None:
+    (store.root / ".git" / "refs" / "heads" / "main").write_bytes(b"\x00" * 41)
+    with pytest.raises(StorageError):
+        store.create("task", "x")
+    with pytest.raises(StorageError):
+        store.list()
