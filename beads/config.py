@@ -58,6 +58,8 @@ def check_config(data: Any) -> dict[str, Any]:
         else:
             config[key] = value
     check_prefix(config["store"]["prefix"])
+    if config["store"].get("shared", "private") not in ("private", "group"):
+        raise InvalidInput("store.shared must be private (the default) or group")
     limit = config["store"]["max_body_bytes"]
     if type(limit) is not int or limit <= 0:
         raise InvalidInput("store.max_body_bytes must be a positive integer")
