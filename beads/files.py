@@ -57,11 +57,11 @@ def apply_shared(root: str, shared: object) -> None:
         current = stat.S_IMODE(os.stat(root).st_mode)
     except OSError:
         return
+    _modes.pop(root, None)
     if current == wanted[0]:
-        _modes[root] = wanted
+        modes(root)
         return
     os.chmod(root, wanted[0])
-    _modes.pop(root, None)
     modes(root)
     for dirpath, dirnames, filenames in os.walk(root):
         for name in dirnames + filenames:
@@ -99,9 +99,7 @@ def make_dirs(root: str, directory: str, *, replace_links: bool = False) -> bool
         replaced = True
     if not stat.S_ISDIR(info.st_mode):
         what = "a symbolic link" if stat.S_ISLNK(info.st_mode) else "not a directory"
-        raise StorageError(
-            f"{directory} is {what}: gc-beads never writes through one (see gc doctor)"
-        )
+        raise _refused(directory, what)
     _checked.add(directory)
     return replaced
 
@@ -189,9 +187,7 @@ def open_file(root: str, path: str, flags: int = os.O_WRONLY | os.O_APPEND) -> i
         fd = os.open(path, flags | os.O_CREAT | _NOFOLLOW, modes(root)[1])
     except OSError:
         if os.path.islink(path):
-            raise StorageError(
-                f"{path} is a symbolic link: gc-beads never writes through one (see gc doctor)"
-            ) from None
+            raise _refused(path) from None
         raise
     _fit_mode(root, fd)
     return fd
@@ -209,10 +205,13 @@ def prepare_db(root: str, path: str) -> None:
     create(root, path)
     for suffix in ("-wal", "-shm", "-journal"):
         if os.path.islink(path + suffix):
-            raise StorageError(
-                f"{path}{suffix} is a symbolic link: gc-beads never writes through one "
-                "(see gc doctor)"
-            )
+            raise _refused(path + suffix)
+
+
+def _refused(path: str, what: str = "a symbolic link") -> StorageError:
+    return StorageError(
+        f"{path} is {what}: gc-beads never writes through one; move it away (gc doctor lists links)"
+    )
 
 
 def _mkdir(root: str, directory: str) -> None:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import time
 from pathlib import Path
@@ -157,3 +158,111 @@ def test_run_bounded_feeds_stdin_and_times_out(tmp_path: Path) -> None:
     with pytest.raises(subprocess.TimeoutExpired):
         run_bounded(["sleep", "100"], 0.5)
     assert time.monotonic() - started < 1.5
+
+
+# -- symbolic links: never written through ---------------------------------------------------
+
+
+def tree_of(directory: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(directory)): p.read_bytes() for p in directory.rglob("*") if p.is_file()
+    }
+
+
+def test_a_type_directory_replaced_by_a_link_is_never_written_through(
+    gc: GcRunner, tmp_path: Path
+) -> None:
+    assert gc("init").returncode == 0
+    first = gc.json("bead", "create", "--type", "task", "--title", "first")["bead"]["id"]
+    outside = tmp_path / "outside"
+    (tmp_path / ".beads" / "tasks").rename(outside)
+    (tmp_path / ".beads" / "tasks").symlink_to(outside)
+    before = tree_of(outside)
+    second = gc.json("bead", "create", "--type", "task", "--title", "second")["bead"]["id"]
+    assert tree_of(outside) == before
+    tasks = tmp_path / ".beads" / "tasks"
+    assert tasks.is_dir() and not tasks.is_symlink()
+    # the link was replaced by a real directory, and the next open put back what it hid
+    doctor = gc.json("doctor")
+    assert doctor["healthy"], doctor
+    names = {p.name for p in tasks.rglob("*.yaml")}
+    assert names == {f"{first}.yaml", f"{second}.yaml"}
+
+
+def test_doctor_reports_links_and_restore_view_replaces_them(gc: GcRunner, tmp_path: Path) -> None:
+    assert gc("init").returncode == 0
+    gc.json("mail", "send", "dog", "-m", "hi")
+    messages = tmp_path / ".beads" / "messages"
+    outside = tmp_path / "outside"
+    messages.rename(outside)
+    messages.symlink_to(outside)
+    queue_link = tmp_path / ".beads" / ".runtime" / "elsewhere"
+    queue_link.symlink_to(tmp_path)
+    report = gc.json("doctor")
+    assert not report["healthy"]
+    kinds = {(p["kind"], p["path"]) for p in report["problems"]}
+    assert ("symlink", "messages") in kinds and ("symlink", ".runtime/elsewhere") in kinds
+    before = tree_of(outside)
+    fixed = gc.json("doctor", "--restore-view")
+    assert any("removed the symbolic link messages" in line for line in fixed["fixed"])
+    assert messages.is_dir() and not messages.is_symlink()
+    assert {p.name for p in messages.rglob("*.yaml")} == {p.name for p in outside.rglob("*.yaml")}
+    assert tree_of(outside) == before
+    queue_link.unlink()
+    assert gc.json("doctor")["healthy"]
+
+
+def test_links_planted_at_temp_names_are_never_written_through(store, tmp_path: Path) -> None:
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"precious")
+    tmp = store.runtime / "tmp"
+    tmp.mkdir(exist_ok=True)
+    for name in ("x.yaml", "view-applied"):  # the names the old code used for temp files
+        (tmp / f"{name}.{os.getpid()}.tmp").symlink_to(victim)
+    store.view.write("tasks/aa/bb/x.yaml", b"data")
+    store.create("task", "T")
+    assert victim.read_bytes() == b"precious"
+    assert (store.root / "tasks/aa/bb/x.yaml").read_bytes() == b"data"
+
+
+def test_runtime_files_are_never_written_through_links(store, tmp_path: Path) -> None:
+    from beads.errors import StorageError
+    from gates import session_gates
+    from gates.hooks import log_failure
+    from inbox.delivery import Delivery
+    from inbox.queue import SessionQueue
+
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"precious")
+    runtime = store.runtime
+    (runtime / "inject-queue").mkdir()
+    (runtime / "inject-queue" / "s1.jsonl").symlink_to(victim)
+    queue = SessionQueue(runtime, "s1")
+    with pytest.raises(StorageError, match="symbolic link"):
+        queue.append({"content": "x"})
+    with pytest.raises(StorageError, match="symbolic link"):
+        queue.take(lambda records: [])
+    (runtime / "hooks.log").symlink_to(victim)
+    log_failure(str(store.root), {}, RuntimeError("boom"))
+    (runtime / "gates").mkdir()
+    (runtime / "gates" / "s2").symlink_to(tmp_path)
+    with pytest.raises(StorageError, match="symbolic link"):
+        session_gates.mark(store.root, "s2", "tests")
+    assert not (tmp_path / "tests").exists()
+    (runtime / "delivery.sqlite3").symlink_to(victim)
+    with pytest.raises(StorageError, match="symbolic link"):
+        Delivery(store.root)
+    assert victim.read_bytes() == b"precious"
+
+
+def test_a_lock_file_link_is_refused_not_truncated(gc: GcRunner, tmp_path: Path) -> None:
+    assert gc("init").returncode == 0
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"precious")
+    lock = tmp_path / ".beads" / ".runtime" / "locks" / "write.lock"
+    lock.unlink()
+    lock.symlink_to(victim)
+    result = gc("bead", "create", "--type", "task", "--title", "T")
+    assert result.returncode == 50 and "symbolic link" in result.stderr
+    assert len(result.stderr.splitlines()) == 1
+    assert victim.read_bytes() == b"precious"
