@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -263,6 +265,86 @@ def test_a_lock_file_link_is_refused_not_truncated(gc: GcRunner, tmp_path: Path)
     lock.unlink()
     lock.symlink_to(victim)
     result = gc("bead", "create", "--type", "task", "--title", "T")
-    assert result.returncode == 50 and "symbolic link" in result.stderr
-    assert len(result.stderr.splitlines()) == 1
+    assert result.returncode == 50 and "is a symbolic link: gc-beads never" in result.stderr
+    assert "internal error" not in result.stderr and len(result.stderr.splitlines()) == 1
     assert victim.read_bytes() == b"precious"
+
+
+# -- modes: private by default, group on request ---------------------------------------------
+
+
+@pytest.fixture
+def umask_022() -> Iterator[None]:
+    old = os.umask(0o022)
+    yield
+    os.umask(old)
+
+
+def modes_under(root: Path) -> dict[str, int]:
+    found = {".": stat.S_IMODE(root.stat().st_mode)}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            path = Path(dirpath, name)
+            found[str(path.relative_to(root))] = stat.S_IMODE(path.lstat().st_mode)
+    return found
+
+
+def use_the_store(gc: GcRunner, tmp_path: Path) -> None:
+    assert gc("mail", "send", "dog", "-m", "private words").returncode == 0
+    assert gc("inbox", "push", "--to", "dog", "an item").returncode == 0
+    event = {"session_id": "s1", "hook_event_name": "SessionStart", "source": "startup"}
+    assert gc("hook", "run", input=json.dumps(event), env={"GC_AGENT": "dog"}).returncode == 0
+    assert gc("gate", "mark", "tests", "--session", "s1").returncode == 0
+
+
+def test_a_store_is_private_under_a_022_umask(gc: GcRunner, tmp_path: Path, umask_022) -> None:
+    assert gc("init").returncode == 0
+    use_the_store(gc, tmp_path)
+    found = modes_under(tmp_path / ".beads")
+    assert found["."] == 0o700
+    assert any(path.startswith("messages/") for path in found)
+    assert ".runtime/delivery.sqlite3" in found and ".git/HEAD" in found
+    shared = {path: oct(mode) for path, mode in found.items() if mode & 0o077}
+    assert not shared  # git's objects and refs included
+
+
+def test_the_library_keeps_its_own_files_private(tmp_path: Path, umask_022) -> None:
+    from beads.store import Store
+    from inbox.delivery import Delivery
+
+    with Store.init(tmp_path)[0] as store:
+        store.create("message", "hi", "secret")
+    with Delivery(tmp_path / ".beads") as delivery:
+        delivery.push(["dog"], "an item", key="k1")
+    found = modes_under(tmp_path / ".beads")
+    assert found["."] == 0o700
+    ours = {p: oct(m) for p, m in found.items() if not p.startswith(".git") and m & 0o077}
+    assert not ours
+
+
+def test_a_group_store_shares_with_the_group_only(gc: GcRunner, tmp_path: Path, umask_022) -> None:
+    assert gc("init").returncode == 0
+    assert gc("config", "set", "store.shared", "group").returncode == 0
+    use_the_store(gc, tmp_path)
+    found = modes_under(tmp_path / ".beads")
+    assert found["."] == 0o2770
+    assert not {p: oct(m) for p, m in found.items() if m & 0o007}
+    unreadable = {p: oct(m) for p, m in found.items() if not m & 0o040}
+    assert not unreadable
+    assert found[".runtime/delivery.sqlite3"] & 0o060 == 0o060
+    assert gc("config", "set", "store.shared", "private").returncode == 0
+    assert gc("mail", "inbox", "dog").returncode == 0  # applied as the store opens
+    assert not {p: oct(m) for p, m in modes_under(tmp_path / ".beads").items() if m & 0o077}
+    bad = gc("config", "set", "store.shared", "world")
+    assert bad.returncode == 30 and "store.shared must be private" in bad.stderr
+
+
+def test_a_store_made_before_modes_becomes_private(gc: GcRunner, tmp_path: Path) -> None:
+    assert gc("init").returncode == 0
+    use_the_store(gc, tmp_path)
+    root = tmp_path / ".beads"
+    for path in [root, *root.rglob("*")]:  # what the code before this change left
+        if not path.is_symlink():
+            path.chmod(0o755 if path.is_dir() else 0o644)
+    assert gc("mail", "inbox", "dog").returncode == 0
+    assert not {p: oct(m) for p, m in modes_under(root).items() if m & 0o077}
