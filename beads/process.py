@@ -5,6 +5,9 @@ ends: on time out, and also after a normal exit, so a child it left behind (hold
 or not) never outlives the call. A program meant to leave a server running must detach it
 (`setsid`, a daemon). After the program exits, output still held open by such a child is read
 for at most `DRAIN_AFTER_EXIT` seconds.
+
+A command that runs several programs (a check per session gate, a `gh` per bead gate) runs
+them inside `budget(seconds)`: they share that time, so ten hanging checks cost one timeout.
 """
 
 from __future__ import annotations
@@ -15,11 +18,19 @@ import selectors
 import signal
 import subprocess
 import time
+from contextvars import ContextVar
 from pathlib import Path
+
+TYPE_CHECKING = False  # the Stop hook imports this module: importing typing costs ~7 ms
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 DRAIN_AFTER_EXIT = 0.2
 # While the program runs, how often to look whether it exited with its pipes held by a child.
 _POLL = 0.05
+
+
+_deadline: ContextVar[float | None] = ContextVar("gc_process_deadline", default=None)
 
 
 class OutputTooLarge(Exception):
@@ -40,8 +51,11 @@ def run_bounded(
     bytes on either stream, OutputTooLarge. OSError (missing, not executable) propagates for
     the caller to word.
     """
+    deadline = _deadline.get()
+    if deadline is not None:
+        timeout = min(timeout, deadline - time.monotonic())
     if timeout <= 0:
-        raise subprocess.TimeoutExpired(argv, timeout)
+        raise subprocess.TimeoutExpired(argv, 0)
     process = subprocess.Popen(
         argv,
         cwd=cwd,
@@ -65,6 +79,19 @@ def run_bounded(
     if not finished:
         raise subprocess.TimeoutExpired(argv, timeout, out, err)
     return process.returncode, out, err
+
+
+@contextlib.contextmanager
+def budget(seconds: float) -> Iterator[None]:
+    """Every `run_bounded` in the block ends within `seconds` from now, all of them together
+    (each still within its own timeout); an inner budget never outlasts an outer one."""
+    outer = _deadline.get()
+    deadline = time.monotonic() + seconds
+    token = _deadline.set(deadline if outer is None else min(outer, deadline))
+    try:
+        yield
+    finally:
+        _deadline.reset(token)
 
 
 def _collect(

@@ -348,3 +348,46 @@ def test_a_store_made_before_modes_becomes_private(gc: GcRunner, tmp_path: Path)
             path.chmod(0o755 if path.is_dir() else 0o644)
     assert gc("mail", "inbox", "dog").returncode == 0
     assert not {p: oct(m) for p, m in modes_under(root).items() if m & 0o077}
+
+
+def test_session_gate_checks_of_one_stop_share_one_budget(
+    store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gates import session_gates
+    from gates.hooks import HookContext
+    from gates.stop import stop_gates
+    from inbox.delivery import Delivery
+
+    monkeypatch.setattr(session_gates, "CHECK_TIMEOUT", 0.6)
+    hanging = {"hook": "Stop", "mode": "soft", "check": "sleep 100"}
+    store.set_setting("gates.session", {name: hanging for name in ("a", "b", "c", "d")})
+    with Delivery(store.root) as delivery:
+        ctx = HookContext("Stop", "s1", "dog", {"cwd": str(tmp_path)}, delivery, store.root)
+        started = time.monotonic()
+        verdict = stop_gates(ctx)
+    assert time.monotonic() - started < 1.2  # one budget, not four
+    assert verdict is not None and sum("broken check" in w for w in verdict.warnings) == 4
+
+
+def test_gh_runs_of_one_gate_check_share_one_budget(
+    store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gates import beadgates
+
+    monkeypatch.setattr(beadgates, "GH_TIMEOUT", 0.6)
+    gh = script(tmp_path, "exec sleep 100\n", "gh")
+    gates = [beadgates.create_gate(store, f"gh:pr:{n}").id for n in ("1", "2", "3", "4")]
+    started = time.monotonic()
+    beadgates.check_gates(store, gh=gh)
+    assert time.monotonic() - started < 1.2  # one budget, not four
+    assert all("ran past" in store.get(g).meta.get("error", "") for g in gates)
+
+
+def test_a_nudge_command_leaves_nothing_running(tmp_path: Path) -> None:
+    from inbox.nudge import run_job
+
+    pid_file = tmp_path / "pid"
+    argv = ["sh", "-c", f"sleep 100 & echo $! > {pid_file}"]
+    assert run_job({"argv": argv, "timeout": 5})[0] == "ok"
+    time.sleep(0.1)
+    assert not alive(int(pid_file.read_text()))
