@@ -29,6 +29,10 @@ _modes: dict[str, tuple[int, int]] = {}
 # Set by the `gc` program (never by the library inside someone else's process): the process
 # umask then follows the store's mode, so what dulwich and sqlite create is covered too.
 own_umask = False
+# The umask the process started with, once `own_umask` replaced it (-1 before): the programs
+# gc runs (mail scripts, checks, nudges) get it back, so their own files are as their user
+# expects.
+started_umask = -1
 
 
 def modes(root: str) -> tuple[int, int]:
@@ -41,7 +45,10 @@ def modes(root: str) -> tuple[int, int]:
             shared = False
         found = _modes[root] = GROUP if shared else PRIVATE
         if own_umask:
-            os.umask(0o007 if shared else 0o077)
+            global started_umask
+            previous = os.umask(0o007 if shared else 0o077)
+            if started_umask == -1:
+                started_umask = previous
     return found
 
 
@@ -61,7 +68,10 @@ def apply_shared(root: str, shared: object) -> None:
     if current == wanted[0]:
         modes(root)
         return
-    os.chmod(root, wanted[0])
+    try:
+        os.chmod(root, wanted[0])
+    except PermissionError:
+        return  # a group store opened by a member: only its owner can change its modes
     modes(root)
     for dirpath, dirnames, filenames in os.walk(root):
         for name in dirnames + filenames:

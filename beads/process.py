@@ -21,6 +21,8 @@ import time
 from contextvars import ContextVar
 from pathlib import Path
 
+from beads import files
+
 TYPE_CHECKING = False  # the Stop hook imports this module: importing typing costs ~7 ms
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -63,6 +65,7 @@ def run_bounded(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=True,
+        umask=files.started_umask,
     )
     try:
         out, err, finished = _collect(process, stdin, time.monotonic() + timeout, max_output)

@@ -121,7 +121,13 @@ class Store:
         if prefix is not None:
             settings["store"]["prefix"] = check_prefix(prefix)
         author = acting_agent(agent)
-        root.mkdir(parents=True, exist_ok=True)
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+        except (FileExistsError, NotADirectoryError):  # a file, or a link to nowhere
+            raise InvalidInput(
+                f"cannot make {root}: something that is not a directory is in the way "
+                "(a file, or a symbolic link to nowhere)"
+            ) from None
         files.apply_shared(str(root), settings["store"].get("shared"))
         building = root / f"{INIT_PREFIX}{os.getpid()}"
         _remove_tree(building)

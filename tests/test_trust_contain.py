@@ -391,3 +391,21 @@ def test_a_nudge_command_leaves_nothing_running(tmp_path: Path) -> None:
     assert run_job({"argv": argv, "timeout": 5})[0] == "ok"
     time.sleep(0.1)
     assert not alive(int(pid_file.read_text()))
+
+
+@pytest.mark.parametrize("where", [".beads", "link"])
+def test_init_through_a_link_to_nowhere_is_invalid_input(
+    gc: GcRunner, tmp_path: Path, where: str
+) -> None:
+    (tmp_path / where).symlink_to(tmp_path / "nowhere")
+    result = gc("init", *([] if where == ".beads" else [where]))
+    assert result.returncode == 30 and "symbolic link to nowhere" in result.stderr
+    assert not (tmp_path / "nowhere").exists()
+
+
+def test_programs_gc_runs_keep_the_users_umask(gc: GcRunner, tmp_path: Path, umask_022) -> None:
+    assert gc("init").returncode == 0
+    seen = tmp_path / "umask"
+    prog = script(tmp_path, f"umask > {seen}\n")
+    assert gc("mail", "inbox", "dog", env={"GC_MAIL": f"exec:{prog}"}).returncode == 0
+    assert seen.read_text().strip() == "0022"
