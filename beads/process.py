@@ -118,7 +118,7 @@ def _collect(
             selector.register(process.stdin.fileno(), selectors.EVENT_WRITE)
         while True:
             now = time.monotonic()
-            if exited_at is None and _exited(process.pid):
+            if exited_at is None and _exited(process):
                 exited_at = now
             reading = any(fd in chunks for fd in selector.get_map())
             if exited_at is not None and (not reading or now - exited_at > DRAIN_AFTER_EXIT):
@@ -162,9 +162,12 @@ def _feed(
     return pending
 
 
-def _exited(pid: int) -> bool:
+def _exited(process: subprocess.Popen[bytes]) -> bool:
     """True once the program exited, without reaping it (its pid keeps naming the group)."""
+    if not hasattr(os, "waitid"):  # macOS before Python 3.13: reaped, the group killed at once
+        return process.poll() is not None
     try:
-        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+        flags = os.WEXITED | os.WNOHANG | os.WNOWAIT
+        return os.waitid(os.P_PID, process.pid, flags) is not None
     except ChildProcessError:
         return True
