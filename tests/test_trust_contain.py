@@ -127,10 +127,19 @@ def test_one_bad_message_is_skipped_and_the_others_listed(gc: GcRunner, tmp_path
     assert "skipped message m-1" in result.stderr and "out of range" in result.stderr
 
 
-def test_the_hook_announces_the_good_messages_of_a_listing(gc: GcRunner, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "bad",
+    [
+        json.dumps({**MESSAGE, "to": "dog"}).replace('"read": false', '"priority": 1e400'),
+        json.dumps({**MESSAGE, "to": "dog", "from": ""}),  # a message, but no item
+        json.dumps({**MESSAGE, "to": "dog", "body": "\ud800"}),  # no UTF-8 for it
+    ],
+)
+def test_the_hook_announces_the_good_messages_of_a_listing(
+    gc: GcRunner, tmp_path: Path, bad: str
+) -> None:
     assert gc("init").returncode == 0
     good = {**MESSAGE, "id": "m-2", "to": "dog", "body": "announce me"}
-    bad = json.dumps({**MESSAGE, "to": "dog"}).replace('"read": false', '"priority": 1e400')
     prog = script(tmp_path, f"[ \"$1\" = check ] && echo '[{bad}, {json.dumps(good)}]'\n")
     event = {"session_id": "s1", "hook_event_name": "SessionStart", "source": "startup"}
     event["cwd"] = str(tmp_path)
