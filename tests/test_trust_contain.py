@@ -418,3 +418,22 @@ def test_programs_gc_runs_keep_the_users_umask(gc: GcRunner, tmp_path: Path, uma
     prog = script(tmp_path, f"umask > {seen}\n")
     assert gc("mail", "inbox", "dog", env={"GC_MAIL": f"exec:{prog}"}).returncode == 0
     assert seen.read_text().strip() == "0022"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs to give a directory to another user")
+def test_a_store_of_another_user_is_never_found_by_walking_up(gc: GcRunner, tmp_path: Path) -> None:
+    prog = script(tmp_path, f"touch {tmp_path}/ran\n", "evil")
+    assert gc("init").returncode == 0
+    assert gc("config", "set", "mail.provider", f"exec:{prog}").returncode == 0
+    store = tmp_path / ".beads"
+    os.chown(store, 54321, 54321)
+    work = tmp_path / "work"
+    work.mkdir()
+    result = gc("mail", "inbox", "dog", cwd=work)
+    assert result.returncode == 30 and "belongs to another user" in result.stderr
+    assert not (tmp_path / "ran").exists()
+    named = gc("mail", "inbox", "dog", cwd=work, env={"GC_BEADS_DIR": str(store)})
+    assert named.returncode == 0 and (tmp_path / "ran").exists()
+    os.chown(store, 54321, os.getegid())  # a group store of one of our groups
+    store.chmod(0o2770)
+    assert gc("mail", "inbox", "dog", cwd=work).returncode == 0
