@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 
 from beads.errors import InvalidInput
+from beads.files import SHARED_VALUES
 from beads.ids import check_prefix
 from beads.record import DEFAULT_MAX_BODY_BYTES
 
@@ -65,6 +66,8 @@ def check_config(data: Any) -> dict[str, Any]:
         else:
             config[key] = value
     check_prefix(config["store"]["prefix"])
+    if config["store"].get("shared", "private") not in SHARED_VALUES:
+        raise InvalidInput("store.shared must be private (the default) or group")
     limit = config["store"]["max_body_bytes"]
     if type(limit) is not int or limit <= 0:
         raise InvalidInput("store.max_body_bytes must be a positive integer")

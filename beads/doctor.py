@@ -34,9 +34,8 @@ HEAD_SYMREF = b"ref: refs/heads/main\n"
 @dataclass(frozen=True)
 class Problem:
     """One thing wrong: `kind` (repository, unparsable, index, view_modified, view_missing,
-    view_stray, stale_lock, stale_file, branch, git_head, packed_refs, corrupt_object), the
-    file, and what
-    to do; `fixed` when this run repaired it."""
+    view_stray, symlink, stale_lock, stale_file, branch, git_head, packed_refs,
+    corrupt_object), the file, and what to do; `fixed` when this run repaired it."""
 
     kind: str
     path: str
@@ -84,6 +83,7 @@ def doctor(
         for path in missing:
             report.problems.append(Problem("repository", path, "the file's object is missing"))
         _check_index(store, tree, report)
+        _check_links(store, report, restore=restore_view)
         _check_view(store, tree, report, restore=restore_view)
         if compact:
             packed = store.git.pack_loose_objects()
@@ -439,3 +439,36 @@ def _remove(path: Path) -> bool:
 
 def _shown(store: Store, path: Path) -> str:
     return path.relative_to(store.root).as_posix()
+
+
+def _check_links(store: Store, report: Report, *, restore: bool) -> None:
+    """Symbolic links in the view or `.runtime/`: gc never writes through them. A view link
+    is removed with `restore` (the view check then writes HEAD's files in its place); one
+    under `.runtime/` is for the user to move away (it may hold queues)."""
+    import os
+
+    from beads import files
+
+    for rel in store.view.links():
+        path = store.root / rel
+        if restore:
+            os.unlink(path)  # the link only: what it points to is left alone
+            report.fixed.append(f"removed the symbolic link {rel}")
+        else:
+            report.problems.append(
+                Problem(
+                    "symlink",
+                    rel,
+                    f"a symbolic link (to {os.readlink(path)}) in the view; "
+                    "gc doctor --restore-view replaces it with HEAD's files",
+                )
+            )
+    for rel in files.links(str(store.runtime)):
+        report.problems.append(
+            Problem(
+                "symlink",
+                f".runtime/{rel}",
+                "a symbolic link: gc never writes through it; move it away (what it points to "
+                "is not gc's)",
+            )
+        )

@@ -25,7 +25,7 @@ from typing import NamedTuple
 
 from dulwich.errors import NotTreeError
 from dulwich.file import FileLocked, GitFile
-from dulwich.object_store import DiskObjectStore, tree_lookup_path
+from dulwich.object_store import PACK_MODE, DiskObjectStore, tree_lookup_path
 from dulwich.objects import Blob, Commit, ShaFile, Tree
 from dulwich.pack import iter_sha1, write_pack_index, write_pack_objects
 
@@ -286,6 +286,7 @@ class GitRepo:
                 )
             index = sorted((sha, offset, crc) for sha, (offset, crc) in entries.items())
             base = os.path.join(store.pack_dir, "pack-" + iter_sha1(e[0] for e in index).decode())
+            os.chmod(temp, PACK_MODE)  # as dulwich's packs: mkstemp's 0600 hides it from a group
             os.replace(temp, base + ".pack")
         except BaseException:
             with contextlib.suppress(FileNotFoundError):

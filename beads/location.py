@@ -73,11 +73,30 @@ def find_store(explicit: str | os.PathLike[str] | None = None, cwd: Path | None 
         if candidate.exists():
             check_not_foreign(candidate)
             if is_store(candidate):
-                return candidate
+                return check_owner(candidate)
     main = main_worktree(start)
     if main is not None and is_store(main / STORE_DIR):
-        return main / STORE_DIR
+        return check_owner(main / STORE_DIR)
     raise NotFound("no gc-beads store here or above; run 'gc init' to create one")
+
+
+def check_owner(beads_dir: Path) -> Path:
+    """A store found by walking up is used only when it is ours: owned by this user, or a
+    group store (`store.shared: group`) of one of our groups. Its config names programs gc
+    runs (an exec mail script, nudges, checks), so a `.beads/` planted by someone else above
+    the working directory (in a shared /tmp) must never be picked up silently; one named
+    with --beads-dir or $GC_BEADS_DIR is the user's own choice."""
+    info = beads_dir.stat()
+    uid = os.geteuid()
+    if info.st_uid == uid:
+        return beads_dir
+    group_store = info.st_mode & 0o2070 == 0o2070 and not info.st_mode & 0o002
+    if group_store and (info.st_gid == os.getegid() or info.st_gid in os.getgroups()):
+        return beads_dir
+    raise InvalidInput(
+        f"{beads_dir} belongs to another user (uid {info.st_uid}); gc-beads does not use a "
+        "store it finds that is not yours. Name it with --beads-dir or GC_BEADS_DIR to use it"
+    )
 
 
 def git_dirs(start: Path) -> tuple[Path, Path] | None:

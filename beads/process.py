@@ -1,36 +1,173 @@
-"""Running a user's program: never through a shell, bounded in time, children included."""
+"""Running a user's program: never through a shell, bounded in time, children included.
+
+The program gets a process group of its own, and the whole group is killed when the call
+ends: on time out, and also after a normal exit, so a child it left behind (holding our pipes
+or not) never outlives the call. A program meant to leave a server running must detach it
+(`setsid`, a daemon). After the program exits, output still held open by such a child is read
+for at most `DRAIN_AFTER_EXIT` seconds.
+
+A command that runs several programs (a check per session gate, a `gh` per bead gate) runs
+them inside `budget(seconds)`: they share that time, so ten hanging checks cost one timeout.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import selectors
 import signal
 import subprocess
+import time
+from contextvars import ContextVar
 from pathlib import Path
+
+from beads import files
+
+TYPE_CHECKING = False  # the Stop hook imports this module: importing typing costs ~7 ms
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+DRAIN_AFTER_EXIT = 0.2
+# While the program runs, how often to look whether it exited with its pipes held by a child.
+_POLL = 0.05
+
+
+_deadline: ContextVar[float | None] = ContextVar("gc_process_deadline", default=None)
+
+
+class OutputTooLarge(Exception):
+    """The program printed more than the caller allows (it has been killed)."""
 
 
 def run_bounded(
-    argv: list[str], timeout: float, cwd: Path | None = None
+    argv: list[str],
+    timeout: float,
+    cwd: Path | None = None,
+    *,
+    stdin: bytes = b"",
+    max_output: int | None = None,
 ) -> tuple[int, bytes, bytes]:
-    """Run `argv` with empty stdin; returns `(exit code, stdout, stderr)`.
+    """Run `argv` with `stdin` as its input; returns `(exit code, stdout, stderr)`.
 
-    The program gets a process group of its own, so past `timeout` it is killed with every
-    child it started (which would otherwise hold the pipes open) and TimeoutExpired is raised.
-    OSError (missing, not executable) propagates for the caller to word.
+    Past `timeout` the program's group is killed and TimeoutExpired raised; past `max_output`
+    bytes on either stream, OutputTooLarge. OSError (missing, not executable) propagates for
+    the caller to word.
     """
+    deadline = _deadline.get()
+    if deadline is not None:
+        timeout = min(timeout, deadline - time.monotonic())
+    if timeout <= 0:
+        raise subprocess.TimeoutExpired(argv, 0)
     process = subprocess.Popen(
         argv,
         cwd=cwd,
-        stdin=subprocess.DEVNULL,
+        stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=True,
+        umask=files.started_umask,
     )
     try:
-        out, err = process.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
+        out, err, finished = _collect(process, stdin, time.monotonic() + timeout, max_output)
+    finally:
+        # Killed while the program's pid (running, or exited but not yet reaped) still names
+        # the group, so the signal can never reach another process that reused the number.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(process.pid, signal.SIGKILL)
-        process.communicate()
-        raise
+        process.wait()
+        for pipe in (process.stdin, process.stdout, process.stderr):
+            if pipe is not None:
+                with contextlib.suppress(OSError):
+                    pipe.close()
+    if not finished:
+        raise subprocess.TimeoutExpired(argv, timeout, out, err)
     return process.returncode, out, err
+
+
+@contextlib.contextmanager
+def budget(seconds: float) -> Iterator[None]:
+    """Every `run_bounded` in the block ends within `seconds` from now, all of them together
+    (each still within its own timeout); an inner budget never outlasts an outer one."""
+    outer = _deadline.get()
+    deadline = time.monotonic() + seconds
+    token = _deadline.set(deadline if outer is None else min(outer, deadline))
+    try:
+        yield
+    finally:
+        _deadline.reset(token)
+
+
+def _collect(
+    process: subprocess.Popen[bytes], data: bytes, deadline: float, max_output: int | None
+) -> tuple[bytes, bytes, bool]:
+    """Feed stdin and read both outputs until the program exited and its pipes are done (or
+    DRAIN_AFTER_EXIT passed since it exited); `(stdout, stderr, finished before deadline)`."""
+    assert process.stdout is not None and process.stderr is not None
+    out_fd, err_fd = process.stdout.fileno(), process.stderr.fileno()
+    chunks: dict[int, list[bytes]] = {out_fd: [], err_fd: []}
+    sizes = dict.fromkeys(chunks, 0)
+    pending = memoryview(data)
+    exited_at: float | None = None
+    finished = False
+    with selectors.DefaultSelector() as selector:
+        for fd in chunks:
+            os.set_blocking(fd, False)
+            selector.register(fd, selectors.EVENT_READ)
+        if process.stdin is not None:
+            os.set_blocking(process.stdin.fileno(), False)
+            selector.register(process.stdin.fileno(), selectors.EVENT_WRITE)
+        while True:
+            now = time.monotonic()
+            if exited_at is None and _exited(process):
+                exited_at = now
+            reading = any(fd in chunks for fd in selector.get_map())
+            if exited_at is not None and (not reading or now - exited_at > DRAIN_AFTER_EXIT):
+                finished = True
+                break
+            if now >= deadline:
+                break
+            if not selector.get_map():  # pipes done, the program not yet gone: it is exiting
+                time.sleep(min(0.002, deadline - now))
+                continue
+            for key, _ in selector.select(timeout=min(_POLL, deadline - now)):
+                if key.events & selectors.EVENT_WRITE:
+                    pending = _feed(process, selector, pending)
+                    continue
+                chunk = os.read(key.fd, 65536)
+                if not chunk:
+                    selector.unregister(key.fd)
+                    continue
+                chunks[key.fd].append(chunk)
+                sizes[key.fd] += len(chunk)
+                if max_output is not None and sizes[key.fd] > max_output:
+                    raise OutputTooLarge(f"more than {max_output} bytes of output")
+    return b"".join(chunks[out_fd]), b"".join(chunks[err_fd]), finished
+
+
+def _feed(
+    process: subprocess.Popen[bytes], selector: selectors.BaseSelector, pending: memoryview
+) -> memoryview:
+    # Written as the program reads it: one that never reads its stdin cannot block us.
+    assert process.stdin is not None
+    fd = process.stdin.fileno()
+    try:
+        pending = pending[os.write(fd, pending[:65536]) :]
+    except BlockingIOError:
+        return pending
+    except OSError:  # it closed its stdin (or exited): the rest is not wanted
+        pending = pending[:0]
+    if not pending:
+        selector.unregister(fd)
+        process.stdin.close()
+    return pending
+
+
+def _exited(process: subprocess.Popen[bytes]) -> bool:
+    """True once the program exited, without reaping it (its pid keeps naming the group)."""
+    if not hasattr(os, "waitid"):  # macOS before Python 3.13: reaped, the group killed at once
+        return process.poll() is not None
+    try:
+        flags = os.WEXITED | os.WNOHANG | os.WNOWAIT
+        return os.waitid(os.P_PID, process.pid, flags) is not None
+    except ChildProcessError:
+        return True

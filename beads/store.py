@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import filelock
 
+from beads import files
 from beads.config import CONFIG_PATH, FORMAT, check_config, default_config
 from beads.errors import Conflict, GcError, InvalidInput, NotFound, StorageError
 from beads.faults import fault
@@ -71,12 +72,15 @@ class Store:
     def __init__(self, root: Path, *, agent: str | None = None) -> None:
         self.root = root
         self.runtime = root / ".runtime"
-        (self.runtime / "locks").mkdir(parents=True, exist_ok=True)
+        # Nothing under .runtime is opened through a link (filelock and sqlite open by name).
+        lock_path = str(self.runtime / "locks" / "write.lock")
+        files.create(str(root), lock_path)
+        files.prepare_db(str(root), str(self.runtime / "index.sqlite3"))
         self.agent = acting_agent(agent)
         self._git: GitRepo | None = None
         self.index = Index(self.runtime / "index.sqlite3")
         self.view = View(root, self.runtime)
-        self._lock = filelock.FileLock(str(self.runtime / "locks" / "write.lock"))
+        self._lock = filelock.FileLock(lock_path)
         self._config: tuple[bytes | None, dict[str, Any]] | None = None
         head = branch_head(root)
         # A lost branch, or one naming no commit, is refused by the first read or write
@@ -88,7 +92,8 @@ class Store:
             except StorageError:
                 if self.git.commit_of(head) is not None:
                     raise
-        self.config  # noqa: B018 - validate now: a store of a newer format is refused at open
+        # Validated now (a store of a newer format is refused at open), and its modes applied.
+        files.apply_shared(str(root), self.config["store"].get("shared"))
 
     # -- opening ----------------------------------------------------------------------------
 
@@ -123,7 +128,14 @@ class Store:
         if prefix is not None:
             settings["store"]["prefix"] = check_prefix(prefix)
         author = acting_agent(agent)
-        root.mkdir(parents=True, exist_ok=True)
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+        except (FileExistsError, NotADirectoryError):  # a file, or a link to nowhere
+            raise InvalidInput(
+                f"cannot make {root}: something that is not a directory is in the way "
+                "(a file, or a symbolic link to nowhere)"
+            ) from None
+        files.apply_shared(str(root), settings["store"].get("shared"))
         remove_dead_builds(root)
         building = root / f"{INIT_PREFIX}{os.getpid()}"
         _remove_tree(building)

@@ -12,6 +12,8 @@ import hashlib
 import os
 from pathlib import Path
 
+from beads import files
+
 # Names under `.beads/` that belong to gc itself, never to the view.
 RESERVED_NAMES = frozenset({".git", ".runtime"})
 
@@ -30,79 +32,89 @@ class View:
         self.applied_file = runtime / "view-applied"
         self._root = str(root)
         self._tmp = str(self.tmp)
+        # A link met in the view was replaced by a directory, so files that were behind it
+        # are missing: the view is no longer known to match, and the next open rebuilds it.
+        self._stale = False
 
     def applied(self) -> bytes | None:
         """The commit the view reflects, or None when unknown."""
         try:
-            return self.applied_file.read_bytes().strip() or None
+            fd = os.open(self.applied_file, os.O_RDONLY | os.O_NOFOLLOW)
         except OSError:
             return None
+        try:
+            return os.read(fd, 100).strip() or None
+        finally:
+            os.close(fd)
 
     def mark_applied(self, commit_id: bytes) -> None:
-        self._atomic_write(self.applied_file, commit_id + b"\n")
+        if self._stale:
+            self._stale = False
+            try:
+                self.applied_file.unlink()
+            except FileNotFoundError:
+                pass
+            return
+        files.write_atomic(self._root, str(self.applied_file), commit_id + b"\n", self._tmp)
 
     def write(self, path: str, data: bytes) -> None:
         # No fsync: the view is derived from git, so a file lost to a power cut is found and
         # rewritten by `gc doctor --restore-view`; the rename still means no process ever
         # reads half a file, and a killed process loses nothing (the page cache survives it).
-        # Plain string paths and no mkdir per file: a batch writes thousands of files into
-        # directories that nearly always exist, so they are made only when a write finds one
-        # missing (a new shard, or one `remove` emptied).
+        # Directories are checked once per process (never through a link), so a batch of
+        # thousands of files pays a set lookup per file.
         target = os.path.join(self._root, path)
-        tmp = os.path.join(self._tmp, f"{os.path.basename(path)}.{os.getpid()}.tmp")
-        try:
-            _write_and_replace(tmp, target, data)
-        except FileNotFoundError:
-            os.makedirs(os.path.dirname(target), exist_ok=True)
-            os.makedirs(self._tmp, exist_ok=True)
-            _write_and_replace(tmp, target, data)
+        if files.write_atomic(self._root, target, data, self._tmp, replace_links=True):
+            self._stale = True
 
     def remove(self, path: str) -> None:
-        target = self.root / path
+        target = os.path.join(self._root, path)
+        parent = os.path.dirname(target)
+        if not files.real_dir(self._root, parent):
+            return  # missing, or behind a link: nothing of the view's is there
         try:
-            target.unlink()
+            os.unlink(target)  # a link at `target` is removed, never followed
         except FileNotFoundError:
             pass
         # Drop shard directories left empty, never the store's own directory.
-        parent = target.parent
-        while parent != self.root:
+        while parent != self._root:
             try:
-                parent.rmdir()
+                os.rmdir(parent)
             except OSError:
                 break
-            parent = parent.parent
+            files.forget(parent)
+            parent = os.path.dirname(parent)
 
     def read(self, path: str) -> bytes | None:
-        try:
-            return (self.root / path).read_bytes()
-        except (FileNotFoundError, NotADirectoryError):
+        """The view's file, or None when missing or behind a link (never followed)."""
+        target = os.path.join(self._root, path)
+        if not files.real_dir(self._root, os.path.dirname(target)):
             return None
+        try:
+            fd = os.open(target, os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError:  # missing, a link (ELOOP), a directory
+            return None
+        try:
+            with open(fd, "rb", closefd=False) as handle:
+                return handle.read()
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
 
     def files(self) -> list[str]:
-        """Every file of the view (relative paths), gc's own directories excluded."""
+        """Every file of the view (relative paths), gc's own directories excluded; links
+        are not files of the view (`links` lists them)."""
         out = []
         for dirpath, dirnames, filenames in os.walk(self.root):
             if Path(dirpath) == self.root:
                 dirnames[:] = [d for d in dirnames if d not in RESERVED_NAMES]
             rel = os.path.relpath(dirpath, self.root)
             for name in filenames:
-                out.append(name if rel == "." else f"{rel}/{name}".replace(os.sep, "/"))
+                if not os.path.islink(os.path.join(dirpath, name)):
+                    out.append(name if rel == "." else f"{rel}/{name}".replace(os.sep, "/"))
         return out
 
-    def _atomic_write(self, target: Path, data: bytes) -> None:
-        self.tmp.mkdir(parents=True, exist_ok=True)
-        tmp = self.tmp / f"{target.name}.{os.getpid()}.tmp"
-        with open(tmp, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp, target)
-
-
-def _write_and_replace(tmp: str, target: str, data: bytes) -> None:
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-    finally:
-        os.close(fd)
-    os.replace(tmp, target)
+    def links(self) -> list[str]:
+        """Symbolic links in the view (relative paths)."""
+        return files.links(self._root, RESERVED_NAMES)

@@ -20,7 +20,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from beads.errors import InvalidInput, NotFound
-from beads.process import run_bounded
+from beads.process import budget, run_bounded
 from beads.record import Bead, check_agent
 from beads.store import Store
 from beads.times import now_stamp, parse_duration, to_stamp
@@ -241,10 +241,11 @@ def check_gates(
         if gate.meta.get("await_type") == "bead" and isinstance(gate.meta.get("await_id"), str)
     ]
     known = store.get_many(targets) if targets else {}
-    for gate in gates:
-        outcome = evaluate(store, gate, gh=gh, now=now, known=known)
-        if outcome.action != "wait" or outcome.error != gate.meta.get("error"):
-            outcomes.append(outcome)
+    with budget(GH_TIMEOUT):  # every `gh` of this check shares one timeout
+        for gate in gates:
+            outcome = evaluate(store, gate, gh=gh, now=now, known=known)
+            if outcome.action != "wait" or outcome.error != gate.meta.get("error"):
+                outcomes.append(outcome)
     return apply_outcomes(store, outcomes)
 
 

@@ -216,8 +216,13 @@ def log_failure(beads_dir: str | None, payload: dict[str, Any] | None, exc: Base
     if not isinstance(exc, GcError):
         detail += "\n" + "".join(traceback.format_tb(exc.__traceback__))
     stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime())
+    from beads import files
+
     try:
-        with open(root / ".runtime" / "hooks.log", "a", encoding="utf-8") as handle:
-            handle.write(f"{stamp}Z {event}: {detail}\n")
-    except OSError:
-        pass
+        fd = files.open_file(str(root), str(root / ".runtime" / "hooks.log"))
+        try:
+            os.write(fd, f"{stamp}Z {event}: {detail}\n".encode())
+        finally:
+            os.close(fd)
+    except (OSError, GcError):
+        pass  # a log we cannot write (a link planted there) must not fail the hook

@@ -111,17 +111,22 @@ def marker_dir(root: Path, session: str) -> Path:
 
 def mark(root: Path, session: str, gate_id: str) -> Path:
     """Satisfy `gate_id` for `session` by hand."""
-    directory = marker_dir(root, session)
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / check_gate_id(gate_id)
-    path.touch()
+    from beads import files
+
+    path = marker_dir(root, session) / check_gate_id(gate_id)
+    files.create(str(root), str(path))  # never through a link
     return path
 
 
 def clear(root: Path, session: str, gate_id: str | None = None) -> int:
     """Remove one marker (or all of the session's); returns how many."""
+    from beads import files
+
     directory = marker_dir(root, session)
-    targets = [directory / check_gate_id(gate_id)] if gate_id else list(directory.glob("*"))
+    if not files.real_dir(str(root), str(directory)):
+        targets = []  # no markers, or behind a link: nothing of ours to remove
+    else:
+        targets = [directory / check_gate_id(gate_id)] if gate_id else list(directory.glob("*"))
     removed = 0
     for path in targets:
         try:

@@ -75,10 +75,16 @@ def stop_gates(ctx: HookContext) -> StopVerdict | None:
     where = Path(cwd) if isinstance(cwd, str) and Path(cwd).is_dir() else ctx.root.parent
     strict, warnings = [], []
     context = {"stale_beads": _stale_beads(ctx)}
-    for gate in session_gates.session_gates(ctx.config):
-        if gate.hook != "Stop" or gate.id == "decision":
-            continue
-        status = session_gates.evaluate(gate, ctx.root, ctx.session, cwd=where, context=context)
+    from beads.process import budget  # lazy, as the checks that need it
+
+    gates = [g for g in session_gates.session_gates(ctx.config)
+             if g.hook == "Stop" and g.id != "decision"]  # fmt: skip
+    with budget(session_gates.CHECK_TIMEOUT):  # every check of this stop shares one timeout
+        statuses = [
+            session_gates.evaluate(gate, ctx.root, ctx.session, cwd=where, context=context)
+            for gate in gates
+        ]
+    for gate, status in zip(gates, statuses, strict=True):
         line = f"{gate.id} ({gate.description or gate.check or 'no description'}): {status.how}"
         if status.satisfied:
             if status.how.startswith("broken check"):

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sqlite3
 import time
 from collections import namedtuple
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
+from beads import files
 from beads.errors import InvalidInput, NotFound, StorageError
 from beads.location import find_store
 from beads.reader import IndexReader
@@ -113,7 +115,7 @@ class Delivery:
         is cached per commit), read anew at each use so a long-lived Delivery sees changes."""
         self.root = root
         self.runtime = root / ".runtime"
-        self.runtime.mkdir(parents=True, exist_ok=True)
+        files.make_dirs(str(root), str(self.runtime))
         self._config_source = config
         self._config: dict[str, Any] | None = None
         self._reader: IndexReader | None = None
@@ -264,9 +266,12 @@ class Delivery:
         """Note a fault that must not fail the caller in `.runtime/delivery.log`."""
         stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         try:
-            with open(self.runtime / "delivery.log", "a", encoding="utf-8") as handle:
-                handle.write(f"{stamp} {line}\n")
-        except OSError:
+            fd = files.open_file(str(self.root), str(self.runtime / "delivery.log"))
+            try:
+                os.write(fd, f"{stamp} {line}\n".encode())
+            finally:
+                os.close(fd)
+        except (OSError, StorageError):
             pass
 
     def enqueue(
@@ -559,6 +564,8 @@ def _transaction(db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
 
 def _connect(path: Path, synchronous: str, schema: str, last_table: str) -> sqlite3.Connection:
     """Open (and on first use create) one of the delivery databases."""
+    # sqlite opens by name: never through a link, created with the store's mode.
+    files.prepare_db(str(path.parent.parent), str(path))
     try:
         db = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
         db.execute(f"PRAGMA synchronous={synchronous}")

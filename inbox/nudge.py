@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from beads import files
 from beads.process import run_bounded
 from inbox.render import preview
 
@@ -93,6 +94,7 @@ def nudge(delivery: Delivery, agent: str, text: str) -> str | None:
         stderr=subprocess.DEVNULL,
         start_new_session=True,
         close_fds=True,
+        umask=files.started_umask,  # the user's, not the one gc keeps for the store
     )
     return session
 

@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
+from beads import files
 from beads.errors import InvalidInput
 
 TYPE_CHECKING = False  # importing typing costs a hook ~7 ms
@@ -41,12 +42,14 @@ class SessionQueue:
         self.path = directory / f"{check_session(session)}.jsonl"
         self.bad_path = directory / f"{session}.bad.jsonl"
         self.lock_path = directory / f"{session}.lock"
-        directory.mkdir(parents=True, exist_ok=True)
+        self._root = str(runtime.parent)
+        files.make_dirs(self._root, str(directory))
 
     @property
     def _lock(self) -> Any:
         import filelock  # lazy: a hook with an empty queue never needs it
 
+        files.create(self._root, str(self.lock_path))  # filelock opens it by name
         return filelock.FileLock(str(self.lock_path), timeout=LOCK_TIMEOUT)
 
     def empty(self) -> bool:
@@ -59,14 +62,17 @@ class SessionQueue:
     def set_aside(self, line: str, why: str) -> None:
         """Keep a line that cannot be used in `<session>.bad.jsonl`, with the reason."""
         record = json.dumps({"line": line, "error": why}, ensure_ascii=False) + "\n"
-        with open(self.bad_path, "a", encoding="utf-8") as handle:
-            handle.write(record)
+        fd = files.open_file(self._root, str(self.bad_path))
+        try:
+            os.write(fd, record.encode())
+        finally:
+            os.close(fd)
 
     def append(self, record: dict[str, Any]) -> None:
         """Add one line, durably."""
         line = (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
         with self._lock:
-            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+            fd = files.open_file(self._root, str(self.path))
             try:
                 os.write(fd, line)
                 os.fsync(fd)
@@ -83,33 +89,31 @@ class SessionQueue:
         before that leaves every line in place for the next drain (dedup absorbs repeats).
         """
         with self._lock:
-            try:
-                raw = self.path.read_bytes()
-            except FileNotFoundError:
-                return [], []
-            records: list[dict[str, Any]] = []
-            bad: list[bytes] = []
-            for line in raw.splitlines():
-                if not line.strip():
-                    continue
-                try:
-                    value = json.loads(line)
-                except (ValueError, UnicodeDecodeError):
-                    bad.append(line)
-                    continue
-                if isinstance(value, dict):
-                    records.append(value)
-                else:
-                    bad.append(line)
-            problems = []
-            for line in bad:
-                self.set_aside(line.decode("utf-8", "replace"), "not a JSON object")
-            if bad:
-                problems.append(
-                    f"{len(bad)} unparsable line(s) in {self.path.name} set aside in "
-                    f"{self.bad_path.name}"
-                )
-            problems += store(records)
-            with open(self.path, "r+b") as handle:
+            fd = files.open_file(self._root, str(self.path), os.O_RDWR)
+            with open(fd, "r+b") as handle:
+                raw = handle.read()
+                records: list[dict[str, Any]] = []
+                bad: list[bytes] = []
+                for line in raw.splitlines():
+                    if not line.strip():
+                        continue
+                    try:
+                        value = json.loads(line)
+                    except (ValueError, UnicodeDecodeError):
+                        bad.append(line)
+                        continue
+                    if isinstance(value, dict):
+                        records.append(value)
+                    else:
+                        bad.append(line)
+                problems = []
+                for line in bad:
+                    self.set_aside(line.decode("utf-8", "replace"), "not a JSON object")
+                if bad:
+                    problems.append(
+                        f"{len(bad)} unparsable line(s) in {self.path.name} set aside in "
+                        f"{self.bad_path.name}"
+                    )
+                problems += store(records)
                 handle.truncate(0)
-            return records, problems
+                return records, problems

@@ -8,31 +8,40 @@ ignored. Stdout holds one JSON message (send, reply, get, read), a JSON array or
 exit 2 "operation not supported" (a no-op where the operation returns nothing, an error where
 a result is needed), anything else an error carrying the program's stderr, in which
 `already archived` and `gc-mail-error:not-found` mean AlreadyArchived and MessageNotFound.
-A call that outlives its timeout (30 s) is killed with everything it started.
+Each call runs in a process group of its own, killed with everything in it when the call
+ends (a server started by `ensure-running` must detach itself). A command has one time budget
+(30 s): `ensure-running` and the operation share it. Output that breaks the protocol (invalid
+JSON, a malformed message, a number like 1e400) is invalid input (exit 30); in a list, only
+the malformed message is skipped, with a warning.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import selectors
-import signal
+import logging
+import math
 import subprocess
-import threading
 import time
 from collections.abc import Sequence
 from typing import Any
 
 from beads.errors import InvalidInput
-from mail.message import AlreadyArchived, Message, MessageNotFound, ProviderError
+from beads.process import OutputTooLarge, run_bounded
+from mail.message import AlreadyArchived, Message, MessageNotFound, OutOfRange, ProviderError
 from mail.provider import Counts, Provider
 
 DEFAULT_TIMEOUT = 30.0
 MAX_OUTPUT = 16 * 1024 * 1024  # a mailbox listing larger than this is a misbehaving program
 UNSUPPORTED = 2
-# After the program exits, output still held open by a child it left running (a server
-# started by ensure-running) is not waited for longer than this.
-DRAIN_AFTER_EXIT = 0.2
+log = logging.getLogger("gc.mail")
+
+
+class BadOutput(ProviderError):
+    """The program's output breaks the protocol (invalid JSON, a malformed message): invalid
+    input to gc (exit 30), not a failure of gc's own."""
+
+    code = "invalid_input"
+    exit_code = 30
 
 
 class ExecMail(Provider):
@@ -64,11 +73,12 @@ class ExecMail(Provider):
         if dedup:
             raise InvalidInput("--dedup needs the beadmail provider (exec mail has no dedup keys)")
         payload = {"from": sender, "subject": subject, "body": body}
-        sent = self._message("send", to, payload)
+        deadline = time.monotonic() + self.timeout  # one budget for every copy
+        sent = self._message("send", to, payload, deadline)
         # The protocol carries no cc: each cc recipient gets a copy of their own.
         for other in dict.fromkeys(cc):
             if other != to:
-                self._message("send", other, payload)
+                self._message("send", other, payload, deadline)
         return sent
 
     def reply(self, message_id: str, sender: str, subject: str, body: str) -> Message:
@@ -114,16 +124,21 @@ class ExecMail(Provider):
         if data is None:
             return Counts(0, 0)
         try:
-            return Counts(int(data["total"]), int(data["unread"]))
+            total, unread = data["total"], data["unread"]
+            if not (type(total) is int and type(unread) is int and 0 <= unread <= total):
+                raise ValueError("not counts")
+            return Counts(total, unread)
         except (TypeError, KeyError, ValueError):
-            raise ProviderError(
+            raise BadOutput(
                 f'{self.program} count printed {_preview(out)}, not {{"total":N,"unread":N}}'
             ) from None
 
     # -- running the program -----------------------------------------------------------------
 
-    def _message(self, op: str, arg: str, payload: dict[str, str] | None = None) -> Message:
-        out = self._call(op, arg, payload)
+    def _message(
+        self, op: str, arg: str, payload: dict[str, str] | None = None, deadline: float = 0.0
+    ) -> Message:
+        out = self._call(op, arg, payload, deadline)
         if out is None:
             raise ProviderError(f"{self.program} does not support '{op}' (exit 2)")
         data = _json(out, self.program, op)
@@ -132,7 +147,7 @@ class ExecMail(Provider):
         try:
             return Message.from_json(data)
         except ProviderError as exc:
-            raise ProviderError(f"{self.program} {op}: {exc.message}") from None
+            raise BadOutput(f"{self.program} {op}: {exc.message}") from None
 
     def _messages(self, op: str, arg: str) -> list[Message]:
         out = self._call(op, arg)
@@ -140,21 +155,37 @@ class ExecMail(Provider):
         if data is None:
             return []
         if not isinstance(data, list):
-            raise ProviderError(f"{self.program} {op} printed {_preview(out)}, not a JSON array")
-        try:
-            return [Message.from_json(item) for item in data]
-        except ProviderError as exc:
-            raise ProviderError(f"{self.program} {op}: {exc.message}") from None
+            raise BadOutput(f"{self.program} {op} printed {_preview(out)}, not a JSON array")
+        messages = []
+        for item in data:
+            # One malformed message is skipped with a warning: the others are still listed
+            # (and, from the hook, still announced).
+            try:
+                messages.append(Message.from_json(item))
+            except ProviderError as exc:
+                shown = item.get("id") if isinstance(item, dict) else None
+                which = f" {shown}" if isinstance(shown, str) else ""
+                log.warning("gc: warning: %s %s: skipped message%s: %s",
+                            self.program, op, which, exc.message)  # fmt: skip
+        return messages
 
-    def _call(self, op: str, arg: str | None = None, payload: Any = None) -> bytes | None:
-        """Run one operation; its stdout, or None when the program says "not supported"."""
+    def _call(
+        self, op: str, arg: str | None = None, payload: Any = None, deadline: float = 0.0
+    ) -> bytes | None:
+        """Run one operation; its stdout, or None when the program says "not supported".
+
+        `ensure-running` (first call only) and the operation share one time budget, from
+        `deadline` when the caller gives one (a send to several recipients)."""
+        deadline = deadline or time.monotonic() + self.timeout
         if not self._started:
             self._started = True
             try:
-                self._run("ensure-running", None, None)
-            except ProviderError:
-                pass  # its result is ignored by the protocol; the real call will report
-        code, out, err = self._run(op, arg, payload)
+                self._run("ensure-running", None, None, deadline)
+            except ProviderError as exc:
+                if time.monotonic() >= deadline:
+                    raise exc from None  # nothing left of the budget for the operation
+                # otherwise its result is ignored by the protocol; the real call will report
+        code, out, err = self._run(op, arg, payload, deadline)
         if code == 0:
             return out
         if code == UNSUPPORTED:
@@ -168,16 +199,14 @@ class ExecMail(Provider):
             f"{self.program} {op} failed (exit {code}): {detail[:300] or 'no error output'}"
         )
 
-    def _run(self, op: str, arg: str | None, payload: Any) -> tuple[int, bytes, bytes]:
+    def _run(
+        self, op: str, arg: str | None, payload: Any, deadline: float
+    ) -> tuple[int, bytes, bytes]:
         argv = [self.program, op] + ([arg] if arg is not None else [])
         stdin = go_json(payload) if payload is not None else b""
         try:
-            proc = subprocess.Popen(
-                argv,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                start_new_session=True,  # its own process group, so a timeout kills it all
+            return run_bounded(
+                argv, deadline - time.monotonic(), stdin=stdin, max_output=MAX_OUTPUT
             )
         except FileNotFoundError:
             raise ProviderError(f"mail program not found: {self.program}") from None
@@ -185,53 +214,14 @@ class ExecMail(Provider):
             raise ProviderError(f"mail program is not executable: {self.program}") from None
         except OSError as exc:
             raise ProviderError(f"cannot run mail program {self.program}: {exc}") from None
-        writer = threading.Thread(target=_feed, args=(proc, stdin), daemon=True)
-        writer.start()
-        try:
-            out, err = self._collect(proc, op)
-        finally:
-            if proc.poll() is None:
-                _kill_group(proc)
-            proc.wait()
-            for pipe in (proc.stdout, proc.stderr):
-                if pipe is not None:
-                    pipe.close()
-        return proc.returncode, out, err
-
-    def _collect(self, proc: subprocess.Popen[bytes], op: str) -> tuple[bytes, bytes]:
-        assert proc.stdout is not None and proc.stderr is not None
-        chunks: dict[int, list[bytes]] = {proc.stdout.fileno(): [], proc.stderr.fileno(): []}
-        sizes = dict.fromkeys(chunks, 0)
-        deadline = time.monotonic() + self.timeout
-        exited_at: float | None = None
-        with selectors.DefaultSelector() as selector:
-            for pipe in (proc.stdout, proc.stderr):
-                os.set_blocking(pipe.fileno(), False)
-                selector.register(pipe.fileno(), selectors.EVENT_READ)
-            while selector.get_map():
-                now = time.monotonic()
-                if now > deadline:
-                    _kill_group(proc)
-                    raise ProviderError(
-                        f"{self.program} {op} timed out after {self.timeout:g}s and was killed"
-                    )
-                if exited_at is None and proc.poll() is not None:
-                    exited_at = now
-                if exited_at is not None and now - exited_at > DRAIN_AFTER_EXIT:
-                    break
-                for key, _ in selector.select(timeout=0.05):
-                    data = os.read(key.fd, 65536)
-                    if not data:
-                        selector.unregister(key.fd)
-                        continue
-                    chunks[key.fd].append(data)
-                    sizes[key.fd] += len(data)
-                    if sizes[key.fd] > MAX_OUTPUT:
-                        _kill_group(proc)
-                        raise ProviderError(
-                            f"{self.program} {op} printed more than {MAX_OUTPUT >> 20} MiB; killed"
-                        )
-        return b"".join(chunks[proc.stdout.fileno()]), b"".join(chunks[proc.stderr.fileno()])
+        except subprocess.TimeoutExpired:
+            raise ProviderError(
+                f"{self.program} {op} timed out after {self.timeout:g}s and was killed"
+            ) from None
+        except OutputTooLarge:
+            raise ProviderError(
+                f"{self.program} {op} printed more than {MAX_OUTPUT >> 20} MiB; killed"
+            ) from None
 
 
 def go_json(payload: dict[str, str]) -> bytes:
@@ -249,31 +239,28 @@ def go_json(payload: dict[str, str]) -> bytes:
     return text.encode("utf-8")
 
 
-def _feed(proc: subprocess.Popen[bytes], data: bytes) -> None:
-    # In a thread: a program that never reads its stdin must not block us.
-    assert proc.stdin is not None
-    try:
-        if data:
-            proc.stdin.write(data)
-        proc.stdin.close()
-    except (BrokenPipeError, OSError):
-        pass
-
-
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
 def _json(out: bytes, program: str, op: str) -> Any:
     if not out.strip():
         return None
     try:
-        return json.loads(out)
+        return json.loads(out, parse_constant=_not_a_number, parse_float=_float, parse_int=_int)
     except (ValueError, UnicodeDecodeError):
-        raise ProviderError(f"{program} {op} printed invalid JSON: {_preview(out)}") from None
+        raise BadOutput(f"{program} {op} printed invalid JSON: {_preview(out)}") from None
+
+
+def _not_a_number(text: str) -> Any:
+    raise ValueError(f"{text} is not JSON")  # NaN, Infinity: Python's extension, not JSON
+
+
+def _float(text: str) -> Any:
+    # 1e400 would be inf: kept as a value no field accepts, so only its message is refused.
+    value = float(text)
+    return value if math.isfinite(value) else OutOfRange(text)
+
+
+def _int(text: str) -> Any:
+    # Past 2**63 no field means it, and a few thousand digits make int() itself raise.
+    return int(text) if len(text) <= 19 else OutOfRange(text)
 
 
 def _preview(out: bytes, width: int = 80) -> str:

@@ -23,6 +23,16 @@ class ProviderError(GcError):
     exit_code = 50
 
 
+class OutOfRange:
+    """A JSON number no field can hold (1e400, twenty digits): parsed as this, so that only
+    the message holding it is refused, never the whole listing."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
 @dataclass
 class Message:
     """One message as every provider returns it; JSON keys follow the exec protocol."""
@@ -63,7 +73,15 @@ class Message:
             raise ProviderError("expected a JSON object for a message")
         try:
             cc = data.get("cc") or []
+            for key, value in data.items():
+                if isinstance(value, OutOfRange):
+                    raise ValueError(f"{key!r} is out of range: {value.text}")
             priority = data.get("priority")
+            if priority is not None and type(priority) is not int:
+                raise ValueError("'priority' must be an integer")
+            read = data.get("read", False)
+            if type(read) is not bool:
+                raise ValueError("'read' must be true or false")
             message = cls(
                 id=_text(data, "id"),
                 sender=_text(data, "from"),
@@ -71,11 +89,12 @@ class Message:
                 subject=_text(data, "subject", ""),
                 body=_text(data, "body", ""),
                 created_at=_text(data, "created_at", ""),
-                read=bool(data.get("read", False)),
-                thread_id=data.get("thread_id") or None,
-                reply_to=data.get("reply_to") or None,
-                priority=2 if priority is None else int(priority),
-                cc=[str(x) for x in cc] if isinstance(cc, list) else [str(cc)],
+                read=read,
+                thread_id=_text(data, "thread_id", "") or None,
+                reply_to=_text(data, "reply_to", "") or None,
+                # 0 critical .. 4 low: a program's wider scale is clamped, never refused.
+                priority=2 if priority is None else min(max(priority, 0), 4),
+                cc=[_text({"cc": x}, "cc") for x in (cc if isinstance(cc, list) else [cc])],
             )
         except (TypeError, ValueError) as exc:
             raise ProviderError(f"malformed message: {exc}") from None

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 
+from beads.errors import InvalidInput
 from inbox.delivery import Delivery
 from inbox.render import preview
 from mail.message import Message
@@ -29,18 +30,24 @@ def item_text(message: Message) -> str:
 def notify(
     delivery: Delivery, deliveries: Sequence[tuple[str, Message]], *, in_store: bool
 ) -> None:
-    """Push a mail item for each `(recipient, message)`; `in_store` when the message is a bead."""
+    """Push a mail item for each `(recipient, message)`; `in_store` when the message is a bead.
+
+    A message that cannot be an item (an exec script's empty sender, an id too long for a
+    key) is skipped with a warning: it never stops the notification of the others."""
     for recipient, message in deliveries:
-        delivery.push(
-            [recipient],
-            item_text(message),
-            key=f"mail:{message.id}",
-            type="mail",
-            source=message.sender,
-            priority=message.priority,
-            ref_bead=message.id if in_store else None,
-            moot_when=MOOT_WHEN if in_store else None,
-        )
+        try:
+            delivery.push(
+                [recipient],
+                item_text(message),
+                key=f"mail:{message.id}",
+                type="mail",
+                source=message.sender,
+                priority=message.priority,
+                ref_bead=message.id if in_store else None,
+                moot_when=MOOT_WHEN if in_store else None,
+            )
+        except InvalidInput as exc:
+            log.warning("gc: warning: no notification for message %s: %s", message.id, exc)
 
 
 def notify_safely(

@@ -100,14 +100,26 @@ def test_stderr_markers_map_to_errors(tmp_path: Path) -> None:
     [
         ("not json at all", "invalid JSON"),
         ('{"id": "x"}', "not a JSON array"),
-        ('[{"from": "a"}]', "missing 'id'"),
-        ('[{"id": 7, "from": "a"}]', "must be a string"),
+        ('[{"from": "a"}', "invalid JSON"),
     ],
 )
 def test_garbage_is_a_clear_error(tmp_path: Path, output: str, match: str) -> None:
     provider = ExecMail(script(tmp_path, f"echo '{output}'\n"))
     with pytest.raises(ProviderError, match=match):
         provider.inbox("b")
+
+
+@pytest.mark.parametrize(
+    "output, match",
+    [
+        ('{"from": "a"}', "missing 'id'"),
+        ('{"id": 7, "from": "a"}', "must be a string"),
+    ],
+)
+def test_a_malformed_message_is_a_clear_error(tmp_path: Path, output: str, match: str) -> None:
+    provider = ExecMail(script(tmp_path, f"echo '{output}'\n"))
+    with pytest.raises(ProviderError, match=match):
+        provider.get("x")
 
 
 def test_a_hanging_program_and_its_children_are_killed(tmp_path: Path) -> None:

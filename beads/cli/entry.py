@@ -19,6 +19,9 @@ DIRECT: dict[tuple[str, ...], tuple[str, str]] = {
 
 def main() -> None:
     """Run `gc`."""
+    from beads import files
+
+    files.own_umask = True  # a program of our own: its umask may follow the store's modes
     direct = DIRECT.get(tuple(sys.argv[1:]))
     if direct is not None:
         module, function = direct
