@@ -13,9 +13,14 @@ if TYPE_CHECKING:
     from typing import Any
 
 TYPES = ("decision", "alert", "event", "agent", "mail", "gate", "system")
+# Items of these types come only from their producers (mail, decisions, gates), through
+# `inbox.follow.record`: a push or a queue line of one of them is refused, so nobody can make
+# an item that looks like mail from someone else.
+PRODUCER_TYPES = ("mail", "decision", "gate")
 MAX_CONTENT_BYTES = 64 * 1024
 MAX_KEY_CHARS = 200
-STATES = ("pending", "delivered", "expired", "moot")
+# `delivering`: handed to a session whose output is not yet known to be out (see `drain`).
+STATES = ("pending", "delivering", "delivered", "expired", "moot")
 
 
 class Item:
@@ -31,7 +36,7 @@ class Item:
 
     __slots__ = FIELDS = (
         "id", "agent", "key", "type", "source", "content", "priority", "created_at",
-        "expires_at", "ref_bead", "moot_when", "state", "session", "settled_at",
+        "expires_at", "ref_bead", "moot_when", "state", "session", "settled_at", "pusher",
     )  # fmt: skip
 
     def __init__(
@@ -50,6 +55,7 @@ class Item:
         id: int | None = None,
         session: str | None = None,
         settled_at: float | None = None,
+        pusher: str | None = None,
     ) -> None:
         self.agent = agent
         self.key = key
@@ -65,6 +71,9 @@ class Item:
         self.id = id
         self.session = session
         self.settled_at = settled_at
+        # The agent that pushed the item, when it is not the producer's own (None for items
+        # derived from the store's history): shown beside `source`, which anyone may set.
+        self.pusher = pusher
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
@@ -100,6 +109,8 @@ class Item:
             raise InvalidInput(f"item type must be one of {', '.join(TYPES)}, not {self.type!r}")
         if not isinstance(self.source, str) or not self.source or len(self.source) > 200:
             raise InvalidInput("item source must be 1..200 characters")
+        if self.pusher is not None:
+            check_agent(self.pusher, what="pusher")
         if type(self.priority) is not int or not 0 <= self.priority <= 4:
             raise InvalidInput("priority must be an integer 0..4")
         if not isinstance(self.content, str) or not self.content.strip():
@@ -133,7 +144,7 @@ class Item:
         if not isinstance(data, dict):
             raise InvalidInput("an inbox item must be a JSON object")
         names = {"agent", "key", "content", "type", "source", "priority", "created_at"}
-        names |= {"expires_at", "ref_bead", "moot_when"}
+        names |= {"expires_at", "ref_bead", "moot_when", "pusher"}
         try:
             item = cls(**{k: v for k, v in data.items() if k in names})
         except TypeError as exc:

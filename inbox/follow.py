@@ -1,0 +1,161 @@
+"""Notifications follow git: items derived from the commits of the store's branch.
+
+The delivery database records the last commit it derived items from (its watermark, table
+`follow`). A producer (a mail send, a decision answer, a gate check) commits, then derives its
+items from the beads it changed and moves the watermark from its parent to its commit in the
+same transaction. When a drain finds the branch ahead of the watermark (a producer killed
+between its commit and its items, a commit by a command that derives nothing, a push into the
+store, a sync), it derives the items of the beads changed in between from the tree diff, as the
+index catches up. Dedup keys make a second derivation of the same change a no-op.
+
+The rules stay with their layer: a deriver is a function of the producer's module from the
+changes of one commit range to items. This layer names them as data (below) and imports one
+only when a change of its bead type is to be derived, so it never imports the layers above it
+on its own, and a hook that finds the watermark at the branch pays two cheap reads.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Sequence
+
+from beads.reader import branch_head
+from beads.record import Bead
+
+TYPE_CHECKING = False  # importing typing costs a hook ~7 ms
+if TYPE_CHECKING:
+    import sqlite3
+
+    from inbox.delivery import Delivery
+    from inbox.items import Item
+
+# "module:function" of each deriver, by the bead type whose changes call for it. A deriver
+# takes every change of the range (`Sequence[Change]`) and returns the items they make.
+DERIVERS = {
+    "message": "mail.notify:derive",
+    "decision": "gates.decisions:derive",
+    "gate": "gates.beadgates:derive",
+}
+
+
+class Change:
+    """One bead changed by a commit range: `new` (None when deleted) and `old` (None when
+    created; read from git only when a deriver asks for it)."""
+
+    __slots__ = ("new", "created", "_old", "_load")
+
+    def __init__(
+        self,
+        new: Bead | None,
+        old: Bead | None = None,
+        load_old: Callable[[], Bead | None] | None = None,
+    ) -> None:
+        self.new = new
+        self.created = old is None and load_old is None  # the bead is new in the range
+        self._old = old
+        self._load = load_old
+
+    @property
+    def old(self) -> Bead | None:
+        if self._load is not None:
+            self._old, self._load = self._load(), None
+        return self._old
+
+
+def watermark(delivery: Delivery) -> bytes | None:
+    """The last commit the delivery database derived items from."""
+    row = delivery.db.execute("SELECT head FROM follow").fetchone()
+    return row[0].encode() if row and row[0] else None
+
+
+def derive(changes: Sequence[Change]) -> list[Item]:
+    """The items the producers make of these changes (each deriver loaded on first need)."""
+    types = {c.new.type for c in changes if c.new is not None}
+    items: list[Item] = []
+    for bead_type, target in DERIVERS.items():
+        if bead_type in types:
+            module, _, name = target.partition(":")
+            items += getattr(importlib.import_module(module), name)(changes)
+    return items
+
+
+def record(
+    delivery: Delivery,
+    items: Sequence[Item],
+    *,
+    advance: tuple[bytes | None, bytes | None] | None = None,
+) -> list[tuple[Item, bool]]:
+    """Store items of a producer (the one path for mail, decision and gate items) and, with
+    `advance=(parent, commit)`, move the watermark to `commit` if it stands at `parent`, in
+    the same transaction; returns `(item, created)` per item. Idle recipients are nudged."""
+
+    def move(db: sqlite3.Connection) -> None:
+        parent, commit = advance  # type: ignore[misc]
+        if commit is not None:
+            db.execute(
+                "UPDATE follow SET head = ? WHERE head IS ?",
+                (commit.decode(), parent.decode() if parent else None),
+            )
+
+    return delivery.insert_items(items, then=move if advance else None)
+
+
+def committed(
+    delivery: Delivery, parent: bytes | None, commit: bytes | None, changes: Sequence[Change]
+) -> list[tuple[Item, bool]]:
+    """After a producer's commit: derive the items of its changes and record them."""
+    return record(delivery, derive(changes), advance=(parent, commit))
+
+
+def follow(delivery: Delivery) -> int:
+    """Derive the items of the commits past the watermark; returns how many were new.
+
+    Cheap when the watermark is at the branch (the ref file and one row); otherwise the
+    store is opened (its index catches up) and the tree diff names the beads to look at.
+    """
+    head = branch_head(delivery.root)
+    mark = watermark(delivery)
+    if head is None or mark == head:
+        return 0
+    if mark is None:  # made before the branch had a commit: nothing was missed
+        record(delivery, [], advance=(None, head))
+        return 0
+    return _catch_up(delivery, mark)
+
+
+def _catch_up(delivery: Delivery, mark: bytes) -> int:
+    from beads.codec import load_bead
+    from beads.errors import InvalidInput
+    from beads.ids import parse_bead_path
+    from beads.store import Store
+
+    with Store(delivery.root) as store:  # the index is at `head` once this is open
+        head = store.index.head()
+        if not store.git.has_object(mark):
+            # The commit it stood at is gone (the branch was replaced): start again from here.
+            delivery.log(f"follow: watermark {mark!r} not in the store; restarting at HEAD")
+            return _created(record(delivery, [], advance=(mark, head)))
+        changes = []
+        for change in store.git.changes(mark, head):
+            located = parse_bead_path(change.path)
+            if located is None or located[0] not in DERIVERS or change.new_sha is None:
+                continue
+            new = store.index.get(located[1])  # the bead at `head` (None if unreadable)
+            if new is None:
+                continue
+
+            def load_old(
+                sha: bytes | None = change.old_sha, path: str = change.path
+            ) -> Bead | None:
+                try:
+                    return load_bead(store.git.read(sha), what=path, max_body=1 << 62)
+                except InvalidInput:
+                    return None
+
+            changes.append(Change(new, load_old=load_old if change.old_sha else None))
+        made = record(delivery, derive(changes), advance=(mark, head))
+    return _created(made)
+
+
+def _created(results: list[tuple[Item, bool]]) -> int:
+    return sum(1 for _, created in results if created)
