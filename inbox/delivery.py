@@ -509,6 +509,20 @@ class Delivery:
 
         return queue.take(store)[1]
 
+    def settle(self, agent: str, keys: Sequence[str], state: str = "moot") -> int:
+        """Settle `agent`'s undelivered items of these keys (a producer says they are moot:
+        for items with no bead to check); returns how many."""
+        now = time.time()
+        with self.write() as db:
+            return sum(
+                db.execute(
+                    "UPDATE items SET state = ?, settled_at = ? WHERE agent = ? AND key = ? "
+                    "AND state IN ('pending', 'delivering')",
+                    (state, now, agent, key),
+                ).rowcount
+                for key in keys
+            )
+
     def _moot_keys(self, items: Sequence[Item]) -> set[str]:
         """Keys of the items whose referenced bead now matches a moot condition."""
         refs = [item for item in items if item.ref_bead and item.moot_when]

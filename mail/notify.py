@@ -78,5 +78,15 @@ def reconcile(delivery: Delivery, agent: str) -> int:
     )
     messages = chosen.check(agent)
     in_store = chosen.name == "beadmail"
-    record(delivery, [mail_item(agent, m, in_store=in_store) for m in messages])
+    made = record(delivery, [mail_item(agent, m, in_store=in_store) for m in messages])
+    if not in_store:
+        # No bead to check at drain time: an item whose message is no longer unread (read or
+        # archived through the script since) is moot now, or it would announce read mail.
+        unread = {item.key for item, _ in made}
+        stale = [
+            item.key
+            for item in delivery.items(agent, ("pending", "delivering"))
+            if item.type == "mail" and item.ref_bead is None and item.key not in unread
+        ]
+        delivery.settle(agent, stale)
     return len(messages)
