@@ -16,6 +16,7 @@ from beads.faults import fault
 from beads.record import acting_agent
 from beads.times import parse_duration
 from inbox.delivery import Delivery, Session
+from inbox.follow import follow
 from inbox.items import TYPES, Item
 from inbox.render import preview, shown_source
 
@@ -107,7 +108,9 @@ def list_items(show_all: bool, delivered: bool) -> None:
         ("delivered",) if delivered else ("pending",)
     )  # fmt: skip
     who = me()
-    items = open_delivery().items(who, states)
+    delivery = open_delivery()
+    follow(delivery)
+    items = delivery.items(who, states)
     emit({"agent": who, "items": [i.to_json() for i in items]}, lambda: _table(items, who))
 
 

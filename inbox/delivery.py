@@ -137,7 +137,7 @@ class Delivery:
             self.runtime / "delivery.sqlite3",
             "NORMAL",
             SCHEMA,
-            "entries",  # a table of every version
+            "entries",
             version=SCHEMA_VERSION,
             migrations=MIGRATIONS,
             setup=self._start_following,
@@ -277,6 +277,7 @@ class Delivery:
         """Push checked items in one transaction (see `push`); returns `(item, created)`."""
         for item in items:
             refuse_producer_type(item.type)
+            item.pusher = item.pusher or acting_agent()
         return self.insert_items(items, nudge=nudge)
 
     def insert_items(
@@ -375,8 +376,11 @@ class Delivery:
 
     def wait(self, agent: str, timeout: float, poll: float = 0.05) -> bool:
         """Block until `agent` has a pending item (True) or `timeout` seconds pass (False)."""
+        from inbox.follow import follow
+
         deadline = time.monotonic() + timeout
         while True:
+            follow(self)  # mail committed meanwhile (a crashed send, a push) wakes it too
             if self.has_pending(agent):
                 return True
             left = deadline - time.monotonic()
@@ -665,7 +669,7 @@ def _connect(
     path: Path,
     synchronous: str,
     schema: str,
-    last_table: str,
+    last_table: str,  # a table of every version: absent, the database is new
     *,
     version: int = 0,
     migrations: dict[int, str] | None = None,
@@ -676,19 +680,17 @@ def _connect(
     A database of an older `user_version` is brought up by `migrations`; `setup` runs once,
     in the same transaction, when the database is made or upgraded. A newer one is refused.
     """
+    db = None
     try:
         db = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
         db.execute(f"PRAGMA synchronous={synchronous}")
-        if _schema_state(db, last_table) == (version, True):
+        if _schema_state(db, last_table, path, version) == (version, True):
             return db  # the common case: two cheap reads
         db.execute("PRAGMA journal_mode=WAL")  # kept in the file: set it once
         with _transaction(db):
-            found, made = _schema_state(db, last_table)  # another process may have done it
-            if found > version:
-                raise StorageError(
-                    f"{path.name} has schema version {found}, newer than this gc knows "
-                    f"({version}): upgrade gc-beads"
-                )
+            found, made = _schema_state(
+                db, last_table, path, version
+            )  # another process may be here
             if not made:
                 statements = schema.split(";")
             else:
@@ -702,17 +704,25 @@ def _connect(
                 if setup is not None:
                     setup(db)
         return db
-    except sqlite3.DatabaseError as exc:
+    except (sqlite3.DatabaseError, StorageError) as exc:
+        if db is not None:
+            db.close()
+        if isinstance(exc, StorageError):
+            raise
         raise StorageError(f"cannot open {path.name}: {exc}") from None
 
 
-def _schema_state(db: sqlite3.Connection, last_table: str) -> tuple[int, bool]:
-    """`(user_version, whether the schema's last table exists)`."""
+def _schema_state(db: sqlite3.Connection, table: str, path: Path, known: int) -> tuple[int, bool]:
+    """`(user_version, whether `table` exists)`; a version above `known` (a database made by
+    a newer gc) is refused rather than half-read."""
     version = db.execute("PRAGMA user_version").fetchone()[0]
-    made = db.execute(
-        "SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (last_table,)
-    ).fetchone()
-    return version, made is not None
+    if version > known:
+        raise StorageError(
+            f"{path.name} has schema version {version}, newer than this gc knows ({known}): "
+            "upgrade gc-beads"
+        )
+    made = db.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (table,))
+    return version, made.fetchone() is not None
 
 
 def _insert(db: sqlite3.Connection, item: Item) -> bool:

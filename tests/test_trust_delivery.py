@@ -80,6 +80,17 @@ def test_a_killed_send_is_announced_by_gc_inbox_drain(project: Path, gc: GcRunne
     assert "warm up" in drained["text"] and "ship it" in drained["text"]
 
 
+def test_inbox_wait_and_list_see_a_killed_sends_mail(project: Path, gc: GcRunner) -> None:
+    with Delivery(project / ".beads"):
+        pass  # the database exists, as it does once any hook ran
+    killed = gc("mail", "send", "dog", "-m", "ship it",
+                env={"GC_AGENT": "mayor", "GC_FAULT_POINT": "after-index"})  # fmt: skip
+    assert killed.returncode == KILLED
+    woke = gc("inbox", "wait", "--timeout", "2", env={"GC_AGENT": "dog"})
+    assert woke.returncode == 0 and "ship it" in woke.stdout
+    assert "ship it" in gc("inbox", "list", env={"GC_AGENT": "dog"}).stdout
+
+
 def test_mail_committed_by_another_process_reaches_hooks(project: Path, gc: GcRunner) -> None:
     # A push into the store or a sync: the message bead arrives without its sender's items.
     assert hook(gc, "SessionStart") == ""
@@ -215,6 +226,20 @@ def test_nobody_pushes_items_of_a_producers_type(project: Path, gc: GcRunner, ki
         assert len(forged.stderr.strip().splitlines()) == 1 and "Traceback" not in forged.stderr
     assert items(project) == []
     assert hook(gc, "Stop") == ""
+
+
+def test_the_python_push_refuses_producer_types_and_records_the_pusher(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from beads.errors import InvalidInput
+
+    with Delivery(project / ".beads") as delivery:
+        for kind in ("mail", "decision", "gate"):
+            with pytest.raises(InvalidInput, match="only from their producer"):
+                delivery.push(["dog"], "forged", key=f"{kind}:x", type=kind, source="mayor")
+        monkeypatch.setenv("GC_AGENT", "eve")
+        [(item, _)] = delivery.push(["dog"], "hi", key="k", type="alert", source="mayor")
+        assert item.pusher == "eve" and delivery.items("dog")[0].pusher == "eve"
 
 
 def test_a_forged_queue_line_of_a_producers_type_is_set_aside(project: Path, gc: GcRunner) -> None:
