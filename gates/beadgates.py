@@ -25,8 +25,7 @@ from beads.process import run_bounded
 from beads.record import Bead, check_agent
 from beads.store import Store
 from beads.times import now_stamp, parse_duration, to_stamp
-from inbox.delivery import Delivery
-from inbox.follow import Change, committed
+from inbox.follow import Change, followed_batch
 from inbox.items import Item
 
 GATE = "gate"
@@ -106,7 +105,10 @@ def create_gate(
         target = store.get(target).id
     meta = gate_meta(kind, target, waiters=list(waiters) or [store.agent], timeout=timeout)
     label = title or f"Wait for {await_spec}"
-    return store.create(GATE, label, "", parent=parent, meta=meta)
+    with followed_batch(store) as (batch, changes):
+        gate = batch.create(GATE, label, "", parent=parent, meta=meta)
+        changes.append(Change(gate))
+    return gate
 
 
 def open_gates(store: Store) -> list[Bead]:
@@ -253,33 +255,28 @@ def check_gates(
 def apply_outcomes(store: Store, outcomes: Sequence[Outcome]) -> list[Outcome]:
     """Commit the outcomes in one batch (each gate re-read under the lock), then notify."""
     done: list[Outcome] = []
-    changes: list[Change] = []
-    # Opened before the commit: a database made now starts following at the parent.
-    with Delivery(store.root) as delivery:
-        with store.batch() as batch:
-            # Every gate is read again under the lock (the index is at HEAD there), at once.
-            batch.prefetch(o.gate_id for o in outcomes)
-            for outcome in outcomes:
-                gate = batch.get(outcome.gate_id)
-                if gate.status != "open":
-                    continue  # another check got here first
-                if outcome.action == "wait":
-                    batch.update(gate.id, meta={"error": outcome.error})
-                    continue
-                if gate.meta.get("state") == "escalated" and outcome.action == "escalate":
-                    continue
-                if outcome.action == "resolve":
-                    resolution = {"state": "resolved", "resolution": outcome.reason}
-                    why = f"resolved: {outcome.reason}"
-                    changed = batch.close(gate.id, why, force=True, meta=resolution)
-                else:
-                    escalation = {"state": "escalated", "resolution": outcome.reason}
-                    changed = batch.update(gate.id, meta=escalation)
-                done.append(outcome)
-                changes.append(Change(changed, gate))
-            batch.message = _message(done) if done else None
-        if done:
-            committed(delivery, batch.base, batch.commit_id, changes)
+    with followed_batch(store) as (batch, changes):
+        # Every gate is read again under the lock (the index is at HEAD there), all at once.
+        batch.prefetch(o.gate_id for o in outcomes)
+        for outcome in outcomes:
+            gate = batch.get(outcome.gate_id)
+            if gate.status != "open":
+                continue  # another check got here first
+            if outcome.action == "wait":
+                changes.append(Change(batch.update(gate.id, meta={"error": outcome.error}), gate))
+                continue
+            if gate.meta.get("state") == "escalated" and outcome.action == "escalate":
+                continue
+            if outcome.action == "resolve":
+                resolution = {"state": "resolved", "resolution": outcome.reason}
+                why = f"resolved: {outcome.reason}"
+                changed = batch.close(gate.id, why, force=True, meta=resolution)
+            else:
+                escalation = {"state": "escalated", "resolution": outcome.reason}
+                changed = batch.update(gate.id, meta=escalation)
+            done.append(outcome)
+            changes.append(Change(changed, gate))
+        batch.message = _message(done) if done else None
     return done
 
 

@@ -20,7 +20,7 @@ from beads.store import Store
 from beads.times import now_stamp
 from gates.beadgates import GATE, gate_meta
 from inbox.delivery import Delivery
-from inbox.follow import Change, committed, record
+from inbox.follow import Change, followed_batch, record
 from inbox.items import Item
 
 DECISION = "decision"
@@ -58,7 +58,7 @@ def create_decision(
         raise InvalidInput("a decision needs a prompt")
     if default is not None and default not in {o["key"] for o in parsed}:
         raise InvalidInput(f"the default {default!r} is not one of the options")
-    with store.batch() as batch:
+    with followed_batch(store) as (batch, changes):
         decision_id, gate_id = batch.new_id(), batch.new_id()
         title = " ".join(prompt.split())[:200]
         decision = batch.create(
@@ -85,6 +85,7 @@ def create_decision(
             meta=gate_meta("human", decision_id, waiters=[store.agent], timeout=timeout),
         )
         batch.message = f'decision create {decision_id}: "{title[:60]}" (gate {gate_id})'
+        changes += [Change(decision), Change(gate)]
     return decision, gate
 
 
@@ -106,31 +107,24 @@ def respond(
     if decision.status != "open" and decision.meta.get("answer") == select:
         push_answer(store, decision)  # the same answer again: tell the requester (dedup)
         return decision
-    # Opened before the commit: see BeadMail._delivery_or_none.
-    with Delivery(store.root) as delivery:
-        with store.batch() as batch:
-            current = batch.get(decision.id)
-            if current.status != "open":
-                raise InvalidInput(
-                    f"{decision.id} is already answered ({current.meta.get('answer')})"
-                )
-            answer = {"answer": select, "answer_text": text, "answered_by": store.agent,
-                      "answered_at": now_stamp(), "by_default": by_default}  # fmt: skip
-            batch.update(decision.id, meta=answer)
-            batch.close(decision.id, f"answered: {select}", force=True)
-            changes = [Change(batch.get(decision.id), current)]
-            gate_id = current.meta.get("gate")
-            if gate_id:
-                gate = batch.get(gate_id)
-                if gate.status == "open":
-                    reason = f"decision {decision.id} answered: {select}"
-                    resolution = {"state": "resolved", "resolution": reason}
-                    why = f"resolved: {reason}"
-                    closed = batch.close(gate_id, why, force=True, meta=resolution)
-                    changes.append(Change(closed, gate))
-            how = " (default)" if by_default else ""
-            batch.message = f"decision respond {decision.id}: {select}{how} by {store.agent}"
-        committed(delivery, batch.base, batch.commit_id, changes)
+    with followed_batch(store) as (batch, changes):
+        current = batch.get(decision.id)
+        if current.status != "open":
+            raise InvalidInput(f"{decision.id} is already answered ({current.meta.get('answer')})")
+        answer = {"answer": select, "answer_text": text, "answered_by": store.agent,
+                  "answered_at": now_stamp(), "by_default": by_default}  # fmt: skip
+        batch.update(decision.id, meta=answer)
+        changes.append(Change(batch.close(decision.id, f"answered: {select}", force=True), current))
+        gate_id = current.meta.get("gate")
+        if gate_id:
+            gate = batch.get(gate_id)
+            if gate.status == "open":
+                reason = f"decision {decision.id} answered: {select}"
+                resolution = {"state": "resolved", "resolution": reason}
+                closed = batch.close(gate_id, f"resolved: {reason}", force=True, meta=resolution)
+                changes.append(Change(closed, gate))
+        how = " (default)" if by_default else ""
+        batch.message = f"decision respond {decision.id}: {select}{how} by {store.agent}"
     return store.get(decision.id)
 
 

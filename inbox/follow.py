@@ -16,8 +16,9 @@ on its own, and a hook that finds the watermark at the branch pays two cheap rea
 
 from __future__ import annotations
 
+import contextlib
 import importlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from beads.reader import branch_head
 from beads.record import Bead
@@ -26,6 +27,7 @@ TYPE_CHECKING = False  # importing typing costs a hook ~7 ms
 if TYPE_CHECKING:
     import sqlite3
 
+    from beads.store import Batch, Store
     from inbox.delivery import Delivery
     from inbox.items import Item
 
@@ -105,6 +107,40 @@ def committed(
 ) -> list[tuple[Item, bool]]:
     """After a producer's commit: derive the items of its changes and record them."""
     return record(delivery, derive(changes), advance=(parent, commit))
+
+
+@contextlib.contextmanager
+def followed_batch(
+    store: Store, delivery: Delivery | None = None, message: str | None = None
+) -> Iterator[tuple[Batch, list[Change]]]:
+    """`store.batch()` for a producer: append a `Change` for each bead the batch changes, and
+    once the commit is in, its items are recorded and the watermark moves past it.
+
+    The delivery database is opened before the commit, so one made now starts following at
+    the parent: even the first commit is announced if the process dies before its items are
+    written. A delivery fault never undoes the commit: it is logged, and the next drain
+    derives the same items from git.
+    """
+    own = delivery is None
+    if delivery is None:
+        from inbox.delivery import Delivery
+
+        try:
+            delivery = Delivery(store.root)
+        except Exception:  # noqa: BLE001 - the commit goes on; the next drain follows git
+            delivery = None
+    changes: list[Change] = []
+    try:
+        with store.batch(message) as batch:
+            yield batch, changes
+        if delivery is not None and batch.commit_id is not None:
+            try:
+                committed(delivery, batch.base, batch.commit_id, changes)
+            except Exception as exc:  # noqa: BLE001 - see above
+                delivery.log(f"items of commit {batch.commit_id.decode()} not recorded: {exc}")
+    finally:
+        if own and delivery is not None:
+            delivery.close()
 
 
 def follow(delivery: Delivery) -> int:

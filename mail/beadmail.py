@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from beads.errors import NotFound
 from beads.record import MAX_TITLE_CHARS, Bead, check_agent
-from beads.store import Batch, Store
+from beads.store import Store
+from inbox.follow import Change, followed_batch
 from mail.message import AlreadyArchived, Message, MessageNotFound
 from mail.provider import Counts, Provider
 
@@ -109,10 +110,7 @@ class BeadMail(Provider):
             meta["dedup"] = dedup
         if sender != self.store.agent:  # a relay or bridge: record who really sent it
             meta["sent_by"] = self.store.agent
-        # Opened before the commit: a database made now starts following at the parent, so
-        # even the first send is announced if it is killed before its items are written.
-        delivery = self._delivery_or_none()
-        with self.store.batch() as batch:
+        with followed_batch(self.store, self._delivery_or_none()) as (batch, changes):
             if dedup:
                 found = self.store.list(**mailbox_filters(to), meta={"dedup": dedup}, limit=1)
                 if found:
@@ -141,7 +139,7 @@ class BeadMail(Provider):
             batch.message = f'mail {verb} {ids[0]}: {sender} -> {to}{also} "{_short(title)}"'
             if reply_to:
                 batch.message += f" (re {reply_to})"
-        self._follow(delivery, batch, [(None, bead) for bead in made])
+            changes += [Change(bead) for bead in made]
         return bead_message(made[0])
 
     def _delivery_or_none(self) -> Delivery | None:
@@ -150,22 +148,6 @@ class BeadMail(Provider):
         except Exception as exc:  # never stops a send: the next drain follows git instead
             log.warning("delivery database unavailable: %s", exc)
             return None
-
-    def _follow(
-        self, delivery: Delivery | None, batch: Batch, changed: list[tuple[Bead | None, Bead]]
-    ) -> None:
-        """After a commit: record its items ("you have mail") and move the delivery database's
-        watermark past it. A fault is logged, never undoes the commit: the next drain derives
-        the same items from git (`inbox.follow`)."""
-        if delivery is None or batch.commit_id is None:
-            return
-        from inbox.follow import Change, committed
-
-        try:
-            committed(delivery, batch.base, batch.commit_id,
-                      [Change(new, old) for old, new in changed])  # fmt: skip
-        except Exception as exc:
-            log.warning("mail notification failed: %s", exc)
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -222,18 +204,17 @@ class BeadMail(Provider):
         if bead.status == "closed":
             raise AlreadyArchived(f"Already archived {bead.id}", id=bead.id)
         verb = "archive" if reason == "archived" else "delete"
-        delivery = self._delivery_or_none()
-        with self.store.batch(f"mail {verb} {bead.id}: {bead.assignee}") as batch:
-            closed = batch.close(bead.id, reason, force=True)
-        self._follow(delivery, batch, [(bead, closed)])
+        message = f"mail {verb} {bead.id}: {bead.assignee}"
+        with followed_batch(self.store, self._delivery_or_none(), message) as (batch, changes):
+            changes.append(Change(batch.close(bead.id, reason, force=True), bead))
 
     def _change(self, bead: Bead, verb: str, **changes: Any) -> Bead:
         # Read state changes make no items, but following them keeps the watermark at the
         # branch, so the next hook does not have to diff trees to find that out.
-        delivery = self._delivery_or_none()
-        with self.store.batch(f"mail {verb} {bead.id}: {bead.assignee}") as batch:
+        message = f"mail {verb} {bead.id}: {bead.assignee}"
+        with followed_batch(self.store, self._delivery_or_none(), message) as (batch, made):
             changed = batch.update(bead.id, **changes)
-        self._follow(delivery, batch, [(bead, changed)])
+            made.append(Change(changed, bead))
         return changed
 
     def _bead(self, message_id: str) -> Bead:

@@ -109,6 +109,9 @@ def test_producers_keep_the_watermark_at_the_branch(project: Path, gc: GcRunner)
     sent = gc.json("mail", "send", "dog", "-s", "s", "-m", "b", env={"GC_AGENT": "mayor"})
     gc("mail", "read", sent["message"]["id"], env={"GC_AGENT": "dog"})
     gc("mail", "archive", sent["message"]["id"], env={"GC_AGENT": "dog"})
+    gc("gate", "create", "--await", "gh:pr:7", "--waiter", "dog")
+    gc("gate", "check", "--json")  # no gh here: the gate records the error, in a commit
+    gc("decision", "create", "--prompt", "Ship?", "--option", "yes", "--option", "no")
     with Delivery(project / ".beads") as delivery:
         assert watermark(delivery) == branch_head(project / ".beads")
 
