@@ -16,7 +16,6 @@ from beads.faults import fault
 from beads.record import acting_agent
 from beads.times import parse_duration
 from inbox.delivery import Delivery, Session
-from inbox.follow import follow
 from inbox.items import TYPES, Item
 from inbox.render import preview, shown_source
 
@@ -109,7 +108,7 @@ def list_items(show_all: bool, delivered: bool) -> None:
     )  # fmt: skip
     who = me()
     delivery = open_delivery()
-    follow(delivery)
+    delivery.follow()
     items = delivery.items(who, states)
     emit({"agent": who, "items": [i.to_json() for i in items]}, lambda: _table(items, who))
 

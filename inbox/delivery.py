@@ -363,6 +363,18 @@ class Delivery:
         sql += " ORDER BY priority, created_at, id"
         return [_item(row) for row in self.db.execute(sql, params)]
 
+    def follow(self) -> int:
+        """Derive the items of commits this database has not seen (`inbox.follow`); returns
+        how many were new. A fault there is logged and never keeps a drain from delivering
+        what it already has."""
+        from inbox.follow import follow
+
+        try:
+            return follow(self)
+        except Exception as exc:  # noqa: BLE001 - logged; the next drain tries again
+            self.log(f"following git failed: {type(exc).__name__}: {exc}")
+            return 0
+
     def has_pending(self, agent: str, now: float | None = None) -> bool:
         """True when `agent` has an unexpired item not yet delivered (cheap: one indexed
         lookup); items claimed by a drain whose output is not known to be out count."""
@@ -376,11 +388,9 @@ class Delivery:
 
     def wait(self, agent: str, timeout: float, poll: float = 0.05) -> bool:
         """Block until `agent` has a pending item (True) or `timeout` seconds pass (False)."""
-        from inbox.follow import follow
-
         deadline = time.monotonic() + timeout
         while True:
-            follow(self)  # mail committed meanwhile (a crashed send, a push) wakes it too
+            self.follow()  # mail committed meanwhile (a crashed send, a push) wakes it too
             if self.has_pending(agent):
                 return True
             left = deadline - time.monotonic()
@@ -418,9 +428,7 @@ class Delivery:
             if known is None:
                 raise NotFound(f"no session {session!r}; give the agent or register the session")
             agent = known.agent
-        from inbox.follow import follow
-
-        follow(self)
+        self.follow()
         if SessionQueue(self.runtime, session).empty() and not self.has_pending(agent):
             return Drained(session=session, agent=agent, items=[], text="")  # the common case
         limit = limit if limit is not None else self.setting("max_items")

@@ -365,3 +365,21 @@ def test_a_durable_inbox_opened_by_path_uses_the_stores_database(project: Path) 
         inbox.post("task", "build the docs", sender="mayor")
     with AgentInbox(str(project / ".beads"), "worker") as inbox:
         assert [e.content for e in inbox] == ["build the docs"]
+
+
+def test_a_fault_while_following_git_never_keeps_a_drain_from_delivering(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import inbox.follow
+
+    def broken(delivery: Delivery, mark: bytes) -> int:
+        raise OSError("a damaged object")
+
+    with Delivery(project / ".beads") as delivery:
+        delivery.push(["dog"], "build finished", key="k")
+        with Store.open(project, agent="mayor") as store:  # the branch moves past the watermark
+            store.create("task", "elsewhere")
+        monkeypatch.setattr(inbox.follow, "_catch_up", broken)
+        assert [i.content for i in delivery.drain("s1", "dog").items] == ["build finished"]
+    log = (project / ".beads" / ".runtime" / "delivery.log").read_text()
+    assert "following git failed: OSError: a damaged object" in log
