@@ -10,8 +10,12 @@ Claude Code runs the hook with the event's JSON on stdin (`session_id`, `hook_ev
 - Stop runs the stop chain: handlers by priority, the first block wins
   (`{"decision": "block", "reason": ...}`); with no block the session is idle.
 
+The items a reply shows are marked delivered only once it is written and flushed: a hook
+killed or cut off before hands them to the session again at its next drain.
+
 The hook fails open: any fault of ours is logged in `.runtime/hooks.log` and the agent goes on.
-On the common path (nothing pending) it imports neither dulwich nor ruamel.yaml.
+On the common path (nothing pending, the delivery database at the branch's commit) it imports
+neither dulwich nor ruamel.yaml.
 """
 
 from __future__ import annotations
