@@ -100,11 +100,12 @@ def push(
 @click.option("--delivered", is_flag=True, help="Delivered items only.")
 @global_options
 def list_items(show_all: bool, delivered: bool) -> None:
-    """List pending items (of --agent, default: you)."""
+    """List undelivered items (of --agent, default: you)."""
     if show_all and delivered:
         raise InvalidInput("give --all or --delivered, not both")
-    states = ("pending", "delivered", "expired", "moot") if show_all else (
-        ("delivered",) if delivered else ("pending",)
+    # Items claimed by a drain whose output is not known to be out are still undelivered.
+    states = ("pending", "delivering", "delivered", "expired", "moot") if show_all else (
+        ("delivered",) if delivered else ("pending", "delivering")
     )  # fmt: skip
     who = me()
     delivery = open_delivery()
@@ -157,7 +158,7 @@ def wait(timeout: str) -> None:
     delivery = open_delivery()
     if not delivery.wait(who, parse_duration(timeout)):
         raise NoMatch(f"no item for {who} within {timeout}")
-    items = delivery.items(who)
+    items = delivery.items(who, ("pending", "delivering"))
     emit({"agent": who, "items": [i.to_json() for i in items]}, lambda: _table(items, who))
 
 

@@ -15,6 +15,7 @@ import os
 import signal
 import sqlite3
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -383,3 +384,31 @@ def test_a_fault_while_following_git_never_keeps_a_drain_from_delivering(
         assert [i.content for i in delivery.drain("s1", "dog").items] == ["build finished"]
     log = (project / ".beads" / ".runtime" / "delivery.log").read_text()
     assert "following git failed: OSError: a damaged object" in log
+
+
+def test_a_claimed_item_still_lists_as_undelivered(project: Path, gc: GcRunner) -> None:
+    with Delivery(project / ".beads") as delivery:
+        delivery.push(["dog"], "build finished", key="k")
+        delivery.drain("s1", "dog", deliver=False)  # the hook died before its output
+    assert "delivering" in gc("inbox", "list", env={"GC_AGENT": "dog"}).stdout
+
+
+def test_after_mail_gate_and_decision_commands_a_hook_loads_no_git(
+    project: Path, gc: GcRunner
+) -> None:
+    hook(gc, "SessionStart")
+    sent = gc.json("mail", "send", "dog", "-s", "s", "-m", "b", env={"GC_AGENT": "mayor"})
+    gc("mail", "read", sent["message"]["id"], env={"GC_AGENT": "dog"})
+    gc("gate", "create", "--await", "human", "--waiter", "dog")
+    gc("decision", "create", "--prompt", "Ship?", "--option", "yes", "--option", "no")
+    code = (
+        "import sys; sys.argv = ['gc', 'hook', 'run']\n"
+        "from beads.cli.entry import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "print('dulwich' in sys.modules, 'ruamel' in sys.modules)"
+    )
+    payload = json.dumps({"session_id": "s1", "hook_event_name": "UserPromptSubmit"})
+    env = {**gc.env, "GC_AGENT": "dog"}
+    out = subprocess.run([sys.executable, "-c", code], input=payload, cwd=project, text=True,
+                         capture_output=True, env=env, check=True)  # fmt: skip
+    assert out.stdout.strip().splitlines()[-1] == "False False"
