@@ -26,7 +26,7 @@ from beads.record import Bead, check_agent
 from beads.store import Store
 from beads.times import now_stamp, parse_duration, to_stamp
 from inbox.follow import Change, followed_batch
-from inbox.items import Item
+from inbox.items import Item, clip
 
 GATE = "gate"
 AWAIT_TYPES = ("timer", "human", "mail", "bead", "gh:run", "gh:pr")
@@ -328,7 +328,7 @@ def derive(changes: Sequence[Change]) -> list[Item]:
             key, what, priority = f"gate:{gate.id}:escalated", "ESCALATED", 0
         else:
             continue
-        text = f"Gate {gate.id} {what} ({gate.title}): {gate.meta.get('resolution') or ''}"
+        text = clip(f"Gate {gate.id} {what} ({gate.title}): {gate.meta.get('resolution') or ''}")
         for waiter in dict.fromkeys(str(w) for w in gate.meta.get("waiters") or []):
             items.append(Item.new(waiter, text.rstrip(": "), key=key, type="gate", source="gc",
                                   priority=priority))  # fmt: skip

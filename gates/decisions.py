@@ -21,7 +21,7 @@ from beads.times import now_stamp
 from gates.beadgates import GATE, gate_meta
 from inbox.delivery import Delivery
 from inbox.follow import Change, followed_batch, record
-from inbox.items import Item
+from inbox.items import Item, clip
 
 DECISION = "decision"
 
@@ -146,7 +146,7 @@ def answer_text(decision: Bead) -> str:
 def answer_item(decision: Bead) -> Item:
     """The answer for the requester (dedup `decision:<id>`)."""
     requester = decision.meta.get("requested_by") or decision.from_
-    return Item.new(requester, answer_text(decision), key=f"decision:{decision.id}",
+    return Item.new(requester, clip(answer_text(decision)), key=f"decision:{decision.id}",
                     type="decision", source=str(decision.meta.get("answered_by") or "human"),
                     priority=min(decision.priority, 1))  # fmt: skip
 

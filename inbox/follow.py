@@ -20,6 +20,7 @@ import contextlib
 import importlib
 from collections.abc import Callable, Iterator, Sequence
 
+from beads.errors import InvalidInput
 from beads.reader import branch_head
 from beads.record import Bead
 
@@ -70,14 +71,28 @@ def watermark(delivery: Delivery) -> bytes | None:
     return row[0].encode() if row and row[0] else None
 
 
-def derive(changes: Sequence[Change]) -> list[Item]:
-    """The items the producers make of these changes (each deriver loaded on first need)."""
+def derive(changes: Sequence[Change], log: Callable[[str], None]) -> list[Item]:
+    """The items the producers make of these changes (each deriver loaded on first need).
+
+    A bead no item can be made of (say, a waiter's name edited into something invalid) is
+    logged and skipped, change by change: it must never stop the watermark, or every later
+    drain would stumble on it again."""
     types = {c.new.type for c in changes if c.new is not None}
     items: list[Item] = []
     for bead_type, target in DERIVERS.items():
-        if bead_type in types:
-            module, _, name = target.partition(":")
-            items += getattr(importlib.import_module(module), name)(changes)
+        if bead_type not in types:
+            continue
+        module, _, name = target.partition(":")
+        deriver = getattr(importlib.import_module(module), name)
+        try:
+            items += deriver(changes)
+        except InvalidInput:
+            for change in changes:
+                try:
+                    items += deriver([change])
+                except InvalidInput as exc:
+                    bead = change.new.id if change.new else "?"
+                    log(f"no item made of {bead}: {exc}")
     return items
 
 
@@ -106,7 +121,7 @@ def committed(
     delivery: Delivery, parent: bytes | None, commit: bytes | None, changes: Sequence[Change]
 ) -> list[tuple[Item, bool]]:
     """After a producer's commit: derive the items of its changes and record them."""
-    return record(delivery, derive(changes), advance=(parent, commit))
+    return record(delivery, derive(changes, delivery.log), advance=(parent, commit))
 
 
 @contextlib.contextmanager
@@ -161,7 +176,6 @@ def follow(delivery: Delivery) -> int:
 
 def _catch_up(delivery: Delivery, mark: bytes) -> int:
     from beads.codec import load_bead
-    from beads.errors import InvalidInput
     from beads.ids import parse_bead_path
     from beads.store import Store
 
@@ -189,7 +203,7 @@ def _catch_up(delivery: Delivery, mark: bytes) -> int:
                     return None
 
             changes.append(Change(new, load_old=load_old if change.old_sha else None))
-        made = record(delivery, derive(changes), advance=(mark, head))
+        made = record(delivery, derive(changes, delivery.log), advance=(mark, head))
     return _created(made)
 
 

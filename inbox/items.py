@@ -156,6 +156,11 @@ class Item:
         return item.check()
 
 
+def clip(text: str, limit: int = MAX_CONTENT_BYTES // 4) -> str:
+    """`text` cut to fit an item's content (UTF-8 takes at most 4 bytes a character)."""
+    return text if len(text) <= limit else text[: limit - 15] + " ... [clipped]"
+
+
 def is_moot(bead_fields: dict[str, Any], conditions: list[dict[str, Any]]) -> bool:
     """True when the bead (as `Bead.to_dict()`) matches any of the conditions."""
     meta = bead_fields.get("meta") or {}

@@ -412,3 +412,17 @@ def test_after_mail_gate_and_decision_commands_a_hook_loads_no_git(
     out = subprocess.run([sys.executable, "-c", code], input=payload, cwd=project, text=True,
                          capture_output=True, env=env, check=True)  # fmt: skip
     assert out.stdout.strip().splitlines()[-1] == "False False"
+
+
+def test_a_bead_no_item_can_be_made_of_never_stops_following(project: Path, gc: GcRunner) -> None:
+    assert hook(gc, "SessionStart") == ""
+    with Store.open(project, agent="ops") as store:  # commits of another process
+        from gates.beadgates import create_gate
+
+        gate = create_gate(store, "human", waiters=["dog"])
+        store.update(gate.id, meta={"state": "escalated", "waiters": ["not a name!"]})
+        store.create("message", "Hi", "still announced", assignee="dog", meta={"read": False})
+    assert "still announced" in hook(gc, "UserPromptSubmit")
+    with Delivery(project / ".beads") as delivery:
+        assert watermark(delivery) == branch_head(project / ".beads")
+    assert "no item made of" in (project / ".beads" / ".runtime" / "delivery.log").read_text()
