@@ -176,34 +176,41 @@ def follow(delivery: Delivery) -> int:
 
 def _catch_up(delivery: Delivery, mark: bytes) -> int:
     from beads.codec import load_bead
+    from beads.gitrepo import GitRepo
     from beads.ids import parse_bead_path
-    from beads.store import Store
+    from beads.reader import IndexReader
 
-    with Store(delivery.root) as store:  # the index is at `head` once this is open
-        head = store.index.head()
-        if not store.git.has_object(mark):
-            # The commit it stood at is gone (the branch was replaced): start again from here.
-            delivery.log(f"follow: watermark {mark!r} not in the store; restarting at HEAD")
-            return _created(record(delivery, [], advance=(mark, head)))
-        changes = []
-        for change in store.git.changes(mark, head):
-            located = parse_bead_path(change.path)
-            if located is None or located[0] not in DERIVERS or change.new_sha is None:
-                continue
-            new = store.index.get(located[1])  # the bead at `head` (None if unreadable)
-            if new is None:
-                continue
+    # The index brought to the branch (opening the store only if it is behind), and git for
+    # the tree diff: the store itself, with its lock and view, is not needed.
+    with IndexReader(delivery.root) as reader:
+        head = reader.index.head()
+        git = GitRepo(delivery.root / ".git")
+        try:
+            if not git.has_object(mark):
+                # The commit it stood at is gone (the branch was replaced): go on from here.
+                delivery.log(f"follow: watermark {mark.decode()} not in the store; now at HEAD")
+                return _created(record(delivery, [], advance=(mark, head)))
+            changes = []
+            for change in git.changes(mark, head):
+                located = parse_bead_path(change.path)
+                if located is None or located[0] not in DERIVERS or change.new_sha is None:
+                    continue
+                new = reader.get(located[1])  # the bead at `head` (None if unreadable)
+                if new is None:
+                    continue
 
-            def load_old(
-                sha: bytes | None = change.old_sha, path: str = change.path
-            ) -> Bead | None:
-                try:
-                    return load_bead(store.git.read(sha), what=path, max_body=1 << 62)
-                except InvalidInput:
-                    return None
+                def load_old(
+                    sha: bytes | None = change.old_sha, path: str = change.path
+                ) -> Bead | None:
+                    try:
+                        return load_bead(git.read(sha), what=path, max_body=1 << 62)
+                    except InvalidInput:
+                        return None
 
-            changes.append(Change(new, load_old=load_old if change.old_sha else None))
-        made = record(delivery, derive(changes, delivery.log), advance=(mark, head))
+                changes.append(Change(new, load_old=load_old if change.old_sha else None))
+            made = record(delivery, derive(changes, delivery.log), advance=(mark, head))
+        finally:
+            git.close()
     return _created(made)
 
 
