@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from beads.errors import InvalidInput
 from beads.record import Bead
 from inbox.delivery import Delivery
 from inbox.follow import Change, record
@@ -78,7 +79,13 @@ def reconcile(delivery: Delivery, agent: str) -> int:
     )
     messages = chosen.check(agent)
     in_store = chosen.name == "beadmail"
-    made = record(delivery, [mail_item(agent, m, in_store=in_store) for m in messages])
+    items = []
+    for message in messages:
+        try:
+            items.append(mail_item(agent, message, in_store=in_store))
+        except InvalidInput as exc:  # one odd message (an id too long for a key) spoils no other
+            delivery.log(f"no mail item for {message.id[:80]!r}: {exc}")
+    made = record(delivery, items)
     if not in_store:
         # No bead to check at drain time: an item whose message is no longer unread (read or
         # archived through the script since) is moot now, or it would announce read mail.

@@ -426,3 +426,22 @@ def test_a_bead_no_item_can_be_made_of_never_stops_following(project: Path, gc: 
     with Delivery(project / ".beads") as delivery:
         assert watermark(delivery) == branch_head(project / ".beads")
     assert "no item made of" in (project / ".beads" / ".runtime" / "delivery.log").read_text()
+
+
+ODD_SCRIPT = """#!/usr/bin/env python3
+import json, sys
+if sys.argv[1] == "check":
+    base = {"from": "mayor", "to": "dog", "subject": "s", "created_at": "2026-01-01T00:00:00Z"}
+    print(json.dumps([dict(base, id="x" * 300, body="odd one"), dict(base, id="m-1", body="fine")]))
+"""
+
+
+def test_an_exec_message_no_item_can_be_made_of_spoils_no_other(
+    project: Path, gc: GcRunner
+) -> None:
+    script = project / "oddmail"
+    script.write_text(ODD_SCRIPT)
+    script.chmod(0o755)
+    context = hook(gc, "UserPromptSubmit", GC_MAIL=f"exec:{script}")
+    assert "fine" in context and "odd one" not in context
+    assert "no mail item for" in (project / ".beads" / ".runtime" / "delivery.log").read_text()
