@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 
 from beads.errors import InvalidInput
@@ -90,8 +91,9 @@ class Item:
         cls, agent: str, content: str, *, key: str, ttl: float | None = None, **fields: Any
     ) -> Item:
         """A checked item created now, expiring `ttl` seconds from now (if given)."""
-        if ttl is not None and ttl <= 0:
-            raise InvalidInput("ttl must be positive")
+        # NaN or infinity would make an item that never expires, or expires at once.
+        if ttl is not None and not (type(ttl) in (int, float) and 0 < ttl < math.inf):
+            raise InvalidInput("ttl must be a positive, finite number of seconds")
         now = time.time()
         expires = now + ttl if ttl is not None else None
         item = cls(agent=agent, key=key, content=content, created_at=now, expires_at=expires,
@@ -151,8 +153,8 @@ class Item:
             raise InvalidInput(f"not an inbox item: {exc}") from None
         for name in ("created_at", "expires_at"):
             value = getattr(item, name)
-            if value is not None and (type(value) not in (int, float)):
-                raise InvalidInput(f"{name} must be a number of seconds")
+            if value is not None and (type(value) not in (int, float) or not math.isfinite(value)):
+                raise InvalidInput(f"{name} must be a finite number of seconds")
         return item.check()
 
 

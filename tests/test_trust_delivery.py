@@ -445,3 +445,21 @@ def test_an_exec_message_no_item_can_be_made_of_spoils_no_other(
     context = hook(gc, "UserPromptSubmit", GC_MAIL=f"exec:{script}")
     assert "fine" in context and "odd one" not in context
     assert "no mail item for" in (project / ".beads" / ".runtime" / "delivery.log").read_text()
+
+
+@pytest.mark.parametrize("ttl", [float("nan"), float("inf"), 0, -1])
+def test_a_ttl_that_is_not_a_positive_finite_duration_is_refused(project: Path, ttl: float) -> None:
+    from beads.errors import InvalidInput
+
+    with Delivery(project / ".beads") as delivery:
+        with pytest.raises(InvalidInput, match="ttl"):
+            delivery.push(["dog"], "news", key="k", ttl=ttl)
+        assert delivery.items("dog") == []
+
+
+def test_a_queue_line_with_a_non_finite_time_is_set_aside(project: Path, gc: GcRunner) -> None:
+    queue = project / ".beads" / ".runtime" / "inject-queue"
+    queue.mkdir(parents=True, exist_ok=True)
+    (queue / "s1.jsonl").write_text('{"key": "k", "content": "c", "expires_at": NaN}\n')
+    assert hook(gc, "UserPromptSubmit") == ""
+    assert "finite" in (queue / "s1.bad.jsonl").read_text()
