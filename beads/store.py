@@ -338,7 +338,7 @@ class Store:
             self.sync()
             batch = Batch(self, message)
             yield batch
-            batch.commit()
+            batch.commit_id = batch.commit()
 
     def set_setting(self, key: str, value: Any) -> dict[str, Any]:
         """Set one dotted key of `config.yaml` (`agents.mayor.nudge`) in one commit."""
@@ -526,6 +526,7 @@ class Batch:
         self.message = message
         # The commit every read of this batch saw; the ref must still be here at commit time.
         self.base = store.git.head()
+        self.commit_id: bytes | None = None  # the commit made, once `Store.batch` ends
         self.changed: dict[str, Bead] = {}
         self._reserved: set[str] = set()
         self.config: dict[str, Any] | None = None

@@ -7,7 +7,8 @@ A gate's meta holds `await_type` (timer, human, mail, bead, gh:run, gh:pr), `awa
 `check_gates` evaluates every open gate outside the store's lock (the `gh` calls can be slow),
 then commits all resolutions in one batch, re-reading each gate under the lock so that two
 checks running at once resolve it once; the waiters' items are deduplicated by key
-(`gate:<id>`, `gate:<id>:escalated`), so each waiter hears of it exactly once.
+(`gate:<id>`, `gate:<id>:escalated`), so each waiter hears of it once. The items follow git
+(`derive`, `inbox.follow`): a check killed after its commit is announced by the next drain.
 """
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ from beads.process import budget, run_bounded
 from beads.record import Bead, check_agent
 from beads.store import Store
 from beads.times import now_stamp, parse_duration, to_stamp
-from inbox.delivery import Delivery
-from inbox.items import Item
+from inbox.follow import Change, followed_batch
+from inbox.items import Item, clip
 
 GATE = "gate"
 AWAIT_TYPES = ("timer", "human", "mail", "bead", "gh:run", "gh:pr")
@@ -104,7 +105,10 @@ def create_gate(
         target = store.get(target).id
     meta = gate_meta(kind, target, waiters=list(waiters) or [store.agent], timeout=timeout)
     label = title or f"Wait for {await_spec}"
-    return store.create(GATE, label, "", parent=parent, meta=meta)
+    with followed_batch(store) as (batch, changes):
+        gate = batch.create(GATE, label, "", parent=parent, meta=meta)
+        changes.append(Change(gate))
+    return gate
 
 
 def open_gates(store: Store) -> list[Bead]:
@@ -251,8 +255,8 @@ def check_gates(
 
 def apply_outcomes(store: Store, outcomes: Sequence[Outcome]) -> list[Outcome]:
     """Commit the outcomes in one batch (each gate re-read under the lock), then notify."""
-    done: list[tuple[Outcome, Bead]] = []
-    with store.batch() as batch:
+    done: list[Outcome] = []
+    with followed_batch(store) as (batch, changes):
         # Every gate is read again under the lock (the index is at HEAD there), all at once.
         batch.prefetch(o.gate_id for o in outcomes)
         for outcome in outcomes:
@@ -260,23 +264,25 @@ def apply_outcomes(store: Store, outcomes: Sequence[Outcome]) -> list[Outcome]:
             if gate.status != "open":
                 continue  # another check got here first
             if outcome.action == "wait":
-                batch.update(gate.id, meta={"error": outcome.error})
+                changes.append(Change(batch.update(gate.id, meta={"error": outcome.error}), gate))
                 continue
             if gate.meta.get("state") == "escalated" and outcome.action == "escalate":
                 continue
             if outcome.action == "resolve":
                 resolution = {"state": "resolved", "resolution": outcome.reason}
-                batch.close(gate.id, f"resolved: {outcome.reason}", force=True, meta=resolution)
+                why = f"resolved: {outcome.reason}"
+                changed = batch.close(gate.id, why, force=True, meta=resolution)
             else:
-                batch.update(gate.id, meta={"state": "escalated", "resolution": outcome.reason})
-            done.append((outcome, batch.get(gate.id)))
+                escalation = {"state": "escalated", "resolution": outcome.reason}
+                changed = batch.update(gate.id, meta=escalation)
+            done.append(outcome)
+            changes.append(Change(changed, gate))
         batch.message = _message(done) if done else None
-    notify(store, done)
-    return [o for o, _ in done]
+    return done
 
 
-def _message(done: Sequence[tuple[Outcome, Bead]]) -> str:
-    lines = [f"gate {o.action} {g.id}: {o.reason}" for o, g in done]
+def _message(done: Sequence[Outcome]) -> str:
+    lines = [f"gate {o.action} {o.gate_id}: {o.reason}" for o in done]
     return (
         lines[0] if len(lines) == 1 else "\n".join([f"gate check: {len(lines)} gates", "", *lines])
     )
@@ -298,22 +304,33 @@ def apply_and_get(store: Store, outcome: Outcome) -> Bead:
     return store.get(outcome.gate_id)
 
 
-def notify(store: Store, done: Sequence[tuple[Outcome, Bead]]) -> None:
-    """One item per waiter: `gate:<id>` on resolution, `gate:<id>:escalated` at priority 0,
-    all in one delivery transaction."""
+def derive(changes: Sequence[Change]) -> list[Item]:
+    """The gate items of a commit range, one per waiter: `gate:<id>` when a gate resolved,
+    `gate:<id>:escalated` (priority 0) when it escalated. A decision's gate resolved by its
+    answer makes none: the answer (`decision:<id>`) says it all."""
+    answered = {c.new.id for c in changes if c.new is not None and c.new.type == "decision"
+                and c.new.status == "closed" and c.new.meta.get("answer") is not None}  # fmt: skip
     items = []
-    for outcome, gate in done:
-        resolved = outcome.action == "resolve"
-        what = "resolved" if resolved else "ESCALATED"
+    for change in changes:
+        gate, old = change.new, change.old
+        if gate is None or gate.type != GATE:
+            continue
+        state = gate.meta.get("state")
+        was = (
+            None
+            if old is None
+            else ("resolved" if old.status == "closed" else old.meta.get("state"))
+        )
+        if state == "resolved" and gate.status == "closed" and was != "resolved":
+            if gate.parent in answered:
+                continue
+            key, what, priority = f"gate:{gate.id}", "resolved", gate.priority
+        elif state == "escalated" and gate.status == "open" and was != "escalated":
+            key, what, priority = f"gate:{gate.id}:escalated", "ESCALATED", 0
+        else:
+            continue
+        text = clip(f"Gate {gate.id} {what} ({gate.title}): {gate.meta.get('resolution') or ''}")
         for waiter in dict.fromkeys(str(w) for w in gate.meta.get("waiters") or []):
-            items.append(Item.new(
-                waiter,
-                f"Gate {gate.id} {what} ({gate.title}): {outcome.reason}",
-                key=f"gate:{gate.id}" if resolved else f"gate:{gate.id}:escalated",
-                type="gate",
-                source=store.agent,
-                priority=gate.priority if resolved else 0,
-            ))  # fmt: skip
-    if items:
-        with Delivery(store.root) as delivery:
-            delivery.push_items(items)
+            items.append(Item.new(waiter, text.rstrip(": "), key=key, type="gate", source="gc",
+                                  priority=priority))  # fmt: skip
+    return items

@@ -2,10 +2,11 @@
 
 A decision is a bead of type `decision` (meta: prompt, options, default, requested_by, gate)
 plus a `human` gate that waits on it. `respond` records the answer and resolves the gate in
-one commit, then pushes the answer to the requester (`decision:<id>`, self-contained), then
-nudges; the order matters: whoever sees the item finds the gate already resolved. When the
-timeout passes, `gc gate check` answers with the default option the same way (marked as a
-default), or escalates when there is none.
+one commit, then records the answer for the requester (`decision:<id>`, self-contained), then
+nudges; the order matters: whoever sees the item finds the gate already resolved. The item
+follows git (`derive`, `inbox.follow`): a respond killed after its commit is announced by the
+next drain. When the timeout passes, `gc gate check` answers with the default option the same
+way (marked as a default), or escalates when there is none.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from beads.store import Store
 from beads.times import now_stamp
 from gates.beadgates import GATE, gate_meta
 from inbox.delivery import Delivery
+from inbox.follow import Change, followed_batch, record
+from inbox.items import Item, clip
 
 DECISION = "decision"
 
@@ -55,7 +58,7 @@ def create_decision(
         raise InvalidInput("a decision needs a prompt")
     if default is not None and default not in {o["key"] for o in parsed}:
         raise InvalidInput(f"the default {default!r} is not one of the options")
-    with store.batch() as batch:
+    with followed_batch(store) as (batch, changes):
         decision_id, gate_id = batch.new_id(), batch.new_id()
         title = " ".join(prompt.split())[:200]
         decision = batch.create(
@@ -82,6 +85,7 @@ def create_decision(
             meta=gate_meta("human", decision_id, waiters=[store.agent], timeout=timeout),
         )
         batch.message = f'decision create {decision_id}: "{title[:60]}" (gate {gate_id})'
+        changes += [Change(decision), Change(gate)]
     return decision, gate
 
 
@@ -103,26 +107,25 @@ def respond(
     if decision.status != "open" and decision.meta.get("answer") == select:
         push_answer(store, decision)  # the same answer again: tell the requester (dedup)
         return decision
-    with store.batch() as batch:
+    with followed_batch(store) as (batch, changes):
         current = batch.get(decision.id)
         if current.status != "open":
             raise InvalidInput(f"{decision.id} is already answered ({current.meta.get('answer')})")
         answer = {"answer": select, "answer_text": text, "answered_by": store.agent,
                   "answered_at": now_stamp(), "by_default": by_default}  # fmt: skip
         batch.update(decision.id, meta=answer)
-        batch.close(decision.id, f"answered: {select}", force=True)
+        changes.append(Change(batch.close(decision.id, f"answered: {select}", force=True), current))
         gate_id = current.meta.get("gate")
         if gate_id:
             gate = batch.get(gate_id)
             if gate.status == "open":
                 reason = f"decision {decision.id} answered: {select}"
-                batch.update(gate_id, meta={"state": "resolved", "resolution": reason})
-                batch.close(gate_id, f"resolved: {reason}", force=True)
+                resolution = {"state": "resolved", "resolution": reason}
+                closed = batch.close(gate_id, f"resolved: {reason}", force=True, meta=resolution)
+                changes.append(Change(closed, gate))
         how = " (default)" if by_default else ""
         batch.message = f"decision respond {decision.id}: {select}{how} by {store.agent}"
-    answered = store.get(decision.id)
-    push_answer(store, answered)
-    return answered
+    return store.get(decision.id)
 
 
 def answer_text(decision: Bead) -> str:
@@ -140,13 +143,35 @@ def answer_text(decision: Bead) -> str:
     return "\n".join(lines)
 
 
-def push_answer(store: Store, decision: Bead) -> None:
-    """Push the answer to the requester (dedup `decision:<id>`); push nudges idle sessions."""
+def answer_item(decision: Bead) -> Item:
+    """The answer for the requester (dedup `decision:<id>`)."""
     requester = decision.meta.get("requested_by") or decision.from_
+    return Item.new(requester, clip(answer_text(decision)), key=f"decision:{decision.id}",
+                    type="decision", source=str(decision.meta.get("answered_by") or "human"),
+                    priority=min(decision.priority, 1))  # fmt: skip
+
+
+def answered(change: Change) -> bool:
+    """True when the change answers a decision (it was open, or not there, before)."""
+    new, old = change.new, change.old
+    return (
+        new is not None
+        and new.type == DECISION
+        and new.status == "closed"
+        and new.meta.get("answer") is not None
+        and (old is None or old.status == "open")
+    )
+
+
+def derive(changes: Sequence[Change]) -> list[Item]:
+    """The decision items of a commit range: the answer of each decision answered in it."""
+    return [answer_item(c.new) for c in changes if c.new is not None and answered(c)]
+
+
+def push_answer(store: Store, decision: Bead) -> None:
+    """Record the answer for the requester again (a no-op if it is still there); nudges."""
     with Delivery(store.root) as delivery:
-        delivery.push([requester], answer_text(decision), key=f"decision:{decision.id}",
-                      type="decision", source=str(decision.meta.get("answered_by") or "human"),
-                      priority=min(decision.priority, 1))  # fmt: skip
+        record(delivery, [answer_item(decision)])
 
 
 def answer_timed_out(store: Store) -> list[str]:

@@ -10,8 +10,12 @@ Claude Code runs the hook with the event's JSON on stdin (`session_id`, `hook_ev
 - Stop runs the stop chain: handlers by priority, the first block wins
   (`{"decision": "block", "reason": ...}`); with no block the session is idle.
 
+The items a reply shows are marked delivered only once it is written and flushed: a hook
+killed or cut off before hands them to the session again at its next drain.
+
 The hook fails open: any fault of ours is logged in `.runtime/hooks.log` and the agent goes on.
-On the common path (nothing pending) it imports neither dulwich nor ruamel.yaml.
+On the common path (nothing pending, the delivery database at the branch's commit) it imports
+neither dulwich nor ruamel.yaml.
 """
 
 from __future__ import annotations
@@ -24,9 +28,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from beads.errors import GcError, InvalidInput
+from beads.faults import fault
 from beads.location import find_store
 from beads.record import acting_agent
-from inbox.delivery import Delivery
+from inbox.delivery import Delivery, Drained
 
 TYPE_CHECKING = False  # importing typing costs a hook ~7 ms
 if TYPE_CHECKING:
@@ -39,7 +44,7 @@ CONTEXT_EVENTS = ("SessionStart", "UserPromptSubmit")
 class HookContext:
     """One hook call: the event's fields, the agent, and the delivery database."""
 
-    __slots__ = ("event", "session", "agent", "payload", "delivery", "root")
+    __slots__ = ("event", "session", "agent", "payload", "delivery", "root", "drained")
 
     def __init__(
         self,
@@ -56,6 +61,14 @@ class HookContext:
         self.payload = payload
         self.delivery = delivery
         self.root = root
+        # What this hook's drains claimed: delivered once the reply is written (see `drain`).
+        self.drained: list[Drained] = []
+
+    def drain(self, **options: Any) -> Drained:
+        """Claim the session's items for this hook's reply."""
+        drained = self.delivery.drain(self.session, self.agent, deliver=False, **options)
+        self.drained.append(drained)
+        return drained
 
     @property
     def config(self) -> dict[str, Any]:
@@ -71,7 +84,7 @@ def main(*, beads_dir: str | None = None, agent: str | None = None, debug: bool 
     payload: dict[str, Any] | None = None
     try:
         payload = parse_payload(sys.stdin.buffer.read(MAX_INPUT_BYTES + 1))
-        reply = run_hook(payload, beads_dir=beads_dir, agent=agent)
+        run_hook(payload, beads_dir=beads_dir, agent=agent, output=write_reply)
     except Exception as exc:  # fail open: log it, exit 0, no block
         if debug:
             raise
@@ -79,13 +92,17 @@ def main(*, beads_dir: str | None = None, agent: str | None = None, debug: bool 
         return 0
     except KeyboardInterrupt:
         return 130  # Claude Code cancelled the hook: no traceback, nothing to block
-    if reply:
-        try:
-            sys.stdout.write(json.dumps(reply) + "\n")
-            sys.stdout.flush()
-        except (OSError, AttributeError, ValueError):
-            pass  # stdout closed, absent (None) or gone: nobody left to tell
     return 0
+
+
+def write_reply(reply: dict[str, Any]) -> bool:
+    """Write the reply to stdout; True once it is written and flushed."""
+    try:
+        sys.stdout.write(json.dumps(reply) + "\n")
+        sys.stdout.flush()
+        return True
+    except (OSError, AttributeError, ValueError):
+        return False  # stdout closed, absent (None) or gone: nobody saw the items
 
 
 def parse_payload(raw: bytes) -> dict[str, Any]:
@@ -105,9 +122,18 @@ def parse_payload(raw: bytes) -> dict[str, Any]:
 
 
 def run_hook(
-    payload: dict[str, Any], *, beads_dir: str | None = None, agent: str | None = None
+    payload: dict[str, Any],
+    *,
+    beads_dir: str | None = None,
+    agent: str | None = None,
+    output: Callable[[dict[str, Any]], bool] | None = None,
 ) -> dict[str, Any] | None:
-    """Handle one hook event; returns the JSON reply for Claude Code, or None for none."""
+    """Handle one hook event; returns the JSON reply for Claude Code, or None for none.
+
+    `output` writes the reply (True once it is out); the items the reply shows are marked
+    delivered only then, so a hook killed or cut off before can hand them out again
+    (at-least-once). Without `output` they are marked delivered before this returns.
+    """
     cwd = payload.get("cwd")
     root = find_store(beads_dir, cwd=Path(cwd) if isinstance(cwd, str) and cwd else None)
     with Delivery(root) as delivery:
@@ -120,7 +146,15 @@ def run_hook(
             root=root,
         )
         _side_job(ctx, lambda: resolve_due_timers(delivery))
-        return _dispatch(ctx)
+        reply = _dispatch(ctx)
+        claimed = [drained for drained in ctx.drained if drained.items]
+        if claimed:
+            fault("drain-before-output")
+        shown = reply is not None and output(reply) if output is not None else True
+        if shown:
+            for drained in claimed:
+                delivery.delivered(drained)
+        return reply
 
 
 def _dispatch(ctx: HookContext) -> dict[str, Any] | None:
@@ -138,7 +172,7 @@ def _dispatch(ctx: HookContext) -> dict[str, Any] | None:
     if ctx.event not in CONTEXT_EVENTS:
         return None
     _side_job(ctx, lambda: _reconcile_exec_mail(ctx))
-    text = d.drain(ctx.session, ctx.agent).text
+    text = ctx.drain().text
     if not text:
         return None
     return {"hookSpecificOutput": {"hookEventName": ctx.event, "additionalContext": text}}

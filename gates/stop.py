@@ -103,7 +103,7 @@ def stop_gates(ctx: HookContext) -> StopVerdict | None:
 
 
 def stop_inbox(ctx: HookContext) -> StopVerdict | None:
-    drained = ctx.delivery.drain(ctx.session, ctx.agent, max_priority=0)
+    drained = ctx.drain(max_priority=0)
     return StopVerdict(block=drained.text) if drained.items else None
 
 

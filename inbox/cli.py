@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import sys
 import time
 import uuid
 from typing import Any
@@ -11,11 +12,12 @@ import click
 
 from beads.cli.common import emit, global_options, settings
 from beads.errors import InvalidInput, NoMatch
+from beads.faults import fault
 from beads.record import acting_agent
 from beads.times import parse_duration
 from inbox.delivery import Delivery, Session
 from inbox.items import TYPES, Item
-from inbox.render import preview
+from inbox.render import preview, shown_source
 
 # Producers that can re-derive their items (`drain --reconcile`), named as data: the inbox
 # layer never imports the layers above it.
@@ -68,7 +70,7 @@ def push(
     seconds = parse_duration(ttl) if ttl else None
     if session is not None:
         item = delivery.enqueue(session, text, key=key, type=type_, source=source or me(),
-                                priority=priority, ttl=seconds)  # fmt: skip
+                                priority=priority, ttl=seconds, pusher=me())  # fmt: skip
         emit({"items": [item.to_json()]}, f"Queued item for session {session}")
         return
     recipients = delivery.recipients(to if to or rig else me(), rig)
@@ -82,6 +84,7 @@ def push(
         source=source or me(),
         priority=priority,
         ttl=seconds,
+        pusher=me(),
     )
     emit(
         {"items": [dict(item.to_json(), created=created) for item, created in results]},
@@ -97,14 +100,17 @@ def push(
 @click.option("--delivered", is_flag=True, help="Delivered items only.")
 @global_options
 def list_items(show_all: bool, delivered: bool) -> None:
-    """List pending items (of --agent, default: you)."""
+    """List undelivered items (of --agent, default: you)."""
     if show_all and delivered:
         raise InvalidInput("give --all or --delivered, not both")
-    states = ("pending", "delivered", "expired", "moot") if show_all else (
-        ("delivered",) if delivered else ("pending",)
+    # Items claimed by a drain whose output is not known to be out are still undelivered.
+    states = ("pending", "delivering", "delivered", "expired", "moot") if show_all else (
+        ("delivered",) if delivered else ("pending", "delivering")
     )  # fmt: skip
     who = me()
-    items = open_delivery().items(who, states)
+    delivery = open_delivery()
+    delivery.follow()
+    items = delivery.items(who, states)
     emit({"agent": who, "items": [i.to_json() for i in items]}, lambda: _table(items, who))
 
 
@@ -123,9 +129,10 @@ def drain(session: str, reconcile: bool) -> None:
         for target in RECONCILERS:
             module, _, name = target.partition(":")
             getattr(importlib.import_module(module), name)(delivery, agent)
-    drained = delivery.drain(session, agent)
+    drained = delivery.drain(session, agent, deliver=False)
     for problem in drained.problems:
         click.echo(f"gc: warning: {problem}", err=True)
+    fault("drain-before-output")
     emit(
         {
             "session": session,
@@ -137,6 +144,9 @@ def drain(session: str, reconcile: bool) -> None:
         },
         drained.text,
     )
+    # Delivered once the output is out: a drain killed before this hands them out again.
+    sys.stdout.flush()
+    delivery.delivered(drained)
 
 
 @inbox.command()
@@ -148,7 +158,7 @@ def wait(timeout: str) -> None:
     delivery = open_delivery()
     if not delivery.wait(who, parse_duration(timeout)):
         raise NoMatch(f"no item for {who} within {timeout}")
-    items = delivery.items(who)
+    items = delivery.items(who, ("pending", "delivering"))
     emit({"agent": who, "items": [i.to_json() for i in items]}, lambda: _table(items, who))
 
 
@@ -157,7 +167,14 @@ def _table(items: list[Item], who: str) -> str:
         return f"No items for {who}"
     rows = [("ID", "P", "TYPE", "FROM", "STATE", "CONTENT")]
     rows += [
-        (str(i.id), str(i.priority), i.type, i.source, i.state, preview(i.content, 60, "..."))
+        (
+            str(i.id),
+            str(i.priority),
+            i.type,
+            shown_source(i),
+            i.state,
+            preview(i.content, 60, "..."),
+        )
         for i in items
     ]
     return _columns(rows)

@@ -21,10 +21,10 @@ from pathlib import Path
 from beads import files
 from beads.errors import InvalidInput, NotFound, StorageError
 from beads.location import find_store
-from beads.reader import IndexReader
-from beads.record import check_agent
+from beads.reader import IndexReader, branch_head
+from beads.record import acting_agent, check_agent
 from beads.times import parse_duration
-from inbox.items import Item, is_moot
+from inbox.items import PRODUCER_TYPES, Item, is_moot
 from inbox.queue import SessionQueue, check_session
 from inbox.render import render
 
@@ -32,13 +32,17 @@ TYPE_CHECKING = False  # importing typing costs a hook ~7 ms
 if TYPE_CHECKING:
     from typing import Any
 
+# Version 1 (`PRAGMA user_version`): items record their pusher; the `follow` table holds the
+# last commit of the store's branch that items were derived from (see inbox/follow.py).
+# Today's databases are version 0 and are upgraded in place by MIGRATIONS.
+SCHEMA_VERSION = 1
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS items(
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     agent TEXT NOT NULL, key TEXT NOT NULL, type TEXT NOT NULL, source TEXT NOT NULL,
     content TEXT NOT NULL, priority INTEGER NOT NULL, created_at REAL NOT NULL,
     expires_at REAL, ref_bead TEXT, moot_when TEXT,
-    state TEXT NOT NULL DEFAULT 'pending', session TEXT, settled_at REAL,
+    state TEXT NOT NULL DEFAULT 'pending', session TEXT, settled_at REAL, pusher TEXT,
     UNIQUE(agent, key));
 CREATE INDEX IF NOT EXISTS items_by_state ON items(agent, state, priority, created_at);
 CREATE TABLE IF NOT EXISTS entries(
@@ -46,7 +50,15 @@ CREATE TABLE IF NOT EXISTS entries(
     sender TEXT, content TEXT NOT NULL, created_at REAL NOT NULL,
     handed_out INTEGER NOT NULL DEFAULT 0);
 CREATE INDEX IF NOT EXISTS entries_by_agent ON entries(agent, seq);
+CREATE TABLE IF NOT EXISTS follow(one INTEGER PRIMARY KEY CHECK (one = 1), head TEXT);
 """
+# Upgrades: MIGRATIONS[n] brings a database of version n to n + 1.
+MIGRATIONS = {
+    0: """
+ALTER TABLE items ADD COLUMN pusher TEXT;
+CREATE TABLE IF NOT EXISTS follow(one INTEGER PRIMARY KEY CHECK (one = 1), head TEXT);
+""",
+}
 
 # Sessions are runtime state that every hook writes: they live in a database of their own
 # that is never synced (a power cut costs, at worst, the session list), so a hook does not pay
@@ -70,8 +82,11 @@ DEFAULTS: dict[str, Any] = {
 }
 ITEM_COLUMNS = (
     "id, agent, key, type, source, content, priority, created_at, expires_at, ref_bead, "
-    "moot_when, state, session, settled_at"
+    "moot_when, state, session, settled_at, pusher"
 )
+# A session that claimed items and died before its output was out gets them again at its next
+# drain; another session of the agent only after this long (it may still be writing them).
+CLAIM_SECONDS = 60.0
 
 
 # Records below are namedtuples, not dataclasses: hooks build them, and importing
@@ -120,7 +135,23 @@ class Delivery:
         self._config: dict[str, Any] | None = None
         self._reader: IndexReader | None = None
         self._sessions_db: sqlite3.Connection | None = None
-        self.db = _connect(self.runtime / "delivery.sqlite3", "NORMAL", SCHEMA, "entries")
+        self.db = _connect(
+            self.runtime / "delivery.sqlite3",
+            "NORMAL",
+            SCHEMA,
+            "entries",
+            version=SCHEMA_VERSION,
+            migrations=MIGRATIONS,
+            setup=self._start_following,
+        )
+
+    def _start_following(self, db: sqlite3.Connection) -> None:
+        # A new or upgraded database follows the branch from its current commit: what is
+        # already in the store was announced by the code that wrote it (or never will be).
+        head = branch_head(self.root)
+        db.execute(
+            "INSERT OR REPLACE INTO follow VALUES (1, ?)", (head.decode() if head else None,)
+        )
 
     @property
     def sessions_db(self) -> sqlite3.Connection:
@@ -218,12 +249,14 @@ class Delivery:
         ref_bead: str | None = None,
         moot_when: list[dict[str, Any]] | None = None,
         nudge: bool = True,
+        pusher: str | None = None,
     ) -> list[tuple[Item, bool]]:
         """Push one item to each recipient; returns `(item, created)` per recipient.
 
         A second push of the same key to the same agent is a no-op (`created` False, the
         existing item returned). Once the database has committed, idle recipients are nudged
-        (never blocking this call).
+        (never blocking this call). `pusher` (default: the acting agent) is recorded and shown
+        with the item. Items of the producers' types (mail, decision, gate) are refused.
         """
         items = [
             Item.new(
@@ -236,6 +269,7 @@ class Delivery:
                 priority=priority,
                 ref_bead=ref_bead,
                 moot_when=moot_when,
+                pusher=acting_agent(pusher),
             )  # fmt: skip
             for agent in dict.fromkeys(recipients)
         ]
@@ -243,6 +277,20 @@ class Delivery:
 
     def push_items(self, items: Sequence[Item], *, nudge: bool = True) -> list[tuple[Item, bool]]:
         """Push checked items in one transaction (see `push`); returns `(item, created)`."""
+        for item in items:
+            refuse_producer_type(item.type)
+            item.pusher = item.pusher or acting_agent()
+        return self.insert_items(items, nudge=nudge)
+
+    def insert_items(
+        self,
+        items: Sequence[Item],
+        *,
+        nudge: bool = True,
+        then: Callable[[sqlite3.Connection], None] | None = None,
+    ) -> list[tuple[Item, bool]]:
+        """Store items of any type in one transaction (`then` runs inside it); the producers
+        reach it through `inbox.follow.record`, everyone else through `push_items`."""
         results: list[tuple[Item, bool]] = []
         with self.write() as db:
             for item in items:
@@ -250,6 +298,8 @@ class Delivery:
                 if not created:
                     item = self._item_by_key(item.agent, item.key) or item
                 results.append((item, created))
+            if then is not None:
+                then(db)
         if nudge:
             try:
                 # Nudge commands live under `agents` in config.yaml: without any, skip loading
@@ -284,13 +334,15 @@ class Delivery:
         source: str = "system",
         priority: int = 2,
         ttl: float | None = None,
+        pusher: str | None = None,
     ) -> Item:
         """Append an item to one session's JSONL queue (the merge buffer the next drain of
         that session takes; the database is not touched, dedup happens at the drain)."""
+        refuse_producer_type(type)
         known = self.session(check_session(session))
         agent = known.agent if known else "queued"  # the drain fills in the session's agent
         item = Item.new(agent, content, key=key, ttl=ttl, type=type, source=source,
-                        priority=priority)  # fmt: skip
+                        priority=priority, pusher=acting_agent(pusher))  # fmt: skip
         record = item.to_json()
         for name in ("id", "agent", "state", "session", "settled_at"):
             record.pop(name)
@@ -316,11 +368,24 @@ class Delivery:
         sql += " ORDER BY priority, created_at, id"
         return [_item(row) for row in self.db.execute(sql, params)]
 
+    def follow(self) -> int:
+        """Derive the items of commits this database has not seen (`inbox.follow`); returns
+        how many were new. A fault there is logged and never keeps a drain from delivering
+        what it already has."""
+        from inbox.follow import follow
+
+        try:
+            return follow(self)
+        except Exception as exc:  # noqa: BLE001 - logged; the next drain tries again
+            self.log(f"following git failed: {type(exc).__name__}: {exc}")
+            return 0
+
     def has_pending(self, agent: str, now: float | None = None) -> bool:
-        """True when `agent` has an unexpired pending item (cheap: one indexed lookup)."""
+        """True when `agent` has an unexpired item not yet delivered (cheap: one indexed
+        lookup); items claimed by a drain whose output is not known to be out count."""
         now = time.time() if now is None else now
         row = self.db.execute(
-            "SELECT 1 FROM items WHERE agent = ? AND state = 'pending' "
+            "SELECT 1 FROM items WHERE agent = ? AND state IN ('pending', 'delivering') "
             "AND (expires_at IS NULL OR expires_at > ?) LIMIT 1",
             (agent, now),
         ).fetchone()
@@ -330,6 +395,7 @@ class Delivery:
         """Block until `agent` has a pending item (True) or `timeout` seconds pass (False)."""
         deadline = time.monotonic() + timeout
         while True:
+            self.follow()  # mail committed meanwhile (a crashed send, a push) wakes it too
             if self.has_pending(agent):
                 return True
             left = deadline - time.monotonic()
@@ -346,13 +412,20 @@ class Delivery:
         *,
         max_priority: int = 4,
         limit: int | None = None,
+        deliver: bool = True,
     ) -> Drained:
         """Hand `session` its agent's pending items (see DESIGN.md, Delivery).
 
+        First derives the items of commits the database has not seen yet (`inbox.follow`).
         Takes the session's queue, merges it with the agent's undelivered items, drops expired
-        and moot ones, sorts by priority then age, delivers at most `limit` (priority 0 is
-        never deferred) and marks them delivered, once per agent. `max_priority` lets the Stop
-        hook take only the urgent ones.
+        and moot ones, sorts by priority then age, hands out at most `limit` (priority 0 is
+        never deferred), once per agent. `max_priority` lets the Stop hook take only the
+        urgent ones.
+
+        With `deliver=False` the items are only claimed for the session: the caller marks
+        them delivered (`delivered`) once its output is written, so a drain killed before
+        that hands them out again at the session's next drain (at-least-once; other sessions
+        of the agent get them after CLAIM_SECONDS).
         """
         check_session(session)
         known = self.session(session)
@@ -360,20 +433,23 @@ class Delivery:
             if known is None:
                 raise NotFound(f"no session {session!r}; give the agent or register the session")
             agent = known.agent
+        self.follow()
         if SessionQueue(self.runtime, session).empty() and not self.has_pending(agent):
             return Drained(session=session, agent=agent, items=[], text="")  # the common case
         limit = limit if limit is not None else self.setting("max_items")
         keep = self.setting("keep_delivered")
         problems = self._take_queue(session, agent)
         now = time.time()
-        moot = self._moot_keys(self.items(agent))
+        moot = self._moot_keys(self.items(agent, ("pending", "delivering")))
+        state = "delivered" if deliver else "delivering"
         with self.write() as db:
             pending = [
                 _item(row)
                 for row in db.execute(
-                    f"SELECT {ITEM_COLUMNS} FROM items WHERE agent = ? AND state = 'pending' "
+                    f"SELECT {ITEM_COLUMNS} FROM items WHERE agent = ? AND (state = 'pending' "
+                    "OR (state = 'delivering' AND (session = ? OR settled_at < ?))) "
                     "ORDER BY priority, created_at, id",
-                    (agent,),
+                    (agent, session, now - CLAIM_SECONDS),
                 )
             ]
             dropped: list[tuple[str, int]] = []
@@ -390,18 +466,19 @@ class Delivery:
             chosen = urgent + rest[: max(0, limit - len(urgent))]
             db.executemany(
                 "UPDATE items SET state = ?, settled_at = ? WHERE id = ?",
-                [(state, now, item_id) for state, item_id in dropped],
+                [(why, now, item_id) for why, item_id in dropped],
             )
             db.executemany(
-                "UPDATE items SET state = 'delivered', session = ?, settled_at = ? WHERE id = ?",
-                [(session, now, item.id) for item in chosen],
+                "UPDATE items SET state = ?, session = ?, settled_at = ? WHERE id = ?",
+                [(state, session, now, item.id) for item in chosen],
             )
             db.execute(
-                "DELETE FROM items WHERE agent = ? AND state != 'pending' AND settled_at < ?",
+                "DELETE FROM items WHERE agent = ? AND state NOT IN ('pending', 'delivering') "
+                "AND settled_at < ?",
                 (agent, now - keep),
             )
         for item in chosen:
-            item.state, item.session, item.settled_at = "delivered", session, now
+            item.state, item.session, item.settled_at = state, session, now
         return Drained(
             session=session,
             agent=agent,
@@ -411,6 +488,20 @@ class Delivery:
             dropped=len(dropped),
             problems=problems,
         )
+
+    def delivered(self, drained: Drained) -> None:
+        """Mark the items of a `drain(deliver=False)` delivered: its output is out."""
+        if not drained.items:
+            return
+        now = time.time()
+        with self.write() as db:
+            db.executemany(
+                "UPDATE items SET state = 'delivered', settled_at = ? "
+                "WHERE id = ? AND state = 'delivering' AND session = ?",
+                [(now, item.id, drained.session) for item in drained.items],
+            )
+        for item in drained.items:
+            item.state, item.settled_at = "delivered", now
 
     def _take_queue(self, session: str, agent: str) -> list[str]:
         """Move the session's queue into the database (committed before the file empties)."""
@@ -422,7 +513,9 @@ class Delivery:
             items, problems = [], []
             for record in records:
                 try:
-                    items.append(Item.from_json({**record, "agent": agent}))
+                    item = Item.from_json({**record, "agent": agent})
+                    refuse_producer_type(item.type)
+                    items.append(item)
                 except InvalidInput as exc:
                     queue.set_aside(json.dumps(record), str(exc))
                     problems.append(f"queue item set aside: {exc}")
@@ -432,6 +525,20 @@ class Delivery:
             return problems
 
         return queue.take(store)[1]
+
+    def settle(self, agent: str, keys: Sequence[str], state: str = "moot") -> int:
+        """Settle `agent`'s undelivered items of these keys (a producer says they are moot:
+        for items with no bead to check); returns how many."""
+        now = time.time()
+        with self.write() as db:
+            return sum(
+                db.execute(
+                    "UPDATE items SET state = ?, settled_at = ? WHERE agent = ? AND key = ? "
+                    "AND state IN ('pending', 'delivering')",
+                    (state, now, agent, key),
+                ).rowcount
+                for key in keys
+            )
 
     def _moot_keys(self, items: Sequence[Item]) -> set[str]:
         """Keys of the items whose referenced bead now matches a moot condition."""
@@ -450,12 +557,12 @@ class Delivery:
         now = time.time()
         with self.write() as db:
             expired = db.execute(
-                "DELETE FROM items WHERE state = 'pending' AND expires_at IS NOT NULL "
-                "AND expires_at <= ?",
+                "DELETE FROM items WHERE state IN ('pending', 'delivering') "
+                "AND expires_at IS NOT NULL AND expires_at <= ?",
                 (now,),
             ).rowcount
             old = db.execute(
-                "DELETE FROM items WHERE state != 'pending' AND settled_at < ?",
+                "DELETE FROM items WHERE state NOT IN ('pending', 'delivering') AND settled_at < ?",
                 (now - self.setting("keep_delivered"),),
             ).rowcount
         return expired + old
@@ -543,6 +650,15 @@ class Delivery:
             )
 
 
+def refuse_producer_type(type: str) -> None:
+    """Items of a producer's type (mail, decision, gate) come from that producer only."""
+    if type in PRODUCER_TYPES:
+        raise InvalidInput(
+            f"items of type {type!r} come only from their producer (gc mail, gc decision, "
+            "gc gate); push another type (alert, event, agent, system)"
+        )
+
+
 @contextlib.contextmanager
 def _transaction(db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     try:
@@ -562,28 +678,72 @@ def _transaction(db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
         raise
 
 
-def _connect(path: Path, synchronous: str, schema: str, last_table: str) -> sqlite3.Connection:
-    """Open (and on first use create) one of the delivery databases."""
+def _connect(
+    path: Path,
+    synchronous: str,
+    schema: str,
+    last_table: str,  # a table of every version: absent, the database is new
+    *,
+    version: int = 0,
+    migrations: dict[int, str] | None = None,
+    setup: Callable[[sqlite3.Connection], None] | None = None,
+) -> sqlite3.Connection:
+    """Open (and on first use create, or upgrade) one of the delivery databases.
+
+    A database of an older `user_version` is brought up by `migrations`; `setup` runs once,
+    in the same transaction, when the database is made or upgraded. A newer one is refused.
+    """
     # sqlite opens by name: never through a link, created with the store's mode.
     files.prepare_db(str(path.parent.parent), str(path))
+    db = None
     try:
         db = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
         db.execute(f"PRAGMA synchronous={synchronous}")
-        found = db.execute(
-            "SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (last_table,)
-        ).fetchone()
-        if not found:
-            db.execute("PRAGMA journal_mode=WAL")  # kept in the file: set it once
-            db.executescript(schema)
+        if _schema_state(db, last_table, path, version) == (version, True):
+            return db  # the common case: two cheap reads
+        db.execute("PRAGMA journal_mode=WAL")  # kept in the file: set it once
+        with _transaction(db):
+            found, made = _schema_state(
+                db, last_table, path, version
+            )  # another process may be here
+            if not made:
+                statements = schema.split(";")
+            else:
+                steps = range(found, version)
+                statements = [s for n in steps for s in (migrations or {})[n].split(";")]
+            if not made or found < version:
+                for statement in statements:
+                    if statement.strip():
+                        db.execute(statement)
+                db.execute(f"PRAGMA user_version={version}")
+                if setup is not None:
+                    setup(db)
         return db
-    except sqlite3.DatabaseError as exc:
+    except (sqlite3.DatabaseError, StorageError) as exc:
+        if db is not None:
+            db.close()
+        if isinstance(exc, StorageError):
+            raise
         raise StorageError(f"cannot open {path.name}: {exc}") from None
+
+
+def _schema_state(db: sqlite3.Connection, table: str, path: Path, known: int) -> tuple[int, bool]:
+    """`(user_version, whether `table` exists)`; a version above `known` (a database made by
+    a newer gc) is refused rather than half-read."""
+    version = db.execute("PRAGMA user_version").fetchone()[0]
+    if version > known:
+        raise StorageError(
+            f"{path.name} has schema version {version}, newer than this gc knows ({known}): "
+            "upgrade gc-beads"
+        )
+    made = db.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (table,))
+    return version, made.fetchone() is not None
 
 
 def _insert(db: sqlite3.Connection, item: Item) -> bool:
     cursor = db.execute(
         "INSERT OR IGNORE INTO items(agent, key, type, source, content, priority, created_at, "
-        "expires_at, ref_bead, moot_when) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "expires_at, ref_bead, moot_when, pusher) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             item.agent,
             item.key,
@@ -595,6 +755,7 @@ def _insert(db: sqlite3.Connection, item: Item) -> bool:
             item.expires_at,
             item.ref_bead,
             json.dumps(item.moot_when) if item.moot_when else None,
+            item.pusher,
         ),
     )
     if cursor.rowcount == 1:
@@ -605,7 +766,7 @@ def _insert(db: sqlite3.Connection, item: Item) -> bool:
 
 def _item(row: tuple[Any, ...]) -> Item:
     (id_, agent, key, type_, source, content, priority, created, expires, ref, moot, state,
-     session, settled) = row  # fmt: skip
+     session, settled, pusher) = row  # fmt: skip
     return Item(
         agent=agent,
         key=key,
@@ -621,4 +782,5 @@ def _item(row: tuple[Any, ...]) -> Item:
         id=id_,
         session=session,
         settled_at=settled,
+        pusher=pusher,
     )

@@ -14,6 +14,7 @@ Consecutive `message` entries from one sender that nobody has taken yet merge in
 
 from __future__ import annotations
 
+import os
 import time
 from collections import deque
 from collections.abc import Iterator
@@ -51,7 +52,9 @@ class AgentInbox:
     """The durable inbox of `agent` in `store` (a `Store`, a `.beads/` path, or None to find it)."""
 
     def __init__(self, store: Any, agent: str) -> None:
-        root = store.root if hasattr(store, "root") else find_store(store)
+        # A path is not a Store, though it has a `root` too (its anchor, "/").
+        is_path = store is None or isinstance(store, str | os.PathLike)
+        root = find_store(store) if is_path else store.root
         self.agent = check_agent(agent)
         self.delivery = Delivery(Path(root))
         self._steering: deque[Entry] = deque()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 
 from beads.errors import InvalidInput
@@ -13,9 +14,14 @@ if TYPE_CHECKING:
     from typing import Any
 
 TYPES = ("decision", "alert", "event", "agent", "mail", "gate", "system")
+# Items of these types come only from their producers (mail, decisions, gates), through
+# `inbox.follow.record`: a push or a queue line of one of them is refused, so nobody can make
+# an item that looks like mail from someone else.
+PRODUCER_TYPES = ("mail", "decision", "gate")
 MAX_CONTENT_BYTES = 64 * 1024
 MAX_KEY_CHARS = 200
-STATES = ("pending", "delivered", "expired", "moot")
+# `delivering`: handed to a session whose output is not yet known to be out (see `drain`).
+STATES = ("pending", "delivering", "delivered", "expired", "moot")
 
 
 class Item:
@@ -31,7 +37,7 @@ class Item:
 
     __slots__ = FIELDS = (
         "id", "agent", "key", "type", "source", "content", "priority", "created_at",
-        "expires_at", "ref_bead", "moot_when", "state", "session", "settled_at",
+        "expires_at", "ref_bead", "moot_when", "state", "session", "settled_at", "pusher",
     )  # fmt: skip
 
     def __init__(
@@ -50,6 +56,7 @@ class Item:
         id: int | None = None,
         session: str | None = None,
         settled_at: float | None = None,
+        pusher: str | None = None,
     ) -> None:
         self.agent = agent
         self.key = key
@@ -65,6 +72,9 @@ class Item:
         self.id = id
         self.session = session
         self.settled_at = settled_at
+        # The agent that pushed the item, when it is not the producer's own (None for items
+        # derived from the store's history): shown beside `source`, which anyone may set.
+        self.pusher = pusher
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
@@ -81,8 +91,9 @@ class Item:
         cls, agent: str, content: str, *, key: str, ttl: float | None = None, **fields: Any
     ) -> Item:
         """A checked item created now, expiring `ttl` seconds from now (if given)."""
-        if ttl is not None and ttl <= 0:
-            raise InvalidInput("ttl must be positive")
+        # NaN or infinity would make an item that never expires, or expires at once.
+        if ttl is not None and not (type(ttl) in (int, float) and 0 < ttl < math.inf):
+            raise InvalidInput("ttl must be a positive, finite number of seconds")
         now = time.time()
         expires = now + ttl if ttl is not None else None
         item = cls(agent=agent, key=key, content=content, created_at=now, expires_at=expires,
@@ -100,6 +111,8 @@ class Item:
             raise InvalidInput(f"item type must be one of {', '.join(TYPES)}, not {self.type!r}")
         if not isinstance(self.source, str) or not self.source or len(self.source) > 200:
             raise InvalidInput("item source must be 1..200 characters")
+        if self.pusher is not None:
+            check_agent(self.pusher, what="pusher")
         if type(self.priority) is not int or not 0 <= self.priority <= 4:
             raise InvalidInput("priority must be an integer 0..4")
         if not isinstance(self.content, str) or not self.content.strip():
@@ -133,16 +146,21 @@ class Item:
         if not isinstance(data, dict):
             raise InvalidInput("an inbox item must be a JSON object")
         names = {"agent", "key", "content", "type", "source", "priority", "created_at"}
-        names |= {"expires_at", "ref_bead", "moot_when"}
+        names |= {"expires_at", "ref_bead", "moot_when", "pusher"}
         try:
             item = cls(**{k: v for k, v in data.items() if k in names})
         except TypeError as exc:
             raise InvalidInput(f"not an inbox item: {exc}") from None
         for name in ("created_at", "expires_at"):
             value = getattr(item, name)
-            if value is not None and (type(value) not in (int, float)):
-                raise InvalidInput(f"{name} must be a number of seconds")
+            if value is not None and (type(value) not in (int, float) or not math.isfinite(value)):
+                raise InvalidInput(f"{name} must be a finite number of seconds")
         return item.check()
+
+
+def clip(text: str, limit: int = MAX_CONTENT_BYTES // 4) -> str:
+    """`text` cut to fit an item's content (UTF-8 takes at most 4 bytes a character)."""
+    return text if len(text) <= limit else text[: limit - 15] + " ... [clipped]"
 
 
 def is_moot(bead_fields: dict[str, Any], conditions: list[dict[str, Any]]) -> bool:

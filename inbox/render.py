@@ -38,6 +38,15 @@ def preview(text: str, limit: int = PREVIEW_CHARS, marker: str = " ... [preview 
     return line if len(line) <= limit else line[:limit].rstrip() + marker
 
 
+def shown_source(item: Item) -> str:
+    """Who an item is from, as shown: `mayor (pushed by eve)` when the pusher is not the
+    source it claims (anyone may name a source; the pusher is recorded by the push)."""
+    source = preview(item.source, 160, "...")
+    if item.pusher and item.pusher != item.source:
+        return f"{source} (pushed by {item.pusher})"
+    return source
+
+
 def render(items: Sequence[Item]) -> str:
     """The `<system-reminder>` block for delivered `items` (most urgent first); "" if none."""
     if not items:
@@ -48,8 +57,7 @@ def render(items: Sequence[Item]) -> str:
     if other:
         lines.append(f"gc inbox: {len(other)} new item(s).")
         for item in other:
-            source = preview(item.source, 64, "...")
-            label = f"[{PRIORITY_NAMES[item.priority]} {item.type} from {source}]"
+            label = f"[{PRIORITY_NAMES[item.priority]} {item.type} from {shown_source(item)}]"
             lines.append(f"- {label} {preview(item.content, MAX_ITEM_CHARS)}")
     if mail:
         if other:

@@ -8,12 +8,14 @@ The thread id is the id of the thread's first message.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from beads.errors import NotFound
 from beads.record import MAX_TITLE_CHARS, Bead, check_agent
 from beads.store import Store
+from inbox.follow import Change, followed_batch
 from mail.message import AlreadyArchived, Message, MessageNotFound
 from mail.provider import Counts, Provider
 
@@ -21,6 +23,7 @@ if TYPE_CHECKING:
     from inbox.delivery import Delivery
 
 MESSAGE = "message"
+log = logging.getLogger("gc.mail")
 
 
 def unread_filters(recipient: str) -> dict[str, Any]:
@@ -107,11 +110,11 @@ class BeadMail(Provider):
             meta["dedup"] = dedup
         if sender != self.store.agent:  # a relay or bridge: record who really sent it
             meta["sent_by"] = self.store.agent
-        with self.store.batch() as batch:
+        with followed_batch(self.store, self._delivery_or_none()) as (batch, changes):
             if dedup:
                 found = self.store.list(**mailbox_filters(to), meta={"dedup": dedup}, limit=1)
                 if found:
-                    existing = _message(found[0])
+                    existing = bead_message(found[0])
                     existing.suppressed = True
                     return existing
             ids = [batch.new_id() for _ in recipients]
@@ -136,38 +139,43 @@ class BeadMail(Provider):
             batch.message = f'mail {verb} {ids[0]}: {sender} -> {to}{also} "{_short(title)}"'
             if reply_to:
                 batch.message += f" (re {reply_to})"
-        from mail.notify import notify_safely
+            changes += [Change(bead) for bead in made]
+        return bead_message(made[0])
 
-        notify_safely(self.delivery, [(bead.assignee or "", _message(bead)) for bead in made])
-        return _message(made[0])
+    def _delivery_or_none(self) -> Delivery | None:
+        try:
+            return self.delivery()
+        except Exception as exc:  # never stops a send: the next drain follows git instead
+            log.warning("delivery database unavailable: %s", exc)
+            return None
 
     # -- reading ---------------------------------------------------------------------------
 
     def inbox(self, recipient: str) -> list[Message]:
         beads = self.store.list(**unread_filters(recipient), order="priority")
-        return [_message(b) for b in beads]
+        return [bead_message(b) for b in beads]
 
     def all(self, recipient: str) -> list[Message]:
-        return [_message(b) for b in self.store.list(**mailbox_filters(recipient))]
+        return [bead_message(b) for b in self.store.list(**mailbox_filters(recipient))]
 
     def archived(self, recipient: str) -> list[Message]:
         """Messages `recipient` archived or deleted (still in the store and its history)."""
         beads = self.store.list(type=MESSAGE, assignee=recipient, status="closed")
-        return [_message(b) for b in beads]
+        return [bead_message(b) for b in beads]
 
     def count(self, recipient: str) -> Counts:
         total = self.store.count(**mailbox_filters(recipient))
         return Counts(total, self.store.count(**unread_filters(recipient)))
 
     def get(self, message_id: str) -> Message:
-        return _message(self._bead(message_id))
+        return bead_message(self._bead(message_id))
 
     def thread(self, thread_id: str) -> list[Message]:
         try:
             beads = self.store.list(type=MESSAGE, thread=thread_id)
         except NotFound:
             return []
-        return [_message(b) for b in beads]
+        return [bead_message(b) for b in beads]
 
     # -- state -----------------------------------------------------------------------------
 
@@ -175,7 +183,7 @@ class BeadMail(Provider):
         bead = self._bead(message_id)
         if bead.meta.get("read") is not True:
             bead = self._change(bead, "read", meta={"read": True})
-        return _message(bead)
+        return bead_message(bead)
 
     def mark_read(self, message_id: str) -> None:
         self.read(message_id)
@@ -196,12 +204,18 @@ class BeadMail(Provider):
         if bead.status == "closed":
             raise AlreadyArchived(f"Already archived {bead.id}", id=bead.id)
         verb = "archive" if reason == "archived" else "delete"
-        with self.store.batch(f"mail {verb} {bead.id}: {bead.assignee}") as batch:
-            batch.close(bead.id, reason, force=True)
+        message = f"mail {verb} {bead.id}: {bead.assignee}"
+        with followed_batch(self.store, self._delivery_or_none(), message) as (batch, changes):
+            changes.append(Change(batch.close(bead.id, reason, force=True), bead))
 
     def _change(self, bead: Bead, verb: str, **changes: Any) -> Bead:
-        with self.store.batch(f"mail {verb} {bead.id}: {bead.assignee}") as batch:
-            return batch.update(bead.id, **changes)
+        # Read state changes make no items, but following them keeps the watermark at the
+        # branch, so the next hook does not have to diff trees to find that out.
+        message = f"mail {verb} {bead.id}: {bead.assignee}"
+        with followed_batch(self.store, self._delivery_or_none(), message) as (batch, made):
+            changed = batch.update(bead.id, **changes)
+            made.append(Change(changed, bead))
+        return changed
 
     def _bead(self, message_id: str) -> Bead:
         try:
@@ -213,7 +227,8 @@ class BeadMail(Provider):
         return bead
 
 
-def _message(bead: Bead) -> Message:
+def bead_message(bead: Bead) -> Message:
+    """The message a `message` bead holds."""
     return Message(
         id=bead.id,
         sender=bead.from_,
@@ -226,6 +241,7 @@ def _message(bead: Bead) -> Message:
         reply_to=bead.reply_to,
         priority=bead.priority,
         cc=list(bead.cc),
+        sent_by=bead.meta.get("sent_by"),
     )
 
 

@@ -367,7 +367,11 @@ def _warn_unknown(chosen: Provider, names: list[str], known: list[str]) -> None:
 
 
 def _block(message: Message) -> str:
-    lines = [f"ID:       {message.id}", f"From:     {message.sender}", f"To:       {message.to}"]
+    lines = [
+        f"ID:       {message.id}",
+        f"From:     {message.shown_sender()}",
+        f"To:       {message.to}",
+    ]
     if message.cc:
         lines.append(f"Cc:       {', '.join(message.cc)}")
     if message.subject:
@@ -386,11 +390,18 @@ def _when(stamp: str, *, seconds: bool = False) -> str:
 
 def _inbox_row(m: Message) -> tuple[str, ...]:
     body = " ".join(m.body.split())
-    return (m.id, m.sender, m.subject, body if len(body) <= 60 else body[:57] + "...")
+    return (m.id, m.shown_sender(), m.subject, body if len(body) <= 60 else body[:57] + "...")
 
 
 def _thread_row(m: Message) -> tuple[str, ...]:
-    return (m.id, m.sender, m.to, m.subject, _when(m.created_at), "\u2713" if m.read else " ")
+    return (
+        m.id,
+        m.shown_sender(),
+        m.to,
+        m.subject,
+        _when(m.created_at),
+        "\u2713" if m.read else " ",
+    )
 
 
 def _table(

@@ -22,7 +22,7 @@ def render(messages: list[Message]) -> str:
         lines.append(f"{first} run 'gc mail inbox' for the full list.")
     lines.append("")
     for message in shown:
-        sender = preview(message.sender, 64, "...")
+        sender = preview(message.shown_sender(), 128, "...")
         subject = preview(message.subject, PREVIEW_CHARS, "... [subject truncated]")
         body = preview(message.body) or subject
         label = f" [{subject}]" if subject and subject != body else ""

@@ -50,6 +50,14 @@ class Message:
     cc: list[str] = field(default_factory=list)
     # Not part of the protocol: set by beadmail when --dedup suppressed the send.
     suppressed: bool = False
+    # Not part of the protocol: who really sent a message sent as `sender` (`--from`).
+    sent_by: str | None = None
+
+    def shown_sender(self) -> str:
+        """The sender as people see it: `mayor (sent by eve)` for a relayed message."""
+        if self.sent_by and self.sent_by != self.sender:
+            return f"{self.sender} (sent by {self.sent_by})"
+        return self.sender
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -64,6 +72,7 @@ class Message:
             "reply_to": self.reply_to,
             "priority": self.priority,
             "cc": list(self.cc),
+            **({"sent_by": self.sent_by} if self.sent_by else {}),
         }
 
     @classmethod

@@ -1,67 +1,73 @@
-"""Mail as inbox items: "you have mail" notifications pushed to each recipient.
+"""Mail as inbox items: "you have mail" notifications for each recipient.
 
-beadmail pushes one item per recipient as it sends (key `mail:<id>`, moot once the message is
-read or archived, checked through the bead at drain time). For an exec provider the hook calls
-`reconcile`, which asks the provider's `check` and pushes the same items; dedup keeps that
-idempotent.
+The rule (`derive`): a message bead new in a commit, open, unread and addressed to an agent
+makes the item `mail:<id>` for that agent, moot once the message is read or archived (checked
+through the bead at drain time). beadmail applies it to its own commit as it sends; a drain
+applies it to the commits it finds past its watermark (`inbox.follow`), so a send killed before
+its items were written, or mail that arrived by a push or a sync, is announced all the same.
+For an exec provider the hook calls `reconcile`, which asks the provider's `check` and records
+the same items; dedup keeps both idempotent.
 """
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from beads.errors import InvalidInput
+from beads.record import Bead
 from inbox.delivery import Delivery
+from inbox.follow import Change, record
+from inbox.items import Item
 from inbox.render import preview
 from mail.message import Message
 
+MESSAGE = "message"
 # The message bead is settled once archived (closed) or read: its notification is then moot.
 MOOT_WHEN = [{"status": "closed"}, {"meta.read": True}]
-log = logging.getLogger("gc.mail")
 
 
 def item_text(message: Message) -> str:
     """One line: id, sender, subject and a body preview (the render caps it again)."""
     subject = f" [{preview(message.subject, 120, '...')}]" if message.subject else ""
-    return f"{message.id} from {message.sender}{subject}: {preview(message.body) or '(empty)'}"
+    sender = message.shown_sender()
+    return f"{message.id} from {sender}{subject}: {preview(message.body) or '(empty)'}"
 
 
-def notify(
-    delivery: Delivery, deliveries: Sequence[tuple[str, Message]], *, in_store: bool
-) -> None:
-    """Push a mail item for each `(recipient, message)`; `in_store` when the message is a bead.
-
-    A message that cannot be an item (an exec script's empty sender, an id too long for a
-    key) is skipped with a warning: it never stops the notification of the others."""
-    for recipient, message in deliveries:
-        try:
-            delivery.push(
-                [recipient],
-                item_text(message),
-                key=f"mail:{message.id}",
-                type="mail",
-                source=message.sender,
-                priority=message.priority,
-                ref_bead=message.id if in_store else None,
-                moot_when=MOOT_WHEN if in_store else None,
-            )
-        except InvalidInput as exc:
-            log.warning("gc: warning: no notification for message %s: %s", message.id, exc)
+def mail_item(recipient: str, message: Message, *, in_store: bool) -> Item:
+    """The item `mail:<id>` for `recipient`; `in_store` when the message is a bead."""
+    return Item.new(
+        recipient,
+        item_text(message),
+        key=f"mail:{message.id}",
+        type="mail",
+        source=message.shown_sender(),
+        priority=message.priority,
+        ref_bead=message.id if in_store else None,
+        moot_when=MOOT_WHEN if in_store else None,
+    )
 
 
-def notify_safely(
-    open_delivery: Callable[[], Delivery], deliveries: Sequence[tuple[str, Message]]
-) -> None:
-    """Notify after a committed send; a delivery fault is logged, never undoes the send."""
-    try:
-        notify(open_delivery(), deliveries, in_store=True)
-    except Exception as exc:  # the message is committed; `drain --reconcile` can redo this
-        log.warning("mail notification failed: %s", exc)
+def derive(changes: Sequence[Change]) -> list[Item]:
+    """The mail items of a commit range: one per new, open, unread, addressed message."""
+    from mail.beadmail import bead_message
+
+    items = []
+    for change in changes:
+        bead: Bead | None = change.new
+        if (
+            change.created
+            and bead is not None
+            and bead.type == MESSAGE
+            and bead.status == "open"
+            and bead.meta.get("read") is False
+            and bead.assignee
+        ):
+            items.append(mail_item(bead.assignee, bead_message(bead), in_store=True))
+    return items
 
 
 def reconcile(delivery: Delivery, agent: str) -> int:
-    """Push an item for every unread message of `agent` (idempotent); returns how many."""
+    """Record an item for every unread message of `agent` (idempotent); returns how many."""
     from beads.store import Store
     from mail.select import open_provider, provider_spec
 
@@ -72,5 +78,22 @@ def reconcile(delivery: Delivery, agent: str) -> int:
         timeout=settings.get("exec_timeout"),
     )
     messages = chosen.check(agent)
-    notify(delivery, [(agent, m) for m in messages], in_store=chosen.name == "beadmail")
+    in_store = chosen.name == "beadmail"
+    items = []
+    for message in messages:
+        try:
+            items.append(mail_item(agent, message, in_store=in_store))
+        except InvalidInput as exc:  # one odd message (an id too long for a key) spoils no other
+            delivery.log(f"no mail item for {message.id[:80]!r}: {exc}")
+    made = record(delivery, items)
+    if not in_store:
+        # No bead to check at drain time: an item whose message is no longer unread (read or
+        # archived through the script since) is moot now, or it would announce read mail.
+        unread = {item.key for item, _ in made}
+        stale = [
+            item.key
+            for item in delivery.items(agent, ("pending", "delivering"))
+            if item.type == "mail" and item.ref_bead is None and item.key not in unread
+        ]
+        delivery.settle(agent, stale)
     return len(messages)

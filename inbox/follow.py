@@ -1,0 +1,218 @@
+"""Notifications follow git: items derived from the commits of the store's branch.
+
+The delivery database records the last commit it derived items from (its watermark, table
+`follow`). A producer (a mail send, a decision answer, a gate check) commits, then derives its
+items from the beads it changed and moves the watermark from its parent to its commit in the
+same transaction. When a drain finds the branch ahead of the watermark (a producer killed
+between its commit and its items, a commit by a command that derives nothing, a push into the
+store, a sync), it derives the items of the beads changed in between from the tree diff, as the
+index catches up. Dedup keys make a second derivation of the same change a no-op.
+
+The rules stay with their layer: a deriver is a function of the producer's module from the
+changes of one commit range to items. This layer names them as data (below) and imports one
+only when a change of its bead type is to be derived, so it never imports the layers above it
+on its own, and a hook that finds the watermark at the branch pays two cheap reads.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+from collections.abc import Callable, Iterator, Sequence
+
+from beads.errors import InvalidInput
+from beads.reader import branch_head
+from beads.record import Bead
+
+TYPE_CHECKING = False  # importing typing costs a hook ~7 ms
+if TYPE_CHECKING:
+    import sqlite3
+
+    from beads.store import Batch, Store
+    from inbox.delivery import Delivery
+    from inbox.items import Item
+
+# "module:function" of each deriver, by the bead type whose changes call for it. A deriver
+# takes every change of the range (`Sequence[Change]`) and returns the items they make.
+DERIVERS = {
+    "message": "mail.notify:derive",
+    "decision": "gates.decisions:derive",
+    "gate": "gates.beadgates:derive",
+}
+
+
+class Change:
+    """One bead changed by a commit range: `new` (None when deleted) and `old` (None when
+    created; read from git only when a deriver asks for it)."""
+
+    __slots__ = ("new", "created", "_old", "_load")
+
+    def __init__(
+        self,
+        new: Bead | None,
+        old: Bead | None = None,
+        load_old: Callable[[], Bead | None] | None = None,
+    ) -> None:
+        self.new = new
+        self.created = old is None and load_old is None  # the bead is new in the range
+        self._old = old
+        self._load = load_old
+
+    @property
+    def old(self) -> Bead | None:
+        if self._load is not None:
+            self._old, self._load = self._load(), None
+        return self._old
+
+
+def watermark(delivery: Delivery) -> bytes | None:
+    """The last commit the delivery database derived items from."""
+    row = delivery.db.execute("SELECT head FROM follow").fetchone()
+    return row[0].encode() if row and row[0] else None
+
+
+def derive(changes: Sequence[Change], log: Callable[[str], None]) -> list[Item]:
+    """The items the producers make of these changes (each deriver loaded on first need).
+
+    A bead no item can be made of (say, a waiter's name edited into something invalid) is
+    logged and skipped, change by change: it must never stop the watermark, or every later
+    drain would stumble on it again."""
+    types = {c.new.type for c in changes if c.new is not None}
+    items: list[Item] = []
+    for bead_type, target in DERIVERS.items():
+        if bead_type not in types:
+            continue
+        module, _, name = target.partition(":")
+        deriver = getattr(importlib.import_module(module), name)
+        try:
+            items += deriver(changes)
+        except InvalidInput:
+            for change in changes:
+                try:
+                    items += deriver([change])
+                except InvalidInput as exc:
+                    bead = change.new.id if change.new else "?"
+                    log(f"no item made of {bead}: {exc}")
+    return items
+
+
+def record(
+    delivery: Delivery,
+    items: Sequence[Item],
+    *,
+    advance: tuple[bytes | None, bytes | None] | None = None,
+) -> list[tuple[Item, bool]]:
+    """Store items of a producer (the one path for mail, decision and gate items) and, with
+    `advance=(parent, commit)`, move the watermark to `commit` if it stands at `parent`, in
+    the same transaction; returns `(item, created)` per item. Idle recipients are nudged."""
+
+    def move(db: sqlite3.Connection) -> None:
+        parent, commit = advance  # type: ignore[misc]
+        if commit is not None:
+            db.execute(
+                "UPDATE follow SET head = ? WHERE head IS ?",
+                (commit.decode(), parent.decode() if parent else None),
+            )
+
+    return delivery.insert_items(items, then=move if advance else None)
+
+
+def committed(
+    delivery: Delivery, parent: bytes | None, commit: bytes | None, changes: Sequence[Change]
+) -> list[tuple[Item, bool]]:
+    """After a producer's commit: derive the items of its changes and record them."""
+    return record(delivery, derive(changes, delivery.log), advance=(parent, commit))
+
+
+@contextlib.contextmanager
+def followed_batch(
+    store: Store, delivery: Delivery | None = None, message: str | None = None
+) -> Iterator[tuple[Batch, list[Change]]]:
+    """`store.batch()` for a producer: append a `Change` for each bead the batch changes, and
+    once the commit is in, its items are recorded and the watermark moves past it.
+
+    The delivery database is opened before the commit, so one made now starts following at
+    the parent: even the first commit is announced if the process dies before its items are
+    written. A delivery fault never undoes the commit: it is logged, and the next drain
+    derives the same items from git.
+    """
+    own = delivery is None
+    if delivery is None:
+        from inbox.delivery import Delivery
+
+        try:
+            delivery = Delivery(store.root)
+        except Exception:  # noqa: BLE001 - the commit goes on; the next drain follows git
+            delivery = None
+    changes: list[Change] = []
+    try:
+        with store.batch(message) as batch:
+            yield batch, changes
+        if delivery is not None and batch.commit_id is not None:
+            try:
+                committed(delivery, batch.base, batch.commit_id, changes)
+            except Exception as exc:  # noqa: BLE001 - see above
+                delivery.log(f"items of commit {batch.commit_id.decode()} not recorded: {exc}")
+    finally:
+        if own and delivery is not None:
+            delivery.close()
+
+
+def follow(delivery: Delivery) -> int:
+    """Derive the items of the commits past the watermark; returns how many were new.
+
+    Cheap when the watermark is at the branch (the ref file and one row); otherwise the
+    store is opened (its index catches up) and the tree diff names the beads to look at.
+    """
+    head = branch_head(delivery.root)
+    mark = watermark(delivery)
+    if head is None or mark == head:
+        return 0
+    if mark is None:  # made before the branch had a commit: nothing was missed
+        record(delivery, [], advance=(None, head))
+        return 0
+    return _catch_up(delivery, mark)
+
+
+def _catch_up(delivery: Delivery, mark: bytes) -> int:
+    from beads.codec import load_bead
+    from beads.gitrepo import GitRepo
+    from beads.ids import parse_bead_path
+    from beads.reader import IndexReader
+
+    # The index brought to the branch (opening the store only if it is behind), and git for
+    # the tree diff: the store itself, with its lock and view, is not needed.
+    with IndexReader(delivery.root) as reader:
+        head = reader.index.head()
+        git = GitRepo(delivery.root / ".git")
+        try:
+            if not git.has_object(mark):
+                # The commit it stood at is gone (the branch was replaced): go on from here.
+                delivery.log(f"follow: watermark {mark.decode()} not in the store; now at HEAD")
+                return _created(record(delivery, [], advance=(mark, head)))
+            changes = []
+            for change in git.changes(mark, head):
+                located = parse_bead_path(change.path)
+                if located is None or located[0] not in DERIVERS or change.new_sha is None:
+                    continue
+                new = reader.get(located[1])  # the bead at `head` (None if unreadable)
+                if new is None:
+                    continue
+
+                def load_old(
+                    sha: bytes | None = change.old_sha, path: str = change.path
+                ) -> Bead | None:
+                    try:
+                        return load_bead(git.read(sha), what=path, max_body=1 << 62)
+                    except InvalidInput:
+                        return None
+
+                changes.append(Change(new, load_old=load_old if change.old_sha else None))
+            made = record(delivery, derive(changes, delivery.log), advance=(mark, head))
+        finally:
+            git.close()
+    return _created(made)
+
+
+def _created(results: list[tuple[Item, bool]]) -> int:
+    return sum(1 for _, created in results if created)
