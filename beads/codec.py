@@ -97,17 +97,60 @@ def dump_data(data: Any) -> bytes:
 
 
 def load_data(raw: bytes | str, *, what: str = "YAML") -> Any:
-    """Parse YAML; malformed input raises InvalidInput naming `what`."""
+    """Parse YAML; malformed input raises InvalidInput naming `what`.
+
+    Anchors and aliases (`&a`, `*a`) are refused: gc never writes them, and a few hundred
+    bytes of nested aliases expand into gigabytes (an "alias bomb"). Without them, what a
+    parse builds is bounded by the size of its input; nesting is bounded by `MAX_DEPTH`
+    (libyaml's composer recurses in C: 30,000 `[` crash the process).
+    """
     from ruamel.yaml.error import YAMLError
 
     try:
         text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
+        if _may_be_hostile(text):
+            _check_events(text, what)
         return _yaml().load(text)
-    except UnicodeDecodeError:
+    except UnicodeError:  # undecodable bytes, or lone surrogates in a str
         raise InvalidInput(f"{what} is not valid UTF-8") from None
     except YAMLError as exc:
         detail = " ".join(str(exc).split())
         raise InvalidInput(f"{what} is not valid YAML: {detail}") from None
+    except (ValueError, TypeError, RecursionError) as exc:
+        # What the constructor refuses outside YAMLError: an integer past Python's 4,300
+        # digits, a date like 2026-02-31, an unhashable mapping key, nesting past the stack.
+        raise InvalidInput(f"{what} is not valid YAML: {type(exc).__name__}: {exc}") from None
+
+
+MAX_DEPTH = 64  # nested collections; a bead needs 10 (meta nests at most 8 deep)
+_SCAN_ABOVE = 256 * 1024  # characters: past this, nesting by indentation alone could be deep
+
+
+def _may_be_hostile(text: str) -> bool:
+    """Whether `text` may hold an anchor, an alias or deep nesting: only then are its events
+    scanned before the parse (a second pass that a common bead never pays)."""
+    if "&" in text or "*" in text or len(text) > _SCAN_ABOVE:
+        return True
+    return text.count("[") + text.count("{") + text.count("- ") + text.count("? ") > MAX_DEPTH
+
+
+def _check_events(text: str, what: str) -> None:
+    """Raise InvalidInput if the YAML `text` has an anchor or an alias, or nests deeper than
+    MAX_DEPTH. The parser's events tell (it keeps its own stack: no recursion, no tree)."""
+    from ruamel.yaml.events import AliasEvent, CollectionEndEvent, CollectionStartEvent
+
+    depth = 0
+    for event in _yaml().parse(text):
+        if isinstance(event, AliasEvent) or getattr(event, "anchor", None) is not None:
+            raise InvalidInput(
+                f"{what} uses a YAML anchor or alias (&name, *name); beads never contain them"
+            )
+        if isinstance(event, CollectionStartEvent):
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise InvalidInput(f"{what} nests deeper than {MAX_DEPTH} levels")
+        elif isinstance(event, CollectionEndEvent):
+            depth -= 1
 
 
 def dump_bead(bead: Bead) -> bytes:

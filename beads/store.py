@@ -319,10 +319,17 @@ class Store:
             batch.commit()
 
     def set_setting(self, key: str, value: Any) -> dict[str, Any]:
-        """Set one dotted key of `config.yaml` (`agents.mayor.nudge`) in one commit."""
-        parts = key.split(".")
-        if not all(parts):
-            raise InvalidInput(f"invalid config key {key!r}")
+        """Set one dotted key of `config.yaml` (`agents.mayor.nudge`) in one commit.
+
+        The new value must pass its documented check (`config_problems`); other keys that an
+        older gc left invalid do not stop the change (`gc doctor` reports them).
+        """
+        from beads.config import config_problems
+        from beads.record import check_text, shown
+
+        parts = check_text("config key", key).split(".")
+        if not all(parts) or len(key) > 200:
+            raise InvalidInput(f"invalid config key {shown(key)}")
         with self.batch(f"config: set {key}") as batch:
             config = copy.deepcopy(self.config)
             node = config
@@ -331,6 +338,8 @@ class Store:
                     node[part] = {}
                 node = node[part]
             node[parts[-1]] = value
+            for where, problem in config_problems(config, key):
+                raise InvalidInput(f"config {where} {problem}")
             return batch.set_config(config)
 
     def create(self, type: str, title: str, body: str = "", **fields: Any) -> Bead:

@@ -115,9 +115,13 @@ def config_set(key: str, value: str) -> None:
     """Set a dotted KEY to VALUE (JSON when it parses as JSON, else text)."""
     import json
 
+    from beads.errors import InvalidInput
+
     try:
         parsed = json.loads(value)
     except ValueError:
         parsed = value
+    except RecursionError:
+        raise InvalidInput(f"the value of {key} nests too deeply") from None
     open_store().set_setting(key, parsed)
     emit({"key": key, "value": parsed}, f"Set {key} = {json.dumps(parsed, ensure_ascii=False)}")
