@@ -233,8 +233,11 @@ class Store:
         )
         if order not in ("created", "updated", "priority"):
             raise InvalidInput(f"order must be created, updated or priority, not {order!r}")
-        if limit is not None and limit < 0:
-            raise InvalidInput("limit must not be negative")
+        # (`type` is a parameter here: isinstance, and bool is no count)
+        if limit is not None and (
+            isinstance(limit, bool) or not isinstance(limit, int) or not 0 <= limit < 2**63
+        ):
+            raise InvalidInput("limit must be an integer from 0 to 2**63-1")
         return self.index.query(query._replace(order=order, descending=descending, limit=limit))
 
     def count(self, **filters: Any) -> int:

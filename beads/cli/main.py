@@ -66,6 +66,7 @@ def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
     ctx_settings = None
     try:
+        check_arguments(args)
         with cli.make_context("gc", list(args)) as ctx:
             ctx_settings = settings(ctx)
             cli.invoke(ctx)
@@ -87,6 +88,24 @@ def main(argv: list[str] | None = None) -> None:
         if (ctx_settings and ctx_settings.debug) or "--debug" in args:
             raise
         _fail(GcError(f"internal error: {type(exc).__name__}: {exc}"), args, ctx_settings)
+
+
+def check_arguments(args: Any) -> None:
+    """Refuse a command line with bytes that are not UTF-8 (README: text is valid UTF-8).
+
+    Python hands such bytes over as lone surrogates, which fail later at the first encode
+    (a commit, a database row): checked once here, every option of every command is covered.
+    """
+    for position, arg in enumerate(args, 1):
+        if not arg.isascii():
+            try:
+                arg.encode("utf-8")
+            except UnicodeEncodeError:
+                from beads.record import shown
+
+                raise InvalidInput(
+                    f"argument {position} is not valid UTF-8: {shown(arg)}"
+                ) from None
 
 
 def _fail(error: GcError, args: Any, options: Any, exit_code: int | None = None) -> None:
