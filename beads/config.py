@@ -66,12 +66,11 @@ def check_config(data: Any) -> dict[str, Any]:
             config[key] = value
     check_prefix(config["store"]["prefix"])
     limit = config["store"]["max_body_bytes"]
-    if type(limit) is not int or not 0 < limit <= MAX_BODY_LIMIT:
-        raise InvalidInput(f"store.max_body_bytes must be an integer 1..{MAX_BODY_LIMIT}")
+    if type(limit) is not int or limit <= 0:
+        raise InvalidInput("store.max_body_bytes must be a positive integer")
     return config
 
 
-MAX_BODY_LIMIT = 64 * 1024 * 1024  # a store's body limit may be raised, within reason
 MAX_CONFIG_DEPTH = 16
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from beads.config import CONFIG_PATH
+from beads.config import CONFIG_PATH, config_problems
 from beads.ids import parse_bead_path
 from beads.store import Store
 from beads.view import git_blob_sha
@@ -86,6 +86,11 @@ def _check_index(store: Store, tree: dict[str, bytes], report: Report) -> None:
         )
     if CONFIG_PATH not in tree:
         report.problems.append(Problem("repository", CONFIG_PATH, "HEAD has no config.yaml"))
+    # Kind `config`: a setting an older gc accepted that `gc config set` now refuses. The store
+    # still opens; the value is named so it can be set again.
+    for key, problem in config_problems(store.config):
+        fix = f"{key} {problem}; set it again with gc config set {key} VALUE"
+        report.problems.append(Problem("config", CONFIG_PATH, fix))
 
 
 def _check_view(store: Store, tree: dict[str, bytes], report: Report, *, restore: bool) -> None:

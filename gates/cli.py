@@ -250,11 +250,14 @@ def create_decision(
 
     from beads.times import parse_duration
     from gates import decisions, session_gates
+    from inbox.queue import check_session
 
+    chosen = session or os.environ.get("GC_SESSION_ID")
+    if chosen:
+        check_session(chosen)  # before the commit: a refused input leaves the store as it was
     store = open_store()
     made, gate_bead = decisions.create_decision(store, prompt, options, default=default,
                                                 timeout=timeout, assignee=assignee)  # fmt: skip
-    chosen = session or os.environ.get("GC_SESSION_ID")
     if chosen:
         session_gates.mark(store.root, chosen, "decision")
     if not wait:

@@ -108,13 +108,23 @@ def check_arguments(args: Any) -> None:
                 ) from None
 
 
+def one_line(message: str, limit: int = 2000) -> str:
+    """`message` as one printable line: line breaks, control characters and undecodable
+    bytes escaped (they come from user input quoted in errors), cut at `limit` characters."""
+    if not message.isprintable() or not message.isascii():
+        message = "".join(
+            char if char.isprintable() else repr(char)[1:-1] for char in message[: limit + 1]
+        )
+    return message if len(message) <= limit else message[:limit] + "..."
+
+
 def _fail(error: GcError, args: Any, options: Any, exit_code: int | None = None) -> None:
     as_json = (options.json if options is not None else False) or "--json" in args
     if as_json:
         import json
 
         click.echo(json.dumps({"ok": False, "error": error.to_json()}))
-    click.echo(f"gc: {error.message}", err=True)
+    click.echo(f"gc: {one_line(error.message)}", err=True)
     sys.exit(error.exit_code if exit_code is None else exit_code)
 
 
