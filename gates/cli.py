@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from beads.cli.common import emit, global_options, open_store, settings
+from beads.cli.common import Duration, emit, global_options, open_store, settings
 
 if TYPE_CHECKING:
     from beads.store import Store
@@ -148,7 +148,9 @@ def check() -> None:
 
 
 @gate.command()
-@click.option("--interval", type=click.FloatRange(min=0.1), default=30.0, show_default=True)
+@click.option(
+    "--interval", type=Duration(minimum=0.1), default="30s", show_default=True, help="e.g. 30s."
+)
 @click.option("--rounds", type=click.IntRange(min=1), help="Stop after this many checks.")
 @global_options
 def watch(interval: float, rounds: int | None) -> None:

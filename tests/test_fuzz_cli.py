@@ -30,6 +30,7 @@ from hypothesis import strategies as st
 from beads.cli.main import cli
 from beads.cli.main import main as gc_main
 from beads.store import Store
+from beads.times import MAX_DURATION
 from tests.conftest import GcRunner
 
 GLOBAL = {"beads_dir", "json", "agent", "debug", "help", "version"}
@@ -132,6 +133,8 @@ class World:
         """`gc ARGS` in-process, as the real entry maps it; (exit code, stdout, stderr)."""
 
         def would_block(seconds: float) -> None:
+            if not 0 <= seconds <= MAX_DURATION:  # nan, inf, negative: the real one raises
+                raise ValueError(f"sleep({seconds})")
             raise _WouldBlock
 
         with pytest.MonkeyPatch.context() as patch:
@@ -235,7 +238,7 @@ def _argv(world: World, path: tuple[str, ...], target: str, value: str) -> list[
             given = defaults.get(param.name or "", ["x"])
             (arguments if isinstance(param, click.Argument) else options).extend(given)
     if path == ("gate", "watch") and target != "rounds":
-        options += ["--rounds", "1"]
+        options += ["--rounds", "2"]  # one sleep: its length is checked
     return [*path, *options, *arguments]
 
 

@@ -87,6 +87,27 @@ def global_options(func: F) -> F:
     return func
 
 
+class Duration(click.ParamType):
+    """A duration option: `90`, `45s`, `10m`, `2h` (`beads.times.parse_duration`), in seconds,
+    at least `minimum`. Unlike click.FloatRange it refuses nan, inf and `1e400`."""
+
+    name = "duration"
+
+    def __init__(self, minimum: float = 0.0) -> None:
+        self.minimum = minimum
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        from beads.times import parse_duration
+
+        try:
+            seconds = parse_duration(value if isinstance(value, str) else str(value))
+        except InvalidInput as exc:
+            self.fail(exc.message, param, ctx)
+        if seconds < self.minimum:
+            self.fail(f"{value} is shorter than {self.minimum:g}s", param, ctx)
+        return seconds
+
+
 def open_store() -> Store:
     """The store for this command, closed when the command ends."""
     from beads.store import Store
