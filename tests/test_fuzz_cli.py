@@ -82,7 +82,7 @@ class _WouldBlock(BaseException):
     """Raised by the patched `time.sleep`: the command accepted its input and would wait."""
 
 
-def _commands() -> Iterator[tuple[tuple[str, ...], click.Command]]:
+def commands() -> Iterator[tuple[tuple[str, ...], click.Command]]:
     def walk(group: click.Group, path: tuple[str, ...], ctx: click.Context) -> Iterator[Any]:
         for name in group.list_commands(ctx):
             command = group.get_command(ctx, name)
@@ -96,10 +96,10 @@ def _commands() -> Iterator[tuple[tuple[str, ...], click.Command]]:
         yield from walk(cli, (), ctx)
 
 
-def _fuzzed_params() -> list[tuple[tuple[str, ...], str]]:
+def fuzzed_params() -> list[tuple[tuple[str, ...], str]]:
     """(command path, parameter name) for every parameter that takes a value."""
     found = []
-    for path, command in _commands():
+    for path, command in commands():
         for param in command.params:
             if param.name in GLOBAL or getattr(param, "is_flag", False):
                 continue
@@ -107,7 +107,7 @@ def _fuzzed_params() -> list[tuple[tuple[str, ...], str]]:
     return found
 
 
-PARAMS = _fuzzed_params()
+PARAMS = fuzzed_params()
 
 
 class World:
@@ -168,30 +168,6 @@ class World:
                 items = db.execute("SELECT count(*) FROM items").fetchone()[0]
         return head, digest.hexdigest(), items
 
-    def defaults(self, path: tuple[str, ...]) -> dict[str, list[str]]:
-        """Valid values for the required parameters of `path` (name -> argv pieces)."""
-        ids = self.ids
-        gate_id = ids["gate"] if path[-1] in ("close", "resolve", "show") else "review"
-        return {
-            "bead_id": [ids["bead"]],
-            "message_id": [ids["message"]],
-            "thread_or_message_id": [ids["message"]],
-            "ids": [ids["message"]],
-            "decision_id": [ids["decision"]],
-            "gate_id": [gate_id],
-            "type_": ["--type", "task"],
-            "title": ["--title", "t"],
-            "key": ["x.y"],
-            "value": ["1"],
-            "prompt": ["--prompt", "p"],
-            "options": ["--option", "a", "--option", "b"],
-            "select": ["--select", "a"],
-            "await_spec": ["--await", "human"],
-            "mode": ["--mode", "soft"],
-            "session": ["--session", "s1"],
-            "text": ["hi"],
-        }
-
 
 class _Gc:
     """What CliRunner invokes: the real `gc` main (error mapping included), not the bare group."""
@@ -220,9 +196,36 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
             os.chdir(saved)
 
 
-def _argv(world: World, path: tuple[str, ...], target: str, value: str) -> list[str]:
-    command = dict(_commands())[path]
-    defaults = world.defaults(path)
+def defaults(ids: dict[str, str], path: tuple[str, ...]) -> dict[str, list[str]]:
+    """Valid values for the required parameters of `path` (name -> argv pieces), given the
+    ids of a bead, a message, a gate and a decision of the store."""
+    gate_id = ids["gate"] if path[-1] in ("close", "resolve", "show") else "review"
+    return {
+        "bead_id": [ids["bead"]],
+        "message_id": [ids["message"]],
+        "thread_or_message_id": [ids["message"]],
+        "ids": [ids["message"]],
+        "decision_id": [ids["decision"]],
+        "gate_id": [gate_id],
+        "type_": ["--type", "task"],
+        "title": ["--title", "t"],
+        "key": ["x.y"],
+        "value": ["1"],
+        "prompt": ["--prompt", "p"],
+        "options": ["--option", "a", "--option", "b"],
+        "select": ["--select", "a"],
+        "await_spec": ["--await", "human"],
+        "mode": ["--mode", "soft"],
+        "session": ["--session", "s1"],
+        "text": ["hi"],
+    }
+
+
+def build_argv(ids: dict[str, str], path: tuple[str, ...], target: str, value: str) -> list[str]:
+    """The command line of `path` with `value` for the parameter `target`, valid values for
+    the other required ones."""
+    command = dict(commands())[path]
+    given = defaults(ids, path)
     options: list[str] = []
     arguments: list[str] = []
     for param in command.params:
@@ -234,9 +237,9 @@ def _argv(world: World, path: tuple[str, ...], target: str, value: str) -> list[
                 options.append(value)
             else:
                 arguments.append(value)
-        elif param.required or (isinstance(param, click.Argument) and param.name in defaults):
-            given = defaults.get(param.name or "", ["x"])
-            (arguments if isinstance(param, click.Argument) else options).extend(given)
+        elif param.required or (isinstance(param, click.Argument) and param.name in given):
+            pieces = given.get(param.name or "", ["x"])
+            (arguments if isinstance(param, click.Argument) else options).extend(pieces)
     if path == ("gate", "watch") and target != "rounds":
         options += ["--rounds", "2"]  # one sleep: its length is checked
     return [*path, *options, *arguments]
@@ -271,7 +274,7 @@ def _check(world: World, argv: list[str], as_json: bool) -> None:
 def test_hostile_values_are_refused_cleanly(
     world: World, path: tuple[str, ...], target: str, value: str, as_json: bool
 ) -> None:
-    _check(world, _argv(world, path, target, value), as_json)
+    _check(world, build_argv(world.ids, path, target, value), as_json)
 
 
 def test_every_command_is_fuzzed() -> None:
