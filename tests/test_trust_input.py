@@ -90,6 +90,14 @@ def test_deep_nesting_in_bead_edit_is_refused_not_a_crash(
     assert head(project) == before
 
 
+def test_a_huge_edited_file_is_refused_unread(project: GcRunner, tmp_path: Path) -> None:
+    made = project.json("bead", "create", "--type", "task", "--title", "t")["bead"]
+    before = head(project)
+    huge = "meta:\n  x: '" + "x" * (6 << 20) + "'\n"
+    assert "larger than" in refused(project("bead", "edit", made["id"], env=editor(tmp_path, huge)))
+    assert head(project) == before
+
+
 def test_an_alias_bomb_pushed_with_git_is_reported_not_indexed(
     project: GcRunner, tmp_path: Path
 ) -> None:
@@ -364,3 +372,6 @@ def test_a_closed_stdout_ends_quietly(project: GcRunner) -> None:
         os.close(write)
     assert result.returncode == 0
     assert result.stderr == b""
+    closed = subprocess.run(f"{gc_program()} bead list >&-", shell=True, cwd=project.cwd,
+                            env=project.env, capture_output=True, timeout=60)  # fmt: skip
+    assert (closed.returncode, closed.stderr) == (0, b"")

@@ -51,6 +51,8 @@ def _run() -> int | str | None:
 def _finish(code: int | str | None) -> int | str | None:
     """Flush stdout here, where a closed pipe can still be handled; past this point Python
     would print "Exception ignored ... BrokenPipeError" at exit."""
+    if sys.stdout is None:  # started with stdout closed (`gc hook run >&-`)
+        return code
     try:
         sys.stdout.flush()
     except BrokenPipeError:
