@@ -58,8 +58,17 @@ def main() -> None:
     env.update(GC_BEADS_DIR=str(home), EDITOR="true")
     env.pop("VISUAL", None)
 
+    def raw(arg: str) -> bytes:
+        """The bytes a shell would pass: \udc80-\udcff as the bytes they stand for, other
+        surrogates as their (invalid) UTF-8; NUL cannot be in an argument at all."""
+        arg = arg.replace("\x00", "")
+        try:
+            return arg.encode("utf-8", "surrogateescape")
+        except UnicodeEncodeError:
+            return arg.encode("utf-8", "surrogatepass")
+
     def gc(args: list[str]) -> subprocess.CompletedProcess[bytes]:
-        argv = [os.fsencode(program), *(a.encode("utf-8", "surrogateescape") for a in args)]
+        argv = [os.fsencode(program), *(raw(a) for a in args)]
         return subprocess.run(
             argv, cwd=home, env=env, capture_output=True, timeout=options.timeout, check=False
         )

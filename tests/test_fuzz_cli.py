@@ -69,6 +69,7 @@ WORST = [
     "timer:" + "9" * 5000,
     "a=" + "9" * 5000,
     "k=\udcff",
+    "a\x00b",
 ]
 hostile = st.one_of(
     st.sampled_from(WORST),

@@ -91,12 +91,15 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def check_arguments(args: Any) -> None:
-    """Refuse a command line with bytes that are not UTF-8 (README: text is valid UTF-8).
+    """Refuse a command line with bytes that are not UTF-8, or NUL (README: text is valid
+    UTF-8 without NUL).
 
     Python hands such bytes over as lone surrogates, which fail later at the first encode
     (a commit, a database row): checked once here, every option of every command is covered.
     """
     for position, arg in enumerate(args, 1):
+        if "\x00" in arg:  # never from a real command line; main(argv) from Python could
+            raise InvalidInput(f"argument {position} contains a NUL character")
         if not arg.isascii():
             try:
                 arg.encode("utf-8")
