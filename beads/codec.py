@@ -7,7 +7,7 @@ because files are always rewritten by gc in canonical form).
 `dump_bead` first tries `_fast_dump`, a direct writer for the common shape of a bead (text,
 multi-line text as `|` blocks, ints, booleans, nulls, nested mappings, lists of scalars) that
 produces exactly the bytes ruamel would; anything else (floats, control characters, very long
-lines, trailing spaces, shared containers) goes through ruamel. ruamel's representer costs
+lines, trailing spaces) goes through ruamel. ruamel's representer costs
 ~0.8 ms a bead, the direct writer ~40 us: it dominated a batch of 10,000 changed beads
 (`gc gate check`). ruamel itself is imported only when a file must be parsed or a bead is
 not of that shape: importing it costs a command about as much as the rest of a mail send.
@@ -69,6 +69,9 @@ def _make_yaml() -> YAML:
     yaml.width = 4096  # don't fold long lines: a one-word change stays a one-line diff
     yaml.representer.sort_base_mapping_type_on_output = False
     yaml.representer.add_representer(str, _represent_str)
+    # A container (or text) met twice is written in full each time, never as `&id001` and
+    # `*id001`: files of the store never hold anchors or aliases, which `load_data` refuses.
+    yaml.representer.ignore_aliases = lambda data: True
     _share_tags(yaml.representer)
     return yaml
 
@@ -299,16 +302,13 @@ def _fast_scalar(value: Any) -> str | None:
 def _fast_dump(data: dict[str, Any]) -> bytes | None:
     """`data` (a mapping) as ruamel would dump it, or None when it is not a simple case."""
     lines: list[str] = []
-    if not _fast_mapping(data, "", lines, set()):
+    if not _fast_mapping(data, "", lines):
         return None
     lines.append("")
     return "\n".join(lines).encode("utf-8")
 
 
-def _fast_mapping(data: dict[str, Any], indent: str, lines: list[str], seen: set[int]) -> bool:
-    # A container met twice would be written by ruamel as an anchor and an alias: callers
-    # mark each container in `seen` before descending (the top mapping is new).
-    seen.add(id(data))
+def _fast_mapping(data: dict[str, Any], indent: str, lines: list[str]) -> bool:
     for key, value in data.items():
         if type(key) is not str or len(key.encode("utf-8")) > _MAX_KEY:
             return False
@@ -316,16 +316,12 @@ def _fast_mapping(data: dict[str, Any], indent: str, lines: list[str], seen: set
         if name is None or name != key:
             return False  # a key that needs quotes: leave it to ruamel
         kind = type(value)
-        if kind is dict or kind is list:
-            if id(value) in seen:  # even an empty one: ruamel writes `&id001 []`, `*id001`
-                return False
-            seen.add(id(value))
         if kind is dict:
             if not value:
                 lines.append(f"{indent}{name}: {{}}")
                 continue
             lines.append(f"{indent}{name}:")
-            if not _fast_mapping(value, indent + "  ", lines, seen):
+            if not _fast_mapping(value, indent + "  ", lines):
                 return False
         elif kind is list:
             if not value:

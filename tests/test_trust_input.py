@@ -90,6 +90,17 @@ def test_deep_nesting_in_bead_edit_is_refused_not_a_crash(
     assert head(project) == before
 
 
+def test_a_bead_sharing_a_list_between_fields_stays_readable(store: Store) -> None:
+    # Written as `&id001`/`*id001` once, it would have been refused by the store's own reader.
+    shared = ["a", "b"]
+    made = store.create("task", "t", meta={"x": shared, "y": shared, "z": {"w": shared}})
+    store.close()
+    reopened = Store.open(store.root)
+    assert reopened.index.invalid() == {}
+    assert reopened.get(made.id).meta == {"x": shared, "y": shared, "z": {"w": shared}}
+    reopened.close()
+
+
 def test_a_huge_edited_file_is_refused_unread(project: GcRunner, tmp_path: Path) -> None:
     made = project.json("bead", "create", "--type", "task", "--title", "t")["bead"]
     before = head(project)
