@@ -195,7 +195,7 @@ SETTINGS: dict[str, Any] = {
 
 def config_problems(config: dict[str, Any], under: str = "") -> list[tuple[str, str]]:
     """`(dotted key, what is wrong)` for each documented setting with a bad value (only the
-    keys at or under `under`, when given). Unknown keys are not problems."""
+    keys at or under `under`, when given), each naming the value. Unknown keys are not problems."""
     problems: list[tuple[str, str]] = []
     for pattern, check in SETTINGS.items():
         for key, value in _matches(config, pattern.split("."), ""):
@@ -205,7 +205,7 @@ def config_problems(config: dict[str, Any], under: str = "") -> list[tuple[str, 
             try:
                 check(value)
             except InvalidInput as exc:
-                problems.append((key, exc.message))
+                problems.append((key, f"is {shown(value)}: {exc.message}"))
     return problems
 
 
