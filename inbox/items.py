@@ -94,14 +94,14 @@ class Item:
         check_agent(self.agent, what="recipient")
         if not isinstance(self.key, str) or not self.key or len(self.key) > MAX_KEY_CHARS:
             raise InvalidInput(f"dedup key must be 1..{MAX_KEY_CHARS} characters")
-        check_text("dedup key", self.key)
         if any(ord(c) < 32 or c == "\x7f" for c in self.key):
             raise InvalidInput("dedup key must not contain control characters")
+        check_text("dedup key", self.key)
+        check_text("item source", self.source)
         if self.type not in TYPES:
             raise InvalidInput(f"item type must be one of {', '.join(TYPES)}, not {self.type!r}")
         if not isinstance(self.source, str) or not self.source or len(self.source) > 200:
             raise InvalidInput("item source must be 1..200 characters")
-        check_text("item source", self.source)
         if type(self.priority) is not int or not 0 <= self.priority <= 4:
             raise InvalidInput("priority must be an integer 0..4")
         if not isinstance(self.content, str) or not self.content.strip():

@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from beads.cli.common import global_options, settings
+from beads.cli.common import check_arguments, global_options, one_line, settings
 from beads.errors import GcError, InvalidInput
 
 # name -> (module, attribute, one-line help)
@@ -88,37 +88,6 @@ def main(argv: list[str] | None = None) -> None:
         if (ctx_settings and ctx_settings.debug) or "--debug" in args:
             raise
         _fail(GcError(f"internal error: {type(exc).__name__}: {exc}"), args, ctx_settings)
-
-
-def check_arguments(args: Any) -> None:
-    """Refuse a command line with bytes that are not UTF-8, or NUL (README: text is valid
-    UTF-8 without NUL).
-
-    Python hands such bytes over as lone surrogates, which fail later at the first encode
-    (a commit, a database row): checked once here, every option of every command is covered.
-    """
-    for position, arg in enumerate(args, 1):
-        if "\x00" in arg:  # never from a real command line; main(argv) from Python could
-            raise InvalidInput(f"argument {position} contains a NUL character")
-        if not arg.isascii():
-            try:
-                arg.encode("utf-8")
-            except UnicodeEncodeError:
-                from beads.record import shown
-
-                raise InvalidInput(
-                    f"argument {position} is not valid UTF-8: {shown(arg)}"
-                ) from None
-
-
-def one_line(message: str, limit: int = 2000) -> str:
-    """`message` as one printable line: line breaks, control characters and undecodable
-    bytes escaped (they come from user input quoted in errors), cut at `limit` characters."""
-    if not message.isprintable() or not message.isascii():
-        message = "".join(
-            char if char.isprintable() else repr(char)[1:-1] for char in message[: limit + 1]
-        )
-    return message if len(message) <= limit else message[:limit] + "..."
 
 
 def _fail(error: GcError, args: Any, options: Any, exit_code: int | None = None) -> None:
