@@ -7,7 +7,7 @@ because files are always rewritten by gc in canonical form).
 `dump_bead` first tries `_fast_dump`, a direct writer for the common shape of a bead (text,
 multi-line text as `|` blocks, ints, booleans, nulls, nested mappings, lists of scalars) that
 produces exactly the bytes ruamel would; anything else (floats, control characters, very long
-lines, trailing spaces, shared containers) goes through ruamel. ruamel's representer costs
+lines, trailing spaces) goes through ruamel. ruamel's representer costs
 ~0.8 ms a bead, the direct writer ~40 us: it dominated a batch of 10,000 changed beads
 (`gc gate check`). ruamel itself is imported only when a file must be parsed or a bead is
 not of that shape: importing it costs a command about as much as the rest of a mail send.
@@ -69,6 +69,9 @@ def _make_yaml() -> YAML:
     yaml.width = 4096  # don't fold long lines: a one-word change stays a one-line diff
     yaml.representer.sort_base_mapping_type_on_output = False
     yaml.representer.add_representer(str, _represent_str)
+    # A container (or text) met twice is written in full each time, never as `&id001` and
+    # `*id001`: files of the store never hold anchors or aliases, which `load_data` refuses.
+    yaml.representer.ignore_aliases = lambda data: True
     _share_tags(yaml.representer)
     return yaml
 
@@ -97,17 +100,60 @@ def dump_data(data: Any) -> bytes:
 
 
 def load_data(raw: bytes | str, *, what: str = "YAML") -> Any:
-    """Parse YAML; malformed input raises InvalidInput naming `what`."""
+    """Parse YAML; malformed input raises InvalidInput naming `what`.
+
+    Anchors and aliases (`&a`, `*a`) are refused: gc never writes them, and a few hundred
+    bytes of nested aliases expand into gigabytes (an "alias bomb"). Without them, what a
+    parse builds is bounded by the size of its input; nesting is bounded by `MAX_DEPTH`
+    (libyaml's composer recurses in C: 30,000 `[` crash the process).
+    """
     from ruamel.yaml.error import YAMLError
 
     try:
         text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
+        if _may_be_hostile(text):
+            _check_events(text, what)
         return _yaml().load(text)
-    except UnicodeDecodeError:
+    except UnicodeError:  # undecodable bytes, or lone surrogates in a str
         raise InvalidInput(f"{what} is not valid UTF-8") from None
     except YAMLError as exc:
         detail = " ".join(str(exc).split())
         raise InvalidInput(f"{what} is not valid YAML: {detail}") from None
+    except (ValueError, TypeError, RecursionError) as exc:
+        # What the constructor refuses outside YAMLError: an integer past Python's 4,300
+        # digits, a date like 2026-02-31, an unhashable mapping key, nesting past the stack.
+        raise InvalidInput(f"{what} is not valid YAML: {type(exc).__name__}: {exc}") from None
+
+
+MAX_DEPTH = 64  # nested collections; a bead needs 10 (meta nests at most 8 deep)
+_SCAN_ABOVE = 256 * 1024  # characters: past this, nesting by indentation alone could be deep
+
+
+def _may_be_hostile(text: str) -> bool:
+    """Whether `text` may hold an anchor, an alias or deep nesting: only then are its events
+    scanned before the parse (a second pass that a common bead never pays)."""
+    if "&" in text or "*" in text or len(text) > _SCAN_ABOVE:
+        return True
+    return text.count("[") + text.count("{") + text.count("- ") + text.count("? ") > MAX_DEPTH
+
+
+def _check_events(text: str, what: str) -> None:
+    """Raise InvalidInput if the YAML `text` has an anchor or an alias, or nests deeper than
+    MAX_DEPTH. The parser's events tell (it keeps its own stack: no recursion, no tree)."""
+    from ruamel.yaml.events import AliasEvent, CollectionEndEvent, CollectionStartEvent
+
+    depth = 0
+    for event in _yaml().parse(text):
+        if isinstance(event, AliasEvent) or getattr(event, "anchor", None) is not None:
+            raise InvalidInput(
+                f"{what} uses a YAML anchor or alias (&name, *name); beads never contain them"
+            )
+        if isinstance(event, CollectionStartEvent):
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise InvalidInput(f"{what} nests deeper than {MAX_DEPTH} levels")
+        elif isinstance(event, CollectionEndEvent):
+            depth -= 1
 
 
 def dump_bead(bead: Bead) -> bytes:
@@ -256,16 +302,13 @@ def _fast_scalar(value: Any) -> str | None:
 def _fast_dump(data: dict[str, Any]) -> bytes | None:
     """`data` (a mapping) as ruamel would dump it, or None when it is not a simple case."""
     lines: list[str] = []
-    if not _fast_mapping(data, "", lines, set()):
+    if not _fast_mapping(data, "", lines):
         return None
     lines.append("")
     return "\n".join(lines).encode("utf-8")
 
 
-def _fast_mapping(data: dict[str, Any], indent: str, lines: list[str], seen: set[int]) -> bool:
-    # A container met twice would be written by ruamel as an anchor and an alias: callers
-    # mark each container in `seen` before descending (the top mapping is new).
-    seen.add(id(data))
+def _fast_mapping(data: dict[str, Any], indent: str, lines: list[str]) -> bool:
     for key, value in data.items():
         if type(key) is not str or len(key.encode("utf-8")) > _MAX_KEY:
             return False
@@ -273,16 +316,12 @@ def _fast_mapping(data: dict[str, Any], indent: str, lines: list[str], seen: set
         if name is None or name != key:
             return False  # a key that needs quotes: leave it to ruamel
         kind = type(value)
-        if kind is dict or kind is list:
-            if id(value) in seen:  # even an empty one: ruamel writes `&id001 []`, `*id001`
-                return False
-            seen.add(id(value))
         if kind is dict:
             if not value:
                 lines.append(f"{indent}{name}: {{}}")
                 continue
             lines.append(f"{indent}{name}:")
-            if not _fast_mapping(value, indent + "  ", lines, seen):
+            if not _fast_mapping(value, indent + "  ", lines):
                 return False
         elif kind is list:
             if not value:

@@ -1,18 +1,22 @@
 """`config.yaml`: the store's settings, committed like every bead.
 
 Sections: `store` (id prefix, body limit), `mail`, `agents` (name: rig, nudge argv), `rigs`,
-`delivery`, `gates`, `hooks`. Each layer reads its own section; this module checks only the
-format and the `store` section.
+`delivery`, `gates`, `hooks`. Each layer reads its own section. `check_config` checks what
+opening a store needs (the format, plain data, sections as mappings, the `store` section);
+`config_problems` checks the values of the settings every layer documents (SETTINGS, data
+naming the higher layers' keys, never importing them): `gc config set` refuses a bad new
+value, `gc doctor` reports the bad values of an older config.yaml, which still opens.
 """
 
 from __future__ import annotations
 
 import copy
+import math
 
 from beads.errors import InvalidInput
 from beads.files import SHARED_VALUES
 from beads.ids import check_prefix
-from beads.record import DEFAULT_MAX_BODY_BYTES
+from beads.record import AGENT_RE, DEFAULT_MAX_BODY_BYTES, MAX_INT, check_text, shown
 
 TYPE_CHECKING = False  # importing typing costs a hook ~7 ms
 if TYPE_CHECKING:
@@ -59,11 +63,14 @@ def check_config(data: Any) -> dict[str, Any]:
             f"this store has format {fmt}, newer than this gc-beads understands ({FORMAT}); "
             "upgrade gc-beads"
         )
+    _check_plain(data, "", 0)
     config = copy.deepcopy(_DEFAULTS)
     for key, value in data.items():
+        if key in _DEFAULTS and key != "format" and not isinstance(value, dict | None):
+            raise InvalidInput(f"config section {key!r} must be a mapping, not {shown(value)}")
         if isinstance(value, dict) and isinstance(config.get(key), dict):
             config[key].update(value)
-        else:
+        elif value is not None or key not in _DEFAULTS:
             config[key] = value
     check_prefix(config["store"]["prefix"])
     if config["store"].get("shared", "private") not in SHARED_VALUES:
@@ -75,3 +82,155 @@ def check_config(data: Any) -> dict[str, Any]:
     if type(stale) not in (int, float) or not 0 < stale <= 86400:
         raise InvalidInput("store.stale_lock_seconds must be a number of seconds (0 to 86400]")
     return config
+
+
+MAX_CONFIG_DEPTH = 16
+
+
+def _check_plain(value: Any, where: str, depth: int) -> None:
+    """Config holds what YAML and JSON both carry: text keys, text, 64-bit integers, finite
+    numbers, booleans, null, lists and mappings, nested at most MAX_CONFIG_DEPTH deep."""
+    if depth > MAX_CONFIG_DEPTH:
+        raise InvalidInput(f"config {where} nests deeper than {MAX_CONFIG_DEPTH} levels")
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise InvalidInput(f"config key {shown(key)} in {where or 'config'} is not text")
+            check_text(f"config key {shown(key)}", key)
+            _check_plain(item, f"{where}.{key}" if where else key, depth + 1)
+    elif isinstance(value, list):
+        for item in value:
+            _check_plain(item, where, depth + 1)
+    elif isinstance(value, str):
+        check_text(f"config {where}", value)
+    elif isinstance(value, bool) or value is None:
+        pass
+    elif isinstance(value, int):
+        if not -MAX_INT - 1 <= value <= MAX_INT:
+            raise InvalidInput(f"config {where} is an integer outside 64 bits")
+    elif isinstance(value, float):
+        if not math.isfinite(value):
+            raise InvalidInput(f"config {where} must be a finite number")
+    else:
+        raise InvalidInput(f"config {where} must be text, a number, a boolean, a list or a mapping")
+
+
+# -- settings: each documented key and the kind of value it takes ------------------------------
+
+TEMPLATE_FIELDS = ("session", "agent", "text")
+
+
+def check_argv_template(template: Any, fields: tuple[str, ...] = TEMPLATE_FIELDS) -> list[str]:
+    """Return `template` if it is an argv template: a non-empty list of strings whose only
+    substitutions are plain `{field}`s of `fields` (`{{` and `}}` for literal braces).
+
+    A format spec or conversion (`{text:>3000000000}`, `{text!r}`), an attribute or index
+    (`{text.x}`) or an unknown name is refused: a width alone made a nudge allocate 11 GB.
+    """
+    import string
+
+    if not (isinstance(template, list) and template and all(isinstance(a, str) for a in template)):
+        raise InvalidInput("must be a list of strings (an argv template)")
+    allowed = ", ".join("{" + name + "}" for name in fields)
+    for part in template:
+        try:
+            parsed = list(string.Formatter().parse(part))
+        except ValueError as exc:
+            raise InvalidInput(f"{shown(part)}: {exc} (write {{{{ and }}}} for braces)") from None
+        for _literal, name, spec, conversion in parsed:
+            if name is None:
+                continue
+            if name not in fields or spec or conversion:
+                raise InvalidInput(
+                    f"{shown(part)}: only plain {allowed} are substituted "
+                    "(write {{ and }} for literal braces)"
+                )
+    return template
+
+
+def _duration(value: Any) -> None:
+    from beads.times import parse_duration
+
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise InvalidInput("must be a duration such as 30s, 10m or 8h")
+    if isinstance(value, str):
+        parse_duration(value)
+    elif not 0 <= value <= MAX_INT:
+        raise InvalidInput("must be a number of seconds, not negative")
+
+
+def _count(value: Any) -> None:
+    if type(value) is not int or not 1 <= value <= 1_000_000:
+        raise InvalidInput("must be an integer 1..1000000")
+
+
+def _flag(value: Any) -> None:
+    if type(value) is not bool:
+        raise InvalidInput("must be true or false")
+
+
+def _text(value: Any) -> None:
+    if not isinstance(value, str) or not value:
+        raise InvalidInput("must be non-empty text")
+
+
+def _mapping(value: Any) -> None:
+    if not isinstance(value, dict):
+        raise InvalidInput("must be a mapping")
+
+
+def _agent_names(value: Any) -> None:
+    if not isinstance(value, list) or not all(
+        isinstance(n, str) and AGENT_RE.fullmatch(n) for n in value
+    ):
+        raise InvalidInput("must be a list of agent names")
+
+
+# Dotted key (`*` = any one name) -> its check. The settings of the layers above `beads` are
+# named here as data, as `beads.cli.main` names their commands.
+SETTINGS: dict[str, Any] = {
+    "mail.provider": _text,
+    "mail.strict_recipients": _flag,
+    "mail.exec_timeout": _duration,
+    "agents.*": _mapping,
+    "agents.*.nudge": check_argv_template,
+    "rigs.*": _agent_names,
+    "delivery.max_items": _count,
+    "delivery.session_idle_timeout": _duration,
+    "delivery.nudge_interval": _duration,
+    "delivery.nudge_timeout": _duration,
+    "delivery.keep_delivered": _duration,
+    "gates.max_stop_blocks": _count,
+    "gates.require_decision": _flag,
+    "gates.gh_path": _text,
+}
+
+
+def config_problems(config: dict[str, Any], under: str = "") -> list[tuple[str, str]]:
+    """`(dotted key, what is wrong)` for each documented setting with a bad value (only the
+    keys at or under `under`, when given), each naming the value. Unknown keys are not problems."""
+    problems: list[tuple[str, str]] = []
+    for pattern, check in SETTINGS.items():
+        for key, value in _matches(config, pattern.split("."), ""):
+            if under and not (key == under or key.startswith(under + ".")):
+                if not under.startswith(key + "."):
+                    continue
+            try:
+                check(value)
+            except InvalidInput as exc:
+                problems.append((key, f"is {shown(value)}: {exc.message}"))
+    return problems
+
+
+def _matches(node: Any, parts: list[str], prefix: str) -> list[tuple[str, Any]]:
+    if not parts:
+        return [(prefix, node)]
+    if not isinstance(node, dict):
+        return []
+    head, rest = parts[0], parts[1:]
+    names = list(node) if head == "*" else [head] if head in node else []
+    return [
+        found
+        for name in names
+        for found in _matches(node[name], rest, f"{prefix}.{name}" if prefix else name)
+    ]

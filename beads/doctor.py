@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from beads.config import CONFIG_PATH
+from beads.config import CONFIG_PATH, config_problems
 from beads.gitrepo import GC_LOCK_MTIME, lock_age
 from beads.ids import parse_bead_path
 from beads.reader import branch_problem, is_sha
@@ -114,6 +114,11 @@ def _check_index(store: Store, tree: dict[str, bytes], report: Report) -> None:
         )
     if CONFIG_PATH not in tree:
         report.problems.append(Problem("repository", CONFIG_PATH, "HEAD has no config.yaml"))
+    # Kind `config`: a setting an older gc accepted that `gc config set` now refuses. The store
+    # still opens; the value is named so it can be set again.
+    for key, problem in config_problems(store.config):
+        fix = f"{key} {problem}; set it again with gc config set {key} VALUE"
+        report.problems.append(Problem("config", CONFIG_PATH, fix))
 
 
 def _check_view(store: Store, tree: dict[str, bytes], report: Report, *, restore: bool) -> None:

@@ -62,10 +62,14 @@ def find_store(explicit: str | os.PathLike[str] | None = None, cwd: Path | None 
     given = explicit if explicit is not None else os.environ.get("GC_BEADS_DIR") or None
     if given is not None:
         path = Path(given).expanduser().absolute()
-        for candidate in (path, path / STORE_DIR):
-            if is_store(candidate):
-                return candidate
-        check_not_foreign(store_dir_for(path))
+        try:
+            for candidate in (path, path / STORE_DIR):
+                if is_store(candidate):
+                    return candidate
+            check_not_foreign(store_dir_for(path))
+        except OSError as exc:  # a name too long, a loop of links, no permission
+            shown = str(path) if len(str(path)) <= 80 else str(path)[:80] + "..."
+            raise InvalidInput(f"cannot use the store directory {shown}: {exc.strerror}") from None
         raise NotFound(f"no gc-beads store at {path}; run 'gc init' to create one")
     start = (cwd or Path.cwd()).absolute()
     for directory in (start, *start.parents):

@@ -30,6 +30,11 @@ RESERVED_AGENTS = frozenset({"all"})
 STATUSES = ("open", "closed")
 MAX_TITLE_CHARS = 500
 DEFAULT_MAX_BODY_BYTES = 1024 * 1024
+MAX_LIST_ITEMS = 100  # labels, cc
+# Meta is bounded like the body: at most this many values (keys, items, scalars), their text
+# at most store.max_body_bytes, integers within 64 bits (what sqlite and JSON readers take).
+MAX_META_VALUES = 10_000
+MAX_INT = 2**63 - 1
 
 # The YAML key of each field, in canonical file order. `from` is a Python keyword.
 FIELD_ORDER = (
@@ -166,14 +171,14 @@ class Bead:
         """Raise InvalidInput naming the first field that breaks the record's rules."""
         check_id(self.id)
         check_type(self.type)
-        _check_text("title", self.title)
+        check_text("title", self.title)
         if not self.title.strip():
             raise InvalidInput("title must not be empty")
         if "\n" in self.title or "\r" in self.title:
             raise InvalidInput("title must be a single line")
         if len(self.title) > MAX_TITLE_CHARS:
             raise InvalidInput(f"title is longer than {MAX_TITLE_CHARS} characters")
-        _check_text("body", self.body)
+        check_text("body", self.body)
         limit = DEFAULT_MAX_BODY_BYTES if max_body is None else max_body
         size = len(self.body.encode("utf-8"))
         if size > limit:
@@ -186,7 +191,7 @@ class Bead:
         _check_list("cc", self.cc, lambda v: check_agent(v, what="cc"))
         _check_list("labels", self.labels, check_label)
         if type(self.priority) is not int or not 0 <= self.priority <= 4:
-            raise InvalidInput(f"priority must be an integer 0-4, not {self.priority!r}")
+            raise InvalidInput(f"priority must be an integer 0-4, not {shown(self.priority)}")
         for name in ("thread", "reply_to", "parent"):
             value = getattr(self, name)
             if value is not None:
@@ -200,19 +205,20 @@ class Bead:
         if self.status == "open" and (self.closed_at is not None or self.close_reason is not None):
             raise InvalidInput("an open bead has no closed_at or close_reason")
         if self.close_reason is not None:
-            _check_text("close_reason", self.close_reason)
+            check_text("close_reason", self.close_reason)
         if not isinstance(self.meta, dict):
             raise InvalidInput("meta must be a mapping")
+        budget = [MAX_META_VALUES, limit]  # values, then text bytes, left to spend
         for key, value in self.meta.items():
             check_meta_key(key)
-            _check_meta_value(key, value)
+            _check_meta_value(key, value, budget)
 
 
 def check_agent(name: Any, *, what: str = "agent") -> str:
     """Return `name` if it is a valid agent name, else raise InvalidInput."""
     if not isinstance(name, str) or not AGENT_RE.fullmatch(name):
         raise InvalidInput(
-            f"invalid {what} name {name!r}: use letters, digits, '.', '_' or '-' (at most 64)"
+            f"invalid {what} name {shown(name)}: use letters, digits, '.', '_' or '-' (at most 64)"
         )
     if name in RESERVED_AGENTS:
         raise InvalidInput(f"{what} name {name!r} is reserved")
@@ -223,7 +229,8 @@ def check_type(name: Any) -> str:
     """Return `name` if it is a valid bead type, else raise InvalidInput."""
     if not isinstance(name, str) or not TYPE_RE.fullmatch(name):
         raise InvalidInput(
-            f"invalid type {name!r}: lowercase letters, digits, '_' or '-', starting with a letter"
+            f"invalid type {shown(name)}: "
+            "lowercase letters, digits, '_' or '-', starting with a letter"
         )
     return name
 
@@ -231,18 +238,32 @@ def check_type(name: Any) -> str:
 def check_label(label: Any) -> str:
     """Return `label` if it is a valid label, else raise InvalidInput."""
     if not isinstance(label, str) or not LABEL_RE.fullmatch(label):
-        raise InvalidInput(f"invalid label {label!r}: no spaces, at most 128 characters")
+        raise InvalidInput(f"invalid label {shown(label)}: no spaces, at most 128 characters")
     return label
 
 
 def check_meta_key(key: Any) -> str:
     """Return `key` if it is a valid meta key, else raise InvalidInput."""
     if not isinstance(key, str) or not META_KEY_RE.fullmatch(key):
-        raise InvalidInput(f"invalid meta key {key!r}")
+        raise InvalidInput(f"invalid meta key {shown(key)}")
     return key
 
 
-def _check_text(name: str, value: Any) -> None:
+def shown(value: Any, limit: int = 60) -> str:
+    """`value` as an error line quotes it: its repr, cut at `limit` characters (a 100 KB
+    argument is named, not echoed)."""
+    try:
+        text = repr(value)
+    except ValueError:  # an int past Python's 4,300-digit limit for str()
+        return "(a number too long to show)"
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def check_text(name: str, value: Any) -> str:
+    """Return `value` if it is text that is valid UTF-8 without NUL, else raise InvalidInput.
+
+    Undecodable bytes of a command line reach Python as lone surrogates: they fail here.
+    """
     if not isinstance(value, str):
         raise InvalidInput(f"{name} must be text")
     if "\x00" in value:
@@ -251,37 +272,51 @@ def _check_text(name: str, value: Any) -> None:
         value.encode("utf-8")
     except UnicodeEncodeError:
         raise InvalidInput(f"{name} is not valid UTF-8 text") from None
+    return value
 
 
 def _check_list(name: str, value: Any, check: Any) -> None:
     if not isinstance(value, list):
         raise InvalidInput(f"{name} must be a list")
+    if len(value) > MAX_LIST_ITEMS:
+        raise InvalidInput(f"{name} has {len(value)} entries; at most {MAX_LIST_ITEMS}")
     for item in value:
         check(item)
     if len(set(value)) != len(value):
         raise InvalidInput(f"{name} has duplicates")
 
 
-def _check_meta_value(key: str, value: Any, depth: int = 0) -> None:
+def _check_meta_value(key: str, value: Any, budget: list[int], depth: int = 0) -> None:
+    # `budget`: [values, text bytes] left for the whole meta mapping; spent as it is walked.
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise InvalidInput(f"meta holds more than {MAX_META_VALUES} values")
     if depth > 8:
         raise InvalidInput(f"meta {key!r} is nested too deeply")
-    if value is None or isinstance(value, bool | int):
+    if value is None or isinstance(value, bool):
+        return
+    if isinstance(value, int):
+        if not -MAX_INT - 1 <= value <= MAX_INT:
+            raise InvalidInput(f"meta {key!r} is an integer outside 64 bits")
         return
     if isinstance(value, float):
         if not math.isfinite(value):
             raise InvalidInput(f"meta {key!r} must be a finite number")
         return
     if isinstance(value, str):
-        _check_text(f"meta {key!r}", value)
+        check_text(f"meta {key!r}", value)
+        budget[1] -= len(value.encode("utf-8"))
+        if budget[1] < 0:
+            raise InvalidInput("meta holds more text than store.max_body_bytes")
         return
     if isinstance(value, list):
         for item in value:
-            _check_meta_value(key, item, depth + 1)
+            _check_meta_value(key, item, budget, depth + 1)
         return
     if isinstance(value, dict):
         for sub_key, item in value.items():
             check_meta_key(sub_key)
-            _check_meta_value(key, item, depth + 1)
+            _check_meta_value(key, item, budget, depth + 1)
         return
     raise InvalidInput(
         f"meta {key!r} must be text, a number, true/false, null, a list or a mapping"

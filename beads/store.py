@@ -254,8 +254,11 @@ class Store:
         )
         if order not in ("created", "updated", "priority"):
             raise InvalidInput(f"order must be created, updated or priority, not {order!r}")
-        if limit is not None and limit < 0:
-            raise InvalidInput("limit must not be negative")
+        # (`type` is a parameter here: isinstance, and bool is no count)
+        if limit is not None and (
+            isinstance(limit, bool) or not isinstance(limit, int) or not 0 <= limit < 2**63
+        ):
+            raise InvalidInput("limit must be an integer from 0 to 2**63-1")
         return self.index.query(query._replace(order=order, descending=descending, limit=limit))
 
     def count(self, **filters: Any) -> int:
@@ -341,10 +344,17 @@ class Store:
             batch.commit_id = batch.commit()
 
     def set_setting(self, key: str, value: Any) -> dict[str, Any]:
-        """Set one dotted key of `config.yaml` (`agents.mayor.nudge`) in one commit."""
-        parts = key.split(".")
-        if not all(parts):
-            raise InvalidInput(f"invalid config key {key!r}")
+        """Set one dotted key of `config.yaml` (`agents.mayor.nudge`) in one commit.
+
+        The new value must pass its documented check (`config_problems`); other keys that an
+        older gc left invalid do not stop the change (`gc doctor` reports them).
+        """
+        from beads.config import config_problems
+        from beads.record import check_text, shown
+
+        parts = check_text("config key", key).split(".")
+        if not all(parts) or len(key) > 200:
+            raise InvalidInput(f"invalid config key {shown(key)}")
         with self.batch(f"config: set {key}") as batch:
             config = copy.deepcopy(self.config)
             node = config
@@ -353,6 +363,8 @@ class Store:
                     node[part] = {}
                 node = node[part]
             node[parts[-1]] = value
+            for where, problem in config_problems(config, key):
+                raise InvalidInput(f"config {where} {problem}")
             return batch.set_config(config)
 
     def create(self, type: str, title: str, body: str = "", **fields: Any) -> Bead:

@@ -6,14 +6,18 @@ import re
 import time
 
 from beads.errors import InvalidInput
+from beads.record import shown
 
 TYPE_CHECKING = False  # importing typing costs a hook ~7 ms
 if TYPE_CHECKING:
     from datetime import datetime
 
 STAMP_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
-_DURATION_RE = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w)?")
+_DURATION_RE = re.compile(r"([0-9]+(?:\.[0-9]+)?)\s*(ms|s|m|h|d|w)?")
 _UNITS = {"ms": 0.001, "s": 1, None: 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+# Longer than any wait, TTL or look-back a user means, and far inside what datetime, sqlite
+# and JSON take: past it a typo like `99999999999999d` is refused, not an overflow.
+MAX_DURATION = 100 * 365 * 86400
 
 
 def now_stamp() -> str:
@@ -37,11 +41,14 @@ def to_stamp(moment: datetime) -> str:
 
 
 def parse_duration(text: str) -> float:
-    """Seconds in `90`, `45s`, `10m`, `2h`, `3d`, `1w` or `250ms`."""
-    match = _DURATION_RE.fullmatch(text.strip())
+    """Seconds in `90`, `45s`, `10m`, `2h`, `3d`, `1w` or `250ms` (at most 100 years)."""
+    match = _DURATION_RE.fullmatch(text.strip()) if isinstance(text, str) else None
     if not match:
-        raise InvalidInput(f"invalid duration {text!r}: use e.g. 45s, 10m, 2h, 3d")
-    return float(match.group(1)) * _UNITS[match.group(2)]
+        raise InvalidInput(f"invalid duration {shown(text)}: use e.g. 45s, 10m, 2h, 3d")
+    seconds = float(match.group(1)) * _UNITS[match.group(2)]  # 5,000 digits: inf, refused
+    if seconds > MAX_DURATION:
+        raise InvalidInput(f"duration {shown(text)} is longer than 100 years")
+    return seconds
 
 
 def parse_time(text: str) -> str:
@@ -53,10 +60,10 @@ def parse_time(text: str) -> str:
         return to_stamp(datetime.now(UTC) - timedelta(seconds=parse_duration(value)))
     try:
         moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=UTC)
+        return to_stamp(moment)
+    except (ValueError, OverflowError):  # OverflowError: year 1 with an offset east of UTC
         raise InvalidInput(
-            f"invalid time {text!r}: use 2026-01-31, 2026-01-31T12:00:00Z or 2h"
+            f"invalid time {shown(text)}: use 2026-01-31, 2026-01-31T12:00:00Z or 2h"
         ) from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return to_stamp(moment)

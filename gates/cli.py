@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from beads.cli.common import emit, global_options, open_store, settings
+from beads.cli.common import Duration, emit, global_options, open_store, settings
 
 if TYPE_CHECKING:
     from beads.store import Store
@@ -150,7 +150,9 @@ def check() -> None:
 
 
 @gate.command()
-@click.option("--interval", type=click.FloatRange(min=0.1), default=30.0, show_default=True)
+@click.option(
+    "--interval", type=Duration(minimum=0.1), default="30s", show_default=True, help="e.g. 30s."
+)
 @click.option("--rounds", type=click.IntRange(min=1), help="Stop after this many checks.")
 @global_options
 def watch(interval: float, rounds: int | None) -> None:
@@ -252,11 +254,14 @@ def create_decision(
 
     from beads.times import parse_duration
     from gates import decisions, session_gates
+    from inbox.queue import check_session
 
+    chosen = session or os.environ.get("GC_SESSION_ID")
+    if chosen:
+        check_session(chosen)  # before the commit: a refused input leaves the store as it was
     store = open_store()
     made, gate_bead = decisions.create_decision(store, prompt, options, default=default,
                                                 timeout=timeout, assignee=assignee)  # fmt: skip
-    chosen = session or os.environ.get("GC_SESSION_ID")
     if chosen:
         session_gates.mark(store.root, chosen, "decision")
     if not wait:

@@ -7,7 +7,7 @@ import time
 
 from beads.errors import InvalidInput
 from beads.ids import check_id
-from beads.record import check_agent
+from beads.record import check_agent, check_text
 
 TYPE_CHECKING = False  # importing typing costs a hook ~7 ms
 if TYPE_CHECKING:
@@ -107,6 +107,8 @@ class Item:
             raise InvalidInput(f"dedup key must be 1..{MAX_KEY_CHARS} characters")
         if any(ord(c) < 32 or c == "\x7f" for c in self.key):
             raise InvalidInput("dedup key must not contain control characters")
+        check_text("dedup key", self.key)
+        check_text("item source", self.source)
         if self.type not in TYPES:
             raise InvalidInput(f"item type must be one of {', '.join(TYPES)}, not {self.type!r}")
         if not isinstance(self.source, str) or not self.source or len(self.source) > 200:

@@ -19,6 +19,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from beads import files
+from beads.config import TEMPLATE_FIELDS as FIELDS
+from beads.config import check_argv_template
+from beads.errors import InvalidInput
 from beads.process import run_bounded
 from inbox.render import preview
 
@@ -26,19 +29,20 @@ if TYPE_CHECKING:
     from inbox.delivery import Delivery
     from inbox.items import Item
 
-FIELDS = ("session", "agent", "text")
-
 
 def nudge_command(delivery: Delivery, agent: str) -> list[str] | None:
-    """The agent's nudge argv template from config.yaml, or None."""
-    spec = ((delivery.store_config().get("agents") or {}).get(agent) or {}).get("nudge")
+    """The agent's nudge argv template from config.yaml, or None; InvalidInput if it is not
+    a list of strings with plain `{session}`, `{agent}`, `{text}` substitutions (an older
+    config.yaml may hold one that `gc config set` now refuses)."""
+    agents = delivery.store_config().get("agents")
+    entry = agents.get(agent) if isinstance(agents, dict) else None
+    spec = entry.get("nudge") if isinstance(entry, dict) else None
     if spec is None:
         return None
-    if not (isinstance(spec, list) and spec and all(isinstance(a, str) for a in spec)):
-        from beads.errors import InvalidInput
-
-        raise InvalidInput(f"agents.{agent}.nudge must be a list of strings (an argv template)")
-    return spec
+    try:
+        return check_argv_template(spec, FIELDS)
+    except InvalidInput as exc:
+        raise InvalidInput(f"agents.{agent}.nudge: {exc.message}") from None
 
 
 def nudge_agents(delivery: Delivery, items: Sequence[Item]) -> None:
@@ -56,7 +60,10 @@ def nudge_agents(delivery: Delivery, items: Sequence[Item]) -> None:
 
 def nudge(delivery: Delivery, agent: str, text: str) -> str | None:
     """Start a nudge of `agent`'s most recent idle session; returns the session or None."""
-    template = nudge_command(delivery, agent)
+    try:
+        template, problem = nudge_command(delivery, agent), None
+    except InvalidInput as exc:  # a bad template fails this nudge, shown on the session
+        template, problem = [], exc.message
     if template is None:
         return None
     idle = [s for s in delivery.live_sessions(agent) if s.state == "idle"]
@@ -75,12 +82,11 @@ def nudge(delivery: Delivery, agent: str, text: str) -> str | None:
     if not claimed:
         return None
     session = idle[0].session
-    values = {"session": session, "agent": agent, "text": text}
-    try:
-        argv = [part.format_map(_Only(values)) for part in template]
-    except (ValueError, IndexError, AttributeError) as exc:
-        delivery.record_nudge(session, "failed", f"bad nudge template: {exc}")
+    if problem is not None:
+        delivery.record_nudge(session, "failed", f"bad nudge template: {problem}")
         return None
+    # Checked: only plain {session}, {agent} and {text}, each of bounded length.
+    argv = [part.format(session=session, agent=agent, text=text) for part in template]
     job = {
         "db": str(delivery.root),
         "session": session,
@@ -97,13 +103,6 @@ def nudge(delivery: Delivery, agent: str, text: str) -> str | None:
         umask=files.started_umask,  # the user's, not the one gc keeps for the store
     )
     return session
-
-
-class _Only(dict[str, str]):
-    """Fill `{session}`, `{agent}` and `{text}`; leave any other `{...}` as written."""
-
-    def __missing__(self, key: str) -> str:
-        return "{" + key + "}"
 
 
 def run_job(job: dict[str, Any]) -> tuple[str, str]:

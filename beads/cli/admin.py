@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import errno
 import time
 from typing import TYPE_CHECKING
 
 import click
 
 from beads.cli.common import emit, global_options, open_store, settings
+from beads.errors import InvalidInput
+from beads.record import shown
+
+# What a path given by the user can be wrong with (an input error, not a storage error).
+PATH_ERRORS = (errno.ENAMETOOLONG, errno.ENOTDIR, errno.ELOOP, errno.EEXIST, errno.EINVAL)
 
 if TYPE_CHECKING:
     from beads.gitrepo import LogEntry
@@ -24,10 +30,15 @@ def init(path: str, prefix: str | None, example: bool) -> None:
     from beads.store import Store
 
     agent = settings().agent
-    if example:
-        store, created = init_example(path, prefix=prefix, agent=agent)
-    else:
-        store, created = Store.init(path, prefix=prefix, agent=agent)
+    try:
+        if example:
+            store, created = init_example(path, prefix=prefix, agent=agent)
+        else:
+            store, created = Store.init(path, prefix=prefix, agent=agent)
+    except OSError as exc:
+        if exc.errno not in PATH_ERRORS:
+            raise
+        raise InvalidInput(f"cannot create a store in {shown(path)}: {exc.strerror}") from None
     click.get_current_context().call_on_close(store.close)
     verb = "Initialized" if created else "Already initialized"
     emit(
@@ -127,5 +138,7 @@ def config_set(key: str, value: str) -> None:
         parsed = json.loads(value)
     except ValueError:
         parsed = value
+    except RecursionError:
+        raise InvalidInput(f"the value of {key} nests too deeply") from None
     open_store().set_setting(key, parsed)
     emit({"key": key, "value": parsed}, f"Set {key} = {json.dumps(parsed, ensure_ascii=False)}")

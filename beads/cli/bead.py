@@ -218,8 +218,14 @@ def edit(bead_id: str) -> None:
             raise InvalidInput(f"cannot run the editor {editor!r}: {exc.strerror}") from None
         if code != 0:
             raise InvalidInput(f"the editor exited with status {code}; nothing was changed")
+        # A bead file is its body plus a little: an editor (or a script as $EDITOR) that left
+        # gigabytes is refused after reading only a bounded prefix.
+        limit = 4 * store.max_body + (1 << 20)
         with open(path, "rb") as handle:
-            edited = load_bead(handle.read(), what="the edited bead", max_body=store.max_body)
+            raw = handle.read(limit + 1)
+        if len(raw) > limit:
+            raise InvalidInput(f"the edited bead is larger than {limit} bytes; nothing was changed")
+        edited = load_bead(raw, what="the edited bead", max_body=store.max_body)
     changed = store.update(current.id, **_edits(current, edited))
     emit(
         {"bead": changed.to_dict()}, f"updated {changed.id}" if changed != current else "no changes"

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from beads.errors import InvalidInput
+from beads.record import shown
 
 if TYPE_CHECKING:
     from beads.store import Store
@@ -85,6 +86,56 @@ def global_options(func: F) -> F:
     for option in reversed(options):
         func = option(func)
     return func
+
+
+class Duration(click.ParamType):
+    """A duration option: `90`, `45s`, `10m`, `2h` (`beads.times.parse_duration`), in seconds,
+    at least `minimum`. Unlike click.FloatRange it refuses nan, inf and `1e400`."""
+
+    name = "duration"
+
+    def __init__(self, minimum: float = 0.0) -> None:
+        self.minimum = minimum
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        from beads.times import parse_duration
+
+        try:
+            seconds = parse_duration(value if isinstance(value, str) else str(value))
+        except InvalidInput as exc:
+            self.fail(exc.message, param, ctx)
+        if seconds < self.minimum:
+            self.fail(f"{value} is shorter than {self.minimum:g}s", param, ctx)
+        return seconds
+
+
+def check_arguments(args: Sequence[str]) -> None:
+    """Refuse a command line with bytes that are not UTF-8, or NUL (README: text is valid
+    UTF-8 without NUL).
+
+    Python hands such bytes over as lone surrogates, which fail later at the first encode
+    (a commit, a database row): checked once here, every option of every command is covered.
+    """
+    for position, arg in enumerate(args, 1):
+        if "\x00" in arg:  # never from a real command line; main(argv) from Python could
+            raise InvalidInput(f"argument {position} contains a NUL character")
+        if not arg.isascii():
+            try:
+                arg.encode("utf-8")
+            except UnicodeEncodeError:
+                raise InvalidInput(
+                    f"argument {position} is not valid UTF-8: {shown(arg)}"
+                ) from None
+
+
+def one_line(message: str, limit: int = 2000) -> str:
+    """`message` as one printable line: line breaks, control characters and undecodable
+    bytes escaped (they come from user input quoted in errors), cut at `limit` characters."""
+    if not message.isprintable() or not message.isascii():
+        message = "".join(
+            char if char.isprintable() else repr(char)[1:-1] for char in message[: limit + 1]
+        )
+    return message if len(message) <= limit else message[:limit] + "..."
 
 
 def open_store() -> Store:

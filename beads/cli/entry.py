@@ -4,11 +4,14 @@ A few exact argument lists are served without click: Claude Code runs `gc hook r
 prompt and every stop, and importing click alone costs about as much as the hook's own work.
 Every other command line, and `gc hook run` with any option, goes through the click CLI of
 `beads.cli.main`. The table names modules of higher layers as data, never as imports.
+
+Everything runs inside one handler, imports included: Ctrl-C at any moment ends `gc` with
+exit 130 and one line, and a reader that went away (`gc bead list | head`) ends it quietly.
+This module imports only `sys` before that handler is in place.
 """
 
 from __future__ import annotations
 
-import importlib
 import sys
 
 # exact arguments -> (module, function returning the exit code)
@@ -19,20 +22,66 @@ DIRECT: dict[tuple[str, ...], tuple[str, str]] = {
 
 def main() -> None:
     """Run `gc`."""
+    try:
+        code = _run()
+    except KeyboardInterrupt:
+        code = 130
+        _say("gc: interrupted")
+    except BrokenPipeError:
+        code = 0  # the reader went away: not our error, and nothing left to tell it
+    sys.exit(_finish(code))
+
+
+def _run() -> int | str | None:
+    import importlib
+
     from beads import files
 
     files.own_umask = True  # a program of our own: its umask may follow the store's modes
     direct = DIRECT.get(tuple(sys.argv[1:]))
     if direct is not None:
         module, function = direct
-        try:
-            code = getattr(importlib.import_module(module), function)()
-        except KeyboardInterrupt:
-            code = 130  # interrupted: quietly, as the click CLI does
-        sys.exit(code)
+        return getattr(importlib.import_module(module), function)()
     from beads.cli.main import main as click_main
 
-    click_main()
+    try:
+        click_main()
+    except SystemExit as exc:  # click_main always ends this way, with its exit code
+        return exc.code
+    return 0
+
+
+def _finish(code: int | str | None) -> int | str | None:
+    """Flush stdout here, where a closed pipe can still be handled; past this point Python
+    would print "Exception ignored ... BrokenPipeError" at exit."""
+    if sys.stdout is None:  # started with stdout closed (`gc hook run >&-`)
+        return code
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _silence_stdout()
+    except KeyboardInterrupt:
+        _say("gc: interrupted")
+        return 130
+    return code
+
+
+def _silence_stdout() -> None:
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
+def _say(line: str) -> None:
+    try:
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
 
 
 if __name__ == "__main__":

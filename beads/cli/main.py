@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from beads.cli.common import global_options, settings
+from beads.cli.common import check_arguments, global_options, one_line, settings
 from beads.errors import GcError, InvalidInput
 
 # name -> (module, attribute, one-line help)
@@ -66,6 +66,7 @@ def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
     ctx_settings = None
     try:
+        check_arguments(args)
         with cli.make_context("gc", list(args)) as ctx:
             ctx_settings = settings(ctx)
             cli.invoke(ctx)
@@ -95,7 +96,7 @@ def _fail(error: GcError, args: Any, options: Any, exit_code: int | None = None)
         import json
 
         click.echo(json.dumps({"ok": False, "error": error.to_json()}))
-    click.echo(f"gc: {error.message}", err=True)
+    click.echo(f"gc: {one_line(error.message)}", err=True)
     sys.exit(error.exit_code if exit_code is None else exit_code)
 
 
