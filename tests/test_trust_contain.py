@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from beads.process import run_bounded
+from beads.store import Store
 from mail.execmail import ExecMail
 from mail.message import ProviderError
 from tests.conftest import GcRunner
@@ -94,7 +95,13 @@ def test_exec_timeout_from_config_applies_with_gc_mail(gc: GcRunner, tmp_path: P
     result = gc("mail", "inbox", "dog", env={"GC_MAIL": f"exec:{prog}"})
     assert result.returncode == 50 and "timed out after 1s" in result.stderr
     assert time.monotonic() - started < 10
-    assert gc("config", "set", "mail.exec_timeout", '"soon"').returncode == 0
+    refused = gc("config", "set", "mail.exec_timeout", '"soon"')
+    assert refused.returncode == 30 and "mail.exec_timeout" in refused.stderr
+    # A value written by an older gc (config set now refuses it) is refused again at use.
+    with Store.open(tmp_path) as store, store.batch() as batch:
+        config = dict(store.config)
+        config["mail"] = {**config["mail"], "exec_timeout": "soon"}
+        batch.set_config(config)
     bad = gc("mail", "inbox", "dog", env={"GC_MAIL": f"exec:{prog}"})
     assert bad.returncode == 30 and "mail.exec_timeout must be a number" in bad.stderr
 
