@@ -135,9 +135,9 @@ def measure(store: StoreState, rounds: int = 5) -> dict[str, float]:
 def trial(store: StoreState, op: str, n: int, duration: float, rng: random.Random) -> str:
     """One run of `op`, killed after a random delay unless it finished; returns its outcome."""
     if rng.random() < 0.3:
-        delay = rng.uniform(0, duration * 1.1)
+        delay = rng.uniform(0, duration * 1.5)
     else:  # the tail of the run, where the writes are
-        delay = rng.uniform(duration * 0.55, duration * 1.1)
+        delay = rng.uniform(duration * 0.5, duration * 1.5)
     process = subprocess.Popen(
         argv_for(op, store.path, n),
         stdout=subprocess.PIPE,

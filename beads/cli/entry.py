@@ -22,7 +22,11 @@ DIRECT: dict[tuple[str, ...], tuple[str, str]] = {
 
 def main() -> None:
     """Run `gc`."""
+    import _signal
+
     try:
+        # The launcher leaves Ctrl-C to the signal's default action until this handler is in.
+        _signal.signal(_signal.SIGINT, _signal.default_int_handler)
         code = _run()
     except KeyboardInterrupt:
         code = 130
