@@ -12,6 +12,8 @@ from __future__ import annotations
 import contextlib
 import copy
 import os
+import sqlite3
+import stat
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import filelock
 
 from beads.config import CONFIG_PATH, FORMAT, check_config, default_config
-from beads.errors import Conflict, InvalidInput, NotFound
+from beads.errors import Conflict, InvalidInput, NotFound, StorageError
 from beads.faults import fault
 from beads.ids import (
     ID_RE,
@@ -45,6 +47,8 @@ from beads.times import now_stamp
 from beads.view import View, git_blob_sha
 
 if TYPE_CHECKING:
+    from dulwich.objects import Tree
+
     from beads.gitrepo import GitRepo, LogEntry
 
 LOCK_TIMEOUT = 30.0
@@ -52,6 +56,8 @@ LOCK_TIMEOUT = 30.0
 LOCK_POLL = 0.002
 # Past this many loose objects a writer packs them (under the lock) so lookups stay fast.
 PACK_LOOSE_AT = 1500
+# What writing derived data (view files, the index) may raise once a commit is in.
+_DERIVED_FAULTS = (OSError, sqlite3.Error, StorageError)
 UPDATABLE = (
     "title",
     "body",
@@ -74,7 +80,7 @@ class Store:
         (self.runtime / "locks").mkdir(parents=True, exist_ok=True)
         self.agent = acting_agent(agent)
         self._git: GitRepo | None = None
-        self.index = Index(self.runtime / "index.sqlite3")
+        self.index = Index(self.runtime / "index.sqlite3", recover=self._rebuild_index)
         self.view = View(root, self.runtime)
         self._lock = filelock.FileLock(str(self.runtime / "locks" / "write.lock"))
         self._config: tuple[bytes | None, dict[str, Any]] | None = None
@@ -386,6 +392,12 @@ class Store:
             else:
                 self._rebuild_view(head)
 
+    def _rebuild_index(self) -> None:
+        # The index found its file damaged mid-query: a new file, filled from git.
+        with self.locked():
+            self.index.drop_file()
+            self.sync()
+
     def _ensure_fresh(self) -> None:
         if self.index.head() != branch_head(self.root):
             with self.locked():
@@ -506,28 +518,134 @@ class Batch:
         self._reserved: set[str] = set()
         self.config: dict[str, Any] | None = None
         self.lines: list[str] = []
-        # Beads read ahead by `prefetch`, as the index has them at `base` (the lock is held,
-        # so they cannot change until this batch commits).
+        # Beads read (`get`, `prefetch`) as git holds them at `base` (the lock is held, so
+        # they cannot change until this batch commits), and the trees read to prove them.
         self._read: dict[str, Bead] = {}
+        self._root_tree: bytes | None = None
+        self._trees: dict[bytes, Tree] = {}
 
     def get(self, ref: str) -> Bead:
-        """The bead as this batch would leave it."""
+        """The bead as this batch would leave it (as git holds it, for one not changed yet)."""
         bead = self.changed.get(ref) or self._read.get(ref)  # whole ids, already checked
         if bead is not None:
             return bead
-        bead_id = self.store._resolve(ref, self.changed)
-        bead = self.changed.get(bead_id) or self.store.index.get(bead_id)
+        try:
+            bead_id = self.store._resolve(ref, self.changed)
+        except NotFound:
+            # A whole id the index lacks may still be in git.
+            bead_id = check_id_prefix(ref)
+            if not ID_RE.fullmatch(bead_id):
+                raise
+        bead = self.changed.get(bead_id) or self._from_git([bead_id]).get(bead_id)
         if bead is None:
             raise NotFound(f"no bead {ref}")
         return bead
 
     def prefetch(self, bead_ids: Iterable[str]) -> None:
-        """Read these beads (whole ids) in one index query, for the `get`s that follow.
+        """Read these beads (whole ids) at once, for the `get`s that follow.
 
         The beads read are shared by those `get`s (Batch never changes a bead in place;
         callers must not either). A batch over thousands of beads saves two queries each.
         """
-        self._read.update(self.store.index.get_many(bead_ids))
+        self._from_git(bead_ids)
+
+    def _from_git(self, bead_ids: Iterable[str]) -> dict[str, Bead]:
+        """The beads with these whole ids as git holds them at `base`; absent ones left out.
+
+        A write never starts from derived data: each index row is used only when its canonical
+        file hashes to the blob on its path in `base`'s tree (a few tree reads, shared by the
+        batch), else the bead is read from its blob and the row repaired.
+        """
+        from beads.codec import dump_bead
+
+        ids = list(dict.fromkeys(bead_ids))
+        wanted = [i for i in ids if i not in self._read]
+        rows = self.store.index.get_many(wanted)
+        wrong = []
+        for bead_id in wanted:
+            bead = rows.get(bead_id)
+            if bead is not None and self._blob_at(bead_path(bead.type, bead_id)) == git_blob_sha(
+                dump_bead(bead)
+            ):
+                self._read[bead_id] = bead
+            else:
+                wrong.append(bead_id)
+        if wrong:
+            self._read_blobs(wrong, rows)
+        return {i: self._read[i] for i in ids if i in self._read}
+
+    def _read_blobs(self, bead_ids: list[str], rows: dict[str, Bead]) -> None:
+        """Read these beads from git (their rows did not match it) and repair their rows."""
+        from beads.codec import load_bead
+
+        upserts: list[tuple[Bead, str, str]] = []
+        invalid: dict[str, str | None] = {}
+        for bead_id in bead_ids:
+            row = rows.get(bead_id)
+            found = self._find(bead_id, row.type if row is not None else None)
+            if found is None:
+                continue
+            path, sha = found
+            try:
+                bead = load_bead(self.store.git.read(sha), what=path, max_body=1 << 62)
+            except InvalidInput as exc:
+                invalid[path] = exc.message  # not a bead: as the index records such files
+                continue
+            if (bead.type, bead.id) != parse_bead_path(path):
+                invalid[path] = f"{path} holds {bead.type} {bead.id}, not what its path says"
+                continue
+            self._read[bead_id] = bead
+            upserts.append((bead, path, sha.decode()))
+        gone = [i for i in bead_ids if i in rows and i not in self._read]
+        if upserts or gone or invalid:
+            assert self.base is not None
+            self.store.index.apply(
+                head=self.base, upserts=upserts, deleted_ids=gone, invalid=invalid
+            )
+
+    def _find(self, bead_id: str, hint: str | None) -> tuple[str, bytes] | None:
+        """`(path, blob id)` of the bead's file in `base`, looked for under every type (the
+        `hint` type first)."""
+        root = self._tree(self._root())
+        types = [hint] if hint is not None else []
+        if root is not None:
+            for name, mode, _sha in root.iteritems():
+                if stat.S_ISDIR(mode) and name.endswith(b"s"):
+                    types.append(name[:-1].decode("utf-8", "replace"))
+        for bead_type in dict.fromkeys(types):
+            path = bead_path(bead_type, bead_id)
+            sha = self._blob_at(path)
+            if sha is not None:
+                return path, sha
+        return None
+
+    def _blob_at(self, path: str) -> bytes | None:
+        """The blob id of the file `path` in `base`'s tree, or None."""
+        sha, mode = self._root(), stat.S_IFDIR
+        for name in path.encode().split(b"/"):
+            tree = self._tree(sha) if stat.S_ISDIR(mode) else None
+            if tree is None or name not in tree:
+                return None
+            mode, sha = tree[name]
+        return None if stat.S_ISDIR(mode) else sha
+
+    def _root(self) -> bytes:
+        if self._root_tree is None:
+            self._root_tree = self.store.git.tree_of(self.base)
+            assert self._root_tree is not None  # a store always has its first commit
+        return self._root_tree
+
+    def _tree(self, sha: bytes) -> Tree | None:
+        """The tree `sha` (None if it is not a tree), read once per batch."""
+        from dulwich.objects import Tree  # lazy, as everywhere: reads never load dulwich
+
+        tree = self._trees.get(sha)
+        if tree is None:
+            found = self.store.git.objects[sha]
+            if not isinstance(found, Tree):
+                return None
+            tree = self._trees[sha] = found
+        return tree
 
     def create(
         self,
@@ -575,7 +693,8 @@ class Batch:
     def insert(self, bead: Bead) -> Bead:
         """Add a whole record with its own id and times (imports, the example store)."""
         check_id(bead.id)
-        if bead.id in self.changed or self.store.index.get(bead.id) is not None:
+        # Git decides, not the index: a row the index lost must not let an import replace it.
+        if bead.id in self.changed or self._find(bead.id, bead.type) is not None:
             raise InvalidInput(f"bead {bead.id} already exists")
         self._put(bead, f'bead import {bead.id}: {bead.type} "{_short(bead.title)}"')
         return bead
@@ -691,21 +810,35 @@ class Batch:
         fault("after-objects")
         store.git.swap_head(parent, commit.id)
         fault("after-ref")
-        for number, (path, content) in enumerate(files.items()):
-            assert content is not None
-            store.view.write(path, content)
-            if number == 0:
-                fault("mid-view")
+        # The commit is in: the command has succeeded. What follows only brings derived data
+        # up to it, and whatever fails here (a full disk, an index that cannot be written)
+        # leaves the view or the index behind HEAD, where the next open catches them up.
+        view_written = True
+        try:
+            for number, (path, content) in enumerate(files.items()):
+                assert content is not None
+                store.view.write(path, content)
+                if number == 0:
+                    fault("mid-view")
+        except OSError:
+            view_written = False
         fault("after-view")
         loose = 0 if len(objects) >= PACK_OBJECTS_AT else len(objects)
-        loose += store.index.loose_objects()
         upserts = [(bead, path, git_blob_sha(files[path] or b"").decode()) for bead, path in placed]
-        store.index.apply(head=commit.id, upserts=upserts, config=self.config, loose_objects=loose)
+        try:
+            loose += store.index.loose_objects()
+            store.index.apply(
+                head=commit.id, upserts=upserts, config=self.config, loose_objects=loose
+            )
+        except _DERIVED_FAULTS:
+            loose = 0  # packing waits for a writer that can count
         fault("after-index")
-        store.view.mark_applied(commit.id)
-        if loose >= PACK_LOOSE_AT:
-            store.git.pack_loose_objects()
-            store.index.apply(head=commit.id, loose_objects=0)
+        with contextlib.suppress(*_DERIVED_FAULTS):
+            if view_written:
+                store.view.mark_applied(commit.id)
+            if loose >= PACK_LOOSE_AT:
+                store.git.pack_loose_objects()
+                store.index.apply(head=commit.id, loose_objects=0)
         return commit.id
 
     def new_id(self) -> str:
