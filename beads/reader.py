@@ -26,11 +26,18 @@ class IndexReader:
 
     def __init__(self, root: Path) -> None:
         self.root = root
-        self.index = Index(root / ".runtime" / "index.sqlite3")
+        self.index = Index(root / ".runtime" / "index.sqlite3", recover=self._rebuild)
         if not self.fresh():
             from beads.store import Store  # the slow path: catch the index up from git
 
             Store(root).close()
+
+    def _rebuild(self) -> None:
+        # A query found the file damaged: a new, empty file, which the store fills from git.
+        from beads.store import Store
+
+        self.index.drop_file()
+        Store(self.root).close()
 
     def close(self) -> None:
         self.index.close()
