@@ -65,6 +65,7 @@ def main(argv: list[str] | None = None) -> None:
     """Run `gc`, mapping every failure to one stderr line and its exit code."""
     args = sys.argv[1:] if argv is None else argv
     ctx_settings = None
+    sys.unraisablehook = _quiet_unraisable
     try:
         with cli.make_context("gc", list(args)) as ctx:
             ctx_settings = settings(ctx)
@@ -87,7 +88,6 @@ def main(argv: list[str] | None = None) -> None:
         if (ctx_settings and ctx_settings.debug) or "--debug" in args:
             raise
         # A full disk or a store this user may not write is no fault of ours: say which.
-        sys.unraisablehook = _quiet_unraisable
         error = _storage_error(exc) or GcError(f"internal error: {type(exc).__name__}: {exc}")
         _fail(error, args, ctx_settings)
 
@@ -116,7 +116,8 @@ def _storage_error(exc: Exception) -> StorageError | None:
 
 def _quiet_unraisable(unraisable: Any) -> None:
     # After a failed write (a full disk), finalizers of half-written files fail to close them
-    # again as the error unwinds (dulwich's GitFile): the error was reported once already.
+    # again as the error unwinds (dulwich's GitFile): that error is reported once, or was
+    # harmless (derived data after a commit), never as an "Exception ignored" traceback.
     if not isinstance(unraisable.exc_value, OSError):
         sys.__unraisablehook__(unraisable)
 
