@@ -71,7 +71,7 @@ class IndexDamaged(StorageError):
 
 
 class _BadRow(Exception):
-    """A row whose JSON is not a bead: the file is damaged the way a bad page is."""
+    """A row whose JSON is not what it holds (a bead, the config): damaged like a bad page."""
 
 
 # Primary result codes (an extended code keeps its primary one in the low byte).
@@ -123,14 +123,13 @@ class Index:
         try:
             self._open()
         except sqlite3.DatabaseError as exc:
-            # Only a damaged file, never a busy one: another process may be using it.
             if _code(exc) in _READ_ONLY:
                 self._open_read_only(exc)
             elif _code(exc) in _DAMAGED:
                 # Derived data: a damaged file (say, after a power cut, since it is not
                 # synced) is dropped and rebuilt from git by the store.
                 self.drop_file()
-            else:
+            else:  # never drop a busy file: another process may be using it
                 raise StorageError(f"cannot open the index {path}: {exc}") from None
 
     def _open(self) -> None:
@@ -148,14 +147,17 @@ class Index:
     def _open_read_only(self, cause: sqlite3.Error) -> None:
         """Open a file this process may not write (a read-only mount, another user's store).
 
-        WAL needs its `-shm` file: where that cannot be made, the file is read as immutable.
+        WAL needs its `-shm` file: where that cannot be made, the file is read as immutable
+        (without locks: a write by its owner meanwhile may show up as a damaged page).
         """
+        from urllib.parse import quote  # lazy: only this rare path needs it
+
         if not self.path.exists():
             raise StorageError(f"cannot open the index {self.path}: {cause}") from None
         self.close()
         for options in ("mode=ro", "immutable=1"):
             self.db = sqlite3.connect(
-                f"file:{self.path}?{options}",
+                f"file:{quote(str(self.path))}?{options}",
                 uri=True,
                 isolation_level=None,
                 check_same_thread=False,
@@ -213,7 +215,10 @@ class Index:
     @_guarded
     def config(self) -> dict[str, Any] | None:
         value = self._meta("config")
-        return json.loads(value) if value else None
+        try:
+            return json.loads(value) if value else None
+        except ValueError:
+            raise _BadRow("the index's copy of config.yaml is not JSON") from None
 
     @_guarded
     def loose_objects(self) -> int:

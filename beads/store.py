@@ -564,9 +564,8 @@ class Batch:
         wrong = []
         for bead_id in wanted:
             bead = rows.get(bead_id)
-            if bead is not None and self._blob_at(bead_path(bead.type, bead_id)) == git_blob_sha(
-                dump_bead(bead)
-            ):
+            path = bead_path(bead.type, bead_id) if bead is not None else None
+            if path is not None and self._blob_at(path) == git_blob_sha(dump_bead(bead)):
                 self._read[bead_id] = bead
             else:
                 wrong.append(bead_id)

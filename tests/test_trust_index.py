@@ -231,12 +231,24 @@ def test_the_hook_reader_recovers_a_damaged_page(tmp_path: Path) -> None:
         assert sorted(b.id for b in rows) == sorted(ids)
 
 
-def test_a_row_that_is_no_bead_is_rebuilt(store: Store) -> None:
+@pytest.mark.parametrize(
+    "damage",
+    [
+        "UPDATE beads SET data = '{\"nonsense\": 1}'",
+        "UPDATE beads SET data = '[1]'",
+        "UPDATE meta SET value = '{' WHERE key = 'config'",
+    ],
+)
+def test_a_row_that_does_not_decode_is_rebuilt(tmp_path: Path, damage: str) -> None:
+    store, _ = Store.init(tmp_path, agent="tester")
     made = store.create("task", "fine")
+    store.close()
     with sqlite3.connect(index_file(store.root)) as db:
-        db.execute("UPDATE beads SET data = '{\"nonsense\": 1}' WHERE id = ?", (made.id,))
+        db.execute(damage)
     db.close()
-    assert store.list() == [made]
+    with Store.open(store.root) as reopened:
+        assert reopened.list() == [made]
+        assert reopened.prefix == "gc"
 
 
 def test_a_damaged_index_without_a_store_says_so(tmp_path: Path) -> None:
