@@ -86,8 +86,14 @@ class Store:
         self._config: tuple[bytes | None, dict[str, Any]] | None = None
         head = branch_head(root)
         if self.index.head() != head or self.view.applied() != head:
-            with self.locked():
-                self.sync()
+            try:
+                with self.locked():
+                    self.sync()
+            except OSError:
+                # Only the view is behind and cannot be written (a full disk, a read-only
+                # store): reads need the index alone; the next writer brings the view up.
+                if self.index.head() != head:
+                    raise
         self.config  # noqa: B018 - validate now: a store of a newer format is refused at open
 
     # -- opening ----------------------------------------------------------------------------

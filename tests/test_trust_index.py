@@ -23,6 +23,7 @@ from beads.index import Index, Query
 from beads.reader import IndexReader
 from beads.record import Bead
 from beads.store import Store
+from beads.view import View
 from tests.conftest import GcRunner, gc_program, git
 
 
@@ -288,6 +289,24 @@ def test_derived_data_failing_after_the_commit_does_not_fail_the_write(
     store.close()
     with Store.open(store.root) as reopened:  # the next open catches the derived data up
         assert reopened.get(made.id) == made
+        assert doctor(reopened).ok
+
+
+def test_reads_work_while_only_the_view_cannot_catch_up(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def full(self: object, path: str, data: bytes) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(View, "write", full)
+    made = store.create("task", "committed")  # its view file could not be written
+    store.close()
+    with Store.open(store.root) as reopened:  # the view stays behind; the index is current
+        assert reopened.list() == [made]
+        with pytest.raises(OSError):  # a write still needs the view at HEAD first
+            reopened.create("task", "refused")
+    monkeypatch.undo()
+    with Store.open(store.root) as reopened:
         assert doctor(reopened).ok
 
 
