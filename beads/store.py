@@ -80,6 +80,11 @@ class Store:
         (self.runtime / "locks").mkdir(parents=True, exist_ok=True)
         self.agent = acting_agent(agent)
         self._git: GitRepo | None = None
+        # Trees its batches read or wrote, by id (so never stale), shared by the batches that
+        # prove index rows against git: the upper levels, which most writes read again. The
+        # last commit made here and its root tree spare reading the commit back.
+        self._trees: dict[bytes, Tree] = {}
+        self._written: tuple[bytes, bytes] | None = None
         self.index = Index(self.runtime / "index.sqlite3", recover=self._rebuild_index)
         self.view = View(root, self.runtime)
         self._lock = filelock.FileLock(str(self.runtime / "locks" / "write.lock"))
@@ -527,8 +532,9 @@ class Batch:
         # Beads read (`get`, `prefetch`) as git holds them at `base` (the lock is held, so
         # they cannot change until this batch commits), and the trees read to prove them.
         self._read: dict[str, Bead] = {}
-        self._root_tree: bytes | None = None
-        self._trees: dict[bytes, Tree] = {}
+        written = store._written
+        self._root_tree = written[1] if written is not None and written[0] == self.base else None
+        self._leaves: dict[bytes, Tree] = {}  # the shard trees holding bead files
 
     def get(self, ref: str) -> Bead:
         """The bead as this batch would leave it (as git holds it, for one not changed yet)."""
@@ -611,7 +617,7 @@ class Batch:
     def _find(self, bead_id: str, hint: str | None) -> tuple[str, bytes] | None:
         """`(path, blob id)` of the bead's file in `base`, looked for under every type (the
         `hint` type first)."""
-        root = self._tree(self._root())
+        root = self._tree(self._root(), 0)
         types = [hint] if hint is not None else []
         if root is not None:
             for name, mode, _sha in root.iteritems():
@@ -627,8 +633,8 @@ class Batch:
     def _blob_at(self, path: str) -> bytes | None:
         """The blob id of the file `path` in `base`'s tree, or None."""
         sha, mode = self._root(), stat.S_IFDIR
-        for name in path.encode().split(b"/"):
-            tree = self._tree(sha) if stat.S_ISDIR(mode) else None
+        for depth, name in enumerate(path.encode().split(b"/")):
+            tree = self._tree(sha, depth) if stat.S_ISDIR(mode) else None
             if tree is None or name not in tree:
                 return None
             mode, sha = tree[name]
@@ -640,16 +646,18 @@ class Batch:
             assert self._root_tree is not None  # a store always has its first commit
         return self._root_tree
 
-    def _tree(self, sha: bytes) -> Tree | None:
-        """The tree `sha` (None if it is not a tree), read once per batch."""
+    def _tree(self, sha: bytes, depth: int) -> Tree | None:
+        """The tree `sha` at `depth` (0 = root) of a path, or None if it is not a tree; read
+        once per batch, and the upper levels (root, type, first shard) once per Store."""
         from dulwich.objects import Tree  # lazy, as everywhere: reads never load dulwich
 
-        tree = self._trees.get(sha)
+        cache = self.store._trees if depth < 3 else self._leaves
+        tree = cache.get(sha)
         if tree is None:
             found = self.store.git.objects[sha]
             if not isinstance(found, Tree):
                 return None
-            tree = self._trees[sha] = found
+            tree = _remember(cache, sha, found)
         return tree
 
     def create(
@@ -796,6 +804,8 @@ class Batch:
         """Write the batch as one commit; returns its id (None when there was nothing to do)."""
         if not self.changed and self.config is None:
             return None
+        from dulwich.objects import Tree
+
         from beads.codec import dump_bead, dump_data  # lazy: reads never load the YAML emitter
         from beads.gitrepo import PACK_OBJECTS_AT
 
@@ -815,6 +825,11 @@ class Batch:
         fault("after-objects")
         store.git.swap_head(parent, commit.id)
         fault("after-ref")
+        store._written = (commit.id, commit.tree)
+        if len(objects) < PACK_OBJECTS_AT:  # a small commit's trees: the next batch reads them
+            for obj in objects:
+                if isinstance(obj, Tree):
+                    _remember(store._trees, obj.id, obj)
         # The commit is in: the command has succeeded. What follows only brings derived data
         # up to it, and whatever fails here (a full disk, an index that cannot be written)
         # leaves the view or the index behind HEAD, where the next open catches them up.
@@ -869,6 +884,17 @@ class Batch:
         shown = self.lines[:50]
         more = [f"... and {len(self.lines) - 50} more"] if len(self.lines) > 50 else []
         return "\n".join([f"batch: {len(self.lines)} changes", "", *shown, *more])
+
+
+# Trees kept per Store: the upper levels of a store of any size (1 + types x 257) fit.
+TREE_CACHE = 2048
+
+
+def _remember(cache: dict[bytes, Tree], sha: bytes, tree: Tree) -> Tree:
+    if len(cache) >= TREE_CACHE:
+        cache.clear()  # old versions of trees: rarely read again
+    cache[sha] = tree
+    return tree
 
 
 def _short(text: str, width: int = 60) -> str:
