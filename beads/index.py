@@ -1,19 +1,21 @@
 """The index: `.runtime/index.sqlite3`, derived from git, serving lookups and lists in O(log n).
 
 It records the commit it reflects (`head`); the store brings it forward from the tree diff
-when the branch moved, and rebuilds it from git alone when it is missing or of another schema.
-Each bead's row keeps the full record as JSON, so no read ever parses YAML.
+when the branch moved, and rebuilds it from git alone when it is missing, of another schema
+or damaged. Each bead's row keeps the full record as JSON, so no read ever parses YAML; rows
+are for reading only: a write starts from git (`Batch.get` proves a row against HEAD's blob).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from collections import namedtuple
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from beads.errors import StorageError
+from beads.errors import InvalidInput, StorageError
 from beads.record import Bead, check_meta_key
 
 TYPE_CHECKING = False  # importing typing costs a hook ~7 ms
@@ -64,26 +66,77 @@ Query = namedtuple(
 )
 
 
-class Index:
-    """The sqlite index of one store."""
+class IndexDamaged(StorageError):
+    """The index file is damaged (SQLITE_CORRUPT, SQLITE_NOTADB) and could not be rebuilt."""
 
-    def __init__(self, path: Path) -> None:
+
+class _BadRow(Exception):
+    """A row whose JSON is not what it holds (a bead, the config): damaged like a bad page."""
+
+
+# Primary result codes (an extended code keeps its primary one in the low byte).
+_DAMAGED = (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
+_READ_ONLY = (sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_PERM)
+
+
+def _code(exc: sqlite3.Error) -> int:
+    return (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
+
+
+def _guarded(method: Any) -> Any:
+    """Make `method` recover from a damaged file: the one place every index call passes.
+
+    Any query may meet a damaged page, long after the file opened. Then the file is dropped,
+    the owner's `recover` callback rebuilds it from git (the index knows no git), and the call
+    runs once more; a second failure is an `IndexDamaged` error.
+    """
+
+    def call(self: Index, *args: Any, **kwargs: Any) -> Any:
         try:
-            self._open(path)
+            return method(self, *args, **kwargs)
         except sqlite3.DatabaseError as exc:
-            # Only a damaged file, never a busy one: another process may be using it.
-            if exc.sqlite_errorcode not in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB):
-                raise StorageError(f"cannot open the index {path}: {exc}") from None
-            if getattr(self, "db", None) is not None:
-                self.db.close()
-            # Derived data: a damaged file (say, after a power cut, since it is not synced) is
-            # dropped and rebuilt from git by the store.
-            for suffix in ("", "-wal", "-shm"):
-                Path(f"{path}{suffix}").unlink(missing_ok=True)
-            self._open(path)
+            if _code(exc) not in _DAMAGED:
+                raise
+            self._recover(exc)
+        except _BadRow as exc:
+            self._recover(exc)
+        return method(self, *args, **kwargs)
 
-    def _open(self, path: Path) -> None:
-        self.db = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
+    call.__name__, call.__doc__ = method.__name__, method.__doc__
+    return call
+
+
+class Index:
+    """The sqlite index of one store.
+
+    `recover`, called when a query finds the file damaged, must rebuild it from git: it is
+    given nothing and calls `drop_file()` then fills the empty index (the store does so
+    under its write lock). Without one, a damaged file raises `IndexDamaged`.
+    """
+
+    def __init__(self, path: Path, recover: Callable[[], None] | None = None) -> None:
+        self.path = path
+        self.recover = recover
+        self.read_only = False
+        self._recovering = False
+        self._file_id: tuple[int, int] | None = None
+        try:
+            self._open()
+        except sqlite3.DatabaseError as exc:
+            if _code(exc) in _READ_ONLY:
+                self._open_read_only(exc)
+            elif _code(exc) in _DAMAGED:
+                # Derived data: a damaged file (say, after a power cut, since it is not
+                # synced) is dropped and rebuilt from git by the store.
+                self.drop_file()
+            else:  # never drop a busy file: another process may be using it
+                raise StorageError(f"cannot open the index {path}: {exc}") from None
+
+    def _open(self) -> None:
+        self.db = sqlite3.connect(
+            self.path, timeout=30, isolation_level=None, check_same_thread=False
+        )
+        self._file_id = _file_id(self.path)  # the file this connection has (made) open
         # No fsync, on commits or checkpoints: the index is rebuilt from git when it is lost,
         # and every command that closes it last would otherwise pay a checkpoint's fsync.
         self.db.execute("PRAGMA synchronous=OFF")
@@ -91,30 +144,95 @@ class Index:
             self.db.execute("PRAGMA journal_mode=WAL")  # kept in the file: set it once
             self._reset()
 
+    def _open_read_only(self, cause: sqlite3.Error) -> None:
+        """Open a file this process may not write (a read-only mount, another user's store).
+
+        WAL needs its `-shm` file: where that cannot be made, the file is read as immutable
+        (without locks: a write by its owner meanwhile may show up as a damaged page).
+        """
+        from urllib.parse import quote  # lazy: only this rare path needs it
+
+        if not self.path.exists():
+            raise StorageError(f"cannot open the index {self.path}: {cause}") from None
+        self.close()
+        for options in ("mode=ro", "immutable=1"):
+            self.db = sqlite3.connect(
+                f"file:{quote(str(self.path))}?{options}",
+                uri=True,
+                isolation_level=None,
+                check_same_thread=False,
+            )
+            try:
+                if self._meta("schema") == SCHEMA_VERSION:
+                    self.read_only = True
+                    return
+            except sqlite3.DatabaseError:
+                pass
+            self.db.close()
+        raise StorageError(
+            f"cannot open the index {self.path} read-only: rebuild it where the store can be "
+            "written (gc doctor --rebuild-index)"
+        )
+
+    def drop_file(self) -> None:
+        """Delete the index files and open a new, empty index (to be filled from git).
+
+        For a damaged file, and for `gc doctor --rebuild-index`, which starts afresh.
+
+        Files another process has already replaced (they are not the ones this connection
+        opened) are kept: that process rebuilt them.
+        """
+        self.close()
+        if self._file_id is None or _file_id(self.path) == self._file_id:
+            for suffix in ("", "-wal", "-shm"):
+                Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+        self._open()
+
+    def _recover(self, cause: Exception) -> None:
+        if self._recovering or self.recover is None or self.read_only:
+            raise IndexDamaged(
+                f"the index {self.path} is damaged ({cause}); gc doctor --rebuild-index "
+                "rebuilds it from git"
+            ) from None
+        self._recovering = True
+        try:
+            self.recover()
+        finally:
+            self._recovering = False
+
     def close(self) -> None:
-        self.db.close()
+        if hasattr(self, "db"):  # not when the file could not even be opened
+            self.db.close()
 
     # -- state ----------------------------------------------------------------------------
 
+    @_guarded
     def head(self) -> bytes | None:
         """The commit the index reflects, or None when it must be rebuilt."""
         value = self._meta("head")
         return value.encode() if value else None
 
+    @_guarded
     def config(self) -> dict[str, Any] | None:
         value = self._meta("config")
-        return json.loads(value) if value else None
+        try:
+            return json.loads(value) if value else None
+        except ValueError:
+            raise _BadRow("the index's copy of config.yaml is not JSON") from None
 
+    @_guarded
     def loose_objects(self) -> int:
         """Loose objects written since the last pack (an estimate kept by the writers)."""
         return int(self._meta("loose") or 0)
 
     # -- reads ----------------------------------------------------------------------------
 
+    @_guarded
     def get(self, bead_id: str) -> Bead | None:
         row = self.db.execute("SELECT data FROM beads WHERE id = ?", (bead_id,)).fetchone()
         return _bead(row[0]) if row else None
 
+    @_guarded
     def get_many(self, bead_ids: Iterable[str]) -> dict[str, Bead]:
         """The beads with these exact ids, by id, in one query; unknown ids are left out."""
         wanted = json.dumps(list(dict.fromkeys(bead_ids)))
@@ -123,11 +241,13 @@ class Index:
         )
         return {row[0]: _bead(row[1]) for row in rows}
 
+    @_guarded
     def location(self, bead_id: str) -> tuple[str, str] | None:
         """`(path, blob sha)` of the bead's file at the index's head."""
         row = self.db.execute("SELECT path, blob FROM beads WHERE id = ?", (bead_id,)).fetchone()
         return (row[0], row[1]) if row else None
 
+    @_guarded
     def match_prefix(self, prefix: str, limit: int = 11) -> list[str]:
         """Ids starting with `prefix`, in order, at most `limit` of them."""
         rows = self.db.execute(
@@ -136,6 +256,7 @@ class Index:
         )
         return [r[0] for r in rows]
 
+    @_guarded
     def query(self, q: Query) -> list[Bead]:
         """Beads matching every given filter, ordered, at most `q.limit`."""
         sql, params = self._select("b.data", q)
@@ -147,6 +268,7 @@ class Index:
             params.append(q.limit)
         return [_bead(row[0]) for row in self.db.execute(sql, params)]
 
+    @_guarded
     def count_matching(self, q: Query) -> int:
         """How many beads match the filters of `q` (its order and limit are ignored)."""
         sql, params = self._select("count(*)", q)
@@ -188,29 +310,36 @@ class Index:
             sql += " WHERE " + " AND ".join(where)
         return sql, params
 
+    @_guarded
     def agents(self) -> list[str]:
         """Every agent named in a bead (as from, assignee or cc), sorted."""
         return [row[0] for row in self.db.execute("SELECT name FROM agents ORDER BY name")]
 
+    @_guarded
     def count(self) -> int:
         return self.db.execute("SELECT count(*) FROM beads").fetchone()[0]
 
-    def entries(self) -> dict[str, str]:
-        """Every indexed file as path -> blob sha (for `gc doctor`)."""
-        return dict(self.db.execute("SELECT path, blob FROM beads"))
+    @_guarded
+    def rows(self) -> list[tuple[str, str, Bead]]:
+        """Every row as `(path, blob sha, bead)` (for `gc doctor`, which checks them all)."""
+        rows = self.db.execute("SELECT path, blob, data FROM beads")
+        return [(path, blob, _bead(data)) for path, blob, data in rows]
 
+    @_guarded
     def invalid(self) -> dict[str, str]:
         """Bead files of HEAD that could not be indexed, path -> why."""
         return dict(self.db.execute("SELECT path, error FROM invalid"))
 
     # -- writes ---------------------------------------------------------------------------
 
+    @_guarded
     def apply(
         self,
         *,
         head: bytes,
         upserts: Sequence[tuple[Bead, str, str]] = (),
         deleted_paths: Sequence[str] = (),
+        deleted_ids: Sequence[str] = (),
         invalid: dict[str, str | None] | None = None,
         config: dict[str, Any] | None = None,
         loose_objects: int | None = None,
@@ -218,8 +347,9 @@ class Index:
     ) -> None:
         """Apply one commit's changes and record `head`, all in one transaction.
 
-        `upserts` are `(bead, path, blob sha)`; `invalid` maps a path to its error, or to
-        None when the path no longer holds an invalid file.
+        `upserts` are `(bead, path, blob sha)`; `deleted_ids` drops rows whatever their path
+        says (rows git does not hold); `invalid` maps a path to its error, or to None when the
+        path no longer holds an invalid file.
         """
         db = self.db
         db.execute("BEGIN IMMEDIATE")
@@ -233,6 +363,9 @@ class Index:
                     db.execute("DELETE FROM beads WHERE id = ?", row)
                     db.execute("DELETE FROM labels WHERE id = ?", row)
                 db.execute("DELETE FROM invalid WHERE path = ?", (path,))
+            for bead_id in deleted_ids:
+                db.execute("DELETE FROM beads WHERE id = ?", (bead_id,))
+                db.execute("DELETE FROM labels WHERE id = ?", (bead_id,))
             # One statement per table for the whole commit (a batch may hold thousands of
             # beads); the last upsert of an id wins, as it did row by row.
             latest = {bead.id: (bead, path, blob) for bead, path, blob in upserts}.values()
@@ -280,7 +413,7 @@ class Index:
                 self._set_meta("loose", str(loose_objects))
             db.execute("COMMIT")
         except BaseException:
-            db.execute("ROLLBACK")
+            _rollback(db)
             raise
 
     def _reset(self) -> None:
@@ -297,20 +430,43 @@ class Index:
                 self._set_meta("schema", SCHEMA_VERSION)
             db.execute("COMMIT")
         except BaseException:
-            db.execute("ROLLBACK")
+            _rollback(db)
             raise
 
     def _meta(self, key: str) -> str | None:
         try:
             row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-        except sqlite3.OperationalError:
-            return None  # no tables yet
+        except sqlite3.OperationalError as exc:
+            if "no such table" in str(exc):
+                return None  # a new file: no tables yet
+            raise  # busy, unreadable: never a reason to reset the file
         return row[0] if row else None
 
     def _set_meta(self, key: str, value: str) -> None:
         self.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
 
 
+def _rollback(db: sqlite3.Connection) -> None:
+    # SQLite ends the transaction itself on some errors (a full disk, an I/O error): a ROLLBACK
+    # then would fail and hide the error being raised.
+    if db.in_transaction:
+        try:
+            db.execute("ROLLBACK")
+        except sqlite3.Error:
+            pass
+
+
+def _file_id(path: Path) -> tuple[int, int] | None:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino
+
+
 def _bead(data: str) -> Bead:
-    # Rows were validated when they were indexed.
-    return Bead.from_dict(json.loads(data), validate=False)
+    # Rows were validated when they were indexed; one that no longer decodes was damaged.
+    try:
+        return Bead.from_dict(json.loads(data), validate=False)
+    except (ValueError, TypeError, InvalidInput) as exc:
+        raise _BadRow(f"an index row is not a bead: {exc}") from None

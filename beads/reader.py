@@ -27,7 +27,7 @@ class IndexReader:
 
     def __init__(self, root: Path) -> None:
         self.root = root
-        self.index = Index(root / ".runtime" / "index.sqlite3")
+        self.index = Index(root / ".runtime" / "index.sqlite3", recover=self._rebuild)
         if not self.fresh():
             require_head(root)  # a lost branch is an error, never an empty store
             from beads.store import Store  # the slow path: catch the index up from git
@@ -37,6 +37,13 @@ class IndexReader:
                 store._ensure_fresh()  # raises for a branch that names no commit
             finally:
                 store.close()
+
+    def _rebuild(self) -> None:
+        # A query found the file damaged: a new, empty file, which the store fills from git.
+        from beads.store import Store
+
+        self.index.drop_file()
+        Store(self.root).close()
 
     def close(self) -> None:
         self.index.close()

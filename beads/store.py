@@ -12,6 +12,8 @@ from __future__ import annotations
 import contextlib
 import copy
 import os
+import sqlite3
+import stat
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -46,6 +48,8 @@ from beads.times import now_stamp
 from beads.view import View, git_blob_sha
 
 if TYPE_CHECKING:
+    from dulwich.objects import Tree
+
     from beads.gitrepo import GitRepo, LogEntry
 
 LOCK_TIMEOUT = 30.0
@@ -53,6 +57,8 @@ LOCK_TIMEOUT = 30.0
 LOCK_POLL = 0.002
 # Past this many loose objects a writer packs them (under the lock) so lookups stay fast.
 PACK_LOOSE_AT = 1500
+# What writing derived data (view files, the index) may raise once a commit is in.
+_DERIVED_FAULTS = (OSError, sqlite3.Error, StorageError)
 UPDATABLE = (
     "title",
     "body",
@@ -78,7 +84,12 @@ class Store:
         files.prepare_db(str(root), str(self.runtime / "index.sqlite3"))
         self.agent = acting_agent(agent)
         self._git: GitRepo | None = None
-        self.index = Index(self.runtime / "index.sqlite3")
+        # Trees its batches read or wrote, by id (so never stale), shared by the batches that
+        # prove index rows against git: the upper levels, which most writes read again. The
+        # last commit made here and its root tree spare reading the commit back.
+        self._trees: dict[bytes, Tree] = {}
+        self._written: tuple[bytes, bytes] | None = None
+        self.index = Index(self.runtime / "index.sqlite3", recover=self._rebuild_index)
         self.view = View(root, self.runtime)
         self._lock = filelock.FileLock(lock_path)
         self._config: tuple[bytes | None, dict[str, Any]] | None = None
@@ -91,6 +102,11 @@ class Store:
                     self.sync()
             except StorageError:
                 if self.git.commit_of(head) is not None:
+                    raise
+            except OSError:
+                # Only the view is behind and cannot be written (a full disk, a read-only
+                # store): reads need the index alone; the next writer brings the view up.
+                if self.index.head() != head:
                     raise
         # Validated now (a store of a newer format is refused at open), and its modes applied.
         files.apply_shared(str(root), self.config["store"].get("shared"))
@@ -421,6 +437,12 @@ class Store:
             else:
                 self._rebuild_view(head)
 
+    def _rebuild_index(self) -> None:
+        # The index found its file damaged mid-query: a new file, filled from git.
+        with self.locked():
+            self.index.drop_file()
+            self.sync()
+
     def _ensure_fresh(self) -> None:
         head = branch_head(self.root)
         if head is None or self.index.head() != head:
@@ -543,28 +565,136 @@ class Batch:
         self._reserved: set[str] = set()
         self.config: dict[str, Any] | None = None
         self.lines: list[str] = []
-        # Beads read ahead by `prefetch`, as the index has them at `base` (the lock is held,
-        # so they cannot change until this batch commits).
+        # Beads read (`get`, `prefetch`) as git holds them at `base` (the lock is held, so
+        # they cannot change until this batch commits), and the trees read to prove them.
         self._read: dict[str, Bead] = {}
+        written = store._written
+        self._root_tree = written[1] if written is not None and written[0] == self.base else None
+        self._leaves: dict[bytes, Tree] = {}  # the shard trees holding bead files
 
     def get(self, ref: str) -> Bead:
-        """The bead as this batch would leave it."""
+        """The bead as this batch would leave it (as git holds it, for one not changed yet)."""
         bead = self.changed.get(ref) or self._read.get(ref)  # whole ids, already checked
         if bead is not None:
             return bead
-        bead_id = self.store._resolve(ref, self.changed)
-        bead = self.changed.get(bead_id) or self.store.index.get(bead_id)
+        try:
+            bead_id = self.store._resolve(ref, self.changed)
+        except NotFound:
+            # A whole id the index lacks may still be in git.
+            bead_id = check_id_prefix(ref)
+            if not ID_RE.fullmatch(bead_id):
+                raise
+        bead = self.changed.get(bead_id) or self._from_git([bead_id]).get(bead_id)
         if bead is None:
             raise NotFound(f"no bead {ref}")
         return bead
 
     def prefetch(self, bead_ids: Iterable[str]) -> None:
-        """Read these beads (whole ids) in one index query, for the `get`s that follow.
+        """Read these beads (whole ids) at once, for the `get`s that follow.
 
         The beads read are shared by those `get`s (Batch never changes a bead in place;
         callers must not either). A batch over thousands of beads saves two queries each.
         """
-        self._read.update(self.store.index.get_many(bead_ids))
+        self._from_git(bead_ids)
+
+    def _from_git(self, bead_ids: Iterable[str]) -> dict[str, Bead]:
+        """The beads with these whole ids as git holds them at `base`; absent ones left out.
+
+        A write never starts from derived data: each index row is used only when its canonical
+        file hashes to the blob on its path in `base`'s tree (a few tree reads, shared by the
+        batch), else the bead is read from its blob and the row repaired.
+        """
+        from beads.codec import dump_bead
+
+        ids = list(dict.fromkeys(bead_ids))
+        wanted = [i for i in ids if i not in self._read]
+        rows = self.store.index.get_many(wanted)
+        wrong = []
+        for bead_id in wanted:
+            bead = rows.get(bead_id)
+            path = bead_path(bead.type, bead_id) if bead is not None else None
+            if path is not None and self._blob_at(path) == git_blob_sha(dump_bead(bead)):
+                self._read[bead_id] = bead
+            else:
+                wrong.append(bead_id)
+        if wrong:
+            self._read_blobs(wrong, rows)
+        return {i: self._read[i] for i in ids if i in self._read}
+
+    def _read_blobs(self, bead_ids: list[str], rows: dict[str, Bead]) -> None:
+        """Read these beads from git (their rows did not match it) and repair their rows."""
+        from beads.codec import load_bead
+
+        upserts: list[tuple[Bead, str, str]] = []
+        invalid: dict[str, str | None] = {}
+        for bead_id in bead_ids:
+            row = rows.get(bead_id)
+            found = self._find(bead_id, row.type if row is not None else None)
+            if found is None:
+                continue
+            path, sha = found
+            try:
+                bead = load_bead(self.store.git.read(sha), what=path, max_body=1 << 62)
+            except InvalidInput as exc:
+                invalid[path] = exc.message  # not a bead: as the index records such files
+                continue
+            if (bead.type, bead.id) != parse_bead_path(path):
+                invalid[path] = f"{path} holds {bead.type} {bead.id}, not what its path says"
+                continue
+            self._read[bead_id] = bead
+            upserts.append((bead, path, sha.decode()))
+        gone = [i for i in bead_ids if i in rows and i not in self._read]
+        if upserts or gone or invalid:
+            assert self.base is not None
+            self.store.index.apply(
+                head=self.base, upserts=upserts, deleted_ids=gone, invalid=invalid
+            )
+
+    def _find(self, bead_id: str, hint: str | None) -> tuple[str, bytes] | None:
+        """`(path, blob id)` of the bead's file in `base`, looked for under every type (the
+        `hint` type first)."""
+        root = self._tree(self._root(), 0)
+        types = [hint] if hint is not None else []
+        if root is not None:
+            for name, mode, _sha in root.iteritems():
+                if stat.S_ISDIR(mode) and name.endswith(b"s"):
+                    types.append(name[:-1].decode("utf-8", "replace"))
+        for bead_type in dict.fromkeys(types):
+            path = bead_path(bead_type, bead_id)
+            sha = self._blob_at(path)
+            if sha is not None:
+                return path, sha
+        return None
+
+    def _blob_at(self, path: str) -> bytes | None:
+        """The blob id of the file `path` in `base`'s tree, or None."""
+        sha, mode = self._root(), stat.S_IFDIR
+        for depth, name in enumerate(path.encode().split(b"/")):
+            tree = self._tree(sha, depth) if stat.S_ISDIR(mode) else None
+            if tree is None or name not in tree:
+                return None
+            mode, sha = tree[name]
+        return None if stat.S_ISDIR(mode) else sha
+
+    def _root(self) -> bytes:
+        if self._root_tree is None:
+            self._root_tree = self.store.git.tree_of(self.base)
+            assert self._root_tree is not None  # a store always has its first commit
+        return self._root_tree
+
+    def _tree(self, sha: bytes, depth: int) -> Tree | None:
+        """The tree `sha` at `depth` (0 = root) of a path, or None if it is not a tree; read
+        once per batch, and the upper levels (root, type, first shard) once per Store."""
+        from dulwich.objects import Tree  # lazy, as everywhere: reads never load dulwich
+
+        cache = self.store._trees if depth < 3 else self._leaves
+        tree = cache.get(sha)
+        if tree is None:
+            found = self.store.git.objects[sha]
+            if not isinstance(found, Tree):
+                return None
+            tree = _remember(cache, sha, found)
+        return tree
 
     def create(
         self,
@@ -612,7 +742,8 @@ class Batch:
     def insert(self, bead: Bead) -> Bead:
         """Add a whole record with its own id and times (imports, the example store)."""
         check_id(bead.id)
-        if bead.id in self.changed or self.store.index.get(bead.id) is not None:
+        # Git decides, not the index: a row the index lost must not let an import replace it.
+        if bead.id in self.changed or self._find(bead.id, bead.type) is not None:
             raise InvalidInput(f"bead {bead.id} already exists")
         self._put(bead, f'bead import {bead.id}: {bead.type} "{_short(bead.title)}"')
         return bead
@@ -709,6 +840,8 @@ class Batch:
         """Write the batch as one commit; returns its id (None when there was nothing to do)."""
         if not self.changed and self.config is None:
             return None
+        from dulwich.objects import Tree
+
         from beads.codec import dump_bead, dump_data  # lazy: reads never load the YAML emitter
         from beads.gitrepo import PACK_OBJECTS_AT
 
@@ -733,21 +866,40 @@ class Batch:
             store.git.discard_commit(commit.id)
             raise
         fault("after-ref")
-        for number, (path, content) in enumerate(files.items()):
-            assert content is not None
-            store.view.write(path, content)
-            if number == 0:
-                fault("mid-view")
+        store._written = (commit.id, commit.tree)
+        if len(objects) < PACK_OBJECTS_AT:  # a small commit's trees: the next batch reads them
+            for obj in objects:
+                if isinstance(obj, Tree):
+                    _remember(store._trees, obj.id, obj)
+        # The commit is in: the command has succeeded. What follows only brings derived data
+        # up to it, and whatever fails here (a full disk, an index that cannot be written)
+        # leaves the view or the index behind HEAD, where the next open catches them up.
+        view_written = True
+        try:
+            for number, (path, content) in enumerate(files.items()):
+                assert content is not None
+                store.view.write(path, content)
+                if number == 0:
+                    fault("mid-view")
+        except OSError:
+            view_written = False
         fault("after-view")
         loose = 0 if len(objects) >= PACK_OBJECTS_AT else len(objects)
-        loose += store.index.loose_objects()
         upserts = [(bead, path, git_blob_sha(files[path] or b"").decode()) for bead, path in placed]
-        store.index.apply(head=commit.id, upserts=upserts, config=self.config, loose_objects=loose)
+        try:
+            loose += store.index.loose_objects()
+            store.index.apply(
+                head=commit.id, upserts=upserts, config=self.config, loose_objects=loose
+            )
+        except _DERIVED_FAULTS:
+            loose = 0  # packing waits for a writer that can count
         fault("after-index")
-        store.view.mark_applied(commit.id)
-        if loose >= PACK_LOOSE_AT:
-            store.git.pack_loose_objects()
-            store.index.apply(head=commit.id, loose_objects=0)
+        with contextlib.suppress(*_DERIVED_FAULTS):
+            if view_written:
+                store.view.mark_applied(commit.id)
+            if loose >= PACK_LOOSE_AT:
+                store.git.pack_loose_objects()
+                store.index.apply(head=commit.id, loose_objects=0)
         return commit.id
 
     def new_id(self) -> str:
@@ -773,6 +925,17 @@ class Batch:
         shown = self.lines[:50]
         more = [f"... and {len(self.lines) - 50} more"] if len(self.lines) > 50 else []
         return "\n".join([f"batch: {len(self.lines)} changes", "", *shown, *more])
+
+
+# Trees kept per Store: the upper levels of a store of any size (1 + types x 257) fit.
+TREE_CACHE = 2048
+
+
+def _remember(cache: dict[bytes, Tree], sha: bytes, tree: Tree) -> Tree:
+    if len(cache) >= TREE_CACHE:
+        cache.clear()  # old versions of trees: rarely read again
+    cache[sha] = tree
+    return tree
 
 
 def _short(text: str, width: int = 60) -> str:

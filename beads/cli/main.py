@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from beads.cli.common import check_arguments, global_options, one_line, settings
-from beads.errors import GcError, InvalidInput
+from beads.errors import GcError, InvalidInput, StorageError
 
 # name -> (module, attribute, one-line help)
 COMMANDS: dict[str, tuple[str, str, str]] = {
@@ -65,6 +65,7 @@ def main(argv: list[str] | None = None) -> None:
     """Run `gc`, mapping every failure to one stderr line and its exit code."""
     args = sys.argv[1:] if argv is None else argv
     ctx_settings = None
+    sys.unraisablehook = _quiet_unraisable
     try:
         check_arguments(args)
         with cli.make_context("gc", list(args)) as ctx:
@@ -87,7 +88,39 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as exc:  # a fault of ours: one line, unless --debug asks for the trace
         if (ctx_settings and ctx_settings.debug) or "--debug" in args:
             raise
-        _fail(GcError(f"internal error: {type(exc).__name__}: {exc}"), args, ctx_settings)
+        # A full disk or a store this user may not write is no fault of ours: say which.
+        error = _storage_error(exc) or GcError(f"internal error: {type(exc).__name__}: {exc}")
+        _fail(error, args, ctx_settings)
+
+
+def _storage_error(exc: Exception) -> StorageError | None:
+    """The storage error an OS or sqlite error is (None for any other exception)."""
+    import errno
+
+    sqlite3 = sys.modules.get("sqlite3")  # loaded if the error can be one of its own
+    if isinstance(exc, OSError):
+        where = f": {exc.filename}" if exc.filename else ""
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            return StorageError(f"no space left on device{where}")
+        if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+            return StorageError(f"store is read-only: {exc.strerror}{where}")
+        return StorageError(f"{exc.strerror or exc}{where}")
+    if sqlite3 is not None and isinstance(exc, sqlite3.Error):
+        code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
+        if code == sqlite3.SQLITE_FULL:
+            return StorageError("no space left on device (the index could not be written)")
+        if code in (sqlite3.SQLITE_READONLY, sqlite3.SQLITE_PERM, sqlite3.SQLITE_CANTOPEN):
+            return StorageError(f"store is read-only: the index cannot be written ({exc})")
+        return StorageError(f"index error: {exc}")
+    return None
+
+
+def _quiet_unraisable(unraisable: Any) -> None:
+    # After a failed write (a full disk), finalizers of half-written files fail to close them
+    # again as the error unwinds (dulwich's GitFile): that error is reported once, or was
+    # harmless (derived data after a commit), never as an "Exception ignored" traceback.
+    if not isinstance(unraisable.exc_value, OSError):
+        sys.__unraisablehook__(unraisable)
 
 
 def _fail(error: GcError, args: Any, options: Any, exit_code: int | None = None) -> None:
