@@ -14,6 +14,7 @@ that choice (`Store` applies it when it opens), so a hook learns it from one `st
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 
@@ -239,5 +240,8 @@ def _fit_mode(root: str, fd: int) -> None:
     # one may have lost the group's bits to the umask.
     try:
         os.fchmod(fd, modes(root)[1])
-    except PermissionError:
-        pass  # another member's file in a group store: its owner's writes fix it
+    except OSError as exc:
+        # Another member's file in a group store (its owner's writes fix it), or a read-only
+        # store, which is read as it is.
+        if exc.errno not in (errno.EPERM, errno.EACCES, errno.EROFS):
+            raise

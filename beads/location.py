@@ -75,6 +75,11 @@ def find_store(explicit: str | os.PathLike[str] | None = None, cwd: Path | None 
     for directory in (start, *start.parents):
         candidate = directory / STORE_DIR
         if candidate.exists():
+            if not os.access(candidate, os.R_OK | os.X_OK):
+                raise InvalidInput(
+                    f"{candidate} cannot be read by this user (a store is private to its owner "
+                    "unless its store.shared setting says otherwise)"
+                )
             check_not_foreign(candidate)
             if is_store(candidate):
                 return check_owner(candidate)

@@ -146,7 +146,9 @@ class BeadMail(Provider):
         try:
             return self.delivery()
         except Exception as exc:  # never stops a send: the next drain follows git instead
-            log.warning("delivery database unavailable: %s", exc)
+            # Not a warning: nothing is lost (the items are derived from git), and on a full
+            # disk the send's own error must stay the one line the user sees.
+            log.debug("delivery database unavailable: %s", exc)
             return None
 
     # -- reading ---------------------------------------------------------------------------

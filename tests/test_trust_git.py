@@ -382,7 +382,7 @@ def test_doctor_removes_a_repository_half_built_by_a_dead_gc_init(project: GcRun
 
 def test_a_truncated_loose_object_is_found_and_rewritten_from_the_view(store: Store) -> None:
     bead = store.create("task", "cut short")
-    sha = next(s for p, s in store.index.entries().items() if p.endswith(f"{bead.id}.yaml"))
+    sha = next(s for p, s, _ in store.index.rows() if p.endswith(f"{bead.id}.yaml"))
     object_file = Path(store.git.objects._get_shafile_path(sha.encode()))
     object_file.write_bytes(b"")  # what a power cut leaves of an unsynced file
     report = doctor(store)
@@ -396,7 +396,7 @@ def test_an_unreadable_loose_object_does_not_fail_every_write_that_packs(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     one = store.create("task", "one")
-    blob = next(s for p, s in store.index.entries().items() if p.endswith(f"{one.id}.yaml"))
+    blob = next(s for p, s, _ in store.index.rows() if p.endswith(f"{one.id}.yaml"))
     Path(store.git.objects._get_shafile_path(blob.encode())).write_bytes(b"")
     monkeypatch.setattr(beads.store, "PACK_LOOSE_AT", 0)
     assert store.create("task", "two").title == "two"  # packs the others, leaves that one

@@ -159,7 +159,7 @@ def test_a_bead_file_written_by_another_tool_is_used_as_git_holds_it(store: Stor
     head = store.git.head()
     commit, objects = store.git.build_commit(head, {path: other_layout}, "edit", "someone")
     store.git.store_objects(objects)
-    store.git.swap_head(head, commit.id)
+    store.git.swap_head(head, commit.id, "edit", "someone")
 
     assert store.get(made.id) == made  # same bead, another layout
     assert doctor(store).ok  # not reported as an index that differs from git
@@ -359,12 +359,14 @@ def test_a_full_disk_is_one_line_and_a_committed_send_is_never_a_failure(
 # -- a read-only store ----------------------------------------------------------------------
 
 
-def read_only_checks(cwd: Path, made: str, runner: tuple[str, ...] = ()) -> None:
+def read_only_checks(
+    cwd: Path, made: str, runner: tuple[str, ...] = (), options: tuple[str, ...] = ()
+) -> None:
     """Reads work; writes exit 50 with one `store is read-only` line."""
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("GC_")}
-        command = [*runner, gc_program(), *args]
+        command = [*runner, gc_program(), *options, *args]
         return subprocess.run(command, cwd=cwd, capture_output=True, text=True, env=env)
 
     listed = run("bead", "list", "--json")
@@ -404,6 +406,16 @@ def test_another_users_store_reads_and_refuses_writes_clearly() -> None:
         home.chmod(0o755)
         made = cli_bead(home, "t")
         nobody = (setpriv, "--reuid=65534", "--regid=65534", "--clear-groups")
-        read_only_checks(home, made["id"], nobody)
+        # A store is private to its owner: another user is told so, in one line.
+        private = subprocess.run(
+            [*nobody, gc_program(), "bead", "list"], cwd=home, capture_output=True, text=True
+        )
+        assert private.returncode == 30, private.stderr
+        assert "cannot be read by this user" in private.stderr
+        assert private.stderr.count("\n") == 1
+        # Opened to others by its owner, and named (a store found by walking up must be
+        # the user's own): reads work, writes are refused clearly.
+        subprocess.run(["chmod", "-R", "a+rX", str(home / ".beads")], check=True)
+        read_only_checks(home, made["id"], nobody, ("--beads-dir", str(home / ".beads")))
     finally:
         shutil.rmtree(home)
