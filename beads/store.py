@@ -91,7 +91,8 @@ class Store:
         self._written: tuple[bytes, bytes] | None = None
         self.index = Index(self.runtime / "index.sqlite3", recover=self._rebuild_index)
         self.view = View(root, self.runtime)
-        self._lock = filelock.FileLock(lock_path)
+        self._lock_mode = files.modes(str(root))[1]
+        self._lock = filelock.FileLock(lock_path, mode=self._lock_mode)
         self._config: tuple[bytes | None, dict[str, Any]] | None = None
         head = branch_head(root)
         # A lost branch, or one naming no commit, is refused by the first read or write
@@ -408,6 +409,12 @@ class Store:
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:
         """Hold the store's write lock (re-entrant within this Store)."""
+        mode = files.modes(str(self.root))[1]
+        if mode != self._lock_mode and not self._lock.is_locked:
+            # filelock chmods the lock file to its mode at every acquire: follow the store's
+            # modes when they change (`store.shared`), or the lock file would leave them.
+            self._lock_mode = mode
+            self._lock = filelock.FileLock(self._lock.lock_file, mode=mode)
         try:
             self._lock.acquire(timeout=LOCK_TIMEOUT, poll_interval=LOCK_POLL)
         except filelock.Timeout:

@@ -50,7 +50,8 @@ class SessionQueue:
         import filelock  # lazy: a hook with an empty queue never needs it
 
         files.create(self._root, str(self.lock_path))  # filelock opens it by name
-        return filelock.FileLock(str(self.lock_path), timeout=LOCK_TIMEOUT)
+        mode = files.modes(self._root)[1]  # older filelocks chmod to their own default
+        return filelock.FileLock(str(self.lock_path), timeout=LOCK_TIMEOUT, mode=mode)
 
     def empty(self) -> bool:
         """True when there is nothing to take (checked without the lock: appends are atomic)."""
