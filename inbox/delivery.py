@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from beads import files
-from beads.errors import InvalidInput, NotFound, StorageError
+from beads.errors import Conflict, GcError, InvalidInput, NotFound, StorageError
 from beads.location import find_store
 from beads.reader import IndexReader, branch_head
 from beads.record import acting_agent, check_agent
@@ -160,9 +160,12 @@ class Delivery:
             path = self.runtime / "sessions.sqlite3"
             try:
                 self._sessions_db = _connect(path, "OFF", SESSIONS_SCHEMA, "nudges")
-            except StorageError:  # damaged (it is never synced): start a fresh session list
-                for suffix in ("", "-wal", "-shm"):
-                    Path(f"{path}{suffix}").unlink(missing_ok=True)
+            except DatabaseDamaged as exc:
+                # Damaged (it is never synced: a power cut): start a fresh session list. Only
+                # then: a busy, read-only or full database, or a newer gc's, is kept as it is.
+                if _file_id(path) == exc.file_id:  # not one another process remade meanwhile
+                    for suffix in ("", "-wal", "-shm"):
+                        Path(f"{path}{suffix}").unlink(missing_ok=True)
                 self._sessions_db = _connect(path, "OFF", SESSIONS_SCHEMA, "nudges")
         return self._sessions_db
 
@@ -193,11 +196,11 @@ class Delivery:
 
     def write(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
         """One write transaction on the items database, holding its write lock from the start."""
-        return _transaction(self.db)
+        return _transaction(self.db, "delivery.sqlite3")
 
     def write_sessions(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
         """One write transaction on the sessions database."""
-        return _transaction(self.sessions_db)
+        return _transaction(self.sessions_db, "sessions.sqlite3")
 
     # -- configuration ----------------------------------------------------------------------
 
@@ -659,22 +662,60 @@ def refuse_producer_type(type: str) -> None:
         )
 
 
+# sqlite's primary result codes (an extended code keeps its primary one in the low byte).
+_DAMAGED = (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
+_READ_ONLY = (sqlite3.SQLITE_READONLY, sqlite3.SQLITE_PERM, sqlite3.SQLITE_CANTOPEN)
+_BUSY = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+
+
+def _code(exc: sqlite3.Error) -> int:
+    return (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
+
+
+class DatabaseDamaged(StorageError):
+    """A delivery database file is damaged (SQLITE_CORRUPT, SQLITE_NOTADB); `file_id` is the
+    `(device, inode)` of the file found so."""
+
+    def __init__(self, message: str, file_id: tuple[int, int] | None = None) -> None:
+        super().__init__(message)
+        self.file_id = file_id
+
+
+def database_error(exc: sqlite3.Error, name: str) -> GcError:
+    """What sqlite's `exc` on the database `name` means to a user, said as the store's own
+    errors say it: a full disk, a read-only store, a busy or a damaged file."""
+    code = _code(exc)
+    # A full disk shows as SQLITE_FULL, or, when the `-shm` file cannot grow, as this I/O
+    # error (sqlite writes it through: ENOSPC, a quota).
+    full = getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_IOERR_SHMSIZE
+    if code == sqlite3.SQLITE_FULL or full:
+        return StorageError(f"no space left on device ({name} could not be written)")
+    if code in _READ_ONLY:
+        return StorageError(f"store is read-only: {name} cannot be written ({exc})")
+    if code in _BUSY:
+        return Conflict(f"{name} is busy: {exc}")
+    if code in _DAMAGED:
+        return DatabaseDamaged(f"{name} is damaged: {exc}")
+    return StorageError(f"{name}: {exc}")
+
+
 @contextlib.contextmanager
-def _transaction(db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+def _transaction(db: sqlite3.Connection, name: str) -> Iterator[sqlite3.Connection]:
     try:
         db.execute("BEGIN IMMEDIATE")
-    except sqlite3.OperationalError as exc:
-        from beads.errors import Conflict
-
-        raise Conflict(f"the delivery database is busy: {exc}") from None
+    except sqlite3.Error as exc:
+        raise database_error(exc, name) from None
     try:
         yield db
         db.execute("COMMIT")
     except BaseException as exc:
+        # SQLite ends the transaction itself on some errors (a full disk, an I/O error): a
+        # ROLLBACK then, or one that fails, must not hide the error being raised.
         if db.in_transaction:
-            db.execute("ROLLBACK")
+            with contextlib.suppress(sqlite3.Error):
+                db.execute("ROLLBACK")
         if isinstance(exc, sqlite3.Error):
-            raise StorageError(f"delivery database: {exc}") from None
+            raise database_error(exc, name) from None
         raise
 
 
@@ -692,9 +733,12 @@ def _connect(
 
     A database of an older `user_version` is brought up by `migrations`; `setup` runs once,
     in the same transaction, when the database is made or upgraded. A newer one is refused.
+    One this process may not write (a read-only store) is opened read-only: reads answer,
+    writes fail with `store is read-only`. A damaged file raises `DatabaseDamaged`.
     """
     # sqlite opens by name: never through a link, created with the store's mode.
     files.prepare_db(str(path.parent.parent), str(path))
+    file_id = _file_id(path)
     db = None
     try:
         db = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
@@ -702,7 +746,7 @@ def _connect(
         if _schema_state(db, last_table, path, version) == (version, True):
             return db  # the common case: two cheap reads
         db.execute("PRAGMA journal_mode=WAL")  # kept in the file: set it once
-        with _transaction(db):
+        with _transaction(db, path.name):
             found, made = _schema_state(
                 db, last_table, path, version
             )  # another process may be here
@@ -719,12 +763,51 @@ def _connect(
                 if setup is not None:
                     setup(db)
         return db
-    except (sqlite3.DatabaseError, StorageError) as exc:
+    except (sqlite3.Error, GcError) as exc:
         if db is not None:
             db.close()
-        if isinstance(exc, StorageError):
+        error = database_error(exc, path.name) if isinstance(exc, sqlite3.Error) else exc
+        if isinstance(exc, sqlite3.Error) and _code(exc) in _READ_ONLY:
+            return _connect_read_only(path, last_table, version, error)
+        if isinstance(error, DatabaseDamaged):
+            error.file_id = file_id
+        raise error from None
+
+
+def _connect_read_only(
+    path: Path, last_table: str, version: int, cause: GcError
+) -> sqlite3.Connection:
+    """Open a database this process may not write (a read-only mount, another user's store).
+
+    WAL needs its `-shm` file: where that cannot be made, the file is read as immutable
+    (without locks: a write by its owner meanwhile may show up as a damaged page)."""
+    from urllib.parse import quote  # lazy: only this rare path needs it
+
+    for options in ("mode=ro", "immutable=1"):
+        db = sqlite3.connect(
+            f"file:{quote(str(path))}?{options}",
+            uri=True,
+            isolation_level=None,
+            check_same_thread=False,
+        )
+        try:
+            if _schema_state(db, last_table, path, version) == (version, True):
+                return db
+        except sqlite3.Error:
+            pass
+        except GcError:  # a newer gc's database is refused here too
+            db.close()
             raise
-        raise StorageError(f"cannot open {path.name}: {exc}") from None
+        db.close()
+    raise cause
+
+
+def _file_id(path: Path) -> tuple[int, int] | None:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino
 
 
 def _schema_state(db: sqlite3.Connection, table: str, path: Path, known: int) -> tuple[int, bool]:
