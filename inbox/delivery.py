@@ -699,6 +699,29 @@ def database_error(exc: sqlite3.Error, name: str) -> GcError:
     return StorageError(f"{name}: {exc}")
 
 
+class _Connection(sqlite3.Connection):
+    """A delivery database's connection: once open, a statement's error says what it means
+    to a user and names the file (`database_error`), for reads as for writes."""
+
+    name: str | None = None  # set once open: until then, sqlite's errors as they are
+
+    def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor:
+        try:
+            return super().execute(sql, parameters)
+        except sqlite3.Error as exc:
+            if self.name is None:
+                raise
+            raise database_error(exc, self.name) from None
+
+    def executemany(self, sql: str, parameters: Any, /) -> sqlite3.Cursor:
+        try:
+            return super().executemany(sql, parameters)
+        except sqlite3.Error as exc:
+            if self.name is None:
+                raise
+            raise database_error(exc, self.name) from None
+
+
 @contextlib.contextmanager
 def _transaction(db: sqlite3.Connection, name: str) -> Iterator[sqlite3.Connection]:
     try:
@@ -741,9 +764,12 @@ def _connect(
     file_id = _file_id(path)
     db = None
     try:
-        db = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
+        db = sqlite3.connect(
+            path, timeout=30, isolation_level=None, check_same_thread=False, factory=_Connection
+        )
         db.execute(f"PRAGMA synchronous={synchronous}")
         if _schema_state(db, last_table, path, version) == (version, True):
+            db.name = path.name
             return db  # the common case: two cheap reads
         db.execute("PRAGMA journal_mode=WAL")  # kept in the file: set it once
         with _transaction(db, path.name):
@@ -762,6 +788,7 @@ def _connect(
                 db.execute(f"PRAGMA user_version={version}")
                 if setup is not None:
                     setup(db)
+        db.name = path.name
         return db
     except (sqlite3.Error, GcError) as exc:
         if db is not None:
@@ -789,9 +816,11 @@ def _connect_read_only(
             uri=True,
             isolation_level=None,
             check_same_thread=False,
+            factory=_Connection,
         )
         try:
             if _schema_state(db, last_table, path, version) == (version, True):
+                db.name = path.name
                 return db
         except sqlite3.Error:
             pass

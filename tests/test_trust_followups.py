@@ -104,6 +104,27 @@ def test_a_damaged_delivery_database_is_one_line_and_kept(project: Path, gc: GcR
     assert path.read_bytes() == b"not a database at all" * 100  # the source of truth is kept
 
 
+def test_a_damaged_page_found_by_a_read_names_the_delivery_database(
+    project: Path, gc: GcRunner
+) -> None:
+    path = project / ".beads" / ".runtime" / "delivery.sqlite3"
+    with Delivery(project / ".beads") as delivery:
+        for n in range(300):
+            delivery.push(["dog"], f"item {n} " + "y" * 300, key=f"k{n}", nudge=False)
+    db = sqlite3.connect(path)
+    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    db.close()
+    data = bytearray(path.read_bytes())
+    for page in range(4, 12):  # inner pages of the items table: the header still opens
+        data[page * 4096 + 8 : page * 4096 + 200] = b"\xff" * 192
+    path.write_bytes(bytes(data))
+    result = gc("inbox", "list", "--agent", "dog")
+    assert result.returncode == 50, result.stderr
+    assert result.stderr.startswith("gc: delivery.sqlite3 is damaged:"), result.stderr
+    assert result.stderr.count("\n") == 1
+    assert path.read_bytes() == bytes(data)
+
+
 # -- a failed write reports its own error ---------------------------------------------------
 
 
