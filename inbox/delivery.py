@@ -161,13 +161,38 @@ class Delivery:
             try:
                 self._sessions_db = _connect(path, "OFF", SESSIONS_SCHEMA, "nudges")
             except DatabaseDamaged as exc:
-                # Damaged (it is never synced: a power cut): start a fresh session list. Only
-                # then: a busy, read-only or full database, or a newer gc's, is kept as it is.
-                if _file_id(path) == exc.file_id:  # not one another process remade meanwhile
-                    for suffix in ("", "-wal", "-shm"):
-                        Path(f"{path}{suffix}").unlink(missing_ok=True)
+                self._drop_sessions(exc)
                 self._sessions_db = _connect(path, "OFF", SESSIONS_SCHEMA, "nudges")
         return self._sessions_db
+
+    def _drop_sessions(self, damaged: DatabaseDamaged) -> None:
+        """Delete a damaged sessions file, so the next use starts a fresh session list: it is
+        never synced (a power cut may garble it), and only sessions are lost. Only for damage:
+        a busy, read-only or full database, or a newer gc's, is kept as it is."""
+        if self._sessions_db is not None:
+            self._sessions_db.close()
+            self._sessions_db = None
+        path = self.runtime / "sessions.sqlite3"
+        if _file_id(path) == damaged.file_id:  # not one another process remade meanwhile
+            for suffix in ("", "-wal", "-shm"):
+                Path(f"{path}{suffix}").unlink(missing_ok=True)
+
+    def _on_sessions(self, use: Callable[[sqlite3.Connection], Any]) -> Any:
+        """`use(sessions_db)`; when it meets a damaged page, once more on a fresh file."""
+        try:
+            return use(self.sessions_db)
+        except DatabaseDamaged as exc:
+            self._drop_sessions(exc)
+        return use(self.sessions_db)
+
+    def _update_sessions(self, sql: str, parameters: tuple[Any, ...]) -> None:
+        """One statement in its own transaction on the sessions database."""
+
+        def run(db: sqlite3.Connection) -> None:
+            with _transaction(db, "sessions.sqlite3"):
+                db.execute(sql, parameters)
+
+        self._on_sessions(run)
 
     @classmethod
     def open(cls, beads_dir: str | Path | None = None) -> Delivery:
@@ -198,9 +223,16 @@ class Delivery:
         """One write transaction on the items database, holding its write lock from the start."""
         return _transaction(self.db, "delivery.sqlite3")
 
-    def write_sessions(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
-        """One write transaction on the sessions database."""
-        return _transaction(self.sessions_db, "sessions.sqlite3")
+    @contextlib.contextmanager
+    def write_sessions(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction on the sessions database (a damaged file is dropped: the
+        next use starts a fresh one)."""
+        try:
+            with _transaction(self.sessions_db, "sessions.sqlite3") as db:
+                yield db
+        except DatabaseDamaged as exc:
+            self._drop_sessions(exc)
+            raise
 
     # -- configuration ----------------------------------------------------------------------
 
@@ -233,7 +265,12 @@ class Delivery:
             raise InvalidInput("give a recipient: --to AGENT, --to all or --rig RIG")
         if to == "all":
             named = set(config.get("agents") or {}) | set(self.reader.index.agents())
-            named |= {r[0] for r in self.sessions_db.execute("SELECT DISTINCT agent FROM sessions")}
+            named |= {
+                r[0]
+                for r in self._on_sessions(
+                    lambda db: db.execute("SELECT DISTINCT agent FROM sessions").fetchall()
+                )
+            }
             return sorted(named)
         return [check_agent(to, what="recipient")]
 
@@ -577,53 +614,50 @@ class Delivery:
         check_session(session)
         check_agent(agent)
         now = time.time()
-        with self.write_sessions() as db:
-            db.execute(
-                "INSERT INTO sessions(session, agent, state, cwd, started_at, last_hook, "
-                "last_hook_at) VALUES (?, ?, 'busy', ?, ?, 'SessionStart', ?) "
-                "ON CONFLICT(session) DO UPDATE SET agent = excluded.agent, state = 'busy', "
-                "cwd = COALESCE(excluded.cwd, cwd), last_hook = 'SessionStart', "
-                "last_hook_at = excluded.last_hook_at, ended_at = NULL",
-                (session, agent, cwd, now, now),
-            )
+        self._update_sessions(
+            "INSERT INTO sessions(session, agent, state, cwd, started_at, last_hook, "
+            "last_hook_at) VALUES (?, ?, 'busy', ?, ?, 'SessionStart', ?) "
+            "ON CONFLICT(session) DO UPDATE SET agent = excluded.agent, state = 'busy', "
+            "cwd = COALESCE(excluded.cwd, cwd), last_hook = 'SessionStart', "
+            "last_hook_at = excluded.last_hook_at, ended_at = NULL",
+            (session, agent, cwd, now, now),
+        )
         return self.session(session)  # type: ignore[return-value]
 
     def hook_seen(self, session: str, agent: str, event: str, *, state: str | None = None) -> None:
         """Record a hook of a session (registering it if its SessionStart was missed)."""
         check_session(session)
         now = time.time()
-        with self.write_sessions() as db:
-            db.execute(
-                "INSERT INTO sessions(session, agent, state, started_at, last_hook, last_hook_at)"
-                " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(session) DO UPDATE SET "
-                "state = CASE WHEN ? IS NULL THEN sessions.state ELSE ? END, "
-                "last_hook = excluded.last_hook, last_hook_at = excluded.last_hook_at, "
-                "ended_at = CASE WHEN ? = 'ended' THEN excluded.last_hook_at ELSE NULL END",
-                (session, agent, state or "busy", now, event, now, state, state, state),
-            )
+        self._update_sessions(
+            "INSERT INTO sessions(session, agent, state, started_at, last_hook, last_hook_at)"
+            " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(session) DO UPDATE SET "
+            "state = CASE WHEN ? IS NULL THEN sessions.state ELSE ? END, "
+            "last_hook = excluded.last_hook, last_hook_at = excluded.last_hook_at, "
+            "ended_at = CASE WHEN ? = 'ended' THEN excluded.last_hook_at ELSE NULL END",
+            (session, agent, state or "busy", now, event, now, state, state, state),
+        )
 
     def end(self, session: str) -> None:
         """SessionEnd: the session is no longer live."""
         check_session(session)
         now = time.time()
-        with self.write_sessions() as db:
-            db.execute(
-                "UPDATE sessions SET state = 'ended', ended_at = ?, last_hook = 'SessionEnd', "
-                "last_hook_at = ? WHERE session = ?",
-                (now, now, session),
-            )
+        self._update_sessions(
+            "UPDATE sessions SET state = 'ended', ended_at = ?, last_hook = 'SessionEnd', "
+            "last_hook_at = ? WHERE session = ?",
+            (now, now, session),
+        )
 
     def session(self, session: str) -> Session | None:
-        row = self.sessions_db.execute(
-            "SELECT * FROM sessions WHERE session = ?", (session,)
-        ).fetchone()
+        row = self._on_sessions(
+            lambda db: db.execute("SELECT * FROM sessions WHERE session = ?", (session,)).fetchone()
+        )
         return Session(*row) if row else None
 
     def sessions(self, *, include_ended: bool = False) -> list[Session]:
         """Live sessions (not ended, heard from within the idle timeout), newest first."""
-        rows = self.sessions_db.execute(
-            "SELECT * FROM sessions ORDER BY last_hook_at DESC"
-        ).fetchall()
+        rows = self._on_sessions(
+            lambda db: db.execute("SELECT * FROM sessions ORDER BY last_hook_at DESC").fetchall()
+        )
         found = [Session(*row) for row in rows]
         if include_ended:
             return found
@@ -635,22 +669,20 @@ class Delivery:
 
     def count_stop_block(self, session: str, blocked: bool) -> int:
         """Count a blocked Stop (or reset the count); returns the new count."""
-        with self.write_sessions() as db:
-            db.execute(
-                "UPDATE sessions SET stop_blocks = CASE WHEN ? THEN stop_blocks + 1 ELSE 0 END "
-                "WHERE session = ?",
-                (blocked, session),
-            )
+        self._update_sessions(
+            "UPDATE sessions SET stop_blocks = CASE WHEN ? THEN stop_blocks + 1 ELSE 0 END "
+            "WHERE session = ?",
+            (blocked, session),
+        )
         found = self.session(session)
         return found.stop_blocks if found else 0
 
     def record_nudge(self, session: str, outcome: str, detail: str) -> None:
-        with self.write_sessions() as db:
-            db.execute(
-                "UPDATE sessions SET nudged_at = ?, nudge_outcome = ?, nudge_detail = ? "
-                "WHERE session = ?",
-                (time.time(), outcome, detail[:500], session),
-            )
+        self._update_sessions(
+            "UPDATE sessions SET nudged_at = ?, nudge_outcome = ?, nudge_detail = ? "
+            "WHERE session = ?",
+            (time.time(), outcome, detail[:500], session),
+        )
 
 
 def refuse_producer_type(type: str) -> None:
@@ -681,9 +713,12 @@ class DatabaseDamaged(StorageError):
         self.file_id = file_id
 
 
-def database_error(exc: sqlite3.Error, name: str) -> GcError:
-    """What sqlite's `exc` on the database `name` means to a user, said as the store's own
-    errors say it: a full disk, a read-only store, a busy or a damaged file."""
+def database_error(
+    exc: sqlite3.Error, name: str, file_id: tuple[int, int] | None = None
+) -> GcError:
+    """What sqlite's `exc` on the database `name` (the file `file_id`) means to a user, said
+    as the store's own errors say it: a full disk, a read-only store, a busy or a damaged
+    file."""
     code = _code(exc)
     # A full disk shows as SQLITE_FULL, or, when the `-shm` file cannot grow, as this I/O
     # error (sqlite writes it through: ENOSPC, a quota).
@@ -695,7 +730,7 @@ def database_error(exc: sqlite3.Error, name: str) -> GcError:
     if code in _BUSY:
         return Conflict(f"{name} is busy: {exc}")
     if code in _DAMAGED:
-        return DatabaseDamaged(f"{name} is damaged: {exc}")
+        return DatabaseDamaged(f"{name} is damaged: {exc}", file_id)
     return StorageError(f"{name}: {exc}")
 
 
@@ -704,22 +739,22 @@ class _Connection(sqlite3.Connection):
     to a user and names the file (`database_error`), for reads as for writes."""
 
     name: str | None = None  # set once open: until then, sqlite's errors as they are
+    file_id: tuple[int, int] | None = None  # the file opened (a damaged one is named so)
 
     def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor:
         try:
             return super().execute(sql, parameters)
         except sqlite3.Error as exc:
-            if self.name is None:
-                raise
-            raise database_error(exc, self.name) from None
+            raise self._error(exc) from None
 
     def executemany(self, sql: str, parameters: Any, /) -> sqlite3.Cursor:
         try:
             return super().executemany(sql, parameters)
         except sqlite3.Error as exc:
-            if self.name is None:
-                raise
-            raise database_error(exc, self.name) from None
+            raise self._error(exc) from None
+
+    def _error(self, exc: sqlite3.Error) -> Exception:
+        return exc if self.name is None else database_error(exc, self.name, self.file_id)
 
 
 @contextlib.contextmanager
@@ -727,7 +762,7 @@ def _transaction(db: sqlite3.Connection, name: str) -> Iterator[sqlite3.Connecti
     try:
         db.execute("BEGIN IMMEDIATE")
     except sqlite3.Error as exc:
-        raise database_error(exc, name) from None
+        raise database_error(exc, name, getattr(db, "file_id", None)) from None
     try:
         yield db
         db.execute("COMMIT")
@@ -738,7 +773,7 @@ def _transaction(db: sqlite3.Connection, name: str) -> Iterator[sqlite3.Connecti
             with contextlib.suppress(sqlite3.Error):
                 db.execute("ROLLBACK")
         if isinstance(exc, sqlite3.Error):
-            raise database_error(exc, name) from None
+            raise database_error(exc, name, getattr(db, "file_id", None)) from None
         raise
 
 
@@ -767,6 +802,7 @@ def _connect(
         db = sqlite3.connect(
             path, timeout=30, isolation_level=None, check_same_thread=False, factory=_Connection
         )
+        db.file_id = file_id
         db.execute(f"PRAGMA synchronous={synchronous}")
         if _schema_state(db, last_table, path, version) == (version, True):
             db.name = path.name
@@ -790,14 +826,16 @@ def _connect(
                     setup(db)
         db.name = path.name
         return db
-    except (sqlite3.Error, GcError) as exc:
+    except GcError:
         if db is not None:
             db.close()
-        error = database_error(exc, path.name) if isinstance(exc, sqlite3.Error) else exc
-        if isinstance(exc, sqlite3.Error) and _code(exc) in _READ_ONLY:
+        raise
+    except sqlite3.Error as exc:
+        if db is not None:
+            db.close()
+        error = database_error(exc, path.name, file_id)
+        if _code(exc) in _READ_ONLY:
             return _connect_read_only(path, last_table, version, error)
-        if isinstance(error, DatabaseDamaged):
-            error.file_id = file_id
         raise error from None
 
 

@@ -94,6 +94,37 @@ def test_a_damaged_sessions_database_is_started_afresh(project: Path) -> None:
     assert session_rows(project) == [("s1", "dog")]
 
 
+def damage_pages(path: Path) -> bytes:
+    """Garble inner pages of a database (its header still opens); returns the bytes."""
+    db = sqlite3.connect(path)
+    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    db.close()
+    data = bytearray(path.read_bytes())
+    for page in range(2, len(data) // 4096):
+        data[page * 4096 + 8 : page * 4096 + 200] = b"\xff" * 192
+    path.write_bytes(bytes(data))
+    return bytes(data)
+
+
+def many_sessions(project: Path) -> None:
+    with Delivery(project / ".beads") as delivery:
+        for n in range(100):
+            delivery.register(f"old{n}", "dog", cwd="/" + "d" * 300)
+
+
+def test_a_sessions_database_damaged_inside_is_started_afresh(project: Path, gc: GcRunner) -> None:
+    many_sessions(project)
+    damage_pages(sessions_file(project))
+    hook(gc, "SessionStart", "s1")  # meets the damage writing: drops the file
+    hook(gc, "UserPromptSubmit", "s1")
+    listed = gc.json("session", "list")
+    assert [s["session"] for s in listed["sessions"]] == ["s1"]
+    many_sessions(project)
+    damage_pages(sessions_file(project))
+    with Delivery(project / ".beads") as delivery:  # meets the damage reading
+        assert delivery.sessions() == []
+
+
 def test_a_damaged_delivery_database_is_one_line_and_kept(project: Path, gc: GcRunner) -> None:
     path = project / ".beads" / ".runtime" / "delivery.sqlite3"
     path.write_bytes(b"not a database at all" * 100)
@@ -111,18 +142,12 @@ def test_a_damaged_page_found_by_a_read_names_the_delivery_database(
     with Delivery(project / ".beads") as delivery:
         for n in range(300):
             delivery.push(["dog"], f"item {n} " + "y" * 300, key=f"k{n}", nudge=False)
-    db = sqlite3.connect(path)
-    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    db.close()
-    data = bytearray(path.read_bytes())
-    for page in range(4, 12):  # inner pages of the items table: the header still opens
-        data[page * 4096 + 8 : page * 4096 + 200] = b"\xff" * 192
-    path.write_bytes(bytes(data))
+    data = damage_pages(path)
     result = gc("inbox", "list", "--agent", "dog")
     assert result.returncode == 50, result.stderr
     assert result.stderr.startswith("gc: delivery.sqlite3 is damaged:"), result.stderr
     assert result.stderr.count("\n") == 1
-    assert path.read_bytes() == bytes(data)
+    assert path.read_bytes() == data  # the source of truth is kept
 
 
 # -- a failed write reports its own error ---------------------------------------------------
