@@ -299,3 +299,27 @@ def test_doctor_removes_old_temporary_files_of_killed_writers(store: Store) -> N
     found = [p for p in report.problems if p.path == ".runtime/tmp/" + old.name]
     assert [(p.kind, p.fixed) for p in found] == [("stale_file", True)]
     assert report.ok
+
+
+# -- gc hook install on a full disk ---------------------------------------------------------
+
+
+def test_hook_install_on_a_full_disk_leaves_the_settings_and_no_temporary_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+
+    from gates.install import install
+
+    settings = tmp_path / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text('{"permissions": {"allow": ["Bash"]}}\n')
+
+    def full(fd: int) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", full)
+    with pytest.raises(StorageError, match=r"^no space left on device: cannot write .*settings"):
+        install(settings)
+    assert settings.read_text() == '{"permissions": {"allow": ["Bash"]}}\n'
+    assert sorted(p.name for p in settings.parent.iterdir()) == ["settings.json"]
