@@ -215,6 +215,28 @@ def _clear_stale_files(store: Store, report: Report) -> None:
                 True,
             )
         )
+    _clear_view_temp_files(store, report)
+
+
+def _clear_view_temp_files(store: Store, report: Report) -> None:
+    """Remove the view's temporary files (`.runtime/tmp/*.tmp`, random names) that a writer
+    killed between writing and renaming left; one this young may still be renamed."""
+    from beads import files
+
+    tmp_dir = store.root / ".runtime" / "tmp"
+    if not files.real_dir(str(store.root), str(tmp_dir)):
+        return  # none, or behind a link (reported by the link check): nothing of ours
+    for temp in sorted(tmp_dir.glob("*.tmp")):
+        age = lock_age(temp)
+        if age is not None and age >= TEMP_STALE_SECONDS and temp.is_file() and _remove(temp):
+            report.problems.append(
+                Problem(
+                    "stale_file",
+                    _shown(store, temp),
+                    "a temporary file of a dead writer; removed",
+                    True,
+                )
+            )
 
 
 def _age_once_stale(lock: Path, stale_after: float) -> float | None:

@@ -6,6 +6,7 @@ file (other hooks, permissions, env) is kept. The file is replaced atomically.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import tempfile
@@ -64,6 +65,7 @@ def _load(path: Path) -> dict[str, Any]:
 
 
 def _save(path: Path, settings: dict[str, Any]) -> None:
+    temp = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
@@ -74,4 +76,8 @@ def _save(path: Path, settings: dict[str, Any]) -> None:
             os.fsync(handle.fileno())
         os.replace(temp, path)
     except OSError as exc:
+        if temp is not None:  # never leave a half-written copy beside the user's file
+            Path(temp).unlink(missing_ok=True)
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise StorageError(f"no space left on device: cannot write {path}") from None
         raise StorageError(f"cannot write {path}: {exc}") from None

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from beads import files
-from beads.errors import InvalidInput, NotFound, StorageError
+from beads.errors import Conflict, GcError, InvalidInput, NotFound, StorageError
 from beads.location import find_store
 from beads.reader import IndexReader, branch_head
 from beads.record import acting_agent, check_agent
@@ -160,11 +160,39 @@ class Delivery:
             path = self.runtime / "sessions.sqlite3"
             try:
                 self._sessions_db = _connect(path, "OFF", SESSIONS_SCHEMA, "nudges")
-            except StorageError:  # damaged (it is never synced): start a fresh session list
-                for suffix in ("", "-wal", "-shm"):
-                    Path(f"{path}{suffix}").unlink(missing_ok=True)
+            except DatabaseDamaged as exc:
+                self._drop_sessions(exc)
                 self._sessions_db = _connect(path, "OFF", SESSIONS_SCHEMA, "nudges")
         return self._sessions_db
+
+    def _drop_sessions(self, damaged: DatabaseDamaged) -> None:
+        """Delete a damaged sessions file, so the next use starts a fresh session list: it is
+        never synced (a power cut may garble it), and only sessions are lost. Only for damage:
+        a busy, read-only or full database, or a newer gc's, is kept as it is."""
+        if self._sessions_db is not None:
+            self._sessions_db.close()
+            self._sessions_db = None
+        path = self.runtime / "sessions.sqlite3"
+        if _file_id(path) == damaged.file_id:  # not one another process remade meanwhile
+            for suffix in ("", "-wal", "-shm"):
+                Path(f"{path}{suffix}").unlink(missing_ok=True)
+
+    def _on_sessions(self, use: Callable[[sqlite3.Connection], Any]) -> Any:
+        """`use(sessions_db)`; when it meets a damaged page, once more on a fresh file."""
+        try:
+            return use(self.sessions_db)
+        except DatabaseDamaged as exc:
+            self._drop_sessions(exc)
+        return use(self.sessions_db)
+
+    def _update_sessions(self, sql: str, parameters: tuple[Any, ...]) -> None:
+        """One statement in its own transaction on the sessions database."""
+
+        def run(db: sqlite3.Connection) -> None:
+            with _transaction(db, "sessions.sqlite3"):
+                db.execute(sql, parameters)
+
+        self._on_sessions(run)
 
     @classmethod
     def open(cls, beads_dir: str | Path | None = None) -> Delivery:
@@ -193,11 +221,18 @@ class Delivery:
 
     def write(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
         """One write transaction on the items database, holding its write lock from the start."""
-        return _transaction(self.db)
+        return _transaction(self.db, "delivery.sqlite3")
 
-    def write_sessions(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
-        """One write transaction on the sessions database."""
-        return _transaction(self.sessions_db)
+    @contextlib.contextmanager
+    def write_sessions(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction on the sessions database (a damaged file is dropped: the
+        next use starts a fresh one)."""
+        try:
+            with _transaction(self.sessions_db, "sessions.sqlite3") as db:
+                yield db
+        except DatabaseDamaged as exc:
+            self._drop_sessions(exc)
+            raise
 
     # -- configuration ----------------------------------------------------------------------
 
@@ -230,7 +265,12 @@ class Delivery:
             raise InvalidInput("give a recipient: --to AGENT, --to all or --rig RIG")
         if to == "all":
             named = set(config.get("agents") or {}) | set(self.reader.index.agents())
-            named |= {r[0] for r in self.sessions_db.execute("SELECT DISTINCT agent FROM sessions")}
+            named |= {
+                r[0]
+                for r in self._on_sessions(
+                    lambda db: db.execute("SELECT DISTINCT agent FROM sessions").fetchall()
+                )
+            }
             return sorted(named)
         return [check_agent(to, what="recipient")]
 
@@ -574,53 +614,50 @@ class Delivery:
         check_session(session)
         check_agent(agent)
         now = time.time()
-        with self.write_sessions() as db:
-            db.execute(
-                "INSERT INTO sessions(session, agent, state, cwd, started_at, last_hook, "
-                "last_hook_at) VALUES (?, ?, 'busy', ?, ?, 'SessionStart', ?) "
-                "ON CONFLICT(session) DO UPDATE SET agent = excluded.agent, state = 'busy', "
-                "cwd = COALESCE(excluded.cwd, cwd), last_hook = 'SessionStart', "
-                "last_hook_at = excluded.last_hook_at, ended_at = NULL",
-                (session, agent, cwd, now, now),
-            )
+        self._update_sessions(
+            "INSERT INTO sessions(session, agent, state, cwd, started_at, last_hook, "
+            "last_hook_at) VALUES (?, ?, 'busy', ?, ?, 'SessionStart', ?) "
+            "ON CONFLICT(session) DO UPDATE SET agent = excluded.agent, state = 'busy', "
+            "cwd = COALESCE(excluded.cwd, cwd), last_hook = 'SessionStart', "
+            "last_hook_at = excluded.last_hook_at, ended_at = NULL",
+            (session, agent, cwd, now, now),
+        )
         return self.session(session)  # type: ignore[return-value]
 
     def hook_seen(self, session: str, agent: str, event: str, *, state: str | None = None) -> None:
         """Record a hook of a session (registering it if its SessionStart was missed)."""
         check_session(session)
         now = time.time()
-        with self.write_sessions() as db:
-            db.execute(
-                "INSERT INTO sessions(session, agent, state, started_at, last_hook, last_hook_at)"
-                " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(session) DO UPDATE SET "
-                "state = CASE WHEN ? IS NULL THEN sessions.state ELSE ? END, "
-                "last_hook = excluded.last_hook, last_hook_at = excluded.last_hook_at, "
-                "ended_at = CASE WHEN ? = 'ended' THEN excluded.last_hook_at ELSE NULL END",
-                (session, agent, state or "busy", now, event, now, state, state, state),
-            )
+        self._update_sessions(
+            "INSERT INTO sessions(session, agent, state, started_at, last_hook, last_hook_at)"
+            " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(session) DO UPDATE SET "
+            "state = CASE WHEN ? IS NULL THEN sessions.state ELSE ? END, "
+            "last_hook = excluded.last_hook, last_hook_at = excluded.last_hook_at, "
+            "ended_at = CASE WHEN ? = 'ended' THEN excluded.last_hook_at ELSE NULL END",
+            (session, agent, state or "busy", now, event, now, state, state, state),
+        )
 
     def end(self, session: str) -> None:
         """SessionEnd: the session is no longer live."""
         check_session(session)
         now = time.time()
-        with self.write_sessions() as db:
-            db.execute(
-                "UPDATE sessions SET state = 'ended', ended_at = ?, last_hook = 'SessionEnd', "
-                "last_hook_at = ? WHERE session = ?",
-                (now, now, session),
-            )
+        self._update_sessions(
+            "UPDATE sessions SET state = 'ended', ended_at = ?, last_hook = 'SessionEnd', "
+            "last_hook_at = ? WHERE session = ?",
+            (now, now, session),
+        )
 
     def session(self, session: str) -> Session | None:
-        row = self.sessions_db.execute(
-            "SELECT * FROM sessions WHERE session = ?", (session,)
-        ).fetchone()
+        row = self._on_sessions(
+            lambda db: db.execute("SELECT * FROM sessions WHERE session = ?", (session,)).fetchone()
+        )
         return Session(*row) if row else None
 
     def sessions(self, *, include_ended: bool = False) -> list[Session]:
         """Live sessions (not ended, heard from within the idle timeout), newest first."""
-        rows = self.sessions_db.execute(
-            "SELECT * FROM sessions ORDER BY last_hook_at DESC"
-        ).fetchall()
+        rows = self._on_sessions(
+            lambda db: db.execute("SELECT * FROM sessions ORDER BY last_hook_at DESC").fetchall()
+        )
         found = [Session(*row) for row in rows]
         if include_ended:
             return found
@@ -632,22 +669,20 @@ class Delivery:
 
     def count_stop_block(self, session: str, blocked: bool) -> int:
         """Count a blocked Stop (or reset the count); returns the new count."""
-        with self.write_sessions() as db:
-            db.execute(
-                "UPDATE sessions SET stop_blocks = CASE WHEN ? THEN stop_blocks + 1 ELSE 0 END "
-                "WHERE session = ?",
-                (blocked, session),
-            )
+        self._update_sessions(
+            "UPDATE sessions SET stop_blocks = CASE WHEN ? THEN stop_blocks + 1 ELSE 0 END "
+            "WHERE session = ?",
+            (blocked, session),
+        )
         found = self.session(session)
         return found.stop_blocks if found else 0
 
     def record_nudge(self, session: str, outcome: str, detail: str) -> None:
-        with self.write_sessions() as db:
-            db.execute(
-                "UPDATE sessions SET nudged_at = ?, nudge_outcome = ?, nudge_detail = ? "
-                "WHERE session = ?",
-                (time.time(), outcome, detail[:500], session),
-            )
+        self._update_sessions(
+            "UPDATE sessions SET nudged_at = ?, nudge_outcome = ?, nudge_detail = ? "
+            "WHERE session = ?",
+            (time.time(), outcome, detail[:500], session),
+        )
 
 
 def refuse_producer_type(type: str) -> None:
@@ -659,22 +694,86 @@ def refuse_producer_type(type: str) -> None:
         )
 
 
+# sqlite's primary result codes (an extended code keeps its primary one in the low byte).
+_DAMAGED = (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
+_READ_ONLY = (sqlite3.SQLITE_READONLY, sqlite3.SQLITE_PERM, sqlite3.SQLITE_CANTOPEN)
+_BUSY = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+
+
+def _code(exc: sqlite3.Error) -> int:
+    return (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
+
+
+class DatabaseDamaged(StorageError):
+    """A delivery database file is damaged (SQLITE_CORRUPT, SQLITE_NOTADB); `file_id` is the
+    `(device, inode)` of the file found so."""
+
+    def __init__(self, message: str, file_id: tuple[int, int] | None = None) -> None:
+        super().__init__(message)
+        self.file_id = file_id
+
+
+def database_error(
+    exc: sqlite3.Error, name: str, file_id: tuple[int, int] | None = None
+) -> GcError:
+    """What sqlite's `exc` on the database `name` (the file `file_id`) means to a user, said
+    as the store's own errors say it: a full disk, a read-only store, a busy or a damaged
+    file."""
+    code = _code(exc)
+    # A full disk shows as SQLITE_FULL, or, when the `-shm` file cannot grow, as this I/O
+    # error (sqlite writes it through: ENOSPC, a quota).
+    full = getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_IOERR_SHMSIZE
+    if code == sqlite3.SQLITE_FULL or full:
+        return StorageError(f"no space left on device ({name} could not be written)")
+    if code in _READ_ONLY:
+        return StorageError(f"store is read-only: {name} cannot be written ({exc})")
+    if code in _BUSY:
+        return Conflict(f"{name} is busy: {exc}")
+    if code in _DAMAGED:
+        return DatabaseDamaged(f"{name} is damaged: {exc}", file_id)
+    return StorageError(f"{name}: {exc}")
+
+
+class _Connection(sqlite3.Connection):
+    """A delivery database's connection: once open, a statement's error says what it means
+    to a user and names the file (`database_error`), for reads as for writes."""
+
+    name: str | None = None  # set once open: until then, sqlite's errors as they are
+    file_id: tuple[int, int] | None = None  # the file opened (a damaged one is named so)
+
+    def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor:
+        try:
+            return super().execute(sql, parameters)
+        except sqlite3.Error as exc:
+            raise self._error(exc) from None
+
+    def executemany(self, sql: str, parameters: Any, /) -> sqlite3.Cursor:
+        try:
+            return super().executemany(sql, parameters)
+        except sqlite3.Error as exc:
+            raise self._error(exc) from None
+
+    def _error(self, exc: sqlite3.Error) -> Exception:
+        return exc if self.name is None else database_error(exc, self.name, self.file_id)
+
+
 @contextlib.contextmanager
-def _transaction(db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+def _transaction(db: sqlite3.Connection, name: str) -> Iterator[sqlite3.Connection]:
     try:
         db.execute("BEGIN IMMEDIATE")
-    except sqlite3.OperationalError as exc:
-        from beads.errors import Conflict
-
-        raise Conflict(f"the delivery database is busy: {exc}") from None
+    except sqlite3.Error as exc:
+        raise database_error(exc, name, getattr(db, "file_id", None)) from None
     try:
         yield db
         db.execute("COMMIT")
     except BaseException as exc:
+        # SQLite ends the transaction itself on some errors (a full disk, an I/O error): a
+        # ROLLBACK then, or one that fails, must not hide the error being raised.
         if db.in_transaction:
-            db.execute("ROLLBACK")
+            with contextlib.suppress(sqlite3.Error):
+                db.execute("ROLLBACK")
         if isinstance(exc, sqlite3.Error):
-            raise StorageError(f"delivery database: {exc}") from None
+            raise database_error(exc, name, getattr(db, "file_id", None)) from None
         raise
 
 
@@ -692,17 +791,24 @@ def _connect(
 
     A database of an older `user_version` is brought up by `migrations`; `setup` runs once,
     in the same transaction, when the database is made or upgraded. A newer one is refused.
+    One this process may not write (a read-only store) is opened read-only: reads answer,
+    writes fail with `store is read-only`. A damaged file raises `DatabaseDamaged`.
     """
     # sqlite opens by name: never through a link, created with the store's mode.
     files.prepare_db(str(path.parent.parent), str(path))
+    file_id = _file_id(path)
     db = None
     try:
-        db = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
+        db = sqlite3.connect(
+            path, timeout=30, isolation_level=None, check_same_thread=False, factory=_Connection
+        )
+        db.file_id = file_id
         db.execute(f"PRAGMA synchronous={synchronous}")
         if _schema_state(db, last_table, path, version) == (version, True):
+            db.name = path.name
             return db  # the common case: two cheap reads
         db.execute("PRAGMA journal_mode=WAL")  # kept in the file: set it once
-        with _transaction(db):
+        with _transaction(db, path.name):
             found, made = _schema_state(
                 db, last_table, path, version
             )  # another process may be here
@@ -718,13 +824,57 @@ def _connect(
                 db.execute(f"PRAGMA user_version={version}")
                 if setup is not None:
                     setup(db)
+        db.name = path.name
         return db
-    except (sqlite3.DatabaseError, StorageError) as exc:
+    except GcError:
         if db is not None:
             db.close()
-        if isinstance(exc, StorageError):
+        raise
+    except sqlite3.Error as exc:
+        if db is not None:
+            db.close()
+        error = database_error(exc, path.name, file_id)
+        if _code(exc) in _READ_ONLY:
+            return _connect_read_only(path, last_table, version, error)
+        raise error from None
+
+
+def _connect_read_only(
+    path: Path, last_table: str, version: int, cause: GcError
+) -> sqlite3.Connection:
+    """Open a database this process may not write (a read-only mount, another user's store).
+
+    WAL needs its `-shm` file: where that cannot be made, the file is read as immutable
+    (without locks: a write by its owner meanwhile may show up as a damaged page)."""
+    from urllib.parse import quote  # lazy: only this rare path needs it
+
+    for options in ("mode=ro", "immutable=1"):
+        db = sqlite3.connect(
+            f"file:{quote(str(path))}?{options}",
+            uri=True,
+            isolation_level=None,
+            check_same_thread=False,
+            factory=_Connection,
+        )
+        try:
+            if _schema_state(db, last_table, path, version) == (version, True):
+                db.name = path.name
+                return db
+        except sqlite3.Error:
+            pass
+        except GcError:  # a newer gc's database is refused here too
+            db.close()
             raise
-        raise StorageError(f"cannot open {path.name}: {exc}") from None
+        db.close()
+    raise cause
+
+
+def _file_id(path: Path) -> tuple[int, int] | None:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino
 
 
 def _schema_state(db: sqlite3.Connection, table: str, path: Path, known: int) -> tuple[int, bool]:

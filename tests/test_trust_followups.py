@@ -1,0 +1,326 @@
+"""Issue 10, further: the delivery databases are never deleted or reset for an error that is
+not damage (busy, read-only, full, a newer gc's); their errors read as the store's own; doctor
+removes the temporary files of killed writers."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from beads.doctor import doctor
+from beads.errors import Conflict, StorageError
+from beads.store import Store
+from inbox import Delivery
+from tests.conftest import GcRunner
+
+
+@pytest.fixture
+def project(tmp_path: Path, gc: GcRunner) -> Path:
+    assert gc("init").returncode == 0
+    return tmp_path
+
+
+def sessions_file(project: Path) -> Path:
+    return project / ".beads" / ".runtime" / "sessions.sqlite3"
+
+
+def session_rows(project: Path) -> list[tuple[str, str]]:
+    """The sessions the file holds, read as another tool would (never through gc)."""
+    db = sqlite3.connect(sessions_file(project))
+    try:
+        return db.execute("SELECT session, agent FROM sessions").fetchall()
+    finally:
+        db.close()
+
+
+def hook(gc: GcRunner, event: str, session: str = "s1", agent: str = "dog") -> str:
+    payload = {"session_id": session, "hook_event_name": event, "cwd": str(gc.cwd)}
+    result = gc("hook", "run", input=json.dumps(payload), env={"GC_AGENT": agent})
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+# -- the sessions database is dropped only when it is damaged ---------------------------------
+
+
+def test_a_sessions_database_of_a_newer_gc_is_refused_never_deleted(project: Path) -> None:
+    with Delivery(project / ".beads") as delivery:
+        delivery.register("s1", "dog")
+    db = sqlite3.connect(sessions_file(project))
+    db.execute("PRAGMA user_version = 9")
+    db.close()
+    with Delivery(project / ".beads") as delivery:
+        with pytest.raises(StorageError, match="newer than this gc knows"):
+            delivery.sessions()
+    assert session_rows(project) == [("s1", "dog")]
+
+
+def test_a_busy_sessions_database_is_never_deleted(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with Delivery(project / ".beads") as delivery:
+        delivery.register("s1", "dog")
+    holder = sqlite3.connect(sessions_file(project), isolation_level=None)
+    holder.execute("PRAGMA locking_mode = EXCLUSIVE")
+    holder.execute("BEGIN EXCLUSIVE")  # another process in the middle of a long write
+    connect = sqlite3.connect
+
+    def impatient(*args: object, **kwargs: object) -> sqlite3.Connection:
+        return connect(*args, **{**kwargs, "timeout": 0.1})  # type: ignore[arg-type]
+
+    monkeypatch.setattr(sqlite3, "connect", impatient)
+    try:
+        with Delivery(project / ".beads") as delivery:
+            with pytest.raises(Conflict, match="sessions.sqlite3 is busy"):
+                delivery.sessions()
+    finally:
+        holder.close()
+    assert session_rows(project) == [("s1", "dog")]
+
+
+def test_a_damaged_sessions_database_is_started_afresh(project: Path) -> None:
+    sessions_file(project).write_bytes(b"not a database at all" * 100)
+    with Delivery(project / ".beads") as delivery:
+        assert delivery.sessions() == []
+        delivery.register("s1", "dog")
+    assert session_rows(project) == [("s1", "dog")]
+
+
+def damage_pages(path: Path) -> bytes:
+    """Garble every page of a database but the first (it still opens, and every table is
+    damaged); returns the bytes."""
+    db = sqlite3.connect(path)
+    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    db.close()
+    data = bytes(path.read_bytes())
+    data = data[:4096] + b"\xff" * (len(data) - 4096)
+    path.write_bytes(data)
+    return data
+
+
+def many_sessions(project: Path) -> None:
+    with Delivery(project / ".beads") as delivery:
+        for n in range(100):
+            delivery.register(f"old{n}", "dog", cwd="/" + "d" * 300)
+
+
+def test_a_sessions_database_damaged_inside_is_started_afresh(project: Path, gc: GcRunner) -> None:
+    log = project / ".beads" / ".runtime" / "hooks.log"
+    many_sessions(project)
+    damage_pages(sessions_file(project))
+    hook(gc, "SessionStart", "s1")  # meets the damage writing: drops the file, writes anew
+    with Delivery(project / ".beads") as delivery:
+        assert delivery.session("s1"), log.read_text() if log.exists() else "no hooks.log"
+    many_sessions(project)
+    damage_pages(sessions_file(project))
+    with Delivery(project / ".beads") as delivery:  # meets the damage reading
+        assert delivery.sessions() == []
+    assert gc.json("session", "list")["sessions"] == []
+
+
+def test_a_damaged_delivery_database_is_one_line_and_kept(project: Path, gc: GcRunner) -> None:
+    path = project / ".beads" / ".runtime" / "delivery.sqlite3"
+    path.write_bytes(b"not a database at all" * 100)
+    for args in (("inbox", "list"), ("inbox", "push", "--to", "dog", "hi")):
+        result = gc(*args)
+        assert result.returncode == 50, result.stderr
+        assert result.stderr == "gc: delivery.sqlite3 is damaged: file is not a database\n"
+    assert path.read_bytes() == b"not a database at all" * 100  # the source of truth is kept
+
+
+def test_a_damaged_page_found_by_a_read_names_the_delivery_database(
+    project: Path, gc: GcRunner
+) -> None:
+    path = project / ".beads" / ".runtime" / "delivery.sqlite3"
+    with Delivery(project / ".beads") as delivery:
+        for n in range(300):
+            delivery.push(["dog"], f"item {n} " + "y" * 300, key=f"k{n}", nudge=False)
+    data = damage_pages(path)
+    result = gc("inbox", "list", "--agent", "dog")
+    assert result.returncode == 50, result.stderr
+    assert result.stderr.startswith("gc: delivery.sqlite3 is damaged:"), result.stderr
+    assert result.stderr.count("\n") == 1
+    assert path.read_bytes() == data  # the source of truth is kept
+
+
+# -- a failed write reports its own error ---------------------------------------------------
+
+
+def full(db: sqlite3.Connection) -> None:
+    db.execute(f"PRAGMA max_page_count = {db.execute('PRAGMA page_count').fetchone()[0]}")
+
+
+def test_a_full_delivery_database_says_no_space_left(project: Path) -> None:
+    with Delivery(project / ".beads") as delivery:
+        full(delivery.db)
+        with pytest.raises(StorageError, match=r"^no space left on device \(delivery.sqlite3"):
+            delivery.push(["dog"], "x" * 60_000, key="big")
+        assert not delivery.db.in_transaction
+        assert delivery.items("dog") == []
+
+
+def test_a_full_sessions_database_says_no_space_left(project: Path) -> None:
+    with Delivery(project / ".beads") as delivery:
+        delivery.register("s0", "dog")
+        full(delivery.sessions_db)
+        with pytest.raises(StorageError, match=r"^no space left on device \(sessions.sqlite3"):
+            for n in range(2000):
+                delivery.register(f"s{n}", "dog", cwd="/" + "d" * 2000)
+    assert ("s0", "dog") in session_rows(project)
+
+
+class FailingRollback:
+    """A connection whose ROLLBACK fails (an I/O error while undoing a write)."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.db, name)
+
+    def execute(self, sql: str, *args: object) -> sqlite3.Cursor:
+        if sql == "ROLLBACK":
+            self.db.execute(sql)
+            raise sqlite3.OperationalError("disk I/O error")
+        return self.db.execute(sql, *args)
+
+
+def test_a_failing_rollback_never_hides_the_error_of_the_write(project: Path) -> None:
+    with Delivery(project / ".beads") as delivery:
+        delivery.db = FailingRollback(delivery.db)  # type: ignore[assignment]
+        with pytest.raises(ValueError, match="the real fault"):
+            with delivery.write() as db:
+                db.execute("DELETE FROM items")
+                raise ValueError("the real fault")
+        delivery.db = delivery.db.db  # type: ignore[attr-defined]
+
+
+# -- a full disk, through the command ------------------------------------------------------
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    mount = tmp_path / "small"
+    mount.mkdir()
+    made = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)], capture_output=True
+    )
+    if made.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here (needs root): {made.stderr.decode()}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=True)
+
+
+def test_a_push_on_a_full_disk_is_one_line(small_disk: Path) -> None:
+    gc = GcRunner(small_disk)
+    assert gc("init").returncode == 0
+    assert gc("inbox", "push", "--to", "dog", "first").returncode == 0
+    filler = small_disk / "filler"
+    try:
+        filler.write_bytes(b"\0" * (2 << 20))
+    except OSError:
+        pass  # the disk is full now
+    result = gc("inbox", "push", "--to", "dog", "x" * 60_000)
+    assert result.returncode == 50, result.stderr
+    assert result.stderr.startswith("gc: no space left on device"), result.stderr
+    assert result.stderr.count("\n") == 1
+    filler.unlink()
+    listed = gc.json("inbox", "list", "--agent", "dog")
+    assert [i["content"] for i in listed["items"]] == ["first"]
+
+
+# -- a read-only store ----------------------------------------------------------------------
+
+
+def runtime_digest(root: Path) -> dict[str, str]:
+    runtime = root / ".beads" / ".runtime"
+    return {
+        str(p.relative_to(runtime)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(runtime.rglob("*"))
+        if p.is_file()
+    }
+
+
+def test_a_read_only_mount_lists_sessions_and_items_and_deletes_nothing(tmp_path: Path) -> None:
+    source, mount = tmp_path / "src", tmp_path / "ro"
+    source.mkdir()
+    mount.mkdir()
+    gc = GcRunner(source)
+    assert gc("init").returncode == 0
+    hook(gc, "SessionStart")
+    assert gc("inbox", "push", "--to", "dog", "build finished").returncode == 0
+    before = runtime_digest(source)
+    bound = subprocess.run(["mount", "--bind", str(source), str(mount)], capture_output=True)
+    if bound.returncode != 0:
+        pytest.skip(f"cannot bind-mount here (needs root): {bound.stderr.decode()}")
+    try:
+        remount = ["mount", "-o", "remount,ro,bind", str(mount)]
+        assert subprocess.run(remount, capture_output=True).returncode == 0
+        ro = GcRunner(mount)
+        sessions = ro.json("session", "list")
+        assert [s["session"] for s in sessions["sessions"]] == ["s1"]
+        listed = ro.json("inbox", "list", "--agent", "dog")
+        assert [i["content"] for i in listed["items"]] == ["build finished"]
+        for event in ("SessionStart", "UserPromptSubmit", "Stop", "SessionEnd"):
+            hook(ro, event)  # fails open
+        pushed = ro("inbox", "push", "--to", "dog", "refused", "--json")
+        assert pushed.returncode == 50, pushed.stderr
+        assert json.loads(pushed.stdout)["error"]["code"] == "storage_error"
+        assert pushed.stderr.startswith("gc: store is read-only"), pushed.stderr
+        assert pushed.stderr.count("\n") == 1
+    finally:
+        subprocess.run(["umount", str(mount)], check=True)
+    assert runtime_digest(source) == before
+
+
+# -- doctor removes temporary files of killed writers ---------------------------------------
+
+
+def test_doctor_removes_old_temporary_files_of_killed_writers(store: Store) -> None:
+    tmp = store.root / ".runtime" / "tmp"
+    tmp.mkdir(exist_ok=True)
+    old = tmp / "gc-abcd.yaml.0a1b2c3d4e5f.tmp"
+    old.write_bytes(b"half a bead")
+    hours_ago = time.time() - 7200
+    os.utime(old, (hours_ago, hours_ago))
+    young = tmp / "gc-efgh.yaml.5f4e3d2c1b0a.tmp"  # a writer may be between write and rename
+    young.write_bytes(b"being written")
+    report = doctor(store)
+    assert not old.exists() and young.exists()
+    found = [p for p in report.problems if p.path == ".runtime/tmp/" + old.name]
+    assert [(p.kind, p.fixed) for p in found] == [("stale_file", True)]
+    assert report.ok
+
+
+# -- gc hook install on a full disk ---------------------------------------------------------
+
+
+def test_hook_install_on_a_full_disk_leaves_the_settings_and_no_temporary_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+
+    from gates.install import install
+
+    settings = tmp_path / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text('{"permissions": {"allow": ["Bash"]}}\n')
+
+    def full(fd: int) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", full)
+    with pytest.raises(StorageError, match=r"^no space left on device: cannot write .*settings"):
+        install(settings)
+    assert settings.read_text() == '{"permissions": {"allow": ["Bash"]}}\n'
+    assert sorted(p.name for p in settings.parent.iterdir()) == ["settings.json"]
