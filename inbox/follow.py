@@ -165,8 +165,10 @@ def followed_batch(
 def follow(delivery: Delivery) -> int:
     """Derive the items of the commits past the watermark; returns how many were new.
 
-    Cheap when the watermark is at the branch (the ref file and one row); otherwise the
-    store is opened (its index catches up) and the tree diff names the beads to look at.
+    Cheap when the watermark is at the branch (the ref file and one row), or when the
+    index's links show that the commits since change no bead of a type with a deriver (a
+    row a commit); otherwise the index catches up and the tree diff names the beads to look
+    at.
     """
     head = branch_head(delivery.root)
     mark = watermark(delivery)
@@ -182,7 +184,7 @@ def follow(delivery: Delivery) -> int:
 
 def _derives_nothing(delivery: Delivery, mark: bytes, head: bytes) -> bool:
     """True when the index's links show that no commit from `mark` to `head` changed a bead
-    of a type with a deriver: two sqlite reads a commit, no git, no store."""
+    of a type with a deriver: one sqlite read a commit, no git, no store."""
     path = delivery.root / ".runtime" / "index.sqlite3"
     if not path.exists():  # never made here: the slow path builds it
         return False
