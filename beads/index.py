@@ -22,7 +22,7 @@ TYPE_CHECKING = False  # importing typing costs a hook ~7 ms
 if TYPE_CHECKING:
     from typing import Any
 
-SCHEMA_VERSION = "4"
+SCHEMA_VERSION = "5"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -51,7 +51,13 @@ CREATE TABLE IF NOT EXISTS labels(label TEXT NOT NULL, id TEXT NOT NULL,
 CREATE INDEX IF NOT EXISTS labels_id ON labels(id);
 CREATE TABLE IF NOT EXISTS invalid(path TEXT PRIMARY KEY, error TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS agents(name TEXT PRIMARY KEY) WITHOUT ROWID;
+-- Per applied commit, the commit it was applied from and the bead types changed in between
+-- (space-separated): a follower skips commits that change no type it derives from without
+-- reading git (inbox.follow). The last LINKS_KEPT only, by rowid.
+CREATE TABLE IF NOT EXISTS links(id TEXT PRIMARY KEY, parent TEXT NOT NULL, types TEXT NOT NULL);
 """
+
+LINKS_KEPT = 1000
 
 ORDERS = {"created": "created_at", "updated": "updated_at", "priority": "priority, created_at"}
 
@@ -330,6 +336,24 @@ class Index:
         """Bead files of HEAD that could not be indexed, path -> why."""
         return dict(self.db.execute("SELECT path, error FROM invalid"))
 
+    @_guarded
+    def types_changed(self, old: bytes, new: bytes) -> set[str] | None:
+        """The bead types changed from commit `old` to `new`, by the links recorded from `new`
+        back to `old`; None when that chain is not all recorded (then only git can tell)."""
+        types: set[str] = set()
+        seen: set[str] = set()
+        at, stop = new.decode(), old.decode()
+        while at != stop:
+            if at in seen:  # a branch moved back and forth: links that lead nowhere
+                return None
+            seen.add(at)
+            row = self.db.execute("SELECT parent, types FROM links WHERE id = ?", (at,)).fetchone()
+            if row is None:
+                return None
+            at = row[0]
+            types.update(row[1].split())
+        return types
+
     # -- writes ---------------------------------------------------------------------------
 
     @_guarded
@@ -344,18 +368,20 @@ class Index:
         config: dict[str, Any] | None = None,
         loose_objects: int | None = None,
         reset: bool = False,
+        link: tuple[bytes, Iterable[str]] | None = None,
     ) -> None:
         """Apply one commit's changes and record `head`, all in one transaction.
 
         `upserts` are `(bead, path, blob sha)`; `deleted_ids` drops rows whatever their path
         says (rows git does not hold); `invalid` maps a path to its error, or to None when the
-        path no longer holds an invalid file.
+        path no longer holds an invalid file. `link=(parent, types)` records that from commit
+        `parent` to `head` the beads changed are of `types` and no other (`types_changed`).
         """
         db = self.db
         db.execute("BEGIN IMMEDIATE")
         try:
             if reset:
-                for table in ("beads", "labels", "invalid", "agents"):
+                for table in ("beads", "labels", "invalid", "agents", "links"):
                     db.execute(f"DELETE FROM {table}")
             for path in deleted_paths:
                 row = db.execute("SELECT id FROM beads WHERE path = ?", (path,)).fetchone()
@@ -407,6 +433,12 @@ class Index:
                 else:
                     db.execute("INSERT OR REPLACE INTO invalid VALUES (?, ?)", (path, error))
             self._set_meta("head", head.decode())
+            if link is not None:
+                added = db.execute(
+                    "INSERT OR REPLACE INTO links VALUES (?, ?, ?)",
+                    (head.decode(), link[0].decode(), " ".join(sorted(set(link[1])))),
+                ).lastrowid
+                db.execute("DELETE FROM links WHERE rowid <= ?", ((added or 0) - LINKS_KEPT,))
             if config is not None:
                 self._set_meta("config", json.dumps(config))
             if loose_objects is not None:
@@ -422,7 +454,7 @@ class Index:
         db.execute("BEGIN IMMEDIATE")
         try:
             if self._meta("schema") != SCHEMA_VERSION:  # another process may have just done it
-                for table in ("meta", "beads", "labels", "invalid", "agents"):
+                for table in ("meta", "beads", "labels", "invalid", "agents", "links"):
                     db.execute(f"DROP TABLE IF EXISTS {table}")
                 for statement in _SCHEMA.split(";"):
                     if statement.strip():

@@ -480,6 +480,7 @@ class Store:
         upserts: list[tuple[Bead, str, str]] = []
         deleted: list[str] = []
         invalid: dict[str, str | None] = {}
+        types: set[str] = set()  # of every bead file changed, as its path says
         config = None
         if old is None:
             changed = ((path, None, sha) for path, sha in self.git.files(new))
@@ -493,6 +494,7 @@ class Store:
             located = parse_bead_path(path)
             if located is None:
                 continue
+            types.add(located[0])
             if old_sha is not None:
                 deleted.append(path)
             if new_sha is None:
@@ -516,6 +518,7 @@ class Store:
             invalid=invalid,
             config=config,
             reset=old is None,
+            link=None if old is None else (old, types),
         )
 
     @staticmethod
@@ -896,7 +899,11 @@ class Batch:
         try:
             loose += store.index.loose_objects()
             store.index.apply(
-                head=commit.id, upserts=upserts, config=self.config, loose_objects=loose
+                head=commit.id,
+                upserts=upserts,
+                config=self.config,
+                loose_objects=loose,
+                link=None if parent is None else (parent, {bead.type for bead, _ in placed}),
             )
         except _DERIVED_FAULTS:
             loose = 0  # packing waits for a writer that can count

@@ -6,7 +6,11 @@ items from the beads it changed and moves the watermark from its parent to its c
 same transaction. When a drain finds the branch ahead of the watermark (a producer killed
 between its commit and its items, a commit by a command that derives nothing, a push into the
 store, a sync), it derives the items of the beads changed in between from the tree diff, as the
-index catches up. Dedup keys make a second derivation of the same change a no-op.
+index catches up. Dedup keys make a second derivation of the same change a no-op. Commits that
+change no bead of a type with a deriver (a task created, a config set: most commits of an
+agent) are stepped over without git: the index links each commit it applies to the one it was
+applied from, with the bead types changed, and a complete chain of links from the branch back
+to the watermark that names none of those types moves the watermark at once.
 
 The rules stay with their layer: a deriver is a function of the producer's module from the
 changes of one commit range to items. This layer names them as data (below) and imports one
@@ -18,16 +22,16 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 
-from beads.errors import InvalidInput
+from beads.errors import GcError, InvalidInput
+from beads.index import Index
 from beads.reader import branch_head
 from beads.record import Bead
 
 TYPE_CHECKING = False  # importing typing costs a hook ~7 ms
 if TYPE_CHECKING:
-    import sqlite3
-
     from beads.store import Batch, Store
     from inbox.delivery import Delivery
     from inbox.items import Item
@@ -161,17 +165,38 @@ def followed_batch(
 def follow(delivery: Delivery) -> int:
     """Derive the items of the commits past the watermark; returns how many were new.
 
-    Cheap when the watermark is at the branch (the ref file and one row); otherwise the
-    store is opened (its index catches up) and the tree diff names the beads to look at.
+    Cheap when the watermark is at the branch (the ref file and one row), or when the
+    index's links show that the commits since change no bead of a type with a deriver (a
+    row a commit); otherwise the index catches up and the tree diff names the beads to look
+    at.
     """
     head = branch_head(delivery.root)
     mark = watermark(delivery)
     if head is None or mark == head:
         return 0
-    if mark is None:  # made before the branch had a commit: nothing was missed
-        record(delivery, [], advance=(None, head))
+    if mark is None or _derives_nothing(delivery, mark, head):
+        # Made before the branch had a commit, or only commits that change no bead of a type
+        # with a deriver (a task created, a config set) since: nothing was missed.
+        record(delivery, [], advance=(mark, head))
         return 0
     return _catch_up(delivery, mark)
+
+
+def _derives_nothing(delivery: Delivery, mark: bytes, head: bytes) -> bool:
+    """True when the index's links show that no commit from `mark` to `head` changed a bead
+    of a type with a deriver: one sqlite read a commit, no git, no store."""
+    path = delivery.root / ".runtime" / "index.sqlite3"
+    if not path.exists():  # never made here: the slow path builds it
+        return False
+    try:
+        index = Index(path)  # no recover: a damaged file takes the slow path, which rebuilds
+        try:
+            types = index.types_changed(mark, head)
+        finally:
+            index.close()
+    except (GcError, sqlite3.Error):
+        return False
+    return types is not None and not types.intersection(DERIVERS)
 
 
 def _catch_up(delivery: Delivery, mark: bytes) -> int:

@@ -1,0 +1,186 @@
+"""A hook steps over commits that derive nothing without git (inbox.follow, the index's links).
+
+Agents run `gc bead ...` between prompts all the time: each such commit leaves the delivery
+watermark behind, and the next hook must move it on without loading dulwich or the YAML
+parser. Commits that change a bead of a type with a deriver (a message, a decision, a gate), a
+missing or damaged record of the commits, still take the slow path through git.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from beads.codec import dump_bead, load_bead
+from beads.ids import bead_path
+from beads.index import Index
+from beads.reader import branch_head
+from beads.store import Store
+from inbox import Delivery
+from inbox.follow import watermark
+from tests.conftest import GcRunner, git
+
+# Runs the hook in this interpreter, then says which heavy modules it loaded.
+HOOK = (
+    "import sys; sys.argv = ['gc', 'hook', 'run']\n"
+    "from beads.cli.entry import main\n"
+    "try:\n    main()\nexcept SystemExit:\n    pass\n"
+    "print('dulwich' in sys.modules, 'ruamel' in sys.modules)"
+)
+
+
+@pytest.fixture
+def project(tmp_path: Path, gc: GcRunner) -> Path:
+    assert gc("init").returncode == 0
+    assert hook(gc) == ("", False)  # the session's database follows the branch from here
+    return tmp_path
+
+
+def hook(gc: GcRunner, event: str = "UserPromptSubmit") -> tuple[str, bool]:
+    """`gc hook run` for dog: the context it gives, and whether it loaded git or YAML."""
+    payload = json.dumps({"session_id": "s1", "hook_event_name": event, "cwd": str(gc.cwd)})
+    env = {**gc.env, "GC_AGENT": "dog"}
+    out = subprocess.run([sys.executable, "-c", HOOK], input=payload, cwd=gc.cwd, text=True,
+                         capture_output=True, env=env, check=True)  # fmt: skip
+    *reply, loaded = out.stdout.strip().splitlines()
+    context = ""
+    if reply:
+        answer = json.loads("\n".join(reply))
+        context = answer.get("hookSpecificOutput", {}).get("additionalContext", "")
+    return context, loaded != "False False"
+
+
+def create(gc: GcRunner, title: str) -> str:
+    """`gc bead create` of a task; its id."""
+    result = gc("bead", "create", "--type", "task", "--title", title)
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip()
+
+
+def followed(project: Path) -> bool:
+    """True when the delivery watermark stands at the branch."""
+    root = project / ".beads"
+    with Delivery(root) as delivery:
+        return watermark(delivery) == branch_head(root)
+
+
+def test_after_bead_and_config_commands_a_hook_moves_the_watermark_without_git(
+    project: Path, gc: GcRunner
+) -> None:
+    bead = create(gc, "Fix the build")
+    assert not followed(project)
+    assert hook(gc) == ("", False)
+    assert followed(project)
+    for command in (
+        ("bead", "update", bead, "--title", "Fix the build now"),
+        ("bead", "close", bead),
+        ("config", "set", "delivery.max_items", "5"),
+    ):
+        assert gc(*command).returncode == 0
+    assert hook(gc) == ("", False)
+    assert followed(project)
+
+
+def test_a_batch_and_commits_of_another_process_are_stepped_over(
+    project: Path, gc: GcRunner
+) -> None:
+    with Store.open(project, agent="mayor") as store:
+        with store.batch("plan") as batch:
+            for n in range(5):
+                batch.create("task", f"step {n}")
+        for n in range(3):
+            store.create("task", f"later {n}")
+    assert hook(gc) == ("", False)
+    assert followed(project)
+
+
+def test_a_push_the_index_caught_up_in_one_step_is_stepped_over(
+    project: Path, gc: GcRunner, tmp_path: Path
+) -> None:
+    task = create(gc, "Edited in a clone")
+    assert hook(gc) == ("", False)
+    clone = tmp_path / "clone"
+    git("clone", "-q", str(project / ".beads" / ".git"), str(clone), cwd=tmp_path)
+    path = clone / bead_path("task", task)
+    for title in ("once", "twice"):  # two commits, which the index takes as one diff
+        path.write_bytes(dump_bead(load_bead(path.read_bytes()).with_changes(title=title)))
+        git("commit", "-qam", title, cwd=clone)
+    git("push", "-q", "origin", "HEAD:main", cwd=clone)
+    assert gc("bead", "list").returncode == 0  # the index catches up: one link for both
+    assert hook(gc) == ("", False)
+    assert followed(project)
+
+
+def test_mail_of_a_killed_sender_before_a_bead_create_is_still_announced(
+    project: Path, gc: GcRunner
+) -> None:
+    killed = gc("mail", "send", "dog", "-s", "Deploy", "-m", "ship it",
+                env={"GC_AGENT": "mayor", "GC_FAULT_POINT": "after-index"})  # fmt: skip
+    assert killed.returncode < 0
+    create(gc, "meanwhile")
+    context, _ = hook(gc)
+    assert "ship it" in context
+    assert followed(project)
+
+
+@pytest.mark.parametrize("damage", ["links lost", "file damaged", "file gone"])
+def test_a_lost_or_damaged_record_of_commits_falls_back_to_git(
+    project: Path, gc: GcRunner, damage: str
+) -> None:
+    killed = gc("mail", "send", "dog", "-s", "Deploy", "-m", "ship it",
+                env={"GC_AGENT": "mayor", "GC_FAULT_POINT": "after-index"})  # fmt: skip
+    assert killed.returncode < 0
+    create(gc, "meanwhile")
+    path = project / ".beads" / ".runtime" / "index.sqlite3"
+    if damage == "links lost":
+        index = Index(path)
+        index.db.execute("DELETE FROM links")
+        index.close()
+    elif damage == "file damaged":
+        path.write_bytes(b"not a database at all" * 300)
+    else:
+        path.unlink()
+    context, _ = hook(gc)
+    assert "ship it" in context
+    assert followed(project)
+    create(gc, "after the rebuild")
+    assert hook(gc) == ("", False)  # the rebuilt index links the next commits again
+
+
+# -- the index's links ----------------------------------------------------------------------
+
+
+def test_links_chain_commits_back_to_a_watermark(tmp_path: Path) -> None:
+    index = Index(tmp_path / "index.sqlite3")
+    a, b, c, d = (x.encode() * 40 for x in "abcd")
+    index.apply(head=a, reset=True)
+    index.apply(head=b, link=(a, ["task"]))
+    index.apply(head=c, link=(b, []))  # a config set
+    index.apply(head=d, link=(c, ["message", "task"]))
+    assert index.types_changed(a, c) == {"task"}
+    assert index.types_changed(a, d) == {"message", "task"}
+    assert index.types_changed(c, c) == set()
+    assert index.types_changed(d, a) is None  # not a chain the links hold
+    index.apply(head=a, link=(d, ["task"]))  # the branch set back: a loop of links
+    assert index.types_changed(b"e" * 40, a) is None
+    index.apply(head=a, reset=True)  # a rebuild forgets them
+    assert index.types_changed(a, b) is None
+    index.close()
+
+
+def test_links_keep_only_the_latest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import beads.index
+
+    monkeypatch.setattr(beads.index, "LINKS_KEPT", 3)
+    index = Index(tmp_path / "index.sqlite3")
+    commits = [f"{n:040x}".encode() for n in range(6)]
+    for parent, commit in zip(commits, commits[1:], strict=False):
+        index.apply(head=commit, link=(parent, ["task"]))
+    assert index.db.execute("SELECT count(*) FROM links").fetchone()[0] == 3
+    assert index.types_changed(commits[2], commits[5]) == {"task"}
+    assert index.types_changed(commits[1], commits[5]) is None
+    index.close()
