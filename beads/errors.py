@@ -58,3 +58,23 @@ class StorageError(GcError):
 
     code = "storage_error"
     exit_code = 50
+
+
+class Interrupted(GcError):
+    """Ctrl-C (exit 130)."""
+
+    code = "interrupted"
+    exit_code = 130
+
+
+def is_interruption(exc: BaseException) -> bool:
+    """True when Ctrl-C is behind `exc`: Python 3.11 wraps a KeyboardInterrupt raised inside
+    an import-time hook (`__set_name__`) in a RuntimeError."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, KeyboardInterrupt):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False

@@ -7,7 +7,6 @@ point, exactly as a crash or `kill -9` would. Unset, a point costs one compariso
 from __future__ import annotations
 
 import os
-import signal
 
 # The steps of one commit, in order (`Batch.commit`).
 POINTS = ("before-objects", "after-objects", "after-ref", "mid-view", "after-view", "after-index")
@@ -19,10 +18,15 @@ PACK_POINTS = ("mid-pack", "before-idx", "loose-packed")
 # `Store.init`: the repository half built under its temporary name; renamed into place but
 # not yet excluded from the surrounding project's git.
 INIT_POINTS = ("mid-init", "init-renamed")
+# Catching up with commits made elsewhere: the index brought forward, the view not yet; the
+# view halfway (`Store.sync`); notifications derived, not yet recorded (`inbox/follow.py`).
+CATCH_UP_POINTS = ("caught-up-index", "mid-view-catch-up", "follow-derived")
 _ARMED = os.environ.get("GC_FAULT_POINT")
 
 
 def fault(point: str) -> None:
     """Die here if this point is armed."""
     if _ARMED == point:
+        import signal  # only when armed: hooks import this module, and signal loads enum
+
         os.kill(os.getpid(), signal.SIGKILL)

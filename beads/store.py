@@ -437,6 +437,7 @@ class Store:
         if index_head != head:
             known = index_head is not None and self.git.has_object(index_head)
             self._index_from(index_head if known else None, head)
+            fault("caught-up-index")
         view_head = self.view.applied()
         if view_head != head:
             if view_head is not None and self.git.has_object(view_head):
@@ -545,6 +546,7 @@ class Store:
                 self.view.remove(change.path)
             else:
                 self.view.write(change.path, self.git.read(change.new_sha))
+            fault("mid-view-catch-up")
         self.view.mark_applied(new)
 
     def _rebuild_view(self, head: bytes) -> None:

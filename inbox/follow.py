@@ -26,6 +26,7 @@ import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 
 from beads.errors import GcError, InvalidInput
+from beads.faults import fault
 from beads.index import Index
 from beads.reader import branch_head
 from beads.record import Bead
@@ -233,7 +234,9 @@ def _catch_up(delivery: Delivery, mark: bytes) -> int:
                         return None
 
                 changes.append(Change(new, load_old=load_old if change.old_sha else None))
-            made = record(delivery, derive(changes, delivery.log), advance=(mark, head))
+            items = derive(changes, delivery.log)
+            fault("follow-derived")
+            made = record(delivery, items, advance=(mark, head))
         finally:
             git.close()
     return _created(made)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from beads.doctor import TEMP_STALE_SECONDS, doctor
-from beads.faults import INIT_POINTS, PACK_POINTS, POINTS, REF_POINTS
+from beads.faults import CATCH_UP_POINTS, INIT_POINTS, PACK_POINTS, POINTS, REF_POINTS
 from beads.gitrepo import LOCK_WAIT
 from beads.store import Store
 from tests.conftest import GcRunner, git
@@ -197,3 +197,47 @@ def test_a_kill_inside_init_leaves_nothing_the_next_init_trips_on(gc: GcRunner, 
     assert gc("bead", "create", "--type", "task", "--title", "first").returncode == 0
     assert gc("doctor").stdout.strip() == "store is healthy"
     check_usable(root, ["first"])
+
+
+def commit_elsewhere(store: Store, titles: list[str], tmp_path: Path) -> None:
+    """Commit beads the way a push into the store would: git moves, the index and the view
+    stay behind for the next command to catch up."""
+    from beads.codec import dump_bead
+    from beads.ids import bead_path
+
+    with Store.init(tmp_path / "elsewhere")[0] as other:
+        made = [other.create("task", title) for title in titles]
+    head = store.git.head()
+    files = {bead_path(b.type, b.id): dump_bead(b) for b in made}
+    commit, objects = store.git.build_commit(head, files, "pushed", "someone")
+    store.git.store_objects(objects)
+    store.git.swap_head(head, commit.id, "push", "someone")
+
+
+@pytest.mark.parametrize("point", CATCH_UP_POINTS[:2])
+def test_a_kill_while_catching_up_with_commits_made_elsewhere_leaves_a_usable_store(
+    tmp_path: Path, point: str
+) -> None:
+    root = tmp_path / "store"
+    store, _ = Store.init(root)
+    store.create("task", "before")
+    commit_elsewhere(store, ["pushed one", "pushed two"], tmp_path)
+    store.close()
+    reader = "import sys\nfrom beads.store import Store\nStore.open(sys.argv[1]).list()\n"
+    run_writer(root, point, reader)
+    check_usable(root / ".beads", ["before", "pushed one", "pushed two"])
+
+
+def test_a_drain_killed_while_following_git_announces_the_mail_at_the_next(
+    gc: GcRunner,
+) -> None:
+    assert gc("init").returncode == 0
+    killed = gc("mail", "send", "dog", "-s", "Deploy", "-m", "ship it",
+                env={"GC_AGENT": "mayor", "GC_FAULT_POINT": "after-index"})  # fmt: skip
+    assert killed.returncode == -signal.SIGKILL
+    drain = ("--agent", "dog", "inbox", "drain", "--session", "s1")
+    following = gc(*drain, env={"GC_FAULT_POINT": CATCH_UP_POINTS[2]})
+    assert following.returncode == -signal.SIGKILL
+    keys = [item["key"] for item in gc.json(*drain)["items"]]
+    assert len(keys) == 1 and keys[0].startswith("mail:")
+    assert gc.json(*drain)["items"] == []  # once

@@ -385,3 +385,25 @@ def test_a_closed_stdout_ends_quietly(project: GcRunner) -> None:
     closed = subprocess.run(f"{gc_program()} bead list >&-", shell=True, cwd=project.cwd,
                             env=project.env, capture_output=True, timeout=60)  # fmt: skip
     assert (closed.returncode, closed.stderr) == (0, b"")
+
+
+def test_ctrl_c_wrapped_by_python_in_another_error_is_still_an_interruption(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Python 3.11 turns a KeyboardInterrupt raised in `__set_name__` during an import into
+    # "RuntimeError: Error calling __set_name__" (seen in CI: ipaddress, on an early Ctrl-C).
+    from beads.cli import main as cli_main
+
+    def interrupted_import(*args: object, **kwargs: object) -> None:
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as exc:
+            raise RuntimeError("Error calling __set_name__") from exc
+
+    monkeypatch.setattr(cli_main.cli, "invoke", interrupted_import)
+    with pytest.raises(SystemExit) as exited:
+        cli_main.main(["--json", "bead", "list"])
+    assert exited.value.code == 130
+    out, err = capsys.readouterr()
+    assert err == "gc: interrupted\n"
+    assert json.loads(out)["error"]["code"] == "interrupted"

@@ -33,6 +33,13 @@ def main() -> None:
         _say("gc: interrupted")
     except BrokenPipeError:
         code = 0  # the reader went away: not our error, and nothing left to tell it
+    except Exception as exc:
+        from beads.errors import is_interruption
+
+        if not is_interruption(exc):  # Ctrl-C wrapped by Python during an import
+            raise
+        code = 130
+        _say("gc: interrupted")
     sys.exit(_finish(code))
 
 

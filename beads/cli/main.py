@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from beads.cli.common import check_arguments, global_options, one_line, settings
-from beads.errors import GcError, InvalidInput, StorageError
+from beads.errors import GcError, Interrupted, InvalidInput, StorageError, is_interruption
 
 # name -> (module, attribute, one-line help)
 COMMANDS: dict[str, tuple[str, str, str]] = {
@@ -81,11 +81,13 @@ def main(argv: list[str] | None = None) -> None:
     except GcError as exc:
         _fail(exc, args, ctx_settings)
     except KeyboardInterrupt:
-        _fail(GcError("interrupted"), args, ctx_settings, exit_code=130)
+        _fail(Interrupted("interrupted"), args, ctx_settings)
     except BrokenPipeError:
         sys.stderr.close()  # the reader went away (`gc bead list | head`): not our error
         sys.exit(0)
     except Exception as exc:  # a fault of ours: one line, unless --debug asks for the trace
+        if is_interruption(exc):
+            _fail(Interrupted("interrupted"), args, ctx_settings)
         if (ctx_settings and ctx_settings.debug) or "--debug" in args:
             raise
         # A full disk or a store this user may not write is no fault of ours: say which.
