@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from beads import files
 from beads.config import CONFIG_PATH, config_problems
 from beads.gitrepo import GC_LOCK_MTIME, lock_age
 from beads.ids import parse_bead_path
@@ -221,8 +222,6 @@ def _clear_stale_files(store: Store, report: Report) -> None:
 def _clear_view_temp_files(store: Store, report: Report) -> None:
     """Remove the view's temporary files (`.runtime/tmp/*.tmp`, random names) that a writer
     killed between writing and renaming left; one this young may still be renamed."""
-    from beads import files
-
     tmp_dir = store.root / ".runtime" / "tmp"
     if not files.real_dir(str(store.root), str(tmp_dir)):
         return  # none, or behind a link (reported by the link check): nothing of ours
@@ -298,7 +297,7 @@ def _check_packed_refs(store: Store, report: Report) -> None:
     from dulwich.file import FileLocked, GitFile
 
     aside = store.runtime / "packed-refs.damaged"
-    aside.write_bytes(data)
+    files.write_atomic(str(store.root), str(aside), data, str(store.runtime / "tmp"))
     try:
         with GitFile(path, "wb") as handle:  # git's own lock: never under a git process
             handle.write(b"".join(line + b"\n" for line in kept))
@@ -333,7 +332,7 @@ def _check_loose_objects(store: Store, report: Report) -> None:
         shown = _shown(store, path)
         # Moved aside: an unreadable file hides any good copy and blocks rewriting it.
         aside = store.runtime / "corrupt-objects" / sha.decode()
-        aside.parent.mkdir(parents=True, exist_ok=True)
+        files.make_dirs(str(store.root), str(aside.parent))  # never through a link
         os.replace(path, aside)
         if sha in objects:
             message, fixed = "unreadable; moved aside (a pack holds the object)", True
@@ -485,8 +484,6 @@ def _check_links(store: Store, report: Report, *, restore: bool) -> None:
     is removed with `restore` (the view check then writes HEAD's files in its place); one
     under `.runtime/` is for the user to move away (it may hold queues)."""
     import os
-
-    from beads import files
 
     for rel in store.view.links():
         path = store.root / rel

@@ -373,7 +373,10 @@ class Store:
         if not all(parts) or len(key) > 200:
             raise InvalidInput(f"invalid config key {shown(key)}")
         with self.batch(f"config: set {key}") as batch:
-            config = copy.deepcopy(self.config)
+            # From what git holds, never from the index's copy (derived data).
+            raw = self.git.read_path(batch.base, CONFIG_PATH) if batch.base else None
+            held = self._parse_config(raw)[0] if raw is not None else None
+            config = copy.deepcopy(held if held is not None else self.config)
             node = config
             for part in parts[:-1]:
                 if not isinstance(node.get(part), dict):

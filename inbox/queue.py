@@ -65,7 +65,7 @@ class SessionQueue:
         record = json.dumps({"line": line, "error": why}, ensure_ascii=False) + "\n"
         fd = files.open_file(self._root, str(self.bad_path))
         try:
-            os.write(fd, record.encode())
+            _write_all(fd, record.encode())
         finally:
             os.close(fd)
 
@@ -75,8 +75,15 @@ class SessionQueue:
         with self._lock:
             fd = files.open_file(self._root, str(self.path))
             try:
-                os.write(fd, line)
-                os.fsync(fd)
+                size = os.fstat(fd).st_size
+                try:
+                    _write_all(fd, line)
+                    os.fsync(fd)
+                except BaseException:
+                    # A line cut short (a full disk) would swallow the next append: the
+                    # queue is left as it was, and the push fails.
+                    os.ftruncate(fd, size)
+                    raise
             finally:
                 os.close(fd)
 
@@ -100,7 +107,7 @@ class SessionQueue:
                         continue
                     try:
                         value = json.loads(line)
-                    except (ValueError, UnicodeDecodeError):
+                    except (ValueError, UnicodeDecodeError, RecursionError):  # nested too deep
                         bad.append(line)
                         continue
                     if isinstance(value, dict):
@@ -118,3 +125,13 @@ class SessionQueue:
                 problems += store(records)
                 handle.truncate(0)
                 return records, problems
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """Write all of `data` (os.write may write less, as on a nearly full disk)."""
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        if written == 0:
+            raise OSError(28, "No space left on device")
+        view = view[written:]

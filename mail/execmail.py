@@ -244,7 +244,7 @@ def _json(out: bytes, program: str, op: str) -> Any:
         return None
     try:
         return json.loads(out, parse_constant=_not_a_number, parse_float=_float, parse_int=_int)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):  # RecursionError: nested too deep
         raise BadOutput(f"{program} {op} printed invalid JSON: {_preview(out)}") from None
 
 

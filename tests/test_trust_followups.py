@@ -324,3 +324,96 @@ def test_hook_install_on_a_full_disk_leaves_the_settings_and_no_temporary_file(
         install(settings)
     assert settings.read_text() == '{"permissions": {"allow": ["Bash"]}}\n'
     assert sorted(p.name for p in settings.parent.iterdir()) == ["settings.json"]
+
+
+# -- found by a review of the merged change ----------------------------------------------------
+
+
+def test_a_queue_line_nested_too_deep_is_set_aside_and_the_rest_delivered(
+    project: Path, gc: GcRunner
+) -> None:
+    def push(key: str) -> None:
+        result = gc("inbox", "push", "--session", "s1", "--dedup-key", key, f"item {key}")
+        assert result.returncode == 0, result.stderr
+
+    push("good1")
+    queue = project / ".beads" / ".runtime" / "inject-queue" / "s1.jsonl"
+    with open(queue, "ab") as handle:
+        handle.write(b"[" * 100_000 + b"\n")  # json.loads raises RecursionError on it
+    push("good2")
+    drained = gc("--agent", "dog", "inbox", "drain", "--session", "s1")
+    assert drained.returncode == 0, drained.stderr
+    assert "item good1" in drained.stdout and "item good2" in drained.stdout
+    assert "set aside" in drained.stderr
+
+
+def test_a_queue_append_cut_short_leaves_the_queue_as_it_was(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from inbox import queue as queue_module
+    from inbox.queue import SessionQueue
+
+    runtime = project / ".beads" / ".runtime"
+    queue = SessionQueue(runtime, "s1")
+    queue.append({"key": "first", "content": "one"})
+    real_write = os.write
+
+    def nearly_full(fd: int, data: bytes) -> int:  # the disk takes 10 bytes, then no more
+        monkeypatch.setattr(queue_module.os, "write", full_disk)
+        return real_write(fd, bytes(data[:10]))
+
+    def full_disk(fd: int, data: bytes) -> int:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(queue_module.os, "write", nearly_full)
+    with pytest.raises(OSError):
+        queue.append({"key": "second", "content": "two"})
+    monkeypatch.setattr(queue_module.os, "write", real_write)
+    queue.append({"key": "third", "content": "three"})
+    records, problems = queue.take(lambda records: [])
+    assert [r["key"] for r in records] == ["first", "third"]
+    assert problems == []
+
+
+def test_doctor_never_writes_through_links_it_finds_under_runtime(
+    project: Path, tmp_path: Path
+) -> None:
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"not gc's\n")
+    root = project / ".beads"
+    (root / ".runtime" / "packed-refs.damaged").symlink_to(victim)
+    with open(root / ".git" / "packed-refs", "ab") as handle:
+        handle.write(b"garbage line\n")
+    with Store.open(root) as store:
+        doctor(store)
+    assert victim.read_bytes() == b"not gc's\n"
+
+
+def test_config_set_starts_from_git_not_from_the_index_copy(project: Path, gc: GcRunner) -> None:
+    assert gc("config", "set", "agents.dog.rig", "kennel").returncode == 0
+    index = sqlite3.connect(project / ".beads" / ".runtime" / "index.sqlite3")
+    row = index.execute("SELECT value FROM meta WHERE key = 'config'").fetchone()[0]
+    tampered = json.loads(row)
+    tampered["agents"] = {}
+    tampered["store"]["prefix"] = "zz"
+    index.execute("UPDATE meta SET value = ? WHERE key = 'config'", (json.dumps(tampered),))
+    index.commit()
+    index.close()
+    assert gc("config", "set", "delivery.max_items", "30").returncode == 0
+    shown = subprocess.run(
+        ["git", "-C", str(project / ".beads"), "show", "HEAD:config.yaml"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "kennel" in shown and "prefix: gc" in shown and "max_items: 30" in shown
+
+
+def test_exec_output_nested_too_deep_is_invalid_input(project: Path, gc: GcRunner) -> None:
+    program = project / "deep-mail"
+    program.write_text('#!/bin/sh\n[ "$1" = ensure-running ] && exit 0\n'
+                       "python3 -c 'print(\"[\" * 100000)'\n")  # fmt: skip
+    program.chmod(0o755)
+    result = gc("mail", "count", "dog", env={"GC_MAIL": f"exec:{program}"})
+    assert result.returncode == 30, result.stderr
+    assert "invalid JSON" in result.stderr and "internal error" not in result.stderr
