@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -181,17 +182,7 @@ def _clear_stale_files(store: Store, report: Report) -> None:
                     "stale_lock", _shown(store, lock), f"a lock left by {writer}; removed", True
                 )
             )
-    for temp in sorted(git_dir.glob("objects/**/tmp_*")):
-        age = lock_age(temp)
-        if age is not None and age >= TEMP_STALE_SECONDS and temp.is_file() and _remove(temp):
-            report.problems.append(
-                Problem(
-                    "stale_file",
-                    _shown(store, temp),
-                    "a temporary file of a dead writer; removed",
-                    True,
-                )
-            )
+    _clear_old_temp_files(store, report, git_dir.glob("objects/**/tmp_*"))
     for pack in sorted(git_dir.glob("objects/pack/pack-*.pack")):
         # A pack counts once its `.idx` exists, and the `.idx` is written last: one without
         # it is a dead writer's, unless a push is between the two (milliseconds).
@@ -225,7 +216,12 @@ def _clear_view_temp_files(store: Store, report: Report) -> None:
     tmp_dir = store.root / ".runtime" / "tmp"
     if not files.real_dir(str(store.root), str(tmp_dir)):
         return  # none, or behind a link (reported by the link check): nothing of ours
-    for temp in sorted(tmp_dir.glob("*.tmp")):
+    _clear_old_temp_files(store, report, tmp_dir.glob("*.tmp"))
+
+
+def _clear_old_temp_files(store: Store, report: Report, found: Iterable[Path]) -> None:
+    """Remove temporary files untouched for `TEMP_STALE_SECONDS`: a dead writer's."""
+    for temp in sorted(found):
         age = lock_age(temp)
         if age is not None and age >= TEMP_STALE_SECONDS and temp.is_file() and _remove(temp):
             report.problems.append(

@@ -9,12 +9,12 @@ are for reading only: a write starts from git (`Batch.get` proves a row against 
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 from collections import namedtuple
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
+from beads.dbfile import DAMAGED, READ_ONLY, error_code, file_id, open_read_only, rollback
 from beads.errors import InvalidInput, StorageError
 from beads.record import Bead, check_meta_key
 
@@ -81,14 +81,6 @@ class _BadRow(Exception):
 
 
 # Primary result codes (an extended code keeps its primary one in the low byte).
-_DAMAGED = (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
-_READ_ONLY = (sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_PERM)
-
-
-def _code(exc: sqlite3.Error) -> int:
-    return (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
-
-
 def _guarded(method: Any) -> Any:
     """Make `method` recover from a damaged file: the one place every index call passes.
 
@@ -101,7 +93,7 @@ def _guarded(method: Any) -> Any:
         try:
             return method(self, *args, **kwargs)
         except sqlite3.DatabaseError as exc:
-            if _code(exc) not in _DAMAGED:
+            if error_code(exc) not in DAMAGED:
                 raise
             self._recover(exc)
         except _BadRow as exc:
@@ -129,9 +121,9 @@ class Index:
         try:
             self._open()
         except sqlite3.DatabaseError as exc:
-            if _code(exc) in _READ_ONLY:
+            if error_code(exc) in READ_ONLY:
                 self._open_read_only(exc)
-            elif _code(exc) in _DAMAGED:
+            elif error_code(exc) in DAMAGED:
                 # Derived data: a damaged file (say, after a power cut, since it is not
                 # synced) is dropped and rebuilt from git by the store.
                 self.drop_file()
@@ -142,7 +134,7 @@ class Index:
         self.db = sqlite3.connect(
             self.path, timeout=30, isolation_level=None, check_same_thread=False
         )
-        self._file_id = _file_id(self.path)  # the file this connection has (made) open
+        self._file_id = file_id(self.path)  # the file this connection has (made) open
         # No fsync, on commits or checkpoints: the index is rebuilt from git when it is lost,
         # and every command that closes it last would otherwise pay a checkpoint's fsync.
         self.db.execute("PRAGMA synchronous=OFF")
@@ -151,34 +143,21 @@ class Index:
             self._reset()
 
     def _open_read_only(self, cause: sqlite3.Error) -> None:
-        """Open a file this process may not write (a read-only mount, another user's store).
-
-        WAL needs its `-shm` file: where that cannot be made, the file is read as immutable
-        (without locks: a write by its owner meanwhile may show up as a damaged page).
-        """
-        from urllib.parse import quote  # lazy: only this rare path needs it
-
+        """Open a file this process may not write (a read-only mount, another user's store)."""
         if not self.path.exists():
             raise StorageError(f"cannot open the index {self.path}: {cause}") from None
         self.close()
-        for options in ("mode=ro", "immutable=1"):
-            self.db = sqlite3.connect(
-                f"file:{quote(str(self.path))}?{options}",
-                uri=True,
-                isolation_level=None,
-                check_same_thread=False,
+
+        def current(db: sqlite3.Connection) -> bool:
+            self.db = db
+            return self._meta("schema") == SCHEMA_VERSION
+
+        if open_read_only(self.path, current) is None:
+            raise StorageError(
+                f"cannot open the index {self.path} read-only: rebuild it where the store can "
+                "be written (gc doctor --rebuild-index)"
             )
-            try:
-                if self._meta("schema") == SCHEMA_VERSION:
-                    self.read_only = True
-                    return
-            except sqlite3.DatabaseError:
-                pass
-            self.db.close()
-        raise StorageError(
-            f"cannot open the index {self.path} read-only: rebuild it where the store can be "
-            "written (gc doctor --rebuild-index)"
-        )
+        self.read_only = True
 
     def drop_file(self) -> None:
         """Delete the index files and open a new, empty index (to be filled from git).
@@ -189,7 +168,7 @@ class Index:
         opened) are kept: that process rebuilt them.
         """
         self.close()
-        if self._file_id is None or _file_id(self.path) == self._file_id:
+        if self._file_id is None or file_id(self.path) == self._file_id:
             for suffix in ("", "-wal", "-shm"):
                 Path(f"{self.path}{suffix}").unlink(missing_ok=True)
         self._open()
@@ -445,7 +424,7 @@ class Index:
                 self._set_meta("loose", str(loose_objects))
             db.execute("COMMIT")
         except BaseException:
-            _rollback(db)
+            rollback(db)
             raise
 
     def _reset(self) -> None:
@@ -462,7 +441,7 @@ class Index:
                 self._set_meta("schema", SCHEMA_VERSION)
             db.execute("COMMIT")
         except BaseException:
-            _rollback(db)
+            rollback(db)
             raise
 
     def _meta(self, key: str) -> str | None:
@@ -476,24 +455,6 @@ class Index:
 
     def _set_meta(self, key: str, value: str) -> None:
         self.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
-
-
-def _rollback(db: sqlite3.Connection) -> None:
-    # SQLite ends the transaction itself on some errors (a full disk, an I/O error): a ROLLBACK
-    # then would fail and hide the error being raised.
-    if db.in_transaction:
-        try:
-            db.execute("ROLLBACK")
-        except sqlite3.Error:
-            pass
-
-
-def _file_id(path: Path) -> tuple[int, int] | None:
-    try:
-        info = os.stat(path)
-    except OSError:
-        return None
-    return info.st_dev, info.st_ino
 
 
 def _bead(data: str) -> Bead:

@@ -18,7 +18,8 @@ from collections import namedtuple
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
-from beads import files
+from beads import dbfile, files
+from beads.dbfile import DAMAGED, READ_ONLY, error_code, open_read_only, rollback
 from beads.errors import Conflict, GcError, InvalidInput, NotFound, StorageError
 from beads.location import find_store
 from beads.reader import IndexReader, branch_head
@@ -173,7 +174,7 @@ class Delivery:
             self._sessions_db.close()
             self._sessions_db = None
         path = self.runtime / "sessions.sqlite3"
-        if _file_id(path) == damaged.file_id:  # not one another process remade meanwhile
+        if dbfile.file_id(path) == damaged.file_id:  # not one another process remade meanwhile
             for suffix in ("", "-wal", "-shm"):
                 Path(f"{path}{suffix}").unlink(missing_ok=True)
 
@@ -694,14 +695,7 @@ def refuse_producer_type(type: str) -> None:
         )
 
 
-# sqlite's primary result codes (an extended code keeps its primary one in the low byte).
-_DAMAGED = (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
-_READ_ONLY = (sqlite3.SQLITE_READONLY, sqlite3.SQLITE_PERM, sqlite3.SQLITE_CANTOPEN)
 _BUSY = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
-
-
-def _code(exc: sqlite3.Error) -> int:
-    return (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
 
 
 class DatabaseDamaged(StorageError):
@@ -719,17 +713,17 @@ def database_error(
     """What sqlite's `exc` on the database `name` (the file `file_id`) means to a user, said
     as the store's own errors say it: a full disk, a read-only store, a busy or a damaged
     file."""
-    code = _code(exc)
+    code = error_code(exc)
     # A full disk shows as SQLITE_FULL, or, when the `-shm` file cannot grow, as this I/O
     # error (sqlite writes it through: ENOSPC, a quota).
     full = getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_IOERR_SHMSIZE
     if code == sqlite3.SQLITE_FULL or full:
         return StorageError(f"no space left on device ({name} could not be written)")
-    if code in _READ_ONLY:
+    if code in READ_ONLY:
         return StorageError(f"store is read-only: {name} cannot be written ({exc})")
     if code in _BUSY:
         return Conflict(f"{name} is busy: {exc}")
-    if code in _DAMAGED:
+    if code in DAMAGED:
         return DatabaseDamaged(f"{name} is damaged: {exc}", file_id)
     return StorageError(f"{name}: {exc}")
 
@@ -767,11 +761,7 @@ def _transaction(db: sqlite3.Connection, name: str) -> Iterator[sqlite3.Connecti
         yield db
         db.execute("COMMIT")
     except BaseException as exc:
-        # SQLite ends the transaction itself on some errors (a full disk, an I/O error): a
-        # ROLLBACK then, or one that fails, must not hide the error being raised.
-        if db.in_transaction:
-            with contextlib.suppress(sqlite3.Error):
-                db.execute("ROLLBACK")
+        rollback(db)
         if isinstance(exc, sqlite3.Error):
             raise database_error(exc, name, getattr(db, "file_id", None)) from None
         raise
@@ -796,7 +786,7 @@ def _connect(
     """
     # sqlite opens by name: never through a link, created with the store's mode.
     files.prepare_db(str(path.parent.parent), str(path))
-    file_id = _file_id(path)
+    file_id = dbfile.file_id(path)
     db = None
     try:
         db = sqlite3.connect(
@@ -834,7 +824,7 @@ def _connect(
         if db is not None:
             db.close()
         error = database_error(exc, path.name, file_id)
-        if _code(exc) in _READ_ONLY:
+        if error_code(exc) in READ_ONLY:
             return _connect_read_only(path, last_table, version, error)
         raise error from None
 
@@ -842,39 +832,17 @@ def _connect(
 def _connect_read_only(
     path: Path, last_table: str, version: int, cause: GcError
 ) -> sqlite3.Connection:
-    """Open a database this process may not write (a read-only mount, another user's store).
+    """Open a database this process may not write (a read-only mount, another user's store);
+    a newer gc's database is refused here too."""
 
-    WAL needs its `-shm` file: where that cannot be made, the file is read as immutable
-    (without locks: a write by its owner meanwhile may show up as a damaged page)."""
-    from urllib.parse import quote  # lazy: only this rare path needs it
+    def current(db: sqlite3.Connection) -> bool:
+        return _schema_state(db, last_table, path, version) == (version, True)
 
-    for options in ("mode=ro", "immutable=1"):
-        db = sqlite3.connect(
-            f"file:{quote(str(path))}?{options}",
-            uri=True,
-            isolation_level=None,
-            check_same_thread=False,
-            factory=_Connection,
-        )
-        try:
-            if _schema_state(db, last_table, path, version) == (version, True):
-                db.name = path.name
-                return db
-        except sqlite3.Error:
-            pass
-        except GcError:  # a newer gc's database is refused here too
-            db.close()
-            raise
-        db.close()
-    raise cause
-
-
-def _file_id(path: Path) -> tuple[int, int] | None:
-    try:
-        info = os.stat(path)
-    except OSError:
-        return None
-    return info.st_dev, info.st_ino
+    db = open_read_only(path, current, factory=_Connection)
+    if db is None:
+        raise cause
+    db.name = path.name  # type: ignore[attr-defined]
+    return db
 
 
 def _schema_state(db: sqlite3.Connection, table: str, path: Path, known: int) -> tuple[int, bool]:

@@ -1,0 +1,76 @@
+"""What gc's sqlite files (the index, the delivery databases) share: how to read sqlite's
+error codes, a file's identity, a rollback that never hides an error, and opening a file this
+process may not write.
+
+On the hook path: stdlib only, no `typing`.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+
+TYPE_CHECKING = False  # importing typing costs a hook ~7 ms
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
+
+# sqlite's primary result codes (an extended code keeps its primary one in the low byte).
+DAMAGED = (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
+READ_ONLY = (sqlite3.SQLITE_READONLY, sqlite3.SQLITE_PERM, sqlite3.SQLITE_CANTOPEN)
+
+
+def error_code(exc: sqlite3.Error) -> int:
+    """The primary result code of a sqlite error (0 when it carries none)."""
+    return (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
+
+
+def file_id(path: Path | str) -> tuple[int, int] | None:
+    """`(device, inode)` of the file at `path`, or None: tells a file another process remade
+    from the one found damaged."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino
+
+
+def rollback(db: sqlite3.Connection) -> None:
+    """End a failed transaction. SQLite ends it itself on some errors (a full disk, an I/O
+    error): a ROLLBACK then, or one that fails, must not hide the error being raised."""
+    if db.in_transaction:
+        try:
+            db.execute("ROLLBACK")
+        except sqlite3.Error:
+            pass
+
+
+def open_read_only(
+    path: Path, usable: Callable[[sqlite3.Connection], bool], **connect: object
+) -> sqlite3.Connection | None:
+    """A read-only connection to `path` that `usable` accepts, or None.
+
+    WAL needs its `-shm` file: where that cannot be made, the file is read as immutable
+    (without locks: a write by its owner meanwhile may show up as a damaged page).
+    `usable` may raise to refuse the file outright; the connection is then closed.
+    """
+    from urllib.parse import quote  # lazy: only this rare path needs it
+
+    for options in ("mode=ro", "immutable=1"):
+        db = sqlite3.connect(
+            f"file:{quote(str(path))}?{options}",
+            uri=True,
+            isolation_level=None,
+            check_same_thread=False,
+            **connect,  # type: ignore[arg-type]
+        )
+        try:
+            if usable(db):
+                return db
+        except sqlite3.Error:
+            pass
+        except BaseException:
+            db.close()
+            raise
+        db.close()
+    return None
