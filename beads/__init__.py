@@ -8,14 +8,14 @@ so importing `beads` stays cheap for commands that never touch the store.
 from __future__ import annotations
 
 from beads.errors import Conflict, GcError, InvalidInput, NoMatch, NotFound, StorageError
+from beads.lazy import lazy_attributes
 
 TYPE_CHECKING = False  # importing typing costs a hook ~7 ms
 if TYPE_CHECKING:
-    from typing import Any
-
+    from beads.batch import Batch
     from beads.doctor import Problem, doctor
     from beads.record import Bead
-    from beads.store import Batch, Store
+    from beads.store import Store
 
 __all__ = [
     "Batch",
@@ -34,15 +34,10 @@ __all__ = [
 _LAZY = {
     "Bead": "beads.record",
     "Store": "beads.store",
-    "Batch": "beads.store",
+    "Batch": "beads.batch",
     "doctor": "beads.doctor",
     "Problem": "beads.doctor",
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'beads' has no attribute {name!r}")
+__getattr__ = lazy_attributes(__name__, _LAZY)

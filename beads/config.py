@@ -44,6 +44,11 @@ _DEFAULTS: dict[str, Any] = {
 }
 
 
+class NewerFormat(InvalidInput):
+    """config.yaml of a format newer than this gc-beads understands: the store is refused
+    (never half-read), where other problems of a committed config.yaml are only reported."""
+
+
 def default_config(prefix: str = "gc") -> dict[str, Any]:
     """A fresh store's configuration."""
     config = copy.deepcopy(_DEFAULTS)
@@ -59,7 +64,7 @@ def check_config(data: Any) -> dict[str, Any]:
     if type(fmt) is not int or fmt < 1:
         raise InvalidInput("config.yaml has no valid 'format' (expected format: 1)")
     if fmt > FORMAT:
-        raise InvalidInput(
+        raise NewerFormat(
             f"this store has format {fmt}, newer than this gc-beads understands ({FORMAT}); "
             "upgrade gc-beads"
         )
@@ -82,6 +87,19 @@ def check_config(data: Any) -> dict[str, Any]:
     if type(stale) not in (int, float) or not 0 < stale <= 86400:
         raise InvalidInput("store.stale_lock_seconds must be a number of seconds (0 to 86400]")
     return config
+
+
+def parse_config(raw: bytes) -> tuple[dict[str, Any] | None, str | None]:
+    """A committed `config.yaml` read and checked: `(settings, None)`, or `(None, why)` when
+    it is invalid (doctor reports it); one of a newer format raises `NewerFormat`."""
+    from beads.codec import load_data  # lazy: reads through the index never parse YAML
+
+    try:
+        return check_config(load_data(raw, what=CONFIG_PATH)), None
+    except NewerFormat:
+        raise
+    except InvalidInput as exc:
+        return None, exc.message
 
 
 MAX_CONFIG_DEPTH = 16

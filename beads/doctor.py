@@ -23,14 +23,15 @@ from beads import files
 from beads.config import CONFIG_PATH, config_problems
 from beads.gitrepo import GC_LOCK_MTIME, lock_age
 from beads.ids import parse_bead_path
-from beads.reader import branch_problem, is_sha
-from beads.store import Store, remove_dead_builds
+from beads.initstore import remove_dead_builds
+from beads.reader import BRANCH, branch_problem, is_sha
+from beads.store import Store
 from beads.view import git_blob_sha
 
 # Temporary files of git and dulwich (`tmp_pack_*`, `tmp_obj_*`): a push may write one for a
 # while, so only one untouched this long is a dead writer's.
 TEMP_STALE_SECONDS = 3600.0
-HEAD_SYMREF = b"ref: refs/heads/main\n"
+HEAD_SYMREF = f"ref: {BRANCH}\n".encode()
 
 
 @dataclass(frozen=True)
@@ -262,7 +263,7 @@ def _check_git_head(store: Store, report: Report) -> None:
         Problem(
             "git_head",
             ".git/HEAD",
-            f"{what} (git commands cannot read the store); rewritten to name refs/heads/main",
+            f"{what} (git commands cannot read the store); rewritten to name {BRANCH}",
             True,
         )
     )
@@ -365,11 +366,11 @@ def _restore_branch(store: Store, report: Report) -> bool:
     if head is None:
         problem = branch_problem(store.root)
     else:
-        problem = f"refs/heads/main names {head.decode()}, which is not a commit of the store"
+        problem = f"{BRANCH} names {head.decode()}, which is not a commit of the store"
     found = _last_good_commit(store)
     if found is None:
         report.problems.append(
-            Problem("branch", ".git/refs/heads/main", f"{problem}; no commit found to restore")
+            Problem("branch", f".git/{BRANCH}", f"{problem}; no commit found to restore")
         )
         return False
     sha, source = found
@@ -377,7 +378,7 @@ def _restore_branch(store: Store, report: Report) -> bool:
     report.problems.append(
         Problem(
             "branch",
-            ".git/refs/heads/main",
+            f".git/{BRANCH}",
             f"{problem}; restored to {sha.decode()} ({source}); "
             "'git -C .beads reflog' lists where it has been",
             True,
@@ -452,7 +453,7 @@ def _newest_tip(store: Store) -> tuple[bytes, str] | None:
     # prefer another tip, so they are named.
     others = ", ".join(f"{c.id.decode()[:12]} ({_subject(c.message)})" for c in tips[1:6])
     more = (
-        f"; other tips: {others} (git -C .beads update-ref refs/heads/main <commit> picks one)"
+        f"; other tips: {others} (git -C .beads update-ref {BRANCH} <commit> picks one)"
         if others
         else ""
     )

@@ -33,9 +33,8 @@ from beads.config import STALE_LOCK_SECONDS
 from beads.errors import Conflict, StorageError
 from beads.faults import fault
 from beads.location import MARKER_SECTION
-from beads.reader import is_sha, read_ref
+from beads.reader import BRANCH, is_sha, read_ref
 
-BRANCH = b"refs/heads/main"
 ZERO_SHA = b"0" * 40
 FILE_MODE = 0o100644
 DIR_MODE = 0o040000
@@ -136,7 +135,7 @@ class GitRepo:
 
     @property
     def reflog_path(self) -> Path:
-        return self.git_dir / "logs" / BRANCH.decode()
+        return self.git_dir / "logs" / BRANCH
 
     def commit_of(self, sha: bytes) -> Commit | None:
         """The commit with this id, or None when it is absent, unreadable or not a commit."""
@@ -314,7 +313,7 @@ class GitRepo:
         into it, rename it over the ref; then append one line (`reflog`, the reason) to the
         reflog.
         """
-        ref = self.git_dir / BRANCH.decode()
+        ref = self.git_dir / BRANCH
         lock = ref.with_name(ref.name + ".lock")
         fd = self._take_lock(lock)
         try:

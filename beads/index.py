@@ -10,17 +10,19 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections import namedtuple
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from beads.dbfile import DAMAGED, READ_ONLY, error_code, file_id, open_read_only, rollback
 from beads.errors import InvalidInput, StorageError
-from beads.record import Bead, check_meta_key
+from beads.query import select
+from beads.record import Bead
 
 TYPE_CHECKING = False  # importing typing costs a hook ~7 ms
 if TYPE_CHECKING:
     from typing import Any
+
+    from beads.query import Query
 
 SCHEMA_VERSION = "5"
 
@@ -58,18 +60,6 @@ CREATE TABLE IF NOT EXISTS links(id TEXT PRIMARY KEY, parent TEXT NOT NULL, type
 """
 
 LINKS_KEPT = 1000
-
-ORDERS = {"created": "created_at", "updated": "updated_at", "priority": "priority, created_at"}
-
-
-# Filters for `Index.query`; None means "any". Times compare as RFC 3339 text; `meta` is
-# equality on scalar meta values (None = absent or null). A collections namedtuple, not a
-# typing.NamedTuple: hooks build queries, and importing typing costs them ~7 ms.
-Query = namedtuple(
-    "Query",
-    "type status assignee sender label thread parent since until meta order descending limit",
-    defaults=(None, None, None, None, None, None, None, None, None, None, "created", False, None),
-)
 
 
 class IndexDamaged(StorageError):
@@ -243,57 +233,15 @@ class Index:
 
     @_guarded
     def query(self, q: Query) -> list[Bead]:
-        """Beads matching every given filter, ordered, at most `q.limit`."""
-        sql, params = self._select("b.data", q)
-        direction = " DESC" if q.descending else ""
-        columns = ORDERS[q.order].split(", ") + ["id"]
-        sql += " ORDER BY " + ", ".join(f"b.{c}{direction}" for c in columns)
-        if q.limit is not None:
-            sql += " LIMIT ?"
-            params.append(q.limit)
+        """Beads matching every filter of `q`, in its order, at most `q.limit`."""
+        sql, params = select("b.data", q)
         return [_bead(row[0]) for row in self.db.execute(sql, params)]
 
     @_guarded
     def count_matching(self, q: Query) -> int:
         """How many beads match the filters of `q` (its order and limit are ignored)."""
-        sql, params = self._select("count(*)", q)
+        sql, params = select("count(*)", q, ordered=False)
         return self.db.execute(sql, params).fetchone()[0]
-
-    def _select(self, what: str, q: Query) -> tuple[str, list[Any]]:
-        where, params = [], []
-        for column, value in (
-            ("type", q.type),
-            ("status", q.status),
-            ("assignee", q.assignee),
-            ("sender", q.sender),
-            ("thread", q.thread),
-            ("parent", q.parent),
-        ):
-            if value is not None:
-                where.append(f"b.{column} = ?")
-                params.append(value)
-        if q.since is not None:
-            where.append("b.created_at >= ?")
-            params.append(q.since)
-        if q.until is not None:
-            where.append("b.created_at < ?")
-            params.append(q.until)
-        for key, value in (q.meta or {}).items():
-            # Keys follow META_KEY_RE (no quotes), so the path is safe to spell as a literal,
-            # which lets an expression index (beads_unread) serve it.
-            path = f"json_extract(b.data, '$.meta.\"{check_meta_key(key)}\"')"
-            if value is None:
-                where.append(f"{path} IS NULL")
-            else:
-                where.append(f"{path} = ?")
-                params.append(value)
-        sql = f"SELECT {what} FROM beads b"
-        if q.label is not None:
-            sql += " JOIN labels l ON l.id = b.id AND l.label = ?"
-            params.insert(0, q.label)
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        return sql, params
 
     @_guarded
     def agents(self) -> list[str]:

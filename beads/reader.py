@@ -12,14 +12,14 @@ from pathlib import Path
 from beads.config import check_config
 from beads.errors import StorageError
 from beads.index import Index
-from beads.location import find_store
 from beads.record import Bead
 
 TYPE_CHECKING = False  # importing typing costs a hook ~7 ms
 if TYPE_CHECKING:
     from typing import Any
 
-_BRANCH = "refs/heads/main"
+# The store's one branch, as git names it (its ref file is `.git/` + this).
+BRANCH = "refs/heads/main"
 
 
 class IndexReader:
@@ -68,11 +68,6 @@ class IndexReader:
         return check_config(self.index.config() or {"format": 1})
 
 
-def open_reader(beads_dir: str | Path | None = None) -> IndexReader:
-    """An `IndexReader` for the store found as `Store.open` would find it."""
-    return IndexReader(find_store(beads_dir))
-
-
 def branch_head(root: Path) -> bytes | None:
     """The commit id (hex) of the store's branch, read from the ref files; None when the ref
     is missing or holds no commit id (`branch_problem` says which)."""
@@ -98,16 +93,16 @@ def branch_problem(root: Path) -> str:
     """What is wrong with the branch ref, for a message (when `branch_head` is None)."""
     sha = read_ref(root / ".git")
     if sha is None:
-        return f"{_BRANCH} is missing"
+        return f"{BRANCH} is missing"
     if not sha:
-        return f"{_BRANCH} is empty"
-    return f"{_BRANCH} holds no commit id ({sha[:60]!r})"
+        return f"{BRANCH} is empty"
+    return f"{BRANCH} holds no commit id ({sha[:60]!r})"
 
 
 def read_ref(git_dir: Path) -> bytes | None:
     """The raw content of the branch ref (loose, else packed), None when there is none."""
     try:
-        return (git_dir / _BRANCH).read_bytes().strip()
+        return (git_dir / BRANCH).read_bytes().strip()
     except FileNotFoundError:
         pass
     except OSError as exc:  # a directory in its place, no permission: damage, not absence
@@ -120,7 +115,7 @@ def read_ref(git_dir: Path) -> bytes | None:
         return f"<{exc.strerror}>".encode()
     for line in packed.splitlines():
         sha, _, name = line.partition(b" ")
-        if name.strip() == _BRANCH.encode():
+        if name.strip() == BRANCH.encode():
             return sha
     return None
 

@@ -259,6 +259,13 @@ def shown(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
 
 
+def shorten(text: str, width: int = 60) -> str:
+    """`text` on one line (whitespace runs made one space), cut to `width` characters with
+    "..." (commit messages, mail titles)."""
+    line = " ".join(text.split())
+    return line if len(line) <= width else line[: width - 3] + "..."
+
+
 def check_text(name: str, value: Any) -> str:
     """Return `value` if it is text that is valid UTF-8 without NUL, else raise InvalidInput.
 

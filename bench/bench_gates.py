@@ -90,7 +90,7 @@ def figure2(root: Path) -> None:
                 batch.create(GATE, f"after {task.id}", meta=meta)
         with store.batch("bench: close the tasks") as batch:
             for task in tasks:
-                batch.close(task.id, "done")
+                batch.close_bead(task.id, "done")
         time.sleep(0.01)
         head_before = store.git.head()
         t0 = perf()

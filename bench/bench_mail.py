@@ -83,7 +83,7 @@ def build_mail_store(path: Path, total: int, name: str) -> Store:
                     meta={"read": not unread_target and (to == TARGET or i % 3 != 0)},
                 )
                 if not unread_target and i % 4 == 0:
-                    batch.close(bead.id, "archived")
+                    batch.close_bead(bead.id, "archived")
         done += count
         b.log(f"{name}: {done:,}/{total:,} messages ({(perf() - start) / done * 1000:.2f} ms each)")
     return store

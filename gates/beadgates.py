@@ -271,7 +271,7 @@ def apply_outcomes(store: Store, outcomes: Sequence[Outcome]) -> list[Outcome]:
             if outcome.action == "resolve":
                 resolution = {"state": "resolved", "resolution": outcome.reason}
                 why = f"resolved: {outcome.reason}"
-                changed = batch.close(gate.id, why, force=True, meta=resolution)
+                changed = batch.close_bead(gate.id, why, force=True, meta=resolution)
             else:
                 escalation = {"state": "escalated", "resolution": outcome.reason}
                 changed = batch.update(gate.id, meta=escalation)

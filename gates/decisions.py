@@ -114,14 +114,18 @@ def respond(
         answer = {"answer": select, "answer_text": text, "answered_by": store.agent,
                   "answered_at": now_stamp(), "by_default": by_default}  # fmt: skip
         batch.update(decision.id, meta=answer)
-        changes.append(Change(batch.close(decision.id, f"answered: {select}", force=True), current))
+        changes.append(
+            Change(batch.close_bead(decision.id, f"answered: {select}", force=True), current)
+        )
         gate_id = current.meta.get("gate")
         if gate_id:
             gate = batch.get(gate_id)
             if gate.status == "open":
                 reason = f"decision {decision.id} answered: {select}"
                 resolution = {"state": "resolved", "resolution": reason}
-                closed = batch.close(gate_id, f"resolved: {reason}", force=True, meta=resolution)
+                closed = batch.close_bead(
+                    gate_id, f"resolved: {reason}", force=True, meta=resolution
+                )
                 changes.append(Change(closed, gate))
         how = " (default)" if by_default else ""
         batch.message = f"decision respond {decision.id}: {select}{how} by {store.agent}"

@@ -211,7 +211,7 @@ def _side_job(ctx: HookContext, job: Callable[[], None]) -> None:
 def resolve_due_timers(delivery: Delivery) -> None:
     """Resolve timer gates that are due, found through the index (no `gh`, no dulwich unless
     one is due)."""
-    from beads.index import Query
+    from beads.query import Query
     from beads.times import now_stamp
 
     now = now_stamp()

@@ -15,7 +15,7 @@ from collections import namedtuple
 from collections.abc import Callable
 from pathlib import Path
 
-from beads.index import Query
+from beads.query import Query
 from beads.times import stamp_at
 from gates import session_gates
 

@@ -7,10 +7,10 @@ does not pay for the others.
 
 from __future__ import annotations
 
+from beads.lazy import lazy_attributes
+
 TYPE_CHECKING = False  # importing typing costs a hook ~7 ms
 if TYPE_CHECKING:
-    from typing import Any
-
     from inbox.delivery import Delivery, Drained, Session
     from inbox.durable import AgentInbox, Entry
     from inbox.items import Item
@@ -29,9 +29,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'inbox' has no attribute {name!r}")
+__getattr__ = lazy_attributes(__name__, _LAZY)

@@ -6,8 +6,9 @@ Public surface: `Message`, `Provider`, `Counts`, the errors `MessageNotFound`,
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from beads.lazy import lazy_attributes
 from mail.message import AlreadyArchived, Message, MessageNotFound, ProviderError
 from mail.provider import Counts, Provider
 
@@ -31,9 +32,4 @@ __all__ = [
 _LAZY = {"BeadMail": "mail.beadmail", "ExecMail": "mail.execmail", "open_provider": "mail.select"}
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'mail' has no attribute {name!r}")
+__getattr__ = lazy_attributes(__name__, _LAZY)

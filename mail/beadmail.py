@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from beads.errors import NotFound
-from beads.record import MAX_TITLE_CHARS, Bead, check_agent
+from beads.record import MAX_TITLE_CHARS, Bead, check_agent, shorten
 from beads.store import Store
 from inbox.follow import Change, followed_batch
 from mail.message import AlreadyArchived, Message, MessageNotFound
@@ -136,7 +136,7 @@ class BeadMail(Provider):
             ]
             verb = "reply" if reply_to else "send"
             also = f" (+{len(made) - 1} cc)" if len(made) > 1 else ""
-            batch.message = f'mail {verb} {ids[0]}: {sender} -> {to}{also} "{_short(title)}"'
+            batch.message = f'mail {verb} {ids[0]}: {sender} -> {to}{also} "{shorten(title)}"'
             if reply_to:
                 batch.message += f" (re {reply_to})"
             changes += [Change(bead) for bead in made]
@@ -208,7 +208,7 @@ class BeadMail(Provider):
         verb = "archive" if reason == "archived" else "delete"
         message = f"mail {verb} {bead.id}: {bead.assignee}"
         with followed_batch(self.store, self._delivery_or_none(), message) as (batch, changes):
-            changes.append(Change(batch.close(bead.id, reason, force=True), bead))
+            changes.append(Change(batch.close_bead(bead.id, reason, force=True), bead))
 
     def _change(self, bead: Bead, verb: str, **changes: Any) -> Bead:
         # Read state changes make no items, but following them keeps the watermark at the
@@ -254,9 +254,4 @@ def _title(subject: str, body: str) -> tuple[str, str | None]:
         return subject, None
     if not line:
         line = " ".join(body.split()[:12]) or "(no subject)"
-    return _short(line, MAX_TITLE_CHARS), subject
-
-
-def _short(text: str, width: int = 60) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= width else line[: width - 3] + "..."
+    return shorten(line, MAX_TITLE_CHARS), subject

@@ -143,9 +143,9 @@ def test_a_kill_inside_the_ref_update_leaves_a_lock_the_next_writer_clears(
 
 BATCH_WRITER = """
 import sys
-import beads.store
+import beads.batch
 from beads.store import Store
-beads.store.PACK_LOOSE_AT = int(sys.argv[2])
+beads.batch.PACK_LOOSE_AT = int(sys.argv[2])
 store = Store.open(sys.argv[1], agent="crasher")
 with store.batch() as batch:
     for number in range(int(sys.argv[3])):

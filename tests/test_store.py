@@ -316,7 +316,7 @@ def test_a_damaged_index_is_rebuilt_from_git(store: Store) -> None:
 def test_close_with_meta_is_update_then_close_in_one_change(store: Store) -> None:
     gate = store.create("gate", "Wait", meta={"guarded": True, "state": "open"})
     with store.batch() as batch:
-        closed = batch.close(gate.id, "done", force=True, meta={"state": "resolved"})
+        closed = batch.close_bead(gate.id, "done", force=True, meta={"state": "resolved"})
         assert batch.lines == [f"bead close {gate.id}: done"]
     assert store.get(gate.id) == closed
     assert closed.meta == {"guarded": True, "state": "resolved"}
@@ -324,7 +324,7 @@ def test_close_with_meta_is_update_then_close_in_one_change(store: Store) -> Non
     task = store.create("task", "T")
     with pytest.raises(InvalidInput, match="meta key"):
         with store.batch() as batch:
-            batch.close(task.id, meta={"bad key": 1})
+            batch.close_bead(task.id, meta={"bad key": 1})
     assert store.get(task.id).status == "open"
 
 

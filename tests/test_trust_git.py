@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-import beads.store
+import beads.batch
 from beads.doctor import doctor
 from beads.errors import StorageError
-from beads.reader import open_reader
+from beads.reader import IndexReader
 from beads.store import Store
 from tests.conftest import GcRunner, git
 
@@ -262,7 +262,7 @@ def test_the_index_reader_of_the_hooks_refuses_a_lost_branch(
     else:
         ref.write_bytes(content)
     with pytest.raises(StorageError, match="gc doctor"):
-        open_reader(store.root)
+        IndexReader(store.root)
 
 
 def test_doctor_restores_the_branch_from_the_index_when_there_is_no_reflog(
@@ -398,7 +398,7 @@ def test_an_unreadable_loose_object_does_not_fail_every_write_that_packs(
     one = store.create("task", "one")
     blob = next(s for p, s, _ in store.index.rows() if p.endswith(f"{one.id}.yaml"))
     Path(store.git.objects._get_shafile_path(blob.encode())).write_bytes(b"")
-    monkeypatch.setattr(beads.store, "PACK_LOOSE_AT", 0)
+    monkeypatch.setattr(beads.batch, "PACK_LOOSE_AT", 0)
     assert store.create("task", "two").title == "two"  # packs the others, leaves that one
     assert sorted(b.title for b in store.list()) == ["one", "two"]
 

@@ -19,7 +19,8 @@ from beads.codec import dump_bead
 from beads.doctor import doctor
 from beads.errors import InvalidInput, NotFound
 from beads.ids import bead_path, new_id
-from beads.index import Index, IndexDamaged, Query
+from beads.index import Index, IndexDamaged
+from beads.query import Query
 from beads.reader import IndexReader
 from beads.record import Bead
 from beads.store import Store
@@ -89,7 +90,7 @@ def test_prefetch_reads_altered_rows_from_git_and_repairs_them(store: Store) -> 
             batch.prefetch([kept.id, other.id])
             assert batch.get(kept.id) == kept
             assert batch.get(other.id) == other
-            batch.close(kept.id, "done")
+            batch.close_bead(kept.id, "done")
         closed = reopened.get(kept.id)
         assert closed.meta == {"state": "waiting"} and closed.close_reason == "done"
         assert doctor(reopened).ok

@@ -234,7 +234,7 @@ def edit(bead_id: str) -> None:
 
 def _edits(current: Bead, edited: Bead) -> dict[str, Any]:
     """The update that turns `current` into `edited`; fields `edit` may not change raise."""
-    from beads.store import UPDATABLE
+    from beads.batch import UPDATABLE
 
     before, after = current.to_dict(), edited.to_dict()
     fixed = (
