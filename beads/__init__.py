@@ -1,8 +1,9 @@
 """The bead store: git-backed YAML records, one dulwich commit per change, a sqlite index.
 
 Public surface: `Store` (open, init, get, list, create, update, close_bead, reopen, batch,
-log), `Bead`, the errors, and `doctor`. Heavy modules (dulwich, ruamel.yaml) load on first use,
-so importing `beads` stays cheap for commands that never touch the store.
+log), `Batch`, `Query` (what `list` takes), `Bead`, the errors, and `doctor`. Heavy modules
+(dulwich, ruamel.yaml) load on first use, so importing `beads` stays cheap for commands that
+never touch the store.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ TYPE_CHECKING = False  # importing typing costs a hook ~7 ms
 if TYPE_CHECKING:
     from beads.batch import Batch
     from beads.doctor import Problem, doctor
+    from beads.query import Query
     from beads.record import Bead
     from beads.store import Store
 
@@ -26,6 +28,7 @@ __all__ = [
     "NoMatch",
     "NotFound",
     "Problem",
+    "Query",
     "StorageError",
     "Store",
     "doctor",
@@ -37,6 +40,7 @@ _LAZY = {
     "Batch": "beads.batch",
     "doctor": "beads.doctor",
     "Problem": "beads.doctor",
+    "Query": "beads.query",
 }
 
 

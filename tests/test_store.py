@@ -276,6 +276,23 @@ def test_a_store_of_a_newer_format_is_refused(store: Store, tmp_path: Path) -> N
         Store.open(store.root)
 
 
+def test_an_invalid_config_naming_newer_is_reported_not_taken_for_a_newer_format(
+    store: Store, tmp_path: Path
+) -> None:
+    # Only a newer format refuses the store, by its error type: not any message that
+    # happens to hold the word (here the bad prefix it quotes).
+    clone = tmp_path / "clone"
+    git("clone", "-q", str(store.root / ".git"), str(clone), cwd=tmp_path)
+    config = (clone / "config.yaml").read_text().replace("prefix: gc", "prefix: newer-x")
+    (clone / "config.yaml").write_text(config)
+    git("commit", "-qam", "a bad prefix", cwd=clone)
+    git("push", "-q", "origin", "HEAD:main", cwd=clone)
+    store.close()
+    with Store.open(store.root) as again:
+        assert again.prefix == "gc"  # the last valid settings stay
+        assert "invalid id prefix 'newer-x'" in again.index.invalid()["config.yaml"]
+
+
 def test_a_write_conflicts_when_the_branch_moves_underneath(store: Store) -> None:
     store.create("task", "T")
     with pytest.raises(Conflict):
