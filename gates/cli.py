@@ -104,14 +104,13 @@ def clear(gate_id: str | None, session: str | None) -> None:
 @global_options
 def status(session: str | None) -> None:
     """Each session gate of the session: satisfied or not, and how."""
-    from beads.process import budget
-    from gates.session_gates import CHECK_TIMEOUT, evaluate, session_gates
+    from gates.session_gates import gate_statuses
+    from inbox.delivery import Delivery
 
     chosen = _session(session)
     store = open_store()
-    with budget(CHECK_TIMEOUT):  # the checks share one timeout
-        statuses = [evaluate(g, store.root, chosen, cwd=store.root.parent)
-                    for g in session_gates(store.config)]  # fmt: skip
+    with Delivery(store.root, config=lambda: store.config) as delivery:
+        statuses = gate_statuses(store.config, delivery, chosen)
     rows = [f"{'ok ' if s.satisfied else 'NO '} {s.gate.mode:<6} {s.gate.id}: {s.how}"
             for s in statuses]  # fmt: skip
     emit({"session": chosen, "gates": [s.to_json() for s in statuses]},

@@ -379,3 +379,25 @@ def test_responding_again_with_the_same_answer_tells_the_requester_again(store: 
     assert [i.key for i in items(store, store.agent)] == [f"decision:{decision.id}"]
     with pytest.raises(Exception, match="already answered"):
         decisions.respond(store, decision.id, "hold")
+
+
+def test_gate_status_and_the_stop_hook_agree_on_bead_update(tmp_path: Path, gc: GcRunner) -> None:
+    # One evaluation per built-in gate: `gc gate status` saw no stale beads (the Stop chain
+    # alone computed them) and said ok while the Stop hook said "not updated".
+    gc("init")
+    gc("config", "set", "gates.disabled", '["commit-push"]')
+    task = gc.json("bead", "create", "--type", "task", "--title", "Fix the build",
+                   "--assignee", "dog")["bead"]  # fmt: skip
+    start = {"session_id": "s1", "hook_event_name": "SessionStart", "cwd": str(tmp_path)}
+    assert gc("hook", "run", input=json.dumps(start), env={"GC_AGENT": "dog"}).returncode == 0
+
+    def status() -> dict:
+        gates = gc.json("gate", "status", "--session", "s1")["gates"]
+        return {g["id"]: (g["satisfied"], g["how"]) for g in gates}
+
+    assert status()["bead-update"] == (False, f"not updated this session: {task['id']}")
+    assert f"bead-update (your open beads were updated this session): not updated this " \
+        f"session: {task['id']}" in stop(gc)["systemMessage"]  # fmt: skip
+    gc("bead", "update", task["id"], "--title", "Fix the build now")
+    assert status()["bead-update"] == (True, "check")
+    assert stop(gc) is None
