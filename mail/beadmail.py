@@ -17,7 +17,7 @@ from beads.record import MAX_TITLE_CHARS, Bead, check_agent
 from beads.store import Store
 from inbox.follow import Change, followed_batch
 from mail.message import AlreadyArchived, Message, MessageNotFound
-from mail.provider import Counts, Provider
+from mail.provider import ARCHIVED, DIRECTORY, PRIORITY, Counts, Provider
 
 if TYPE_CHECKING:
     from inbox.delivery import Delivery
@@ -40,10 +40,21 @@ class BeadMail(Provider):
     """Mail over a bead store."""
 
     name = "beadmail"
+    capabilities = frozenset({PRIORITY, ARCHIVED, DIRECTORY})
 
     def __init__(self, store: Store) -> None:
         self.store = store
         self._delivery: Delivery | None = None
+
+    @property
+    def max_body(self) -> int:  # type: ignore[override]
+        return self.store.max_body
+
+    def known_agents(self) -> list[str]:
+        return self.store.known_agents()
+
+    def strict_recipients(self) -> bool:
+        return (self.store.config.get("mail") or {}).get("strict_recipients") is True
 
     def delivery(self) -> Delivery:
         """The store's delivery database, opened once per provider: a long-lived sender then
@@ -161,7 +172,6 @@ class BeadMail(Provider):
         return [bead_message(b) for b in self.store.list(**mailbox_filters(recipient))]
 
     def archived(self, recipient: str) -> list[Message]:
-        """Messages `recipient` archived or deleted (still in the store and its history)."""
         beads = self.store.list(type=MESSAGE, assignee=recipient, status="closed")
         return [bead_message(b) for b in beads]
 
