@@ -170,11 +170,9 @@ def watch(interval: float, rounds: int | None) -> None:
 
 def _check_once(store: Store) -> tuple[list[str], list[Outcome], list[str]]:
     """Timed-out decisions answered with their default, then every gate checked."""
-    from gates.beadgates import check_gates
-    from gates.decisions import answer_timed_out
+    from gates.decisions import check_due
 
-    answered = answer_timed_out(store)
-    outcomes = check_gates(store)
+    answered, outcomes = check_due(store)
     lines = [f"decision {d} answered with its default" for d in answered]
     lines += [f"{o.action:<9} {o.gate_id}: {o.reason or o.error or ''}" for o in outcomes]
     return answered, outcomes, lines
@@ -252,17 +250,13 @@ def create_decision(
     import os
 
     from beads.times import parse_duration
-    from gates import decisions, session_gates
-    from inbox.queue import check_session
+    from gates import decisions
 
-    chosen = session or os.environ.get("GC_SESSION_ID")
-    if chosen:
-        check_session(chosen)  # before the commit: a refused input leaves the store as it was
     store = open_store()
+    asking = session or os.environ.get("GC_SESSION_ID")
     made, gate_bead = decisions.create_decision(store, prompt, options, default=default,
-                                                timeout=timeout, assignee=assignee)  # fmt: skip
-    if chosen:
-        session_gates.mark(store.root, chosen, "decision")
+                                                timeout=timeout, assignee=assignee,
+                                                session=asking)  # fmt: skip
     if not wait:
         emit({"bead": made.to_dict(), "gate": gate_bead.to_dict()},
              f"Created decision {made.id} (gate {gate_bead.id})")  # fmt: skip

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from beads.errors import InvalidInput
 from beads.store import Store
 from gates import beadgates, decisions
 from inbox import Delivery
@@ -401,3 +402,27 @@ def test_gate_status_and_the_stop_hook_agree_on_bead_update(tmp_path: Path, gc: 
     gc("bead", "update", task["id"], "--title", "Fix the build now")
     assert status()["bead-update"] == (True, "check")
     assert stop(gc) is None
+
+
+def test_create_decision_marks_the_asking_sessions_gate(store: Store) -> None:
+    decisions.create_decision(store, "Ship?", ["ship", "hold"], session="s1")
+    assert (store.root / ".runtime" / "gates" / "s1" / "decision").exists()
+    before = store.count(type="decision")
+    with pytest.raises(InvalidInput):
+        decisions.create_decision(store, "Ship?", ["ship", "hold"], session="../x")
+    assert store.count(type="decision") == before  # refused before the commit
+
+
+def test_hooks_answer_timed_out_decisions_with_the_default(tmp_path: Path, gc: GcRunner) -> None:
+    # `gc gate check` is not the only one to answer: any hook does, as for due timers.
+    gc("init")
+    with Store.open(tmp_path, agent="dog") as store:
+        decision, gate = decisions.create_decision(store, "Ship?", ["ship", "hold"],
+                                                   default="hold", timeout="1h")  # fmt: skip
+        with store.batch() as batch:  # the timeout passed (no sleeping)
+            batch.update(gate.id, meta={"timeout_at": "2000-01-01T00:00:00.000000Z"})
+    payload = {"session_id": "s1", "hook_event_name": "UserPromptSubmit", "cwd": str(tmp_path)}
+    result = gc("hook", "run", input=json.dumps(payload), env={"GC_AGENT": "dog"})
+    context = json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert f"Decision {decision.id} answered by default (the decision timed out): hold" in context
+    assert gc.json("decision", "show", decision.id)["bead"]["meta"]["by_default"] is True
