@@ -48,11 +48,10 @@ def _session(session: str | None) -> str:
 def register(gate_id: str, hook_name: str, mode: str, description: str | None,
              check: str | None) -> None:  # fmt: skip
     """Register a session gate for every session (kept in config.yaml)."""
-    from gates.session_gates import gate_definition
+    from gates import session_gates
 
-    spec = gate_definition(gate_id, {"hook": hook_name, "mode": mode,
-                                     "description": description, "check": check})  # fmt: skip
-    open_store().set_setting(f"gates.session.{gate_id}", spec)
+    spec = session_gates.register(open_store(), gate_id, mode=mode, hook=hook_name,
+                                  description=description, check=check)  # fmt: skip
     emit({"gate": {"id": gate_id, **spec}}, f"Registered {mode} gate {gate_id} on {hook_name}")
 
 
@@ -61,15 +60,9 @@ def register(gate_id: str, hook_name: str, mode: str, description: str | None,
 @global_options
 def unregister(gate_id: str) -> None:
     """Remove a registered session gate."""
-    from beads.errors import NotFound
-    from gates.session_gates import check_gate_id
+    from gates import session_gates
 
-    store = open_store()
-    registered = dict((store.config.get("gates") or {}).get("session") or {})
-    if check_gate_id(gate_id) not in registered:
-        raise NotFound(f"no registered gate {gate_id}")
-    del registered[gate_id]
-    store.set_setting("gates.session", registered)
+    session_gates.unregister(open_store(), gate_id)
     emit({"gate": {"id": gate_id}}, f"Unregistered gate {gate_id}")
 
 

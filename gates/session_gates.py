@@ -26,6 +26,7 @@ TYPE_CHECKING = False  # importing typing costs a hook ~7 ms
 if TYPE_CHECKING:
     from typing import Any
 
+    from beads.store import Store
     from inbox.delivery import Delivery
 
 GATE_ID_RE = re.compile(r"[a-z][a-z0-9_-]{0,63}")
@@ -83,6 +84,33 @@ def gate_definition(gate_id: str, spec: dict[str, Any]) -> dict[str, Any]:
         except ValueError as exc:
             raise InvalidInput(f"cannot split the check command: {exc}") from None
     return {k: spec.get(k) for k in ("hook", "mode", "description", "check") if spec.get(k)}
+
+
+def register(
+    store: Store,
+    gate_id: str,
+    *,
+    mode: str,
+    hook: str = "Stop",
+    description: str | None = None,
+    check: str | None = None,
+) -> dict[str, Any]:
+    """Register a session gate for every session (`gates.session.<id>` in config.yaml, one
+    commit); returns its definition as kept there."""
+    spec = gate_definition(gate_id, {"hook": hook, "mode": mode, "description": description,
+                                     "check": check})  # fmt: skip
+    store.set_setting(f"gates.session.{gate_id}", spec)
+    return spec
+
+
+def unregister(store: Store, gate_id: str) -> None:
+    """Remove a registered session gate (NotFound when there is none of that id)."""
+    from beads.config import UNSET
+
+    try:
+        store.set_setting(f"gates.session.{check_gate_id(gate_id)}", UNSET)
+    except NotFound:
+        raise NotFound(f"no registered gate {gate_id}") from None
 
 
 def session_gates(config: dict[str, Any]) -> list[SessionGate]:

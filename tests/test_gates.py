@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from beads.errors import InvalidInput
+from beads.errors import InvalidInput, NotFound
 from beads.store import Store
-from gates import beadgates, decisions
+from gates import beadgates, decisions, session_gates
 from inbox import Delivery
 from mail.beadmail import BeadMail
 from tests.conftest import GcRunner
@@ -426,3 +426,17 @@ def test_hooks_answer_timed_out_decisions_with_the_default(tmp_path: Path, gc: G
     context = json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
     assert f"Decision {decision.id} answered by default (the decision timed out): hold" in context
     assert gc.json("decision", "show", decision.id)["bead"]["meta"]["by_default"] is True
+
+
+def test_register_and_unregister_through_the_config_api(store: Store) -> None:
+    spec = session_gates.register(store, "tests-pass", mode="strict", description="run them")
+    assert store.config["gates"]["session"]["tests-pass"] == spec == {
+        "hook": "Stop", "mode": "strict", "description": "run them"}  # fmt: skip
+    with pytest.raises(InvalidInput, match="mode must be strict or soft"):
+        session_gates.register(store, "docs", mode="sometimes")
+    session_gates.unregister(store, "tests-pass")
+    assert store.config["gates"]["session"] == {}
+    with pytest.raises(NotFound, match="no registered gate tests-pass"):
+        session_gates.unregister(store, "tests-pass")
+    with pytest.raises(InvalidInput):  # the config API checks what a setting holds
+        store.set_setting("gates.session.docs", "not a mapping")
