@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import math
+import os
 
 from beads.errors import InvalidInput, NotFound
 from beads.files import SHARED_VALUES
@@ -20,6 +21,7 @@ from beads.record import AGENT_RE, DEFAULT_MAX_BODY_BYTES, MAX_INT, check_text, 
 
 TYPE_CHECKING = False  # importing typing costs a hook ~7 ms
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 FORMAT = 1
@@ -205,6 +207,14 @@ SETTINGS: dict[str, Any] = {
     "gates.gh_path": _text,
     "gates.session.*": _mapping,
 }
+
+
+def mail_provider_spec(mail_settings: Callable[[], dict[str, Any]]) -> str:
+    """The mail provider to use: `$GC_MAIL`, else `mail.provider` of the config (read, through
+    `mail_settings`, only then), else `beadmail`. Here rather than in `mail` so that the hook,
+    which must not import `mail`, resolves it the same way."""
+    return os.environ.get("GC_MAIL") or mail_settings().get("provider") or "beadmail"
+
 
 UNSET: Any = object()  # `with_setting`'s value that removes the key
 

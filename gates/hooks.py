@@ -238,8 +238,9 @@ def resolve_due_gates(delivery: Delivery) -> None:
 
 def _reconcile_exec_mail(ctx: HookContext) -> None:
     """With an exec mail provider, ask its `check` and push "you have mail" items."""
-    configured = (ctx.delivery.store_config().get("mail") or {}).get("provider")
-    spec = os.environ.get("GC_MAIL") or configured or "beadmail"
+    from beads.config import mail_provider_spec
+
+    spec = mail_provider_spec(lambda: ctx.delivery.store_config().get("mail") or {})
     if spec.startswith("exec:"):
         from mail.notify import reconcile
 

@@ -16,6 +16,7 @@ from beads.errors import NotFound
 from beads.record import MAX_TITLE_CHARS, Bead, check_agent
 from beads.store import Store
 from inbox.follow import Change, followed_batch
+from inbox.items import is_moot
 from mail.message import AlreadyArchived, Message, MessageNotFound
 from mail.provider import ARCHIVED, DIRECTORY, PRIORITY, Counts, Provider
 
@@ -26,9 +27,27 @@ MESSAGE = "message"
 log = logging.getLogger("gc.mail")
 
 
+# THE rule "unread": a message bead is unread in its recipient's mailbox while each field holds
+# its first value; the second settles it (read, or archived). inbox, check, count, the hook's
+# "you have mail" items (moot once settled) and their derivation all read it from here.
+UNREAD = {"status": ("open", "closed"), "meta.read": (False, True)}
+SETTLED_WHEN = [{field: settled} for field, (_unread, settled) in UNREAD.items()]
+
+
 def unread_filters(recipient: str) -> dict[str, Any]:
-    """THE predicate "unread mail for `recipient`": inbox, check, count and hooks all use it."""
-    return {"type": MESSAGE, "assignee": recipient, "status": "open", "meta": {"read": False}}
+    """Query filters for unread mail of `recipient` (the UNREAD rule)."""
+    filters: dict[str, Any] = {"type": MESSAGE, "assignee": recipient, "meta": {}}
+    for field, (unread, _settled) in UNREAD.items():
+        if field.startswith("meta."):
+            filters["meta"][field[len("meta.") :]] = unread
+        else:
+            filters[field] = unread
+    return filters
+
+
+def is_unread(bead: Bead) -> bool:
+    """True when the message bead is unread (the UNREAD rule)."""
+    return is_moot(bead.to_dict(), [{field: unread for field, (unread, _) in UNREAD.items()}])
 
 
 def mailbox_filters(recipient: str) -> dict[str, Any]:
