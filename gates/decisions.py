@@ -19,7 +19,7 @@ from beads.record import Bead
 from beads.store import Store
 from beads.times import now_stamp
 from gates import session_gates
-from gates.beadgates import GATE, Outcome, check_gates, gate_meta
+from gates.beadgates import GATE, Outcome, check_gates, close_resolved, gate_meta
 from inbox.delivery import Delivery
 from inbox.follow import Change, followed_batch, record
 from inbox.items import Item, clip
@@ -130,9 +130,7 @@ def respond(
             gate = batch.get(gate_id)
             if gate.status == "open":
                 reason = f"decision {decision.id} answered: {select}"
-                resolution = {"state": "resolved", "resolution": reason}
-                closed = batch.close(gate_id, f"resolved: {reason}", force=True, meta=resolution)
-                changes.append(Change(closed, gate))
+                changes.append(Change(close_resolved(batch, gate_id, reason), gate))
         how = " (default)" if by_default else ""
         batch.message = f"decision respond {decision.id}: {select}{how} by {store.agent}"
     return store.get(decision.id)
