@@ -270,10 +270,10 @@ def check(recipient: str | None, inject: bool) -> None:
 
 def _inject(who: str) -> None:
     # A hook must never break the agent: any failure prints nothing and exits 0.
-    from mail.inject import render
+    from mail.render import render
 
     try:
-        text = render(provider().check(who))
+        text = render(who, provider().check(who))
     except Exception as exc:  # noqa: BLE001 - fail open, say why on stderr
         click.echo(f"gc: mail check --inject: {exc}", err=True)
         return

@@ -18,23 +18,16 @@ from beads.record import Bead
 from inbox.delivery import Delivery
 from inbox.follow import Change, record
 from inbox.items import Item
-from inbox.render import preview
 from mail.beadmail import MESSAGE, SETTLED_WHEN, bead_message, is_unread
 from mail.message import Message
-
-
-def item_text(message: Message) -> str:
-    """One line: id, sender, subject and a body preview (the render caps it again)."""
-    subject = f" [{preview(message.subject, 120, '...')}]" if message.subject else ""
-    sender = message.shown_sender()
-    return f"{message.id} from {sender}{subject}: {preview(message.body) or '(empty)'}"
+from mail.render import message_line
 
 
 def mail_item(recipient: str, message: Message, *, in_store: bool) -> Item:
     """The item `mail:<id>` for `recipient`; `in_store` when the message is a bead."""
     return Item.new(
         recipient,
-        item_text(message),
+        message_line(message),
         key=f"mail:{message.id}",
         type="mail",
         source=message.shown_sender(),
