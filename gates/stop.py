@@ -54,10 +54,13 @@ def stop_loop(ctx: HookContext) -> StopVerdict | None:
 
 
 def stop_decision(ctx: HookContext) -> StopVerdict | None:
-    settings = ctx.config.get("gates") or {}
-    if not settings.get("require_decision") or "decision" in (settings.get("disabled") or []):
-        return None
-    if (session_gates.marker_dir(ctx.root, ctx.session) / "decision").exists():
+    # The `decision` session gate, judged as `gc gate status` judges it; absent unless
+    # `gates.require_decision` is on.
+    gate = next((g for g in session_gates.session_gates(ctx.config) if g.id == "decision"), None)
+    if (
+        gate is None
+        or session_gates.evaluate(gate, ctx.delivery, ctx.session, cwd=ctx.root).satisfied
+    ):
         return None
     return StopVerdict(
         block=(
