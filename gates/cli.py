@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from beads.cli.common import Duration, emit, global_options, open_store, settings
+from beads.cli.common import Duration, emit, global_options, open_store, settings, table
 
 if TYPE_CHECKING:
     from beads.store import Store
@@ -104,10 +104,10 @@ def status(session: str | None) -> None:
     store = open_store()
     with Delivery(store.root, config=lambda: store.config) as delivery:
         statuses = gate_statuses(store.config, delivery, chosen)
-    rows = [f"{'ok ' if s.satisfied else 'NO '} {s.gate.mode:<6} {s.gate.id}: {s.how}"
+    rows = [("ok" if s.satisfied else "NO", s.gate.mode, f"{s.gate.id}: {s.how}")
             for s in statuses]  # fmt: skip
     emit({"session": chosen, "gates": [s.to_json() for s in statuses]},
-         "\n".join(rows) or "No session gates")  # fmt: skip
+         table(rows) or "No session gates")  # fmt: skip
 
 
 @gate.command()
@@ -167,7 +167,9 @@ def _check_once(store: Store) -> tuple[list[str], list[Outcome], list[str]]:
 
     answered, outcomes = check_due(store)
     lines = [f"decision {d} answered with its default" for d in answered]
-    lines += [f"{o.action:<9} {o.gate_id}: {o.reason or o.error or ''}" for o in outcomes]
+    lines += table(
+        [(o.action, f"{o.gate_id}: {o.reason or o.error or ''}") for o in outcomes]
+    ).splitlines()
     return answered, outcomes, lines
 
 
@@ -201,10 +203,10 @@ def close_gate(gate_id: str, reason: str | None, force: bool) -> None:
 def list_gates(show_all: bool) -> None:
     """Bead gates (open ones by default)."""
     gates = open_store().list(type="gate", status=None if show_all else "open", limit=None)
-    rows = [f"{g.id}  {g.status:<6} {g.meta.get('state', ''):<9} "
-            f"{g.meta.get('await_type')}:{g.meta.get('await_id') or ''}  {g.title}"
+    rows = [(g.id, g.status, str(g.meta.get("state", "")),
+             f"{g.meta.get('await_type')}:{g.meta.get('await_id') or ''}", g.title)
             for g in gates]  # fmt: skip
-    emit({"beads": [g.to_dict() for g in gates]}, "\n".join(rows) or "No gates")
+    emit({"beads": [g.to_dict() for g in gates]}, table(rows) or "No gates")
 
 
 @gate.command()
@@ -279,10 +281,10 @@ def respond(decision_id: str, select: str, text: str | None) -> None:
 def list_decisions(show_all: bool) -> None:
     """Open decisions (all with --all)."""
     found = open_store().list(type="decision", status=None if show_all else "open", limit=None)
-    rows = [f"{d.id}  {d.status:<6} {d.meta.get('requested_by')} -> {d.assignee}: "
-            f"{d.meta.get('prompt')} [{', '.join(o['key'] for o in d.meta.get('options') or [])}]"
+    rows = [(d.id, d.status, f"{d.meta.get('requested_by')} -> {d.assignee}",
+             f"{d.meta.get('prompt')} [{', '.join(o['key'] for o in d.meta.get('options') or [])}]")
             for d in found]  # fmt: skip
-    emit({"beads": [d.to_dict() for d in found]}, "\n".join(rows) or "No decisions")
+    emit({"beads": [d.to_dict() for d in found]}, table(rows) or "No decisions")
 
 
 @decision.command("show")
