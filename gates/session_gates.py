@@ -4,9 +4,14 @@ A gate is satisfied by its marker (`.runtime/gates/<session>/<gate>`, made by
 `gc gate mark`) or by its auto-check. `strict` gates block; `soft` gates warn. Built-ins:
 
 - `decision` (strict, only when `gates.require_decision` is true): the session asked a human
-  (`gc decision create --session S` marks it); the stop-decision handler reports it;
-- `commit-push` (soft): the project's git work tree is clean;
-- `bead-update` (soft): every open bead assigned to the agent was touched in this session.
+  (`create_decision(..., session=S)` marks it); the stop-decision handler reports it;
+- `commit-push` (soft): the project's git work tree is clean (`commit_push_status`);
+- `bead-update` (soft): every open bead assigned to the session's agent was touched in this
+  session (`bead_update_status`).
+
+Each built-in has one evaluation, given what it needs (the delivery database knows the
+session's agent, start and directory); `gate_statuses` runs them for `gc gate status` and the
+Stop chain alike, so the two never disagree.
 
 Gates registered with `gc gate register` live in `config.yaml` (`gates.session`) and apply to
 every session. A check that cannot run or hangs counts as satisfied with a warning: a broken
