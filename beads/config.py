@@ -12,14 +12,16 @@ from __future__ import annotations
 
 import copy
 import math
+import os
 
-from beads.errors import InvalidInput
+from beads.errors import InvalidInput, NotFound
 from beads.files import SHARED_VALUES
 from beads.ids import check_prefix
 from beads.record import AGENT_RE, DEFAULT_MAX_BODY_BYTES, MAX_INT, check_text, shown
 
 TYPE_CHECKING = False  # importing typing costs a hook ~7 ms
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 FORMAT = 1
@@ -221,7 +223,45 @@ SETTINGS: dict[str, Any] = {
     "gates.max_stop_blocks": _count,
     "gates.require_decision": _flag,
     "gates.gh_path": _text,
+    "gates.session.*": _mapping,
 }
+
+
+def mail_provider_spec(mail_settings: Callable[[], dict[str, Any]]) -> str:
+    """The mail provider to use: `$GC_MAIL`, else `mail.provider` of the config (read, through
+    `mail_settings`, only then), else `beadmail`. Here rather than in `mail` so that the hook,
+    which must not import `mail`, resolves it the same way."""
+    return os.environ.get("GC_MAIL") or mail_settings().get("provider") or "beadmail"
+
+
+UNSET: Any = object()  # `with_setting`'s value that removes the key
+
+
+def with_setting(config: dict[str, Any], key: str, value: Any = UNSET) -> dict[str, Any]:
+    """A copy of `config` with the dotted `key` (`agents.mayor.nudge`) set to `value`, or
+    removed when `value` is UNSET (NotFound when it is not there). The new value must pass
+    its documented check (`config_problems`); other keys that an older gc left invalid do
+    not stop the change (`gc doctor` reports them)."""
+    parts = check_text("config key", key).split(".")
+    if not all(parts) or len(key) > 200:
+        raise InvalidInput(f"invalid config key {shown(key)}")
+    changed = copy.deepcopy(config)
+    node = changed
+    for part in parts[:-1]:
+        if not isinstance(node.get(part), dict):
+            if value is UNSET:
+                raise NotFound(f"no setting {key}")
+            node[part] = {}
+        node = node[part]
+    if value is not UNSET:
+        node[parts[-1]] = value
+    elif parts[-1] in node:
+        del node[parts[-1]]
+    else:
+        raise NotFound(f"no setting {key}")
+    for where, problem in config_problems(changed, key):
+        raise InvalidInput(f"config {where} {problem}")
+    return changed
 
 
 def config_problems(config: dict[str, Any], under: str = "") -> list[tuple[str, str]]:

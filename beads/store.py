@@ -10,7 +10,6 @@ and the index forward from the tree diff.
 from __future__ import annotations
 
 import contextlib
-import copy
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -223,31 +222,16 @@ class Store:
             batch.commit_id = batch.commit()
 
     def set_setting(self, key: str, value: Any) -> dict[str, Any]:
-        """Set one dotted key of `config.yaml` (`agents.mayor.nudge`) in one commit.
+        """Set one dotted key of `config.yaml` (`agents.mayor.nudge`) in one commit, checked
+        as `beads.config.with_setting` says; `beads.config.UNSET` removes the key."""
+        from beads.config import UNSET, with_setting
 
-        The new value must pass its documented check (`config_problems`); other keys that an
-        older gc left invalid do not stop the change (`gc doctor` reports them).
-        """
-        from beads.config import config_problems
-        from beads.record import check_text, shown
-
-        parts = check_text("config key", key).split(".")
-        if not all(parts) or len(key) > 200:
-            raise InvalidInput(f"invalid config key {shown(key)}")
-        with self.batch(f"config: set {key}") as batch:
+        with self.batch(f"config: {'unset' if value is UNSET else 'set'} {key}") as batch:
             # From what git holds, never from the index's copy (derived data).
             raw = self.git.read_path(batch.base, CONFIG_PATH) if batch.base else None
             held = parse_config(raw)[0] if raw is not None else None
-            config = copy.deepcopy(held if held is not None else self.config)
-            node = config
-            for part in parts[:-1]:
-                if not isinstance(node.get(part), dict):
-                    node[part] = {}
-                node = node[part]
-            node[parts[-1]] = value
-            for where, problem in config_problems(config, key):
-                raise InvalidInput(f"config {where} {problem}")
-            return batch.set_config(config)
+            return batch.set_config(with_setting(held if held is not None else self.config,
+                                                 key, value))  # fmt: skip
 
     def create(self, type: str, title: str, body: str = "", **fields: Any) -> Bead:
         """Create one bead (one commit). See `Batch.create` for the fields."""

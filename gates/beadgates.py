@@ -18,7 +18,7 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from beads.errors import InvalidInput, NotFound
 from beads.process import budget, run_bounded
@@ -27,6 +27,9 @@ from beads.store import Store
 from beads.times import now_stamp, parse_duration, to_stamp
 from inbox.follow import Change, followed_batch
 from inbox.items import Item, clip
+
+if TYPE_CHECKING:
+    from beads.store import Batch
 
 GATE = "gate"
 AWAIT_TYPES = ("timer", "human", "mail", "bead", "gh:run", "gh:pr")
@@ -134,7 +137,7 @@ def evaluate(
         if meta.get("due_at") and meta["due_at"] <= now:
             outcome = Outcome(gate.id, "resolve", f"timer {target} elapsed")
     elif kind == "bead":
-        other = _maybe(store, target, known)
+        other = _bead_or_none(store, target, known)
         if other is not None and other.status == "closed":
             outcome = Outcome(gate.id, "resolve", f"{other.id} closed")
     elif kind == "mail":
@@ -148,7 +151,7 @@ def evaluate(
     return outcome
 
 
-def _maybe(
+def _bead_or_none(
     store: Store, bead_id: str | None, known: Mapping[str, Bead] | None = None
 ) -> Bead | None:
     if known and bead_id in known:
@@ -160,7 +163,7 @@ def _maybe(
 
 
 def _mail_outcome(store: Store, gate_id: str, message_id: str | None) -> Outcome:
-    message = _maybe(store, message_id)
+    message = _bead_or_none(store, message_id)
     if message is None:
         return Outcome(gate_id, "wait", error=f"no message {message_id}")
     for reply in store.list(type="message", thread=message.thread or message.id, limit=None):
@@ -269,9 +272,7 @@ def apply_outcomes(store: Store, outcomes: Sequence[Outcome]) -> list[Outcome]:
             if gate.meta.get("state") == "escalated" and outcome.action == "escalate":
                 continue
             if outcome.action == "resolve":
-                resolution = {"state": "resolved", "resolution": outcome.reason}
-                why = f"resolved: {outcome.reason}"
-                changed = batch.close_bead(gate.id, why, force=True, meta=resolution)
+                changed = close_resolved(batch, gate.id, outcome.reason)
             else:
                 escalation = {"state": "escalated", "resolution": outcome.reason}
                 changed = batch.update(gate.id, meta=escalation)
@@ -295,13 +296,15 @@ def resolve_gate(store: Store, gate_ref: str, reason: str | None = None) -> Bead
         raise InvalidInput(f"{gate.id} is a {gate.type}, not a gate")
     if gate.status != "open":
         raise InvalidInput(f"{gate.id} is already {gate.close_reason or 'closed'}")
-    text = reason or f"resolved by {store.agent}"
-    return apply_and_get(store, Outcome(gate.id, "resolve", text))
+    apply_outcomes(store, [Outcome(gate.id, "resolve", reason or f"resolved by {store.agent}")])
+    return store.get(gate.id)
 
 
-def apply_and_get(store: Store, outcome: Outcome) -> Bead:
-    apply_outcomes(store, [outcome])
-    return store.get(outcome.gate_id)
+def close_resolved(batch: Batch, gate_id: str, reason: str) -> Bead:
+    """Close the gate as resolved (`state: resolved`, its `resolution`) in `batch`: the one
+    way a gate resolves, whether a check, a person or a decision's answer resolves it."""
+    resolution = {"state": "resolved", "resolution": reason}
+    return batch.close_bead(gate_id, f"resolved: {reason}", force=True, meta=resolution)
 
 
 def derive(changes: Sequence[Change]) -> list[Item]:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from beads.cli.common import Duration, emit, global_options, open_store, settings
+from beads.cli.common import Duration, emit, global_options, open_store, settings, table
 
 if TYPE_CHECKING:
     from beads.store import Store
@@ -48,11 +48,10 @@ def _session(session: str | None) -> str:
 def register(gate_id: str, hook_name: str, mode: str, description: str | None,
              check: str | None) -> None:  # fmt: skip
     """Register a session gate for every session (kept in config.yaml)."""
-    from gates.session_gates import gate_definition
+    from gates import session_gates
 
-    spec = gate_definition(gate_id, {"hook": hook_name, "mode": mode,
-                                     "description": description, "check": check})  # fmt: skip
-    open_store().set_setting(f"gates.session.{gate_id}", spec)
+    spec = session_gates.register(open_store(), gate_id, mode=mode, hook=hook_name,
+                                  description=description, check=check)  # fmt: skip
     emit({"gate": {"id": gate_id, **spec}}, f"Registered {mode} gate {gate_id} on {hook_name}")
 
 
@@ -61,15 +60,9 @@ def register(gate_id: str, hook_name: str, mode: str, description: str | None,
 @global_options
 def unregister(gate_id: str) -> None:
     """Remove a registered session gate."""
-    from beads.errors import NotFound
-    from gates.session_gates import check_gate_id
+    from gates import session_gates
 
-    store = open_store()
-    registered = dict((store.config.get("gates") or {}).get("session") or {})
-    if check_gate_id(gate_id) not in registered:
-        raise NotFound(f"no registered gate {gate_id}")
-    del registered[gate_id]
-    store.set_setting("gates.session", registered)
+    session_gates.unregister(open_store(), gate_id)
     emit({"gate": {"id": gate_id}}, f"Unregistered gate {gate_id}")
 
 
@@ -104,18 +97,17 @@ def clear(gate_id: str | None, session: str | None) -> None:
 @global_options
 def status(session: str | None) -> None:
     """Each session gate of the session: satisfied or not, and how."""
-    from beads.process import budget
-    from gates.session_gates import CHECK_TIMEOUT, evaluate, session_gates
+    from gates.session_gates import gate_statuses
+    from inbox.delivery import Delivery
 
     chosen = _session(session)
     store = open_store()
-    with budget(CHECK_TIMEOUT):  # the checks share one timeout
-        statuses = [evaluate(g, store.root, chosen, cwd=store.root.parent)
-                    for g in session_gates(store.config)]  # fmt: skip
-    rows = [f"{'ok ' if s.satisfied else 'NO '} {s.gate.mode:<6} {s.gate.id}: {s.how}"
+    with Delivery(store.root, config=lambda: store.config) as delivery:
+        statuses = gate_statuses(store.config, delivery, chosen)
+    rows = [("ok" if s.satisfied else "NO", s.gate.mode, f"{s.gate.id}: {s.how}")
             for s in statuses]  # fmt: skip
     emit({"session": chosen, "gates": [s.to_json() for s in statuses]},
-         "\n".join(rows) or "No session gates")  # fmt: skip
+         table(rows) or "No session gates")  # fmt: skip
 
 
 @gate.command()
@@ -171,13 +163,13 @@ def watch(interval: float, rounds: int | None) -> None:
 
 def _check_once(store: Store) -> tuple[list[str], list[Outcome], list[str]]:
     """Timed-out decisions answered with their default, then every gate checked."""
-    from gates.beadgates import check_gates
-    from gates.decisions import answer_timed_out
+    from gates.decisions import check_due
 
-    answered = answer_timed_out(store)
-    outcomes = check_gates(store)
+    answered, outcomes = check_due(store)
     lines = [f"decision {d} answered with its default" for d in answered]
-    lines += [f"{o.action:<9} {o.gate_id}: {o.reason or o.error or ''}" for o in outcomes]
+    lines += table(
+        [(o.action, f"{o.gate_id}: {o.reason or o.error or ''}") for o in outcomes]
+    ).splitlines()
     return answered, outcomes, lines
 
 
@@ -211,10 +203,10 @@ def close_gate(gate_id: str, reason: str | None, force: bool) -> None:
 def list_gates(show_all: bool) -> None:
     """Bead gates (open ones by default)."""
     gates = open_store().list(type="gate", status=None if show_all else "open", limit=None)
-    rows = [f"{g.id}  {g.status:<6} {g.meta.get('state', ''):<9} "
-            f"{g.meta.get('await_type')}:{g.meta.get('await_id') or ''}  {g.title}"
+    rows = [(g.id, g.status, str(g.meta.get("state", "")),
+             f"{g.meta.get('await_type')}:{g.meta.get('await_id') or ''}", g.title)
             for g in gates]  # fmt: skip
-    emit({"beads": [g.to_dict() for g in gates]}, "\n".join(rows) or "No gates")
+    emit({"beads": [g.to_dict() for g in gates]}, table(rows) or "No gates")
 
 
 @gate.command()
@@ -253,17 +245,13 @@ def create_decision(
     import os
 
     from beads.times import parse_duration
-    from gates import decisions, session_gates
-    from inbox.queue import check_session
+    from gates import decisions
 
-    chosen = session or os.environ.get("GC_SESSION_ID")
-    if chosen:
-        check_session(chosen)  # before the commit: a refused input leaves the store as it was
     store = open_store()
+    asking = session or os.environ.get("GC_SESSION_ID")
     made, gate_bead = decisions.create_decision(store, prompt, options, default=default,
-                                                timeout=timeout, assignee=assignee)  # fmt: skip
-    if chosen:
-        session_gates.mark(store.root, chosen, "decision")
+                                                timeout=timeout, assignee=assignee,
+                                                session=asking)  # fmt: skip
     if not wait:
         emit({"bead": made.to_dict(), "gate": gate_bead.to_dict()},
              f"Created decision {made.id} (gate {gate_bead.id})")  # fmt: skip
@@ -293,10 +281,10 @@ def respond(decision_id: str, select: str, text: str | None) -> None:
 def list_decisions(show_all: bool) -> None:
     """Open decisions (all with --all)."""
     found = open_store().list(type="decision", status=None if show_all else "open", limit=None)
-    rows = [f"{d.id}  {d.status:<6} {d.meta.get('requested_by')} -> {d.assignee}: "
-            f"{d.meta.get('prompt')} [{', '.join(o['key'] for o in d.meta.get('options') or [])}]"
+    rows = [(d.id, d.status, f"{d.meta.get('requested_by')} -> {d.assignee}",
+             f"{d.meta.get('prompt')} [{', '.join(o['key'] for o in d.meta.get('options') or [])}]")
             for d in found]  # fmt: skip
-    emit({"beads": [d.to_dict() for d in found]}, "\n".join(rows) or "No decisions")
+    emit({"beads": [d.to_dict() for d in found]}, table(rows) or "No decisions")
 
 
 @decision.command("show")

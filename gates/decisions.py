@@ -18,10 +18,12 @@ from beads.errors import InvalidInput, NoMatch
 from beads.record import Bead
 from beads.store import Store
 from beads.times import now_stamp
-from gates.beadgates import GATE, gate_meta
+from gates import session_gates
+from gates.beadgates import GATE, Outcome, check_gates, close_resolved, gate_meta
 from inbox.delivery import Delivery
 from inbox.follow import Change, followed_batch, record
 from inbox.items import Item, clip
+from inbox.queue import check_session
 
 DECISION = "decision"
 
@@ -51,9 +53,15 @@ def create_decision(
     timeout: str | None = None,
     assignee: str = "human",
     body: str = "",
+    session: str | None = None,
 ) -> tuple[Bead, Bead]:
-    """Create the decision and its gate in one commit; returns `(decision, gate)`."""
+    """Create the decision and its gate in one commit; returns `(decision, gate)`.
+
+    `session`: the session asking, whose `decision` session gate is then marked (the Stop
+    hook lets it stop)."""
     parsed = parse_options(options)
+    if session is not None:
+        check_session(session)  # before the commit: a refused input leaves the store as it was
     if not prompt.strip():
         raise InvalidInput("a decision needs a prompt")
     if default is not None and default not in {o["key"] for o in parsed}:
@@ -86,6 +94,8 @@ def create_decision(
         )
         batch.message = f'decision create {decision_id}: "{title[:60]}" (gate {gate_id})'
         changes += [Change(decision), Change(gate)]
+    if session is not None:
+        session_gates.mark(store.root, session, "decision")
     return decision, gate
 
 
@@ -122,11 +132,7 @@ def respond(
             gate = batch.get(gate_id)
             if gate.status == "open":
                 reason = f"decision {decision.id} answered: {select}"
-                resolution = {"state": "resolved", "resolution": reason}
-                closed = batch.close_bead(
-                    gate_id, f"resolved: {reason}", force=True, meta=resolution
-                )
-                changes.append(Change(closed, gate))
+                changes.append(Change(close_resolved(batch, gate_id, reason), gate))
         how = " (default)" if by_default else ""
         batch.message = f"decision respond {decision.id}: {select}{how} by {store.agent}"
     return store.get(decision.id)
@@ -176,6 +182,14 @@ def push_answer(store: Store, decision: Bead) -> None:
     """Record the answer for the requester again (a no-op if it is still there); nudges."""
     with Delivery(store.root) as delivery:
         record(delivery, [answer_item(decision)])
+
+
+def check_due(store: Store, *, only_timers: bool = False) -> tuple[list[str], list[Outcome]]:
+    """What `gc gate check` does, and the hooks too: answer every timed-out decision with its
+    default, then resolve or escalate the gates whose condition holds (`only_timers`: due
+    timers only, no `gh`, no escalations, as a hook does). Returns the decisions answered and
+    the gates' outcomes."""
+    return answer_timed_out(store), check_gates(store, only_timers=only_timers)
 
 
 def answer_timed_out(store: Store) -> list[str]:

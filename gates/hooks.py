@@ -1,4 +1,4 @@
-"""`gc hook run`: Claude Code's hook protocol over delivery (and, next, gates).
+"""`gc hook run`: Claude Code's hook protocol over delivery and gates.
 
 Claude Code runs the hook with the event's JSON on stdin (`session_id`, `hook_event_name`,
 `cwd`, `source`, `stop_hook_active`, ...) and reads JSON from stdout:
@@ -7,8 +7,10 @@ Claude Code runs the hook with the event's JSON on stdin (`session_id`, `hook_ev
   `{"hookSpecificOutput": {"hookEventName": ..., "additionalContext": ...}}`;
 - PreCompact records the hook only (Claude Code shows nothing from it, so nothing is marked
   delivered there); SessionEnd ends the session;
-- Stop runs the stop chain: handlers by priority, the first block wins
-  (`{"decision": "block", "reason": ...}`); with no block the session is idle.
+- Stop runs the stop chain (`gates.stop`): handlers by priority, the first block wins
+  (`{"decision": "block", "reason": ...}`); with no block the session is idle;
+- every event first resolves due timer gates and answers timed-out decisions that have a
+  default, as `gc gate check` does (`resolve_due_gates`).
 
 The items a reply shows are marked delivered only once it is written and flushed: a hook
 killed or cut off before hands them to the session again at its next drain.
@@ -145,7 +147,7 @@ def run_hook(
             delivery=delivery,
             root=root,
         )
-        _side_job(ctx, lambda: resolve_due_timers(delivery))
+        _side_job(ctx, lambda: resolve_due_gates(delivery))
         reply = _dispatch(ctx)
         claimed = [drained for drained in ctx.drained if drained.items]
         if claimed:
@@ -208,28 +210,37 @@ def _side_job(ctx: HookContext, job: Callable[[], None]) -> None:
         log_failure(str(ctx.root), ctx.payload, exc)
 
 
-def resolve_due_timers(delivery: Delivery) -> None:
-    """Resolve timer gates that are due, found through the index (no `gh`, no dulwich unless
-    one is due)."""
+def resolve_due_gates(delivery: Delivery) -> None:
+    """What `gc gate check` does that a hook may: resolve due timer gates and answer decisions
+    whose gate timed out with their default (`gates.decisions.check_due`, without `gh` or
+    escalations). Found through the index first: no dulwich unless something is due."""
     from beads.query import Query
     from beads.times import now_stamp
 
     now = now_stamp()
-    timers = delivery.reader.index.query(
-        Query(type="gate", status="open", meta={"await_type": "timer"}, limit=None)
-    )
-    if any((g.meta.get("due_at") or "~") <= now for g in timers):
+    index = delivery.reader.index
+    timers = index.query(Query(type="gate", status="open", meta={"await_type": "timer"}))
+    due = any((g.meta.get("due_at") or "~") <= now for g in timers)
+    if not due:
+        decisions = index.query(Query(type="decision", status="open"))
+        waiting = [
+            d.meta["gate"] for d in decisions if d.meta.get("default") and d.meta.get("gate")
+        ]
+        gates = index.get_many(waiting).values() if waiting else ()
+        due = any(g.status == "open" and (g.meta.get("timeout_at") or "~") <= now for g in gates)
+    if due:
         from beads.store import Store
-        from gates.beadgates import check_gates
+        from gates.decisions import check_due
 
         with Store(delivery.root) as store:
-            check_gates(store, only_timers=True)
+            check_due(store, only_timers=True)
 
 
 def _reconcile_exec_mail(ctx: HookContext) -> None:
     """With an exec mail provider, ask its `check` and push "you have mail" items."""
-    configured = (ctx.delivery.store_config().get("mail") or {}).get("provider")
-    spec = os.environ.get("GC_MAIL") or configured or "beadmail"
+    from beads.config import mail_provider_spec
+
+    spec = mail_provider_spec(lambda: ctx.delivery.store_config().get("mail") or {})
     if spec.startswith("exec:"):
         from mail.notify import reconcile
 

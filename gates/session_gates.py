@@ -4,9 +4,14 @@ A gate is satisfied by its marker (`.runtime/gates/<session>/<gate>`, made by
 `gc gate mark`) or by its auto-check. `strict` gates block; `soft` gates warn. Built-ins:
 
 - `decision` (strict, only when `gates.require_decision` is true): the session asked a human
-  (`gc decision create --session S` marks it); the stop-decision handler reports it;
-- `commit-push` (soft): the project's git work tree is clean;
-- `bead-update` (soft): every open bead assigned to the agent was touched in this session.
+  (`create_decision(..., session=S)` marks it); the stop-decision handler reports it;
+- `commit-push` (soft): the project's git work tree is clean (`commit_push_status`);
+- `bead-update` (soft): every open bead assigned to the session's agent was touched in this
+  session (`bead_update_status`).
+
+Each built-in has one evaluation, given what it needs (the delivery database knows the
+session's agent, start and directory); `gate_statuses` runs them for `gc gate status` and the
+Stop chain alike, so the two never disagree.
 
 Gates registered with `gc gate register` live in `config.yaml` (`gates.session`) and apply to
 every session. A check that cannot run or hangs counts as satisfied with a warning: a broken
@@ -25,6 +30,9 @@ from inbox.queue import check_session
 TYPE_CHECKING = False  # importing typing costs a hook ~7 ms
 if TYPE_CHECKING:
     from typing import Any
+
+    from beads.store import Store
+    from inbox.delivery import Delivery
 
 GATE_ID_RE = re.compile(r"[a-z][a-z0-9_-]{0,63}")
 MODES = ("strict", "soft")
@@ -83,6 +91,33 @@ def gate_definition(gate_id: str, spec: dict[str, Any]) -> dict[str, Any]:
     return {k: spec.get(k) for k in ("hook", "mode", "description", "check") if spec.get(k)}
 
 
+def register(
+    store: Store,
+    gate_id: str,
+    *,
+    mode: str,
+    hook: str = "Stop",
+    description: str | None = None,
+    check: str | None = None,
+) -> dict[str, Any]:
+    """Register a session gate for every session (`gates.session.<id>` in config.yaml, one
+    commit); returns its definition as kept there."""
+    spec = gate_definition(gate_id, {"hook": hook, "mode": mode, "description": description,
+                                     "check": check})  # fmt: skip
+    store.set_setting(f"gates.session.{gate_id}", spec)
+    return spec
+
+
+def unregister(store: Store, gate_id: str) -> None:
+    """Remove a registered session gate (NotFound when there is none of that id)."""
+    from beads.config import UNSET
+
+    try:
+        store.set_setting(f"gates.session.{check_gate_id(gate_id)}", UNSET)
+    except NotFound:
+        raise NotFound(f"no registered gate {gate_id}") from None
+
+
 def session_gates(config: dict[str, Any]) -> list[SessionGate]:
     """Built-ins that apply under this config, then the registered gates."""
     settings = config.get("gates") or {}
@@ -138,32 +173,78 @@ def clear(root: Path, session: str, gate_id: str | None = None) -> int:
     return removed
 
 
-def evaluate(
-    gate: SessionGate,
-    root: Path,
+def gate_statuses(
+    config: dict[str, Any],
+    delivery: Delivery,
     session: str,
     *,
-    cwd: Path,
-    context: dict[str, Any] | None = None,
-) -> GateStatus:
-    """Whether `gate` is satisfied for `session`: marker first, then its check."""
-    if (marker_dir(root, session) / gate.id).exists():
+    cwd: Path | None = None,
+    hook: str | None = None,
+    skip: tuple[str, ...] = (),
+) -> list[GateStatus]:
+    """Every session gate of `session` (those of `hook`, when given, but the ids in `skip`),
+    evaluated: what `gc gate status` shows and the Stop chain judges by. The checks share one
+    timeout."""
+    from beads.process import budget  # lazy, as the checks that need it
+
+    gates = [g for g in session_gates(config)
+             if (hook is None or g.hook == hook) and g.id not in skip]  # fmt: skip
+    where = cwd or session_cwd(delivery, session)
+    with budget(CHECK_TIMEOUT):
+        return [evaluate(gate, delivery, session, cwd=where) for gate in gates]
+
+
+def session_cwd(delivery: Delivery, session: str) -> Path:
+    """Where the session works: the directory its SessionStart reported, else the project
+    around the store."""
+    known = delivery.session(session)
+    if known is not None and known.cwd and Path(known.cwd).is_dir():
+        return Path(known.cwd)
+    return delivery.root.parent
+
+
+def evaluate(gate: SessionGate, delivery: Delivery, session: str, *, cwd: Path) -> GateStatus:
+    """Whether `gate` is satisfied for `session`: marker first, then the built-in's own
+    evaluation or the registered gate's check."""
+    if (marker_dir(delivery.root, session) / gate.id).exists():
         return GateStatus(gate, True, "marker")
-    if gate.id == "decision":
+    if gate.builtin and gate.id == "decision":
         return GateStatus(gate, False, "no decision this session")
-    if gate.id == "commit-push":
-        return _git_clean(gate, cwd)
-    if gate.id == "bead-update":
-        stale = (context or {}).get("stale_beads") or []
-        if stale:
-            return GateStatus(gate, False, f"not updated this session: {', '.join(stale[:5])}")
-        return GateStatus(gate, True, "check")
+    if gate.builtin and gate.id == "commit-push":
+        return commit_push_status(gate, cwd)
+    if gate.builtin and gate.id == "bead-update":
+        return bead_update_status(gate, delivery, session)
     if gate.check:
         return _run_check(gate, cwd)
     return GateStatus(gate, False, "not marked")
 
 
-def _git_clean(gate: SessionGate, cwd: Path) -> GateStatus:
+def bead_update_status(gate: SessionGate, delivery: Delivery, session: str) -> GateStatus:
+    """`bead-update`: every open work bead of the session's agent was updated since the
+    session started."""
+    stale = stale_beads(delivery, session)
+    if stale:
+        return GateStatus(gate, False, f"not updated this session: {', '.join(stale[:5])}")
+    return GateStatus(gate, True, "check")
+
+
+def stale_beads(delivery: Delivery, session: str) -> list[str]:
+    """The open work beads of the session's agent not updated since the session started
+    (none for a session the hooks never registered)."""
+    from beads.query import Query
+    from beads.times import stamp_at
+
+    known = delivery.session(session)
+    if known is None:
+        return []
+    started = stamp_at(known.started_at)
+    rows = delivery.reader.index.query(Query(assignee=known.agent, status="open", limit=200))
+    skip = ("message", "gate", "decision")
+    return [b.id for b in rows if b.type not in skip and b.updated_at < started]
+
+
+def commit_push_status(gate: SessionGate, cwd: Path) -> GateStatus:
+    """`commit-push`: the git work tree at `cwd` is clean."""
     import subprocess  # lazy, here and below: a Stop hook whose gates need no check skips it
 
     from beads.process import run_bounded

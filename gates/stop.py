@@ -16,7 +16,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 from beads.query import Query
-from beads.times import stamp_at
 from gates import session_gates
 
 TYPE_CHECKING = False  # importing typing costs a hook ~7 ms
@@ -55,10 +54,13 @@ def stop_loop(ctx: HookContext) -> StopVerdict | None:
 
 
 def stop_decision(ctx: HookContext) -> StopVerdict | None:
-    settings = ctx.config.get("gates") or {}
-    if not settings.get("require_decision") or "decision" in (settings.get("disabled") or []):
-        return None
-    if (session_gates.marker_dir(ctx.root, ctx.session) / "decision").exists():
+    # The `decision` session gate, judged as `gc gate status` judges it; absent unless
+    # `gates.require_decision` is on.
+    gate = next((g for g in session_gates.session_gates(ctx.config) if g.id == "decision"), None)
+    if (
+        gate is None
+        or session_gates.evaluate(gate, ctx.delivery, ctx.session, cwd=ctx.root).satisfied
+    ):
         return None
     return StopVerdict(
         block=(
@@ -72,19 +74,13 @@ def stop_decision(ctx: HookContext) -> StopVerdict | None:
 
 def stop_gates(ctx: HookContext) -> StopVerdict | None:
     cwd = ctx.payload.get("cwd")
-    where = Path(cwd) if isinstance(cwd, str) and Path(cwd).is_dir() else ctx.root.parent
+    where = Path(cwd) if isinstance(cwd, str) and Path(cwd).is_dir() else None
     strict, warnings = [], []
-    context = {"stale_beads": _stale_beads(ctx)}
-    from beads.process import budget  # lazy, as the checks that need it
-
-    gates = [g for g in session_gates.session_gates(ctx.config)
-             if g.hook == "Stop" and g.id != "decision"]  # fmt: skip
-    with budget(session_gates.CHECK_TIMEOUT):  # every check of this stop shares one timeout
-        statuses = [
-            session_gates.evaluate(gate, ctx.root, ctx.session, cwd=where, context=context)
-            for gate in gates
-        ]
-    for gate, status in zip(gates, statuses, strict=True):
+    statuses = session_gates.gate_statuses(
+        ctx.config, ctx.delivery, ctx.session, cwd=where, hook="Stop", skip=("decision",)
+    )  # the decision gate is stop_decision's
+    for status in statuses:
+        gate = status.gate
         line = f"{gate.id} ({gate.description or gate.check or 'no description'}): {status.how}"
         if status.satisfied:
             if status.how.startswith("broken check"):
@@ -131,14 +127,3 @@ def _waiting_on(ctx: HookContext) -> list[str]:
             state = " ESCALATED" if meta.get("state") == "escalated" else ""
             lines.append(f"gc: you wait on gate {gate['id']} ({target}){state}: {gate['title']}")
     return lines
-
-
-def _stale_beads(ctx: HookContext) -> list[str]:
-    """The agent's open work beads not updated since this session started."""
-    session = ctx.delivery.session(ctx.session)
-    if session is None:
-        return []
-    started = stamp_at(session.started_at)
-    rows = ctx.delivery.reader.index.query(Query(assignee=ctx.agent, status="open", limit=200))
-    skip = ("message", "gate", "decision")
-    return [b.id for b in rows if b.type not in skip and b.updated_at < started]

@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from beads.cli.common import emit, global_options, settings
+from beads.cli.common import emit, global_options, settings, table
 from beads.errors import InvalidInput, NoMatch
 from beads.faults import fault
 from beads.record import acting_agent
@@ -177,15 +177,7 @@ def _table(items: list[Item], who: str) -> str:
         )
         for i in items
     ]
-    return _columns(rows)
-
-
-def _columns(rows: list[tuple[str, ...]]) -> str:
-    widths = [max(len(row[c]) for row in rows) for c in range(len(rows[0]) - 1)]
-    return "\n".join(
-        "  ".join([*(cell.ljust(w) for cell, w in zip(row, widths, strict=False)), row[-1]])
-        for row in rows
-    )
+    return table(rows)
 
 
 @click.group()
@@ -213,7 +205,7 @@ def _sessions_table(sessions: list[Session]) -> str:
             nudge = f"{s.nudge_outcome} {_ago(now, s.nudged_at)}: {s.nudge_detail or ''}".strip()
         hook = f"{s.last_hook or '-'} {_ago(now, s.last_hook_at)}"
         rows.append((s.session, s.agent, s.state, hook, nudge))
-    return _columns(rows)
+    return table(rows)
 
 
 def _ago(now: float, then: Any) -> str:

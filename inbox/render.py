@@ -62,7 +62,8 @@ def render(items: Sequence[Item]) -> str:
     if mail:
         if other:
             lines.append("")
-        lines.append(f"You have {len(mail)} new message(s).")
+        # The mail producer wrote each item's line (`mail.render.message_line`).
+        lines.append(f"You have {len(mail)} unread message(s).")
         shown = mail[:MAX_MAIL]
         if len(mail) > len(shown):
             lines.append(f"Showing the first {len(shown)}; run 'gc mail inbox' for the full list.")

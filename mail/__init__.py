@@ -1,7 +1,10 @@
 """Mail between agents: the `Provider` interface, beadmail (default) and exec providers.
 
-Public surface: `Message`, `Provider`, `Counts`, the errors `MessageNotFound`,
-`AlreadyArchived` and `ProviderError`, `BeadMail`, `ExecMail`, `open_provider`.
+Public surface: `Message`, `Provider` (and what a provider declares it supports,
+`Provider.capabilities`: `mail.provider.PRIORITY`, `ARCHIVED`, `DIRECTORY`), `Counts`, the
+errors `MessageNotFound`, `AlreadyArchived` and `ProviderError`, `BeadMail`, `ExecMail`,
+`open_provider`, and `mail.api.send`: the policy of `gc mail send` (recipient checks,
+`to_all`, strict recipients) for any provider.
 """
 
 from __future__ import annotations

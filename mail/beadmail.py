@@ -16,8 +16,9 @@ from beads.errors import NotFound
 from beads.record import MAX_TITLE_CHARS, Bead, check_agent, shorten
 from beads.store import Store
 from inbox.follow import Change, followed_batch
+from inbox.items import is_moot
 from mail.message import AlreadyArchived, Message, MessageNotFound
-from mail.provider import Counts, Provider
+from mail.provider import ARCHIVED, DIRECTORY, PRIORITY, Counts, Provider
 
 if TYPE_CHECKING:
     from inbox.delivery import Delivery
@@ -26,9 +27,27 @@ MESSAGE = "message"
 log = logging.getLogger("gc.mail")
 
 
+# THE rule "unread": a message bead is unread in its recipient's mailbox while each field holds
+# its first value; the second settles it (read, or archived). inbox, check, count, the hook's
+# "you have mail" items (moot once settled) and their derivation all read it from here.
+UNREAD = {"status": ("open", "closed"), "meta.read": (False, True)}
+SETTLED_WHEN = [{field: settled} for field, (_unread, settled) in UNREAD.items()]
+
+
 def unread_filters(recipient: str) -> dict[str, Any]:
-    """THE predicate "unread mail for `recipient`": inbox, check, count and hooks all use it."""
-    return {"type": MESSAGE, "assignee": recipient, "status": "open", "meta": {"read": False}}
+    """Query filters for unread mail of `recipient` (the UNREAD rule)."""
+    filters: dict[str, Any] = {"type": MESSAGE, "assignee": recipient, "meta": {}}
+    for field, (unread, _settled) in UNREAD.items():
+        if field.startswith("meta."):
+            filters["meta"][field[len("meta.") :]] = unread
+        else:
+            filters[field] = unread
+    return filters
+
+
+def is_unread(bead: Bead) -> bool:
+    """True when the message bead is unread (the UNREAD rule)."""
+    return is_moot(bead.to_dict(), [{field: unread for field, (unread, _) in UNREAD.items()}])
 
 
 def mailbox_filters(recipient: str) -> dict[str, Any]:
@@ -40,10 +59,21 @@ class BeadMail(Provider):
     """Mail over a bead store."""
 
     name = "beadmail"
+    capabilities = frozenset({PRIORITY, ARCHIVED, DIRECTORY})
 
     def __init__(self, store: Store) -> None:
         self.store = store
         self._delivery: Delivery | None = None
+
+    @property
+    def max_body(self) -> int:  # type: ignore[override]
+        return self.store.max_body
+
+    def known_agents(self) -> list[str]:
+        return self.store.known_agents()
+
+    def strict_recipients(self) -> bool:
+        return (self.store.config.get("mail") or {}).get("strict_recipients") is True
 
     def delivery(self) -> Delivery:
         """The store's delivery database, opened once per provider: a long-lived sender then
@@ -161,7 +191,6 @@ class BeadMail(Provider):
         return [bead_message(b) for b in self.store.list(**mailbox_filters(recipient))]
 
     def archived(self, recipient: str) -> list[Message]:
-        """Messages `recipient` archived or deleted (still in the store and its history)."""
         beads = self.store.list(type=MESSAGE, assignee=recipient, status="closed")
         return [bead_message(b) for b in beads]
 

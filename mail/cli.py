@@ -3,19 +3,16 @@
 from __future__ import annotations
 
 import contextlib
-import difflib
 from collections.abc import Callable
 from typing import Any
 
 import click
 
-from beads.cli.common import emit, global_options, open_store, read_text, settings
+from beads.cli.common import emit, global_options, open_store, read_text, settings, table
 from beads.errors import InvalidInput, NoMatch
 from beads.record import acting_agent, check_agent
 from mail.message import AlreadyArchived, Message, MessageNotFound, ProviderError
 from mail.provider import Provider
-
-DEFAULT_MAX_BODY = 1024 * 1024
 
 
 @click.group()
@@ -34,11 +31,6 @@ def provider() -> Provider:
 
 def me() -> str:
     return acting_agent(settings().agent)
-
-
-def _max_body(chosen: Provider) -> int:
-    store = getattr(chosen, "store", None)
-    return store.max_body if store is not None else DEFAULT_MAX_BODY
 
 
 @mail.command()
@@ -68,9 +60,9 @@ def send(
     to_all: bool,
 ) -> None:
     """Send mail: gc mail send TO BODY...  or  gc mail send TO -s SUBJECT -m BODY."""
+    from mail.api import send as send_mail
+
     words = list(args)
-    if to_all and to_list:
-        raise InvalidInput("--all and --to cannot be combined")
     if not to_all and not to_list:
         if not words:
             raise InvalidInput(
@@ -78,27 +70,14 @@ def send(
             )
         to_list = (words.pop(0),)
     chosen = provider()
-    from_agent = check_agent(sender or me(), what="sender")
     text = " ".join(words) if words and body_option is None and not body_stdin else None
-    body = (
-        read_text(body_option if text is None else text, None, body_stdin, limit=_max_body(chosen))
-        or ""
-    )
-    if not body and not subject:
-        raise InvalidInput("nothing to send: give a body or a subject")
-    known = _known_agents(chosen)
-    recipients = [a for a in known if a != from_agent] if to_all else list(to_list)
-    if not recipients:
-        raise InvalidInput("--all found no other known agent")
-    for name in [*recipients, *cc]:
-        check_agent(name, what="recipient")
-    _warn_unknown(chosen, [*recipients, *cc], known)
-    sent = [
-        chosen.send(from_agent, to, subject, body, cc=cc, priority=priority, dedup=dedup)
-        for to in recipients
-    ]
-    suppressed = any(m.suppressed for m in sent)
-    payload: dict[str, Any] = {"suppressed": suppressed}
+    source = body_option if text is None else text
+    body = read_text(source, None, body_stdin, limit=chosen.max_body) or ""
+    sent, warnings = send_mail(chosen, sender or me(), to_list, subject, body, cc=cc,
+                               priority=priority, dedup=dedup, to_all=to_all)  # fmt: skip
+    for warning in warnings:
+        click.echo(f"gc: warning: {warning}", err=True)
+    payload: dict[str, Any] = {"suppressed": any(m.suppressed for m in sent)}
     if len(sent) == 1:
         payload["message"] = sent[0].to_json()
     else:
@@ -124,8 +103,6 @@ def inbox(recipient: str | None, show_all: bool, archived: bool) -> None:
     who = check_agent(recipient or me(), what="recipient")
     chosen = provider()
     if archived:
-        if not hasattr(chosen, "archived"):
-            raise InvalidInput(f"--archived needs the beadmail provider, not {chosen.name}")
         messages = chosen.archived(who)
     else:
         messages = chosen.all(who) if show_all else chosen.inbox(who)
@@ -133,7 +110,7 @@ def inbox(recipient: str | None, show_all: bool, archived: bool) -> None:
     emit(
         {"recipient": who, "messages": [m.to_json() for m in messages]},
         lambda: (
-            _table(messages, ("ID", "FROM", "SUBJECT", "BODY"), _inbox_row)
+            table([("ID", "FROM", "SUBJECT", "BODY"), *map(_inbox_row, messages)])
             if messages
             else " ".join(empty.split())
         ),
@@ -171,10 +148,8 @@ def reply(
     """Answer a message's sender, in its thread."""
     chosen = provider()
     text = " ".join(words) if words and body_option is None and not body_stdin else None
-    body = (
-        read_text(body_option if text is None else text, None, body_stdin, limit=_max_body(chosen))
-        or ""
-    )
+    source = body_option if text is None else text
+    body = read_text(source, None, body_stdin, limit=chosen.max_body) or ""
     answer = chosen.reply(message_id, check_agent(me(), what="sender"), subject, body)
     emit(
         {"message": answer.to_json()},
@@ -254,7 +229,7 @@ def thread(thread_or_message_id: str) -> None:
     emit(
         {"messages": [m.to_json() for m in messages]},
         lambda: (
-            _table(messages, columns, _thread_row)
+            table([columns, *map(_thread_row, messages)])
             if messages
             else f"No messages in thread {thread_or_message_id}"
         ),
@@ -295,10 +270,10 @@ def check(recipient: str | None, inject: bool) -> None:
 
 def _inject(who: str) -> None:
     # A hook must never break the agent: any failure prints nothing and exits 0.
-    from mail.inject import render
+    from mail.render import render
 
     try:
-        text = render(provider().check(who))
+        text = render(who, provider().check(who))
     except Exception as exc:  # noqa: BLE001 - fail open, say why on stderr
         click.echo(f"gc: mail check --inject: {exc}", err=True)
         return
@@ -347,25 +322,6 @@ def conformance(program: str) -> None:
 # -- helpers ---------------------------------------------------------------------------------
 
 
-def _known_agents(chosen: Provider) -> list[str]:
-    store = getattr(chosen, "store", None)
-    return store.known_agents() if store is not None else []
-
-
-def _warn_unknown(chosen: Provider, names: list[str], known: list[str]) -> None:
-    store = getattr(chosen, "store", None)
-    if store is None:
-        return  # an exec backend knows its own recipients
-    unknown = [n for n in dict.fromkeys(names) if n not in known]
-    strict = (store.config.get("mail") or {}).get("strict_recipients") is True
-    for name in unknown:
-        near = difflib.get_close_matches(name, known, n=3)
-        hint = f" (did you mean {', '.join(near)}?)" if near else ""
-        if strict:
-            raise InvalidInput(f"unknown recipient {name!r}{hint}; mail.strict_recipients is on")
-        click.echo(f"gc: warning: unknown recipient {name!r}{hint}", err=True)
-
-
 def _block(message: Message) -> str:
     lines = [
         f"ID:       {message.id}",
@@ -402,14 +358,3 @@ def _thread_row(m: Message) -> tuple[str, ...]:
         _when(m.created_at),
         "\u2713" if m.read else " ",
     )
-
-
-def _table(
-    messages: list[Message], header: tuple[str, ...], row: Callable[[Message], tuple[str, ...]]
-) -> str:
-    rows = [header, *(row(m) for m in messages)]
-    widths = [max(len(r[i]) for r in rows) for i in range(len(header) - 1)]
-    return "\n".join(
-        "  ".join(cell.ljust(w) for cell, w in zip(r[:-1], widths, strict=True)) + "  " + r[-1]
-        for r in rows
-    ).rstrip()

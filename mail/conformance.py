@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from mail.message import AlreadyArchived, Message, MessageNotFound, ProviderError
-from mail.provider import Provider
+from mail.provider import PRIORITY, Provider
 
 
 class CaseFailed(AssertionError):
@@ -240,7 +240,7 @@ def case_cc_recipients_get_a_copy(p: Provider, n: Names) -> None:
 
 @case
 def case_inbox_orders_by_priority(p: Provider, n: Names) -> None:
-    if not p.carries_priority:
+    if PRIORITY not in p.capabilities:
         raise CaseSkipped("the exec protocol carries no priority on send")
     p.send(n("a"), n("b"), "low", "x", priority=4)
     p.send(n("a"), n("b"), "urgent", "x", priority=0)

@@ -47,8 +47,7 @@ class BadOutput(ProviderError):
 class ExecMail(Provider):
     """Mail through a user's program."""
 
-    name = "exec"
-    carries_priority = False
+    name = "exec"  # declares no capabilities: the protocol has no priority, archive or agents
 
     def __init__(self, program: str, *, timeout: float = DEFAULT_TIMEOUT) -> None:
         if not program:

@@ -8,13 +8,14 @@ from dataclasses import replace
 
 from beads.times import now_stamp
 from mail.message import AlreadyArchived, Message, MessageNotFound
-from mail.provider import Provider
+from mail.provider import PRIORITY, Provider
 
 
 class FakeProvider(Provider):
     """Mail kept in a dict; the simplest correct implementation of the contract."""
 
     name = "fake"
+    capabilities = frozenset({PRIORITY})
 
     def __init__(self) -> None:
         self._messages: dict[str, Message] = {}

@@ -18,39 +18,27 @@ from beads.record import Bead
 from inbox.delivery import Delivery
 from inbox.follow import Change, record
 from inbox.items import Item
-from inbox.render import preview
+from mail.beadmail import MESSAGE, SETTLED_WHEN, bead_message, is_unread
 from mail.message import Message
-
-MESSAGE = "message"
-# The message bead is settled once archived (closed) or read: its notification is then moot.
-MOOT_WHEN = [{"status": "closed"}, {"meta.read": True}]
-
-
-def item_text(message: Message) -> str:
-    """One line: id, sender, subject and a body preview (the render caps it again)."""
-    subject = f" [{preview(message.subject, 120, '...')}]" if message.subject else ""
-    sender = message.shown_sender()
-    return f"{message.id} from {sender}{subject}: {preview(message.body) or '(empty)'}"
+from mail.render import message_line
 
 
 def mail_item(recipient: str, message: Message, *, in_store: bool) -> Item:
     """The item `mail:<id>` for `recipient`; `in_store` when the message is a bead."""
     return Item.new(
         recipient,
-        item_text(message),
+        message_line(message),
         key=f"mail:{message.id}",
         type="mail",
         source=message.shown_sender(),
         priority=message.priority,
         ref_bead=message.id if in_store else None,
-        moot_when=MOOT_WHEN if in_store else None,
+        moot_when=SETTLED_WHEN if in_store else None,
     )
 
 
 def derive(changes: Sequence[Change]) -> list[Item]:
     """The mail items of a commit range: one per new, open, unread, addressed message."""
-    from mail.beadmail import bead_message
-
     items = []
     for change in changes:
         bead: Bead | None = change.new
@@ -58,8 +46,7 @@ def derive(changes: Sequence[Change]) -> list[Item]:
             change.created
             and bead is not None
             and bead.type == MESSAGE
-            and bead.status == "open"
-            and bead.meta.get("read") is False
+            and is_unread(bead)
             and bead.assignee
         ):
             items.append(mail_item(bead.assignee, bead_message(bead), in_store=True))
@@ -68,13 +55,14 @@ def derive(changes: Sequence[Change]) -> list[Item]:
 
 def reconcile(delivery: Delivery, agent: str) -> int:
     """Record an item for every unread message of `agent` (idempotent); returns how many."""
+    from beads.config import mail_provider_spec
     from beads.store import Store
-    from mail.select import open_provider, provider_spec
+    from mail.select import open_provider
 
     settings = delivery.store_config().get("mail") or {}
     chosen = open_provider(
         lambda: Store(delivery.root),
-        spec=provider_spec(settings.get("provider")),
+        spec=mail_provider_spec(lambda: settings),
         timeout=settings.get("exec_timeout"),
     )
     messages = chosen.check(agent)

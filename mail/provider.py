@@ -6,7 +6,14 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from beads.errors import InvalidInput
 from mail.message import Message
+
+DEFAULT_MAX_BODY = 1024 * 1024
+# What a provider may declare it supports (`Provider.capabilities`):
+PRIORITY = "priority"  # `send` records the priority (the exec protocol cannot)
+ARCHIVED = "archived"  # `archived` lists the mail a recipient archived or deleted
+DIRECTORY = "directory"  # `known_agents` knows the agents (recipient checks, `--all`)
 
 
 @dataclass(frozen=True)
@@ -21,7 +28,8 @@ class Provider(ABC):
     """A mail backend. Ids are the provider's own; unknown ids raise MessageNotFound."""
 
     name = "provider"
-    carries_priority = True  # can `send` record a priority (the exec protocol cannot)
+    capabilities: frozenset[str] = frozenset()
+    max_body = DEFAULT_MAX_BODY  # the longest body `send` accepts, in bytes
 
     @abstractmethod
     def send(
@@ -78,6 +86,18 @@ class Provider(ABC):
     @abstractmethod
     def thread(self, thread_id: str) -> list[Message]:
         """The messages of a thread, oldest first; an unknown thread is empty."""
+
+    def archived(self, recipient: str) -> list[Message]:
+        """Messages `recipient` archived or deleted (`ARCHIVED` providers only)."""
+        raise InvalidInput(f"listing archived mail needs the beadmail provider, not {self.name}")
+
+    def known_agents(self) -> list[str]:
+        """The agents this provider knows, sorted (`DIRECTORY` providers; others know none)."""
+        return []
+
+    def strict_recipients(self) -> bool:
+        """True when sending to an agent it does not know is an error, not a warning."""
+        return False
 
     def count(self, recipient: str) -> Counts:
         messages = self.all(recipient)

@@ -1,12 +1,12 @@
 """Which provider: `$GC_MAIL` (`beadmail`, `exec:<program>`), else `mail.provider` in
-config.yaml, else beadmail."""
+config.yaml, else beadmail (`beads.config.mail_provider_spec`)."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from beads.config import mail_provider_spec
 from beads.errors import InvalidInput, NotFound
 from mail.provider import Provider
 
@@ -14,25 +14,24 @@ if TYPE_CHECKING:
     from beads.store import Store
 
 
-def provider_spec(configured: str | None = None) -> str:
-    """The provider named by the environment, else by config, else `beadmail`."""
-    return os.environ.get("GC_MAIL") or configured or "beadmail"
-
-
 def open_provider(
     open_store: Callable[[], Store], *, spec: str | None = None, timeout: float | None = None
 ) -> Provider:
-    """The provider to use. The store is opened only when needed: beadmail, or to read
-    `mail.provider` when `$GC_MAIL` is unset, or `mail.exec_timeout` for an exec provider
-    (an exec provider works without any store: the timeout is then the default). A caller
-    that passes `spec` has read the configuration itself, and passes its `timeout`."""
-    chosen = spec or os.environ.get("GC_MAIL")
+    """The provider to use (`beads.config.mail_provider_spec`). The store is opened only when
+    needed: beadmail, or to read `mail.provider` when `$GC_MAIL` is unset, or
+    `mail.exec_timeout` for an exec provider (an exec provider works without any store: the
+    timeout is then the default). A caller that passes `spec` has read the configuration
+    itself, and passes its `timeout`."""
     store = None
-    if not chosen:
+
+    def mail_settings() -> dict[str, Any]:
+        nonlocal store
         store = open_store()
-        mail_config = store.config.get("mail") or {}
-        chosen = provider_spec(mail_config.get("provider"))
-        timeout = timeout or mail_config.get("exec_timeout")
+        return store.config.get("mail") or {}
+
+    chosen = spec or mail_provider_spec(mail_settings)
+    if store is not None:
+        timeout = timeout or (store.config.get("mail") or {}).get("exec_timeout")
     if chosen == "beadmail":
         from mail.beadmail import BeadMail
 

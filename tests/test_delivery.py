@@ -225,7 +225,7 @@ def test_mail_items_follow_the_mail_caps(store: Store) -> None:
     with Delivery(store.root) as delivery:
         text = delivery.drain("s1", "dog").text
     assert text.count("<system-reminder>") == 1 and text.count("</system-reminder>") == 1
-    assert "You have 5 new message(s)." in text and "Showing the first 3" in text
+    assert "You have 5 unread message(s)." in text and "Showing the first 3" in text
     bullet_lines = [line for line in text.splitlines() if line.startswith("- ")]
     assert len(bullet_lines) == 3
     assert all(len(line) <= 2 + 240 + len(" ... [preview truncated]") for line in bullet_lines)

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from beads.errors import InvalidInput, NotFound
 from beads.store import Store
-from gates import beadgates, decisions
+from gates import beadgates, decisions, session_gates
 from inbox import Delivery
 from mail.beadmail import BeadMail
 from tests.conftest import GcRunner
@@ -379,3 +380,63 @@ def test_responding_again_with_the_same_answer_tells_the_requester_again(store: 
     assert [i.key for i in items(store, store.agent)] == [f"decision:{decision.id}"]
     with pytest.raises(Exception, match="already answered"):
         decisions.respond(store, decision.id, "hold")
+
+
+def test_gate_status_and_the_stop_hook_agree_on_bead_update(tmp_path: Path, gc: GcRunner) -> None:
+    # One evaluation per built-in gate: `gc gate status` saw no stale beads (the Stop chain
+    # alone computed them) and said ok while the Stop hook said "not updated".
+    gc("init")
+    gc("config", "set", "gates.disabled", '["commit-push"]')
+    task = gc.json("bead", "create", "--type", "task", "--title", "Fix the build",
+                   "--assignee", "dog")["bead"]  # fmt: skip
+    start = {"session_id": "s1", "hook_event_name": "SessionStart", "cwd": str(tmp_path)}
+    assert gc("hook", "run", input=json.dumps(start), env={"GC_AGENT": "dog"}).returncode == 0
+
+    def status() -> dict:
+        gates = gc.json("gate", "status", "--session", "s1")["gates"]
+        return {g["id"]: (g["satisfied"], g["how"]) for g in gates}
+
+    assert status()["bead-update"] == (False, f"not updated this session: {task['id']}")
+    assert f"bead-update (your open beads were updated this session): not updated this " \
+        f"session: {task['id']}" in stop(gc)["systemMessage"]  # fmt: skip
+    gc("bead", "update", task["id"], "--title", "Fix the build now")
+    assert status()["bead-update"] == (True, "check")
+    assert stop(gc) is None
+
+
+def test_create_decision_marks_the_asking_sessions_gate(store: Store) -> None:
+    decisions.create_decision(store, "Ship?", ["ship", "hold"], session="s1")
+    assert (store.root / ".runtime" / "gates" / "s1" / "decision").exists()
+    before = store.count(type="decision")
+    with pytest.raises(InvalidInput):
+        decisions.create_decision(store, "Ship?", ["ship", "hold"], session="../x")
+    assert store.count(type="decision") == before  # refused before the commit
+
+
+def test_hooks_answer_timed_out_decisions_with_the_default(tmp_path: Path, gc: GcRunner) -> None:
+    # `gc gate check` is not the only one to answer: any hook does, as for due timers.
+    gc("init")
+    with Store.open(tmp_path, agent="dog") as store:
+        decision, gate = decisions.create_decision(store, "Ship?", ["ship", "hold"],
+                                                   default="hold", timeout="1h")  # fmt: skip
+        with store.batch() as batch:  # the timeout passed (no sleeping)
+            batch.update(gate.id, meta={"timeout_at": "2000-01-01T00:00:00.000000Z"})
+    payload = {"session_id": "s1", "hook_event_name": "UserPromptSubmit", "cwd": str(tmp_path)}
+    result = gc("hook", "run", input=json.dumps(payload), env={"GC_AGENT": "dog"})
+    context = json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert f"Decision {decision.id} answered by default (the decision timed out): hold" in context
+    assert gc.json("decision", "show", decision.id)["bead"]["meta"]["by_default"] is True
+
+
+def test_register_and_unregister_through_the_config_api(store: Store) -> None:
+    spec = session_gates.register(store, "tests-pass", mode="strict", description="run them")
+    assert store.config["gates"]["session"]["tests-pass"] == spec == {
+        "hook": "Stop", "mode": "strict", "description": "run them"}  # fmt: skip
+    with pytest.raises(InvalidInput, match="mode must be strict or soft"):
+        session_gates.register(store, "docs", mode="sometimes")
+    session_gates.unregister(store, "tests-pass")
+    assert store.config["gates"]["session"] == {}
+    with pytest.raises(NotFound, match="no registered gate tests-pass"):
+        session_gates.unregister(store, "tests-pass")
+    with pytest.raises(InvalidInput):  # the config API checks what a setting holds
+        store.set_setting("gates.session.docs", "not a mapping")

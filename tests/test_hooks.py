@@ -155,6 +155,9 @@ def test_hooks_load_nothing_heavy(project: Path, gc: GcRunner, event: str) -> No
     gc("gate", "register", "review", "--hook", "Stop", "--mode", "strict")
     gc("gate", "create", "--await", "human", "--waiter", "dog", env={"GC_AGENT": "dog"})
     gc("inbox", "push", "--to", "dog", "build finished")
+    # An open decision with a default, not due: the hook answers nothing and loads no git.
+    decision = ["--prompt", "Ship?", "--option", "y", "--option", "n", "--default", "n"]
+    gc("decision", "create", *decision, "--timeout", "1h")
     code = (
         "import json, sys; sys.argv = ['gc', 'hook', 'run']\n"
         "from beads.cli.entry import main\n"

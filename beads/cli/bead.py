@@ -6,7 +6,14 @@ from typing import Any
 
 import click
 
-from beads.cli.common import emit, global_options, open_store, parse_pairs, read_text
+from beads.cli.common import (
+    emit,
+    global_options,
+    open_store,
+    parse_pairs,
+    read_text,
+    table,
+)
 from beads.errors import InvalidInput
 from beads.record import Bead
 
@@ -284,15 +291,11 @@ def _block(found: Bead) -> str:
 
 
 def _table(found: list[Bead]) -> str:
-    rows = [(b.id, b.type, b.status, f"P{b.priority}", b.assignee or "-", b.title) for b in found]
-    if not rows:
-        return ""
-    widths = [max(len(r[i]) for r in rows) for i in range(5)]
-    return "\n".join(
-        "  ".join(cell.ljust(width) for cell, width in zip(row[:5], widths, strict=True))
-        + "  "
-        + _clip(row[5], 72)
-        for row in rows
+    return table(
+        [
+            (b.id, b.type, b.status, f"P{b.priority}", b.assignee or "-", _clip(b.title, 72))
+            for b in found
+        ]  # fmt: skip
     )
 
 

@@ -210,3 +210,17 @@ def parse_pairs(pairs: tuple[str, ...], what: str = "--meta") -> dict[str, str]:
             raise InvalidInput(f"{what} takes KEY=VALUE, not {pair!r}")
         out[key] = value
     return out
+
+
+def table(rows: Sequence[Sequence[str]]) -> str:
+    """Rows as aligned text: every column but the last padded to its widest cell, two spaces
+    apart (the last, often long, runs free); "" for no rows."""
+    if not rows:
+        return ""
+    widths = [max(len(row[c]) for row in rows) for c in range(len(rows[0]) - 1)]
+    return "\n".join(
+        "  ".join(
+            [*(cell.ljust(w) for cell, w in zip(row, widths, strict=False)), row[-1]]
+        ).rstrip()
+        for row in rows
+    )
