@@ -15,7 +15,6 @@ from collections.abc import Sequence
 from beads.errors import NotFound
 from inbox.items import ITEM_COLUMNS, Item, from_row, is_moot
 from inbox.queue import SessionQueue, check_session
-from inbox.render import render
 
 # A session that claimed items and died before its output was out gets them again at its next
 # drain; another session of the agent only after this long (it may still be writing them).
@@ -109,6 +108,8 @@ class DrainMixin:
             )
         for item in chosen:
             item.state, item.session, item.settled_at = state, session, now
+        from inbox.render import render  # lazy: a hook with nothing pending renders nothing
+
         return Drained(
             session=session,
             agent=agent,
