@@ -61,6 +61,6 @@ class ConfigMixin:
             raise InvalidInput("give a recipient: --to AGENT, --to all or --rig RIG")
         if to == "all":
             named = set(config.get("agents") or {}) | set(self.reader.index.agents())
-            named |= self.session_agents()  # type: ignore[attr-defined]
+            named |= self.session_agents()
             return sorted(named)
         return [check_agent(to, what="recipient")]

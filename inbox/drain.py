@@ -32,7 +32,8 @@ class Drained(
 
 
 class DrainMixin:
-    """`Delivery`'s consumer side: `drain`, `delivered`, `wait`."""
+    """`Delivery`'s consumer side: `drain`, `delivered`, `wait`. A part of the facade: it
+    uses `write`, `follow`, `items`, `has_pending`, `setting`, `session` and `take_queue`."""
 
     def drain(
         self,

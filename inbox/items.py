@@ -193,7 +193,8 @@ def refuse_producer_type(type: str) -> None:
 
 
 class ItemsMixin:
-    """`Delivery`'s items: push (with nudges), list, settle, reap."""
+    """`Delivery`'s items: push (with nudges), list, settle, reap. A part of the facade: it
+    uses `write`, `note_fault` (inbox/delivery.py) and `store_config`, `setting`."""
 
     db: sqlite3.Connection
 

@@ -18,7 +18,8 @@ if TYPE_CHECKING:
 
 
 class MergeMixin:
-    """`Delivery`'s session queues: append to one (`enqueue`), take one into the database."""
+    """`Delivery`'s session queues: append to one (`enqueue`), take one into the database.
+    A part of the facade: it uses `write` and `session`."""
 
     runtime: Path
 
@@ -37,7 +38,7 @@ class MergeMixin:
         """Append an item to one session's JSONL queue (the merge buffer the next drain of
         that session takes; the database is not touched, dedup happens at the drain)."""
         refuse_producer_type(type)
-        known = self.session(check_session(session))  # type: ignore[attr-defined]
+        known = self.session(check_session(session))
         agent = known.agent if known else "queued"  # the drain fills in the session's agent
         item = Item.new(agent, content, key=key, ttl=ttl, type=type, source=source,
                         priority=priority, pusher=acting_agent(pusher))  # fmt: skip

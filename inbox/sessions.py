@@ -177,7 +177,7 @@ class SessionsMixin:
         found = [Session(*row) for row in rows]
         if include_ended:
             return found
-        oldest = time.time() - self.setting("session_idle_timeout")  # type: ignore[attr-defined]
+        oldest = time.time() - self.setting("session_idle_timeout")
         return [s for s in found if s.state != "ended" and s.last_hook_at >= oldest]
 
     def live_sessions(self, agent: str) -> list[Session]:
