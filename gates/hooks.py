@@ -31,7 +31,7 @@ from beads.errors import GcError, InvalidInput
 from beads.faults import fault
 from beads.location import find_store
 from beads.record import acting_agent
-from gates.producers import register_producers
+from gates import register_producers
 from inbox.delivery import Delivery, Drained
 
 TYPE_CHECKING = False  # importing typing costs a hook ~7 ms

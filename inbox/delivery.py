@@ -17,7 +17,7 @@ transaction, taking the database's write lock up front.
 
 Items of mail, decisions and gates are derived from git by their producers, which register
 with `inbox.producers`; a Python program using `Delivery` directly calls
-`gates.producers.register_producers()` once first, or its drains derive nothing from git
+`gates.register_producers()` once first, or its drains derive nothing from git
 (and leave that to the next process that knows the producers: see inbox/producers.py).
 """
 

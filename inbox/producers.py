@@ -6,7 +6,7 @@ itself with this module when it is imported:
     register_deriver("message", derive)   # its items, from the changes of a commit range
     register_reconciler(reconcile)        # re-derives its items on demand (drain --reconcile)
 
-A program's composition root (`gates.producers.register_producers()`, which `gc` and
+A program's composition root (`gates.register_producers()`, which `gc` and
 `gc hook run` call before they run) declares every bead type that has a deriver, each with a
 function that imports its producer, without importing any:
 
@@ -20,7 +20,7 @@ its watermark past them, inbox/follow.py) needs every producer known: until a co
 has declared them, `Delivery.follow` does nothing, and a producer's own commit records the
 items its registered derivers make without moving the watermark. Nothing is lost: the next
 process that knows the producers derives what is missing. A Python program that drains with
-`inbox.Delivery` (or sends with `mail.BeadMail`) calls `gates.producers.register_producers()`
+`inbox.Delivery` (or sends with `mail.BeadMail`) calls `gates.register_producers()`
 once, then declares or registers its own producers, if any.
 """
 

@@ -14,7 +14,7 @@ import pytest
 
 from beads.example import init_example
 from beads.store import Store
-from gates.producers import register_producers
+from gates import register_producers
 
 # As `gc` and the hook do: in-process sends and drains derive items from git.
 register_producers()

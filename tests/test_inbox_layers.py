@@ -1,6 +1,6 @@
 """The inbox layer knows no layer above it: producers register with `inbox.producers`, the
-composition root (`gates.producers`) declares them, and the Stop hook's loop counter is gates'
-own table."""
+composition root (`gates.register_producers`) declares them, and the Stop hook's loop counter
+is gates' own table."""
 
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ def test_a_delivery_follows_git_only_once_the_producers_are_declared(store: Stor
         f"d = Delivery(Path({str(store.root)!r}))\n"
         "before = watermark(d)\n"
         "print(d.follow(), watermark(d) == before)\n"  # nothing derived, nothing skipped
-        "from gates.producers import register_producers\n"
+        "from gates import register_producers\n"
         "register_producers()\n"
         "print(d.follow(), [i.key for i in d.items('dog')])\n"
     )

@@ -32,7 +32,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
 }
 # Run before any command: the top layer's composition root, which declares the producers of
 # inbox items to delivery (inbox/producers.py) without importing them.
-SETUP = ("gates.producers", "register_producers")
+SETUP = ("gates", "register_producers")
 
 
 class LazyGroup(click.Group):
