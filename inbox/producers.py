@@ -79,9 +79,10 @@ def derived_types() -> frozenset[str]:
 
 def deriver(bead_type: str) -> Deriver | None:
     """The deriver of `bead_type` (its producer imported now if it was only declared)."""
-    load = _loaders.pop(bead_type, None)
+    load = _loaders.get(bead_type)
     if load is not None:
-        load()
+        load()  # dropped only once it has run: another thread meanwhile waits on the import
+        _loaders.pop(bead_type, None)
     return _derivers.get(bead_type)
 
 

@@ -57,6 +57,24 @@ def test_a_delivery_follows_git_only_once_the_producers_are_declared(store: Stor
     assert lines == ["0 True", f"1 ['mail:{bead.id}']"]
 
 
+def test_declared_producers_are_imported_on_first_need(tmp_path: Path) -> None:
+    code = (
+        "import sys\n"
+        "from inbox import producers\n"
+        "from gates import register_producers\n"
+        "register_producers()\n"
+        "print(sorted(producers.derived_types()), 'mail.notify' in sys.modules)\n"
+        "derive = producers.deriver('message')\n"
+        "print(derive.__module__, 'gates.beadgates' in sys.modules)\n"
+        "print([r.__module__ for r in producers.reconcilers()])\n"
+    )
+    assert python(code, tmp_path).splitlines() == [
+        "['decision', 'gate', 'message'] False",
+        "mail.notify False",
+        "['mail.notify']",
+    ]
+
+
 def test_a_hook_with_nothing_to_derive_imports_no_producer(store: Store) -> None:
     Delivery(store.root).close()
     with store.batch() as batch:  # a commit with no item to derive: stepped over
