@@ -25,6 +25,7 @@ from beads.process import budget, run_bounded
 from beads.record import Bead, check_agent
 from beads.store import Store
 from beads.times import now_stamp, parse_duration, to_stamp
+from inbox import producers
 from inbox.follow import Change, followed_batch
 from inbox.items import Item, clip
 
@@ -337,3 +338,6 @@ def derive(changes: Sequence[Change]) -> list[Item]:
             items.append(Item.new(waiter, text.rstrip(": "), key=key, type="gate", source="gc",
                                   priority=priority))  # fmt: skip
     return items
+
+
+producers.register_deriver(GATE, derive)

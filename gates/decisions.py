@@ -20,6 +20,7 @@ from beads.store import Store
 from beads.times import now_stamp
 from gates import session_gates
 from gates.beadgates import GATE, Outcome, check_gates, close_resolved, gate_meta
+from inbox import producers
 from inbox.delivery import Delivery
 from inbox.follow import Change, followed_batch, record
 from inbox.items import Item, clip
@@ -176,6 +177,9 @@ def answered(change: Change) -> bool:
 def derive(changes: Sequence[Change]) -> list[Item]:
     """The decision items of a commit range: the answer of each decision answered in it."""
     return [answer_item(c.new) for c in changes if c.new is not None and answered(c)]
+
+
+producers.register_deriver(DECISION, derive)
 
 
 def push_answer(store: Store, decision: Bead) -> None:

@@ -33,6 +33,7 @@ from beads.errors import GcError, InvalidInput
 from beads.faults import fault
 from beads.location import find_store
 from beads.record import acting_agent
+from gates import register_producers
 from inbox.delivery import Delivery, Drained
 
 TYPE_CHECKING = False  # importing typing costs a hook ~7 ms
@@ -136,6 +137,7 @@ def run_hook(
     delivered only then, so a hook killed or cut off before can hand them out again
     (at-least-once). Without `output` they are marked delivered before this returns.
     """
+    register_producers()  # each imported only if a drain must derive its items
     cwd = payload.get("cwd")
     root = find_store(beads_dir, cwd=Path(cwd) if isinstance(cwd, str) and cwd else None)
     with Delivery(root) as delivery:
@@ -181,7 +183,7 @@ def _dispatch(ctx: HookContext) -> dict[str, Any] | None:
 
 
 def _stop(ctx: HookContext) -> dict[str, Any] | None:
-    from gates.stop import CHAIN  # Stop only: the chain loads subprocess and the gates
+    from gates.stop import CHAIN, count_stop_block  # Stop only: loads subprocess, the gates
 
     warnings: list[str] = []
     for _priority, handler in sorted(CHAIN, key=lambda entry: entry[0]):
@@ -193,7 +195,7 @@ def _stop(ctx: HookContext) -> dict[str, Any] | None:
             break
         if verdict.block:
             ctx.delivery.hook_seen(ctx.session, ctx.agent, "Stop", state="busy")
-            ctx.delivery.count_stop_block(ctx.session, blocked=True)
+            count_stop_block(ctx.delivery, ctx.session, blocked=True)
             reply: dict[str, Any] = {"decision": "block", "reason": verdict.block}
             if warnings:
                 reply["systemMessage"] = "\n".join(warnings)

@@ -20,9 +20,17 @@ from gates import session_gates
 
 TYPE_CHECKING = False  # importing typing costs a hook ~7 ms
 if TYPE_CHECKING:
+    import sqlite3
+
     from gates.hooks import HookContext
+    from inbox.delivery import Delivery
 
 DEFAULT_MAX_STOP_BLOCKS = 3
+# The loop detector's count of consecutive blocked stops, per session: gates' own table in
+# the sessions database (runtime state, dropped with it if damaged: the count starts over).
+STOP_BLOCKS_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS stop_blocks(session TEXT PRIMARY KEY, blocks INTEGER NOT NULL)"
+)
 
 
 class StopVerdict(namedtuple("StopVerdict", "block warnings allow", defaults=(None, (), False))):
@@ -37,15 +45,40 @@ class StopVerdict(namedtuple("StopVerdict", "block warnings allow", defaults=(No
 StopHandler = Callable[["HookContext"], "StopVerdict | None"]
 
 
+def count_stop_block(delivery: Delivery, session: str, blocked: bool) -> int:
+    """Count a blocked Stop of `session` (or, not blocked, reset the count); returns the
+    new count."""
+
+    def count(db: sqlite3.Connection) -> int:
+        db.execute(STOP_BLOCKS_SCHEMA)
+        if not blocked:
+            db.execute("DELETE FROM stop_blocks WHERE session = ?", (session,))
+            return 0
+        db.execute(
+            "INSERT INTO stop_blocks VALUES (?, 1) "
+            "ON CONFLICT(session) DO UPDATE SET blocks = blocks + 1",
+            (session,),
+        )
+        return stop_blocks(db, session)
+
+    return delivery.on_sessions(count)
+
+
+def stop_blocks(db: sqlite3.Connection, session: str) -> int:
+    """The consecutive blocked stops of `session` counted so far."""
+    db.execute(STOP_BLOCKS_SCHEMA)
+    row = db.execute("SELECT blocks FROM stop_blocks WHERE session = ?", (session,)).fetchone()
+    return row[0] if row else 0
+
+
 def stop_loop(ctx: HookContext) -> StopVerdict | None:
     if not ctx.payload.get("stop_hook_active"):
-        ctx.delivery.count_stop_block(ctx.session, blocked=False)
+        count_stop_block(ctx.delivery, ctx.session, blocked=False)
         return None
     limit = (ctx.config.get("gates") or {}).get("max_stop_blocks", DEFAULT_MAX_STOP_BLOCKS)
-    session = ctx.delivery.session(ctx.session)
-    blocks = session.stop_blocks if session else 0
+    blocks = ctx.delivery.on_sessions(lambda db: stop_blocks(db, ctx.session))
     if blocks >= int(limit):
-        ctx.delivery.count_stop_block(ctx.session, blocked=False)
+        count_stop_block(ctx.delivery, ctx.session, blocked=False)
         return StopVerdict(
             allow=True,
             warnings=[f"gc: letting the agent stop after {blocks} blocked stops in a row"],

@@ -2,7 +2,8 @@
 
 Public surface: `Delivery` (push, drain, items, wait, sessions), `Item`, `Drained`, `Session`,
 `AgentInbox` and its `Entry`, `render`. Loaded on first use, so a hook importing one module
-does not pay for the others.
+does not pay for the others. The layers above register their producers of items with
+`inbox.producers` (a program declares them with `gates.register_producers()`).
 """
 
 from __future__ import annotations

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import sys
 import time
 import uuid
@@ -15,13 +14,10 @@ from beads.errors import InvalidInput, NoMatch
 from beads.faults import fault
 from beads.record import acting_agent
 from beads.times import parse_duration
+from inbox import producers
 from inbox.delivery import Delivery, Session
 from inbox.items import TYPES, Item
 from inbox.render import preview, shown_source
-
-# Producers that can re-derive their items (`drain --reconcile`), named as data: the inbox
-# layer never imports the layers above it.
-RECONCILERS = ("mail.notify:reconcile",)
 
 
 def open_delivery() -> Delivery:
@@ -125,10 +121,9 @@ def drain(session: str, reconcile: bool) -> None:
     agent = known.agent if known and not settings().agent else me()
     if known is None:
         delivery.register(session, agent)
-    if reconcile:
-        for target in RECONCILERS:
-            module, _, name = target.partition(":")
-            getattr(importlib.import_module(module), name)(delivery, agent)
+    if reconcile:  # the producers registered with delivery (`gc` declares them: main.py)
+        for reconciler in producers.reconcilers():
+            reconciler(delivery, agent)
     drained = delivery.drain(session, agent, deliver=False)
     for problem in drained.problems:
         click.echo(f"gc: warning: {problem}", err=True)

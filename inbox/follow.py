@@ -13,15 +13,15 @@ applied from, with the bead types changed, and a complete chain of links from th
 to the watermark that names none of those types moves the watermark at once.
 
 The rules stay with their layer: a deriver is a function of the producer's module from the
-changes of one commit range to items. This layer names them as data (below) and imports one
-only when a change of its bead type is to be derived, so it never imports the layers above it
-on its own, and a hook that finds the watermark at the branch pays two cheap reads.
+changes of one commit range to items, registered with `inbox.producers` (which see: nothing
+is followed until the producers are declared). A producer is imported only when a change of
+its bead type is to be derived, so a hook that finds the watermark at the branch pays two
+cheap reads.
 """
 
 from __future__ import annotations
 
 import contextlib
-import importlib
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 
@@ -30,20 +30,13 @@ from beads.faults import fault
 from beads.index import Index
 from beads.reader import branch_head
 from beads.record import Bead
+from inbox import producers
 
 TYPE_CHECKING = False  # importing typing costs a hook ~7 ms
 if TYPE_CHECKING:
     from beads.store import Batch, Store
     from inbox.delivery import Delivery
     from inbox.items import Item
-
-# "module:function" of each deriver, by the bead type whose changes call for it. A deriver
-# takes every change of the range (`Sequence[Change]`) and returns the items they make.
-DERIVERS = {
-    "message": "mail.notify:derive",
-    "decision": "gates.decisions:derive",
-    "gate": "gates.beadgates:derive",
-}
 
 
 class Change:
@@ -77,18 +70,18 @@ def watermark(delivery: Delivery) -> bytes | None:
 
 
 def derive(changes: Sequence[Change], log: Callable[[str], None]) -> list[Item]:
-    """The items the producers make of these changes (each deriver loaded on first need).
+    """The items the producers make of these changes (each producer imported on first need).
 
     A bead no item can be made of (say, a waiter's name edited into something invalid) is
     logged and skipped, change by change: it must never stop the watermark, or every later
     drain would stumble on it again."""
-    types = {c.new.type for c in changes if c.new is not None}
+    types = dict.fromkeys(c.new.type for c in changes if c.new is not None)  # in order
+    derived = producers.derived_types()
     items: list[Item] = []
-    for bead_type, target in DERIVERS.items():
-        if bead_type not in types:
+    for bead_type in (t for t in types if t in derived):
+        deriver = producers.deriver(bead_type)
+        if deriver is None:  # declared, and its loader registered none: nothing to make
             continue
-        module, _, name = target.partition(":")
-        deriver = getattr(importlib.import_module(module), name)
         try:
             items += deriver(changes)
         except InvalidInput:
@@ -109,7 +102,11 @@ def record(
 ) -> list[tuple[Item, bool]]:
     """Store items of a producer (the one path for mail, decision and gate items) and, with
     `advance=(parent, commit)`, move the watermark to `commit` if it stands at `parent`, in
-    the same transaction; returns `(item, created)` per item. Idle recipients are nudged."""
+    the same transaction; returns `(item, created)` per item. Idle recipients are nudged.
+    The watermark stays where it is until the producers are declared (`inbox.producers`):
+    a later follow, which knows them all, derives what this caller could not."""
+    if not producers.declared():
+        advance = None
 
     def move(db: sqlite3.Connection) -> None:
         parent, commit = advance  # type: ignore[misc]
@@ -126,7 +123,7 @@ def committed(
     delivery: Delivery, parent: bytes | None, commit: bytes | None, changes: Sequence[Change]
 ) -> list[tuple[Item, bool]]:
     """After a producer's commit: derive the items of its changes and record them."""
-    return record(delivery, derive(changes, delivery.log), advance=(parent, commit))
+    return record(delivery, derive(changes, delivery.note_fault), advance=(parent, commit))
 
 
 @contextlib.contextmanager
@@ -157,7 +154,8 @@ def followed_batch(
             try:
                 committed(delivery, batch.base, batch.commit_id, changes)
             except Exception as exc:  # noqa: BLE001 - see above
-                delivery.log(f"items of commit {batch.commit_id.decode()} not recorded: {exc}")
+                commit = batch.commit_id.decode()
+                delivery.note_fault(f"items of commit {commit} not recorded: {exc}")
     finally:
         if own and delivery is not None:
             delivery.close()
@@ -171,6 +169,8 @@ def follow(delivery: Delivery) -> int:
     row a commit); otherwise the index catches up and the tree diff names the beads to look
     at.
     """
+    if not producers.declared():
+        return 0  # see inbox/producers.py: moving the watermark now could lose items
     head = branch_head(delivery.root)
     mark = watermark(delivery)
     if head is None or mark == head:
@@ -197,7 +197,7 @@ def _derives_nothing(delivery: Delivery, mark: bytes, head: bytes) -> bool:
             index.close()
     except (GcError, sqlite3.Error):
         return False
-    return types is not None and not types.intersection(DERIVERS)
+    return types is not None and not types.intersection(producers.derived_types())
 
 
 def _catch_up(delivery: Delivery, mark: bytes) -> int:
@@ -214,12 +214,14 @@ def _catch_up(delivery: Delivery, mark: bytes) -> int:
         try:
             if not git.has_object(mark):
                 # The commit it stood at is gone (the branch was replaced): go on from here.
-                delivery.log(f"follow: watermark {mark.decode()} not in the store; now at HEAD")
+                gone = mark.decode()
+                delivery.note_fault(f"follow: watermark {gone} not in the store; now at HEAD")
                 return _created(record(delivery, [], advance=(mark, head)))
             changes = []
+            derived = producers.derived_types()
             for change in git.changes(mark, head):
                 located = parse_bead_path(change.path)
-                if located is None or located[0] not in DERIVERS or change.new_sha is None:
+                if located is None or located[0] not in derived or change.new_sha is None:
                     continue
                 new = reader.get(located[1])  # the bead at `head` (None if unreadable)
                 if new is None:
@@ -234,7 +236,7 @@ def _catch_up(delivery: Delivery, mark: bytes) -> int:
                         return None
 
                 changes.append(Change(new, load_old=load_old if change.old_sha else None))
-            items = derive(changes, delivery.log)
+            items = derive(changes, delivery.note_fault)
             fault("follow-derived")
             made = record(delivery, items, advance=(mark, head))
         finally:

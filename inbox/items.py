@@ -1,16 +1,20 @@
-"""An inbox item: one notification for one agent, and the checks its fields must pass."""
+"""Inbox items: one notification for one agent, the checks its fields must pass, and its
+rows in the delivery database (pushing, listing, settling, reaping)."""
 
 from __future__ import annotations
 
+import json
 import math
 import time
+from collections.abc import Callable, Sequence
 
 from beads.errors import InvalidInput
 from beads.ids import check_id
-from beads.record import check_agent, check_text
+from beads.record import acting_agent, check_agent, check_text
 
 TYPE_CHECKING = False  # importing typing costs a hook ~7 ms
 if TYPE_CHECKING:
+    import sqlite3
     from typing import Any
 
 TYPES = ("decision", "alert", "event", "agent", "mail", "gate", "system")
@@ -20,8 +24,10 @@ TYPES = ("decision", "alert", "event", "agent", "mail", "gate", "system")
 PRODUCER_TYPES = ("mail", "decision", "gate")
 MAX_CONTENT_BYTES = 64 * 1024
 MAX_KEY_CHARS = 200
-# `delivering`: handed to a session whose output is not yet known to be out (see `drain`).
-STATES = ("pending", "delivering", "delivered", "expired", "moot")
+ITEM_COLUMNS = (
+    "id, agent, key, type, source, content, priority, created_at, expires_at, ref_bead, "
+    "moot_when, state, session, settled_at, pusher"
+)
 
 
 class Item:
@@ -175,3 +181,200 @@ def is_moot(bead_fields: dict[str, Any], conditions: list[dict[str, Any]]) -> bo
         ):
             return True
     return False
+
+
+def refuse_producer_type(type: str) -> None:
+    """Items of a producer's type (mail, decision, gate) come from that producer only."""
+    if type in PRODUCER_TYPES:
+        raise InvalidInput(
+            f"items of type {type!r} come only from their producer (gc mail, gc decision, "
+            "gc gate); push another type (alert, event, agent, system)"
+        )
+
+
+class ItemsMixin:
+    """`Delivery`'s items: push (with nudges), list, settle, reap. A part of the facade: it
+    uses `write`, `note_fault` (inbox/delivery.py) and `store_config`, `setting`."""
+
+    db: sqlite3.Connection
+
+    def push(
+        self,
+        recipients: Sequence[str],
+        content: str,
+        *,
+        key: str,
+        type: str = "event",
+        source: str = "system",
+        priority: int = 2,
+        ttl: float | None = None,
+        ref_bead: str | None = None,
+        moot_when: list[dict[str, Any]] | None = None,
+        nudge: bool = True,
+        pusher: str | None = None,
+    ) -> list[tuple[Item, bool]]:
+        """Push one item to each recipient; returns `(item, created)` per recipient.
+
+        A second push of the same key to the same agent is a no-op (`created` False, the
+        existing item returned). Once the database has committed, idle recipients are nudged
+        (never blocking this call). `pusher` (default: the acting agent) is recorded and shown
+        with the item. Items of the producers' types (mail, decision, gate) are refused.
+        """
+        items = [
+            Item.new(
+                agent,
+                content,
+                key=key,
+                ttl=ttl,
+                type=type,
+                source=source,
+                priority=priority,
+                ref_bead=ref_bead,
+                moot_when=moot_when,
+                pusher=acting_agent(pusher),
+            )  # fmt: skip
+            for agent in dict.fromkeys(recipients)
+        ]
+        return self.push_items(items, nudge=nudge)
+
+    def push_items(self, items: Sequence[Item], *, nudge: bool = True) -> list[tuple[Item, bool]]:
+        """Push checked items in one transaction (see `push`); returns `(item, created)`."""
+        for item in items:
+            refuse_producer_type(item.type)
+            item.pusher = item.pusher or acting_agent()
+        return self.insert_items(items, nudge=nudge)
+
+    def insert_items(
+        self,
+        items: Sequence[Item],
+        *,
+        nudge: bool = True,
+        then: Callable[[sqlite3.Connection], None] | None = None,
+    ) -> list[tuple[Item, bool]]:
+        """Store items of any type in one transaction (`then` runs inside it); the producers
+        reach it through `inbox.follow.record`, everyone else through `push_items`."""
+        results: list[tuple[Item, bool]] = []
+        with self.write() as db:
+            for item in items:
+                created = insert_row(db, item)
+                if not created:
+                    item = self._item_by_key(item.agent, item.key) or item
+                results.append((item, created))
+            if then is not None:
+                then(db)
+        if nudge:
+            try:
+                # Nudge commands live under `agents` in config.yaml: without any, skip loading
+                # the nudge module (and subprocess) on every push.
+                if self.store_config().get("agents"):
+                    from inbox.nudge import nudge_agents
+
+                    nudge_agents(self, [item for item, created in results if created])
+            except Exception as exc:  # the items are committed: a nudge must not undo that
+                self.note_fault(f"nudge failed: {type(exc).__name__}: {exc}")
+        return results
+
+    def _item_by_key(self, agent: str, key: str) -> Item | None:
+        row = self.db.execute(
+            f"SELECT {ITEM_COLUMNS} FROM items WHERE agent = ? AND key = ?", (agent, key)
+        ).fetchone()
+        return from_row(row) if row else None
+
+    def items(self, agent: str | None = None, states: Sequence[str] = ("pending",)) -> list[Item]:
+        """Items by state (all agents when `agent` is None), most urgent and oldest first."""
+        marks = ", ".join("?" for _ in states)
+        sql = f"SELECT {ITEM_COLUMNS} FROM items WHERE state IN ({marks})"
+        params: list[Any] = list(states)
+        if agent is not None:
+            sql += " AND agent = ?"
+            params.append(agent)
+        sql += " ORDER BY priority, created_at, id"
+        return [from_row(row) for row in self.db.execute(sql, params)]
+
+    def has_pending(self, agent: str, now: float | None = None) -> bool:
+        """True when `agent` has an unexpired item not yet delivered (cheap: one indexed
+        lookup); items claimed by a drain whose output is not known to be out count."""
+        now = time.time() if now is None else now
+        row = self.db.execute(
+            "SELECT 1 FROM items WHERE agent = ? AND state IN ('pending', 'delivering') "
+            "AND (expires_at IS NULL OR expires_at > ?) LIMIT 1",
+            (agent, now),
+        ).fetchone()
+        return row is not None
+
+    def settle(self, agent: str, keys: Sequence[str], state: str = "moot") -> int:
+        """Settle `agent`'s undelivered items of these keys (a producer says they are moot:
+        for items with no bead to check); returns how many."""
+        now = time.time()
+        with self.write() as db:
+            return sum(
+                db.execute(
+                    "UPDATE items SET state = ?, settled_at = ? WHERE agent = ? AND key = ? "
+                    "AND state IN ('pending', 'delivering')",
+                    (state, now, agent, key),
+                ).rowcount
+                for key in keys
+            )
+
+    def reap(self) -> int:
+        """Remove expired pending items and settled items past `delivery.keep_delivered`."""
+        now = time.time()
+        with self.write() as db:
+            expired = db.execute(
+                "DELETE FROM items WHERE state IN ('pending', 'delivering') "
+                "AND expires_at IS NOT NULL AND expires_at <= ?",
+                (now,),
+            ).rowcount
+            old = db.execute(
+                "DELETE FROM items WHERE state NOT IN ('pending', 'delivering') AND settled_at < ?",
+                (now - self.setting("keep_delivered"),),
+            ).rowcount
+        return expired + old
+
+
+def insert_row(db: sqlite3.Connection, item: Item) -> bool:
+    """Insert `item` unless its `(agent, key)` is taken; True (and `item.id` set) if new."""
+    cursor = db.execute(
+        "INSERT OR IGNORE INTO items(agent, key, type, source, content, priority, created_at, "
+        "expires_at, ref_bead, moot_when, pusher) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            item.agent,
+            item.key,
+            item.type,
+            item.source,
+            item.content,
+            item.priority,
+            item.created_at,
+            item.expires_at,
+            item.ref_bead,
+            json.dumps(item.moot_when) if item.moot_when else None,
+            item.pusher,
+        ),
+    )
+    if cursor.rowcount == 1:
+        item.id = cursor.lastrowid
+        return True
+    return False
+
+
+def from_row(row: tuple[Any, ...]) -> Item:
+    """The item of a row of `SELECT {ITEM_COLUMNS}`."""
+    (id_, agent, key, type_, source, content, priority, created, expires, ref, moot, state,
+     session, settled, pusher) = row  # fmt: skip
+    return Item(
+        agent=agent,
+        key=key,
+        content=content,
+        type=type_,
+        source=source,
+        priority=priority,
+        created_at=created,
+        expires_at=expires,
+        ref_bead=ref,
+        moot_when=json.loads(moot) if moot else None,
+        state=state,
+        id=id_,
+        session=session,
+        settled_at=settled,
+        pusher=pusher,
+    )

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from beads import files
-from beads.config import TEMPLATE_FIELDS as FIELDS
 from beads.config import check_argv_template
 from beads.errors import InvalidInput
 from beads.process import run_bounded
@@ -40,7 +39,7 @@ def nudge_command(delivery: Delivery, agent: str) -> list[str] | None:
     if spec is None:
         return None
     try:
-        return check_argv_template(spec, FIELDS)
+        return check_argv_template(spec)
     except InvalidInput as exc:
         raise InvalidInput(f"agents.{agent}.nudge: {exc.message}") from None
 

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from beads.errors import InvalidInput
 from beads.record import Bead
+from inbox import producers
 from inbox.delivery import Delivery
 from inbox.follow import Change, record
 from inbox.items import Item
@@ -72,7 +73,7 @@ def reconcile(delivery: Delivery, agent: str) -> int:
         try:
             items.append(mail_item(agent, message, in_store=in_store))
         except InvalidInput as exc:  # one odd message (an id too long for a key) spoils no other
-            delivery.log(f"no mail item for {message.id[:80]!r}: {exc}")
+            delivery.note_fault(f"no mail item for {message.id[:80]!r}: {exc}")
     made = record(delivery, items)
     if not in_store:
         # No bead to check at drain time: an item whose message is no longer unread (read or
@@ -85,3 +86,7 @@ def reconcile(delivery: Delivery, agent: str) -> int:
         ]
         delivery.settle(agent, stale)
     return len(messages)
+
+
+producers.register_deriver(MESSAGE, derive)
+producers.register_reconciler(reconcile)

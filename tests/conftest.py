@@ -14,6 +14,10 @@ import pytest
 
 from beads.example import init_example
 from beads.store import Store
+from gates import register_producers
+
+# As `gc` and the hook do: in-process sends and drains derive items from git.
+register_producers()
 
 
 def gc_program() -> str:

@@ -275,7 +275,7 @@ def test_a_failed_drain_keeps_the_queue(delivery: Delivery, store: Store, monkey
     def broken(*args: object, **kwargs: object) -> bool:
         raise OSError("disk gone")
 
-    monkeypatch.setattr("inbox.delivery._insert", broken)
+    monkeypatch.setattr("inbox.merge.insert_row", broken)
     with pytest.raises(OSError):
         delivery.drain("s1")
     monkeypatch.undo()

@@ -30,6 +30,9 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "gate": ("gates.cli", "gate", "Session gates and bead gates: register, mark, check, resolve."),
     "decision": ("gates.cli", "decision", "Ask a human; the answer comes back to your inbox."),
 }
+# Run before any command: the top layer's composition root, which declares the producers of
+# inbox items to delivery (inbox/producers.py) without importing them.
+SETUP = ("gates", "register_producers")
 
 
 class LazyGroup(click.Group):
@@ -41,6 +44,8 @@ class LazyGroup(click.Group):
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name not in COMMANDS:
             return None
+        setup_module, setup = SETUP
+        getattr(importlib.import_module(setup_module), setup)()
         module, attribute, _help = COMMANDS[cmd_name]
         return getattr(importlib.import_module(module), attribute)
 

@@ -1,0 +1,66 @@
+"""Delivery's part of `config.yaml`: the `delivery.*` settings, and who an item goes to
+(an agent, a rig's members, or `all`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from beads.errors import InvalidInput, NotFound
+from beads.record import check_agent
+from beads.times import parse_duration
+
+TYPE_CHECKING = False  # importing typing costs a hook ~7 ms
+if TYPE_CHECKING:
+    from typing import Any
+
+    from beads.reader import IndexReader
+
+DEFAULTS: dict[str, Any] = {
+    "max_items": 20,  # per drain; priority 0 is never deferred
+    "session_idle_timeout": "8h",  # a session silent this long is no longer live
+    "nudge_interval": "60s",  # an agent is nudged at most once per interval
+    "nudge_timeout": "10s",  # a nudge command running longer is killed
+    "keep_delivered": "7d",  # delivered, expired and moot items are reaped after this
+}
+
+
+class ConfigMixin:
+    """`Delivery`'s configuration: the store's config.yaml, settings, recipients."""
+
+    reader: IndexReader
+    _config_source: Callable[[], dict[str, Any]] | None
+    _config: dict[str, Any] | None
+
+    def store_config(self) -> dict[str, Any]:
+        """The store's `config.yaml` (read from the index: no YAML parser on this path)."""
+        if self._config_source is not None:
+            return self._config_source()
+        if self._config is None:
+            self._config = self.reader.config()
+        return self._config
+
+    def setting(self, name: str) -> Any:
+        """A `delivery.<name>` setting; durations come back as seconds."""
+        value = (self.store_config().get("delivery") or {}).get(name, DEFAULTS[name])
+        if name == "max_items":
+            if type(value) is not int or value < 1:
+                raise InvalidInput("delivery.max_items must be a positive integer")
+            return value
+        return float(value) if isinstance(value, int | float) else parse_duration(str(value))
+
+    def recipients(self, to: str | None = None, rig: str | None = None) -> list[str]:
+        """The agents an item for `to` (an agent or `all`) or `rig` goes to: `all` is every
+        agent config.yaml lists, the store knows, or a session was registered for."""
+        config = self.store_config()
+        if rig is not None:
+            members = (config.get("rigs") or {}).get(rig)
+            if not members:
+                raise NotFound(f"no rig {rig!r} in config.yaml")
+            return [check_agent(str(m), what="rig member") for m in members]
+        if to is None:
+            raise InvalidInput("give a recipient: --to AGENT, --to all or --rig RIG")
+        if to == "all":
+            named = set(config.get("agents") or {}) | set(self.reader.index.agents())
+            named |= self.session_agents()
+            return sorted(named)
+        return [check_agent(to, what="recipient")]

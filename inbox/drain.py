@@ -1,0 +1,160 @@
+"""Drain policy: what a session is handed when it asks for its agent's items.
+
+`drain` follows git first (inbox/follow.py), takes the session's queue (inbox/merge.py), then
+decides: expired and moot items are dropped, the rest sorted by priority then age and capped
+at `delivery.max_items` (priority 0 is never deferred); each item goes out once per agent, to
+whichever of its sessions drains first, claimed until the caller's output is out.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import namedtuple
+from collections.abc import Sequence
+
+from beads.errors import NotFound
+from inbox.items import ITEM_COLUMNS, Item, from_row, is_moot
+from inbox.queue import SessionQueue, check_session
+
+# A session that claimed items and died before its output was out gets them again at its next
+# drain; another session of the agent only after this long (it may still be writing them).
+CLAIM_SECONDS = 60.0
+
+
+# A namedtuple, not a dataclass: importing `dataclasses` costs a hook about 20 ms.
+class Drained(
+    namedtuple("Drained", "session agent items text deferred dropped problems", defaults=(0, 0, ()))
+):
+    """What a drain delivered (`items`, a list of Item), its rendering (`text`), how many
+    items it deferred or dropped, and the problems it had to set aside (`problems`)."""
+
+    __slots__ = ()
+
+
+class DrainMixin:
+    """`Delivery`'s consumer side: `drain`, `delivered`, `wait`. A part of the facade: it
+    uses `write`, `follow`, `items`, `has_pending`, `setting`, `session` and `take_queue`."""
+
+    def drain(
+        self,
+        session: str,
+        agent: str | None = None,
+        *,
+        max_priority: int = 4,
+        limit: int | None = None,
+        deliver: bool = True,
+    ) -> Drained:
+        """Hand `session` its agent's pending items (see DESIGN.md, Delivery).
+
+        First derives the items of commits the database has not seen yet (`inbox.follow`).
+        Takes the session's queue, merges it with the agent's undelivered items, drops expired
+        and moot ones, sorts by priority then age, hands out at most `limit` (priority 0 is
+        never deferred), once per agent. `max_priority` lets the Stop hook take only the
+        urgent ones.
+
+        With `deliver=False` the items are only claimed for the session: the caller marks
+        them delivered (`delivered`) once its output is written, so a drain killed before
+        that hands them out again at the session's next drain (at-least-once; other sessions
+        of the agent get them after CLAIM_SECONDS).
+        """
+        check_session(session)
+        known = self.session(session)
+        if agent is None:
+            if known is None:
+                raise NotFound(f"no session {session!r}; give the agent or register the session")
+            agent = known.agent
+        self.follow()
+        if SessionQueue(self.runtime, session).empty() and not self.has_pending(agent):
+            return Drained(session=session, agent=agent, items=[], text="")  # the common case
+        limit = limit if limit is not None else self.setting("max_items")
+        keep = self.setting("keep_delivered")
+        problems = self.take_queue(session, agent)
+        now = time.time()
+        moot = self._moot_keys(self.items(agent, ("pending", "delivering")))
+        state = "delivered" if deliver else "delivering"
+        with self.write() as db:
+            pending = [
+                from_row(row)
+                for row in db.execute(
+                    f"SELECT {ITEM_COLUMNS} FROM items WHERE agent = ? AND (state = 'pending' "
+                    "OR (state = 'delivering' AND (session = ? OR settled_at < ?))) "
+                    "ORDER BY priority, created_at, id",
+                    (agent, session, now - CLAIM_SECONDS),
+                )
+            ]
+            dropped: list[tuple[str, int]] = []
+            live: list[Item] = []
+            for item in pending:
+                if item.expired(now):
+                    dropped.append(("expired", item.id or 0))
+                elif item.key in moot:
+                    dropped.append(("moot", item.id or 0))
+                elif item.priority <= max_priority:
+                    live.append(item)
+            urgent = [item for item in live if item.priority == 0]
+            rest = [item for item in live if item.priority != 0]
+            chosen = urgent + rest[: max(0, limit - len(urgent))]
+            db.executemany(
+                "UPDATE items SET state = ?, settled_at = ? WHERE id = ?",
+                [(why, now, item_id) for why, item_id in dropped],
+            )
+            db.executemany(
+                "UPDATE items SET state = ?, session = ?, settled_at = ? WHERE id = ?",
+                [(state, session, now, item.id) for item in chosen],
+            )
+            db.execute(
+                "DELETE FROM items WHERE agent = ? AND state NOT IN ('pending', 'delivering') "
+                "AND settled_at < ?",
+                (agent, now - keep),
+            )
+        for item in chosen:
+            item.state, item.session, item.settled_at = state, session, now
+        from inbox.render import render  # lazy: a hook with nothing pending renders nothing
+
+        return Drained(
+            session=session,
+            agent=agent,
+            items=chosen,
+            text=render(chosen),
+            deferred=len(live) - len(chosen),
+            dropped=len(dropped),
+            problems=problems,
+        )
+
+    def delivered(self, drained: Drained) -> None:
+        """Mark the items of a `drain(deliver=False)` delivered: its output is out."""
+        if not drained.items:
+            return
+        now = time.time()
+        with self.write() as db:
+            db.executemany(
+                "UPDATE items SET state = 'delivered', settled_at = ? "
+                "WHERE id = ? AND state = 'delivering' AND session = ?",
+                [(now, item.id, drained.session) for item in drained.items],
+            )
+        for item in drained.items:
+            item.state, item.settled_at = "delivered", now
+
+    def _moot_keys(self, items: Sequence[Item]) -> set[str]:
+        """Keys of the items whose referenced bead now matches a moot condition."""
+        refs = [item for item in items if item.ref_bead and item.moot_when]
+        if not refs:
+            return set()
+        moot = set()
+        for item in refs:
+            bead = self.reader.get(item.ref_bead or "")
+            if bead is not None and is_moot(bead.to_dict(), item.moot_when or []):
+                moot.add(item.key)
+        return moot
+
+    def wait(self, agent: str, timeout: float, poll: float = 0.05) -> bool:
+        """Block until `agent` has a pending item (True) or `timeout` seconds pass (False)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            self.follow()  # mail committed meanwhile (a crashed send, a push) wakes it too
+            if self.has_pending(agent):
+                return True
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            time.sleep(min(poll, left))

@@ -1,0 +1,72 @@
+"""Queue merging: a session's JSONL queue (inbox/queue.py), the buffer of producers that
+cannot reach the database, is taken into the delivery database at the session's next drain;
+dedup by key happens there."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from beads.errors import InvalidInput
+from beads.record import acting_agent
+from inbox.items import Item, insert_row, refuse_producer_type
+from inbox.queue import SessionQueue, check_session
+
+TYPE_CHECKING = False  # importing typing costs a hook ~7 ms
+if TYPE_CHECKING:
+    from typing import Any
+
+
+class MergeMixin:
+    """`Delivery`'s session queues: append to one (`enqueue`), take one into the database.
+    A part of the facade: it uses `write` and `session`."""
+
+    runtime: Path
+
+    def enqueue(
+        self,
+        session: str,
+        content: str,
+        *,
+        key: str,
+        type: str = "event",
+        source: str = "system",
+        priority: int = 2,
+        ttl: float | None = None,
+        pusher: str | None = None,
+    ) -> Item:
+        """Append an item to one session's JSONL queue (the merge buffer the next drain of
+        that session takes; the database is not touched, dedup happens at the drain)."""
+        refuse_producer_type(type)
+        known = self.session(check_session(session))
+        agent = known.agent if known else "queued"  # the drain fills in the session's agent
+        item = Item.new(agent, content, key=key, ttl=ttl, type=type, source=source,
+                        priority=priority, pusher=acting_agent(pusher))  # fmt: skip
+        record = item.to_json()
+        for name in ("id", "agent", "state", "session", "settled_at"):
+            record.pop(name)
+        SessionQueue(self.runtime, session).append(record)
+        return item
+
+    def take_queue(self, session: str, agent: str) -> list[str]:
+        """Move the session's queue into the database (committed before the file empties)."""
+        queue = SessionQueue(self.runtime, session)
+        if queue.empty():
+            return []
+
+        def store(records: list[dict[str, Any]]) -> list[str]:
+            items, problems = [], []
+            for record in records:
+                try:
+                    item = Item.from_json({**record, "agent": agent})
+                    refuse_producer_type(item.type)
+                    items.append(item)
+                except InvalidInput as exc:
+                    queue.set_aside(json.dumps(record), str(exc))
+                    problems.append(f"queue item set aside: {exc}")
+            with self.write() as db:
+                for item in items:
+                    insert_row(db, item)
+            return problems
+
+        return queue.take(store)[1]
