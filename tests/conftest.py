@@ -15,9 +15,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 from beads.example import init_example
 from beads.store import Store
+
+
+# Hypothesis: ~100 examples a property on a developer's run; `HYPOTHESIS_PROFILE=ci` (what
+# .ci/run sets) tries many more. A test's own `max_examples` overrides both.
+settings.register_profile("default", max_examples=100, deadline=None)
+settings.register_profile("ci", max_examples=1500, deadline=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 
 def gc_program() -> str:

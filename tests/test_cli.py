@@ -188,6 +188,7 @@ def test_oversized_and_binary_bodies_are_refused(project: GcRunner, tmp_path: Pa
     assert head(project) == before
 
 
+@pytest.mark.gc_process
 def test_errors_in_json_mode(project: GcRunner) -> None:
     result = project("--json", "bead", "show", "gc-zzzzzzzz")
     assert result.returncode == 40
@@ -199,6 +200,7 @@ def test_errors_in_json_mode(project: GcRunner) -> None:
     assert usage.returncode == 30 and json.loads(usage.stdout)["error"]["code"] == "invalid_input"
 
 
+@pytest.mark.gc_process
 def test_no_store_exits_40_and_says_to_init(gc: GcRunner) -> None:
     exit_code, stderr = run_bad(gc, "bead", "list")
     assert exit_code == 40 and "gc init" in stderr
@@ -211,6 +213,7 @@ def test_ambiguous_prefix_exits_30_listing_candidates(project: GcRunner) -> None
     assert exit_code == 30 and "ambiguous" in stderr and stderr.count("gc-") >= 4
 
 
+@pytest.mark.gc_process
 def test_help_needs_no_store(gc: GcRunner) -> None:
     result = gc("--help")
     assert result.returncode == 0 and "bead" in result.stdout and "mail" in result.stdout

@@ -228,6 +228,7 @@ def test_wait_returns_on_answer(tmp_path: Path, gc: GcRunner) -> None:
     assert waiter.returncode == 0 and json.loads(out)["bead"]["meta"]["answer"] == "yes"
 
 
+@pytest.mark.gc_process
 def test_wait_times_out_with_exit_10_or_takes_the_default(tmp_path: Path, gc: GcRunner) -> None:
     gc("init")
     args = ["decision", "create", "--prompt", "Go?", "--option", "yes", "--option", "no",

@@ -87,6 +87,7 @@ def test_copies_of_a_send_share_one_budget(tmp_path: Path) -> None:
     assert time.monotonic() - started < 1.6
 
 
+@pytest.mark.gc_process
 def test_exec_timeout_from_config_applies_with_gc_mail(gc: GcRunner, tmp_path: Path) -> None:
     assert gc("init").returncode == 0
     assert gc("config", "set", "mail.exec_timeout", "1").returncode == 0
@@ -313,6 +314,7 @@ def use_the_store(gc: GcRunner, tmp_path: Path) -> None:
     assert gc("gate", "mark", "tests", "--session", "s1").returncode == 0
 
 
+@pytest.mark.gc_process
 def test_a_store_is_private_under_a_022_umask(gc: GcRunner, tmp_path: Path, umask_022) -> None:
     assert gc("init").returncode == 0
     use_the_store(gc, tmp_path)
@@ -338,6 +340,7 @@ def test_the_library_keeps_its_own_files_private(tmp_path: Path, umask_022) -> N
     assert not ours
 
 
+@pytest.mark.gc_process
 def test_a_group_store_shares_with_the_group_only(gc: GcRunner, tmp_path: Path, umask_022) -> None:
     assert gc("init").returncode == 0
     assert gc("config", "set", "store.shared", "group").returncode == 0
@@ -355,6 +358,7 @@ def test_a_group_store_shares_with_the_group_only(gc: GcRunner, tmp_path: Path, 
     assert bad.returncode == 30 and "store.shared must be private" in bad.stderr
 
 
+@pytest.mark.gc_process
 def test_a_store_made_before_modes_becomes_private(gc: GcRunner, tmp_path: Path) -> None:
     assert gc("init").returncode == 0
     use_the_store(gc, tmp_path)
@@ -419,6 +423,7 @@ def test_init_through_a_link_to_nowhere_is_invalid_input(
     assert not (tmp_path / "nowhere").exists()
 
 
+@pytest.mark.gc_process
 def test_programs_gc_runs_keep_the_users_umask(gc: GcRunner, tmp_path: Path, umask_022) -> None:
     assert gc("init").returncode == 0
     seen = tmp_path / "umask"
