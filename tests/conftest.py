@@ -20,7 +20,6 @@ from hypothesis import settings
 from beads.example import init_example
 from beads.store import Store
 
-
 # Hypothesis: ~100 examples a property on a developer's run; `HYPOTHESIS_PROFILE=ci` (what
 # .ci/run sets) tries many more. A test's own `max_examples` overrides both.
 settings.register_profile("default", max_examples=100, deadline=None)
