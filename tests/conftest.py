@@ -197,10 +197,6 @@ def gc(tmp_path: Path, request: pytest.FixtureRequest) -> GcRunner:
     return GcRunner(tmp_path, process=request.node.get_closest_marker("gc_process") is not None)
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "gc_process: the `gc` fixture runs real subprocesses")
-
-
 def git(*args: str, cwd: Path) -> str:
     """Run the real git CLI; returns stdout, fails the test on a non-zero exit."""
     env = {
