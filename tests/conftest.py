@@ -10,6 +10,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -195,6 +196,25 @@ def example_store(tmp_path: Path) -> Iterator[Store]:
 def gc(tmp_path: Path, request: pytest.FixtureRequest) -> GcRunner:
     """A `gc` runner in `tmp_path`; in this process unless the test is marked `gc_process`."""
     return GcRunner(tmp_path, process=request.node.get_closest_marker("gc_process") is not None)
+
+
+def alive(pid: int) -> bool:
+    """Running (a zombie waiting for a reaper that containers may lack is dead)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, IndexError):
+        return False
+    return state != "Z"
+
+
+def gone(pids: list[int], within: float = 5.0) -> bool:
+    """True once none of `pids` is running: a process killed takes a moment to die."""
+    deadline = time.monotonic() + within
+    while any(alive(pid) for pid in pids):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
 
 
 def git(*args: str, cwd: Path) -> str:
