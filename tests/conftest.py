@@ -49,8 +49,9 @@ class GcRunner:
     a subprocess costs ~0.2 s of start-up, and the suite runs hundreds of commands.
     `process=True` (or `gc.subprocess(...)`, or the `gc_process` marker on a test) runs the
     real program instead: for what only a process shows (the launcher, start-up, signals,
-    kills, races, umask). A run in this process that ends in "internal error" (an exception
-    escaping a command) fails the test unless it passes `internal_error=True`.
+    kills, races, umask). A run that ends in "internal error" (an exception escaping a
+    command, which gc words as one line, exit 50) fails the test unless it passes
+    `internal_error=True`.
     """
 
     def __init__(self, cwd: Path, *, process: bool = False) -> None:
@@ -137,24 +138,26 @@ def _run_in_process(
     saved_logging = root_logger.handlers[:], root_logger.level
     umask = os.umask(0o077)
     os.umask(umask)
-    root_logger.handlers.clear()  # no handler, as in a fresh process: warnings go to stderr
-    root_logger.setLevel(logging.WARNING)
-    files._checked.clear()
-    files._modes.clear()
-    os.environ.clear()
-    os.environ.update(env)
-    os.chdir(cwd)
-    sys.argv = [gc_program(), *args]
-    sys.stdin = stream(_Pipe(data or b""), errors)
-    sys.stdout, sys.stderr = stream(out, errors), stream(err, "backslashreplace")
+    program = gc_program()
     try:
+        root_logger.handlers.clear()  # no handler, as in a fresh process: warnings to stderr
+        root_logger.setLevel(logging.WARNING)
+        files._checked.clear()
+        files._modes.clear()
+        os.environ.clear()
+        os.environ.update(env)
+        os.chdir(cwd)
+        sys.argv = [program, *args]
+        sys.stdin = stream(_Pipe(data or b""), errors)
+        sys.stdout, sys.stderr = stream(out, errors), stream(err, "backslashreplace")
         entry.main()
         code: object = 0
     except SystemExit as exc:
         code = exc.code
     finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
+        if sys.stdout is not saved_streams[1]:
+            sys.stdout.flush()
+            sys.stderr.flush()
         sys.stdin, sys.stdout, sys.stderr = saved_streams
         sys.argv = saved_argv
         os.chdir(saved_cwd)

@@ -296,3 +296,15 @@ def test_in_process_runs_are_what_the_real_program_does(
         assert here.stdout.split()[:2] == real.stdout.split()[:2]
     else:
         assert here.stdout == real.stdout
+
+
+def test_a_fault_of_gc_fails_the_test_that_meets_it(
+    gc: GcRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(args: object) -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr("beads.cli.main.check_arguments", broken)
+    with pytest.raises(AssertionError, match="internal error: RuntimeError: boom"):
+        gc("bead", "list")
+    assert gc("bead", "list", internal_error=True).returncode == 50
