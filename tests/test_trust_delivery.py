@@ -195,8 +195,8 @@ def test_a_hook_killed_on_a_blocked_stdout_delivers_at_the_next(
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline and not any(i.state == "delivering" for i in items(project)):
         time.sleep(0.02)
-    wchan = Path(f"/proc/{child.pid}/wchan")  # where the kernel has the child waiting
-    while time.monotonic() < deadline and "pipe_write" not in wchan.read_text():
+    wchan = Path(f"/proc/{child.pid}/wchan")  # (anon_)pipe_write, or pipe_wait before 5.5
+    while time.monotonic() < deadline and "pipe_w" not in wchan.read_text():
         if wchan.read_text() in ("", "0"):  # a kernel that does not say: give it time
             time.sleep(0.2)
             break
