@@ -21,8 +21,8 @@ store.close()
 
 
 # Enough creates that the writers pack loose objects while they race (PACK_LOOSE_AT: each
-# create makes about four objects).
-EACH = 60
+# create makes about six objects).
+EACH = 40
 
 
 def test_eight_processes_creating_beads_at_once(tmp_path: Path) -> None:
