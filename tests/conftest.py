@@ -1,16 +1,22 @@
-"""Shared fixtures: stores on real disks and a runner for the real `gc` command."""
+"""Shared fixtures: stores on real disks, a runner for the `gc` command, hypothesis profiles."""
 
 from __future__ import annotations
 
+import io
 import json
+import logging
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import settings
 
 from beads.example import init_example
 from beads.store import Store
@@ -18,6 +24,12 @@ from gates import register_producers
 
 # As `gc` and the hook do: in-process sends and drains derive items from git.
 register_producers()
+
+# Hypothesis: ~100 examples a property on a developer's run; `HYPOTHESIS_PROFILE=ci` (what
+# .ci/run sets) tries many more. A test's own `max_examples` overrides both.
+settings.register_profile("default", max_examples=100, deadline=None)
+settings.register_profile("ci", max_examples=500, deadline=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 
 def gc_program() -> str:
@@ -28,12 +40,28 @@ def gc_program() -> str:
     return found
 
 
-class GcRunner:
-    """Runs `gc` in a subprocess, as a user would, in `cwd` with a clean identity."""
+# Settings only a process of its own can honour: read once at import (fault points) or ending
+# the process (a kill). A run whose environment names one always runs in a subprocess.
+PROCESS_ONLY_ENV = ("GC_FAULT_POINT",)
 
-    def __init__(self, cwd: Path) -> None:
+
+class GcRunner:
+    """Runs `gc` in `cwd` with a clean identity, as a user would.
+
+    By default the command runs in this process (`beads.cli.entry.main`, exactly what the
+    installed `gc` calls, with its own argv, environment, cwd, stdin and captured output):
+    a subprocess costs ~0.2 s of start-up, and the suite runs hundreds of commands.
+    `process=True` (or `gc.subprocess(...)`, or the `gc_process` marker on a test) runs the
+    real program instead: for what only a process shows (the launcher, start-up, signals,
+    kills, races, umask). A run that ends in "internal error" (an exception escaping a
+    command, which gc words as one line, exit 50) fails the test unless it passes
+    `internal_error=True`.
+    """
+
+    def __init__(self, cwd: Path, *, process: bool = False) -> None:
         self.cwd = cwd
         self.env = {k: v for k, v in os.environ.items() if not k.startswith("GC_")}
+        self.process = process
 
     def __call__(
         self,
@@ -41,27 +69,120 @@ class GcRunner:
         input: bytes | str | None = None,
         env: dict[str, str] | None = None,
         cwd: Path | None = None,
+        process: bool | None = None,
+        internal_error: bool = False,
     ) -> subprocess.CompletedProcess[str]:
         data = input.encode() if isinstance(input, str) else input
-        result = subprocess.run(
+        full_env = {**self.env, **(env or {})}
+        where = cwd or self.cwd
+        if process is None:
+            process = self.process or any(name in full_env for name in PROCESS_ONLY_ENV)
+        if process:
+            code, out, err = _run_process(args, data, full_env, where)
+        else:
+            code, out, err = _run_in_process(args, data, full_env, where)
+        result = subprocess.CompletedProcess(
             [gc_program(), *args],
-            cwd=cwd or self.cwd,
-            input=data,
-            capture_output=True,
-            env={**self.env, **(env or {})},
-            timeout=120,
+            code,
+            out.decode("utf-8", "replace"),
+            err.decode("utf-8", "replace"),
         )
-        return subprocess.CompletedProcess(
-            result.args,
-            result.returncode,
-            result.stdout.decode("utf-8", "replace"),
-            result.stderr.decode("utf-8", "replace"),
-        )
+        if not internal_error:
+            assert "gc: internal error" not in result.stderr, result.stderr
+        return result
 
-    def json(self, *args: str, **kwargs: object) -> dict:
-        result = self(*args, "--json", **kwargs)  # type: ignore[arg-type]
+    def subprocess(self, *args: str, **kwargs: Any) -> subprocess.CompletedProcess[str]:
+        """Run the real `gc` program in a process of its own."""
+        return self(*args, process=True, **kwargs)
+
+    def json(self, *args: str, **kwargs: Any) -> dict:
+        result = self(*args, "--json", **kwargs)
         assert result.stdout, result.stderr
         return json.loads(result.stdout)
+
+
+def _run_process(
+    args: tuple[str, ...], data: bytes | None, env: dict[str, str], cwd: Path
+) -> tuple[int, bytes, bytes]:
+    result = subprocess.run(
+        [gc_program(), *args], cwd=cwd, input=data, capture_output=True, env=env, timeout=120
+    )
+    return result.returncode, result.stdout, result.stderr
+
+
+class _Pipe(io.BytesIO):
+    """A captured stream whose contents outlive `close()` (gc closes stderr when its reader
+    went away)."""
+
+    def close(self) -> None:
+        pass
+
+
+def _run_in_process(
+    args: tuple[str, ...], data: bytes | None, env: dict[str, str], cwd: Path
+) -> tuple[int, bytes, bytes]:
+    """`gc args` through the program's own entry point, with what a fresh process would have:
+    its argv, environment, cwd, streams (pipes: no terminal), umask, logging without handlers
+    and empty caches; all of it restored afterwards."""
+    from beads import files
+    from beads.cli import entry
+
+    out, err = _Pipe(), _Pipe()
+    model = sys.__stdout__ or sys.stdout  # a subprocess's streams: this locale's encoding
+    encoding, errors = model.encoding, model.errors
+
+    def stream(buffer: _Pipe, errors: str) -> io.TextIOWrapper:
+        return io.TextIOWrapper(buffer, encoding=encoding, errors=errors, write_through=True)
+
+    saved_env, saved_cwd, saved_argv = dict(os.environ), os.getcwd(), sys.argv
+    saved_streams = sys.stdin, sys.stdout, sys.stderr
+    saved_hook, saved_sigint = sys.unraisablehook, signal.getsignal(signal.SIGINT)
+    saved_files = files.own_umask, files.started_umask, set(files._checked), dict(files._modes)
+    root_logger = logging.getLogger()
+    saved_logging = root_logger.handlers[:], root_logger.level
+    umask = os.umask(0o077)
+    os.umask(umask)
+    program = gc_program()
+    try:
+        root_logger.handlers.clear()  # no handler, as in a fresh process: warnings to stderr
+        root_logger.setLevel(logging.WARNING)
+        files._checked.clear()
+        files._modes.clear()
+        os.environ.clear()
+        os.environ.update(env)
+        os.chdir(cwd)
+        sys.argv = [program, *args]
+        sys.stdin = stream(_Pipe(data or b""), errors)
+        sys.stdout, sys.stderr = stream(out, errors), stream(err, "backslashreplace")
+        entry.main()
+        code: object = 0
+    except SystemExit as exc:
+        code = exc.code
+    finally:
+        if sys.stdout is not saved_streams[1]:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        sys.stdin, sys.stdout, sys.stderr = saved_streams
+        sys.argv = saved_argv
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+        os.umask(umask)
+        root_logger.handlers[:] = saved_logging[0]
+        root_logger.setLevel(saved_logging[1])
+        signal.signal(signal.SIGINT, saved_sigint)
+        sys.unraisablehook = saved_hook
+        files.own_umask, files.started_umask = saved_files[:2]
+        files._checked.clear()
+        files._checked.update(saved_files[2])
+        files._modes.clear()
+        files._modes.update(saved_files[3])
+    if code is None:
+        code = 0
+    elif not isinstance(code, int):  # sys.exit("text"): Python prints it and exits 1
+        err.write(f"{code}\n".encode())
+        code = 1
+    return code, out.getvalue(), err.getvalue()
 
 
 @pytest.fixture
@@ -79,8 +200,28 @@ def example_store(tmp_path: Path) -> Iterator[Store]:
 
 
 @pytest.fixture
-def gc(tmp_path: Path) -> GcRunner:
-    return GcRunner(tmp_path)
+def gc(tmp_path: Path, request: pytest.FixtureRequest) -> GcRunner:
+    """A `gc` runner in `tmp_path`; in this process unless the test is marked `gc_process`."""
+    return GcRunner(tmp_path, process=request.node.get_closest_marker("gc_process") is not None)
+
+
+def alive(pid: int) -> bool:
+    """Running (a zombie waiting for a reaper that containers may lack is dead)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, IndexError):
+        return False
+    return state != "Z"
+
+
+def gone(pids: list[int], within: float = 5.0) -> bool:
+    """True once none of `pids` is running: a process killed takes a moment to die."""
+    deadline = time.monotonic() + within
+    while any(alive(pid) for pid in pids):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
 
 
 def git(*args: str, cwd: Path) -> str:

@@ -1,13 +1,22 @@
-"""The `gc` command through a real subprocess: output, JSON shapes, exit codes, bad input."""
+"""The `gc` command: output, JSON shapes, exit codes, bad input, help and the README's list.
+
+Commands run through the real entry point in this process (the `gc` fixture); the tests
+marked `gc_process` run the installed program, and one test checks both ways agree."""
 
 from __future__ import annotations
 
+import importlib
 import json
+import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import click
 import pytest
 
+from beads.cli.main import COMMANDS
 from tests.conftest import GcRunner, git
 
 
@@ -188,6 +197,7 @@ def test_oversized_and_binary_bodies_are_refused(project: GcRunner, tmp_path: Pa
     assert head(project) == before
 
 
+@pytest.mark.gc_process
 def test_errors_in_json_mode(project: GcRunner) -> None:
     result = project("--json", "bead", "show", "gc-zzzzzzzz")
     assert result.returncode == 40
@@ -199,6 +209,7 @@ def test_errors_in_json_mode(project: GcRunner) -> None:
     assert usage.returncode == 30 and json.loads(usage.stdout)["error"]["code"] == "invalid_input"
 
 
+@pytest.mark.gc_process
 def test_no_store_exits_40_and_says_to_init(gc: GcRunner) -> None:
     exit_code, stderr = run_bad(gc, "bead", "list")
     assert exit_code == 40 and "gc init" in stderr
@@ -211,7 +222,89 @@ def test_ambiguous_prefix_exits_30_listing_candidates(project: GcRunner) -> None
     assert exit_code == 30 and "ambiguous" in stderr and stderr.count("gc-") >= 4
 
 
+@pytest.mark.gc_process
 def test_help_needs_no_store(gc: GcRunner) -> None:
     result = gc("--help")
     assert result.returncode == 0 and "bead" in result.stdout and "mail" in result.stdout
     assert gc("bead", "create", "--help").returncode == 0
+
+
+# -- help and the README ------------------------------------------------------------------
+
+
+def command_paths() -> Iterator[tuple[tuple[str, ...], click.Command]]:
+    """Every command of `COMMANDS` and, under each group, every subcommand."""
+
+    def walk(command: click.Command, path: tuple[str, ...]) -> Iterator[Any]:
+        yield path, command
+        if isinstance(command, click.Group):
+            with click.Context(command) as ctx:
+                for name in command.list_commands(ctx):
+                    sub = command.get_command(ctx, name)
+                    assert sub is not None, (*path, name)
+                    yield from walk(sub, (*path, name))
+
+    for name, (module, attribute, _help) in COMMANDS.items():
+        yield from walk(getattr(importlib.import_module(module), attribute), (name,))
+
+
+COMMAND_PATHS = [path for path, _command in command_paths()]
+README = (Path(__file__).parent.parent / "README.md").read_text()
+
+
+def test_every_group_is_walked() -> None:
+    assert ("mail", "send") in COMMAND_PATHS and ("gate", "watch") in COMMAND_PATHS
+    assert {path[0] for path in COMMAND_PATHS} == set(COMMANDS)
+
+
+@pytest.mark.parametrize("path", COMMAND_PATHS, ids=" ".join)
+def test_every_command_has_help_and_a_readme_entry(gc: GcRunner, path: tuple[str, ...]) -> None:
+    command = dict(command_paths())[path]
+    description = (command.help or "").strip()
+    assert description, f"gc {' '.join(path)} has no help text"
+    result = gc(*path, "--help")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(f"Usage: gc {' '.join(path)}")
+    shown = " ".join(result.stdout.split())  # click wraps the text to the terminal's width
+    assert " ".join(description.splitlines()[0].split()) in shown
+    assert f"gc {' '.join(path)}" in README, f"README.md does not mention gc {' '.join(path)}"
+
+
+# -- the runner: in this process as the real program --------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "stdin"),
+    [
+        (("--json", "bead", "show", "gc-zzzzzzzz"), None),  # exit 40, JSON error
+        (("bead", "create", "--type", "task"), None),  # a usage error: exit 30
+        (("bead", "list", "--status", "all"), None),
+        (("hook", "run"), b"not json"),  # the fast path without click
+        (("inbox", "push", "--to", "dog", "--stdin"), "caf\xe9 \u2028".encode()),
+    ],
+)
+def test_in_process_runs_are_what_the_real_program_does(
+    project: GcRunner, args: tuple[str, ...], stdin: bytes | None
+) -> None:
+    before = os.getcwd(), os.umask(0o077), dict(os.environ), sys.unraisablehook
+    os.umask(before[1])
+    here = project(*args, input=stdin)
+    assert (os.getcwd(), os.umask(before[1]), dict(os.environ), sys.unraisablehook) == before
+    real = project.subprocess(*args, input=stdin)
+    assert (here.returncode, here.stderr) == (real.returncode, real.stderr)
+    if args[0] == "inbox":  # a second push of the same text is a new item: another id
+        assert here.stdout.split()[:2] == real.stdout.split()[:2]
+    else:
+        assert here.stdout == real.stdout
+
+
+def test_a_fault_of_gc_fails_the_test_that_meets_it(
+    gc: GcRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(args: object) -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr("beads.cli.main.check_arguments", broken)
+    with pytest.raises(AssertionError, match="internal error: RuntimeError: boom"):
+        gc("bead", "list")
+    assert gc("bead", "list", internal_error=True).returncode == 50

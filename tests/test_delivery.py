@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from beads.errors import InvalidInput
+from beads.errors import InvalidInput, NotFound
 from beads.store import Store
 from inbox import Delivery
 from inbox.queue import SessionQueue
@@ -177,7 +177,7 @@ def test_rig_and_all_recipients(example_store: Store) -> None:
     with Delivery(example_store.root) as delivery:
         assert delivery.recipients(rig="town") == ["mayor", "dog"]
         assert {"mayor", "dog", "human"} <= set(delivery.recipients("all"))
-        with pytest.raises(Exception, match="no rig"):
+        with pytest.raises(NotFound, match="no rig"):
             delivery.recipients(rig="nowhere")
 
 
@@ -246,26 +246,26 @@ def test_index_rebuild_leaves_delivery_alone(store: Store) -> None:
         assert [i.content for i in delivery.items("dog")] == ["survives"]
 
 
-def test_wait_wakes_soon_after_a_push(store: Store) -> None:
-    pusher = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "import sys, time; from pathlib import Path; from inbox import Delivery;"
-            "time.sleep(0.5); Delivery(Path(sys.argv[1])).push(['dog'], 'hi', key='w');"
-            "print(time.time())",
-            str(store.root),
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
+def test_wait_wakes_at_the_first_look_after_another_process_pushes(store: Store) -> None:
+    push = (
+        "import sys; from pathlib import Path; from inbox import Delivery; "
+        "Delivery(Path(sys.argv[1])).push(['dog'], 'hi', key='w')"
     )
     with Delivery(store.root) as delivery:
-        assert delivery.wait("dog", timeout=10)
-        woke = time.time()
-    pushed = float(pusher.communicate(timeout=30)[0])
-    assert woke - pushed < 0.2
-    with Delivery(store.root) as delivery:
-        assert not delivery.wait("cat", timeout=0.2)
+        looks: list[bool] = []
+        look = delivery.has_pending
+
+        def look_then_push_once(agent: str) -> bool:
+            found = look(agent)
+            looks.append(found)
+            if len(looks) == 1:  # between two looks, another process pushes
+                subprocess.run([sys.executable, "-c", push, str(store.root)], check=True)
+            return found
+
+        delivery.has_pending = look_then_push_once  # type: ignore[method-assign]
+        assert delivery.wait("dog", timeout=60)
+        assert looks == [False, True]  # woken by the next look, not by the timeout
+        assert not delivery.wait("cat", timeout=0.1)
 
 
 def test_a_failed_drain_keeps_the_queue(delivery: Delivery, store: Store, monkeypatch) -> None:

@@ -10,6 +10,7 @@ import pytest
 
 from mail.execmail import ExecMail
 from mail.message import AlreadyArchived, MessageNotFound, ProviderError
+from tests.conftest import gone
 
 MESSAGE = {
     "id": "m-1",
@@ -137,18 +138,7 @@ wait
     with pytest.raises(ProviderError, match="timed out after 1s and was killed"):
         ExecMail(prog, timeout=1).inbox("b")
     assert time.monotonic() - started < 5
-    time.sleep(0.2)
-    for pid in map(int, pids.read_text().split()):
-        assert not alive(pid)
-
-
-def alive(pid: int) -> bool:
-    """Running (a zombie waiting for a reaper that containers may lack is dead)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, IndexError):
-        return False
-    return state != "Z"
+    assert gone([int(pid) for pid in pids.read_text().split()])
 
 
 def test_megabytes_of_output_are_cut_off(tmp_path: Path) -> None:

@@ -60,6 +60,7 @@ def test_session_start_registers_and_drains_into_additional_context(
     assert hook(gc, "UserPromptSubmit", prompt="next") is None  # delivered once
 
 
+@pytest.mark.gc_process
 def test_mail_reaches_the_next_prompt_once(project: Path, gc: GcRunner) -> None:
     hook(gc, "SessionStart", source="startup")
     gc("mail", "send", "dog", "-m", "ping", env={"GC_AGENT": "mayor"})
@@ -122,6 +123,7 @@ def test_session_end_ends_the_session(project: Path, gc: GcRunner) -> None:
     assert ended[0]["state"] == "ended"
 
 
+@pytest.mark.gc_process
 @pytest.mark.parametrize(
     "stdin", [b"", b"not json", b"[1, 2]", b'{"hook_event_name": "Stop"}', b"\xff\xfe"]
 )
@@ -197,6 +199,7 @@ def test_hook_run_with_options_goes_through_the_full_cli(project: Path, gc: GcRu
     assert reply["decision"] == "block" and "deploy is on fire" in reply["reason"]
 
 
+@pytest.mark.gc_process
 def test_hung_nudge_is_killed_and_reported(project: Path, gc: GcRunner) -> None:
     pidfile = project / "nudge.pid"
     script = f"echo $$ > {pidfile}; exec sleep 60"

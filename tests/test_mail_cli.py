@@ -1,4 +1,4 @@
-"""`gc mail` through real subprocesses, on beadmail and on an exec script."""
+"""`gc mail` through the `gc` entry point, on beadmail and on an exec script."""
 
 from __future__ import annotations
 

@@ -1,10 +1,12 @@
-"""The dependency floors CI tests are the floors pyproject.toml declares."""
+"""What CI runs: the README's test line, hypothesis's `ci` profile, the declared floors."""
 
 from __future__ import annotations
 
 import re
 import tomllib
 from pathlib import Path
+
+from hypothesis import settings
 
 ROOT = Path(__file__).resolve().parent.parent
 SPEC = re.compile(r"^([A-Za-z0-9_.-]+)>=([^,;\s]+)")
@@ -29,3 +31,13 @@ def test_ci_runs_the_suite_on_exactly_the_declared_floors() -> None:
             pinned[name.strip().lower()] = version.strip()
     assert pinned == declared_floors()
     assert "floors.txt" in (ROOT / ".ci" / "run").read_text()
+
+
+def test_ci_runs_the_readmes_test_line_with_the_ci_profile() -> None:
+    readme = (ROOT / "README.md").read_text()
+    test_line = readme.split("And the whole test suite")[1].split("```")[1].strip()
+    lines = (ROOT / ".ci" / "run").read_text().splitlines()
+    assert test_line in lines  # verbatim
+    export = next(n for n, line in enumerate(lines) if line.startswith("export HYPOTHESIS_"))
+    assert lines[export].split("=")[1].split()[0] == "ci" and export < lines.index(test_line)
+    assert settings.get_profile("ci").max_examples > settings.get_profile("default").max_examples

@@ -17,7 +17,7 @@ from beads.process import run_bounded
 from beads.store import Store
 from mail.execmail import ExecMail
 from mail.message import ProviderError
-from tests.conftest import GcRunner
+from tests.conftest import GcRunner, gone
 
 MESSAGE = {
     "id": "m-1",
@@ -37,15 +37,6 @@ def script(tmp_path: Path, body: str, name: str = "prog") -> str:
     return str(path)
 
 
-def alive(pid: int) -> bool:
-    """Running (a zombie waiting for a reaper that containers may lack is dead)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, IndexError):
-        return False
-    return state != "Z"
-
-
 # -- exec provider: process groups, one budget, bad numbers ----------------------------------
 
 
@@ -55,18 +46,16 @@ def test_a_child_left_holding_stdout_dies_with_each_call(tmp_path: Path) -> None
     started = time.monotonic()
     assert ExecMail(prog).inbox("b") == []
     assert time.monotonic() - started < 3
-    time.sleep(0.1)
     children = [int(pid) for pid in pids.read_text().split()]
     assert len(children) == 2  # ensure-running's and the operation's
-    assert not any(alive(pid) for pid in children)
+    assert gone(children)
 
 
 def test_a_child_left_with_no_pipes_dies_too(tmp_path: Path) -> None:
     pids = tmp_path / "pids"
     prog = script(tmp_path, f"sleep 100 >/dev/null 2>&1 & echo $! >> {pids}\n")
     ExecMail(prog).archive("m-1")
-    time.sleep(0.1)
-    assert not any(alive(int(pid)) for pid in pids.read_text().split())
+    assert gone([int(pid) for pid in pids.read_text().split()])
 
 
 def test_a_hanging_program_costs_one_budget_per_command(tmp_path: Path) -> None:
@@ -87,6 +76,7 @@ def test_copies_of_a_send_share_one_budget(tmp_path: Path) -> None:
     assert time.monotonic() - started < 1.6
 
 
+@pytest.mark.gc_process
 def test_exec_timeout_from_config_applies_with_gc_mail(gc: GcRunner, tmp_path: Path) -> None:
     assert gc("init").returncode == 0
     assert gc("config", "set", "mail.exec_timeout", "1").returncode == 0
@@ -166,8 +156,7 @@ def test_run_bounded_kills_what_a_finished_program_left_behind(tmp_path: Path) -
     started = time.monotonic()
     code, out, _err = run_bounded(["sh", "-c", f"sleep 100 & echo $! > {pid_file}; echo done"], 10)
     assert (code, out) == (0, b"done\n") and time.monotonic() - started < 2
-    time.sleep(0.1)
-    assert not alive(int(pid_file.read_text()))
+    assert gone([int(pid_file.read_text())])
 
 
 def test_run_bounded_feeds_stdin_and_times_out(tmp_path: Path) -> None:
@@ -313,6 +302,7 @@ def use_the_store(gc: GcRunner, tmp_path: Path) -> None:
     assert gc("gate", "mark", "tests", "--session", "s1").returncode == 0
 
 
+@pytest.mark.gc_process
 def test_a_store_is_private_under_a_022_umask(gc: GcRunner, tmp_path: Path, umask_022) -> None:
     assert gc("init").returncode == 0
     use_the_store(gc, tmp_path)
@@ -338,6 +328,7 @@ def test_the_library_keeps_its_own_files_private(tmp_path: Path, umask_022) -> N
     assert not ours
 
 
+@pytest.mark.gc_process
 def test_a_group_store_shares_with_the_group_only(gc: GcRunner, tmp_path: Path, umask_022) -> None:
     assert gc("init").returncode == 0
     assert gc("config", "set", "store.shared", "group").returncode == 0
@@ -355,6 +346,7 @@ def test_a_group_store_shares_with_the_group_only(gc: GcRunner, tmp_path: Path, 
     assert bad.returncode == 30 and "store.shared must be private" in bad.stderr
 
 
+@pytest.mark.gc_process
 def test_a_store_made_before_modes_becomes_private(gc: GcRunner, tmp_path: Path) -> None:
     assert gc("init").returncode == 0
     use_the_store(gc, tmp_path)
@@ -381,7 +373,7 @@ def test_session_gate_checks_of_one_stop_share_one_budget(
         ctx = HookContext("Stop", "s1", "dog", {"cwd": str(tmp_path)}, delivery, store.root)
         started = time.monotonic()
         verdict = stop_gates(ctx)
-    assert time.monotonic() - started < 1.2  # one budget, not four
+    assert time.monotonic() - started < 2.0  # one budget: four take at least 2.4 s
     assert verdict is not None and sum("broken check" in w for w in verdict.warnings) == 4
 
 
@@ -395,7 +387,7 @@ def test_gh_runs_of_one_gate_check_share_one_budget(
     gates = [beadgates.create_gate(store, f"gh:pr:{n}").id for n in ("1", "2", "3", "4")]
     started = time.monotonic()
     beadgates.check_gates(store, gh=gh)
-    assert time.monotonic() - started < 1.2  # one budget, not four
+    assert time.monotonic() - started < 2.0  # one budget: four take at least 2.4 s
     assert all("ran past" in store.get(g).meta.get("error", "") for g in gates)
 
 
@@ -405,8 +397,7 @@ def test_a_nudge_command_leaves_nothing_running(tmp_path: Path) -> None:
     pid_file = tmp_path / "pid"
     argv = ["sh", "-c", f"sleep 100 & echo $! > {pid_file}"]
     assert run_job({"argv": argv, "timeout": 5})[0] == "ok"
-    time.sleep(0.1)
-    assert not alive(int(pid_file.read_text()))
+    assert gone([int(pid_file.read_text())])
 
 
 @pytest.mark.parametrize("where", [".beads", "link"])
@@ -419,6 +410,7 @@ def test_init_through_a_link_to_nowhere_is_invalid_input(
     assert not (tmp_path / "nowhere").exists()
 
 
+@pytest.mark.gc_process
 def test_programs_gc_runs_keep_the_users_umask(gc: GcRunner, tmp_path: Path, umask_022) -> None:
     assert gc("init").returncode == 0
     seen = tmp_path / "umask"
