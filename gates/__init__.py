@@ -28,11 +28,18 @@ def register_producers() -> None:
     none of them (each is imported when first needed). Safe to call more than once."""
     from inbox import producers
 
-    producers.declare({"message": _mail, "decision": _decisions, "gate": _bead_gates})
+    producers.declare(
+        {"message": _mail, "decision": _decisions, "gate": _bead_gates},
+        sections={"mail": _mail_section},
+    )
 
 
 def _mail() -> None:
     import mail.notify  # noqa: F401 - registers the message deriver and the reconciler
+
+
+def _mail_section() -> None:
+    import mail.section  # noqa: F401 - registers how a drain shows mail
 
 
 def _decisions() -> None:

@@ -5,12 +5,14 @@ itself with this module when it is imported:
 
     register_deriver("message", derive)   # its items, from the changes of a commit range
     register_reconciler(reconcile)        # re-derives its items on demand (drain --reconcile)
+    register_section("mail", mail_section)  # how a drain shows its items (inbox/render.py)
 
 A program's composition root (`gates.register_producers()`, which `gc` and
 `gc hook run` call before they run) declares every bead type that has a deriver, each with a
 function that imports its producer, without importing any:
 
-    declare({"message": load_mail, "decision": load_decisions, "gate": load_gates})
+    declare({"message": load_mail, "decision": load_decisions, "gate": load_gates},
+            sections={"mail": load_mail_section})
 
 so a drain that finds nothing new imports no producer, and one that must derive a message
 imports mail only.
@@ -36,10 +38,13 @@ if TYPE_CHECKING:
 
     Deriver = Callable[[Sequence[Change]], list[Item]]
     Reconciler = Callable[[Delivery, str], object]
+    Section = Callable[[Sequence[Item]], list[str]]
 
 _derivers: dict[str, Deriver] = {}
 _reconcilers: list[Reconciler] = []
 _loaders: dict[str, Callable[[], None]] = {}
+_sections: dict[str, Section] = {}
+_section_loaders: dict[str, Callable[[], None]] = {}
 _declared = False
 
 
@@ -56,14 +61,27 @@ def register_reconciler(reconciler: Reconciler) -> None:
         _reconcilers.append(reconciler)
 
 
-def declare(loaders: Mapping[str, Callable[[], None]]) -> None:
+def register_section(item_type: str, section: Section) -> None:
+    """`section(items)` gives the lines a drain shows for its items of `item_type` (most
+    urgent first), in place of the generic "new item(s)" list (inbox/render.py)."""
+    _sections[item_type] = section
+
+
+def declare(
+    loaders: Mapping[str, Callable[[], None]],
+    sections: Mapping[str, Callable[[], None]] | None = None,
+) -> None:
     """A composition root's call: the bead types that have a deriver, each with a function
     that registers it (by importing its producer), run the first time a change of that type
-    is to be derived. Turns following git on (see the module's docstring)."""
+    is to be derived; and the item types with a section of their own, each with the function
+    that registers it. Turns following git on (see the module's docstring)."""
     global _declared
     for bead_type, load in loaders.items():
         if bead_type not in _derivers:
             _loaders[bead_type] = load
+    for item_type, load in (sections or {}).items():
+        if item_type not in _sections:
+            _section_loaders[item_type] = load
     _declared = True
 
 
@@ -84,6 +102,16 @@ def deriver(bead_type: str) -> Deriver | None:
         load()  # dropped only once it has run: another thread meanwhile waits on the import
         _loaders.pop(bead_type, None)
     return _derivers.get(bead_type)
+
+
+def section(item_type: str) -> Section | None:
+    """How a drain shows items of `item_type` (its producer imported now if only declared);
+    None: the generic list."""
+    load = _section_loaders.get(item_type)
+    if load is not None:
+        load()
+        _section_loaders.pop(item_type, None)
+    return _sections.get(item_type)
 
 
 def reconcilers() -> list[Reconciler]:

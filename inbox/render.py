@@ -1,8 +1,9 @@
 """Inbox items as text for an agent's context: `<system-reminder>` blocks.
 
 Every field is stripped of `<system-reminder>` tags until none remain, so an item cannot close
-the block it sits in and speak as the system. Mail items follow the mail caps: at most 3
-shown, previews of at most 240 characters.
+the block it sits in and speak as the system. A producer may show its items its own way
+(`inbox.producers.register_section`: mail shows at most 3 messages, in its own words); other
+items are listed one line each.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ TYPE_CHECKING = False  # importing typing costs a hook ~7 ms
 if TYPE_CHECKING:
     from inbox.items import Item
 
-MAX_MAIL = 3
 PREVIEW_CHARS = 240
 MAX_ITEM_CHARS = 2000
 _TAG = re.compile(r"</?system-reminder>", re.IGNORECASE)
@@ -48,26 +48,36 @@ def shown_source(item: Item) -> str:
 
 
 def render(items: Sequence[Item]) -> str:
-    """The `<system-reminder>` block for delivered `items` (most urgent first); "" if none."""
+    """The `<system-reminder>` block for delivered `items` (most urgent first); "" if none:
+    first the items no producer shows its own way, then one section per item type that has
+    one (in the order of first appearance)."""
     if not items:
         return ""
-    mail = [item for item in items if item.type == "mail"]
-    other = [item for item in items if item.type != "mail"]
+    from inbox import producers
+
+    generic: list[Item] = []
+    sections: dict[str, list[Item]] = {}
+    for item in items:
+        if item.type in sections or producers.section(item.type) is not None:
+            sections.setdefault(item.type, []).append(item)
+        else:
+            generic.append(item)
+    blocks = [generic_section(generic)] if generic else []
+    for item_type, own in sections.items():
+        section = producers.section(item_type)
+        assert section is not None
+        blocks.append(section(own))
     lines = ["<system-reminder>"]
-    if other:
-        lines.append(f"gc inbox: {len(other)} new item(s).")
-        for item in other:
-            label = f"[{PRIORITY_NAMES[item.priority]} {item.type} from {shown_source(item)}]"
-            lines.append(f"- {label} {preview(item.content, MAX_ITEM_CHARS)}")
-    if mail:
-        if other:
-            lines.append("")
-        # The mail producer wrote each item's line (`mail.render.message_line`).
-        lines.append(f"You have {len(mail)} unread message(s).")
-        shown = mail[:MAX_MAIL]
-        if len(mail) > len(shown):
-            lines.append(f"Showing the first {len(shown)}; run 'gc mail inbox' for the full list.")
-        lines += [f"- {preview(item.content)}" for item in shown]
-        lines.append("Run 'gc mail read <id>' for full details, or 'gc mail inbox' to see all.")
+    for n, block in enumerate(blocks):
+        lines += ([""] if n else []) + [strip_tags(line) for line in block]
     lines.append("</system-reminder>")
     return "\n".join(lines)
+
+
+def generic_section(items: Sequence[Item]) -> list[str]:
+    """One line per item: priority, type, who it is from, its content (capped)."""
+    lines = [f"gc inbox: {len(items)} new item(s)."]
+    for item in items:
+        label = f"[{PRIORITY_NAMES[item.priority]} {item.type} from {shown_source(item)}]"
+        lines.append(f"- {label} {preview(item.content, MAX_ITEM_CHARS)}")
+    return lines

@@ -3,9 +3,9 @@ block of `gc mail check --inject`.
 
 The line (`message_line`) is the content of a "you have mail" inbox item (`mail.notify`), so
 the hooks, which cannot import `mail`, show exactly what this module wrote; the block is the
-inbox's own rendering of those items (`inbox.render`: at most 3 messages, 240-character
-previews, every field stripped of `<system-reminder>` tags), so `check --inject` and a hook
-say the same thing in the same words.
+inbox's rendering of those items (`inbox.render`, with mail's own section, `mail.section`:
+at most 3 messages, 240-character previews, every field stripped of `<system-reminder>` tags),
+so `check --inject` and a hook say the same thing in the same words.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ def render(recipient: str, messages: Sequence[Message]) -> str:
     as a hook would show them; "" if none."""
     from inbox.render import render as render_items
     from mail.notify import mail_item
+    from mail.section import mail_section  # noqa: F401 - registers the section, if not yet
 
     items = []
     for message in messages:

@@ -132,3 +132,22 @@ def test_sessions_of_an_older_file_with_the_counter_column_still_read(tmp_path: 
         delivery.register("s1", "dog", cwd="/work")
         found = [(s.session, s.agent, s.cwd) for s in delivery.sessions()]
     assert found == [("s1", "dog", "/work")]
+
+
+def test_a_producer_shows_its_items_its_own_way(store: Store) -> None:
+    # Mail's wording lives in mail (mail/section.py), not in the inbox layer; any producer
+    # may register a section for its item type, and the drain shows it after the generic list.
+    assert not any("unread message" in p.read_text() for p in INBOX.glob("*.py"))
+    code = (
+        "from pathlib import Path\n"
+        "from inbox import Delivery, producers\n"
+        "producers.register_section('alert', lambda its: [f'{len(its)} alert(s): see the board'])\n"
+        f"d = Delivery(Path({str(store.root)!r}))\n"
+        "d.push(['dog'], 'main is red', key='b1', type='alert', source='ci')\n"
+        "d.push(['dog'], 'lunch at noon', key='n1', type='event', source='eve')\n"
+        "print(d.drain('s1', 'dog').text)\n"
+    )
+    text = python(code, store.root)
+    assert "gc inbox: 1 new item(s)." in text and "lunch at noon" in text
+    assert text.index("lunch at noon") < text.index("1 alert(s): see the board")
+    assert "main is red" not in text  # the section said it its own way

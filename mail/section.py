@@ -1,0 +1,30 @@
+"""How a drain shows mail items: the count, at most 3 messages, and what to run next.
+
+Registered with `inbox.producers` (declared by `gates.register_producers`), so the inbox layer
+names no mail wording; imported by a hook only when it shows mail. Each item's line was
+written by the mail producer (`mail.render.message_line`); it is previewed again here, capped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from inbox import producers
+from inbox.items import Item
+from inbox.render import preview
+
+MAX_MAIL = 3
+
+
+def mail_section(items: Sequence[Item]) -> list[str]:
+    """The lines for mail `items` (most urgent first) in a drained block."""
+    shown = items[:MAX_MAIL]
+    lines = [f"You have {len(items)} unread message(s)."]
+    if len(items) > len(shown):
+        lines.append(f"Showing the first {len(shown)}; run 'gc mail inbox' for the full list.")
+    lines += [f"- {preview(item.content)}" for item in shown]
+    lines.append("Run 'gc mail read <id>' for full details, or 'gc mail inbox' to see all.")
+    return lines
+
+
+producers.register_section("mail", mail_section)
