@@ -217,7 +217,7 @@ class Batch:
             type=type,
             title=title,
             body=body,
-            from_=sender or self.store.agent,
+            sender=sender or self.store.agent,
             assignee=assignee,
             cc=list(cc),
             labels=list(labels),

@@ -333,7 +333,7 @@ class Index:
                         bead.type,
                         bead.status,
                         bead.assignee,
-                        bead.from_,
+                        bead.sender,
                         bead.thread,
                         bead.parent,
                         bead.priority,
@@ -350,7 +350,7 @@ class Index:
             )
             named: set[str] = set()
             for bead, _, _ in latest:
-                named.update([bead.from_, *bead.cc])
+                named.update([bead.sender, *bead.cc])
                 if bead.assignee:
                     named.add(bead.assignee)
             db.executemany("INSERT OR IGNORE INTO agents VALUES (?)", [(n,) for n in named])

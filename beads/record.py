@@ -60,20 +60,20 @@ FIELD_ORDER = (
 
 
 class Bead:
-    """One record of the store. `from_` is the YAML/JSON key `from`.
+    """One record of the store. `sender` is the YAML/JSON key `from`.
 
     A plain class rather than a dataclass: hooks build beads on every prompt, and importing
     `dataclasses` (which loads `inspect`) would cost them about 20 ms.
     """
 
-    __slots__ = tuple("from_" if key == "from" else key for key in FIELD_ORDER)
+    __slots__ = tuple("sender" if key == "from" else key for key in FIELD_ORDER)
 
     def __init__(
         self,
         id: str,
         type: str,
         title: str,
-        from_: str,
+        sender: str,
         created_at: str,
         updated_at: str,
         body: str = "",
@@ -92,7 +92,7 @@ class Bead:
         self.id = id
         self.type = type
         self.title = title
-        self.from_ = from_
+        self.sender = sender
         self.created_at = created_at
         self.updated_at = updated_at
         self.body = body
@@ -123,7 +123,7 @@ class Bead:
         """The bead as a plain mapping in canonical field order (keys as in YAML/JSON)."""
         out: dict[str, Any] = {}
         for key in FIELD_ORDER:
-            value = getattr(self, "from_" if key == "from" else key)
+            value = getattr(self, "sender" if key == "from" else key)
             if isinstance(value, list):
                 value = list(value)
             elif isinstance(value, dict):
@@ -146,7 +146,7 @@ class Bead:
         ]
         if missing:
             raise InvalidInput(f"bead is missing field(s): {', '.join(missing)}")
-        kwargs = {("from_" if k == "from" else k): v for k, v in data.items()}
+        kwargs = {("sender" if k == "from" else k): v for k, v in data.items()}
         for key in ("cc", "labels"):
             if kwargs.get(key) is None:
                 kwargs[key] = []
@@ -185,7 +185,7 @@ class Bead:
             raise InvalidInput(f"body is {size} bytes; the limit is {limit} (store.max_body_bytes)")
         if self.status not in STATUSES:
             raise InvalidInput(f"status must be one of {', '.join(STATUSES)}, not {self.status!r}")
-        check_agent(self.from_, what="from")
+        check_agent(self.sender, what="from")
         if self.assignee is not None:
             check_agent(self.assignee, what="assignee")
         _check_list("cc", self.cc, lambda v: check_agent(v, what="cc"))

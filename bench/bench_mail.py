@@ -166,7 +166,7 @@ def figure2(store: Store, tmp: Path, n_large: int) -> None:
     def one(n: int) -> float:
         stamp = now_stamp()
         bead = Bead(id=new_id("gc"), type="message", title=f"git CLI send {n}", body="hello\n",
-                    from_="bench", assignee=SINK, created_at=stamp, updated_at=stamp,
+                    sender="bench", assignee=SINK, created_at=stamp, updated_at=stamp,
                     meta={"read": False})  # fmt: skip
         rel = bead_path(bead.type, bead.id)
         t0 = perf()

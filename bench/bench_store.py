@@ -219,7 +219,7 @@ def build_store(path: Path, total: int, work: Workload, name: str) -> Store:
                     stamp = now_stamp()
                     batch.insert(Bead(
                         id=new_id(store.prefix), type="task", title=f"Closed target task {i}",
-                        body="Done already.\n", from_="bench", assignee=TARGET,
+                        body="Done already.\n", sender="bench", assignee=TARGET,
                         labels=["bench"], status="closed", created_at=stamp, updated_at=stamp,
                         closed_at=stamp, close_reason="done",
                     ))  # fmt: skip
@@ -362,7 +362,7 @@ def figure2(large: Store, work: Workload, tmp: Path, n_large: int, api_median: f
         stamp = now_stamp()
         f = work.fields()
         bead = Bead(id=new_id("gc"), type="task", title=f["title"], body=f["body"],
-                    from_="bench", assignee=f["assignee"], labels=f["labels"],
+                    sender="bench", assignee=f["assignee"], labels=f["labels"],
                     created_at=stamp, updated_at=stamp)  # fmt: skip
         rel = bead_path(bead.type, bead.id)
         data = dump_bead(bead)

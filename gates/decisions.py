@@ -156,7 +156,7 @@ def answer_text(decision: Bead) -> str:
 
 def answer_item(decision: Bead) -> Item:
     """The answer for the requester (dedup `decision:<id>`)."""
-    requester = decision.meta.get("requested_by") or decision.from_
+    requester = decision.meta.get("requested_by") or decision.sender
     return Item.new(requester, clip(answer_text(decision)), key=f"decision:{decision.id}",
                     type="decision", source=str(decision.meta.get("answered_by") or "human"),
                     priority=min(decision.priority, 1))  # fmt: skip

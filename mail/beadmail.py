@@ -262,7 +262,7 @@ def bead_message(bead: Bead) -> Message:
     """The message a `message` bead holds."""
     return Message(
         id=bead.id,
-        sender=bead.from_,
+        sender=bead.sender,
         to=bead.meta.get("to") or bead.assignee or "",
         subject=bead.meta.get("subject", bead.title),
         body=bead.body,

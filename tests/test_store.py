@@ -23,7 +23,7 @@ def test_create_writes_a_commit_a_view_file_and_an_index_row(store: Store) -> No
         meta={"estimate": 3},
     )
     assert ID_RE.fullmatch(bead.id) and bead.id.startswith("gc-")
-    assert bead.from_ == "tester" and bead.status == "open"
+    assert bead.sender == "tester" and bead.status == "open"
     view_file = store.root / bead_path("task", bead.id)
     assert load_bead(view_file.read_bytes()) == bead
     assert (
