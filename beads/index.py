@@ -14,6 +14,7 @@ from collections import namedtuple
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
+from beads import events
 from beads.dbfile import DAMAGED, READ_ONLY, error_code, file_id, open_read_only, rollback
 from beads.errors import InvalidInput, StorageError
 from beads.record import Bead, check_meta_key
@@ -22,7 +23,7 @@ TYPE_CHECKING = False  # importing typing costs a hook ~7 ms
 if TYPE_CHECKING:
     from typing import Any
 
-SCHEMA_VERSION = "5"
+SCHEMA_VERSION = "6"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -167,11 +168,16 @@ class Index:
         Files another process has already replaced (they are not the ones this connection
         opened) are kept: that process rebuilt them.
         """
+        try:  # event ids stay above those the old file handed out, when it can tell
+            mark = events.high_mark(self.db) if hasattr(self, "db") else 0
+        except sqlite3.Error:
+            mark = 0
         self.close()
         if self._file_id is None or file_id(self.path) == self._file_id:
             for suffix in ("", "-wal", "-shm"):
                 Path(f"{self.path}{suffix}").unlink(missing_ok=True)
         self._open()
+        events.carry(self.db, mark)
 
     def _recover(self, cause: Exception) -> None:
         if self._recovering or self.recover is None or self.read_only:
@@ -400,6 +406,7 @@ class Index:
                 "INSERT INTO labels VALUES (?, ?)",
                 [(lb, bead.id) for bead, _, _ in latest for lb in bead.labels],
             )
+            events.number(db, [bead for bead, _, _ in latest], reset)
             named: set[str] = set()
             for bead, _, _ in latest:
                 named.update([bead.from_, *bead.cc])
@@ -433,11 +440,13 @@ class Index:
         db.execute("BEGIN IMMEDIATE")
         try:
             if self._meta("schema") != SCHEMA_VERSION:  # another process may have just done it
-                for table in ("meta", "beads", "labels", "invalid", "agents", "links"):
+                mark = events.high_mark(db)
+                for table in ("meta", "beads", "labels", "invalid", "agents", "links", "events"):
                     db.execute(f"DROP TABLE IF EXISTS {table}")
-                for statement in _SCHEMA.split(";"):
+                for statement in [*_SCHEMA.split(";"), events.SCHEMA]:
                     if statement.strip():
                         db.execute(statement)
+                events.carry(db, mark)
                 self._set_meta("schema", SCHEMA_VERSION)
             db.execute("COMMIT")
         except BaseException:
