@@ -32,6 +32,7 @@ from mail.threads.model import (
     HELD,
     KINDS,
     MESSAGE,
+    POOL,
     REPLY_KINDS,
     TERMINAL,
     THREAD,
@@ -113,11 +114,17 @@ class Threads:
         for key, value in (("run_id", run_id), ("task_id", task_id)):
             if value is not None:
                 meta[key] = _check_name(value, key)
-        if to is None:
-            meta["pool"] = True
+        labels = [POOL] if to is None else []
         with self._batch() as (batch, changes):
             bead = batch.create(
-                THREAD, title, "", assignee=to, priority=level, sender=sender, meta=meta
+                THREAD,
+                title,
+                "",
+                assignee=to,
+                priority=level,
+                sender=sender,
+                meta=meta,
+                labels=labels,
             )
             current = Thread.from_bead(bead)
             made = self._message(
@@ -384,14 +391,17 @@ class Threads:
         wanted = tuple(check_status(s) for s in statuses)
         now = now_stamp()
         found: dict[str, Thread] = {}
-        # Finished threads are closed beads: the index leaves them out unless asked for.
+        # Finished threads are closed beads: the index leaves them out unless asked for. One
+        # indexed query per status for the agent's threads, one for those open to all (the
+        # `pool` label): what is read stays proportional to the candidates, not the store.
         bead_status = None if set(wanted) & set(TERMINAL) else "open"
-        candidates = self.store.list(type=THREAD, assignee=agent, status=bead_status)
         looked = set(wanted) | (set(HELD) if "pending" in wanted else set())
+        candidates = []
         for status in sorted(looked):
-            candidates += self.store.list(
-                type=THREAD, status=bead_status, meta={"pool": True, "status": status}
-            )
+            for side in ({"assignee": agent}, {"label": POOL}):
+                candidates += self.store.list(
+                    type=THREAD, status=bead_status, meta={"status": status}, **side
+                )
         for bead in candidates:
             thread = Thread.from_bead(bead)
             stale = thread.status in HELD and thread.claimable(now)

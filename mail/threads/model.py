@@ -28,6 +28,7 @@ REPLY_KINDS = ("answer", "control", "result")  # what `wait-reply` waits for by 
 PRIORITY_WORDS = ("critical", "high", "normal", "low", "lowest")
 DEFAULT_LEASE_SECONDS = 900.0
 ARTIFACT_KIND = "file"
+POOL = "pool"  # the label of a thread made without an assignee: a candidate for every agent
 
 
 class InvalidTransition(InvalidInput):
@@ -253,7 +254,7 @@ class Thread:
             created_at=bead.created_at,
             updated_at=bead.updated_at,
             lease=Lease.from_meta(meta.get("lease")),
-            pool=meta.get("pool") is True,
+            pool=POOL in bead.labels,
         )
 
 
