@@ -14,7 +14,7 @@ between short sleeps (`beads.waiting`) and reads the index's event ids (`beads.e
 
 from __future__ import annotations
 
-import secrets
+import os
 import time
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -170,7 +170,7 @@ class Threads:
                     change["expired_lease"] = held.to_json()
             else:
                 raise _invalid(current, "claim")
-            lease = Lease(agent, secrets.token_hex(8), now, stamp_at(time.time() + seconds))
+            lease = Lease(agent, os.urandom(8).hex(), now, stamp_at(time.time() + seconds))
             change["lease"] = lease.to_json()
             self._change(
                 batch,
@@ -391,17 +391,12 @@ class Threads:
         wanted = tuple(check_status(s) for s in statuses)
         now = now_stamp()
         found: dict[str, Thread] = {}
-        # Finished threads are closed beads: the index leaves them out unless asked for. One
-        # indexed query per status for the agent's threads, one for those open to all (the
-        # `pool` label): what is read stays proportional to the candidates, not the store.
+        # Two indexed reads: the agent's threads (finished ones are closed beads, left out
+        # unless asked for) and those open to every agent (the `pool` label, which a thread
+        # loses when it finishes). What is read is the candidates, not the store.
         bead_status = None if set(wanted) & set(TERMINAL) else "open"
-        looked = set(wanted) | (set(HELD) if "pending" in wanted else set())
-        candidates = []
-        for status in sorted(looked):
-            for side in ({"assignee": agent}, {"label": POOL}):
-                candidates += self.store.list(
-                    type=THREAD, status=bead_status, meta={"status": status}, **side
-                )
+        candidates = self.store.list(type=THREAD, assignee=agent, status=bead_status)
+        candidates += [b for b in self.store.list(label=POOL) if b.type == THREAD]
         for bead in candidates:
             thread = Thread.from_bead(bead)
             stale = thread.status in HELD and thread.claimable(now)
@@ -683,6 +678,8 @@ class Threads:
         fields: dict[str, Any] = {"meta": {**(meta or {}), "status": status}, "unset_meta": unset}
         if assignee is not None:
             fields["assignee"] = assignee
+        if status in TERMINAL:  # no longer a candidate: `fetch` reads only open pool threads
+            fields["remove_labels"] = (POOL,)
         bead = batch.update(thread.thread_id, **fields)
         if status in TERMINAL:
             bead = batch.close(thread.thread_id, status)

@@ -7,10 +7,8 @@ A thread is a bead of type `thread`; its messages are `message` beads of the thr
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-from dataclasses import dataclass, field
 from typing import Any
 
 from beads.errors import Conflict, InvalidInput
@@ -29,6 +27,24 @@ PRIORITY_WORDS = ("critical", "high", "normal", "low", "lowest")
 DEFAULT_LEASE_SECONDS = 900.0
 ARTIFACT_KIND = "file"
 POOL = "pool"  # the label of a thread made without an assignee: a candidate for every agent
+
+
+class _Record:
+    """Plain classes with equality and a repr, not dataclasses: building dataclasses costs
+    every command that imports them a few milliseconds of code generation."""
+
+    __slots__: tuple[str, ...] = ()
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return all(getattr(self, n) == getattr(other, n) for n in self.__slots__)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{n}={getattr(self, n)!r}" for n in self.__slots__)
+        return f"{type(self).__name__}({fields})"
 
 
 class InvalidTransition(InvalidInput):
@@ -118,6 +134,8 @@ def artifact(path: str, kind: str | None = None, metadata: dict[str, Any] | None
     """A reference to a file (not a copy): its size and sha256 when it exists now."""
     if not path:
         raise InvalidInput("--artifact needs a path")
+    import hashlib
+
     size = digest = None
     try:
         if os.path.isfile(path):
@@ -167,14 +185,16 @@ def artifacts(
     return out
 
 
-@dataclass
-class Lease:
+class Lease(_Record):
     """An exclusive claim on a thread until `expires_at` (RFC 3339)."""
 
-    agent: str
-    token: str
-    claimed_at: str
-    expires_at: str
+    __slots__ = ("agent", "token", "claimed_at", "expires_at")
+
+    def __init__(self, agent: str, token: str, claimed_at: str, expires_at: str) -> None:
+        self.agent = agent
+        self.token = token
+        self.claimed_at = claimed_at
+        self.expires_at = expires_at
 
     def live(self, now: str) -> bool:
         return self.expires_at > now
@@ -199,22 +219,52 @@ class Lease:
         )
 
 
-@dataclass
-class Thread:
-    """A work thread as seed 002 shows it."""
+class Thread(_Record):
+    """A work thread as seed 002 shows it (`pool`: made without an assignee, a candidate for
+    every agent)."""
 
-    thread_id: str
-    run_id: str | None
-    task_id: str | None
-    subject: str
-    created_by: str
-    assigned_to: str | None
-    status: str
-    priority_level: int
-    created_at: str
-    updated_at: str
-    lease: Lease | None = None
-    pool: bool = False  # made without an assignee: a candidate for every agent
+    __slots__ = (
+        "thread_id",
+        "run_id",
+        "task_id",
+        "subject",
+        "created_by",
+        "assigned_to",
+        "status",
+        "priority_level",
+        "created_at",
+        "updated_at",
+        "lease",
+        "pool",
+    )
+
+    def __init__(
+        self,
+        thread_id: str,
+        run_id: str | None,
+        task_id: str | None,
+        subject: str,
+        created_by: str,
+        assigned_to: str | None,
+        status: str,
+        priority_level: int,
+        created_at: str,
+        updated_at: str,
+        lease: Lease | None = None,
+        pool: bool = False,
+    ) -> None:
+        self.thread_id = thread_id
+        self.run_id = run_id
+        self.task_id = task_id
+        self.subject = subject
+        self.created_by = created_by
+        self.assigned_to = assigned_to
+        self.status = status
+        self.priority_level = priority_level
+        self.created_at = created_at
+        self.updated_at = updated_at
+        self.lease = lease
+        self.pool = pool
 
     def claimable(self, now: str) -> bool:
         """True when a claim would succeed now: not finished, no live lease."""
@@ -258,21 +308,48 @@ class Thread:
         )
 
 
-@dataclass
-class ThreadMessage:
+class ThreadMessage(_Record):
     """One message of a work thread as seed 002 shows it."""
 
-    message_id: str
-    thread_id: str
-    event_id: int | None
-    from_agent: str
-    to_agent: str | None
-    kind: str
-    summary: str
-    body: str
-    payload: dict[str, Any] = field(default_factory=dict)
-    artifacts: list[dict[str, Any]] = field(default_factory=list)
-    created_at: str = ""
+    __slots__ = (
+        "message_id",
+        "thread_id",
+        "event_id",
+        "from_agent",
+        "to_agent",
+        "kind",
+        "summary",
+        "body",
+        "payload",
+        "artifacts",
+        "created_at",
+    )
+
+    def __init__(
+        self,
+        message_id: str,
+        thread_id: str,
+        event_id: int | None,
+        from_agent: str,
+        to_agent: str | None,
+        kind: str,
+        summary: str,
+        body: str,
+        payload: dict[str, Any] | None = None,
+        artifacts: list[dict[str, Any]] | None = None,
+        created_at: str = "",
+    ) -> None:
+        self.message_id = message_id
+        self.thread_id = thread_id
+        self.event_id = event_id
+        self.from_agent = from_agent
+        self.to_agent = to_agent
+        self.kind = kind
+        self.summary = summary
+        self.body = body
+        self.payload = payload or {}
+        self.artifacts = artifacts or []
+        self.created_at = created_at
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -307,13 +384,22 @@ class ThreadMessage:
         )
 
 
-@dataclass
-class Wake:
+class Wake(_Record):
     """What `watch` and `wait-reply` return: whether they woke, the cursor to wait from next
     (`next_event_id`), and what woke them."""
 
-    woke: bool
-    next_event_id: int
-    message: ThreadMessage | None = None
-    messages: list[ThreadMessage] = field(default_factory=list)
-    threads: list[Thread] = field(default_factory=list)
+    __slots__ = ("woke", "next_event_id", "message", "messages", "threads")
+
+    def __init__(
+        self,
+        woke: bool,
+        next_event_id: int,
+        message: ThreadMessage | None = None,
+        messages: list[ThreadMessage] | None = None,
+        threads: list[Thread] | None = None,
+    ) -> None:
+        self.woke = woke
+        self.next_event_id = next_event_id
+        self.message = message
+        self.messages = messages or []
+        self.threads = threads or []
