@@ -116,21 +116,24 @@ def pending(store: Store, n: int, agent: str = "bench") -> list[str]:
     return made
 
 
-def figure1(root: Path) -> None:
-    """Wake latency and the waiter's CPU, through the `inbox` program."""
+def figure1(store: Store) -> None:
+    """Wake latency and the waiter's CPU, through the `inbox` program.
+
+    One Store per store directory in this process: a second one, opened and closed while
+    the first is open, loses the first's sqlite locks (POSIX locks are per process, and
+    `files.create` opens and closes the index file), which later shows as "disk I/O error".
+    """
     inbox = str(BIN / "inbox")
     env = clean_env()
-    with Store.open(root) as store:
-        (thread,) = pending(store, 1)
-        api = Threads(store)
-        api.claim("bench", thread, lease_seconds=3600)
-        api.close()
+    root = store.root
+    api = Threads(store)
+    (thread,) = pending(store, 1)
+    api.claim("bench", thread, lease_seconds=3600)
     base = ["--beads-dir", str(root), "--json"]
     latencies: dict[str, list[float]] = {"cli": [], "api": []}
     for n in range(WAKES * 2):
         how = "cli" if n % 2 == 0 else "api"
-        with Store.open(root) as store:
-            cursor = Threads(store).last_event()
+        cursor = api.last_event()
         waiter = subprocess.Popen(
             [inbox, "wait-reply", "--thread", thread, "--after-event", str(cursor),
              "--timeout-seconds", "30", *base],
@@ -144,18 +147,16 @@ def figure1(root: Path) -> None:
                 check=True, stdout=subprocess.DEVNULL, env=env,
             )  # fmt: skip
         else:  # the API in this process: returns as soon as the commit is in
-            with Store.open(root, agent="leader") as store:
-                api = Threads(store)
-                api.reply("leader", thread, summary=f"answer {n}")
-                api.close()
+            api.reply("leader", thread, summary=f"answer {n}")
         returned = perf()
         line = waiter.stdout.readline()  # type: ignore[union-attr]
         woke = perf()
         waiter.wait()
         assert json.loads(line)["woke"] is True, line
         latencies[how].append(woke - returned)
+    api.close()
     median = statistics.median(latencies["cli"])
-    api = latencies["api"]
+    by_api = latencies["api"]
     verdict(
         f"1a. wait-reply wake latency after the reply returns = {ms(median)} median "
         "(target < 100 ms)",
@@ -164,7 +165,7 @@ def figure1(root: Path) -> None:
         f"reply's process had exited: ~0); min {ms(min(latencies['cli']))}, max "
         f"{ms(max(latencies['cli']))}\n"
         f"{WAKES} wakes after an API reply returned (the commit just in): median "
-        f"{ms(statistics.median(api))}, min {ms(min(api))}, max {ms(max(api))}",
+        f"{ms(statistics.median(by_api))}, min {ms(min(by_api))}, max {ms(max(by_api))}",
     )
     waiter = subprocess.Popen(
         [inbox, "wait-reply", "--thread", thread, "--timeout-seconds", str(CPU_SECONDS + 5),
@@ -190,14 +191,14 @@ def figure1(root: Path) -> None:
     )
 
 
-def figure2(root: Path) -> None:
+def figure2(store: Store) -> None:
     """CLI claim against the import of the libraries it needs, alternating."""
     from bench_store import compile_project  # .pyc files, even under PYTHONDONTWRITEBYTECODE
 
     compile_project()
     env = clean_env()
-    with Store.open(root) as store:
-        threads = pending(store, CLI_ROUNDS + 1)
+    root = store.root
+    threads = pending(store, CLI_ROUNDS + 1)
     commands = {
         "inbox claim": lambda n: [str(BIN / "inbox"), "claim", "--agent", "bench", "--thread",
                                   threads[n], "--beads-dir", str(root)],
@@ -277,8 +278,8 @@ def main() -> None:
     try:
         small = build_store(tmp / "small", SMALL, rng)
         for name, run in (
-            ("Figure 1: wake latency and CPU", lambda: figure1(small.root)),
-            ("Figure 2: CLI claim start-up", lambda: figure2(small.root)),
+            ("Figure 1: wake latency and CPU", lambda: figure1(small)),
+            ("Figure 2: CLI claim start-up", lambda: figure2(small)),
         ):
             try:
                 print(name, flush=True)

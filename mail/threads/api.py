@@ -393,10 +393,14 @@ class Threads:
         found: dict[str, Thread] = {}
         # Two indexed reads: the agent's threads (finished ones are closed beads, left out
         # unless asked for) and those open to every agent (the `pool` label, which a thread
-        # loses when it finishes). What is read is the candidates, not the store.
+        # loses when it finishes). What is read is the candidates, not the store. In
+        # priority order: ordered by creation, sqlite walks every open thread instead.
         bead_status = None if set(wanted) & set(TERMINAL) else "open"
-        candidates = self.store.list(type=THREAD, assignee=agent, status=bead_status)
-        candidates += [b for b in self.store.list(label=POOL) if b.type == THREAD]
+        candidates = self.store.list(
+            type=THREAD, assignee=agent, status=bead_status, order="priority"
+        )
+        pool = self.store.list(label=POOL, order="priority")
+        candidates += [b for b in pool if b.type == THREAD]
         for bead in candidates:
             thread = Thread.from_bead(bead)
             stale = thread.status in HELD and thread.claimable(now)
@@ -557,7 +561,7 @@ class Threads:
 
     def _leases(self, agent: str | None) -> list[Thread]:
         """Open threads (of `agent`) holding a lease: what may expire while one watches."""
-        beads = self.store.list(type=THREAD, status="open", assignee=agent)
+        beads = self.store.list(type=THREAD, status="open", assignee=agent, order="priority")
         threads = [Thread.from_bead(b) for b in beads]
         return [t for t in threads if t.lease is not None and t.status in HELD]
 
