@@ -53,7 +53,7 @@ POOL_SHARE = 0.001  # waiting, open to every agent
 WAKES = 15
 CPU_SECONDS = 10.0
 CLI_ROUNDS = 15
-CLAIMS = 60
+CLAIMS = 100
 FETCHES = 200
 RESULTS: list[tuple[str, bool]] = []
 BIN = Path(sys.executable).parent
@@ -228,7 +228,7 @@ def figure3(small: Store, large: Store, label: str) -> None:
     apis = {id(s): Threads(s) for s in (small, large)}
     times: dict[int, list[float]] = {id(small): [], id(large): []}
     for n in range(CLAIMS):
-        for store in (small, large):
+        for store in (small, large) if n % 2 else (large, small):  # neither always first
             t0 = perf()
             apis[id(store)].claim("bench", targets[id(store)][n])
             times[id(store)].append(perf() - t0)
