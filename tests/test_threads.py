@@ -263,8 +263,13 @@ def test_wait_reply_wakes_on_a_reply_of_its_kinds_only(tmp_path: Path, threads: 
                       "--json", check=10)  # fmt: skip
     reply = json.loads(timed_out.stdout)
     assert (reply["ok"], reply["woke"], reply["message"]) == (True, False, None)
+    # A `gc mail reply` to the question is an answer in the thread, and wakes a waiter.
+    mailed = BeadMail(threads.store).reply(asked.message_id, "leader", "", "Postgres 16")
+    woke_by_mail = threads.wait_reply(thr, after_event=answer.event_id, timeout=1)
+    assert woke_by_mail.message is not None
+    assert (woke_by_mail.message.message_id, woke_by_mail.message.kind) == (mailed.id, "answer")
     # The API blocks the same way, in this process.
-    assert threads.wait_reply(thr, after_event=answer.event_id, timeout=0.1).woke is False
+    assert threads.wait_reply(thr, after_message=mailed.id, timeout=0.1).woke is False
     assert threads.wait_reply(thr, after_message=asked.message_id, timeout=1).message == answer
 
 

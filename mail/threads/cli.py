@@ -441,6 +441,8 @@ class InboxGroup(click.Group):
 def inbox() -> None:
     """inbox: work threads for agents (the commands of `gc thread`), on a gc-beads store.
 
+    `--db PATH` is another name for `--beads-dir PATH`; `inbox init --db PATH` makes one.
+
     Exit codes: 0 ok, 10 nothing came, 20 lease conflict, 30 invalid input or transition,
     40 not found, 50 storage or internal error.
     """

@@ -375,7 +375,8 @@ class ThreadMessage(_Record):
             event_id=event_id,
             from_agent=bead.from_,
             to_agent=meta.get("to") or bead.assignee,
-            kind=meta.get("kind") or "task",
+            # Mail without a kind in a thread is a `gc mail reply` to one of its messages.
+            kind=meta.get("kind") or "answer",
             summary=meta.get("subject", bead.title),
             body=bead.body,
             payload=meta.get("payload") or {},
