@@ -56,6 +56,12 @@ class BeadMail(Provider):
             self._delivery = Delivery(self.store.root, config=lambda: self.store.config)
         return self._delivery
 
+    def close(self) -> None:
+        """Close the delivery database, if this provider opened it."""
+        if self._delivery is not None:
+            self._delivery.close()
+            self._delivery = None
+
     # -- sending ---------------------------------------------------------------------------
 
     def send(

@@ -59,9 +59,7 @@ class Threads:
 
     def close(self) -> None:
         """Close the delivery database the mail layer opened (the store stays open)."""
-        if self.mail._delivery is not None:
-            self.mail._delivery.close()
-            self.mail._delivery = None
+        self.mail.close()
 
     # -- writing ----------------------------------------------------------------------------
 
