@@ -392,7 +392,7 @@ def test_watch_wakes_on_activity_and_on_an_expired_lease(threads: Threads) -> No
     assert [t.thread_id for t in woke.threads] == [thr]
     quiet = threads.watch(agent="nobody", statuses=["pending"], timeout=0.1)
     assert quiet.woke is False
-    expired = threads.watch(agent="w1", timeout=5)  # the lease runs out within a second
+    expired = threads.watch(agent="leader", timeout=5)  # the lease runs out within a second
     assert expired.woke and [t.thread_id for t in expired.threads] == [thr]
     assert expired.threads[0].lease is not None
 

@@ -452,7 +452,7 @@ class Threads:
 
     def last_event(self) -> int:
         """The highest event id handed out: a cursor meaning "from now on"."""
-        self.store.get_many(())  # brings the index to the branch first
+        self._fresh()
         return events.last(self.store.index)
 
     def wait_reply(
@@ -476,7 +476,7 @@ class Threads:
         def check() -> Wake | None:
             if not branch.moved():
                 return None
-            self.store.resolve(thread_id)  # brings the index to the branch
+            self._fresh()
             for seq, bead in events.after(
                 self.store.index, state["cursor"], thread=thread_id, type=MESSAGE
             ):
@@ -518,7 +518,7 @@ class Threads:
         def check() -> Wake | None:
             now = now_stamp()
             if branch.moved():
-                self.store.get_many(())  # brings the index to the branch
+                self._fresh()
                 news = events.after(self.store.index, state["cursor"], type=MESSAGE)
                 if news:
                     state["cursor"] = news[-1][0]
@@ -557,11 +557,21 @@ class Threads:
 
     # -- helpers ----------------------------------------------------------------------------
 
+    def _fresh(self) -> None:
+        """Bring the index to the branch (event ids are read from it directly)."""
+        self.store.get_many(())
+
     def _leases(self, agent: str | None) -> list[Thread]:
-        """Open threads (of `agent`) holding a lease: what may expire while one watches."""
-        beads = self.store.list(type=THREAD, status="open", assignee=agent, order="priority")
-        threads = [Thread.from_bead(b) for b in beads]
-        return [t for t in threads if t.lease is not None and t.status in HELD]
+        """Open threads (of `agent`: assigned to it, created by it, or open to all) holding a
+        lease: what may expire while one watches."""
+        if agent is None:
+            beads = self.store.list(type=THREAD, status="open")
+        else:
+            beads = self.store.list(type=THREAD, status="open", assignee=agent, order="priority")
+            beads += self.store.list(type=THREAD, status="open", sender=agent)
+            beads += [b for b in self.store.list(label=POOL, order="priority") if b.type == THREAD]
+        threads = {b.id: Thread.from_bead(b) for b in beads}
+        return [t for t in threads.values() if t.lease is not None and t.status in HELD]
 
     def _cursor(self, after_event: int | None, after_message: str | None) -> int:
         if after_event is not None and after_message is not None:
