@@ -13,6 +13,7 @@ import sqlite3
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
+from beads import events
 from beads.dbfile import DAMAGED, READ_ONLY, error_code, file_id, open_read_only, rollback
 from beads.errors import InvalidInput, StorageError
 from beads.query import select
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
 
     from beads.query import Query
 
-SCHEMA_VERSION = "5"
+SCHEMA_VERSION = "6"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -157,11 +158,16 @@ class Index:
         Files another process has already replaced (they are not the ones this connection
         opened) are kept: that process rebuilt them.
         """
+        try:  # event ids stay above those the old file handed out, when it can tell
+            mark = events.high_mark(self.db) if hasattr(self, "db") else 0
+        except sqlite3.Error:
+            mark = 0
         self.close()
         if self._file_id is None or file_id(self.path) == self._file_id:
             for suffix in ("", "-wal", "-shm"):
                 Path(f"{self.path}{suffix}").unlink(missing_ok=True)
         self._open()
+        events.carry(self.db, mark)
 
     def _recover(self, cause: Exception) -> None:
         if self._recovering or self.recover is None or self.read_only:
@@ -348,6 +354,7 @@ class Index:
                 "INSERT INTO labels VALUES (?, ?)",
                 [(lb, bead.id) for bead, _, _ in latest for lb in bead.labels],
             )
+            events.number(db, [bead for bead, _, _ in latest], reset)
             named: set[str] = set()
             for bead, _, _ in latest:
                 named.update([bead.sender, *bead.cc])
@@ -381,11 +388,13 @@ class Index:
         db.execute("BEGIN IMMEDIATE")
         try:
             if self._meta("schema") != SCHEMA_VERSION:  # another process may have just done it
-                for table in ("meta", "beads", "labels", "invalid", "agents", "links"):
+                mark = events.high_mark(db)
+                for table in ("meta", "beads", "labels", "invalid", "agents", "links", "events"):
                     db.execute(f"DROP TABLE IF EXISTS {table}")
-                for statement in _SCHEMA.split(";"):
+                for statement in [*_SCHEMA.split(";"), events.SCHEMA]:
                     if statement.strip():
                         db.execute(statement)
+                events.carry(db, mark)
                 self._set_meta("schema", SCHEMA_VERSION)
             db.execute("COMMIT")
         except BaseException:

@@ -43,7 +43,8 @@ def install(settings_path: str, command: str) -> None:
 
     path = Path(settings_path)
     added = merge(path, command)
+    done = f"Added {', '.join(added)} to {path}" if added else f"{path} already runs {command!r}"
     emit(
-        {"settings": str(path), "added": added},
-        f"Added {', '.join(added)} to {path}" if added else f"{path} already runs {command!r}",
+        {"settings": str(path), "added": added, "skills": "gc skill install"},
+        f"{done}\nTo teach agents the mail and work-thread commands: gc skill install",
     )

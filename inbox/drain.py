@@ -149,12 +149,10 @@ class DrainMixin:
 
     def wait(self, agent: str, timeout: float, poll: float = 0.05) -> bool:
         """Block until `agent` has a pending item (True) or `timeout` seconds pass (False)."""
-        deadline = time.monotonic() + timeout
-        while True:
+        from beads.waiting import wait_until
+
+        def pending() -> bool | None:
             self.follow()  # mail committed meanwhile (a crashed send, a push) wakes it too
-            if self.has_pending(agent):
-                return True
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return False
-            time.sleep(min(poll, left))
+            return True if self.has_pending(agent) else None
+
+        return wait_until(pending, timeout, poll) is not None

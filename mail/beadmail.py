@@ -21,6 +21,7 @@ from mail.message import AlreadyArchived, Message, MessageNotFound
 from mail.provider import ARCHIVED, DIRECTORY, PRIORITY, Counts, Provider
 
 if TYPE_CHECKING:
+    from beads.batch import Batch
     from inbox.delivery import Delivery
 
 MESSAGE = "message"
@@ -85,6 +86,12 @@ class BeadMail(Provider):
             self._delivery = Delivery(self.store.root, config=lambda: self.store.config)
         return self._delivery
 
+    def close(self) -> None:
+        """Close the delivery database, if this provider opened it."""
+        if self._delivery is not None:
+            self._delivery.close()
+            self._delivery = None
+
     # -- sending ---------------------------------------------------------------------------
 
     def send(
@@ -132,14 +139,7 @@ class BeadMail(Provider):
         check_agent(sender, what="sender")
         recipients = [check_agent(to, what="recipient")]
         recipients += [check_agent(c, what="cc") for c in dict.fromkeys(cc) if c != to]
-        title, exact_subject = _title(subject, body)
-        meta: dict[str, Any] = {"read": False}
-        if exact_subject is not None:
-            meta["subject"] = exact_subject
-        if dedup:
-            meta["dedup"] = dedup
-        if sender != self.store.agent:  # a relay or bridge: record who really sent it
-            meta["sent_by"] = self.store.agent
+        meta: dict[str, Any] = {"dedup": dedup} if dedup else {}
         with followed_batch(self.store, self._delivery_or_none()) as (batch, changes):
             if dedup:
                 found = self.store.list(**mailbox_filters(to), meta={"dedup": dedup}, limit=1)
@@ -149,14 +149,14 @@ class BeadMail(Provider):
                     return existing
             ids = [batch.new_id() for _ in recipients]
             made = [
-                batch.create(
-                    MESSAGE,
-                    title,
+                self.compose(
+                    batch,
+                    sender,
+                    recipient,
+                    subject,
                     body,
-                    assignee=recipient,
                     cc=recipients[1:],
                     priority=priority,
-                    sender=sender,
                     bead_id=bead_id,
                     thread=thread or ids[0],
                     reply_to=reply_to,
@@ -166,11 +166,50 @@ class BeadMail(Provider):
             ]
             verb = "reply" if reply_to else "send"
             also = f" (+{len(made) - 1} cc)" if len(made) > 1 else ""
-            batch.message = f'mail {verb} {ids[0]}: {sender} -> {to}{also} "{shorten(title)}"'
+            title = shorten(made[0].title)
+            batch.message = f'mail {verb} {ids[0]}: {sender} -> {to}{also} "{title}"'
             if reply_to:
                 batch.message += f" (re {reply_to})"
             changes += [Change(bead) for bead in made]
         return bead_message(made[0])
+
+    def compose(
+        self,
+        batch: Batch,
+        sender: str,
+        recipient: str,
+        subject: str,
+        body: str,
+        *,
+        cc: Sequence[str] = (),
+        priority: int = 2,
+        bead_id: str | None = None,
+        thread: str | None = None,
+        reply_to: str | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> Bead:
+        """Add one unread message for `recipient` to an open batch of `followed_batch` (which
+        announces it once committed): the one way a message bead is made, for a send and for
+        producers that commit mail with other changes (work threads)."""
+        title, exact_subject = _title(subject, body)
+        fields: dict[str, Any] = {"read": False}
+        if exact_subject is not None:
+            fields["subject"] = exact_subject
+        if sender != self.store.agent:  # a relay or bridge: record who really sent it
+            fields["sent_by"] = self.store.agent
+        return batch.create(
+            MESSAGE,
+            title,
+            body,
+            assignee=recipient,
+            cc=cc,
+            priority=priority,
+            sender=sender,
+            bead_id=bead_id,
+            thread=thread,
+            reply_to=reply_to,
+            meta={**fields, **(meta or {})},
+        )
 
     def _delivery_or_none(self) -> Delivery | None:
         try:

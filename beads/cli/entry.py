@@ -20,17 +20,17 @@ DIRECT: dict[tuple[str, ...], tuple[str, str]] = {
 }
 
 
-def main() -> None:
-    """Run `gc`."""
+def main(program: str = "gc") -> None:
+    """Run `gc` (or `inbox`, the other program of `beads.cli.main.PROGRAMS`)."""
     import _signal
 
     try:
         # The launcher leaves Ctrl-C to the signal's default action until this handler is in.
         _signal.signal(_signal.SIGINT, _signal.default_int_handler)
-        code = _run()
+        code = _run(program)
     except KeyboardInterrupt:
         code = 130
-        _say("gc: interrupted")
+        _say(f"{program}: interrupted")
     except BrokenPipeError:
         code = 0  # the reader went away: not our error, and nothing left to tell it
     except Exception as exc:
@@ -39,30 +39,30 @@ def main() -> None:
         if not is_interruption(exc):  # Ctrl-C wrapped by Python during an import
             raise
         code = 130
-        _say("gc: interrupted")
-    sys.exit(_finish(code))
+        _say(f"{program}: interrupted")
+    sys.exit(_finish(code, program))
 
 
-def _run() -> int | str | None:
+def _run(program: str) -> int | str | None:
     import importlib
 
     from beads import files
 
     files.own_umask = True  # a program of our own: its umask may follow the store's modes
-    direct = DIRECT.get(tuple(sys.argv[1:]))
+    direct = DIRECT.get(tuple(sys.argv[1:])) if program == "gc" else None
     if direct is not None:
         module, function = direct
         return getattr(importlib.import_module(module), function)()
     from beads.cli.main import main as click_main
 
     try:
-        click_main()
+        click_main(program=program)
     except SystemExit as exc:  # click_main always ends this way, with its exit code
         return exc.code
     return 0
 
 
-def _finish(code: int | str | None) -> int | str | None:
+def _finish(code: int | str | None, program: str) -> int | str | None:
     """Flush stdout here, where a closed pipe can still be handled; past this point Python
     would print "Exception ignored ... BrokenPipeError" at exit."""
     if sys.stdout is None:  # started with stdout closed (`gc hook run >&-`)
@@ -72,7 +72,7 @@ def _finish(code: int | str | None) -> int | str | None:
     except BrokenPipeError:
         _silence_stdout()
     except KeyboardInterrupt:
-        _say("gc: interrupted")
+        _say(f"{program}: interrupted")
         return 130
     return code
 

@@ -29,10 +29,19 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "hook": ("gates.hook_cli", "hook", "Claude Code hooks: run an event, install the entries."),
     "gate": ("gates.cli", "gate", "Session gates and bead gates: register, mark, check, resolve."),
     "decision": ("gates.cli", "decision", "Ask a human; the answer comes back to your inbox."),
+    "thread": (
+        "mail.threads.cli",
+        "thread",
+        "Work threads: claim with leases, report, wait-reply.",
+    ),
+    "skill": ("mail.threads.skills", "skill", "Install SKILL.md files that teach agents gc."),
 }
 # Run before any command: the top layer's composition root, which declares the producers of
 # inbox items to delivery (inbox/producers.py) without importing them.
 SETUP = ("gates", "register_producers")
+
+# Programs other than `gc` served by this entry point: name -> (module, root group).
+PROGRAMS: dict[str, tuple[str, str]] = {"inbox": ("mail.threads.cli", "inbox")}
 
 
 class LazyGroup(click.Group):
@@ -66,38 +75,43 @@ def cli() -> None:
     """
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Run `gc`, mapping every failure to one stderr line and its exit code."""
+def main(argv: list[str] | None = None, program: str = "gc") -> None:
+    """Run `gc` (or another of PROGRAMS), mapping every failure to one stderr line and its
+    exit code."""
     args = sys.argv[1:] if argv is None else argv
     ctx_settings = None
     sys.unraisablehook = _quiet_unraisable
     try:
         check_arguments(args)
-        with cli.make_context("gc", list(args)) as ctx:
+        root = cli
+        if program in PROGRAMS:
+            module, attribute = PROGRAMS[program]
+            root = getattr(importlib.import_module(module), attribute)
+        with root.make_context(program, list(args)) as ctx:
             ctx_settings = settings(ctx)
-            cli.invoke(ctx)
+            root.invoke(ctx)
         sys.exit(0)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.exceptions.Abort:
-        _fail(GcError("aborted"), args, ctx_settings, exit_code=130)
+        _fail(GcError("aborted"), args, ctx_settings, exit_code=130, program=program)
     except click.ClickException as exc:
-        _fail(InvalidInput(exc.format_message()), args, ctx_settings)
+        _fail(InvalidInput(exc.format_message()), args, ctx_settings, program=program)
     except GcError as exc:
-        _fail(exc, args, ctx_settings)
+        _fail(exc, args, ctx_settings, program=program)
     except KeyboardInterrupt:
-        _fail(Interrupted("interrupted"), args, ctx_settings)
+        _fail(Interrupted("interrupted"), args, ctx_settings, program=program)
     except BrokenPipeError:
         sys.stderr.close()  # the reader went away (`gc bead list | head`): not our error
         sys.exit(0)
     except Exception as exc:  # a fault of ours: one line, unless --debug asks for the trace
         if is_interruption(exc):
-            _fail(Interrupted("interrupted"), args, ctx_settings)
+            _fail(Interrupted("interrupted"), args, ctx_settings, program=program)
         if (ctx_settings and ctx_settings.debug) or "--debug" in args:
             raise
         # A full disk or a store this user may not write is no fault of ours: say which.
         error = _storage_error(exc) or GcError(f"internal error: {type(exc).__name__}: {exc}")
-        _fail(error, args, ctx_settings)
+        _fail(error, args, ctx_settings, program=program)
 
 
 def _storage_error(exc: Exception) -> StorageError | None:
@@ -130,13 +144,15 @@ def _quiet_unraisable(unraisable: Any) -> None:
         sys.__unraisablehook__(unraisable)
 
 
-def _fail(error: GcError, args: Any, options: Any, exit_code: int | None = None) -> None:
+def _fail(
+    error: GcError, args: Any, options: Any, exit_code: int | None = None, program: str = "gc"
+) -> None:
     as_json = (options.json if options is not None else False) or "--json" in args
     if as_json:
         import json
 
         click.echo(json.dumps({"ok": False, "error": error.to_json()}))
-    click.echo(f"gc: {one_line(error.message)}", err=True)
+    click.echo(f"{program}: {one_line(error.message)}", err=True)
     sys.exit(error.exit_code if exit_code is None else exit_code)
 
 

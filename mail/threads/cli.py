@@ -1,0 +1,464 @@
+"""`gc thread ...` and the `inbox` command: seed 002's CLI, a thin layer over `Threads`.
+
+`inbox` is this same command group as a program of its own, so the seed's examples run as
+written: `--db PATH` is another name for `--beads-dir`, and `inbox init` is `gc init`.
+The acting agent is `--agent` (else $GC_AGENT, $GC_ALIAS, $GC_SESSION_ID, `human`); `--from`
+names the sender of `send` and `reply` (default: the acting agent).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from beads.cli.common import Duration, emit, global_options, open_store, read_text, settings
+from beads.errors import NoMatch
+from beads.record import acting_agent
+from beads.times import now_stamp
+from mail.threads.api import Threads
+from mail.threads.model import (
+    DEFAULT_LEASE_SECONDS,
+    KINDS,
+    REPLY_KINDS,
+    STATUSES,
+    Thread,
+    ThreadMessage,
+    Wake,
+    artifacts,
+    parse_list,
+    parse_object,
+)
+
+
+@click.group()
+def thread() -> None:
+    """Work threads: send, fetch, claim (leases), update, reply, done/fail, watch, wait-reply."""
+
+
+def threads(sender: str | None = None) -> Threads:
+    """The work threads of this command's store; a `--from` sender without `--agent` is the
+    acting agent (the author of the commit), as the seed's commands expect."""
+    options = settings()
+    if sender is not None and options.agent is None:
+        options.agent = sender
+    api = Threads(open_store())
+    click.get_current_context().call_on_close(api.close)
+    return api
+
+
+def me() -> str:
+    return acting_agent(settings().agent)
+
+
+# -- shared options ------------------------------------------------------------------------
+
+
+def thread_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("--thread", "thread_id", required=True, help="The thread's id.")(func)
+
+
+def content_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """--summary, --body, --body-file, --payload-json and the artifact options."""
+    options = [
+        click.option("--summary", help="One line: what this message says."),
+        click.option("--body", help="The message's text."),
+        click.option("--body-file", help="Read the text from a file (- = stdin)."),
+        click.option("--payload-json", help="A JSON object stored with the message."),
+        *artifact_options(),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def artifact_options() -> list[Callable[..., Any]]:
+    return [
+        click.option(
+            "--artifact", "artifact_paths", multiple=True, help="A file to reference (repeatable)."
+        ),
+        click.option(
+            "--artifact-kind", "artifact_kinds", multiple=True, help="Its kind (default file)."
+        ),
+        click.option(
+            "--artifact-metadata-json",
+            "artifact_metadata",
+            multiple=True,
+            help="A JSON object describing it.",
+        ),
+    ]
+
+
+def content(
+    api: Threads,
+    summary: str | None,
+    body: str | None,
+    body_file: str | None,
+    payload_json: str | None,
+    artifact_paths: tuple[str, ...],
+    artifact_kinds: tuple[str, ...],
+    artifact_metadata: tuple[str, ...],
+) -> dict[str, Any]:
+    """The keyword arguments of a message, parsed and checked (before anything is written)."""
+    return {
+        "summary": summary,
+        "body": read_text(body, body_file, False, limit=api.store.max_body) or "",
+        "payload": parse_object(payload_json, "--payload-json"),
+        "artifacts": artifacts(artifact_paths, artifact_kinds, artifact_metadata),
+    }
+
+
+def lease_seconds_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option(
+        "--lease-seconds",
+        type=Duration(minimum=1),
+        default=str(int(DEFAULT_LEASE_SECONDS)),
+        show_default=True,
+        help="How long the lease lasts (900, 15m).",
+    )(func)
+
+
+def timeout_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option(
+        "--timeout-seconds",
+        type=Duration(minimum=0),
+        default="60",
+        show_default=True,
+        help="Give up after this long (exit 10).",
+    )(func)
+
+
+# -- output --------------------------------------------------------------------------------
+
+
+def thread_line(thread: Thread) -> str:
+    holder = (
+        f" (lease: {thread.lease.agent} until {thread.lease.expires_at})" if thread.lease else ""
+    )
+    who = thread.assigned_to or "anyone"
+    return (
+        f"{thread.thread_id}  {thread.status:<11}  {thread.to_json()['priority']:<6}  "
+        f"{who}  {thread.subject}{holder}"
+    )
+
+
+def message_line(message: ThreadMessage) -> str:
+    to = f" -> {message.to_agent}" if message.to_agent else ""
+    event = f"#{message.event_id} " if message.event_id is not None else ""
+    text = f"{event}{message.created_at[:19].replace('T', ' ')}  {message.kind:<8}  "
+    text += f"{message.from_agent}{to}: {message.summary}"
+    if message.body:
+        text += "\n    " + message.body.replace("\n", "\n    ")
+    for item in message.artifacts:
+        text += f"\n    [{item.get('kind')}] {item.get('path')}"
+    return text
+
+
+def emit_thread(thread: Thread, message: ThreadMessage | None, text: str) -> None:
+    payload: dict[str, Any] = {"thread": thread.to_json(now_stamp())}
+    if message is not None:
+        payload["message"] = message.to_json()
+    emit(payload, text)
+
+
+def emit_wake(wake: Wake, text: Callable[[], str]) -> None:
+    payload: dict[str, Any] = {
+        "woke": wake.woke,
+        "next_event_id": wake.next_event_id,
+        "message": wake.message.to_json() if wake.message else None,
+    }
+    if wake.messages and len(wake.messages) > 1 or wake.threads:
+        payload["messages"] = [m.to_json() for m in wake.messages]
+        payload["threads"] = [t.to_json(now_stamp()) for t in wake.threads]
+    emit(payload, text if wake.woke else "Nothing came before the timeout")
+    if not wake.woke:
+        click.get_current_context().exit(NoMatch.exit_code)
+
+
+# -- commands ------------------------------------------------------------------------------
+
+
+@thread.command()
+@click.option("--from", "sender", help="The sender (default: the acting agent).")
+@click.option("--to", help="Assign the thread to / send the message to this agent.")
+@click.option("--subject", help="The new thread's title.")
+@click.option("--thread", "thread_id", help="Add the message to this thread instead.")
+@click.option("--run", "run_id", help="The run this thread belongs to.")
+@click.option("--task", "task_id", help="The task this thread carries.")
+@click.option("--kind", default="task", show_default=True, help="|".join(KINDS))
+@click.option("--priority", default="normal", show_default=True, help="low|normal|high or 0-4.")
+@content_options
+@global_options
+def send(
+    sender: str | None,
+    to: str | None,
+    subject: str | None,
+    thread_id: str | None,
+    run_id: str | None,
+    task_id: str | None,
+    kind: str,
+    priority: str,
+    **message: Any,
+) -> None:
+    """Start a thread (status pending), or add a message to one with --thread."""
+    api = threads(sender)
+    made, sent = api.send(
+        sender or me(),
+        to=to,
+        subject=subject,
+        thread=thread_id,
+        run_id=run_id,
+        task_id=task_id,
+        kind=kind,
+        priority=priority,
+        **content(api, **message),
+    )
+    verb = "Added message" if thread_id else "Created thread"
+    emit_thread(made, sent, f"{verb} {made.thread_id if not thread_id else sent.message_id}")
+
+
+@thread.command()
+@click.option("--status", "statuses", default="pending", show_default=True, help="A comma list.")
+@click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True)
+@click.option("--unread", is_flag=True, help="Only threads with unread mail for the agent.")
+@global_options
+def fetch(statuses: str, limit: int, unread: bool) -> None:
+    """Candidate threads for the agent (its own and those open to all); claims nothing."""
+    wanted = parse_list(statuses, STATUSES, "--status")
+    found = threads().fetch(me(), statuses=wanted or (), limit=limit, unread=unread)
+    now = now_stamp()
+    emit(
+        {"threads": [t.to_json(now) for t in found]},
+        lambda: "\n".join(thread_line(t) for t in found) or "No threads",
+    )
+
+
+@thread.command()
+@thread_option
+@lease_seconds_option
+@global_options
+def claim(thread_id: str, lease_seconds: float) -> None:
+    """Take the thread's lease (exit 20 lease_conflict while another agent holds one)."""
+    api = threads()
+    lease = api.claim(me(), thread_id, lease_seconds=lease_seconds)
+    claimed = api.get(thread_id)
+    emit(
+        {"thread": claimed.to_json(now_stamp()), "lease": lease.to_json()},
+        f"Claimed {claimed.thread_id} until {lease.expires_at}",
+    )
+
+
+@thread.command()
+@thread_option
+@lease_seconds_option
+@global_options
+def renew(thread_id: str, lease_seconds: float) -> None:
+    """Extend the lease you hold."""
+    api = threads()
+    lease = api.renew(me(), thread_id, lease_seconds=lease_seconds)
+    renewed = api.get(thread_id)
+    emit(
+        {"thread": renewed.to_json(now_stamp()), "lease": lease.to_json()},
+        f"Renewed {renewed.thread_id} until {lease.expires_at}",
+    )
+
+
+@thread.command()
+@thread_option
+@click.option("--reason", help="Why (the event's summary).")
+@global_options
+def release(thread_id: str, reason: str | None) -> None:
+    """Give the lease back: the thread is pending again."""
+    released = threads().release(me(), thread_id, reason=reason)
+    emit_thread(released, None, f"Released {released.thread_id}")
+
+
+@thread.command()
+@thread_option
+@click.option("--status", help="in_progress|blocked")
+@content_options
+@global_options
+def update(thread_id: str, status: str | None, **message: Any) -> None:
+    """Report progress on a thread you hold; --status blocked asks the creator a question."""
+    api = threads()
+    changed, sent = api.update(me(), thread_id, status=status, **content(api, **message))
+    emit_thread(changed, sent, f"Updated {changed.thread_id}: {changed.status}")
+
+
+@thread.command()
+@click.option("--from", "sender", help="The sender (default: the acting agent).")
+@click.option("--to", help="The recipient (default: the other side of the thread).")
+@thread_option
+@click.option("--kind", default="answer", show_default=True, help="|".join(KINDS))
+@content_options
+@global_options
+def reply(sender: str | None, to: str | None, thread_id: str, kind: str, **message: Any) -> None:
+    """Reply inside a thread (an answer, a question, progress, a control message)."""
+    api = threads(sender)
+    sent = api.reply(sender or me(), thread_id, to=to, kind=kind, **content(api, **message))
+    emit({"message": sent.to_json()}, f"Sent {sent.kind} {sent.message_id}")
+
+
+def _finish(verb: str) -> Callable[..., None]:
+    def command(thread_id: str, **message: Any) -> None:
+        api = threads()
+        finished, sent = getattr(api, verb)(me(), thread_id, **content(api, **message))
+        emit_thread(finished, sent, f"{finished.thread_id} is {finished.status}")
+
+    return command
+
+
+done = thread.command(
+    "done", help="Finish a thread you hold with its result (to the thread's creator)."
+)(global_options(content_options(thread_option(_finish("done")))))
+fail = thread.command("fail", help="End a thread you hold as failed, saying why.")(
+    global_options(content_options(thread_option(_finish("fail"))))
+)
+
+
+@thread.command()
+@thread_option
+@click.option("--reason", help="Why.")
+@global_options
+def cancel(thread_id: str, reason: str | None, **refs: Any) -> None:
+    """Cancel a thread that is not finished (a leader's override)."""
+    found = artifacts(refs["artifact_paths"], refs["artifact_kinds"], refs["artifact_metadata"])
+    cancelled = threads().cancel(me(), thread_id, reason=reason, artifacts=found)
+    emit_thread(cancelled, None, f"Cancelled {cancelled.thread_id}")
+
+
+for _option in reversed(artifact_options()):
+    cancel = _option(cancel)
+
+
+@thread.command("list")
+@click.option("--status", "statuses", help="A comma list of statuses.")
+@click.option("--created-by", help="Threads this agent created.")
+@click.option("--assigned-to", help="Threads assigned to this agent.")
+@click.option("--limit", type=click.IntRange(min=1), default=100, show_default=True)
+@global_options
+def list_threads(
+    statuses: str | None, created_by: str | None, assigned_to: str | None, limit: int
+) -> None:
+    """Threads, newest first (--agent: those it created or is assigned)."""
+    found = threads().list(
+        statuses=parse_list(statuses, STATUSES, "--status"),
+        created_by=created_by,
+        assigned_to=assigned_to,
+        agent=settings().agent,
+        limit=limit,
+    )
+    now = now_stamp()
+    emit(
+        {"threads": [t.to_json(now) for t in found]},
+        lambda: "\n".join(thread_line(t) for t in found) or "No threads",
+    )
+
+
+@thread.command()
+@click.argument("thread_ref", required=False)
+@click.option("--thread", "thread_id", help="The thread's id.")
+@global_options
+def show(thread_ref: str | None, thread_id: str | None) -> None:
+    """A thread with its whole history, in order."""
+    from beads.errors import InvalidInput
+
+    if (thread_ref is None) == (thread_id is None):
+        raise InvalidInput("give the thread once: --thread ID (or ID)")
+    found, messages = threads().show(thread_ref or thread_id or "")
+    payload = {"thread": found.to_json(now_stamp()), "messages": [m.to_json() for m in messages]}
+    emit(
+        payload,
+        lambda: "\n".join([thread_line(found), *(message_line(m) for m in messages)]),
+    )
+
+
+@thread.command()
+@click.option("--status", "statuses", help="Only threads in these statuses (a comma list).")
+@click.option("--after-event", type=click.IntRange(min=0), help="Wake for events after this.")
+@timeout_option
+@global_options
+def watch(statuses: str | None, after_event: int | None, timeout_seconds: float) -> None:
+    """Block until a thread (of --agent) gets a message, or a lease expires; exit 10 on timeout."""
+    wake = threads().watch(
+        agent=settings().agent,
+        statuses=parse_list(statuses, STATUSES, "--status"),
+        after_event=after_event,
+        timeout=timeout_seconds,
+    )
+    emit_wake(
+        wake,
+        lambda: "\n".join(
+            [*(message_line(m) for m in wake.messages)]
+            + [f"lease expired: {thread_line(t)}" for t in wake.threads if not wake.messages]
+        ),
+    )
+
+
+@thread.command("wait-reply")
+@thread_option
+@click.option("--after-event", type=click.IntRange(min=0), help="Wait for events after this.")
+@click.option("--after-message", help="Wait for messages after this one (any machine).")
+@click.option("--kinds", default=",".join(REPLY_KINDS), show_default=True, help="A comma list.")
+@timeout_option
+@global_options
+def wait_reply(
+    thread_id: str,
+    after_event: int | None,
+    after_message: str | None,
+    kinds: str,
+    timeout_seconds: float,
+) -> None:
+    """Block until a reply of these kinds comes in the thread; exit 10 on timeout."""
+    wake = threads().wait_reply(
+        thread_id,
+        after_event=after_event,
+        after_message=after_message,
+        kinds=parse_list(kinds, KINDS, "--kinds") or (),
+        timeout=timeout_seconds,
+    )
+    emit_wake(wake, lambda: message_line(wake.message) if wake.message else "")
+
+
+# -- the `inbox` program -------------------------------------------------------------------
+
+
+class InboxGroup(click.Group):
+    """The root of the `inbox` program: `--db PATH` is read as `--beads-dir PATH`."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        renamed = [
+            "--beads-dir" + arg[4:] if arg == "--db" or arg.startswith("--db=") else arg
+            for arg in args
+        ]
+        return super().parse_args(ctx, renamed)
+
+
+@click.group(cls=InboxGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@global_options
+@click.version_option("0.1.0", prog_name="gc-beads")
+def inbox() -> None:
+    """inbox: work threads for agents (the commands of `gc thread`), on a gc-beads store.
+
+    `--db PATH` is another name for `--beads-dir PATH`; `inbox init --db PATH` makes one.
+
+    Exit codes: 0 ok, 10 nothing came, 20 lease conflict, 30 invalid input or transition,
+    40 not found, 50 storage or internal error.
+    """
+
+
+@click.command("init")
+@click.option("--prefix", help="The id prefix (default gc).")
+@global_options
+def init(prefix: str | None) -> None:
+    """Create the store (gc init) at --db PATH (default: here)."""
+    from beads.cli.admin import init as gc_init
+
+    assert gc_init.callback is not None
+    gc_init.callback(path=settings().beads_dir or ".", prefix=prefix, example=False)
+
+
+for _name, _command in thread.commands.items():
+    inbox.add_command(_command, _name)
+inbox.add_command(init, "init")

@@ -1,0 +1,413 @@
+"""Work threads (issue 12, seed 002): the `inbox` program, leases, transitions, waiting."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from beads.cli.main import main as cli_main
+from beads.reader import branch_head
+from beads.store import Store
+from mail.beadmail import BeadMail
+from mail.threads import InvalidTransition, LeaseConflict, Threads
+
+INBOX = str(Path(sys.executable).parent / "inbox")
+
+
+def inbox(cwd: Path, *args: str, check: int | None = 0) -> subprocess.CompletedProcess[str]:
+    """Run the installed `inbox` program as a user would."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GC_")}
+    result = subprocess.run(
+        [INBOX, *args], cwd=cwd, capture_output=True, text=True, env=env, timeout=60
+    )
+    if check is not None:
+        assert result.returncode == check, (args, result.stdout, result.stderr)
+    return result
+
+
+def inbox_json(cwd: Path, *args: str, check: int | None = 0) -> dict:
+    return json.loads(inbox(cwd, *args, "--json", check=check).stdout)
+
+
+def in_process(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    """Run the `inbox` program in this process (fast): exit code, stdout, stderr."""
+    with pytest.raises(SystemExit) as ended:
+        cli_main(list(args), program="inbox")
+    out, err = capsys.readouterr()
+    return int(ended.value.code or 0), out, err
+
+
+@pytest.fixture
+def threads(tmp_path: Path) -> Threads:
+    store, _ = Store.init(tmp_path, agent="leader")
+    api = Threads(store)
+    yield api
+    api.close()
+    store.close()
+
+
+THREAD_KEYS = {
+    "thread_id",
+    "run_id",
+    "task_id",
+    "subject",
+    "created_by",
+    "assigned_to",
+    "status",
+    "priority",
+    "priority_level",
+    "created_at",
+    "updated_at",
+    "lease",
+}
+MESSAGE_KEYS = {
+    "message_id",
+    "thread_id",
+    "event_id",
+    "from_agent",
+    "to_agent",
+    "kind",
+    "summary",
+    "body",
+    "payload_json",
+    "artifacts",
+    "created_at",
+}
+
+
+def test_seed_worker_protocol_through_the_inbox_program(tmp_path: Path) -> None:
+    db = ".agents/coord.db"
+    assert inbox_json(tmp_path, "init", "--db", db)["created"] is True
+    sent = inbox_json(
+        tmp_path,
+        "send", "--db", db, "--from", "leader", "--to", "backend-worker", "--subject",
+        "Post CRUD", "--run", "R1", "--task", "T4", "--priority", "high", "--body", "Routes.",
+    )  # fmt: skip
+    thr = sent["thread"]["thread_id"]
+    assert THREAD_KEYS <= set(sent["thread"]) and MESSAGE_KEYS <= set(sent["message"])
+    assert (sent["thread"]["priority"], sent["thread"]["priority_level"]) == ("high", 1)
+
+    # The seed's own commands, thread ids substituted (--db added: the store is not here).
+    def seed(command: str, check: int = 0) -> dict:
+        args = command.replace("thr_123", thr).split("'")
+        words = [w for i, part in enumerate(args) for w in ([part] if i % 2 else part.split())]
+        return inbox_json(tmp_path, *words[1:], "--db", db, check=check)
+
+    fetched = seed("inbox fetch --agent backend-worker --status pending --json")
+    assert [t["thread_id"] for t in fetched["threads"]] == [thr]
+    claimed = seed("inbox claim --agent backend-worker --thread thr_123 --lease-seconds 900 --json")
+    assert claimed["thread"]["status"] == "claimed"
+    assert claimed["thread"]["assigned_to"] == "backend-worker"
+    assert claimed["lease"]["agent"] == "backend-worker"
+    seed(
+        "inbox update --agent backend-worker --thread thr_123 --status in_progress "
+        "--summary 'Implementing post CRUD routes' --json"
+    )
+    blocked = seed(
+        "inbox update --agent backend-worker --thread thr_123 --status blocked --summary "
+        "'Need auth decision' --payload-json "
+        """'{"question":"Should admin auth use email/password in MVP?"}' --json"""
+    )
+    assert blocked["thread"]["status"] == "blocked"
+    question = blocked["message"]
+    assert question["kind"] == "question" and question["to_agent"] == "leader"
+    assert question["payload_json"] == {"question": "Should admin auth use email/password in MVP?"}
+
+    waiter = subprocess.Popen(
+        [INBOX, "wait-reply", "--thread", thr, "--after-event", str(question["event_id"]),
+         "--timeout-seconds", "30", "--json", "--db", db],
+        cwd=tmp_path, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    answer = seed(
+        "inbox reply --from leader --to backend-worker --thread thr_123 --kind answer --summary "
+        "'Use email/password for MVP' --body "
+        "'Use a simple credential flow for the first iteration.' --json"
+    )["message"]
+    out, _ = waiter.communicate(timeout=30)
+    woke = json.loads(out)
+    assert waiter.returncode == 0
+    assert (woke["command"], woke["woke"]) == ("wait-reply", True)
+    assert woke["message"]["message_id"] == answer["message_id"]
+    assert woke["message"]["summary"] == "Use email/password for MVP"
+    assert woke["next_event_id"] == answer["event_id"]
+
+    (tmp_path / "result.md").write_text("Routes and tests.\n")
+    done = seed(
+        "inbox done --agent backend-worker --thread thr_123 --summary 'Post CRUD implemented' "
+        "--body-file result.md --artifact result.md --json"
+    )
+    assert done["thread"]["status"] == "done" and done["thread"]["lease"] is None
+    artifact = done["message"]["artifacts"][0]
+    assert artifact["size"] == 18 and len(artifact["sha256"]) == 64
+
+    shown = seed("inbox show --thread thr_123 --json")
+    kinds = [m["kind"] for m in shown["messages"]]
+    assert kinds == [
+        "task", "event", "progress", "event", "question", "event", "answer", "result", "event",
+    ]  # fmt: skip
+    ids = [m["event_id"] for m in shown["messages"]]
+    assert ids == sorted(ids) and len(set(ids)) == len(ids)
+    # Messages with a recipient are that agent's mail too.
+    with Store.open(tmp_path / db) as store:
+        assert {m.subject for m in BeadMail(store).inbox("leader")} == {
+            "Need auth decision",
+            "Post CRUD implemented",
+        }
+
+
+RACER = textwrap.dedent(
+    """
+    import json, random, sys
+    from beads.store import Store
+    from mail.threads import LeaseConflict, Threads
+    agent, ids = sys.argv[1], sys.argv[2:]
+    random.shuffle(ids)
+    with Store.open(".") as store:
+        api = Threads(store)
+        outcome = {}
+        for thread in ids:
+            try:
+                api.claim(agent, thread, lease_seconds=600)
+                outcome[thread] = "won"
+            except LeaseConflict as exc:
+                outcome[thread] = exc.code
+    print(json.dumps(outcome))
+    """
+)
+
+
+def test_eight_processes_race_to_claim_twenty_threads(tmp_path: Path, threads: Threads) -> None:
+    ids = [threads.send("leader", subject=f"task {n}")[0].thread_id for n in range(21)]
+    last = ids.pop()
+    racers = [
+        subprocess.Popen(
+            [sys.executable, "-c", RACER, f"w{n}", *ids], cwd=tmp_path, stdout=subprocess.PIPE
+        )
+        for n in range(8)
+    ]
+    # Eight `inbox claim` on one more thread at the same time: one wins, seven exit 20.
+    claims = [
+        subprocess.Popen(
+            [INBOX, "claim", "--agent", f"c{n}", "--thread", last, "--json"],
+            cwd=tmp_path,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for n in range(8)
+    ]
+    results = [json.loads(p.communicate(timeout=60)[0]) for p in racers]
+    codes = [(p.wait(timeout=60), json.loads(p.stdout.read())) for p in claims]  # type: ignore[union-attr]
+    for thread in ids:
+        outcomes = sorted(r[thread] for r in results)
+        assert outcomes == ["lease_conflict"] * 7 + ["won"], thread
+    assert sorted(code for code, _ in codes) == [0] + [20] * 7
+    assert {reply["error"]["code"] for code, reply in codes if code} == {"lease_conflict"}
+    winner = next(reply["thread"]["assigned_to"] for code, reply in codes if code == 0)
+    assert all(reply["error"]["holder"] == winner for code, reply in codes if code)
+    # Exactly one claim event per thread in its history.
+    for thread in [*ids, last]:
+        events = [m for m in threads.show(thread)[1] if m.kind == "event"]
+        assert len(events) == 1
+
+
+def test_an_expired_lease_may_be_taken_over_and_the_old_holder_is_refused(
+    tmp_path: Path, threads: Threads
+) -> None:
+    thr = threads.send("leader", subject="Short lease")[0].thread_id
+    inbox_json(tmp_path, "claim", "--agent", "w1", "--thread", thr, "--lease-seconds", "1")
+    with pytest.raises(LeaseConflict):
+        threads.claim("w2", thr)
+    time.sleep(1.1)
+    fetched = threads.fetch("w2")
+    assert [t.thread_id for t in fetched] == [thr]
+    assert fetched[0].claimable(time.strftime("%Y-%m-%dT%H:%M:%S.999999Z", time.gmtime()))
+    threads.claim("w2", thr, lease_seconds=60)
+    refused = inbox_json(
+        tmp_path, "update", "--agent", "w1", "--thread", thr, "--summary", "still here", check=20
+    )
+    assert refused["error"]["code"] == "lease_conflict"
+    assert refused["error"]["holder"] == "w2"
+    assert "w2" in refused["error"]["message"]
+    with pytest.raises(LeaseConflict):
+        threads.done("w1", thr)
+    threads.renew("w2", thr, lease_seconds=120)
+    threads.done("w2", thr, summary="ok")
+
+
+def test_wait_reply_wakes_on_a_reply_of_its_kinds_only(tmp_path: Path, threads: Threads) -> None:
+    thr = threads.send("leader", to="w1", subject="Question time")[0].thread_id
+    threads.claim("w1", thr)
+    threads.update("w1", thr, status="in_progress")
+    asked = threads.update("w1", thr, status="blocked", summary="Which database?")[1]
+    waiter = subprocess.Popen(
+        [INBOX, "wait-reply", "--thread", thr, "--after-message", asked.message_id,
+         "--kinds", "answer", "--timeout-seconds", "20", "--json"],
+        cwd=tmp_path, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    threads.reply("leader", thr, kind="progress", summary="Looking into it")
+    time.sleep(0.4)
+    assert waiter.poll() is None  # a reply of another kind does not wake it
+    answer = threads.reply("leader", thr, kind="answer", summary="Postgres")
+    woke = json.loads(waiter.communicate(timeout=20)[0])
+    assert woke["woke"] is True and woke["message"]["message_id"] == answer.message_id
+    assert woke["message"]["kind"] == "answer"
+
+    timed_out = inbox(tmp_path, "wait-reply", "--thread", thr, "--timeout-seconds", "0.2",
+                      "--json", check=10)  # fmt: skip
+    reply = json.loads(timed_out.stdout)
+    assert (reply["ok"], reply["woke"], reply["message"]) == (True, False, None)
+    # A `gc mail reply` to the question is an answer in the thread, and wakes a waiter.
+    mailed = BeadMail(threads.store).reply(asked.message_id, "leader", "", "Postgres 16")
+    woke_by_mail = threads.wait_reply(thr, after_event=answer.event_id, timeout=1)
+    assert woke_by_mail.message is not None
+    assert (woke_by_mail.message.message_id, woke_by_mail.message.kind) == (mailed.id, "answer")
+    # The API blocks the same way, in this process.
+    assert threads.wait_reply(thr, after_message=mailed.id, timeout=0.1).woke is False
+    assert threads.wait_reply(thr, after_message=asked.message_id, timeout=1).message == answer
+
+
+def test_rebuild_keeps_the_history_in_order_and_hands_out_higher_ids(
+    tmp_path: Path, threads: Threads
+) -> None:
+    thr = threads.send("leader", to="w1", subject="Survive a rebuild")[0].thread_id
+    threads.claim("w1", thr)
+    threads.update("w1", thr, status="in_progress", summary="working")
+    threads.reply("leader", thr, summary="keep going")
+    before = inbox_json(tmp_path, "show", "--thread", thr)["messages"]
+    result = subprocess.run(
+        [str(Path(sys.executable).parent / "gc"), "doctor", "--rebuild-index"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stderr
+    after = inbox_json(tmp_path, "show", "--thread", thr)["messages"]
+    assert [m["message_id"] for m in after] == [m["message_id"] for m in before]
+    assert min(m["event_id"] for m in after) > max(m["event_id"] for m in before)
+    newer = inbox_json(tmp_path, "reply", "--from", "leader", "--thread", thr, "--summary", "hi")
+    assert newer["message"]["event_id"] > max(m["event_id"] for m in after)
+
+
+@pytest.fixture(scope="module")
+def states(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    """One store (shared: the tests below must leave it as it is) with a thread in each of
+    pending, claimed, blocked and done."""
+    root = tmp_path_factory.mktemp("states")
+    with Store.init(root, agent="leader")[0] as store:
+        api = Threads(store)
+        made = {s: api.send("leader", to="w1", subject=s)[0].thread_id for s in "PCBD"}
+        for name in "CBD":
+            api.claim("w1", made[name])
+        api.update("w1", made["B"], status="in_progress")
+        api.update("w1", made["B"], status="blocked")
+        api.done("w1", made["D"])
+        api.close()
+    return root, made
+
+
+TRANSITIONS = [
+    "done --agent w1 --thread P",
+    "fail --agent w1 --thread P",
+    "update --agent w1 --thread P --summary x",
+    "update --agent w1 --thread P --status in_progress",
+    "release --agent w1 --thread P",
+    "renew --agent w1 --thread P",
+    "update --agent w1 --thread C --status blocked",
+    "claim --agent w2 --thread D",
+    "cancel --agent leader --thread D",
+    "done --agent w1 --thread D",
+    "fail --agent w1 --thread D",
+    "release --agent w1 --thread D",
+    "update --agent w1 --thread D --status in_progress",
+]
+BAD_VALUES = [
+    "update --agent w1 --thread B --status done",
+    "update --agent w1 --thread B --status bogus",
+    "send --from leader --subject s --priority urgent",
+    "send --from leader --subject s --priority 5",
+    "send --from leader --subject s --kind gossip",
+    "send --from leader --subject s --payload-json [1]",
+    "send --from leader --subject s --payload-json {bad",
+    'send --from leader --subject s --payload-json {"a/b":1}',
+    "send --from leader",
+    "send --from leader --subject s --artifact-kind log",
+    "send --from leader --subject s --artifact a --artifact-metadata-json []",
+    "send --from leader --subject s --artifact a --artifact b --artifact-kind x,y "
+    "--artifact-kind z --artifact-kind w",
+    "send --from leader --thread P --subject again",
+    "reply --from leader --thread B --kind shout",
+    "fetch --agent w1 --status pending,nope",
+    "list --status finished",
+    "claim --agent w2 --thread P --lease-seconds 0",
+    "claim --agent w2 --thread P --lease-seconds -5",
+    "claim --agent w2 --thread P --lease-seconds soon",
+    "wait-reply --thread B --kinds answer,gossip",
+    "wait-reply --thread B --timeout-seconds -1",
+    "wait-reply --thread B --after-event -1",
+    "wait-reply --thread B --after-event 1 --after-message x",
+    "watch --status nope",
+    "fetch --agent w1 --limit 0",
+]
+
+
+@pytest.mark.parametrize("command", TRANSITIONS + BAD_VALUES)
+def test_invalid_transitions_and_bad_values_change_nothing(
+    command: str, states: tuple[Path, dict[str, str]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    root, made = states
+    words = [made.get(w, w) for w in command.split()]
+    head = branch_head(root / ".beads")
+    code, out, err = in_process(capsys, *words, "--beads-dir", str(root), "--json")
+    assert code == 30, (command, out, err)
+    assert len(err.strip().splitlines()) == 1 and err.startswith("inbox: "), err
+    expected = "invalid_transition" if command in TRANSITIONS else "invalid_input"
+    assert json.loads(out)["error"]["code"] == expected, out
+    assert branch_head(root / ".beads") == head
+
+
+def test_api_errors_are_the_cli_ones(threads: Threads) -> None:
+    thr = threads.send("leader", subject="api")[0].thread_id
+    with pytest.raises(InvalidTransition) as refused:
+        threads.done("w1", thr)
+    assert (refused.value.exit_code, refused.value.code) == (30, "invalid_transition")
+    threads.claim("w1", thr)
+    with pytest.raises(LeaseConflict) as held:
+        threads.claim("w2", thr)
+    assert (held.value.exit_code, held.value.details["holder"]) == (20, "w1")
+
+
+def test_watch_wakes_on_activity_and_on_an_expired_lease(threads: Threads) -> None:
+    thr = threads.send("leader", to="w1", subject="watched")[0].thread_id
+    cursor = threads.last_event()
+    threads.claim("w1", thr, lease_seconds=1)
+    woke = threads.watch(agent="leader", after_event=cursor, timeout=1)
+    assert woke.woke and woke.messages[0].kind == "event"
+    assert [t.thread_id for t in woke.threads] == [thr]
+    quiet = threads.watch(agent="nobody", statuses=["pending"], timeout=0.1)
+    assert quiet.woke is False
+    expired = threads.watch(agent="leader", timeout=5)  # the lease runs out within a second
+    assert expired.woke and [t.thread_id for t in expired.threads] == [thr]
+    assert expired.threads[0].lease is not None
+
+
+def test_skill_install_writes_skills_and_hook_install_mentions_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = tmp_path / "skills"
+    with pytest.raises(SystemExit) as ended:
+        cli_main(["skill", "install", "--dir", str(target), "--json"])
+    assert ended.value.code == 0
+    written = json.loads(capsys.readouterr().out)["skills"]
+    assert written == {"gc-mail": "written", "work-threads": "written"}
+    text = (target / "work-threads" / "SKILL.md").read_text()
+    assert text.startswith("---\nname: work-threads\n") and "wait-reply" in text
+    with pytest.raises(SystemExit):
+        cli_main(["hook", "install", "--settings", str(tmp_path / "settings.json")])
+    assert "gc skill install" in capsys.readouterr().out
