@@ -212,8 +212,22 @@ def create(root: str, path: str) -> None:
 
 def prepare_db(root: str, path: str) -> None:
     """Before sqlite opens `path` by name: the file exists (with the store's mode, which
-    sqlite gives its `-wal` and `-shm` files too) and none of them is a link."""
-    create(root, path)
+    sqlite gives its `-wal` and `-shm` files too) and none of them is a link.
+
+    An existing database is only looked at, never opened: closing any descriptor of a file
+    drops every POSIX lock this process holds on it, so an open-and-close here would silently
+    release the locks of a connection this process already has on the database (another
+    `Store` of the same directory), and a writer elsewhere could then damage what it reads.
+    """
+    try:
+        found = os.lstat(path)
+    except FileNotFoundError:
+        create(root, path)
+    else:
+        if stat.S_ISLNK(found.st_mode):
+            raise _refused(path)
+        if stat.S_IMODE(found.st_mode) != modes(root)[1] and found.st_uid == os.geteuid():
+            _fit_mode_by_name(root, path)
     for suffix in ("-wal", "-shm", "-journal"):
         if os.path.islink(path + suffix):
             raise _refused(path + suffix)
@@ -233,6 +247,16 @@ def _mkdir(root: str, directory: str) -> None:
         return  # made meanwhile by another process: checked by the caller's lstat
     if mode != PRIVATE[0]:
         os.chmod(directory, mode)  # the umask may have taken the group's bits
+
+
+def _fit_mode_by_name(root: str, path: str) -> None:
+    # By name: a file this process may hold sqlite locks on is never opened here. The caller
+    # saw a regular file (Linux has no lchmod); the store's own directories hold it.
+    try:
+        os.chmod(path, modes(root)[1])
+    except OSError as exc:
+        if exc.errno not in (errno.EPERM, errno.EACCES, errno.EROFS):
+            raise
 
 
 def _fit_mode(root: str, fd: int) -> None:

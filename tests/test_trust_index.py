@@ -9,6 +9,7 @@ import os
 import shutil
 import sqlite3
 import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -420,3 +421,30 @@ def test_another_users_store_reads_and_refuses_writes_clearly() -> None:
         read_only_checks(home, made["id"], nobody, ("--beads-dir", str(home / ".beads")))
     finally:
         shutil.rmtree(home)
+
+
+def test_a_second_store_of_the_same_directory_keeps_the_first_ones_locks(tmp_path: Path) -> None:
+    # Closing any descriptor of a file drops every POSIX lock the process holds on it: opening
+    # a second Store once opened and closed the index file, silently releasing the first
+    # Store's sqlite locks, and with a writer elsewhere the index then failed to open
+    # ("disk I/O error").
+    Store.init(tmp_path, agent="a")[0].close()
+    first = Store.open(tmp_path, agent="a")
+    first.list(type="task")
+    code = (
+        "import sys\nfrom beads.store import Store\n"
+        "s = Store.open(sys.argv[1], agent='w')\n"
+        "for i in range(80):\n    s.create('task', f'w{i}')\n"
+    )
+    writer = subprocess.Popen([sys.executable, "-c", code, str(tmp_path)])
+    try:
+        for n in range(80):
+            with Store.open(tmp_path, agent="b") as second:
+                second.list(type="task")
+            first.create("task", f"a{n}")
+            first.list(type="task")
+    finally:
+        assert writer.wait(timeout=120) == 0
+        first.close()
+    with Store.open(tmp_path, agent="c") as store:
+        assert store.count(type="task") == 160
