@@ -351,6 +351,8 @@ BAD_VALUES = [
     "wait-reply --thread B --kinds answer,gossip",
     "wait-reply --thread B --timeout-seconds -1",
     "wait-reply --thread B --after-event -1",
+    "wait-reply --thread B --after-event 99999999999999999999999",
+    "watch --agent leader --after-event 99999999999999999999999",
     "wait-reply --thread B --after-event 1 --after-message x",
     "watch --status nope",
     "fetch --agent w1 --limit 0",

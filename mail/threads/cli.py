@@ -376,7 +376,9 @@ def show(thread_ref: str | None, thread_id: str | None) -> None:
 
 @thread.command()
 @click.option("--status", "statuses", help="Only threads in these statuses (a comma list).")
-@click.option("--after-event", type=click.IntRange(min=0), help="Wake for events after this.")
+@click.option(
+    "--after-event", type=click.IntRange(min=0, max=2**63 - 1), help="Wake for events after this."
+)
 @timeout_option
 @global_options
 def watch(statuses: str | None, after_event: int | None, timeout_seconds: float) -> None:
@@ -398,7 +400,9 @@ def watch(statuses: str | None, after_event: int | None, timeout_seconds: float)
 
 @thread.command("wait-reply")
 @thread_option
-@click.option("--after-event", type=click.IntRange(min=0), help="Wait for events after this.")
+@click.option(
+    "--after-event", type=click.IntRange(min=0, max=2**63 - 1), help="Wait for events after this."
+)
 @click.option("--after-message", help="Wait for messages after this one (any machine).")
 @click.option("--kinds", default=",".join(REPLY_KINDS), show_default=True, help="A comma list.")
 @timeout_option
