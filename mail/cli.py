@@ -337,9 +337,11 @@ def log(message_id: str | None, limit: int) -> None:
 
 @mail.command()
 @click.argument("program")
+@click.option("--strict", is_flag=True, help="Also run the extra cases, beyond Gas City's.")
 @global_options
-def conformance(program: str) -> None:
-    """Run the mail conformance suite against an exec PROGRAM (it sends real mail)."""
+def conformance(program: str, strict: bool) -> None:
+    """Run the mail conformance suite against an exec PROGRAM (it sends real mail): Gas
+    City's core cases, and with --strict the extras (read flags, `all`, multi-line bodies)."""
     from mail.conformance import run, unique_prefix
     from mail.execmail import ExecMail
 
@@ -350,10 +352,13 @@ def conformance(program: str) -> None:
             f"archives real messages for recipients named {prefix}-* on whatever "
             "backend the program talks to."
         )
-    results = run(ExecMail(program), prefix)
+    results = run(ExecMail(program), prefix, strict=strict)
     tally = {o: sum(1 for r in results if r.outcome == o) for o in ("passed", "failed", "skipped")}
     lines = [
-        f"{r.outcome.upper()[:4]} {r.name}" + (f": {r.detail}" if r.detail else "") for r in results
+        f"{r.outcome.upper()[:4]} {r.name}"
+        + (" (extra)" if r.extra else "")
+        + (f": {r.detail}" if r.detail else "")
+        for r in results
     ]
     lines.append(f"{tally['passed']} passed, {tally['failed']} failed, {tally['skipped']} skipped")
     emit({"prefix": prefix, "results": [vars(r) for r in results], **tally}, "\n".join(lines))

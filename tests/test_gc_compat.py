@@ -275,3 +275,16 @@ def test_exec_passes_any_recipient_on(gc: GcRunner, tmp_path: Path) -> None:
     result = gc("mail", "send", "team@example.org", "hi", env=env)
     assert result.returncode == 0 and result.stderr == ""
     assert gc("mail", "count", "team@example.org", env=env).stdout.startswith("1 total")
+
+
+def test_conformance_runs_gcs_cases_by_default_and_extras_with_strict(
+    gc: GcRunner, tmp_path: Path
+) -> None:
+    # A script with no `all` op passes gc's own suite: it passes ours by default.
+    env = program(tmp_path, f'[ "$1" = all ] && exit 2\nexec {SCRIPT} "$@"\n')
+    env["JSONMAIL_FILE"] = str(tmp_path / "m.json")
+    core = gc.json("mail", "conformance", env["GC_MAIL"][len("exec:") :], env=env)
+    assert core["failed"] == 0 and not any(r["extra"] for r in core["results"])
+    strict = gc("mail", "conformance", env["GC_MAIL"][len("exec:") :], "--strict", env=env)
+    assert strict.returncode == 10
+    assert "FAIL all_lists_read_and_unread (extra)" in strict.stdout
