@@ -71,6 +71,9 @@ def warn(warnings: list[str]) -> None:
         click.echo(f"gc: warning: {warning}", err=True)
 
 
+SEND_USAGE = "usage: gc mail send <to> <body>  OR  gc mail send <to> -s <subject> [-m <body>]"
+
+
 @mail.command()
 @click.argument("args", nargs=-1)
 @click.option(
@@ -108,12 +111,10 @@ def send(
             raise InvalidInput(
                 f"with --to or --all, give the body as one argument or with -m, not {words!r}"
             )
-    elif not words:
-        raise InvalidInput(
-            "usage: gc mail send <to> <body>  OR  gc mail send <to> -s <subject> [-m <body>]"
-        )
-    else:
+    elif words:
         to_list = (words.pop(0),)
+    if not words and body_option is None and not body_stdin and not subject:
+        raise InvalidInput(SEND_USAGE)  # gc's words
     chosen = provider()
     body = body_of(words, body_option, body_stdin, chosen.max_body)
     sent, warnings = send_mail(chosen, sender or me(), to_list, subject, body, cc=cc,
