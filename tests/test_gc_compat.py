@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -366,3 +368,22 @@ def test_gas_city_mail_scenarios_replay(gc: GcRunner, scenario: str, agents: lis
         gc("config", "set", f"agents.{agent}", "{}")
     gc("config", "set", "mail.strict_recipients", "true")
     assert replay(gc, SCENARIOS / scenario) > 20
+
+
+def test_exec_commands_read_the_config_the_fast_way(gc: GcRunner, tmp_path: Path) -> None:
+    """An exec command reads config.yaml from the index, as the hooks do: it never opens the
+    store (dulwich, the YAML parser, the write lock), ~35 ms of each command."""
+    gc("init")
+    gc("config", "set", "mail.provider", f"exec:{SCRIPT}")
+    probe = (
+        "import sys\nfrom beads.cli.entry import main\ntry:\n    main()\nexcept SystemExit:\n"
+        "    pass\nheavy = [m for m in ('beads.store', 'dulwich', 'ruamel') if m in sys.modules]\n"
+        "print(heavy, file=sys.stderr)\n"
+    )
+    env = {**gc.env, "JSONMAIL_FILE": str(tmp_path / "m.json")}
+    for args in (("mail", "send", "dog", "hi"), ("mail", "count", "dog")):
+        result = subprocess.run(
+            [sys.executable, "-c", probe, *args], cwd=gc.cwd, env=env, capture_output=True,
+            text=True, check=True,
+        )  # fmt: skip
+        assert result.stderr.strip().splitlines()[-1] == "[]", result.stderr
