@@ -387,3 +387,19 @@ def test_exec_commands_read_the_config_the_fast_way(gc: GcRunner, tmp_path: Path
             text=True, check=True,
         )  # fmt: skip
         assert result.stderr.strip().splitlines()[-1] == "[]", result.stderr
+
+
+def test_exec_change_failing_part_way_says_what_was_done(gc: GcRunner, tmp_path: Path) -> None:
+    env = program(
+        tmp_path,
+        'case "$1" in\n'
+        '  get) echo \'{"id":"\'$2\'","from":"a","to":"b"}\';;\n'
+        '  archive) if [ "$2" = m-2 ]; then echo "disk full" >&2; exit 1; fi;;\n'
+        "esac\n",
+    )
+    result = gc("mail", "archive", "m-1", "m-2", "m-3", env=env)
+    assert result.returncode == 50
+    assert "archive m-2 failed" in result.stderr and "done: m-1" in result.stderr
+    assert "not tried: m-3" in result.stderr
+    failed = gc.json("mail", "archive", "m-1", "m-2", env=env)["error"]
+    assert (failed["done"], failed["failed"]) == (["m-1"], "m-2")
