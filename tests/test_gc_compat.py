@@ -72,6 +72,15 @@ def test_acting_agent_order_is_gas_citys(town: GcRunner) -> None:
     assert sender(everything, "--agent", "cat") == "cat"  # --agent wins
 
 
+def test_the_hook_resolves_the_agent_by_the_same_rule(town: GcRunner) -> None:
+    gc = town
+    event = {"session_id": "s9", "cwd": str(gc.cwd), "hook_event_name": "SessionStart"}
+    env = {"GC_ALIAS": "myrig/witness", "GC_AGENT": "dog"}
+    assert gc("hook", "run", input=json.dumps(event), env=env).returncode == 0
+    sessions = gc.json("session", "list")["sessions"]
+    assert [s["agent"] for s in sessions if s["session"] == "s9"] == ["myrig/witness"]
+
+
 def test_an_empty_agent_is_refused(town: GcRunner) -> None:  # defect 14
     before = commits(town)
     for args in (
@@ -185,11 +194,19 @@ def test_exec_multi_id_changes_check_every_id_first(gc: GcRunner, tmp_path: Path
         ("dog", "--to", "cat", "hello"),  # or the start of the body?
         ("dog", "extra", "-m", "x"),  # extra would be dropped
         ("dog", "extra", "--stdin"),
+        ("--all", "two", "words"),
+        ("--reply", "extra", "-m", "x"),  # a reply's words beside -m
     ],
 )
 def test_left_over_arguments_are_refused(town: GcRunner, args: tuple[str, ...]) -> None:
     before = commits(town)  # defect 2
-    result = town("mail", "send", *args, input="body")
+    if args[0] == "--reply":
+        first = sent_id(town("mail", "send", "dog", "q"))
+        before = commits(town)
+        args = ("reply", first, *args[1:])
+    else:
+        args = ("send", *args)
+    result = town("mail", *args, input="body")
     assert result.returncode == 30 and result.stderr.count("\n") == 1, result.stderr
     assert commits(town) == before
 
