@@ -103,8 +103,6 @@ def send(
     notify: bool,
 ) -> None:
     """Send mail: gc mail send TO BODY...  or  gc mail send TO -s SUBJECT -m BODY."""
-    from mail.api import send as send_mail
-
     words = list(args)
     if to_list or to_all:
         if len(words) > 1:  # `dog --to cat hello`: is dog a recipient or the body?
@@ -117,9 +115,9 @@ def send(
         raise InvalidInput(SEND_USAGE)  # gc's words
     chosen = provider()
     body = body_of(words, body_option, body_stdin, chosen.max_body)
-    sent, warnings = send_mail(chosen, sender or me(), to_list, subject, body, cc=cc,
-                               priority=priority, dedup=dedup, to_all=to_all,
-                               notify=notified(chosen, notify))  # fmt: skip
+    sent, warnings = api.send(chosen, sender or me(), to_list, subject, body, cc=cc,
+                              priority=priority, dedup=dedup, to_all=to_all,
+                              notify=notified(chosen, notify))  # fmt: skip
     warn(warnings)
     payload: dict[str, Any] = {"suppressed": any(m.suppressed for m in sent)}
     if len(sent) == 1:
@@ -207,9 +205,10 @@ def reply(
                                notify=notified(chosen, notify))  # fmt: skip
     warn(warnings)
     answer = sent[0]
+    original = answer.reply_to or message_id  # the whole id, not the prefix typed
     emit(
         {"message": answer.to_json()},
-        f"Replied to {message_id} \u2014 sent message {answer.id} to {answer.to}",
+        f"Replied to {original} \u2014 sent message {answer.id} to {answer.to}",
     )
 
 
