@@ -90,7 +90,9 @@ class ExecMail(Provider):
     def reply(self, message_id: str, sender: str, subject: str, body: str) -> Message:
         deadline = time.monotonic() + self.timeout
         if not subject:  # as beadmail does (gc passes "" on, and a script may not default it)
-            subject = reply_subject(self._message("get", message_id, None, deadline).subject)
+            original = self._call("get", message_id, None, deadline)
+            if original is not None:  # a program without `get` gets "", as from gc
+                subject = reply_subject(self._parsed("get", original).subject)
         payload = {"from": sender, "subject": subject, "body": body}
         return self._message("reply", message_id, payload, deadline)
 
@@ -148,6 +150,9 @@ class ExecMail(Provider):
         out = self._call(op, arg, payload, deadline)
         if out is None:
             raise ProviderError(f"{self.program} does not support '{op}' (exit 2)")
+        return self._parsed(op, out)
+
+    def _parsed(self, op: str, out: bytes) -> Message:
         data = _json(out, self.program, op)
         if data is None:
             raise ProviderError(f"{self.program} {op} printed no message")

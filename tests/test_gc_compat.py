@@ -420,3 +420,19 @@ def test_exec_change_failing_part_way_says_what_was_done(gc: GcRunner, tmp_path:
     assert "not tried: m-3" in result.stderr
     failed = gc.json("mail", "archive", "m-1", "m-2", env=env)["error"]
     assert (failed["done"], failed["failed"]) == (["m-1"], "m-2")
+
+
+def test_exec_reply_subject_defaults_to_re_original(gc: GcRunner, tmp_path: Path) -> None:
+    env = {"GC_MAIL": f"exec:{SCRIPT}", "JSONMAIL_FILE": str(tmp_path / "m.json")}
+    first = gc.json("mail", "send", "dog", "-s", "Plan", "-m", "x", env=env)["message"]["id"]
+    answer = gc.json("mail", "reply", first, "-m", "ok", "--agent", "dog", env=env)["message"]
+    assert answer["subject"] == "Re: Plan"
+    # A program without `get` gets the empty subject gc would send.
+    stdin = tmp_path / "stdin"
+    no_get = program(
+        tmp_path,
+        f'case "$1" in\n  reply) cat > {stdin}; echo \'{{"id":"r","from":"dog"}}\';;\n'
+        "  *) exit 2;;\nesac\n",
+    )
+    assert gc("mail", "reply", "m-1", "-m", "ok", env=no_get).returncode == 0
+    assert json.loads(stdin.read_text())["subject"] == ""
