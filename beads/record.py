@@ -1,7 +1,8 @@
 """The `Bead` record: its fields, their canonical order and their validation.
 
 Names used in beads follow documented patterns (see README "Names"):
-- agent: ``[A-Za-z0-9][A-Za-z0-9._-]{0,63}``, and ``all`` is reserved;
+- agent: ``[A-Za-z0-9][A-Za-z0-9._-]{0,63}``, optionally as ``rig/name`` (Gas City's
+  addresses: one slash, each part such a name); ``all`` is reserved;
 - type: ``[a-z][a-z0-9_-]{0,31}``;
 - label: ``[A-Za-z0-9][A-Za-z0-9._:/=-]{0,127}``;
 - meta key: ``[A-Za-z_][A-Za-z0-9_.-]{0,63}``.
@@ -20,7 +21,8 @@ TYPE_CHECKING = False  # typing costs hooks ~7 ms to import; annotations are str
 if TYPE_CHECKING:
     from typing import Any
 
-AGENT_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+NAME = r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}"
+AGENT_RE = re.compile(rf"{NAME}(?:/{NAME})?")  # a name, or `rig/name`
 TYPE_RE = re.compile(r"[a-z][a-z0-9_-]{0,31}")
 LABEL_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/=-]{0,127}")
 META_KEY_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")
@@ -216,13 +218,24 @@ class Bead:
 
 def check_agent(name: Any, *, what: str = "agent") -> str:
     """Return `name` if it is a valid agent name, else raise InvalidInput."""
+    if name == "":
+        raise InvalidInput(f"the {what} name is empty")
     if not isinstance(name, str) or not AGENT_RE.fullmatch(name):
         raise InvalidInput(
-            f"invalid {what} name {shown(name)}: use letters, digits, '.', '_' or '-' (at most 64)"
+            f"invalid {what} name {shown(name)}: use letters, digits, '.', '_' or '-' "
+            "(at most 64), or rig/name"
         )
     if name in RESERVED_AGENTS:
         raise InvalidInput(f"{what} name {name!r} is reserved")
     return name
+
+
+def expect_type(bead: Bead, wanted: str) -> Bead:
+    """`bead` if it is of type `wanted`, else InvalidInput "gc-x is a task, not a gate": the
+    one rule for an id of the wrong kind given to a command (mail, gates, decisions)."""
+    if bead.type != wanted:
+        raise InvalidInput(f"{bead.id} is a {bead.type}, not a {wanted}")
+    return bead
 
 
 def check_type(name: Any) -> str:
@@ -330,14 +343,18 @@ def _check_meta_value(key: str, value: Any, budget: list[int], depth: int = 0) -
     )
 
 
+# Who is acting when no agent is given, in Gas City's order; values are trimmed.
+IDENTITY_ENV = ("GC_ALIAS", "GC_SESSION_ID", "GC_AGENT")
+
+
 def acting_agent(explicit: str | None = None) -> str:
-    """Who is acting: `explicit`, else $GC_AGENT, $GC_ALIAS, $GC_SESSION_ID, else `human`."""
-    for candidate in (
-        explicit,
-        os.environ.get("GC_AGENT"),
-        os.environ.get("GC_ALIAS"),
-        os.environ.get("GC_SESSION_ID"),
-    ):
+    """Who is acting: `explicit` (an empty one is refused), else the first of $GC_ALIAS,
+    $GC_SESSION_ID, $GC_AGENT that is set (trimmed), else `human`. The one rule: every
+    command and the hook resolve the agent here."""
+    if explicit is not None:
+        return check_agent(explicit, what="agent")
+    for name in IDENTITY_ENV:
+        candidate = os.environ.get(name, "").strip()
         if candidate:
-            return check_agent(candidate, what="agent")
+            return check_agent(candidate, what=f"${name}")
     return "human"

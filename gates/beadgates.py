@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from beads.errors import InvalidInput, NotFound
 from beads.process import budget, run_bounded
-from beads.record import Bead, check_agent
+from beads.record import Bead, check_agent, expect_type
 from beads.store import Store
 from beads.times import now_stamp, parse_duration, to_stamp
 from inbox import producers
@@ -292,9 +292,7 @@ def _message(done: Sequence[Outcome]) -> str:
 
 def resolve_gate(store: Store, gate_ref: str, reason: str | None = None) -> Bead:
     """Resolve a gate by hand (human gates, or any gate a person declares done)."""
-    gate = store.get(gate_ref)
-    if gate.type != GATE:
-        raise InvalidInput(f"{gate.id} is a {gate.type}, not a gate")
+    gate = expect_type(store.get(gate_ref), GATE)
     if gate.status != "open":
         raise InvalidInput(f"{gate.id} is already {gate.close_reason or 'closed'}")
     apply_outcomes(store, [Outcome(gate.id, "resolve", reason or f"resolved by {store.agent}")])

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import click
 
 from beads.cli.common import Duration, emit, global_options, open_store, settings, table
+from beads.record import expect_type
 
 if TYPE_CHECKING:
     from beads.store import Store
@@ -214,7 +215,7 @@ def list_gates(show_all: bool) -> None:
 @global_options
 def show(gate_id: str) -> None:
     """Show a gate bead."""
-    found = open_store().get(gate_id)
+    found = expect_type(open_store().get(gate_id), "gate")
     emit({"bead": found.to_dict()}, lambda: json.dumps(found.to_dict(), indent=2))
 
 
@@ -292,5 +293,5 @@ def list_decisions(show_all: bool) -> None:
 @global_options
 def show_decision(decision_id: str) -> None:
     """Show a decision."""
-    found = open_store().get(decision_id)
+    found = expect_type(open_store().get(decision_id), "decision")
     emit({"bead": found.to_dict()}, lambda: json.dumps(found.to_dict(), indent=2))

@@ -15,7 +15,7 @@ import time
 from collections.abc import Sequence
 
 from beads.errors import InvalidInput, NoMatch
-from beads.record import Bead
+from beads.record import Bead, expect_type
 from beads.store import Store
 from beads.times import now_stamp
 from gates import session_gates
@@ -109,9 +109,7 @@ def respond(
     by_default: bool = False,
 ) -> Bead:
     """Answer: record it and resolve the gate (one commit), push the answer, then nudge."""
-    decision = store.get(decision_ref)
-    if decision.type != DECISION:
-        raise InvalidInput(f"{decision.id} is a {decision.type}, not a decision")
+    decision = expect_type(store.get(decision_ref), DECISION)
     keys = [o["key"] for o in decision.meta.get("options") or []]
     if select not in keys:
         raise InvalidInput(f"{select!r} is not an option of {decision.id}: {', '.join(keys)}")

@@ -57,8 +57,25 @@ def nudge_agents(delivery: Delivery, items: Sequence[Item]) -> None:
         )
 
 
-def nudge(delivery: Delivery, agent: str, text: str) -> str | None:
-    """Start a nudge of `agent`'s most recent idle session; returns the session or None."""
+def nudge_now(delivery: Delivery, agent: str, text: str, since: float) -> str | None:
+    """Nudge `agent` now, whatever `delivery.nudge_interval` says (`gc mail send --notify`),
+    unless a nudge went out after `since`; None when it is nudged, else why it is not."""
+    try:
+        template = nudge_command(delivery, agent)
+    except InvalidInput as exc:
+        return exc.message
+    if template is None:
+        return f"no nudge command (agents.{agent}.nudge in config.yaml)"
+    if not any(s.state == "idle" for s in delivery.live_sessions(agent)):
+        return "no idle session (a busy one sees its mail at its next prompt)"
+    nudge(delivery, agent, text, since=since)
+    return None
+
+
+def nudge(delivery: Delivery, agent: str, text: str, *, since: float | None = None) -> str | None:
+    """Start a nudge of `agent`'s most recent idle session; returns the session or None.
+    At most one per `delivery.nudge_interval`; with `since`, one unless a nudge went out
+    after `since`."""
     try:
         template, problem = nudge_command(delivery, agent), None
     except InvalidInput as exc:  # a bad template fails this nudge, shown on the session
@@ -69,14 +86,14 @@ def nudge(delivery: Delivery, agent: str, text: str) -> str | None:
     if not idle:
         return None
     now = time.time()
-    interval = delivery.setting("nudge_interval")
+    threshold = now - delivery.setting("nudge_interval") if since is None else since
     with (
         delivery.write_sessions() as db
     ):  # claim the interval atomically: racing producers nudge once
         claimed = db.execute(
             "INSERT INTO nudges(agent, last_at) VALUES (?, ?) ON CONFLICT(agent) DO UPDATE "
             "SET last_at = excluded.last_at WHERE nudges.last_at <= ?",
-            (agent, now, now - interval),
+            (agent, now, threshold),
         ).rowcount
     if not claimed:
         return None

@@ -3,8 +3,9 @@
 Public surface: `Message`, `Provider` (and what a provider declares it supports,
 `Provider.capabilities`: `mail.provider.PRIORITY`, `ARCHIVED`, `DIRECTORY`), `Counts`, the
 errors `MessageNotFound`, `AlreadyArchived` and `ProviderError`, `BeadMail`, `ExecMail`,
-`open_provider`, and `mail.api.send`: the policy of `gc mail send` (recipient checks,
-`to_all`, strict recipients) for any provider.
+`open_provider`, and `mail.api`: the policy of `gc mail` for any provider (`send` and
+`reply` with recipient checks, `to_all`, strict recipients, `notify`; `inbox`/`check` in Gas
+City's order; `change`: several ids all or nothing).
 """
 
 from __future__ import annotations

@@ -12,12 +12,12 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from beads.errors import NotFound
-from beads.record import MAX_TITLE_CHARS, Bead, check_agent, shorten
+from beads.errors import InvalidInput, NotFound
+from beads.record import MAX_TITLE_CHARS, Bead, check_agent, expect_type, shorten, shown
 from beads.store import Store
 from inbox.follow import Change, followed_batch
 from inbox.items import is_moot
-from mail.message import AlreadyArchived, Message, MessageNotFound
+from mail.message import AlreadyArchived, Message, MessageNotFound, reply_subject
 from mail.provider import ARCHIVED, DIRECTORY, PRIORITY, Counts, Provider
 
 if TYPE_CHECKING:
@@ -74,7 +74,14 @@ class BeadMail(Provider):
         return self.store.known_agents()
 
     def strict_recipients(self) -> bool:
-        return (self.store.config.get("mail") or {}).get("strict_recipients") is True
+        value = (self.store.config.get("mail") or {}).get("strict_recipients", False)
+        if type(value) is not bool:  # `yes` in YAML 1.2 is text: never silently off
+            raise InvalidInput(f"mail.strict_recipients must be true or false, not {shown(value)}")
+        return value
+
+    def rigs(self) -> dict[str, list[str]]:
+        rigs = self.store.config.get("rigs") or {}
+        return {name: list(members or []) for name, members in rigs.items()}
 
     def delivery(self) -> Delivery:
         """The store's delivery database, opened once per provider: a long-lived sender then
@@ -109,14 +116,10 @@ class BeadMail(Provider):
 
     def reply(self, message_id: str, sender: str, subject: str, body: str) -> Message:
         original = self.get(message_id)
-        if not subject and original.subject:
-            subject = original.subject
-            if not subject.lower().startswith("re:"):
-                subject = f"Re: {subject}"
         return self._deliver(
             sender,
             original.sender,
-            subject,
+            subject or reply_subject(original.subject),
             body,
             priority=original.priority,
             thread=original.thread_id or original.id,
@@ -269,6 +272,33 @@ class BeadMail(Provider):
     def delete(self, message_id: str) -> None:
         self._close(message_id, "deleted")
 
+    def change(self, op: str, ids: list[str]) -> dict[str, list[str]]:
+        """Every id resolved first, then all the changes in one commit (or none)."""
+        beads = list({bead.id: bead for bead in map(self._bead, ids)}.values())
+        done: list[str] = []
+        already: list[str] = []
+        verb = op.replace("_", "-")
+        who = sorted({bead.assignee or "" for bead in beads})
+        message = f"mail {verb} {' '.join(b.id for b in beads)}: {', '.join(who)}"
+        with followed_batch(self.store, self._delivery_or_none(), message) as (batch, changes):
+            for bead in beads:
+                if op in ("archive", "delete"):
+                    if bead.status == "closed":
+                        already.append(bead.id)
+                        continue
+                    reason = "archived" if op == "archive" else "deleted"
+                    changed = batch.close_bead(bead.id, reason, force=True)
+                else:
+                    read = op == "mark_read"
+                    if bead.meta.get("read") is not read:
+                        changed = batch.update(bead.id, meta={"read": read})
+                    else:
+                        changed = bead  # as asked already: nothing to commit
+                done.append(bead.id)
+                if changed is not bead:
+                    changes.append(Change(changed, bead))
+        return {"done": done, "already": already}
+
     def _close(self, message_id: str, reason: str) -> None:
         bead = self._bead(message_id)
         if bead.status == "closed":
@@ -292,9 +322,7 @@ class BeadMail(Provider):
             bead = self.store.get(message_id)
         except NotFound:
             raise MessageNotFound(f"no message {message_id}") from None
-        if bead.type != MESSAGE:
-            raise MessageNotFound(f"{bead.id} is a {bead.type}, not a message")
-        return bead
+        return expect_type(bead, MESSAGE)
 
 
 def bead_message(bead: Bead) -> Message:

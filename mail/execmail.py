@@ -27,7 +27,14 @@ from typing import Any
 
 from beads.errors import InvalidInput
 from beads.process import OutputTooLarge, run_bounded
-from mail.message import AlreadyArchived, Message, MessageNotFound, OutOfRange, ProviderError
+from mail.message import (
+    AlreadyArchived,
+    Message,
+    MessageNotFound,
+    OutOfRange,
+    ProviderError,
+    reply_subject,
+)
 from mail.provider import Counts, Provider
 
 DEFAULT_TIMEOUT = 30.0
@@ -81,9 +88,13 @@ class ExecMail(Provider):
         return sent
 
     def reply(self, message_id: str, sender: str, subject: str, body: str) -> Message:
-        return self._message(
-            "reply", message_id, {"from": sender, "subject": subject, "body": body}
-        )
+        deadline = time.monotonic() + self.timeout
+        if not subject:  # as beadmail does (gc passes "" on, and a script may not default it)
+            original = self._call("get", message_id, None, deadline)
+            if original is not None:  # a program without `get` gets "", as from gc
+                subject = reply_subject(self._parsed("get", original).subject)
+        payload = {"from": sender, "subject": subject, "body": body}
+        return self._message("reply", message_id, payload, deadline)
 
     def inbox(self, recipient: str) -> list[Message]:
         return self._messages("inbox", recipient)
@@ -117,17 +128,16 @@ class ExecMail(Provider):
 
     def count(self, recipient: str) -> Counts:
         out = self._call("count", recipient)
-        if out is None:
-            return super().count(recipient)  # not supported: count the mailbox ourselves
-        data = _json(out, self.program, "count")
-        if data is None:
+        data = _json(out, self.program, "count") if out is not None else None
+        if data is None:  # not supported, or nothing printed: an empty mailbox, as gc reads it
             return Counts(0, 0)
         try:
-            total, unread = data["total"], data["unread"]
-            if not (type(total) is int and type(unread) is int and 0 <= unread <= total):
+            # As gc decodes it: a missing field is 0, other fields are ignored.
+            total, unread = data.get("total", 0), data.get("unread", 0)
+            if not (type(total) is int and type(unread) is int and total >= 0 and unread >= 0):
                 raise ValueError("not counts")
             return Counts(total, unread)
-        except (TypeError, KeyError, ValueError):
+        except (AttributeError, ValueError):
             raise BadOutput(
                 f'{self.program} count printed {_preview(out)}, not {{"total":N,"unread":N}}'
             ) from None
@@ -140,6 +150,9 @@ class ExecMail(Provider):
         out = self._call(op, arg, payload, deadline)
         if out is None:
             raise ProviderError(f"{self.program} does not support '{op}' (exit 2)")
+        return self._parsed(op, out)
+
+    def _parsed(self, op: str, out: bytes) -> Message:
         data = _json(out, self.program, op)
         if data is None:
             raise ProviderError(f"{self.program} {op} printed no message")
@@ -192,7 +205,7 @@ class ExecMail(Provider):
         detail = " ".join(err.decode("utf-8", "replace").split())
         if "gc-mail-error:not-found" in detail:
             raise MessageNotFound(f"no message {arg}")
-        if "already archived" in detail.lower():
+        if op in ("archive", "delete") and "already archived" in detail.lower():
             raise AlreadyArchived(f"Already archived {arg}", id=arg)
         raise ProviderError(
             f"{self.program} {op} failed (exit {code}): {detail[:300] or 'no error output'}"
@@ -239,7 +252,8 @@ def go_json(payload: dict[str, str]) -> bytes:
 
 
 def _json(out: bytes, program: str, op: str) -> Any:
-    if not out.strip():
+    out = out.rstrip(b"\n")  # as gc: only trailing newlines are trimmed
+    if not out:
         return None
     try:
         return json.loads(out, parse_constant=_not_a_number, parse_float=_float, parse_int=_int)

@@ -23,6 +23,40 @@ class ProviderError(GcError):
     exit_code = 50
 
 
+class PartialChange(GcError):
+    """A change of several messages failed part way (a provider that cannot change them in
+    one step): says which were changed, which failed and which were not tried. Its code and
+    exit code are those of the failure."""
+
+    def __init__(
+        self,
+        op: str,
+        failed: str,
+        cause: GcError,
+        done: list[str],
+        already: list[str],
+        ids: list[str],
+    ) -> None:
+        untried = ids[ids.index(failed) + 1 :]
+        parts = [f"{op.replace('_', '-')} {failed} failed: {cause.message}"]
+        if done:
+            parts.append(f"done: {' '.join(done)}")
+        if already:
+            parts.append(f"already archived: {' '.join(already)}")
+        if untried:
+            parts.append(f"not tried: {' '.join(untried)}")
+        super().__init__("; ".join(parts), done=done, already=already, failed=failed,
+                         untried=untried)  # fmt: skip
+        self.code, self.exit_code = cause.code, cause.exit_code
+
+
+def reply_subject(original: str) -> str:
+    """A reply's default subject: "Re: <original>" (never "Re: Re: ...")."""
+    if not original or original.lower().startswith("re:"):
+        return original
+    return f"Re: {original}"
+
+
 class OutOfRange:
     """A JSON number no field can hold (1e400, twenty digits): parsed as this, so that only
     the message holding it is refused, never the whole listing."""

@@ -6,8 +6,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from beads.errors import InvalidInput
-from mail.message import Message
+from beads.errors import GcError, InvalidInput
+from mail.message import AlreadyArchived, Message, PartialChange
 
 DEFAULT_MAX_BODY = 1024 * 1024
 # What a provider may declare it supports (`Provider.capabilities`):
@@ -98,6 +98,36 @@ class Provider(ABC):
     def strict_recipients(self) -> bool:
         """True when sending to an agent it does not know is an error, not a warning."""
         return False
+
+    def rigs(self) -> dict[str, list[str]]:
+        """The rigs and their agents (`DIRECTORY` providers; others know none)."""
+        return {}
+
+    def change(self, op: str, ids: list[str]) -> dict[str, list[str]]:
+        """`op` (archive, delete, mark_read, mark_unread) on each of `ids` (`mail.api.change`).
+
+        One call per id: with several ids, each is first checked with `get`, so an unknown
+        one changes nothing; a call that still fails after others succeeded raises
+        PartialChange, which says what was done."""
+        if len(ids) > 1:
+            for message_id in ids:
+                self.get(message_id)
+        done: list[str] = []
+        already: list[str] = []
+        for message_id in ids:
+            try:
+                getattr(self, op)(message_id)
+            except AlreadyArchived:
+                if op not in ("archive", "delete"):
+                    raise
+                already.append(message_id)
+            except GcError as exc:
+                if not done and not already:
+                    raise
+                raise PartialChange(op, message_id, exc, done, already, ids) from None
+            else:
+                done.append(message_id)
+        return {"done": done, "already": already}
 
     def count(self, recipient: str) -> Counts:
         messages = self.all(recipient)

@@ -15,39 +15,57 @@ if TYPE_CHECKING:
 
 
 def open_provider(
-    open_store: Callable[[], Store], *, spec: str | None = None, timeout: float | None = None
+    open_store: Callable[[], Store],
+    *,
+    config: Callable[[], dict[str, Any]] | None = None,
+    spec: str | None = None,
+    timeout: float | None = None,
 ) -> Provider:
-    """The provider to use (`beads.config.mail_provider_spec`). The store is opened only when
-    needed: beadmail, or to read `mail.provider` when `$GC_MAIL` is unset, or
-    `mail.exec_timeout` for an exec provider (an exec provider works without any store: the
-    timeout is then the default). A caller that passes `spec` has read the configuration
-    itself, and passes its `timeout`."""
-    store = None
+    """The provider to use (`beads.config.mail_provider_spec`). The store is opened only for
+    beadmail; `mail.provider` (when `$GC_MAIL` is unset) and `mail.exec_timeout` come from
+    `config` (config.yaml, read the fast way: `read_config`), else from the opened store. An
+    exec provider works without any store (the timeout is then the default). A caller that
+    passes `spec` has read the configuration itself, and passes its `timeout`."""
+    opened: list[Store] = []
+
+    def store() -> Store:
+        if not opened:
+            opened.append(open_store())
+        return opened[0]
+
+    read = config or (lambda: store().config)
+    cached: list[dict[str, Any]] = []
 
     def mail_settings() -> dict[str, Any]:
-        nonlocal store
-        store = open_store()
-        return store.config.get("mail") or {}
+        if not cached:
+            cached.append(read().get("mail") or {})
+        return cached[0]
 
     chosen = spec or mail_provider_spec(mail_settings)
-    if store is not None:
-        timeout = timeout or (store.config.get("mail") or {}).get("exec_timeout")
     if chosen == "beadmail":
         from mail.beadmail import BeadMail
 
-        return BeadMail(store or open_store())
+        return BeadMail(store())
     if chosen.startswith("exec:"):
         from mail.execmail import DEFAULT_TIMEOUT, ExecMail
 
-        if timeout is None and store is None and spec is None:
+        if timeout is None and spec is None:
             try:
-                store = open_store()
+                timeout = mail_settings().get("exec_timeout")
             except NotFound:
-                pass
-            else:
-                timeout = (store.config.get("mail") or {}).get("exec_timeout")
+                pass  # no store: the default
         return ExecMail(chosen[len("exec:") :], timeout=exec_timeout(timeout, DEFAULT_TIMEOUT))
     raise InvalidInput(f"unknown mail provider {chosen!r}: use beadmail or exec:<program>")
+
+
+def read_config(beads_dir: str | None = None) -> dict[str, Any]:
+    """config.yaml as the index holds it, as the hooks read it: no dulwich, no YAML parser
+    (ruamel alone costs an exec command ~35 ms); NotFound without a store."""
+    from beads.location import find_store
+    from beads.reader import IndexReader
+
+    with IndexReader(find_store(beads_dir)) as reader:
+        return reader.config()
 
 
 def exec_timeout(value: Any, default: float) -> float:

@@ -37,7 +37,7 @@ def test_argv_stdin_and_ensure_running_once(tmp_path: Path) -> None:
         f"""
 echo "$# $1 ${{2:-}}" >> {log}
 cat > {tmp_path}/stdin-$1
-case "$1" in send|reply) echo '{json.dumps(MESSAGE)}';; esac
+case "$1" in send|reply|get) echo '{json.dumps(MESSAGE)}';; esac
 """,
     )
     provider = ExecMail(prog)
@@ -45,15 +45,18 @@ case "$1" in send|reply) echo '{json.dumps(MESSAGE)}';; esac
     provider.mark_read("m-1")
     provider.reply("m-1", "dog", "", "ok")
     calls = log.read_text().splitlines()
-    assert calls == ["1 ensure-running ", "2 send dog", "2 mark-read m-1", "2 reply m-1"]
+    assert calls == [
+        "1 ensure-running ", "2 send dog", "2 mark-read m-1", "2 get m-1", "2 reply m-1"
+    ]  # fmt: skip
     sent = (tmp_path / "stdin-send").read_bytes()
     assert sent == (
         b'{"from":"mayor","subject":"Hi \\u003cthere\\u003e \\u0026 you","body":"line\\n\xc3\xa9"}'
     )
     assert (tmp_path / "stdin-mark-read").read_bytes() == b""
+    # No subject: "Re: <original>", as beadmail gives (gc would pass "" on)
     assert json.loads((tmp_path / "stdin-reply").read_bytes()) == {
         "from": "dog",
-        "subject": "",
+        "subject": "Re: " + MESSAGE["subject"],
         "body": "ok",
     }
 

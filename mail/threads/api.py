@@ -21,7 +21,7 @@ from typing import Any
 
 from beads import events
 from beads.errors import InvalidInput, NotFound
-from beads.record import Bead, check_agent
+from beads.record import Bead, check_agent, expect_type
 from beads.store import Batch, Store
 from beads.times import now_stamp, stamp_at
 from beads.waiting import BranchWatch, wait_until
@@ -598,9 +598,7 @@ class Threads:
             bead = self.store.get(ref)
         except NotFound:
             raise NotFound(f"no thread {ref}") from None
-        if bead.type != THREAD:
-            raise NotFound(f"{bead.id} is a {bead.type}, not a thread")
-        return bead
+        return expect_type(bead, THREAD)
 
     def _thread(self, batch: Batch, ref: str) -> Thread:
         """The thread as git holds it now (under the write lock): what a write decides on."""
@@ -608,9 +606,7 @@ class Threads:
             bead = batch.get(ref)
         except NotFound:
             raise NotFound(f"no thread {ref}") from None
-        if bead.type != THREAD:
-            raise NotFound(f"{bead.id} is a {bead.type}, not a thread")
-        return Thread.from_bead(bead)
+        return Thread.from_bead(expect_type(bead, THREAD))
 
     @staticmethod
     def _holder(thread: Thread, agent: str) -> Lease:
