@@ -413,3 +413,11 @@ def test_skill_install_writes_skills_and_hook_install_mentions_it(
     with pytest.raises(SystemExit):
         cli_main(["hook", "install", "--settings", str(tmp_path / "settings.json")])
     assert "gc skill install" in capsys.readouterr().out
+
+
+def test_an_id_of_another_type_is_the_one_wrong_type_error(tmp_path: Path, gc) -> None:
+    gc("init")
+    task = gc.json("bead", "create", "--type", "task", "--title", "Fix it")["bead"]["id"]
+    result = gc("thread", "claim", "--agent", "w", "--thread", task)
+    assert result.returncode == 30
+    assert result.stderr.strip() == f"gc: {task} is a task, not a thread"
