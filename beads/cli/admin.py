@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import click
 
 from beads.cli.common import emit, global_options, open_store, settings
-from beads.errors import InvalidInput
+from beads.errors import InvalidInput, StorageError
 from beads.record import shown
 
 # What a path given by the user can be wrong with (an input error, not a storage error).
@@ -84,6 +84,7 @@ def doctor(rebuild_index: bool, restore_view: bool, compact: bool) -> None:
         f"{p.kind}: {p.path}: {p.message}{' (fixed)' if p.fixed else ''}" for p in report.problems
     ]
     lines += [f"fixed: {line}" for line in report.fixed]
+    error = None
     if not report.problems:
         summary = "store is healthy"
     elif report.ok:
@@ -91,6 +92,7 @@ def doctor(rebuild_index: bool, restore_view: bool, compact: bool) -> None:
     else:
         left = sum(not p.fixed for p in report.problems)
         summary = f"{len(report.problems)} problem(s) found, {left} not fixed"
+        error = StorageError(summary)
     emit(
         {
             "healthy": report.ok,
@@ -99,9 +101,10 @@ def doctor(rebuild_index: bool, restore_view: bool, compact: bool) -> None:
             "beads": report.beads,
         },
         "\n".join([*lines, summary]),
+        error=error,
     )
-    if not report.ok:
-        click.get_current_context().exit(50)
+    if error is not None:
+        click.get_current_context().exit(error.exit_code)
 
 
 @click.group()

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from beads.errors import InvalidInput
+from beads.errors import GcError, InvalidInput
 from beads.record import shown
 
 if TYPE_CHECKING:
@@ -153,15 +153,30 @@ def command_name(ctx: click.Context) -> str:
     return ".".join(ctx.command_path.split()[1:])
 
 
-def emit(payload: dict[str, Any], text: str | Callable[[], str] | None = None) -> None:
-    """Reply: the JSON object with --json, else `text` (if any) on stdout."""
+def emit(
+    payload: dict[str, Any],
+    text: str | Callable[[], str] | None = None,
+    *,
+    error: GcError | None = None,
+) -> None:
+    """Reply: the JSON object with --json, else `text` (if any) on stdout.
+
+    With `error`, the command answered but failed (a damaged store found by `gc doctor`): the
+    JSON reply says `"ok": false` with the error object beside the payload, so `ok` always
+    agrees with the exit code the caller then sets (`error.exit_code`).
+    """
     ctx = click.get_current_context()
     if settings(ctx).json:
-        click.echo(json.dumps({"ok": True, "command": command_name(ctx), **payload}))
+        head: dict[str, Any] = {"ok": error is None, "command": command_name(ctx)}
+        if error is not None:
+            head["error"] = error.to_json()
+        click.echo(json.dumps({**head, **payload}))
     elif text is not None:
         rendered = text() if callable(text) else text
         if rendered:
             click.echo(rendered)
+    if error is not None:
+        click.echo(f"gc: {one_line(error.message)}", err=True)
 
 
 def read_text(
