@@ -148,15 +148,18 @@ def check() -> None:
 @click.option("--rounds", type=click.IntRange(min=1), help="Stop after this many checks.")
 @global_options
 def watch(interval: float, rounds: int | None) -> None:
-    """Run `gc gate check` every --interval seconds."""
+    """Run `gc gate check` every --interval seconds (with --json, one object per round)."""
     import time
 
     store = open_store()
     done = 0
     while rounds is None or done < rounds:
-        for line in _check_once(store)[2]:
-            click.echo(line)
+        answered, outcomes, lines = _check_once(store)
         done += 1
+        emit(
+            {"round": done, "answered": answered, "outcomes": [o.__dict__ for o in outcomes]},
+            "\n".join(lines),
+        )
         if rounds is None or done < rounds:
             time.sleep(interval)
 

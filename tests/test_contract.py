@@ -4,7 +4,10 @@ clear exits for impossible paths, escapes on text output, one JSON shape per com
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
+
+import click
 
 from tests.conftest import GcRunner
 
@@ -23,3 +26,35 @@ def test_doctor_json_ok_agrees_with_the_exit_code(gc: GcRunner, tmp_path: Path) 
     assert reply["ok"] is False and reply["healthy"] is False
     assert reply["error"]["code"] == "storage_error" and "not fixed" in reply["error"]["message"]
     assert damaged.stderr.strip().startswith("gc: ") and len(damaged.stderr.splitlines()) == 1
+
+
+def _leaves(command: click.Command, path: str) -> Iterator[tuple[str, click.Command]]:
+    yield path, command
+    if isinstance(command, click.Group):
+        for name, sub in command.commands.items():
+            yield from _leaves(sub, f"{path} {name}")
+
+
+def test_every_command_and_group_takes_the_global_options() -> None:
+    from beads.cli.main import cli
+
+    ctx = click.Context(cli)
+    for name in cli.list_commands(ctx):
+        for path, command in _leaves(cli.get_command(ctx, name), name):
+            options = {opt for param in command.params for opt in param.opts}
+            assert {"--json", "--agent", "--beads-dir"} <= options, path
+
+
+def test_json_at_the_group_position(gc: GcRunner) -> None:
+    assert gc("init").returncode == 0
+    for args in (("bead", "--json", "list"), ("config", "--json", "get", "store")):
+        result = gc(*args)
+        assert result.returncode == 0, result.stderr
+        assert json.loads(result.stdout)["ok"] is True
+
+
+def test_gate_watch_json_prints_one_object_per_round(gc: GcRunner) -> None:
+    assert gc("init").returncode == 0
+    result = gc("gate", "watch", "--interval", "0.1", "--rounds", "2", "--json")
+    rounds = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [r["round"] for r in rounds] == [1, 2] and rounds[0]["command"] == "gate.watch"

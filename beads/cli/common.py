@@ -49,9 +49,8 @@ def _remember(ctx: click.Context, param: click.Parameter, value: Any) -> None:
         setattr(settings(ctx), param.name or "", value)
 
 
-def global_options(func: F) -> F:
-    """Add `--json`, `--agent`, `--beads-dir` and `--debug` to a command."""
-    options = [
+def _global_options() -> list[Callable[[F], F]]:
+    return [
         click.option(
             "--beads-dir",
             type=click.Path(file_okay=False),
@@ -83,9 +82,28 @@ def global_options(func: F) -> F:
             help="Show tracebacks.",
         ),
     ]
-    for option in reversed(options):
+
+
+def global_options(func: F) -> F:
+    """Add `--json`, `--agent`, `--beads-dir` and `--debug` to a command."""
+    for option in reversed(_global_options()):
         func = option(func)
     return func
+
+
+def _nothing() -> None:
+    """The body of the command whose parameters `accept_global_options` borrows."""
+
+
+def accept_global_options(command: click.Command) -> click.Command:
+    """Give a group, and every group under it, the global options, so they are accepted at
+    the group's position too (`gc bead --json list`). Idempotent; commands already have them."""
+    if isinstance(command, click.Group):
+        if not any(param.name == "json" for param in command.params):
+            command.params.extend(click.command()(global_options(_nothing)).params)
+        for sub in command.commands.values():
+            accept_global_options(sub)
+    return command
 
 
 class Duration(click.ParamType):
