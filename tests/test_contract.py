@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import click
+import pytest
 
 from tests.conftest import GcRunner
 
@@ -58,3 +59,17 @@ def test_gate_watch_json_prints_one_object_per_round(gc: GcRunner) -> None:
     result = gc("gate", "watch", "--interval", "0.1", "--rounds", "2", "--json")
     rounds = [json.loads(line) for line in result.stdout.splitlines()]
     assert [r["round"] for r in rounds] == [1, 2] and rounds[0]["command"] == "gate.watch"
+
+
+@pytest.mark.parametrize("where", ["/dev/null", "/proc/gc-beads-test", "a-file/sub"])
+def test_init_in_an_impossible_place_is_one_line_and_exit_30(
+    gc: GcRunner, tmp_path: Path, where: str
+) -> None:
+    (tmp_path / "a-file").write_text("x")
+    if where.startswith("/proc") and not Path("/proc/self").exists():
+        pytest.skip("no /proc here")
+    result = gc("init", where)
+    assert result.returncode == 30, result.stderr
+    assert result.stderr.startswith("gc: cannot ") and len(result.stderr.splitlines()) == 1
+    reply = gc.json("init", where)
+    assert reply["ok"] is False and reply["error"]["code"] == "invalid_input"

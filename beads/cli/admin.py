@@ -12,8 +12,10 @@ from beads.cli.common import emit, global_options, open_store, settings
 from beads.errors import InvalidInput, StorageError
 from beads.record import shown
 
-# What a path given by the user can be wrong with (an input error, not a storage error).
-PATH_ERRORS = (errno.ENAMETOOLONG, errno.ENOTDIR, errno.ELOOP, errno.EEXIST, errno.EINVAL)
+# What `gc init` can meet on a healthy disk is the path's fault (no such place, not a
+# directory, not writable, a read-only or virtual file system): an input error, exit 30.
+# Only a full disk is a storage error.
+STORAGE_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EIO)
 
 if TYPE_CHECKING:
     from beads.gitrepo import LogEntry
@@ -36,9 +38,10 @@ def init(path: str, prefix: str | None, example: bool) -> None:
         else:
             store, created = Store.init(path, prefix=prefix, agent=agent)
     except OSError as exc:
-        if exc.errno not in PATH_ERRORS:
+        if exc.errno in STORAGE_ERRORS:
             raise
-        raise InvalidInput(f"cannot create a store in {shown(path)}: {exc.strerror}") from None
+        reason = exc.strerror or str(exc)
+        raise InvalidInput(f"cannot create a store in {shown(path)}: {reason}") from None
     click.get_current_context().call_on_close(store.close)
     verb = "Initialized" if created else "Already initialized"
     emit(
