@@ -73,3 +73,20 @@ def test_init_in_an_impossible_place_is_one_line_and_exit_30(
     assert result.stderr.startswith("gc: cannot ") and len(result.stderr.splitlines()) == 1
     reply = gc.json("init", where)
     assert reply["ok"] is False and reply["error"]["code"] == "invalid_input"
+
+
+def test_hook_install_keeps_the_mode_and_finds_the_project_root(
+    gc: GcRunner, tmp_path: Path
+) -> None:
+    assert gc("init").returncode == 0
+    settings = tmp_path / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text('{"permissions": {}}')
+    settings.chmod(0o644)
+    sub = tmp_path / "src" / "deep"
+    sub.mkdir(parents=True)
+    result = gc("hook", "install", cwd=sub, env={"CLAUDE_PROJECT_DIR": ""})
+    assert result.returncode == 0, result.stderr
+    assert not (sub / ".claude").exists()
+    assert "SessionStart" in json.loads(settings.read_text())["hooks"]
+    assert settings.stat().st_mode & 0o777 == 0o644
