@@ -106,6 +106,7 @@ def list_items(show_all: bool, delivered: bool) -> None:
     who = me()
     delivery = open_delivery()
     delivery.follow()
+    delivery.settle_moot(who)
     items = delivery.items(who, states)
     emit({"agent": who, "items": [i.to_json() for i in items]}, lambda: _table(items, who))
 

@@ -90,3 +90,17 @@ def test_hook_install_keeps_the_mode_and_finds_the_project_root(
     assert not (sub / ".claude").exists()
     assert "SessionStart" in json.loads(settings.read_text())["hooks"]
     assert settings.stat().st_mode & 0o777 == 0o644
+
+
+def test_archived_mail_is_not_pending_and_wakes_nobody(gc: GcRunner) -> None:
+    assert gc("init").returncode == 0
+    sent = gc.json("mail", "send", "dog", "-s", "hi", "-m", "x")
+    message_id = sent["messages"][0]["id"] if "messages" in sent else sent["message"]["id"]
+    assert [i["key"] for i in gc.json("inbox", "list", "--agent", "dog")["items"]] == [
+        f"mail:{message_id}"
+    ]
+    assert gc("mail", "archive", message_id, "--agent", "dog").returncode == 0
+    assert gc.json("inbox", "list", "--agent", "dog")["items"] == []
+    assert gc("inbox", "wait", "--agent", "dog", "--timeout", "0.2").returncode == 10
+    states = [i["state"] for i in gc.json("inbox", "list", "--agent", "dog", "--all")["items"]]
+    assert states == ["moot"]
