@@ -104,3 +104,34 @@ def test_archived_mail_is_not_pending_and_wakes_nobody(gc: GcRunner) -> None:
     assert gc("inbox", "wait", "--agent", "dog", "--timeout", "0.2").returncode == 10
     states = [i["state"] for i in gc.json("inbox", "list", "--agent", "dog", "--all")["items"]]
     assert states == ["moot"]
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "wording"),
+    [
+        ("mail.strict_recipent", "true", "unknown setting mail.strict_recipent"),
+        ("agents.dog", '{"nudge": ["x"], "colour": 1}', "unknown setting agents.dog.colour"),
+        ("mail.strict_recipients", "yes", "must be true or false"),
+        ("delivery.max_items", "many", "must be an integer"),
+    ],
+)
+def test_config_set_refuses_unknown_keys_and_wrong_types(
+    gc: GcRunner, key: str, value: str, wording: str
+) -> None:
+    assert gc("init").returncode == 0
+    before = gc("config", "get").stdout
+    result = gc("config", "set", key, value)
+    assert result.returncode == 30 and wording in result.stderr
+    assert gc("config", "get").stdout == before
+
+
+def test_config_set_takes_the_documented_settings(gc: GcRunner) -> None:
+    assert gc("init").returncode == 0
+    for key, value in [
+        ("mail.strict_recipients", "true"),
+        ("agents.dog.rig", "kennel"),
+        ("gates.session.docs", '{"hook": "Stop", "mode": "soft", "check": ["true"]}'),
+        ("gates.disabled", '["commit-push"]'),
+    ]:
+        assert gc("config", "set", key, value).returncode == 0, key
+    assert gc.json("config", "get", "mail.strict_recipients")["value"] is True
