@@ -135,3 +135,24 @@ def test_config_set_takes_the_documented_settings(gc: GcRunner) -> None:
     ]:
         assert gc("config", "set", key, value).returncode == 0, key
     assert gc.json("config", "get", "mail.strict_recipients")["value"] is True
+
+
+EVIL = "hi \x1b[2J\x1b]0;pwned\x07 \u202eboom"
+
+
+def test_stored_control_characters_never_reach_the_terminal(gc: GcRunner) -> None:
+    assert gc("init").returncode == 0
+    made = gc.json("bead", "create", "--type", "task", "--title", EVIL, "--body", EVIL)
+    sent = gc.json("mail", "send", "dog", "-s", "subject", "-m", EVIL)
+    message_id = (sent.get("messages") or [sent.get("message")])[0]["id"]
+    outputs = [
+        gc("bead", "list").stdout,
+        gc("bead", "show", made["bead"]["id"]).stdout,
+        gc("mail", "peek", message_id).stdout,
+        gc("mail", "inbox", "--agent", "dog").stdout,
+        gc("inbox", "list", "--agent", "dog").stdout,
+    ]
+    for text in outputs:
+        assert "\x1b" not in text and "\x07" not in text and "\u202e" not in text, text
+    assert "\\x1b[2J" in gc("bead", "list").stdout
+    assert gc.json("bead", "show", made["bead"]["id"])["bead"]["title"] == EVIL

@@ -8,6 +8,7 @@ JSON object per reply, one line on stderr per error.
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -156,6 +157,20 @@ def one_line(message: str, limit: int = 2000) -> str:
     return message if len(message) <= limit else message[:limit] + "..."
 
 
+# What a terminal acts on rather than shows: C0 controls but tab and newline, DEL, C1
+# controls, and the bidirectional overrides that reorder what follows (Trojan Source).
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def terminal_safe(text: str) -> str:
+    """`text` with every control character a terminal would act on shown as an escape
+    (`ESC[2J` -> `\\x1b[2J`), so stored text never clears a screen or retitles a window.
+    Every text reply goes through it (`emit`, `page`); JSON replies keep the text exact."""
+    if _CONTROLS.search(text) is None:
+        return text
+    return _CONTROLS.sub(lambda m: repr(m.group())[1:-1], text)
+
+
 def open_store() -> Store:
     """The store for this command, closed when the command ends."""
     from beads.store import Store
@@ -192,7 +207,7 @@ def emit(
     elif text is not None:
         rendered = text() if callable(text) else text
         if rendered:
-            click.echo(rendered)
+            click.echo(terminal_safe(rendered))
     if error is not None:
         click.echo(f"gc: {one_line(error.message)}", err=True)
 
