@@ -8,7 +8,16 @@ from typing import TYPE_CHECKING
 
 import click
 
-from beads.cli.common import Duration, emit, global_options, open_store, settings, table
+from beads.cli.common import (
+    Duration,
+    answer_no,
+    emit,
+    global_options,
+    open_store,
+    settings,
+    table,
+)
+from beads.errors import NoMatch
 
 if TYPE_CHECKING:
     from beads.store import Store
@@ -76,7 +85,7 @@ def mark(gate_id: str, session: str | None) -> None:
 
     chosen = _session(session)
     make_marker(_root(), chosen, gate_id)
-    emit({"gate": gate_id, "session": chosen}, f"Marked {gate_id} for session {chosen}")
+    emit({"gate": {"id": gate_id}, "session": chosen}, f"Marked {gate_id} for session {chosen}")
 
 
 @gate.command()
@@ -260,8 +269,14 @@ def create_decision(
              f"Created decision {made.id} (gate {gate_bead.id})")  # fmt: skip
         return
     seconds = parse_duration(timeout) if timeout else None
-    answered = decisions.wait_or_default(store, made.id, seconds)
-    emit({"bead": answered.to_dict()}, decisions.answer_text(answered))
+    try:
+        answered = decisions.wait_or_default(store, made.id, seconds)
+    except NoMatch as exc:  # no answer and no default: an answer of its own, exit 10
+        answer_no({"bead": made.to_dict(), "gate": gate_bead.to_dict(), "found": False},
+                  exc.message)  # fmt: skip
+    gate_bead = store.get(gate_bead.id)
+    emit({"bead": answered.to_dict(), "gate": gate_bead.to_dict(), "found": True},
+         decisions.answer_text(answered))  # fmt: skip
 
 
 @decision.command()

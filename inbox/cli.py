@@ -9,8 +9,8 @@ from typing import Any
 
 import click
 
-from beads.cli.common import emit, global_options, settings, table
-from beads.errors import InvalidInput, NoMatch
+from beads.cli.common import answer_no, emit, global_options, settings, stamped, table
+from beads.errors import InvalidInput
 from beads.faults import fault
 from beads.record import acting_agent
 from beads.times import parse_duration
@@ -29,6 +29,11 @@ def open_delivery() -> Delivery:
 
 def me() -> str:
     return acting_agent(settings().agent)
+
+
+def item_json(item: Item) -> dict[str, Any]:
+    """An item as JSON replies show it (times as RFC 3339)."""
+    return stamped(item.to_json(), "created_at", "expires_at", "settled_at")
 
 
 @click.group()
@@ -67,11 +72,12 @@ def push(
     if session is not None:
         item = delivery.enqueue(session, text, key=key, type=type_, source=source or me(),
                                 priority=priority, ttl=seconds, pusher=me())  # fmt: skip
-        emit({"items": [item.to_json()]}, f"Queued item for session {session}")
+        emit({"items": [item_json(item)]}, f"Queued item for session {session}")
         return
     recipients = delivery.recipients(to if to or rig else me(), rig)
     if not recipients:
-        raise NoMatch("no agents to push to")
+        raise InvalidInput(f"no agents to push to: rig {rig} has no members" if rig
+                           else "no agents to push to")  # fmt: skip
     results = delivery.push(
         recipients,
         text,
@@ -83,7 +89,7 @@ def push(
         pusher=me(),
     )
     emit(
-        {"items": [dict(item.to_json(), created=created) for item, created in results]},
+        {"items": [dict(item_json(item), created=created) for item, created in results]},
         "\n".join(
             f"{'Pushed' if created else 'Already pending (dedup)'} item {item.id} to {item.agent}"
             for item, created in results
@@ -108,7 +114,7 @@ def list_items(show_all: bool, delivered: bool) -> None:
     delivery.follow()
     delivery.settle_moot(who)
     items = delivery.items(who, states)
-    emit({"agent": who, "items": [i.to_json() for i in items]}, lambda: _table(items, who))
+    emit({"agent": who, "items": [item_json(i) for i in items]}, lambda: _table(items, who))
 
 
 @inbox.command()
@@ -133,7 +139,7 @@ def drain(session: str, reconcile: bool) -> None:
         {
             "session": session,
             "agent": agent,
-            "items": [i.to_json() for i in drained.items],
+            "items": [item_json(i) for i in drained.items],
             "text": drained.text,
             "deferred": drained.deferred,
             "dropped": drained.dropped,
@@ -153,9 +159,12 @@ def wait(timeout: str) -> None:
     who = me()
     delivery = open_delivery()
     if not delivery.wait(who, parse_duration(timeout)):
-        raise NoMatch(f"no item for {who} within {timeout}")
+        answer_no({"agent": who, "woke": False, "items": []}, f"No item for {who} within {timeout}")
     items = delivery.items(who, ("pending", "delivering"))
-    emit({"agent": who, "items": [i.to_json() for i in items]}, lambda: _table(items, who))
+    emit(
+        {"agent": who, "woke": True, "items": [item_json(i) for i in items]},
+        lambda: _table(items, who),
+    )
 
 
 def _table(items: list[Item], who: str) -> str:
@@ -187,7 +196,11 @@ def session() -> None:
 def list_sessions(show_all: bool) -> None:
     """Live sessions: agent, state (busy/idle), last hook, last nudge outcome."""
     sessions = open_delivery().sessions(include_ended=show_all)
-    emit({"sessions": [s.to_json() for s in sessions]}, lambda: _sessions_table(sessions))
+    times = ("started_at", "last_hook_at", "ended_at", "nudged_at")
+    emit(
+        {"sessions": [stamped(s.to_json(), *times) for s in sessions]},
+        lambda: _sessions_table(sessions),
+    )
 
 
 def _sessions_table(sessions: list[Session]) -> str:

@@ -77,11 +77,12 @@ def send(
                                priority=priority, dedup=dedup, to_all=to_all)  # fmt: skip
     for warning in warnings:
         click.echo(f"gc: warning: {warning}", err=True)
-    payload: dict[str, Any] = {"suppressed": any(m.suppressed for m in sent)}
-    if len(sent) == 1:
-        payload["message"] = sent[0].to_json()
-    else:
-        payload["messages"] = [m.to_json() for m in sent]
+    # One shape: every copy (cc and --all too) under "messages"; "message" is the first.
+    payload: dict[str, Any] = {
+        "suppressed": any(m.suppressed for m in sent),
+        "message": sent[0].to_json(),
+        "messages": [m.to_json() for m in sent],
+    }
     lines = [
         f"Suppressed (dedup {dedup}): {m.id} is still in {m.to}'s mailbox"
         if m.suppressed
@@ -153,7 +154,8 @@ def reply(
     answer = chosen.reply(message_id, check_agent(me(), what="sender"), subject, body)
     emit(
         {"message": answer.to_json()},
-        f"Replied to {message_id} \u2014 sent message {answer.id} to {answer.to}",
+        f"Replied to {answer.reply_to or message_id} \u2014 "
+        f"sent message {answer.id} to {answer.to}",
     )
 
 
@@ -260,12 +262,17 @@ def check(recipient: str | None, inject: bool) -> None:
         _inject(who)
         return
     messages = provider().check(who)
-    emit(
-        {"recipient": who, "unread": len(messages), "messages": [m.to_json() for m in messages]},
-        f"{len(messages)} unread message(s) for {who}" if messages else None,
-    )
+    payload = {
+        "recipient": who,
+        "found": bool(messages),
+        "unread": len(messages),
+        "messages": [m.to_json() for m in messages],
+    }
     if not messages:
-        click.get_current_context().exit(NoMatch.exit_code)
+        from beads.cli.common import answer_no
+
+        answer_no(payload)  # silent, as gc's check is: the exit code is the answer
+    emit(payload, f"{len(messages)} unread message(s) for {who}")
 
 
 def _inject(who: str) -> None:

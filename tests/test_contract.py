@@ -4,6 +4,7 @@ clear exits for impossible paths, escapes on text output, one JSON shape per com
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -156,3 +157,56 @@ def test_stored_control_characters_never_reach_the_terminal(gc: GcRunner) -> Non
         assert "\x1b" not in text and "\x07" not in text and "\u202e" not in text, text
     assert "\\x1b[2J" in gc("bead", "list").stdout
     assert gc.json("bead", "show", made["bead"]["id"])["bead"]["title"] == EVIL
+
+
+RFC3339 = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z")
+
+
+def test_json_times_are_rfc3339_everywhere(gc: GcRunner) -> None:
+    assert gc("init").returncode == 0
+    gc.json("mail", "send", "dog", "-m", "hi")
+    hook = json.dumps({"hook_event_name": "SessionStart", "session_id": "s1", "source": "startup"})
+    assert gc("hook", "run", input=hook, env={"GC_AGENT": "cat"}).returncode == 0
+    times = [c["time"] for c in gc.json("log")["commits"]]
+    times += [c["time"] for c in gc.json("mail", "log")["commits"]]
+    items = gc.json("inbox", "list", "--agent", "dog", "--all")["items"]
+    times += [i["created_at"] for i in items]
+    sessions = gc.json("session", "list")["sessions"]
+    times += [s[name] for s in sessions for name in ("started_at", "last_hook_at")]
+    assert items and sessions and all(RFC3339.fullmatch(t) for t in times), times
+
+
+def test_a_no_is_an_answer_with_ok_true_and_exit_10(gc: GcRunner) -> None:
+    assert gc("init").returncode == 0
+    waited = gc("inbox", "wait", "--agent", "dog", "--timeout", "0.1", "--json")
+    assert waited.returncode == 10 and waited.stderr == ""
+    assert json.loads(waited.stdout) | {"command": ""} == {
+        "ok": True, "command": "", "agent": "dog", "woke": False, "items": []
+    }  # fmt: skip
+    checked = gc("mail", "check", "dog", "--json")
+    reply = json.loads(checked.stdout)
+    assert checked.returncode == 10 and reply["ok"] is True and reply["found"] is False
+    asked = gc(
+        "decision", "create", "--prompt", "ok?", "--option", "y", "--option", "n",
+        "--timeout", "0.1", "--wait", "--json",
+    )  # fmt: skip
+    reply = json.loads(asked.stdout)
+    assert asked.returncode == 10 and reply["ok"] is True and reply["found"] is False
+    assert reply["gate"]["type"] == "gate"
+    gc.json("mail", "send", "dog", "-m", "hi")
+    found = gc.json("mail", "check", "dog")
+    assert found["found"] is True and found["unread"] == 1
+    assert gc.json("inbox", "wait", "--agent", "dog", "--timeout", "1")["woke"] is True
+
+
+def test_one_shape_per_command(gc: GcRunner) -> None:
+    assert gc("init").returncode == 0
+    one = gc.json("mail", "send", "dog", "-m", "hi")
+    two = gc.json("mail", "send", "--to", "dog", "--to", "cat", "-m", "hi")
+    assert len(one["messages"]) == 1 and one["message"] == one["messages"][0]
+    assert [m["to"] for m in two["messages"]] == ["dog", "cat"]
+    marked = gc.json("gate", "mark", "docs", "--session", "s1")
+    registered = gc.json("gate", "register", "docs", "--mode", "soft")
+    assert marked["gate"] == {"id": "docs"} and registered["gate"]["id"] == "docs"
+    replied = gc("mail", "reply", one["message"]["id"][:7], "-m", "back", env={"GC_AGENT": "dog"})
+    assert one["message"]["id"] in replied.stdout

@@ -11,7 +11,7 @@ import json
 import re
 import sys
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 
@@ -210,6 +210,27 @@ def emit(
             click.echo(terminal_safe(rendered))
     if error is not None:
         click.echo(f"gc: {one_line(error.message)}", err=True)
+
+
+def answer_no(payload: dict[str, Any], text: str | None = None) -> NoReturn:
+    """Reply "no" to a yes/no command (nothing unread, nothing woke, no answer yet): an
+    answer, not an error, so `"ok": true` with the payload's false `found`/`woke`, `text`
+    (if any) on stdout, and exit 10."""
+    from beads.errors import NoMatch
+
+    emit(payload, text)
+    click.get_current_context().exit(NoMatch.exit_code)
+
+
+def stamped(record: dict[str, Any], *names: str) -> dict[str, Any]:
+    """`record` with its Unix times `names` as RFC 3339 UTC, as beads show theirs: every JSON
+    reply gives times one way (databases of derived data keep seconds)."""
+    from beads.times import stamp_at
+
+    return {
+        key: stamp_at(value) if key in names and isinstance(value, int | float) else value
+        for key, value in record.items()
+    }
 
 
 def read_text(

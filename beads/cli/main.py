@@ -67,8 +67,8 @@ class LazyGroup(click.Group):
 def cli() -> None:
     """gc-beads: a git-backed bead store with file-based messaging for AI agents.
 
-    Exit codes: 0 ok, 10 nothing matched, 20 conflict, 30 invalid input, 40 not found,
-    50 storage or internal error.
+    Exit codes: 0 ok, 10 a yes/no command's "no", 20 conflict, 30 invalid input,
+    40 not found, 50 storage or internal error, 130 interrupted.
     """
 
 
