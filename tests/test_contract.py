@@ -210,3 +210,26 @@ def test_one_shape_per_command(gc: GcRunner) -> None:
     assert marked["gate"] == {"id": "docs"} and registered["gate"]["id"] == "docs"
     replied = gc("mail", "reply", one["message"]["id"][:7], "-m", "back", env={"GC_AGENT": "dog"})
     assert one["message"]["id"] in replied.stdout
+
+
+def test_shell_completion_of_commands_options_and_ids(gc: GcRunner) -> None:
+    assert gc("init").returncode == 0
+    made = gc.json("bead", "create", "--type", "task", "--title", "x")["bead"]["id"]
+
+    def complete(words: str) -> list[str]:
+        env = {
+            "_GC_COMPLETE": "bash_complete",
+            "COMP_WORDS": words,
+            "COMP_CWORD": str(len(words.split(" ")) - 1),
+        }
+        result = gc(env=env)
+        assert result.returncode == 0, result.stderr
+        return [line.split(",", 1)[1] for line in result.stdout.splitlines()]
+
+    assert complete("gc ma") == ["mail"]
+    assert complete("gc bead list --st") == ["--status"]
+    assert complete(f"gc bead show {made[:5]}") == [made]
+    assert complete(f"gc mail archive x {made[:5]}") == [made]
+    for shell in ("bash", "zsh", "fish"):
+        script = gc(env={"_GC_COMPLETE": f"{shell}_source"})
+        assert script.returncode == 0 and "_GC_COMPLETE" in script.stdout

@@ -92,13 +92,43 @@ def global_options(func: F) -> F:
     return func
 
 
+class BeadIdType(click.types.StringParamType):
+    """An id argument: text like any other, completed in the shell from the index."""
+
+    name = "id"
+
+    def shell_complete(
+        self, ctx: click.Context, param: click.Parameter, incomplete: str
+    ) -> list[Any]:
+        from click.shell_completion import CompletionItem
+
+        from beads.location import find_store
+        from beads.reader import IndexReader
+
+        try:
+            with IndexReader(find_store(settings(ctx).beads_dir)) as reader:
+                found = reader.index.match_prefix(incomplete, limit=100)
+        except Exception:  # no store here, or one we cannot read: nothing to offer
+            return []
+        return [CompletionItem(bead_id) for bead_id in found]
+
+
+BEAD_ID = BeadIdType()
+# Arguments that name beads, whichever layer's command takes them.
+ID_ARGUMENTS = ("ids", "bead_id", "message_id", "gate_id", "decision_id", "thread_or_message_id")
+
+
 def _nothing() -> None:
     """The body of the command whose parameters `accept_global_options` borrows."""
 
 
 def accept_global_options(command: click.Command) -> click.Command:
     """Give a group, and every group under it, the global options, so they are accepted at
-    the group's position too (`gc bead --json list`). Idempotent; commands already have them."""
+    the group's position too (`gc bead --json list`), and make every id argument of the
+    commands under it complete from the index (`BEAD_ID`). Idempotent."""
+    for param in command.params:
+        if param.name in ID_ARGUMENTS and isinstance(param.type, click.types.StringParamType):
+            param.type = BEAD_ID
     if isinstance(command, click.Group):
         if not any(param.name == "json" for param in command.params):
             command.params.extend(click.command()(global_options(_nothing)).params)

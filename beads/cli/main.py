@@ -8,6 +8,7 @@ place the bottom layer mentions the layers above, as data, never as an import.
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from typing import Any
 
@@ -75,6 +76,11 @@ def cli() -> None:
 def main(argv: list[str] | None = None) -> None:
     """Run `gc`, mapping every failure to one stderr line and its exit code."""
     args = sys.argv[1:] if argv is None else argv
+    instruction = os.environ.get("_GC_COMPLETE")
+    if instruction:  # the shell asks for completions (README: Shell completion)
+        from click.shell_completion import shell_complete
+
+        sys.exit(shell_complete(cli, {}, "gc", "_GC_COMPLETE", instruction))
     ctx_settings = None
     sys.unraisablehook = _quiet_unraisable
     try:
