@@ -233,3 +233,21 @@ def test_shell_completion_of_commands_options_and_ids(gc: GcRunner) -> None:
     for shell in ("bash", "zsh", "fish"):
         script = gc(env={"_GC_COMPLETE": f"{shell}_source"})
         assert script.returncode == 0 and "_GC_COMPLETE" in script.stdout
+
+
+def test_tables_keep_one_line_a_row_and_fit_the_width() -> None:
+    from beads.cli.common import table
+
+    rows = [("ID", "FROM", "SUBJECT"), ("gc-abcdefgh", "mayor", "x" * 600), ("gc-2", "dog", "a\nb")]
+    fitted = table(rows, 60).splitlines()
+    assert len(fitted) == 3 and all(len(line) <= 60 for line in fitted)
+    assert fitted[1].startswith("gc-abcdefgh  mayor  x") and fitted[1].endswith("…")
+    assert fitted[2].endswith("a\\nb")
+    assert max(map(len, table(rows, 0).splitlines())) > 600  # no width: nothing cut
+
+
+def test_piped_list_is_never_cut(gc: GcRunner) -> None:
+    assert gc("init").returncode == 0
+    gc.json("mail", "send", "dog", "-s", "s" * 300 + "\nsecond line", "-m", "x")
+    listed = gc("mail", "inbox", "dog", env={"COLUMNS": "40"}).stdout.splitlines()
+    assert len(listed) == 2 and "s" * 300 + "\\nsecond line" in listed[1]

@@ -311,15 +311,51 @@ def parse_pairs(pairs: tuple[str, ...], what: str = "--meta") -> dict[str, str]:
     return out
 
 
-def table(rows: Sequence[Sequence[str]]) -> str:
+def table(rows: Sequence[Sequence[str]], width: int | None = None) -> str:
     """Rows as aligned text: every column but the last padded to its widest cell, two spaces
-    apart (the last, often long, runs free); "" for no rows."""
+    apart (the last, often long, runs free); "" for no rows.
+
+    A cell is one line whatever it holds (a newline or tab in a subject shows as `\\n`,
+    `\\t`). The table fits `width` (default: `output_width()`, the terminal's): the widest
+    columns are cut first, a cut cell ending in `…`."""
     if not rows:
         return ""
-    widths = [max(len(row[c]) for row in rows) for c in range(len(rows[0]) - 1)]
-    return "\n".join(
-        "  ".join(
-            [*(cell.ljust(w) for cell, w in zip(row, widths, strict=False)), row[-1]]
-        ).rstrip()
-        for row in rows
-    )
+    cells = [[_cell(cell) for cell in row] for row in rows]
+    natural = [max(len(row[c]) for row in cells) for c in range(len(cells[0]))]
+    limit = output_width() if width is None else width
+    caps = _fit(natural, limit) if limit else natural
+    lines = []
+    for row in cells:
+        cut = [cell if len(cell) <= cap else cell[: max(cap - 1, 0)] + "…"
+               for cell, cap in zip(row, caps, strict=False)]  # fmt: skip
+        padded = [cell.ljust(cap) for cell, cap in zip(cut[:-1], caps, strict=False)]
+        lines.append("  ".join([*padded, cut[-1]]).rstrip())
+    return "\n".join(lines)
+
+
+def _cell(text: str) -> str:
+    if "\n" in text or "\t" in text or "\r" in text:
+        text = text.replace("\r", "\\r").replace("\n", "\\n").replace("\t", "\\t")
+    return text
+
+
+def _fit(widths: list[int], limit: int) -> list[int]:
+    """Column widths cut to one cap, the largest that makes the row fit `limit`. The first
+    column (ids) is never cut, nor any below 8 characters: a very narrow terminal gets rows
+    wider than it rather than unreadable cells."""
+    room = limit - 2 * (len(widths) - 1) - widths[0]
+    rest = widths[1:]
+    cap = max(rest, default=0)
+    while cap > 8 and sum(min(w, cap) for w in rest) > room:
+        cap -= 1
+    return [widths[0], *(min(w, cap) for w in rest)]
+
+
+def output_width() -> int | None:
+    """The width text output must fit: the terminal's (`$COLUMNS` overrides it) when stdout
+    is one, else None: piped output is never cut, as git's."""
+    import shutil
+
+    if sys.stdout is not None and sys.stdout.isatty():
+        return shutil.get_terminal_size().columns
+    return None
