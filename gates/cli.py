@@ -13,6 +13,7 @@ from beads.cli.common import (
     answer_no,
     emit,
     global_options,
+    limit_option,
     open_store,
     settings,
     table,
@@ -211,10 +212,11 @@ def close_gate(gate_id: str, reason: str | None, force: bool) -> None:
 
 @gate.command("list")
 @click.option("--all", "show_all", is_flag=True, help="Closed gates too.")
+@limit_option
 @global_options
-def list_gates(show_all: bool) -> None:
+def list_gates(show_all: bool, limit: int | None) -> None:
     """Bead gates (open ones by default)."""
-    gates = open_store().list(type="gate", status=None if show_all else "open", limit=None)
+    gates = open_store().list(type="gate", status=None if show_all else "open", limit=limit)
     rows = [(g.id, g.status, str(g.meta.get("state", "")),
              f"{g.meta.get('await_type')}:{g.meta.get('await_id') or ''}", g.title)
             for g in gates]  # fmt: skip
@@ -295,10 +297,11 @@ def respond(decision_id: str, select: str, text: str | None) -> None:
 
 @decision.command("list")
 @click.option("--all", "show_all", is_flag=True, help="Answered decisions too.")
+@limit_option
 @global_options
-def list_decisions(show_all: bool) -> None:
+def list_decisions(show_all: bool, limit: int | None) -> None:
     """Open decisions (all with --all)."""
-    found = open_store().list(type="decision", status=None if show_all else "open", limit=None)
+    found = open_store().list(type="decision", status=None if show_all else "open", limit=limit)
     rows = [(d.id, d.status, f"{d.meta.get('requested_by')} -> {d.assignee}",
              f"{d.meta.get('prompt')} [{', '.join(o['key'] for o in d.meta.get('options') or [])}]")
             for d in found]  # fmt: skip

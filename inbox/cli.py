@@ -9,7 +9,15 @@ from typing import Any
 
 import click
 
-from beads.cli.common import answer_no, emit, global_options, settings, stamped, table
+from beads.cli.common import (
+    answer_no,
+    emit,
+    global_options,
+    limit_option,
+    settings,
+    stamped,
+    table,
+)
 from beads.errors import InvalidInput
 from beads.faults import fault
 from beads.record import acting_agent
@@ -100,8 +108,9 @@ def push(
 @inbox.command("list")
 @click.option("--all", "show_all", is_flag=True, help="Every state, not only pending.")
 @click.option("--delivered", is_flag=True, help="Delivered items only.")
+@limit_option
 @global_options
-def list_items(show_all: bool, delivered: bool) -> None:
+def list_items(show_all: bool, delivered: bool, limit: int | None) -> None:
     """List undelivered items (of --agent, default: you)."""
     if show_all and delivered:
         raise InvalidInput("give --all or --delivered, not both")
@@ -113,7 +122,7 @@ def list_items(show_all: bool, delivered: bool) -> None:
     delivery = open_delivery()
     delivery.follow()
     delivery.settle_moot(who)
-    items = delivery.items(who, states)
+    items = delivery.items(who, states)[:limit]
     emit({"agent": who, "items": [item_json(i) for i in items]}, lambda: _table(items, who))
 
 
@@ -192,10 +201,11 @@ def session() -> None:
 
 @session.command("list")
 @click.option("--all", "show_all", is_flag=True, help="Ended and timed-out sessions too.")
+@limit_option
 @global_options
-def list_sessions(show_all: bool) -> None:
+def list_sessions(show_all: bool, limit: int | None) -> None:
     """Live sessions: agent, state (busy/idle), last hook, last nudge outcome."""
-    sessions = open_delivery().sessions(include_ended=show_all)
+    sessions = open_delivery().sessions(include_ended=show_all)[:limit]
     times = ("started_at", "last_hook_at", "ended_at", "nudged_at")
     emit(
         {"sessions": [stamped(s.to_json(), *times) for s in sessions]},

@@ -8,7 +8,15 @@ from typing import Any
 
 import click
 
-from beads.cli.common import emit, global_options, open_store, read_text, settings, table
+from beads.cli.common import (
+    emit,
+    global_options,
+    limit_option,
+    open_store,
+    read_text,
+    settings,
+    table,
+)
 from beads.errors import InvalidInput, NoMatch
 from beads.record import acting_agent, check_agent
 from mail.message import AlreadyArchived, Message, MessageNotFound, ProviderError
@@ -96,8 +104,9 @@ def send(
 @click.argument("recipient", required=False)
 @click.option("--all", "show_all", is_flag=True, help="Read messages too, not only unread.")
 @click.option("--archived", is_flag=True, help="Archived and deleted messages (beadmail).")
+@limit_option
 @global_options
-def inbox(recipient: str | None, show_all: bool, archived: bool) -> None:
+def inbox(recipient: str | None, show_all: bool, archived: bool, limit: int | None) -> None:
     """List unread mail (of RECIPIENT, default: you)."""
     if show_all and archived:
         raise InvalidInput("give --all or --archived, not both")
@@ -107,6 +116,7 @@ def inbox(recipient: str | None, show_all: bool, archived: bool) -> None:
         messages = chosen.archived(who)
     else:
         messages = chosen.all(who) if show_all else chosen.inbox(who)
+    messages = messages[:limit]
     empty = f"No {'archived' if archived else 'unread' if not show_all else ''} messages for {who}"
     emit(
         {"recipient": who, "messages": [m.to_json() for m in messages]},

@@ -251,3 +251,23 @@ def test_piped_list_is_never_cut(gc: GcRunner) -> None:
     gc.json("mail", "send", "dog", "-s", "s" * 300 + "\nsecond line", "-m", "x")
     listed = gc("mail", "inbox", "dog", env={"COLUMNS": "40"}).stdout.splitlines()
     assert len(listed) == 2 and "s" * 300 + "\\nsecond line" in listed[1]
+
+
+def test_every_list_takes_limit(gc: GcRunner) -> None:
+    from beads.cli.main import cli
+
+    ctx = click.Context(cli)
+    lists = [
+        command
+        for name in cli.list_commands(ctx)
+        for path, command in _leaves(cli.get_command(ctx, name), name)
+        if path.split()[-1] in ("list", "inbox", "log") and not isinstance(command, click.Group)
+    ]
+    assert len(lists) >= 8
+    for command in lists:
+        assert "--limit" in {opt for param in command.params for opt in param.opts}, command
+    assert gc("init").returncode == 0
+    for n in range(3):
+        gc.json("mail", "send", "dog", "-m", f"m{n}")
+    assert len(gc.json("mail", "inbox", "dog", "--limit", "2")["messages"]) == 2
+    assert len(gc.json("inbox", "list", "--agent", "dog", "--limit", "1")["items"]) == 1

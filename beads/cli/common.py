@@ -137,6 +137,13 @@ def accept_global_options(command: click.Command) -> click.Command:
     return command
 
 
+def limit_option(func: F) -> F:
+    """`--limit N` for a list command: at most N entries (default: all)."""
+    return click.option(
+        "--limit", type=click.IntRange(min=1), help="Show at most N (default: all)."
+    )(func)
+
+
 class Duration(click.ParamType):
     """A duration option: `90`, `45s`, `10m`, `2h` (`beads.times.parse_duration`), in seconds,
     at least `minimum`. Unlike click.FloatRange it refuses nan, inf and `1e400`."""
