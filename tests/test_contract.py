@@ -271,3 +271,57 @@ def test_every_list_takes_limit(gc: GcRunner) -> None:
         gc.json("mail", "send", "dog", "-m", f"m{n}")
     assert len(gc.json("mail", "inbox", "dog", "--limit", "2")["messages"]) == 2
     assert len(gc.json("inbox", "list", "--agent", "dog", "--limit", "1")["items"]) == 1
+
+
+def _on_terminal(
+    args: list[str], cwd: Path, env: dict[str, str], rows: int = 10, cols: int = 80
+) -> str:
+    """Run the real `gc` with a terminal (a pty of `rows` x `cols`) as stdin and stdout."""
+    import fcntl
+    import os
+    import pty
+    import struct
+    import subprocess
+    import termios
+
+    from tests.conftest import gc_program
+
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("GC_", "COLUMNS", "LINES"))}
+    process = subprocess.Popen(
+        [gc_program(), *args], cwd=cwd, env={**clean, **env},
+        stdin=follower, stdout=follower, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # EIO: the other end closed
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    process.wait(timeout=60)
+    os.close(leader)
+    return b"".join(chunks).decode("utf-8", "replace").replace("\r\n", "\n")
+
+
+def test_a_terminal_gets_a_pager_for_long_lists_and_rows_that_fit(
+    gc: GcRunner, tmp_path: Path
+) -> None:
+    assert gc("init").returncode == 0
+    gc.json("mail", "send", "dog", "-s", "s" * 300, "-m", "x")
+    for n in range(15):
+        gc.json("mail", "send", "dog", "-m", f"m{n}")
+    paged = tmp_path / "paged.txt"
+    pager = {"GC_PAGER": f"sh -c 'cat > {paged}'"}
+    _on_terminal(["mail", "inbox", "dog"], tmp_path, pager)
+    assert len(paged.read_text().splitlines()) == 17
+    assert all(len(line) <= 80 for line in paged.read_text().splitlines())
+    paged.unlink()
+    straight = _on_terminal(["mail", "inbox", "dog", "--no-pager"], tmp_path, pager)
+    assert not paged.exists() and len(straight.splitlines()) == 17
+    short = _on_terminal(["mail", "inbox", "dog", "--limit", "3"], tmp_path, pager)
+    assert not paged.exists() and len(short.splitlines()) == 4

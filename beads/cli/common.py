@@ -35,6 +35,7 @@ class Settings:
         self.json = False
         self.agent: str | None = None
         self.debug = False
+        self.no_pager = False
 
 
 def settings(ctx: click.Context | None = None) -> Settings:
@@ -75,6 +76,14 @@ def _global_options() -> list[Callable[[F], F]]:
             help="Act as this agent (else $GC_AGENT, $GC_ALIAS, $GC_SESSION_ID, human).",
         ),
         click.option(
+            "--no-pager",
+            "no_pager",
+            is_flag=True,
+            expose_value=False,
+            callback=_remember,
+            help="Print long output straight to the terminal (also GC_PAGER=cat).",
+        ),
+        click.option(
             "--debug",
             is_flag=True,
             expose_value=False,
@@ -86,7 +95,7 @@ def _global_options() -> list[Callable[[F], F]]:
 
 
 def global_options(func: F) -> F:
-    """Add `--json`, `--agent`, `--beads-dir` and `--debug` to a command."""
+    """Add `--json`, `--agent`, `--beads-dir`, `--no-pager` and `--debug` to a command."""
     for option in reversed(_global_options()):
         func = option(func)
     return func
@@ -244,7 +253,7 @@ def emit(
     elif text is not None:
         rendered = text() if callable(text) else text
         if rendered:
-            click.echo(terminal_safe(rendered))
+            show(terminal_safe(rendered))
     if error is not None:
         click.echo(f"gc: {one_line(error.message)}", err=True)
 
@@ -268,6 +277,29 @@ def stamped(record: dict[str, Any], *names: str) -> dict[str, Any]:
         key: stamp_at(value) if key in names and isinstance(value, int | float) else value
         for key, value in record.items()
     }
+
+
+def show(text: str) -> None:
+    """Print text for a person: through a pager when it is longer than the terminal, as git
+    does (`$GC_PAGER`, else `$PAGER`, else `less` with `LESS=FRX`; `--no-pager`, or a pager
+    of `cat` or "", prints it straight); piped output is never paged."""
+    import os
+    import shutil
+
+    pager = os.environ.get("GC_PAGER", os.environ.get("PAGER"))
+    if (
+        settings().no_pager
+        or (pager is not None and pager.strip() in ("", "cat"))
+        or sys.stdout is None
+        or not (sys.stdout.isatty() and sys.stdin.isatty())
+        or text.count("\n") + 1 < shutil.get_terminal_size().lines
+    ):
+        click.echo(text)
+        return
+    if pager is not None:
+        os.environ["PAGER"] = pager
+    os.environ.setdefault("LESS", "FRX")  # quit if one screen, keep colours, no clearing
+    click.echo_via_pager(text)
 
 
 def read_text(
