@@ -276,7 +276,8 @@ def test_every_list_takes_limit(gc: GcRunner) -> None:
 def _on_terminal(
     args: list[str], cwd: Path, env: dict[str, str], rows: int = 10, cols: int = 80
 ) -> str:
-    """Run the real `gc` with a terminal (a pty of `rows` x `cols`) as stdin and stdout."""
+    """Run the real `gc` with a terminal (a pty of `rows` x `cols`) as stdin, stdout and
+    stderr; returns what it showed."""
     import fcntl
     import os
     import pty
@@ -291,7 +292,7 @@ def _on_terminal(
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("GC_", "COLUMNS", "LINES"))}
     process = subprocess.Popen(
         [gc_program(), *args], cwd=cwd, env={**clean, **env},
-        stdin=follower, stdout=follower, stderr=subprocess.PIPE,
+        stdin=follower, stdout=follower, stderr=follower,
     )  # fmt: skip
     os.close(follower)
     chunks = []
@@ -325,3 +326,14 @@ def test_a_terminal_gets_a_pager_for_long_lists_and_rows_that_fit(
     assert not paged.exists() and len(straight.splitlines()) == 17
     short = _on_terminal(["mail", "inbox", "dog", "--limit", "3"], tmp_path, pager)
     assert not paged.exists() and len(short.splitlines()) == 4
+
+
+def test_doctor_shows_progress_on_a_terminal_only(gc: GcRunner, tmp_path: Path) -> None:
+    assert gc("init").returncode == 0
+    shown = _on_terminal(["doctor", "--rebuild-index", "--gc"], tmp_path, {})
+    assert "gc doctor: rebuilding the index" in shown and "100%" in shown
+    assert shown.rstrip().endswith("store is healthy")
+    piped = gc("doctor", "--rebuild-index", "--gc")
+    assert piped.stderr == "" and "%" not in piped.stdout
+    quiet = _on_terminal(["doctor", "--gc", "--json"], tmp_path, {})
+    assert "%" not in quiet and json.loads(quiet)["ok"] is True

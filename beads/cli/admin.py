@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from beads.cli.common import emit, global_options, open_store, settings
+from beads.cli.common import emit, global_options, open_store, progress_bar, settings
 from beads.errors import InvalidInput, StorageError
 from beads.record import shown
 
@@ -78,11 +78,17 @@ def log_lines(entries: list[LogEntry]) -> str:
 def doctor(rebuild_index: bool, restore_view: bool, compact: bool) -> None:
     """Check the repository, the index and the view against HEAD; exit 0 when clean."""
     from beads.doctor import doctor as run_doctor
+    from beads.doctor import doctor_steps
 
     store = open_store()
-    report = run_doctor(
-        store, rebuild_index=rebuild_index, restore_view=restore_view, compact=compact
-    )
+    with progress_bar(doctor_steps(compact), "gc doctor") as advance:
+        report = run_doctor(
+            store,
+            rebuild_index=rebuild_index,
+            restore_view=restore_view,
+            compact=compact,
+            progress=advance,
+        )
     lines = [
         f"{p.kind}: {p.path}: {p.message}{' (fixed)' if p.fixed else ''}" for p in report.problems
     ]

@@ -7,10 +7,11 @@ JSON object per reply, one line on stderr per error.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
@@ -277,6 +278,28 @@ def stamped(record: dict[str, Any], *names: str) -> dict[str, Any]:
         key: stamp_at(value) if key in names and isinstance(value, int | float) else value
         for key, value in record.items()
     }
+
+
+@contextlib.contextmanager
+def progress_bar(steps: int, label: str) -> Iterator[Callable[[str], None]]:
+    """A progress bar of `steps` named steps on stderr, for long work (`gc doctor --gc`,
+    an index rebuild); yields the function each step calls with its name. Silent unless
+    stderr is a terminal, and with `--json`."""
+    if settings().json or sys.stderr is None or not sys.stderr.isatty():
+        yield lambda name: None
+        return
+    with click.progressbar(length=steps, label=label, file=sys.stderr) as bar:
+        started = [False]
+
+        def advance(name: str) -> None:
+            if started[0]:
+                bar.update(1)
+            started[0] = True
+            bar.label = f"{label}: {name}"
+            bar.render_progress()
+
+        yield advance
+        bar.update(steps - bar.pos)
 
 
 def show(text: str) -> None:
