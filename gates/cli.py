@@ -37,15 +37,9 @@ def _root() -> Path:
 
 
 def _session(session: str | None) -> str:
-    import os
+    from inbox.cli import chosen_session
 
-    from beads.errors import InvalidInput
-    from inbox.queue import check_session
-
-    chosen = session or os.environ.get("GC_SESSION_ID")
-    if not chosen:
-        raise InvalidInput("give --session S (or set $GC_SESSION_ID)")
-    return check_session(chosen)
+    return chosen_session(session)
 
 
 @gate.command()

@@ -13,6 +13,7 @@ from beads.cli.common import (
     answer_no,
     emit,
     global_options,
+    hidden_alias,
     limit_option,
     settings,
     stamped,
@@ -39,6 +40,19 @@ def me() -> str:
     return acting_agent(settings().agent)
 
 
+def chosen_session(session: str | None) -> str:
+    """The session a command acts on: `--session`, else `$GC_SESSION_ID` (as Claude Code's
+    hooks and Gas City set it), checked; every command taking `--session` uses it."""
+    import os
+
+    from inbox.queue import check_session
+
+    chosen = session or os.environ.get("GC_SESSION_ID")
+    if not chosen:
+        raise InvalidInput("give --session S (or set $GC_SESSION_ID)")
+    return check_session(chosen)
+
+
 def item_json(item: Item) -> dict[str, Any]:
     """An item as JSON replies show it (times as RFC 3339)."""
     return stamped(item.to_json(), "created_at", "expires_at", "settled_at")
@@ -56,7 +70,8 @@ def inbox() -> None:
 @click.option("--type", "type_", type=click.Choice(TYPES), default="event", show_default=True)
 @click.option("--priority", type=click.IntRange(0, 4), default=2, show_default=True)
 @click.option("--ttl", help="Drop the item if undelivered after this long (e.g. 10m).")
-@click.option("--dedup-key", help="One item per key per agent (default: a new key).")
+@click.option("--dedup", "dedup", help="One item per key per agent (default: a new key).")
+@hidden_alias("--dedup-key", "dedup")
 @click.option("--source", help="Who or what the item is from (default: you).")
 @click.option("--session", "session", help="Append to this session's queue instead.")
 @global_options
@@ -67,7 +82,7 @@ def push(
     type_: str,
     priority: int,
     ttl: str | None,
-    dedup_key: str | None,
+    dedup: str | None,
     source: str | None,
     session: str | None,
 ) -> None:
@@ -75,7 +90,7 @@ def push(
     if sum(x is not None for x in (to, rig, session)) > 1:
         raise InvalidInput("give one of --to, --rig and --session")
     delivery = open_delivery()
-    key = dedup_key or f"cli:{uuid.uuid4().hex}"
+    key = dedup or f"cli:{uuid.uuid4().hex}"
     seconds = parse_duration(ttl) if ttl else None
     if session is not None:
         item = delivery.enqueue(session, text, key=key, type=type_, source=source or me(),
@@ -127,11 +142,12 @@ def list_items(show_all: bool, delivered: bool, limit: int | None) -> None:
 
 
 @inbox.command()
-@click.option("--session", "session", required=True, help="The session to drain into.")
+@click.option("--session", "session", help="The session to drain into (default: $GC_SESSION_ID).")
 @click.option("--reconcile", is_flag=True, help="First re-derive items from their producers.")
 @global_options
-def drain(session: str, reconcile: bool) -> None:
+def drain(session: str | None, reconcile: bool) -> None:
     """Deliver the pending items of SESSION's agent and print them as a system reminder."""
+    session = chosen_session(session)
     delivery = open_delivery()
     known = delivery.session(session)
     agent = known.agent if known and not settings().agent else me()

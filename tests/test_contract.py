@@ -337,3 +337,21 @@ def test_doctor_shows_progress_on_a_terminal_only(gc: GcRunner, tmp_path: Path) 
     assert piped.stderr == "" and "%" not in piped.stdout
     quiet = _on_terminal(["doctor", "--gc", "--json"], tmp_path, {})
     assert "%" not in quiet and json.loads(quiet)["ok"] is True
+
+
+def test_consistent_flags_and_hidden_old_names(gc: GcRunner) -> None:
+    assert gc("init").returncode == 0
+    first = gc.json("inbox", "push", "hi", "--to", "dog", "--dedup", "k1")["items"][0]
+    again = gc.json("inbox", "push", "hi", "--to", "dog", "--dedup-key", "k1")["items"][0]
+    assert first["created"] and not again["created"] and again["id"] == first["id"]
+    assert "--dedup-key" not in gc("inbox", "push", "--help").stdout
+    assert gc("inbox", "push", "x", "--dedup", "a", "--dedup-key", "b").returncode == 30
+    made = gc.json("bead", "create", "--type", "task", "--title", "t")["bead"]["id"]
+    gc.json("bead", "close", made)
+    assert [b["id"] for b in gc.json("bead", "list", "--all")["beads"]] == [made]
+    assert gc.json("bead", "list", "--status", "all") == gc.json("bead", "list", "--all")
+    assert gc.json("bead", "list")["beads"] == []
+    assert gc("bead", "list", "--all", "--status", "open").returncode == 30
+    drained = gc.json("inbox", "drain", "--agent", "dog", env={"GC_SESSION_ID": "s1"})
+    assert drained["session"] == "s1" and len(drained["items"]) == 1
+    assert gc("inbox", "drain").returncode == 30

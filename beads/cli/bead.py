@@ -91,8 +91,9 @@ def show(bead_id: str) -> None:
 @bead.command("list")
 @click.option("--type", "type_", help="Only this type.")
 @click.option(
-    "--status", type=click.Choice(["open", "closed", "all"]), default="open", show_default=True
+    "--status", type=click.Choice(["open", "closed", "all"]), help="Which beads (default: open)."
 )
+@click.option("--all", "show_all", is_flag=True, help="Open and closed: --status all.")
 @click.option("--assignee", help="Only beads assigned to this agent.")
 @click.option("--from", "sender", help="Only beads from this agent.")
 @click.option("--label", help="Only beads with this label.")
@@ -111,7 +112,8 @@ def show(bead_id: str) -> None:
 @global_options
 def list_(
     type_: str | None,
-    status: str,
+    status: str | None,
+    show_all: bool,
     assignee: str | None,
     sender: str | None,
     label: str | None,
@@ -123,8 +125,12 @@ def list_(
     desc: bool,
     limit: int | None,
 ) -> None:
-    """List beads from the index (open ones unless --status says otherwise)."""
+    """List beads from the index (open ones unless --status or --all says otherwise)."""
     from beads.times import parse_time
+
+    if show_all and status not in (None, "all"):
+        raise InvalidInput(f"give --all or --status {status}, not both")
+    status = "all" if show_all else status or "open"
 
     found = open_store().list(
         type=type_,

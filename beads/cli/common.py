@@ -147,6 +147,29 @@ def accept_global_options(command: click.Command) -> click.Command:
     return command
 
 
+def hidden_alias(old: str, dest: str) -> Callable[[F], F]:
+    """Keep a renamed option's old name (`--dedup-key` for `--dedup`) working, hidden from
+    help, so scripts written for it keep working; giving both is refused."""
+    import functools
+
+    alias = "renamed_" + dest
+
+    def decorate(func: F) -> F:
+        @functools.wraps(func)
+        def command(*args: Any, **kwargs: Any) -> Any:
+            value = kwargs.pop(alias)
+            if value is not None:
+                if kwargs.get(dest) is not None:
+                    raise InvalidInput(f"{old} is the old name of --{dest.replace('_', '-')}: "
+                                       "give it once")  # fmt: skip
+                kwargs[dest] = value
+            return func(*args, **kwargs)
+
+        return click.option(old, alias, hidden=True)(command)  # type: ignore[return-value]
+
+    return decorate
+
+
 def limit_option(func: F) -> F:
     """`--limit N` for a list command: at most N entries (default: all)."""
     return click.option(
