@@ -297,8 +297,11 @@ def _block(found: Bead) -> str:
 
 
 def _table(found: list[Bead]) -> str:
+    if not found:
+        return "No beads"
     return table(
-        [
+        [("ID", "TYPE", "STATUS", "P", "ASSIGNEE", "TITLE")]
+        + [
             (b.id, b.type, b.status, f"P{b.priority}", b.assignee or "-", _clip(b.title, 72))
             for b in found
         ]  # fmt: skip
