@@ -355,3 +355,22 @@ def test_consistent_flags_and_hidden_old_names(gc: GcRunner) -> None:
     drained = gc.json("inbox", "drain", "--agent", "dog", env={"GC_SESSION_ID": "s1"})
     assert drained["session"] == "s1" and len(drained["items"]) == 1
     assert gc("inbox", "drain").returncode == 30
+
+
+def test_an_abort_is_interrupted_130(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from beads.cli import main
+
+    def abort(ctx: click.Context) -> None:
+        raise click.exceptions.Abort()
+
+    monkeypatch.setattr(main.cli, "invoke", abort)
+    with pytest.raises(SystemExit) as ended:
+        main.main(["--json", "bead", "list"])
+    assert ended.value.code == 130
+    out = capsys.readouterr()
+    assert json.loads(out.out) == {
+        "ok": False, "error": {"code": "interrupted", "message": "interrupted"}
+    }  # fmt: skip
+    assert out.err == "gc: interrupted\n"

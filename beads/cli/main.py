@@ -91,8 +91,8 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(0)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
-    except click.exceptions.Abort:
-        _fail(GcError("aborted"), args, ctx_settings, exit_code=130)
+    except click.exceptions.Abort:  # Ctrl-C or end of input at one of click's prompts
+        _fail(Interrupted("interrupted"), args, ctx_settings)
     except click.ClickException as exc:
         _fail(InvalidInput(exc.format_message()), args, ctx_settings)
     except GcError as exc:
