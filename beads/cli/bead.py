@@ -202,7 +202,7 @@ def update(
         unset_meta=unset_meta,
         **fields,
     )
-    emit({"bead": changed.to_dict()}, f"updated {changed.id}")
+    emit({"bead": changed.to_dict()}, f"Updated {changed.id}")
 
 
 @bead.command()
@@ -241,7 +241,7 @@ def edit(bead_id: str) -> None:
         edited = load_bead(raw, what="the edited bead", max_body=store.max_body)
     changed = store.update(current.id, **_edits(current, edited))
     emit(
-        {"bead": changed.to_dict()}, f"updated {changed.id}" if changed != current else "no changes"
+        {"bead": changed.to_dict()}, f"Updated {changed.id}" if changed != current else "No changes"
     )
 
 
@@ -278,7 +278,7 @@ def _edits(current: Bead, edited: Bead) -> dict[str, Any]:
 def close(bead_id: str, reason: str | None, force: bool) -> None:
     """Close a bead."""
     closed = open_store().close_bead(bead_id, reason, force=force)
-    emit({"bead": closed.to_dict()}, f"closed {closed.id}")
+    emit({"bead": closed.to_dict()}, f"Closed {closed.id}")
 
 
 @bead.command()
@@ -287,7 +287,7 @@ def close(bead_id: str, reason: str | None, force: bool) -> None:
 def reopen(bead_id: str) -> None:
     """Reopen a closed bead."""
     opened = open_store().reopen(bead_id)
-    emit({"bead": opened.to_dict()}, f"reopened {opened.id}")
+    emit({"bead": opened.to_dict()}, f"Reopened {opened.id}")
 
 
 def _block(found: Bead) -> str:
