@@ -129,13 +129,13 @@ ID_ARGUMENTS = ("ids", "bead_id", "message_id", "gate_id", "decision_id", "threa
 
 
 def _nothing() -> None:
-    """The body of the command whose parameters `accept_global_options` borrows."""
+    """The body of the command whose parameters `prepare_command` borrows."""
 
 
-def accept_global_options(command: click.Command) -> click.Command:
-    """Give a group, and every group under it, the global options, so they are accepted at
-    the group's position too (`gc bead --json list`), and make every id argument of the
-    commands under it complete from the index (`BEAD_ID`). Idempotent."""
+def prepare_command(command: click.Command) -> click.Command:
+    """Ready a layer's command tree for `gc`: every group in it takes the global options, so
+    they are accepted at the group's position too (`gc bead --json list`), and every id
+    argument completes from the index (`BEAD_ID`). Idempotent."""
     for param in command.params:
         if param.name in ID_ARGUMENTS and isinstance(param.type, click.types.StringParamType):
             param.type = BEAD_ID
@@ -143,7 +143,7 @@ def accept_global_options(command: click.Command) -> click.Command:
         if not any(param.name == "json" for param in command.params):
             command.params.extend(click.command()(global_options(_nothing)).params)
         for sub in command.commands.values():
-            accept_global_options(sub)
+            prepare_command(sub)
     return command
 
 

@@ -15,10 +15,10 @@ from typing import Any
 import click
 
 from beads.cli.common import (
-    accept_global_options,
     check_arguments,
     global_options,
     one_line,
+    prepare_command,
     settings,
 )
 from beads.errors import GcError, Interrupted, InvalidInput, StorageError, is_interruption
@@ -54,7 +54,7 @@ class LazyGroup(click.Group):
         setup_module, setup = SETUP
         getattr(importlib.import_module(setup_module), setup)()
         module, attribute, _help = COMMANDS[cmd_name]
-        return accept_global_options(getattr(importlib.import_module(module), attribute))
+        return prepare_command(getattr(importlib.import_module(module), attribute))
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(name, COMMANDS[name][2]) for name in self.list_commands(ctx)]
