@@ -185,7 +185,7 @@ def _count(value: Any) -> None:
 
 
 def _flag(value: Any) -> None:
-    if type(value) is not bool:
+    if type(value) is not bool:  # `yes`, `on`, `1` too: YAML 1.1 and 1.2 disagree on them
         raise InvalidInput("must be true or false")
 
 
@@ -199,6 +199,15 @@ def _mapping(value: Any) -> None:
         raise InvalidInput("must be a mapping")
 
 
+def _names(value: Any) -> None:
+    if not isinstance(value, list) or not all(isinstance(n, str) and n for n in value):
+        raise InvalidInput("must be a list of names")
+
+
+def _opened(value: Any) -> None:
+    """The `store` settings: `check_config` checks them whenever a config is committed."""
+
+
 def _agent_names(value: Any) -> None:
     if not isinstance(value, list) or not all(
         isinstance(n, str) and AGENT_RE.fullmatch(n) for n in value
@@ -209,11 +218,16 @@ def _agent_names(value: Any) -> None:
 # Dotted key (`*` = any one name) -> its check. The settings of the layers above `beads` are
 # named here as data, as `beads.cli.main` names their commands.
 SETTINGS: dict[str, Any] = {
+    "store.prefix": _opened,
+    "store.max_body_bytes": _opened,
+    "store.stale_lock_seconds": _opened,
+    "store.shared": _opened,
     "mail.provider": _text,
     "mail.strict_recipients": _flag,
     "mail.exec_timeout": _duration,
     "agents.*": _mapping,
     "agents.*.nudge": check_argv_template,
+    "agents.*.rig": _text,
     "rigs.*": _agent_names,
     "delivery.max_items": _count,
     "delivery.session_idle_timeout": _duration,
@@ -223,8 +237,11 @@ SETTINGS: dict[str, Any] = {
     "gates.max_stop_blocks": _count,
     "gates.require_decision": _flag,
     "gates.gh_path": _text,
+    "gates.disabled": _names,
     "gates.session.*": _mapping,
 }
+# Settings whose value is a mapping of the user's own keys (a session gate's spec).
+FREE_FORM = ("gates.session.*",)
 
 
 def mail_provider_spec(mail_settings: Callable[[], dict[str, Any]]) -> str:
@@ -254,6 +271,12 @@ def with_setting(config: dict[str, Any], key: str, value: Any = UNSET) -> dict[s
             node[part] = {}
         node = node[part]
     if value is not UNSET:
+        unknown = _unknown_settings(parts, value)
+        if unknown:
+            raise InvalidInput(
+                f"unknown setting {', '.join(unknown)} (the settings are listed in the "
+                "README; gc config get shows the current ones)"
+            )
         node[parts[-1]] = value
     elif parts[-1] in node:
         del node[parts[-1]]
@@ -262,6 +285,24 @@ def with_setting(config: dict[str, Any], key: str, value: Any = UNSET) -> dict[s
     for where, problem in config_problems(changed, key):
         raise InvalidInput(f"config {where} {problem}")
     return changed
+
+
+def _unknown_settings(parts: list[str], value: Any) -> list[str]:
+    """The dotted keys that setting `parts` to `value` would add and no SETTINGS pattern
+    names (a section or an agent's mapping is checked key by key)."""
+
+    def fits(pattern: list[str]) -> bool:
+        return all(p in ("*", part) for part, p in zip(parts, pattern, strict=False))
+
+    patterns = [pattern.split(".") for pattern in SETTINGS]
+    if any(len(parts) > len(p) and fits(p) for p in map(str.split, FREE_FORM, ".")):
+        return []
+    if not any(len(parts) <= len(p) and fits(p) for p in patterns):
+        return [".".join(parts)]
+    deeper = any(len(parts) < len(p) and fits(p) for p in patterns)
+    if not deeper or not isinstance(value, dict):
+        return []
+    return [key for name, item in value.items() for key in _unknown_settings([*parts, name], item)]
 
 
 def config_problems(config: dict[str, Any], under: str = "") -> list[tuple[str, str]]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -62,17 +62,28 @@ class Report:
 
 
 def doctor(
-    store: Store, *, rebuild_index: bool = False, restore_view: bool = False, compact: bool = False
+    store: Store,
+    *,
+    rebuild_index: bool = False,
+    restore_view: bool = False,
+    compact: bool = False,
+    progress: Callable[[str], None] | None = None,
 ) -> Report:
-    """Check (and with the flags, repair) the store; returns what was found and fixed."""
+    """Check (and with the flags, repair) the store; returns what was found and fixed.
+
+    `progress` is told the name of each step as it starts (`doctor_steps` lists them), so a
+    terminal can show how far a long rebuild or compaction has come."""
     report = Report()
+    step = progress or (lambda name: None)
     with store.locked():
+        step("checking files")
         _clear_stale_files(store, report)
         _check_git_head(store, report)
         _check_packed_refs(store, report)
         _check_loose_objects(store, report)
         if not _restore_branch(store, report):
             return report
+        step("rebuilding the index" if rebuild_index else "bringing the index up to date")
         if rebuild_index:
             store.index.drop_file()  # from a fresh file: the old one may be damaged anywhere
         store.sync(rebuild_index=rebuild_index)
@@ -87,10 +98,13 @@ def doctor(
             return report
         for path in missing:
             report.problems.append(Problem("repository", path, "the file's object is missing"))
+        step("checking the index")
         _check_index(store, tree, report)
+        step("checking the view")
         _check_links(store, report, restore=restore_view)
         _check_view(store, tree, report, restore=restore_view)
         if compact:
+            step("packing objects")
             packed = store.git.pack_loose_objects()
             store.git.repack()
             assert head is not None
@@ -101,6 +115,11 @@ def doctor(
                 report.fixed.append(f"dropped {expired} reflog entries older than 90 days")
         report.beads = store.index.count()
     return report
+
+
+def doctor_steps(compact: bool) -> int:
+    """How many steps `doctor` reports to `progress`."""
+    return 5 if compact else 4
 
 
 def _check_index(store: Store, tree: dict[str, bytes], report: Report) -> None:

@@ -26,7 +26,8 @@ class GcError(Exception):
 
 
 class NoMatch(GcError):
-    """A yes/no command found nothing (exit 10)."""
+    """A yes/no question answered "no" (exit 10): a library call raises it (no answer to a
+    decision yet); the command line replies `ok: true` with a false `found` instead."""
 
     code = "no_match"
     exit_code = 10

@@ -67,10 +67,13 @@ class LogEntry(NamedTuple):
     message: str
 
     def to_json(self) -> dict[str, object]:
+        """The entry as JSON replies show it (the time as RFC 3339 UTC, as beads show theirs)."""
+        from beads.times import stamp_at
+
         return {
             "commit": self.commit,
             "author": self.author,
-            "time": self.time,
+            "time": stamp_at(self.time),
             "message": self.message,
         }
 

@@ -8,7 +8,17 @@ from typing import TYPE_CHECKING
 
 import click
 
-from beads.cli.common import Duration, emit, global_options, open_store, settings, table
+from beads.cli.common import (
+    Duration,
+    answer_no,
+    emit,
+    global_options,
+    limit_option,
+    open_store,
+    settings,
+    table,
+)
+from beads.errors import NoMatch
 from beads.record import expect_type
 
 if TYPE_CHECKING:
@@ -28,15 +38,9 @@ def _root() -> Path:
 
 
 def _session(session: str | None) -> str:
-    import os
+    from inbox.cli import chosen_session
 
-    from beads.errors import InvalidInput
-    from inbox.queue import check_session
-
-    chosen = session or os.environ.get("GC_SESSION_ID")
-    if not chosen:
-        raise InvalidInput("give --session S (or set $GC_SESSION_ID)")
-    return check_session(chosen)
+    return chosen_session(session)
 
 
 @gate.command()
@@ -77,7 +81,7 @@ def mark(gate_id: str, session: str | None) -> None:
 
     chosen = _session(session)
     make_marker(_root(), chosen, gate_id)
-    emit({"gate": gate_id, "session": chosen}, f"Marked {gate_id} for session {chosen}")
+    emit({"gate": {"id": gate_id}, "session": chosen}, f"Marked {gate_id} for session {chosen}")
 
 
 @gate.command()
@@ -149,15 +153,18 @@ def check() -> None:
 @click.option("--rounds", type=click.IntRange(min=1), help="Stop after this many checks.")
 @global_options
 def watch(interval: float, rounds: int | None) -> None:
-    """Run `gc gate check` every --interval seconds."""
+    """Run `gc gate check` every --interval seconds (with --json, one object per round)."""
     import time
 
     store = open_store()
     done = 0
     while rounds is None or done < rounds:
-        for line in _check_once(store)[2]:
-            click.echo(line)
+        answered, outcomes, lines = _check_once(store)
         done += 1
+        emit(
+            {"round": done, "answered": answered, "outcomes": [o.__dict__ for o in outcomes]},
+            "\n".join(lines),
+        )
         if rounds is None or done < rounds:
             time.sleep(interval)
 
@@ -200,10 +207,11 @@ def close_gate(gate_id: str, reason: str | None, force: bool) -> None:
 
 @gate.command("list")
 @click.option("--all", "show_all", is_flag=True, help="Closed gates too.")
+@limit_option
 @global_options
-def list_gates(show_all: bool) -> None:
+def list_gates(show_all: bool, limit: int | None) -> None:
     """Bead gates (open ones by default)."""
-    gates = open_store().list(type="gate", status=None if show_all else "open", limit=None)
+    gates = open_store().list(type="gate", status=None if show_all else "open", limit=limit)
     rows = [(g.id, g.status, str(g.meta.get("state", "")),
              f"{g.meta.get('await_type')}:{g.meta.get('await_id') or ''}", g.title)
             for g in gates]  # fmt: skip
@@ -258,8 +266,14 @@ def create_decision(
              f"Created decision {made.id} (gate {gate_bead.id})")  # fmt: skip
         return
     seconds = parse_duration(timeout) if timeout else None
-    answered = decisions.wait_or_default(store, made.id, seconds)
-    emit({"bead": answered.to_dict()}, decisions.answer_text(answered))
+    try:
+        answered = decisions.wait_or_default(store, made.id, seconds)
+    except NoMatch as exc:  # no answer and no default: an answer of its own, exit 10
+        answer_no({"bead": made.to_dict(), "gate": gate_bead.to_dict(), "found": False},
+                  exc.message)  # fmt: skip
+    gate_bead = store.get(gate_bead.id)
+    emit({"bead": answered.to_dict(), "gate": gate_bead.to_dict(), "found": True},
+         decisions.answer_text(answered))  # fmt: skip
 
 
 @decision.command()
@@ -278,10 +292,11 @@ def respond(decision_id: str, select: str, text: str | None) -> None:
 
 @decision.command("list")
 @click.option("--all", "show_all", is_flag=True, help="Answered decisions too.")
+@limit_option
 @global_options
-def list_decisions(show_all: bool) -> None:
+def list_decisions(show_all: bool, limit: int | None) -> None:
     """Open decisions (all with --all)."""
-    found = open_store().list(type="decision", status=None if show_all else "open", limit=None)
+    found = open_store().list(type="decision", status=None if show_all else "open", limit=limit)
     rows = [(d.id, d.status, f"{d.meta.get('requested_by')} -> {d.assignee}",
              f"{d.meta.get('prompt')} [{', '.join(o['key'] for o in d.meta.get('options') or [])}]")
             for d in found]  # fmt: skip

@@ -31,17 +31,21 @@ def run() -> None:
 @click.option(
     "--settings",
     "settings_path",
-    default=".claude/settings.json",
-    show_default=True,
-    help="The Claude Code settings file to merge into.",
+    help="The Claude Code settings file to merge into (default: .claude/settings.json of "
+    "the project: $CLAUDE_PROJECT_DIR, else the nearest directory up with .claude, .git "
+    "or .beads).",
 )
 @click.option("--command", default="gc hook run", show_default=True, help="The hook command.")
 @global_options
-def install(settings_path: str, command: str) -> None:
+def install(settings_path: str | None, command: str) -> None:
     """Add `gc hook run` to Claude Code's settings (idempotent; keeps everything else)."""
     from gates.install import install as merge
+    from gates.install import project_root
 
-    path = Path(settings_path)
+    if settings_path is None:
+        path = project_root(Path.cwd()) / ".claude" / "settings.json"
+    else:
+        path = Path(settings_path)
     added = merge(path, command)
     done = f"Added {', '.join(added)} to {path}" if added else f"{path} already runs {command!r}"
     emit(

@@ -64,11 +64,33 @@ def _load(path: Path) -> dict[str, Any]:
     return data
 
 
+def project_root(start: Path) -> Path:
+    """The project whose `.claude/settings.json` `gc hook install` edits: Claude Code's
+    `$CLAUDE_PROJECT_DIR`, else the nearest directory from `start` up that holds `.claude/`,
+    `.git` or `.beads/`, else `start` (so a run from a subdirectory edits the project's file)."""
+    given = os.environ.get("CLAUDE_PROJECT_DIR")
+    if given:
+        return Path(given)
+    start = start.absolute()
+    for directory in (start, *start.parents):
+        if any((directory / name).exists() for name in (".claude", ".git", ".beads")):
+            return directory
+    return start
+
+
 def _save(path: Path, settings: dict[str, Any]) -> None:
+    """Replace `path` atomically, keeping its mode (a new file gets the umask's)."""
     temp = None
     try:
+        try:
+            mode = path.stat().st_mode & 0o7777
+        except FileNotFoundError:
+            umask = os.umask(0o022)
+            os.umask(umask)
+            mode = 0o666 & ~umask
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+        os.fchmod(fd, mode)  # mkstemp makes it 0600: a shared settings file stays readable
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             json.dump(settings, handle, indent=2)
             handle.write("\n")

@@ -9,8 +9,17 @@ from typing import Any
 
 import click
 
-from beads.cli.common import emit, global_options, settings, table
-from beads.errors import InvalidInput, NoMatch
+from beads.cli.common import (
+    answer_no,
+    emit,
+    global_options,
+    hidden_alias,
+    limit_option,
+    settings,
+    stamped,
+    table,
+)
+from beads.errors import InvalidInput
 from beads.faults import fault
 from beads.record import acting_agent
 from beads.times import parse_duration
@@ -31,6 +40,24 @@ def me() -> str:
     return acting_agent(settings().agent)
 
 
+def chosen_session(session: str | None) -> str:
+    """The session a command acts on: `--session`, else `$GC_SESSION_ID` (as Claude Code's
+    hooks and Gas City set it), checked; every command taking `--session` uses it."""
+    import os
+
+    from inbox.queue import check_session
+
+    chosen = session or os.environ.get("GC_SESSION_ID")
+    if not chosen:
+        raise InvalidInput("give --session S (or set $GC_SESSION_ID)")
+    return check_session(chosen)
+
+
+def item_json(item: Item) -> dict[str, Any]:
+    """An item as JSON replies show it (times as RFC 3339)."""
+    return stamped(item.to_json(), "created_at", "expires_at", "settled_at")
+
+
 @click.group()
 def inbox() -> None:
     """Delivery items: push, list, drain into a session, wait."""
@@ -43,7 +70,8 @@ def inbox() -> None:
 @click.option("--type", "type_", type=click.Choice(TYPES), default="event", show_default=True)
 @click.option("--priority", type=click.IntRange(0, 4), default=2, show_default=True)
 @click.option("--ttl", help="Drop the item if undelivered after this long (e.g. 10m).")
-@click.option("--dedup-key", help="One item per key per agent (default: a new key).")
+@click.option("--dedup", "dedup", help="One item per key per agent (default: a new key).")
+@hidden_alias("--dedup-key", "dedup")
 @click.option("--source", help="Who or what the item is from (default: you).")
 @click.option("--session", "session", help="Append to this session's queue instead.")
 @global_options
@@ -54,7 +82,7 @@ def push(
     type_: str,
     priority: int,
     ttl: str | None,
-    dedup_key: str | None,
+    dedup: str | None,
     source: str | None,
     session: str | None,
 ) -> None:
@@ -62,16 +90,17 @@ def push(
     if sum(x is not None for x in (to, rig, session)) > 1:
         raise InvalidInput("give one of --to, --rig and --session")
     delivery = open_delivery()
-    key = dedup_key or f"cli:{uuid.uuid4().hex}"
+    key = dedup or f"cli:{uuid.uuid4().hex}"
     seconds = parse_duration(ttl) if ttl else None
     if session is not None:
         item = delivery.enqueue(session, text, key=key, type=type_, source=source or me(),
                                 priority=priority, ttl=seconds, pusher=me())  # fmt: skip
-        emit({"items": [item.to_json()]}, f"Queued item for session {session}")
+        emit({"items": [item_json(item)]}, f"Queued item for session {session}")
         return
     recipients = delivery.recipients(to if to or rig else me(), rig)
     if not recipients:
-        raise NoMatch("no agents to push to")
+        raise InvalidInput(f"no agents to push to: rig {rig} has no members" if rig
+                           else "no agents to push to")  # fmt: skip
     results = delivery.push(
         recipients,
         text,
@@ -83,7 +112,7 @@ def push(
         pusher=me(),
     )
     emit(
-        {"items": [dict(item.to_json(), created=created) for item, created in results]},
+        {"items": [dict(item_json(item), created=created) for item, created in results]},
         "\n".join(
             f"{'Pushed' if created else 'Already pending (dedup)'} item {item.id} to {item.agent}"
             for item, created in results
@@ -94,8 +123,9 @@ def push(
 @inbox.command("list")
 @click.option("--all", "show_all", is_flag=True, help="Every state, not only pending.")
 @click.option("--delivered", is_flag=True, help="Delivered items only.")
+@limit_option
 @global_options
-def list_items(show_all: bool, delivered: bool) -> None:
+def list_items(show_all: bool, delivered: bool, limit: int | None) -> None:
     """List undelivered items (of --agent, default: you)."""
     if show_all and delivered:
         raise InvalidInput("give --all or --delivered, not both")
@@ -106,16 +136,18 @@ def list_items(show_all: bool, delivered: bool) -> None:
     who = me()
     delivery = open_delivery()
     delivery.follow()
-    items = delivery.items(who, states)
-    emit({"agent": who, "items": [i.to_json() for i in items]}, lambda: _table(items, who))
+    delivery.settle_moot(who)
+    items = delivery.items(who, states)[:limit]
+    emit({"agent": who, "items": [item_json(i) for i in items]}, lambda: _table(items, who))
 
 
 @inbox.command()
-@click.option("--session", "session", required=True, help="The session to drain into.")
+@click.option("--session", "session", help="The session to drain into (default: $GC_SESSION_ID).")
 @click.option("--reconcile", is_flag=True, help="First re-derive items from their producers.")
 @global_options
-def drain(session: str, reconcile: bool) -> None:
+def drain(session: str | None, reconcile: bool) -> None:
     """Deliver the pending items of SESSION's agent and print them as a system reminder."""
+    session = chosen_session(session)
     delivery = open_delivery()
     known = delivery.session(session)
     agent = known.agent if known and not settings().agent else me()
@@ -132,7 +164,7 @@ def drain(session: str, reconcile: bool) -> None:
         {
             "session": session,
             "agent": agent,
-            "items": [i.to_json() for i in drained.items],
+            "items": [item_json(i) for i in drained.items],
             "text": drained.text,
             "deferred": drained.deferred,
             "dropped": drained.dropped,
@@ -152,9 +184,12 @@ def wait(timeout: str) -> None:
     who = me()
     delivery = open_delivery()
     if not delivery.wait(who, parse_duration(timeout)):
-        raise NoMatch(f"no item for {who} within {timeout}")
+        answer_no({"agent": who, "woke": False, "items": []}, f"No item for {who} within {timeout}")
     items = delivery.items(who, ("pending", "delivering"))
-    emit({"agent": who, "items": [i.to_json() for i in items]}, lambda: _table(items, who))
+    emit(
+        {"agent": who, "woke": True, "items": [item_json(i) for i in items]},
+        lambda: _table(items, who),
+    )
 
 
 def _table(items: list[Item], who: str) -> str:
@@ -182,11 +217,16 @@ def session() -> None:
 
 @session.command("list")
 @click.option("--all", "show_all", is_flag=True, help="Ended and timed-out sessions too.")
+@limit_option
 @global_options
-def list_sessions(show_all: bool) -> None:
+def list_sessions(show_all: bool, limit: int | None) -> None:
     """Live sessions: agent, state (busy/idle), last hook, last nudge outcome."""
-    sessions = open_delivery().sessions(include_ended=show_all)
-    emit({"sessions": [s.to_json() for s in sessions]}, lambda: _sessions_table(sessions))
+    sessions = open_delivery().sessions(include_ended=show_all)[:limit]
+    times = ("started_at", "last_hook_at", "ended_at", "nudged_at")
+    emit(
+        {"sessions": [stamped(s.to_json(), *times) for s in sessions]},
+        lambda: _sessions_table(sessions),
+    )
 
 
 def _sessions_table(sessions: list[Session]) -> str:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import time
 from collections import namedtuple
-from collections.abc import Sequence
 
 from beads.errors import NotFound
 from inbox.items import ITEM_COLUMNS, Item, from_row, is_moot
@@ -69,8 +68,8 @@ class DrainMixin:
         limit = limit if limit is not None else self.setting("max_items")
         keep = self.setting("keep_delivered")
         problems = self.take_queue(session, agent)
+        settled = self.settle_moot(agent)
         now = time.time()
-        moot = self._moot_keys(self.items(agent, ("pending", "delivering")))
         state = "delivered" if deliver else "delivering"
         with self.write() as db:
             pending = [
@@ -87,8 +86,6 @@ class DrainMixin:
             for item in pending:
                 if item.expired(now):
                     dropped.append(("expired", item.id or 0))
-                elif item.key in moot:
-                    dropped.append(("moot", item.id or 0))
                 elif item.priority <= max_priority:
                     live.append(item)
             urgent = [item for item in live if item.priority == 0]
@@ -117,7 +114,7 @@ class DrainMixin:
             items=chosen,
             text=render(chosen),
             deferred=len(live) - len(chosen),
-            dropped=len(dropped),
+            dropped=len(dropped) + settled,
             problems=problems,
         )
 
@@ -135,17 +132,21 @@ class DrainMixin:
         for item in drained.items:
             item.state, item.settled_at = "delivered", now
 
-    def _moot_keys(self, items: Sequence[Item]) -> set[str]:
-        """Keys of the items whose referenced bead now matches a moot condition."""
-        refs = [item for item in items if item.ref_bead and item.moot_when]
-        if not refs:
-            return set()
-        moot = set()
-        for item in refs:
-            bead = self.reader.get(item.ref_bead or "")
-            if bead is not None and is_moot(bead.to_dict(), item.moot_when or []):
-                moot.add(item.key)
-        return moot
+    def settle_moot(self, agent: str) -> int:
+        """Settle `agent`'s undelivered items whose referenced bead now matches a moot
+        condition (mail read or archived since); returns how many. Every reader of pending
+        items calls it first (drain, `wait`, `gc inbox list`), so a moot item is never shown
+        as pending nor wakes anyone."""
+        moot = [
+            item.key
+            for item in self.items(agent, ("pending", "delivering"))
+            if item.ref_bead and item.moot_when and self._is_moot(item)
+        ]
+        return self.settle(agent, moot) if moot else 0
+
+    def _is_moot(self, item: Item) -> bool:
+        bead = self.reader.get(item.ref_bead or "")
+        return bead is not None and is_moot(bead.to_dict(), item.moot_when or [])
 
     def wait(self, agent: str, timeout: float, poll: float = 0.05) -> bool:
         """Block until `agent` has a pending item (True) or `timeout` seconds pass (False)."""
@@ -153,6 +154,8 @@ class DrainMixin:
 
         def pending() -> bool | None:
             self.follow()  # mail committed meanwhile (a crashed send, a push) wakes it too
-            return True if self.has_pending(agent) else None
+            if self.has_pending(agent) and (not self.settle_moot(agent) or self.has_pending(agent)):
+                return True
+            return None
 
         return wait_until(pending, timeout, poll) is not None

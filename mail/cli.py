@@ -7,7 +7,15 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from beads.cli.common import emit, global_options, open_store, read_text, settings, table
+from beads.cli.common import (
+    emit,
+    global_options,
+    limit_option,
+    open_store,
+    read_text,
+    settings,
+    table,
+)
 from beads.errors import InvalidInput, NoMatch, NotFound
 from beads.record import acting_agent
 from mail import api
@@ -119,11 +127,12 @@ def send(
                               priority=priority, dedup=dedup, to_all=to_all,
                               notify=notified(chosen, notify))  # fmt: skip
     warn(warnings)
-    payload: dict[str, Any] = {"suppressed": any(m.suppressed for m in sent)}
-    if len(sent) == 1:
-        payload["message"] = sent[0].to_json()
-    else:
-        payload["messages"] = [m.to_json() for m in sent]
+    # One shape: every copy (cc and --all too) under "messages"; "message" is the first.
+    payload: dict[str, Any] = {
+        "suppressed": any(m.suppressed for m in sent),
+        "message": sent[0].to_json(),
+        "messages": [m.to_json() for m in sent],
+    }
     lines = [
         f"Suppressed (dedup {dedup}): {m.id} is still in {m.to}'s mailbox"
         if m.suppressed
@@ -137,8 +146,9 @@ def send(
 @click.argument("recipient", required=False)
 @click.option("--all", "show_all", is_flag=True, help="Read messages too, not only unread.")
 @click.option("--archived", is_flag=True, help="Archived and deleted messages (beadmail).")
+@limit_option
 @global_options
-def inbox(recipient: str | None, show_all: bool, archived: bool) -> None:
+def inbox(recipient: str | None, show_all: bool, archived: bool, limit: int | None) -> None:
     """List unread mail (of RECIPIENT, default: you)."""
     if show_all and archived:
         raise InvalidInput("give --all or --archived, not both")
@@ -148,6 +158,7 @@ def inbox(recipient: str | None, show_all: bool, archived: bool) -> None:
         messages = chosen.archived(who)
     else:
         messages = api.in_order(chosen.all(who)) if show_all else api.inbox(chosen, who)
+    messages = messages[:limit]
     empty = f"No {'archived' if archived else 'unread' if not show_all else ''} messages for {who}"
     emit(
         {"recipient": who, "messages": [m.to_json() for m in messages]},
@@ -300,12 +311,17 @@ def check(recipient: str | None, inject: bool) -> None:
     chosen = provider()
     who = api.recipient(chosen, recipient or me())
     messages = api.check(chosen, who)
-    emit(
-        {"recipient": who, "unread": len(messages), "messages": [m.to_json() for m in messages]},
-        f"{len(messages)} unread message(s) for {who}" if messages else None,
-    )
+    payload = {
+        "recipient": who,
+        "found": bool(messages),
+        "unread": len(messages),
+        "messages": [m.to_json() for m in messages],
+    }
     if not messages:
-        click.get_current_context().exit(NoMatch.exit_code)
+        from beads.cli.common import answer_no
+
+        answer_no(payload)  # silent, as gc's check is: the exit code is the answer
+    emit(payload, f"{len(messages)} unread message(s) for {who}")
 
 
 def _inject(recipient: str | None) -> None:

@@ -278,7 +278,7 @@ def test_hostile_values_are_refused_cleanly(
 
 def test_every_command_is_fuzzed() -> None:
     # The walk reaches the lazily loaded groups: a sample of their options is in the list.
-    assert (("inbox", "push"), "dedup_key") in PARAMS
+    assert (("inbox", "push"), "dedup") in PARAMS
     assert (("mail", "send"), "subject") in PARAMS
     assert (("gate", "create"), "await_spec") in PARAMS
     assert (("bead", "list"), "limit") in PARAMS

@@ -8,12 +8,14 @@ from typing import TYPE_CHECKING
 
 import click
 
-from beads.cli.common import emit, global_options, open_store, settings
-from beads.errors import InvalidInput
+from beads.cli.common import emit, global_options, open_store, progress_bar, settings
+from beads.errors import InvalidInput, StorageError
 from beads.record import shown
 
-# What a path given by the user can be wrong with (an input error, not a storage error).
-PATH_ERRORS = (errno.ENAMETOOLONG, errno.ENOTDIR, errno.ELOOP, errno.EEXIST, errno.EINVAL)
+# What `gc init` can meet on a healthy disk is the path's fault (no such place, not a
+# directory, not writable, a read-only or virtual file system): an input error, exit 30.
+# Only a full disk is a storage error.
+STORAGE_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EIO)
 
 if TYPE_CHECKING:
     from beads.gitrepo import LogEntry
@@ -36,9 +38,10 @@ def init(path: str, prefix: str | None, example: bool) -> None:
         else:
             store, created = Store.init(path, prefix=prefix, agent=agent)
     except OSError as exc:
-        if exc.errno not in PATH_ERRORS:
+        if exc.errno in STORAGE_ERRORS:
             raise
-        raise InvalidInput(f"cannot create a store in {shown(path)}: {exc.strerror}") from None
+        reason = exc.strerror or str(exc)
+        raise InvalidInput(f"cannot create a store in {shown(path)}: {reason}") from None
     click.get_current_context().call_on_close(store.close)
     verb = "Initialized" if created else "Already initialized"
     emit(
@@ -75,15 +78,22 @@ def log_lines(entries: list[LogEntry]) -> str:
 def doctor(rebuild_index: bool, restore_view: bool, compact: bool) -> None:
     """Check the repository, the index and the view against HEAD; exit 0 when clean."""
     from beads.doctor import doctor as run_doctor
+    from beads.doctor import doctor_steps
 
     store = open_store()
-    report = run_doctor(
-        store, rebuild_index=rebuild_index, restore_view=restore_view, compact=compact
-    )
+    with progress_bar(doctor_steps(compact), "gc doctor") as advance:
+        report = run_doctor(
+            store,
+            rebuild_index=rebuild_index,
+            restore_view=restore_view,
+            compact=compact,
+            progress=advance,
+        )
     lines = [
         f"{p.kind}: {p.path}: {p.message}{' (fixed)' if p.fixed else ''}" for p in report.problems
     ]
     lines += [f"fixed: {line}" for line in report.fixed]
+    error = None
     if not report.problems:
         summary = "store is healthy"
     elif report.ok:
@@ -91,6 +101,7 @@ def doctor(rebuild_index: bool, restore_view: bool, compact: bool) -> None:
     else:
         left = sum(not p.fixed for p in report.problems)
         summary = f"{len(report.problems)} problem(s) found, {left} not fixed"
+        error = StorageError(summary)
     emit(
         {
             "healthy": report.ok,
@@ -99,9 +110,10 @@ def doctor(rebuild_index: bool, restore_view: bool, compact: bool) -> None:
             "beads": report.beads,
         },
         "\n".join([*lines, summary]),
+        error=error,
     )
-    if not report.ok:
-        click.get_current_context().exit(50)
+    if error is not None:
+        click.get_current_context().exit(error.exit_code)
 
 
 @click.group()

@@ -91,8 +91,9 @@ def show(bead_id: str) -> None:
 @bead.command("list")
 @click.option("--type", "type_", help="Only this type.")
 @click.option(
-    "--status", type=click.Choice(["open", "closed", "all"]), default="open", show_default=True
+    "--status", type=click.Choice(["open", "closed", "all"]), help="Which beads (default: open)."
 )
+@click.option("--all", "show_all", is_flag=True, help="Open and closed: --status all.")
 @click.option("--assignee", help="Only beads assigned to this agent.")
 @click.option("--from", "sender", help="Only beads from this agent.")
 @click.option("--label", help="Only beads with this label.")
@@ -111,7 +112,8 @@ def show(bead_id: str) -> None:
 @global_options
 def list_(
     type_: str | None,
-    status: str,
+    status: str | None,
+    show_all: bool,
     assignee: str | None,
     sender: str | None,
     label: str | None,
@@ -123,8 +125,12 @@ def list_(
     desc: bool,
     limit: int | None,
 ) -> None:
-    """List beads from the index (open ones unless --status says otherwise)."""
+    """List beads from the index (open ones unless --status or --all says otherwise)."""
     from beads.times import parse_time
+
+    if show_all and status not in (None, "all"):
+        raise InvalidInput(f"give --all or --status {status}, not both")
+    status = "all" if show_all else status or "open"
 
     found = open_store().list(
         type=type_,
@@ -196,7 +202,7 @@ def update(
         unset_meta=unset_meta,
         **fields,
     )
-    emit({"bead": changed.to_dict()}, f"updated {changed.id}")
+    emit({"bead": changed.to_dict()}, f"Updated {changed.id}")
 
 
 @bead.command()
@@ -235,7 +241,7 @@ def edit(bead_id: str) -> None:
         edited = load_bead(raw, what="the edited bead", max_body=store.max_body)
     changed = store.update(current.id, **_edits(current, edited))
     emit(
-        {"bead": changed.to_dict()}, f"updated {changed.id}" if changed != current else "no changes"
+        {"bead": changed.to_dict()}, f"Updated {changed.id}" if changed != current else "No changes"
     )
 
 
@@ -272,7 +278,7 @@ def _edits(current: Bead, edited: Bead) -> dict[str, Any]:
 def close(bead_id: str, reason: str | None, force: bool) -> None:
     """Close a bead."""
     closed = open_store().close_bead(bead_id, reason, force=force)
-    emit({"bead": closed.to_dict()}, f"closed {closed.id}")
+    emit({"bead": closed.to_dict()}, f"Closed {closed.id}")
 
 
 @bead.command()
@@ -281,7 +287,7 @@ def close(bead_id: str, reason: str | None, force: bool) -> None:
 def reopen(bead_id: str) -> None:
     """Reopen a closed bead."""
     opened = open_store().reopen(bead_id)
-    emit({"bead": opened.to_dict()}, f"reopened {opened.id}")
+    emit({"bead": opened.to_dict()}, f"Reopened {opened.id}")
 
 
 def _block(found: Bead) -> str:
@@ -291,8 +297,11 @@ def _block(found: Bead) -> str:
 
 
 def _table(found: list[Bead]) -> str:
+    if not found:
+        return "No beads"
     return table(
-        [
+        [("ID", "TYPE", "STATUS", "P", "ASSIGNEE", "TITLE")]
+        + [
             (b.id, b.type, b.status, f"P{b.priority}", b.assignee or "-", _clip(b.title, 72))
             for b in found
         ]  # fmt: skip

@@ -7,14 +7,16 @@ JSON object per reply, one line on stderr per error.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import re
 import sys
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 
-from beads.errors import InvalidInput
+from beads.errors import GcError, InvalidInput
 from beads.record import shown
 
 if TYPE_CHECKING:
@@ -34,6 +36,7 @@ class Settings:
         self.json = False
         self.agent: str | None = None
         self.debug = False
+        self.no_pager = False
 
 
 def settings(ctx: click.Context | None = None) -> Settings:
@@ -49,9 +52,8 @@ def _remember(ctx: click.Context, param: click.Parameter, value: Any) -> None:
         setattr(settings(ctx), param.name or "", value)
 
 
-def global_options(func: F) -> F:
-    """Add `--json`, `--agent`, `--beads-dir` and `--debug` to a command."""
-    options = [
+def _global_options() -> list[Callable[[F], F]]:
+    return [
         click.option(
             "--beads-dir",
             type=click.Path(file_okay=False),
@@ -75,6 +77,14 @@ def global_options(func: F) -> F:
             help="Act as this agent (else $GC_AGENT, $GC_ALIAS, $GC_SESSION_ID, human).",
         ),
         click.option(
+            "--no-pager",
+            "no_pager",
+            is_flag=True,
+            expose_value=False,
+            callback=_remember,
+            help="Print long output straight to the terminal (also GC_PAGER=cat).",
+        ),
+        click.option(
             "--debug",
             is_flag=True,
             expose_value=False,
@@ -83,9 +93,88 @@ def global_options(func: F) -> F:
             help="Show tracebacks.",
         ),
     ]
-    for option in reversed(options):
+
+
+def global_options(func: F) -> F:
+    """Add `--json`, `--agent`, `--beads-dir`, `--no-pager` and `--debug` to a command."""
+    for option in reversed(_global_options()):
         func = option(func)
     return func
+
+
+class BeadIdType(click.types.StringParamType):
+    """An id argument: text like any other, completed in the shell from the index."""
+
+    name = "id"
+
+    def shell_complete(
+        self, ctx: click.Context, param: click.Parameter, incomplete: str
+    ) -> list[Any]:
+        from click.shell_completion import CompletionItem
+
+        from beads.location import find_store
+        from beads.reader import IndexReader
+
+        try:
+            with IndexReader(find_store(settings(ctx).beads_dir)) as reader:
+                found = reader.index.match_prefix(incomplete, limit=100)
+        except Exception:  # no store here, or one we cannot read: nothing to offer
+            return []
+        return [CompletionItem(bead_id) for bead_id in found]
+
+
+BEAD_ID = BeadIdType()
+# Arguments that name beads, whichever layer's command takes them.
+ID_ARGUMENTS = ("ids", "bead_id", "message_id", "gate_id", "decision_id", "thread_or_message_id")
+
+
+def _nothing() -> None:
+    """The body of the command whose parameters `prepare_command` borrows."""
+
+
+def prepare_command(command: click.Command) -> click.Command:
+    """Ready a layer's command tree for `gc`: every group in it takes the global options, so
+    they are accepted at the group's position too (`gc bead --json list`), and every id
+    argument completes from the index (`BEAD_ID`). Idempotent."""
+    for param in command.params:
+        if param.name in ID_ARGUMENTS and isinstance(param.type, click.types.StringParamType):
+            param.type = BEAD_ID
+    if isinstance(command, click.Group):
+        if not any(param.name == "json" for param in command.params):
+            command.params.extend(click.command()(global_options(_nothing)).params)
+        for sub in command.commands.values():
+            prepare_command(sub)
+    return command
+
+
+def hidden_alias(old: str, dest: str) -> Callable[[F], F]:
+    """Keep a renamed option's old name (`--dedup-key` for `--dedup`) working, hidden from
+    help, so scripts written for it keep working; giving both is refused."""
+    import functools
+
+    alias = "renamed_" + dest
+
+    def decorate(func: F) -> F:
+        @functools.wraps(func)
+        def command(*args: Any, **kwargs: Any) -> Any:
+            value = kwargs.pop(alias)
+            if value is not None:
+                if kwargs.get(dest) is not None:
+                    raise InvalidInput(f"{old} is the old name of --{dest.replace('_', '-')}: "
+                                       "give it once")  # fmt: skip
+                kwargs[dest] = value
+            return func(*args, **kwargs)
+
+        return click.option(old, alias, hidden=True)(command)  # type: ignore[return-value]
+
+    return decorate
+
+
+def limit_option(func: F) -> F:
+    """`--limit N` for a list command: at most N entries (default: all)."""
+    return click.option(
+        "--limit", type=click.IntRange(min=1), help="Show at most N (default: all)."
+    )(func)
 
 
 class Duration(click.ParamType):
@@ -138,6 +227,20 @@ def one_line(message: str, limit: int = 2000) -> str:
     return message if len(message) <= limit else message[:limit] + "..."
 
 
+# What a terminal acts on rather than shows: C0 controls but tab and newline, DEL, C1
+# controls, and the bidirectional overrides that reorder what follows (Trojan Source).
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def terminal_safe(text: str) -> str:
+    """`text` with every control character a terminal would act on shown as an escape
+    (`ESC[2J` -> `\\x1b[2J`), so stored text never clears a screen or retitles a window.
+    Every text reply goes through it (`emit`, `page`); JSON replies keep the text exact."""
+    if _CONTROLS.search(text) is None:
+        return text
+    return _CONTROLS.sub(lambda m: repr(m.group())[1:-1], text)
+
+
 def open_store() -> Store:
     """The store for this command, closed when the command ends."""
     from beads.store import Store
@@ -153,15 +256,96 @@ def command_name(ctx: click.Context) -> str:
     return ".".join(ctx.command_path.split()[1:])
 
 
-def emit(payload: dict[str, Any], text: str | Callable[[], str] | None = None) -> None:
-    """Reply: the JSON object with --json, else `text` (if any) on stdout."""
+def emit(
+    payload: dict[str, Any],
+    text: str | Callable[[], str] | None = None,
+    *,
+    error: GcError | None = None,
+) -> None:
+    """Reply: the JSON object with --json, else `text` (if any) on stdout.
+
+    With `error`, the command answered but failed (a damaged store found by `gc doctor`): the
+    JSON reply says `"ok": false` with the error object beside the payload, so `ok` always
+    agrees with the exit code the caller then sets (`error.exit_code`).
+    """
     ctx = click.get_current_context()
     if settings(ctx).json:
-        click.echo(json.dumps({"ok": True, "command": command_name(ctx), **payload}))
+        head: dict[str, Any] = {"ok": error is None, "command": command_name(ctx)}
+        if error is not None:
+            head["error"] = error.to_json()
+        click.echo(json.dumps({**head, **payload}))
     elif text is not None:
         rendered = text() if callable(text) else text
         if rendered:
-            click.echo(rendered)
+            show(terminal_safe(rendered))
+    if error is not None:
+        click.echo(f"gc: {one_line(error.message)}", err=True)
+
+
+def answer_no(payload: dict[str, Any], text: str | None = None) -> NoReturn:
+    """Reply "no" to a yes/no command (nothing unread, nothing woke, no answer yet): an
+    answer, not an error, so `"ok": true` with the payload's false `found`/`woke`, `text`
+    (if any) on stdout, and exit 10."""
+    from beads.errors import NoMatch
+
+    emit(payload, text)
+    click.get_current_context().exit(NoMatch.exit_code)
+
+
+def stamped(record: dict[str, Any], *names: str) -> dict[str, Any]:
+    """`record` with its Unix times `names` as RFC 3339 UTC, as beads show theirs: every JSON
+    reply gives times one way (databases of derived data keep seconds)."""
+    from beads.times import stamp_at
+
+    return {
+        key: stamp_at(value) if key in names and isinstance(value, int | float) else value
+        for key, value in record.items()
+    }
+
+
+@contextlib.contextmanager
+def progress_bar(steps: int, label: str) -> Iterator[Callable[[str], None]]:
+    """A progress bar of `steps` named steps on stderr, for long work (`gc doctor --gc`,
+    an index rebuild); yields the function each step calls with its name. Silent unless
+    stderr is a terminal, and with `--json`."""
+    if settings().json or sys.stderr is None or not sys.stderr.isatty():
+        yield lambda name: None
+        return
+    with click.progressbar(length=steps, label=label, file=sys.stderr) as bar:
+        started = [False]
+
+        def advance(name: str) -> None:
+            if started[0]:
+                bar.update(1)
+            started[0] = True
+            bar.label = f"{label}: {name}"
+            bar.render_progress()
+
+        yield advance
+        bar.update(steps - bar.pos)
+
+
+def show(text: str) -> None:
+    """Print text for a person: through a pager when it is longer than the terminal, as git
+    does (`$GC_PAGER`, else `$PAGER`, else `less` with `LESS=FRX`; `--no-pager`, or a pager
+    of `cat` or "", prints it straight); piped output is never paged."""
+    import os
+    import shutil
+
+    pager = os.environ.get("GC_PAGER", os.environ.get("PAGER"))
+    if (
+        settings().no_pager
+        or (pager is not None and pager.strip() in ("", "cat"))
+        or sys.stdout is None
+        or not (sys.stdout.isatty() and sys.stdin.isatty())
+        or text.count("\n") + 1 < shutil.get_terminal_size().lines
+    ):
+        click.echo(text)
+        return
+    if pager is not None:
+        os.environ["PAGER"] = pager
+    os.environ.setdefault("LESS", "FRX")  # quit if one screen, keep colours, no clearing
+    click.echo_via_pager(text)
 
 
 def read_text(
@@ -212,15 +396,51 @@ def parse_pairs(pairs: tuple[str, ...], what: str = "--meta") -> dict[str, str]:
     return out
 
 
-def table(rows: Sequence[Sequence[str]]) -> str:
+def table(rows: Sequence[Sequence[str]], width: int | None = None) -> str:
     """Rows as aligned text: every column but the last padded to its widest cell, two spaces
-    apart (the last, often long, runs free); "" for no rows."""
+    apart (the last, often long, runs free); "" for no rows.
+
+    A cell is one line whatever it holds (a newline or tab in a subject shows as `\\n`,
+    `\\t`). The table fits `width` (default: `output_width()`, the terminal's): the widest
+    columns are cut first, a cut cell ending in `…`."""
     if not rows:
         return ""
-    widths = [max(len(row[c]) for row in rows) for c in range(len(rows[0]) - 1)]
-    return "\n".join(
-        "  ".join(
-            [*(cell.ljust(w) for cell, w in zip(row, widths, strict=False)), row[-1]]
-        ).rstrip()
-        for row in rows
-    )
+    cells = [[_cell(cell) for cell in row] for row in rows]
+    natural = [max(len(row[c]) for row in cells) for c in range(len(cells[0]))]
+    limit = output_width() if width is None else width
+    caps = _fit(natural, limit) if limit else natural
+    lines = []
+    for row in cells:
+        cut = [cell if len(cell) <= cap else cell[: max(cap - 1, 0)] + "…"
+               for cell, cap in zip(row, caps, strict=False)]  # fmt: skip
+        padded = [cell.ljust(cap) for cell, cap in zip(cut[:-1], caps, strict=False)]
+        lines.append("  ".join([*padded, cut[-1]]).rstrip())
+    return "\n".join(lines)
+
+
+def _cell(text: str) -> str:
+    if "\n" in text or "\t" in text or "\r" in text:
+        text = text.replace("\r", "\\r").replace("\n", "\\n").replace("\t", "\\t")
+    return text
+
+
+def _fit(widths: list[int], limit: int) -> list[int]:
+    """Column widths cut to one cap, the largest that makes the row fit `limit`. The first
+    column (ids) is never cut, nor any below 8 characters: a very narrow terminal gets rows
+    wider than it rather than unreadable cells."""
+    room = limit - 2 * (len(widths) - 1) - widths[0]
+    rest = widths[1:]
+    cap = max(rest, default=0)
+    while cap > 8 and sum(min(w, cap) for w in rest) > room:
+        cap -= 1
+    return [widths[0], *(min(w, cap) for w in rest)]
+
+
+def output_width() -> int | None:
+    """The width text output must fit: the terminal's (`$COLUMNS` overrides it) when stdout
+    is one, else None: piped output is never cut, as git's."""
+    import shutil
+
+    if sys.stdout is not None and sys.stdout.isatty():
+        return shutil.get_terminal_size().columns
+    return None

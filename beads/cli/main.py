@@ -8,12 +8,19 @@ place the bottom layer mentions the layers above, as data, never as an import.
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from typing import Any
 
 import click
 
-from beads.cli.common import check_arguments, global_options, one_line, settings
+from beads.cli.common import (
+    check_arguments,
+    global_options,
+    one_line,
+    prepare_command,
+    settings,
+)
 from beads.errors import GcError, Interrupted, InvalidInput, StorageError, is_interruption
 
 # name -> (module, attribute, one-line help)
@@ -56,7 +63,7 @@ class LazyGroup(click.Group):
         setup_module, setup = SETUP
         getattr(importlib.import_module(setup_module), setup)()
         module, attribute, _help = COMMANDS[cmd_name]
-        return getattr(importlib.import_module(module), attribute)
+        return prepare_command(getattr(importlib.import_module(module), attribute))
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(name, COMMANDS[name][2]) for name in self.list_commands(ctx)]
@@ -70,8 +77,8 @@ class LazyGroup(click.Group):
 def cli() -> None:
     """gc-beads: a git-backed bead store with file-based messaging for AI agents.
 
-    Exit codes: 0 ok, 10 nothing matched, 20 conflict, 30 invalid input, 40 not found,
-    50 storage or internal error.
+    Exit codes: 0 ok, 10 a yes/no command's "no", 20 conflict, 30 invalid input,
+    40 not found, 50 storage or internal error, 130 interrupted.
     """
 
 
@@ -79,6 +86,11 @@ def main(argv: list[str] | None = None, program: str = "gc") -> None:
     """Run `gc` (or another of PROGRAMS), mapping every failure to one stderr line and its
     exit code."""
     args = sys.argv[1:] if argv is None else argv
+    instruction = os.environ.get("_GC_COMPLETE")
+    if instruction:  # the shell asks for completions (README: Shell completion)
+        from click.shell_completion import shell_complete
+
+        sys.exit(shell_complete(cli, {}, "gc", "_GC_COMPLETE", instruction))
     ctx_settings = None
     sys.unraisablehook = _quiet_unraisable
     try:
@@ -93,8 +105,8 @@ def main(argv: list[str] | None = None, program: str = "gc") -> None:
         sys.exit(0)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
-    except click.exceptions.Abort:
-        _fail(GcError("aborted"), args, ctx_settings, exit_code=130, program=program)
+    except click.exceptions.Abort:  # Ctrl-C or end of input at one of click's prompts
+        _fail(Interrupted("interrupted"), args, ctx_settings, program=program)
     except click.ClickException as exc:
         _fail(InvalidInput(exc.format_message()), args, ctx_settings, program=program)
     except GcError as exc:

@@ -1,0 +1,376 @@
+"""The command-line contract of issue 13: `--json` everywhere and agreeing with the exit code,
+clear exits for impossible paths, escapes on text output, one JSON shape per command."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import click
+import pytest
+
+from tests.conftest import GcRunner
+
+
+def test_doctor_json_ok_agrees_with_the_exit_code(gc: GcRunner, tmp_path: Path) -> None:
+    assert gc("init").returncode == 0
+    healthy = gc("doctor", "--json")
+    assert healthy.returncode == 0 and json.loads(healthy.stdout)["ok"] is True
+    messages = tmp_path / ".beads" / "messages"
+    gc.json("mail", "send", "dog", "-m", "hi")
+    messages.rename(tmp_path / "outside")
+    messages.symlink_to(tmp_path / "outside")
+    damaged = gc("doctor", "--json")
+    reply = json.loads(damaged.stdout)
+    assert damaged.returncode == 50
+    assert reply["ok"] is False and reply["healthy"] is False
+    assert reply["error"]["code"] == "storage_error" and "not fixed" in reply["error"]["message"]
+    assert damaged.stderr.strip().startswith("gc: ") and len(damaged.stderr.splitlines()) == 1
+
+
+def _leaves(command: click.Command, path: str) -> Iterator[tuple[str, click.Command]]:
+    yield path, command
+    if isinstance(command, click.Group):
+        for name, sub in command.commands.items():
+            yield from _leaves(sub, f"{path} {name}")
+
+
+def test_every_command_and_group_takes_the_global_options() -> None:
+    from beads.cli.main import cli
+
+    ctx = click.Context(cli)
+    for name in cli.list_commands(ctx):
+        for path, command in _leaves(cli.get_command(ctx, name), name):
+            options = {opt for param in command.params for opt in param.opts}
+            assert {"--json", "--agent", "--beads-dir"} <= options, path
+
+
+def test_json_at_the_group_position(gc: GcRunner) -> None:
+    assert gc("init").returncode == 0
+    for args in (("bead", "--json", "list"), ("config", "--json", "get", "store")):
+        result = gc(*args)
+        assert result.returncode == 0, result.stderr
+        assert json.loads(result.stdout)["ok"] is True
+
+
+def test_gate_watch_json_prints_one_object_per_round(gc: GcRunner) -> None:
+    assert gc("init").returncode == 0
+    result = gc("gate", "watch", "--interval", "0.1", "--rounds", "2", "--json")
+    rounds = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [r["round"] for r in rounds] == [1, 2] and rounds[0]["command"] == "gate.watch"
+
+
+@pytest.mark.parametrize("where", ["/dev/null", "/proc/gc-beads-test", "a-file/sub"])
+def test_init_in_an_impossible_place_is_one_line_and_exit_30(
+    gc: GcRunner, tmp_path: Path, where: str
+) -> None:
+    (tmp_path / "a-file").write_text("x")
+    if where.startswith("/proc") and not Path("/proc/self").exists():
+        pytest.skip("no /proc here")
+    result = gc("init", where)
+    assert result.returncode == 30, result.stderr
+    assert result.stderr.startswith("gc: cannot ") and len(result.stderr.splitlines()) == 1
+    reply = gc.json("init", where)
+    assert reply["ok"] is False and reply["error"]["code"] == "invalid_input"
+
+
+def test_hook_install_keeps_the_mode_and_finds_the_project_root(
+    gc: GcRunner, tmp_path: Path
+) -> None:
+    assert gc("init").returncode == 0
+    settings = tmp_path / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text('{"permissions": {}}')
+    settings.chmod(0o644)
+    sub = tmp_path / "src" / "deep"
+    sub.mkdir(parents=True)
+    result = gc("hook", "install", cwd=sub, env={"CLAUDE_PROJECT_DIR": ""})
+    assert result.returncode == 0, result.stderr
+    assert not (sub / ".claude").exists()
+    assert "SessionStart" in json.loads(settings.read_text())["hooks"]
+    assert settings.stat().st_mode & 0o777 == 0o644
+
+
+def test_archived_mail_is_not_pending_and_wakes_nobody(gc: GcRunner) -> None:
+    assert gc("init").returncode == 0
+    sent = gc.json("mail", "send", "dog", "-s", "hi", "-m", "x")
+    message_id = sent["messages"][0]["id"] if "messages" in sent else sent["message"]["id"]
+    assert [i["key"] for i in gc.json("inbox", "list", "--agent", "dog")["items"]] == [
+        f"mail:{message_id}"
+    ]
+    assert gc("mail", "archive", message_id, "--agent", "dog").returncode == 0
+    assert gc.json("inbox", "list", "--agent", "dog")["items"] == []
+    assert gc("inbox", "wait", "--agent", "dog", "--timeout", "0.2").returncode == 10
+    states = [i["state"] for i in gc.json("inbox", "list", "--agent", "dog", "--all")["items"]]
+    assert states == ["moot"]
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "wording"),
+    [
+        ("mail.strict_recipent", "true", "unknown setting mail.strict_recipent"),
+        ("agents.dog", '{"nudge": ["x"], "colour": 1}', "unknown setting agents.dog.colour"),
+        ("mail.strict_recipients", "yes", "must be true or false"),
+        ("delivery.max_items", "many", "must be an integer"),
+    ],
+)
+def test_config_set_refuses_unknown_keys_and_wrong_types(
+    gc: GcRunner, key: str, value: str, wording: str
+) -> None:
+    assert gc("init").returncode == 0
+    before = gc("config", "get").stdout
+    result = gc("config", "set", key, value)
+    assert result.returncode == 30 and wording in result.stderr
+    assert gc("config", "get").stdout == before
+
+
+def test_config_set_takes_the_documented_settings(gc: GcRunner) -> None:
+    assert gc("init").returncode == 0
+    for key, value in [
+        ("mail.strict_recipients", "true"),
+        ("agents.dog.rig", "kennel"),
+        ("gates.session.docs", '{"hook": "Stop", "mode": "soft", "check": ["true"]}'),
+        ("gates.disabled", '["commit-push"]'),
+    ]:
+        assert gc("config", "set", key, value).returncode == 0, key
+    assert gc.json("config", "get", "mail.strict_recipients")["value"] is True
+
+
+EVIL = "hi \x1b[2J\x1b]0;pwned\x07 \u202eboom"
+
+
+def test_stored_control_characters_never_reach_the_terminal(gc: GcRunner) -> None:
+    assert gc("init").returncode == 0
+    made = gc.json("bead", "create", "--type", "task", "--title", EVIL, "--body", EVIL)
+    sent = gc.json("mail", "send", "dog", "-s", "subject", "-m", EVIL)
+    message_id = (sent.get("messages") or [sent.get("message")])[0]["id"]
+    outputs = [
+        gc("bead", "list").stdout,
+        gc("bead", "show", made["bead"]["id"]).stdout,
+        gc("mail", "peek", message_id).stdout,
+        gc("mail", "inbox", "--agent", "dog").stdout,
+        gc("inbox", "list", "--agent", "dog").stdout,
+    ]
+    for text in outputs:
+        assert "\x1b" not in text and "\x07" not in text and "\u202e" not in text, text
+    assert "\\x1b[2J" in gc("bead", "list").stdout
+    assert gc.json("bead", "show", made["bead"]["id"])["bead"]["title"] == EVIL
+
+
+RFC3339 = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z")
+
+
+def test_json_times_are_rfc3339_everywhere(gc: GcRunner) -> None:
+    assert gc("init").returncode == 0
+    gc.json("mail", "send", "dog", "-m", "hi")
+    hook = json.dumps({"hook_event_name": "SessionStart", "session_id": "s1", "source": "startup"})
+    assert gc("hook", "run", input=hook, env={"GC_AGENT": "cat"}).returncode == 0
+    times = [c["time"] for c in gc.json("log")["commits"]]
+    times += [c["time"] for c in gc.json("mail", "log")["commits"]]
+    items = gc.json("inbox", "list", "--agent", "dog", "--all")["items"]
+    times += [i["created_at"] for i in items]
+    sessions = gc.json("session", "list")["sessions"]
+    times += [s[name] for s in sessions for name in ("started_at", "last_hook_at")]
+    assert items and sessions and all(RFC3339.fullmatch(t) for t in times), times
+
+
+def test_a_no_is_an_answer_with_ok_true_and_exit_10(gc: GcRunner) -> None:
+    assert gc("init").returncode == 0
+    waited = gc("inbox", "wait", "--agent", "dog", "--timeout", "0.1", "--json")
+    assert waited.returncode == 10 and waited.stderr == ""
+    assert json.loads(waited.stdout) | {"command": ""} == {
+        "ok": True, "command": "", "agent": "dog", "woke": False, "items": []
+    }  # fmt: skip
+    checked = gc("mail", "check", "dog", "--json")
+    reply = json.loads(checked.stdout)
+    assert checked.returncode == 10 and reply["ok"] is True and reply["found"] is False
+    asked = gc(
+        "decision", "create", "--prompt", "ok?", "--option", "y", "--option", "n",
+        "--timeout", "0.1", "--wait", "--json",
+    )  # fmt: skip
+    reply = json.loads(asked.stdout)
+    assert asked.returncode == 10 and reply["ok"] is True and reply["found"] is False
+    assert reply["gate"]["type"] == "gate"
+    gc.json("mail", "send", "dog", "-m", "hi")
+    found = gc.json("mail", "check", "dog")
+    assert found["found"] is True and found["unread"] == 1
+    assert gc.json("inbox", "wait", "--agent", "dog", "--timeout", "1")["woke"] is True
+
+
+def test_one_shape_per_command(gc: GcRunner) -> None:
+    assert gc("init").returncode == 0
+    one = gc.json("mail", "send", "dog", "-m", "hi")
+    two = gc.json("mail", "send", "--to", "dog", "--to", "cat", "-m", "hi")
+    assert len(one["messages"]) == 1 and one["message"] == one["messages"][0]
+    assert [m["to"] for m in two["messages"]] == ["dog", "cat"]
+    marked = gc.json("gate", "mark", "docs", "--session", "s1")
+    registered = gc.json("gate", "register", "docs", "--mode", "soft")
+    assert marked["gate"] == {"id": "docs"} and registered["gate"]["id"] == "docs"
+    replied = gc("mail", "reply", one["message"]["id"][:7], "-m", "back", env={"GC_AGENT": "dog"})
+    assert one["message"]["id"] in replied.stdout
+
+
+def test_shell_completion_of_commands_options_and_ids(gc: GcRunner) -> None:
+    assert gc("init").returncode == 0
+    made = gc.json("bead", "create", "--type", "task", "--title", "x")["bead"]["id"]
+
+    def complete(words: str) -> list[str]:
+        env = {
+            "_GC_COMPLETE": "bash_complete",
+            "COMP_WORDS": words,
+            "COMP_CWORD": str(len(words.split(" ")) - 1),
+        }
+        result = gc(env=env)
+        assert result.returncode == 0, result.stderr
+        return [line.split(",", 1)[1] for line in result.stdout.splitlines()]
+
+    assert complete("gc ma") == ["mail"]
+    assert complete("gc bead list --st") == ["--status"]
+    assert complete(f"gc bead show {made[:5]}") == [made]
+    assert complete(f"gc mail archive x {made[:5]}") == [made]
+    for shell in ("bash", "zsh", "fish"):
+        script = gc(env={"_GC_COMPLETE": f"{shell}_source"})
+        assert script.returncode == 0 and "_GC_COMPLETE" in script.stdout
+
+
+def test_tables_keep_one_line_a_row_and_fit_the_width() -> None:
+    from beads.cli.common import table
+
+    rows = [("ID", "FROM", "SUBJECT"), ("gc-abcdefgh", "mayor", "x" * 600), ("gc-2", "dog", "a\nb")]
+    fitted = table(rows, 60).splitlines()
+    assert len(fitted) == 3 and all(len(line) <= 60 for line in fitted)
+    assert fitted[1].startswith("gc-abcdefgh  mayor  x") and fitted[1].endswith("…")
+    assert fitted[2].endswith("a\\nb")
+    assert max(map(len, table(rows, 0).splitlines())) > 600  # no width: nothing cut
+
+
+def test_piped_list_is_never_cut(gc: GcRunner) -> None:
+    assert gc("init").returncode == 0
+    gc.json("mail", "send", "dog", "-s", "s" * 300 + "\nsecond line", "-m", "x")
+    listed = gc("mail", "inbox", "dog", env={"COLUMNS": "40"}).stdout.splitlines()
+    assert len(listed) == 2 and "s" * 300 + "\\nsecond line" in listed[1]
+
+
+def test_every_list_takes_limit(gc: GcRunner) -> None:
+    from beads.cli.main import cli
+
+    ctx = click.Context(cli)
+    lists = [
+        command
+        for name in cli.list_commands(ctx)
+        for path, command in _leaves(cli.get_command(ctx, name), name)
+        if path.split()[-1] in ("list", "inbox", "log") and not isinstance(command, click.Group)
+    ]
+    assert len(lists) >= 8
+    for command in lists:
+        assert "--limit" in {opt for param in command.params for opt in param.opts}, command
+    assert gc("init").returncode == 0
+    for n in range(3):
+        gc.json("mail", "send", "dog", "-m", f"m{n}")
+    assert len(gc.json("mail", "inbox", "dog", "--limit", "2")["messages"]) == 2
+    assert len(gc.json("inbox", "list", "--agent", "dog", "--limit", "1")["items"]) == 1
+
+
+def _on_terminal(
+    args: list[str], cwd: Path, env: dict[str, str], rows: int = 10, cols: int = 80
+) -> str:
+    """Run the real `gc` with a terminal (a pty of `rows` x `cols`) as stdin, stdout and
+    stderr; returns what it showed."""
+    import fcntl
+    import os
+    import pty
+    import struct
+    import subprocess
+    import termios
+
+    from tests.conftest import gc_program
+
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("GC_", "COLUMNS", "LINES"))}
+    process = subprocess.Popen(
+        [gc_program(), *args], cwd=cwd, env={**clean, **env},
+        stdin=follower, stdout=follower, stderr=follower,
+    )  # fmt: skip
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # EIO: the other end closed
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    process.wait(timeout=60)
+    os.close(leader)
+    return b"".join(chunks).decode("utf-8", "replace").replace("\r\n", "\n")
+
+
+def test_a_terminal_gets_a_pager_for_long_lists_and_rows_that_fit(
+    gc: GcRunner, tmp_path: Path
+) -> None:
+    assert gc("init").returncode == 0
+    gc.json("mail", "send", "dog", "-s", "s" * 300, "-m", "x")
+    for n in range(15):
+        gc.json("mail", "send", "dog", "-m", f"m{n}")
+    paged = tmp_path / "paged.txt"
+    pager = {"GC_PAGER": f"sh -c 'cat > {paged}'"}
+    _on_terminal(["mail", "inbox", "dog"], tmp_path, pager)
+    assert len(paged.read_text().splitlines()) == 17
+    assert all(len(line) <= 80 for line in paged.read_text().splitlines())
+    paged.unlink()
+    straight = _on_terminal(["mail", "inbox", "dog", "--no-pager"], tmp_path, pager)
+    assert not paged.exists() and len(straight.splitlines()) == 17
+    short = _on_terminal(["mail", "inbox", "dog", "--limit", "3"], tmp_path, pager)
+    assert not paged.exists() and len(short.splitlines()) == 4
+
+
+def test_doctor_shows_progress_on_a_terminal_only(gc: GcRunner, tmp_path: Path) -> None:
+    assert gc("init").returncode == 0
+    shown = _on_terminal(["doctor", "--rebuild-index", "--gc"], tmp_path, {})
+    assert "gc doctor: rebuilding the index" in shown and "100%" in shown
+    assert shown.rstrip().endswith("store is healthy")
+    piped = gc("doctor", "--rebuild-index", "--gc")
+    assert piped.stderr == "" and "%" not in piped.stdout
+    quiet = _on_terminal(["doctor", "--gc", "--json"], tmp_path, {})
+    assert "%" not in quiet and json.loads(quiet)["ok"] is True
+
+
+def test_consistent_flags_and_hidden_old_names(gc: GcRunner) -> None:
+    assert gc("init").returncode == 0
+    first = gc.json("inbox", "push", "hi", "--to", "dog", "--dedup", "k1")["items"][0]
+    again = gc.json("inbox", "push", "hi", "--to", "dog", "--dedup-key", "k1")["items"][0]
+    assert first["created"] and not again["created"] and again["id"] == first["id"]
+    assert "--dedup-key" not in gc("inbox", "push", "--help").stdout
+    assert gc("inbox", "push", "x", "--dedup", "a", "--dedup-key", "b").returncode == 30
+    made = gc.json("bead", "create", "--type", "task", "--title", "t")["bead"]["id"]
+    gc.json("bead", "close", made)
+    assert [b["id"] for b in gc.json("bead", "list", "--all")["beads"]] == [made]
+    assert gc.json("bead", "list", "--status", "all") == gc.json("bead", "list", "--all")
+    assert gc.json("bead", "list")["beads"] == []
+    assert gc("bead", "list", "--all", "--status", "open").returncode == 30
+    drained = gc.json("inbox", "drain", "--agent", "dog", env={"GC_SESSION_ID": "s1"})
+    assert drained["session"] == "s1" and len(drained["items"]) == 1
+    assert gc("inbox", "drain").returncode == 30
+
+
+def test_an_abort_is_interrupted_130(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from beads.cli import main
+
+    def abort(ctx: click.Context) -> None:
+        raise click.exceptions.Abort()
+
+    monkeypatch.setattr(main.cli, "invoke", abort)
+    with pytest.raises(SystemExit) as ended:
+        main.main(["--json", "bead", "list"])
+    assert ended.value.code == 130
+    out = capsys.readouterr()
+    assert json.loads(out.out) == {
+        "ok": False, "error": {"code": "interrupted", "message": "interrupted"}
+    }  # fmt: skip
+    assert out.err == "gc: interrupted\n"
