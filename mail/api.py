@@ -70,7 +70,7 @@ def send(
     ]
     if notify is not None:
         warnings += nudge(notify, [*recipients, *copies], f"[gc] new mail from {sender}", started)
-    return Sent(sent, warnings)
+    return Sent([copy for message in sent for copy in (message, *message.copies)], warnings)
 
 
 def reply(

@@ -174,7 +174,9 @@ class BeadMail(Provider):
             if reply_to:
                 batch.message += f" (re {reply_to})"
             changes += [Change(bead) for bead in made]
-        return bead_message(made[0])
+        first = bead_message(made[0])
+        first.copies = [bead_message(bead) for bead in made[1:]]
+        return first
 
     def compose(
         self,
@@ -340,6 +342,7 @@ def bead_message(bead: Bead) -> Message:
         priority=bead.priority,
         cc=list(bead.cc),
         sent_by=bead.meta.get("sent_by"),
+        mailbox=bead.assignee,
     )
 
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from beads.cli.common import (
+    answer_no,
     emit,
     global_options,
     limit_option,
@@ -16,7 +17,7 @@ from beads.cli.common import (
     settings,
     table,
 )
-from beads.errors import InvalidInput, NoMatch, NotFound
+from beads.errors import InvalidInput, NotFound
 from beads.record import acting_agent
 from mail import api
 from mail.message import Message, MessageNotFound, ProviderError
@@ -137,6 +138,8 @@ def send(
         f"Suppressed (dedup {dedup}): {m.id} is still in {m.to}'s mailbox"
         if m.suppressed
         else f"Sent message {m.id} to {m.to}"
+        if m.mailbox in (None, m.to)
+        else f"Sent copy {m.id} to {m.mailbox} (cc)"
         for m in sent
     ]
     emit(payload, "\n".join(lines))
@@ -318,8 +321,6 @@ def check(recipient: str | None, inject: bool) -> None:
         "messages": [m.to_json() for m in messages],
     }
     if not messages:
-        from beads.cli.common import answer_no
-
         answer_no(payload)  # silent, as gc's check is: the exit code is the answer
     emit(payload, f"{len(messages)} unread message(s) for {who}")
 
@@ -377,9 +378,11 @@ def conformance(program: str, strict: bool) -> None:
         for r in results
     ]
     lines.append(f"{tally['passed']} passed, {tally['failed']} failed, {tally['skipped']} skipped")
-    emit({"prefix": prefix, "results": [vars(r) for r in results], **tally}, "\n".join(lines))
-    if tally["failed"]:
-        click.get_current_context().exit(NoMatch.exit_code)
+    payload = {"prefix": prefix, "conforms": not tally["failed"], **tally}
+    payload["results"] = [vars(r) for r in results]
+    if tally["failed"]:  # "does it conform?" answered no: exit 10, as every yes/no command
+        answer_no(payload, "\n".join(lines))
+    emit(payload, "\n".join(lines))
 
 
 # -- helpers ---------------------------------------------------------------------------------

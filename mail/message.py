@@ -86,6 +86,11 @@ class Message:
     suppressed: bool = False
     # Not part of the protocol: who really sent a message sent as `sender` (`--from`).
     sent_by: str | None = None
+    # Not part of the protocol: the cc copies a send made with this message (beadmail, whose
+    # cc recipients get their own copy); `mail.api.send` lists them with the message.
+    copies: list[Message] = field(default_factory=list, repr=False, compare=False)
+    # Not part of the protocol: whose mailbox holds this copy (`to`, or a cc recipient).
+    mailbox: str | None = None
 
     def shown_sender(self) -> str:
         """The sender as people see it: `mayor (sent by eve)` for a relayed message."""

@@ -244,6 +244,16 @@ def test_one_copy_per_recipient(town: GcRunner) -> None:  # defect 10
     assert len(gc.json("mail", "inbox", "mayor")["messages"]) == 1
 
 
+def test_send_answers_with_every_copy_it_made(town: GcRunner) -> None:  # one shape
+    gc = town
+    sent = gc.json("mail", "send", "dog", "-s", "hi", "-m", "x", "--cc", "cat", "--agent", "mayor")
+    copies = [m["id"] for m in sent["messages"]]
+    assert sent["message"]["id"] == copies[0] and len(copies) == 2
+    assert copies[1] == gc.json("mail", "inbox", "cat")["messages"][0]["id"]
+    text = gc("mail", "send", "dog", "-s", "hi", "-m", "y", "--cc", "cat", "--agent", "mayor")
+    assert re.fullmatch(r"Sent message \S+ to dog\nSent copy \S+ to cat \(cc\)\n", text.stdout)
+
+
 def test_wrong_type_ids_are_one_rule(town: GcRunner) -> None:  # defect 13
     gc = town
     task = gc.json("bead", "create", "--type", "task", "--title", "a task")["bead"]["id"]

@@ -169,6 +169,8 @@ def test_conformance_command_against_a_users_script(gc: GcRunner, tmp_path: Path
     bad.chmod(0o755)
     failing = gc("mail", "conformance", str(bad))
     assert failing.returncode == 10 and "FAIL send_returns_matching_fields" in failing.stdout
+    answer = gc.json("mail", "conformance", str(bad))  # a "no", not an error
+    assert answer["ok"] is True and answer["conforms"] is False and answer["failed"] > 0
 
 
 def test_mail_json_shapes(town: GcRunner) -> None:
