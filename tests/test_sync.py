@@ -203,21 +203,37 @@ def test_merge_rules_are_symmetric_and_leases_keep_the_earlier_claim() -> None:
     assert merge_bead(base, stale, late, now)[0].assignee == "bob"
 
 
+def prompt_hook(side: GcRunner, agent: str, event: str = "UserPromptSubmit") -> str:
+    """The context `gc hook run` gives `agent`'s session on this machine ("" for none)."""
+    payload = {"session_id": f"s-{agent}", "transcript_path": "/tmp/s.jsonl",
+               "cwd": str(side.cwd), "hook_event_name": event}  # fmt: skip
+    payload.update({"source": "startup"} if event == "SessionStart" else {"prompt": "hi"})
+    reply = side("hook", "run", input=json.dumps(payload), env={"GC_AGENT": agent})
+    assert reply.returncode == 0, reply.stderr
+    return (
+        json.loads(reply.stdout)["hookSpecificOutput"]["additionalContext"] if reply.stdout else ""
+    )
+
+
 def test_mail_sent_on_a_reaches_b_inbox_and_hook(pair: tuple[GcRunner, GcRunner, Path]) -> None:
     a, b, _remote = pair
-    payload = {"session_id": "s1", "transcript_path": "/tmp/s1.jsonl", "cwd": str(b.cwd),
-               "hook_event_name": "SessionStart", "source": "startup"}  # fmt: skip
-    assert b("hook", "run", input=json.dumps(payload), env={"GC_AGENT": "dog"}).returncode == 0
+    prompt_hook(b, "dog", "SessionStart")
+    prompt_hook(a, "cat", "SessionStart")
     sent = a.json("mail", "send", "dog", "-s", "From A", "-m", "across machines",
                   env={"GC_AGENT": "mayor"})  # fmt: skip
-    assert a("sync").returncode == 0 and b("sync").returncode == 0
+    # b writes too, so its sync is a merge, not a fast-forward.
+    back = b.json("mail", "send", "cat", "-m", "from b", env={"GC_AGENT": "dog"})
+    assert a("sync").returncode == 0
+    assert b.json("sync")["sync"]["action"] == "merge"
     inbox = b.json("mail", "inbox", env={"GC_AGENT": "dog"})["messages"]
     assert [m["id"] for m in inbox] == [sent["message"]["id"]]
-    prompt = {**payload, "hook_event_name": "UserPromptSubmit", "prompt": "hi"}
-    prompt.pop("source")
-    reply = b("hook", "run", input=json.dumps(prompt), env={"GC_AGENT": "dog"})
-    assert reply.returncode == 0
-    assert "across machines" in json.loads(reply.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "across machines" in prompt_hook(b, "dog")
+    assert prompt_hook(b, "dog") == ""  # announced once
+    assert a.json("sync")["sync"]["action"] == "fast-forward"
+    assert [m["id"] for m in a.json("mail", "inbox", env={"GC_AGENT": "cat"})["messages"]] == [
+        back["message"]["id"]
+    ]
+    assert "from b" in prompt_hook(a, "cat")
 
 
 def test_plain_git_clones_and_pushes_are_usable(
