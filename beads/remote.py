@@ -143,28 +143,17 @@ def remote_url(git_dir: Path, name: str | None) -> tuple[str, str]:
 
 
 def local_settings(git_dir: Path) -> dict[str, Any]:
-    """The machine-local settings (`sync.auto`, ...) set with `gc config set --local`.
+    """The machine-local settings (`sync.auto`, ...) set with `gc config set --local`; a
+    value edited by hand into nonsense counts as unset."""
+    from beads.autosync import read_local
 
-    A line-oriented read of the few keys we write, not dulwich's parser: the hooks ask on
-    every prompt whether a background fetch is due."""
-    try:
-        text = (git_dir / "config").read_text(errors="replace")
-    except OSError:
-        return {}
     out: dict[str, Any] = {}
-    section = ""
-    for raw in text.splitlines():
-        line = raw.strip()
-        if line.startswith("["):
-            section = line.strip("[]").strip().lower()
-            continue
-        key, sep, value = line.partition("=")
-        dotted = f"{section}.{key.strip().lower()}"
-        if sep and dotted in LOCAL_KEYS:
+    for key, value in read_local(git_dir).items():
+        if key in LOCAL_KEYS:
             try:
-                out[dotted] = LOCAL_KEYS[dotted](value.strip().strip('"'))
+                out[key] = LOCAL_KEYS[key](value)
             except GcError:
-                continue  # a value edited by hand into nonsense: as if unset
+                continue
     return out
 
 

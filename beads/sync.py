@@ -81,10 +81,10 @@ def open_repo(git: GitRepo) -> Repo:
 
 def sync(store: Store, remote: str | None = None, *, retries: int = RETRIES) -> SyncResult:
     """Fetch, integrate and push; see the module's docstring."""
-    git_dir = store.root / ".git"
-    name, url = remote_url(git_dir, remote)
-    result = SyncResult(name, url)
+    name = remote or ""
     try:
+        name, url = remote_url(store.root / ".git", remote)
+        result = SyncResult(name, url)
         _sync(store, result, retries)
     except GcError as exc:
         record_state(store.root, remote=name, error=exc.message)

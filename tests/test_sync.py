@@ -410,3 +410,51 @@ def test_two_machines_four_writers_each_converge(tmp_path: Path, daemon: str) ->
     assert git("rev-parse", "main^{tree}", cwd=remote) == tree(a)
     assert "<<<<<<<" not in git("log", "-p", "main", cwd=remote)
     assert git("log", "--merges", "--oneline", "main", cwd=remote)  # the histories did diverge
+
+
+def wait_for(check: object, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():  # type: ignore[operator]
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.1)
+
+
+def test_sync_auto_pushes_after_writes_and_hooks_fetch(
+    pair: tuple[GcRunner, GcRunner, Path],
+) -> None:
+    a, b, remote = pair
+    for side in (a, b):
+        assert side("config", "set", "--local", "sync.auto", "true").returncode == 0
+        assert side("config", "set", "--local", "sync.interval", "0.5s").returncode == 0
+    assert a.json("config", "get", "--local")["value"] == {"sync": {"auto": True, "interval": 0.5}}
+    assert "sync" not in (a.cwd / ".beads" / "config.yaml").read_text()  # never synced
+    prompt_hook(b, "dog", "SessionStart")
+    started = time.monotonic()
+    sent = a.json("mail", "send", "dog", "-m", "automatic", env={"GC_AGENT": "mayor"})
+    assert time.monotonic() - started < 2  # the push runs in the background
+    wait_for(lambda: git("rev-parse", "main", cwd=remote) == head(a))
+    shown: list[str] = []
+    wait_for(lambda: shown.append(prompt_hook(b, "dog")) or "automatic" in shown[-1])
+    assert sent["message"]["id"] in {
+        m["id"] for m in b.json("mail", "inbox", "--agent", "dog")["messages"]
+    }
+    status = b.json("sync", "--status")["status"]
+    assert status["last_error"] is None and status["last_sync"]
+
+
+@pytest.mark.gc_process
+def test_sync_watch_keeps_syncing(pair: tuple[GcRunner, GcRunner, Path]) -> None:
+    a, b, _remote = pair
+    from tests.conftest import gc_program
+
+    watcher = subprocess.Popen(
+        [gc_program(), "sync", "--watch", "--interval", "0.5"], cwd=b.cwd, env=b.env,
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        made = make_id(a, "--title", "watched")
+        assert a("sync").returncode == 0
+        wait_for(lambda: b("bead", "show", made).returncode == 0)
+    finally:
+        watcher.terminate()
+        watcher.wait(timeout=10)

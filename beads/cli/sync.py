@@ -75,11 +75,8 @@ def clone(url: str, path: str) -> None:
 @click.option("--status", "show_status", is_flag=True, help="Show ahead/behind, last error.")
 @click.option("--watch", is_flag=True, help="Keep syncing every --interval until stopped.")
 @click.option("--interval", type=Duration(0.5), help="With --watch (default: sync.interval).")
-@click.option("--background", is_flag=True, hidden=True)
 @global_options
-def sync(
-    name: str | None, show_status: bool, watch: bool, interval: float | None, background: bool
-) -> None:
+def sync(name: str | None, show_status: bool, watch: bool, interval: float | None) -> None:
     """Fetch from the remote NAME (default: sync.remote, else origin), merge, push."""
     from beads import sync as syncing
 
@@ -87,11 +84,6 @@ def sync(
     if show_status:
         found = syncing.status(store, name)
         emit({"status": found}, lambda: _status_lines(found))
-        return
-    if background:
-        from beads.autosync import run_background
-
-        run_background(store, name)
         return
     if watch:
         from beads.remote import DEFAULT_INTERVAL, local_settings
