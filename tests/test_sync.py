@@ -458,3 +458,28 @@ def test_sync_watch_keeps_syncing(pair: tuple[GcRunner, GcRunner, Path]) -> None
     finally:
         watcher.terminate()
         watcher.wait(timeout=10)
+
+
+def test_a_claim_is_confirmed_by_the_remote(pair: tuple[GcRunner, GcRunner, Path]) -> None:
+    from beads.store import Store
+    from mail.threads import Threads
+
+    a, b, remote = pair
+    with Store.open(a.cwd, agent="leader") as store:
+        threads = Threads(store)
+        thread = threads.send("leader", subject="Only one may work on it")[0].thread_id
+        threads.close()
+    assert a("sync").returncode == 0 and b("sync").returncode == 0
+    won = b.json("thread", "claim", "--thread", thread, "--agent", "bee")
+    assert won["thread"]["assigned_to"] == "bee"
+    assert git("rev-parse", "main", cwd=remote) == head(b)  # pushed before it said so
+    # a has not seen b's claim: its own is committed, then lost in the merge of its sync.
+    lost = a("thread", "claim", "--thread", thread, "--agent", "ant", "--json")
+    assert lost.returncode == 20, lost.stderr
+    error = json.loads(lost.stdout)["error"]
+    assert (error["code"], error["holder"]) == ("lease_conflict", "bee")
+    assert a.json("thread", "show", "--thread", thread)["thread"]["assigned_to"] == "bee"
+    # The loser's next write is refused too, and both machines agree.
+    assert a("thread", "release", "--thread", thread, "--agent", "ant").returncode == 20
+    assert b("sync").returncode == 0
+    assert tree(a) == tree(b)
