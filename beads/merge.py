@@ -110,7 +110,7 @@ def merge_bead(base: Bead | None, ours: Bead, theirs: Bead, now: str) -> tuple[B
             out[key] = _three_way(key, o[key], a[key], b[key], winner, loser, dropped)
     out["updated_at"] = max(a["updated_at"], b["updated_at"])
     meta: dict[str, Any] = {}
-    for key in dict.fromkeys([*a["meta"], *b["meta"]]):
+    for key in _keys(o["meta"], a["meta"], b["meta"]):
         if key == CONFLICTS_KEY:
             continue
         value = _three_way(
@@ -233,8 +233,19 @@ def _close_side(
 
 
 def _merge_set(base: list[str], a: list[str], b: list[str]) -> list[str]:
-    removed = (set(base) - set(a)) | (set(base) - set(b))
-    return [item for item in dict.fromkeys([*a, *b]) if item not in removed]
+    """What either side added, less what either removed: the base's order, then additions
+    sorted (symmetric); one side's list as it is when only that side changed it."""
+    if a == b or b == base:
+        return a
+    if a == base:
+        return b
+    kept = [item for item in base if item in a and item in b]
+    return kept + sorted((set(a) | set(b)) - set(base))
+
+
+def _keys(base: dict[str, Any], a: dict[str, Any], b: dict[str, Any]) -> list[str]:
+    """The keys of a merged mapping in a symmetric order: the base's, then new ones sorted."""
+    return [k for k in base if k in a or k in b] + sorted((set(a) | set(b)) - set(base))
 
 
 def merge_config(old: bytes | None, mine: bytes, other: bytes) -> tuple[dict[str, Any], list[str]]:
@@ -250,7 +261,7 @@ def _merge_mapping(
     base: dict[str, Any], a: dict[str, Any], b: dict[str, Any], where: str, lines: list[str]
 ) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for key in dict.fromkeys([*a, *b]):
+    for key in _keys(base, a, b):
         o, x, y = base.get(key, _MISSING), a.get(key, _MISSING), b.get(key, _MISSING)
         if x == y or y == o:
             value = x
