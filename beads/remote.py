@@ -12,6 +12,7 @@ addressed: safe beside writers); only the branch move takes the write lock.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -24,15 +25,15 @@ from beads.record import shown
 
 if TYPE_CHECKING:
     from dulwich.client import GitClient
-    from dulwich.repo import Repo
 
     from beads.gitrepo import GitRepo
 
 REMOTE_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 DEFAULT_REMOTE = "origin"
 DEFAULT_INTERVAL = 30.0
-# Seconds of clock difference between machines a history walk allows for (`only_in`).
-SKEW_SLACK = 120
+# Seconds of clock difference between machines a history walk allows for (`only_in`): one
+# machine's commits are never older than their parents, and 1 s covers commits of a second.
+SKEW_SLACK = 5
 # The local settings `gc config set --local` takes, and how each value is read.
 LOCAL_KEYS: dict[str, Callable[[Any], Any]] = {}
 
@@ -239,32 +240,73 @@ def transport_error(url: str, exc: BaseException) -> GcError:
     return StorageError(f"cannot reach the remote {url}: {text}")
 
 
-def fetch(repo: Repo, url: str) -> bytes | None:
+def fetch(
+    git: GitRepo, url: str, heads: list[bytes], locked: Callable[[], Any] | None = None
+) -> bytes | None:
     """Fetch the remote's branch into the store's objects; returns its commit (None for an
-    empty remote). A remote that has refs but not our branch is not a store."""
+    empty remote). `heads` are the commits we have (our branch, the remotes' as last seen),
+    offered so the remote sends only what we lack. A remote that has branches but not ours
+    is not a store. `locked` is the store's write lock, held while the objects are written.
+
+    The pack received is unpacked and stored by `GitRepo.store_objects` (loose objects, or
+    one pack named as git names packs): dulwich's own pack install hashes every object id
+    of every pack already in the store, a cost that grows with the store."""
+    import io
+
+    from dulwich.object_store import ObjectStoreGraphWalker
+
     client, path = client_for(url)
     seen: dict[bytes, bytes] = {}
+    received = io.BytesIO()
 
     def wants(refs: dict[bytes, bytes], depth: int | None = None) -> list[bytes]:
         seen.update(refs)
         sha = refs.get(BRANCH.encode())
-        return [sha] if sha is not None and sha not in repo.object_store else []
+        return [sha] if sha is not None and not git.has_object(sha) else []
 
+    def parents(sha: bytes) -> list[bytes]:
+        commit = git.commit_of(sha)
+        return list(commit.parents) if commit is not None else []
+
+    walker = ObjectStoreGraphWalker([h for h in heads if git.has_object(h)], parents)
     try:
-        result = client.fetch(path, repo, determine_wants=wants)
+        result = client.fetch_pack(path, wants, walker, received.write)
     except GcError:
         raise
     except Exception as exc:
         raise transport_error(url, exc) from None
+    if received.tell():
+        with locked() if locked is not None else contextlib.nullcontext():
+            _store_pack(git, received, url)
     refs = {k: v for k, v in (result.refs or seen).items() if v is not None}
     head = refs.get(BRANCH.encode())
     if head is None:
         if any(name.startswith(b"refs/heads/") for name in refs):
             raise NotFound(f"the remote {url} is not a gc-beads store (it has no branch main)")
         return None
-    if not is_sha(head):
-        raise StorageError(f"the remote {url} sent a branch that is not a commit id")
+    if not is_sha(head) or not git.has_object(head):
+        raise StorageError(f"the remote {url} did not send the commit its branch names")
     return head
+
+
+def _store_pack(git: GitRepo, received: Any, url: str) -> None:
+    """Unpack a received pack (deltas resolved against its own objects or ours) into the
+    store's objects."""
+    from dulwich.object_format import DEFAULT_OBJECT_FORMAT
+    from dulwich.pack import PackData, PackInflater
+
+    def base(sha: bytes) -> tuple[int, list[bytes]]:
+        obj = git.objects[sha]
+        return obj.type_num, obj.as_raw_chunks()
+
+    size = received.tell()
+    received.seek(0)
+    try:
+        data = PackData.from_file(received, DEFAULT_OBJECT_FORMAT, size)
+        objects = list(PackInflater.for_pack_data(data, resolve_ext_ref=base))
+    except Exception as exc:  # a damaged or truncated pack: dulwich raises several kinds
+        raise StorageError(f"the remote {url} sent a pack that does not read: {exc}") from None
+    git.store_objects([obj for obj in objects if not git.has_object(obj.id)])
 
 
 def check_remote_store(git: GitRepo, head: bytes, url: str, prefix: str | None) -> None:
@@ -281,7 +323,7 @@ def check_remote_store(git: GitRepo, head: bytes, url: str, prefix: str | None) 
         )
 
 
-def push(repo: Repo, git: GitRepo, url: str, expected: bytes | None, new: bytes) -> bool:
+def push(git: GitRepo, url: str, expected: bytes | None, new: bytes) -> bool:
     """Move the remote's branch from `expected` to `new`, sending only the objects of the
     commits it lacks. False when the remote's branch was no longer `expected` (someone
     pushed meanwhile: fetch and merge again); the server compares too (git's receive-pack
@@ -328,7 +370,8 @@ def only_in(git: GitRepo, new: bytes, known: bytes | None) -> list[bytes]:
 
     Both histories are walked together, newest commit first, painting what `known` reaches;
     the walk stops once every commit left to visit is painted and is older, by `SKEW_SLACK`,
-    than the oldest unpainted one found: its cost follows the divergence, not the history.
+    than the oldest unpainted one found: its cost follows the divergence and the last few
+    seconds of history, not the whole history.
     (A clock skewed past that slack can make it list a commit `known` reaches as well:
     sending an object twice, or one needless merge commit, is harmless.)"""
     import heapq
@@ -336,6 +379,7 @@ def only_in(git: GitRepo, new: bytes, known: bytes | None) -> list[bytes]:
     new_flag, known_flag = 1, 2
     flags: dict[bytes, int] = {}
     times: dict[bytes, int] = {}
+    parents: dict[bytes, list[bytes]] = {}  # each commit read once
     heap: list[tuple[int, int, bytes]] = []
 
     def mark(sha: bytes, flag: int) -> None:
@@ -346,7 +390,7 @@ def only_in(git: GitRepo, new: bytes, known: bytes | None) -> list[bytes]:
                 commit = git.commit_of(sha)
                 if commit is None:
                     raise StorageError(f"commit {sha.decode()} is missing from the store's objects")
-                times[sha] = commit.commit_time
+                times[sha], parents[sha] = commit.commit_time, commit.parents
             # Painted commits first among equal times: a second's commits stay in order.
             heapq.heappush(heap, (-times[sha], -flags[sha], sha))
 
@@ -363,9 +407,7 @@ def only_in(git: GitRepo, new: bytes, known: bytes | None) -> list[bytes]:
         _time, _flag, sha = heapq.heappop(heap)
         if flags[sha] == new_flag:
             oldest = min(oldest, times[sha])
-        commit = git.commit_of(sha)
-        assert commit is not None
-        for parent in commit.parents:
+        for parent in parents[sha]:
             mark(parent, flags[sha])
     only = [sha for sha, flag in flags.items() if flag == new_flag]
     return sorted(only, key=lambda sha: -times[sha])

@@ -36,8 +36,6 @@ from beads.remote import (
 )
 
 if TYPE_CHECKING:
-    from dulwich.repo import Repo
-
     from beads.gitrepo import GitRepo
     from beads.store import Store
 
@@ -69,17 +67,6 @@ class SyncResult:
         }
 
 
-def open_repo(git: GitRepo) -> Repo:
-    """dulwich's repository over the store's git directory, sharing the store's objects
-    (so objects a fetch brings are seen by every later read of this process)."""
-    from dulwich.repo import Repo
-
-    repo = Repo(str(git.git_dir))
-    repo.object_store.close()
-    repo.object_store = git.objects
-    return repo
-
-
 def sync(store: Store, remote: str | None = None, *, retries: int = RETRIES) -> SyncResult:
     """Fetch, integrate and push; see the module's docstring."""
     name = remote or ""
@@ -104,10 +91,9 @@ def sync_with_remote(store: Store) -> bool:
 
 def _sync(store: Store, result: SyncResult, retries: int) -> None:
     git = store.git
-    repo = open_repo(git)
     for attempt in range(1, retries + 1):
         result.attempts = attempt
-        theirs = fetch(repo, result.url)
+        theirs = fetch(git, result.url, known_heads(git), store.locked)
         if theirs is not None:
             check_remote_store(git, theirs, result.url, store.prefix)
             set_tracking(git, result.remote, theirs)
@@ -117,7 +103,7 @@ def _sync(store: Store, result: SyncResult, retries: int) -> None:
         result.head = head.decode()
         if head == theirs:
             return
-        if push(repo, git, result.url, theirs, head):
+        if push(git, result.url, theirs, head):
             set_tracking(git, result.remote, head)
             result.pushed = True
             return
@@ -181,6 +167,13 @@ def set_tracking(git: GitRepo, name: str, sha: bytes) -> None:
     temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     temp.write_bytes(sha + b"\n")
     os.replace(temp, path)
+
+
+def known_heads(git: GitRepo) -> list[bytes]:
+    """Commits to offer a remote as ours: the branch, and every remote's as last seen."""
+    found = [git.head()]
+    found += [tracking(git, path.parent.name) for path in git.git_dir.glob("refs/remotes/*/main")]
+    return [sha for sha in dict.fromkeys(found) if sha is not None]
 
 
 def tracking(git: GitRepo, name: str) -> bytes | None:
@@ -271,7 +264,7 @@ def clone(url: str, path: str | Path, *, agent: str | None = None) -> Path:
     try:
         git = init_bare(building)
         try:
-            head = fetch(open_repo(git), url)
+            head = fetch(git, url, [])
             if head is None:
                 raise NotFound(
                     f"the remote {url} is empty: no store to clone. Make one with 'gc init', "
