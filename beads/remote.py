@@ -6,8 +6,8 @@ the local settings of `gc config set --local` (`sync.auto`, `sync.interval`,
 `sync.remote`) as their own sections. The synced `config.yaml` never holds them.
 
 Transport goes through dulwich's clients (a local path, `file://`, `git://`, ssh, http(s)):
-git itself is never needed. Objects fetched land in the store's object store (content
-addressed: safe beside writers); only the branch move takes the write lock.
+git itself is never needed. The network exchange holds no lock; writing the objects it
+brought takes the store's write lock for the moment it lasts.
 """
 
 from __future__ import annotations

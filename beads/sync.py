@@ -1,7 +1,7 @@
 """`gc sync` and `gc clone`: one store shared by several machines through any git remote.
 
-A sync fetches the remote's branch into the store's objects (no lock: objects are content
-addressed), then under the write lock integrates it: nothing to do, a fast-forward, or one
+A sync fetches the remote's branch into the store's objects (no lock while the network
+talks), then under the write lock integrates it: nothing to do, a fast-forward, or one
 merge commit built from objects by `beads.merge` (two parents, the acting agent its author).
 Then it pushes with compare-and-swap: the remote's branch moves only from the commit we
 merged; a push refused because someone pushed meanwhile fetches and merges again, at most
