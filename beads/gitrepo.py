@@ -223,14 +223,23 @@ class GitRepo:
     # -- writing ------------------------------------------------------------------------
 
     def build_commit(
-        self, parent: bytes | None, files: dict[str, bytes | None], message: str, author: str
+        self,
+        parent: bytes | None,
+        files: dict[str, bytes | None],
+        message: str,
+        author: str,
+        *,
+        blobs: dict[str, bytes | None] | None = None,
+        merged: bytes | None = None,
     ) -> tuple[Commit, list[ShaFile]]:
         """Build, not store, a commit applying `files` (path -> content, None deletes) to `parent`.
 
-        Returns the commit and every new object it needs, the commit last.
+        `blobs` sets paths to blobs already stored (path -> blob id); `merged` makes it a
+        merge commit, `merged` its second parent. Returns the commit and every new object it
+        needs, the commit last.
         """
         new_objects: list[ShaFile] = []
-        by_path: dict[tuple[str, ...], bytes | None] = {}
+        by_path = {tuple(path.split("/")): sha for path, sha in (blobs or {}).items()}
         for path, content in files.items():
             if content is None:
                 by_path[tuple(path.split("/"))] = None
@@ -243,6 +252,8 @@ class GitRepo:
         assert root is not None  # the root tree is kept even when empty
         commit.tree = root
         commit.parents = [parent] if parent else []
+        if merged is not None:
+            commit.parents.append(merged)
         identity = f"{author} <{author}@gc-beads>".encode()
         commit.author = commit.committer = identity
         commit.author_time = commit.commit_time = int(time.time())

@@ -32,7 +32,7 @@ def check_not_foreign(beads_dir: Path) -> None:
         return
     if not beads_dir.is_dir():
         raise InvalidInput(f"{beads_dir} exists and is not a directory")
-    if is_our_repo(beads_dir / ".git"):
+    if is_our_repo(beads_dir / ".git") or adopt_clone(beads_dir / ".git"):
         return
     found = [m for m in FOREIGN_MARKERS if (beads_dir / m).exists()]
     leftovers = [p for p in beads_dir.iterdir() if not p.name.startswith(INIT_PREFIX)]
@@ -53,6 +53,16 @@ def is_our_repo(git_dir: Path) -> bool:
     return b"[" + MARKER_SECTION + b"]" in text
 
 
+def adopt_clone(git_dir: Path) -> bool:
+    """Make a store of a plain `git clone --bare` of one (made without `gc clone`): a bare
+    repository whose branch main holds a `config.yaml` gets our marker and settings."""
+    if not (git_dir / "objects").is_dir():
+        return False
+    from beads.remote import adopt  # lazy: only a repository without our marker gets here
+
+    return adopt(git_dir)
+
+
 def is_store(beads_dir: Path) -> bool:
     return is_our_repo(beads_dir / ".git")
 
@@ -67,6 +77,8 @@ def find_store(explicit: str | os.PathLike[str] | None = None, cwd: Path | None 
                 if is_store(candidate):
                     return candidate
             check_not_foreign(store_dir_for(path))
+            if is_store(store_dir_for(path)):  # a plain git clone, adopted just now
+                return store_dir_for(path)
         except OSError as exc:  # a name too long, a loop of links, no permission
             shown = str(path) if len(str(path)) <= 80 else str(path)[:80] + "..."
             raise InvalidInput(f"cannot use the store directory {shown}: {exc.strerror}") from None

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import filelock
 
 from beads import files
+from beads.autosync import after_write
 from beads.batch import Batch
 from beads.config import CONFIG_PATH, FORMAT, check_config, parse_config
 from beads.errors import Conflict, InvalidInput, NotFound, StorageError
@@ -220,6 +221,8 @@ class Store:
             batch = Batch(self, message)
             yield batch
             batch.commit_id = batch.commit()
+        if batch.commit_id is not None:
+            after_write(self.root)  # `sync.auto`: push in the background
 
     def set_setting(self, key: str, value: Any) -> dict[str, Any]:
         """Set one dotted key of `config.yaml` (`agents.mayor.nudge`) in one commit, checked

@@ -29,6 +29,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from beads.autosync import fetch_if_due
 from beads.errors import GcError, InvalidInput
 from beads.faults import fault
 from beads.location import find_store
@@ -150,6 +151,7 @@ def run_hook(
             root=root,
         )
         _side_job(ctx, lambda: resolve_due_gates(delivery))
+        _side_job(ctx, lambda: fetch_if_due(root))  # `sync.auto`: in the background
         reply = _dispatch(ctx)
         claimed = [drained for drained in ctx.drained if drained.items]
         if claimed:

@@ -123,14 +123,23 @@ def config() -> None:
 
 @config.command("get")
 @click.argument("key", required=False)
+@click.option("--local", is_flag=True, help="This machine's settings (never synced).")
 @global_options
-def config_get(key: str | None) -> None:
+def config_get(key: str | None, local: bool) -> None:
     """Print the whole configuration, or the value of a dotted KEY."""
     import json
 
     from beads.errors import NotFound
 
-    value = open_store().config
+    if local:  # this machine's settings, as `sync: {auto: true}`
+        from beads.remote import local_settings
+
+        value: object = {}
+        for dotted, setting in local_settings(open_store().root / ".git").items():
+            section, name = dotted.split(".")
+            value.setdefault(section, {})[name] = setting  # type: ignore[attr-defined]
+    else:
+        value = open_store().config
     for part in key.split(".") if key else []:
         if not isinstance(value, dict) or part not in value:
             raise NotFound(f"no config key {key!r}")
@@ -141,8 +150,9 @@ def config_get(key: str | None) -> None:
 @config.command("set")
 @click.argument("key")
 @click.argument("value")
+@click.option("--local", is_flag=True, help="A setting of this machine (sync.auto, ...).")
 @global_options
-def config_set(key: str, value: str) -> None:
+def config_set(key: str, value: str, local: bool) -> None:
     """Set a dotted KEY to VALUE (JSON when it parses as JSON, else text)."""
     import json
 
@@ -152,5 +162,10 @@ def config_set(key: str, value: str) -> None:
         parsed = value
     except RecursionError:
         raise InvalidInput(f"the value of {key} nests too deeply") from None
-    open_store().set_setting(key, parsed)
+    if local:  # kept in the store's git config: never committed, never synced
+        from beads.remote import set_local
+
+        parsed = set_local(open_store().root / ".git", key, parsed)
+    else:
+        open_store().set_setting(key, parsed)
     emit({"key": key, "value": parsed}, f"Set {key} = {json.dumps(parsed, ensure_ascii=False)}")

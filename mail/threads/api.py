@@ -181,7 +181,24 @@ class Threads:
                 meta={"lease": lease.to_json()},
             )
             batch.message = _line("claim", current, agent, f"lease until {lease.expires_at}")
+        self._confirm(current.thread_id, lease)
         return lease
+
+    def _confirm(self, thread_id: str, lease: Lease) -> None:
+        """With a remote, a claim stands once the remote accepted it: a sync whose merge gave
+        the thread to another machine's claim (an earlier one) is a LeaseConflict."""
+        from beads.sync import sync_with_remote
+
+        if not sync_with_remote(self.store):
+            return
+        held = Thread.from_bead(self._thread_bead(thread_id)).lease
+        if held is None or held.token != lease.token:
+            raise LeaseConflict(
+                f"thread {thread_id} was claimed first on another machine"
+                + (f" by {held.agent} until {held.expires_at}" if held else ""),
+                holder=held.agent if held else None,
+                expires_at=held.expires_at if held else None,
+            )
 
     def renew(
         self, agent: str, thread: str, *, lease_seconds: float = DEFAULT_LEASE_SECONDS

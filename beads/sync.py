@@ -1,0 +1,287 @@
+"""`gc sync` and `gc clone`: one store shared by several machines through any git remote.
+
+A sync fetches the remote's branch into the store's objects (no lock while the network
+talks), then under the write lock integrates it: nothing to do, a fast-forward, or one
+merge commit built from objects by `beads.merge` (two parents, the acting agent its author).
+Then it pushes with compare-and-swap: the remote's branch moves only from the commit we
+merged; a push refused because someone pushed meanwhile fetches and merges again, at most
+`RETRIES` times. The index and view catch up as after any commit, and notifications follow
+the branch (`inbox.follow`), so mail that arrived is announced by the next hook.
+
+The outcome of the last sync (when, which remote, the error if it failed) is kept in
+`.runtime/sync/state.json` for `gc sync --status`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from beads.errors import Conflict, GcError, InvalidInput, NotFound
+from beads.location import INIT_PREFIX, check_not_foreign, is_store, store_dir_for
+from beads.remote import (
+    DEFAULT_REMOTE,
+    add_remote,
+    check_remote_store,
+    fetch,
+    only_in,
+    push,
+    remote_url,
+    remotes,
+    tracking_ref,
+)
+
+if TYPE_CHECKING:
+    from beads.gitrepo import GitRepo
+    from beads.store import Store
+
+RETRIES = 6
+STATE_DIR = "sync"
+
+
+class SyncResult:
+    """What one sync did."""
+
+    def __init__(self, remote: str, url: str) -> None:
+        self.remote = remote
+        self.url = url
+        self.action = "none"  # none, fast-forward, merge
+        self.pushed = False
+        self.head: str | None = None
+        self.conflicts: list[str] = []
+        self.attempts = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "remote": self.remote,
+            "url": self.url,
+            "action": self.action,
+            "pushed": self.pushed,
+            "head": self.head,
+            "conflicts": self.conflicts,
+            "attempts": self.attempts,
+        }
+
+
+def sync(store: Store, remote: str | None = None, *, retries: int = RETRIES) -> SyncResult:
+    """Fetch, integrate and push; see the module's docstring."""
+    name = remote or ""
+    try:
+        name, url = remote_url(store.root / ".git", remote)
+        result = SyncResult(name, url)
+        _sync(store, result, retries)
+    except GcError as exc:
+        record_state(store.root, remote=name, error=exc.message)
+        raise
+    record_state(store.root, remote=name, error=None)
+    return result
+
+
+def sync_with_remote(store: Store) -> bool:
+    """Sync now when the store has a remote (what confirms a claim); False when it has none."""
+    if not remotes(store.root / ".git"):
+        return False
+    sync(store)
+    return True
+
+
+def _sync(store: Store, result: SyncResult, retries: int) -> None:
+    git = store.git
+    for attempt in range(1, retries + 1):
+        result.attempts = attempt
+        theirs = fetch(git, result.url, known_heads(git), store.locked)
+        if theirs is not None:
+            check_remote_store(git, theirs, result.url, store.prefix)
+            set_tracking(git, result.remote, theirs)
+        _integrate(store, theirs, result)
+        head = git.head()
+        assert head is not None
+        result.head = head.decode()
+        if head == theirs:
+            return
+        if push(git, result.url, theirs, head):
+            set_tracking(git, result.remote, head)
+            result.pushed = True
+            return
+        time.sleep(random.uniform(0.02, 0.1) * attempt)  # two machines racing: spread them
+    raise Conflict(
+        f"the remote {result.url} kept moving: {retries} pushes were refused; nothing is lost, "
+        "run 'gc sync' again"
+    )
+
+
+def _integrate(store: Store, theirs: bytes | None, result: SyncResult) -> None:
+    """Bring the remote's commit `theirs` into the local branch (under the write lock)."""
+    from beads.merge import merge_trees
+
+    git = store.git
+    with store.locked():
+        store.sync()
+        ours = git.head()
+        assert ours is not None
+        if theirs is None or theirs == ours or not only_in(git, theirs, ours):
+            return
+        if not only_in(git, ours, theirs):
+            git.swap_head(ours, theirs, f"sync: fast-forward to {result.remote}/main", store.agent)
+            result.action = "fast-forward"
+        else:
+            base = merge_base(git, ours, theirs)
+            merged = merge_trees(git, base, ours, theirs)
+            message = f"sync: merge {result.remote}/main"
+            if merged.conflicts:
+                message += "\n\nValues both sides changed (the later kept, by the sync rules):\n"
+                message += "\n".join(f"- {line}" for line in merged.conflicts)
+            commit, objects = git.build_commit(
+                ours, merged.files, message, store.agent, blobs=merged.taken, merged=theirs
+            )
+            git.store_objects(objects)
+            git.swap_head(ours, commit.id, f"commit (merge): {message}", store.agent)
+            result.action = "merge"
+            result.conflicts = merged.conflicts
+        store.sync()
+
+
+def merge_base(git: GitRepo, ours: bytes, theirs: bytes) -> bytes | None:
+    """The best common ancestor of two commits (None: unrelated histories)."""
+    from dulwich.graph import find_merge_base
+    from dulwich.repo import ParentsProvider
+
+    class _Graph:  # what find_merge_base reads of a repository
+        object_store = git.objects
+
+        def parents_provider(self) -> ParentsProvider:
+            return ParentsProvider(git.objects)
+
+    found = find_merge_base(_Graph(), [ours, theirs])  # type: ignore[arg-type]
+    return found[0] if found else None
+
+
+def set_tracking(git: GitRepo, name: str, sha: bytes) -> None:
+    """Record where remote `name`'s branch was last seen (`refs/remotes/NAME/main`)."""
+    path = git.git_dir / tracking_ref(name).decode()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temp.write_bytes(sha + b"\n")
+    os.replace(temp, path)
+
+
+def known_heads(git: GitRepo) -> list[bytes]:
+    """Commits to offer a remote as ours: the branch, and every remote's as last seen."""
+    found = [git.head()]
+    found += [tracking(git, path.parent.name) for path in git.git_dir.glob("refs/remotes/*/main")]
+    return [sha for sha in dict.fromkeys(found) if sha is not None]
+
+
+def tracking(git: GitRepo, name: str) -> bytes | None:
+    from beads.reader import is_sha
+
+    try:
+        sha = (git.git_dir / tracking_ref(name).decode()).read_bytes().strip()
+    except FileNotFoundError:
+        return None
+    return sha if is_sha(sha) else None
+
+
+# -- state --------------------------------------------------------------------------------
+
+
+def state_path(root: Path) -> Path:
+    return root / ".runtime" / STATE_DIR / "state.json"
+
+
+def record_state(root: Path, *, remote: str, error: str | None) -> None:
+    """Remember the outcome of a sync (`gc sync --status`); the file's mtime is the time of
+    the last attempt, which the hooks compare with `sync.interval`."""
+    path = state_path(root)
+    state = read_state(root)
+    now = time.time()
+    state.update({"remote": remote, "last_attempt": now, "last_error": error})
+    if error is None:
+        state["last_sync"] = now
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temp = path.with_name(f".state.{os.getpid()}.tmp")
+    temp.write_text(json.dumps(state))
+    os.replace(temp, path)
+
+
+def read_state(root: Path) -> dict[str, Any]:
+    try:
+        value = json.loads(state_path(root).read_text())
+    except (OSError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def status(store: Store, remote: str | None = None) -> dict[str, Any]:
+    """Ahead/behind against the remote as last fetched, and the last sync's outcome."""
+    name, url = remote_url(store.root / ".git", remote)
+    git = store.git
+    head = git.head()
+    seen = tracking(git, name)
+    assert head is not None
+    ahead = len(only_in(git, head, seen))
+    behind = len(only_in(git, seen, head)) if seen is not None else 0
+    state = read_state(store.root)
+    return {
+        "remote": name,
+        "url": url,
+        "head": head.decode(),
+        "remote_head": seen.decode() if seen else None,
+        "ahead": ahead,
+        "behind": behind,
+        "last_sync": state.get("last_sync"),
+        "last_error": state.get("last_error") if state.get("remote") == name else None,
+    }
+
+
+# -- clone --------------------------------------------------------------------------------
+
+
+def clone(url: str, path: str | Path, *, agent: str | None = None) -> Path:
+    """Make a store under `path` from the store at `url`; returns its root. Built under a
+    temporary name and renamed into place, as `gc init` does: a failed clone leaves nothing."""
+    from beads.gitrepo import init_bare
+    from beads.initstore import _exclude, _remove_tree
+    from beads.record import acting_agent
+
+    root = store_dir_for(Path(path).expanduser().absolute())
+    if is_store(root):
+        raise InvalidInput(f"a store exists at {root} already; use 'gc sync' there")
+    check_not_foreign(root)
+    made = next((p for p in (*reversed(root.parents), root) if not p.exists()), None)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise InvalidInput(
+            f"cannot make {root}: something that is not a directory is in the way"
+        ) from None
+    building = root / f"{INIT_PREFIX}{os.getpid()}"
+    _remove_tree(building)
+    try:
+        git = init_bare(building)
+        try:
+            head = fetch(git, url, [])
+            if head is None:
+                raise NotFound(
+                    f"the remote {url} is empty: no store to clone. Make one with 'gc init', "
+                    "then 'gc remote add' and 'gc sync' to push it there"
+                )
+            check_remote_store(git, head, url, None)
+            author = acting_agent(agent)
+            git.swap_head(None, head, f"clone: from {url}", author)
+            add_remote(building, DEFAULT_REMOTE, url)
+            set_tracking(git, DEFAULT_REMOTE, head)
+        finally:
+            git.close()
+        os.rename(building, root / ".git")
+    except BaseException:
+        _remove_tree(building)
+        if made is not None:  # what the clone made, up to the first directory it made
+            _remove_tree(made)
+        raise
+    _exclude(root)
+    return root

@@ -1,0 +1,486 @@
+"""Several machines sharing one store through git: `gc remote`, `gc clone`, `gc sync`.
+
+Machines are stores in temp dirs; remotes are real bare repositories (`git init --bare`) and
+a real `git daemon`; the remote is checked with real git (`fsck --strict`, `log`) after.
+The soak runs 10 s here (`GC_SYNC_SOAK_SECONDS=30` for the issue's full 30 s).
+"""
+
+from __future__ import annotations
+
+import http.server
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from beads.codec import dump_bead
+from beads.merge import merge_bead
+from beads.record import Bead
+from tests.conftest import GcRunner
+
+
+def git(*args: str, cwd: Path | None = None) -> str:
+    return subprocess.run(
+        ["git", *args], cwd=cwd, check=True, capture_output=True, text=True
+    ).stdout.strip()
+
+
+def bare(path: Path) -> Path:
+    git("init", "-q", "--bare", "-b", "main", str(path))
+    return path
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture
+def daemon(tmp_path: Path) -> Iterator[str]:
+    """A real `git daemon` serving `tmp_path/srv` (push enabled); yields its base URL."""
+    base = tmp_path / "srv"
+    base.mkdir()
+    bare(base / "shared.git")
+    port = free_port()
+    process = subprocess.Popen(
+        ["git", "daemon", "--export-all", "--enable=receive-pack", "--reuseaddr",
+         f"--base-path={base}", "--listen=127.0.0.1", f"--port={port}", str(base)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "git daemon did not start"
+                time.sleep(0.05)
+        yield f"git://127.0.0.1:{port}"
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def machine(tmp_path: Path, name: str) -> GcRunner:
+    where = tmp_path / name
+    where.mkdir()
+    return GcRunner(where)
+
+
+def head(runner: GcRunner) -> str:
+    return git("-C", str(runner.cwd / ".beads" / ".git"), "rev-parse", "main")
+
+
+def tree(runner: GcRunner) -> str:
+    return git("-C", str(runner.cwd / ".beads" / ".git"), "rev-parse", "main^{tree}")
+
+
+def make_id(runner: GcRunner, *args: str) -> str:
+    return runner.json("bead", "create", "--type", "task", *args)["bead"]["id"]
+
+
+@pytest.fixture
+def pair(tmp_path: Path) -> tuple[GcRunner, GcRunner, Path]:
+    """Machine a (made with `gc init`, pushed) and machine b (made with `gc clone`)."""
+    remote = bare(tmp_path / "remote.git")
+    a, b = machine(tmp_path, "a"), machine(tmp_path, "b")
+    assert a("init").returncode == 0
+    assert a("remote", "add", "origin", str(remote)).returncode == 0
+    assert a("sync").returncode == 0
+    assert b("clone", str(remote)).returncode == 0
+    return a, b, remote
+
+
+def test_remote_commands_and_clone(tmp_path: Path, pair: tuple[GcRunner, GcRunner, Path]) -> None:
+    a, b, remote = pair
+    assert a.json("remote", "list")["remotes"] == [{"name": "origin", "url": str(remote)}]
+    assert a("remote", "add", "origin", "/elsewhere").returncode == 30
+    assert a("remote", "add", "spare", "/elsewhere").returncode == 0
+    assert a("remote", "remove", "spare").returncode == 0
+    assert a("remote", "remove", "spare").returncode == 40
+    # Remotes live in the store's git config, never in the synced config.yaml.
+    assert "remote" not in (a.cwd / ".beads" / "config.yaml").read_text()
+    assert b.json("remote", "list")["remotes"][0]["url"] == str(remote)
+    assert head(a) == head(b)
+    made = make_id(a, "--title", "first")
+    assert a("sync").returncode == 0
+    assert b.json("sync")["sync"]["action"] == "fast-forward"
+    assert b.json("bead", "show", made)["bead"]["title"] == "first"
+    assert (b.cwd / ".beads" / "config.yaml").exists()  # the view is built
+    assert b("clone", str(remote)).returncode == 30  # a store is there already
+    git("fsck", "--strict", cwd=remote)
+
+
+def test_same_bead_changed_on_both_sides_merges_by_the_rules(
+    pair: tuple[GcRunner, GcRunner, Path],
+) -> None:
+    a, b, remote = pair
+    shared = make_id(a, "--title", "shared", "--label", "keep", "--label", "drop")
+    assert a("sync").returncode == 0 and b("sync").returncode == 0
+    # Different fields: title on a, labels on b; both survive.
+    assert a("bead", "update", shared, "--title", "from a").returncode == 0
+    assert (
+        b("bead", "update", shared, "--add-label", "new", "--remove-label", "drop").returncode == 0
+    )
+    only_b = make_id(b, "--title", "b only")
+    assert a("sync").returncode == 0
+    result = b.json("sync")["sync"]
+    assert result["action"] == "merge" and result["pushed"] and result["conflicts"] == []
+    merged = b.json("bead", "show", shared)["bead"]
+    assert merged["title"] == "from a" and merged["labels"] == ["keep", "new"]
+    assert "merge_conflicts" not in merged["meta"]
+    # The same field on both: the later updated_at wins; the loser is kept.
+    assert a("sync").returncode == 0
+    assert b("bead", "update", shared, "--title", "b's title").returncode == 0
+    time.sleep(0.01)
+    assert a("bead", "update", shared, "--title", "a's title").returncode == 0
+    assert b("sync").returncode == 0
+    result = a.json("sync")["sync"]
+    assert result["action"] == "merge"
+    assert 'title: kept "a\'s title", dropped "b\'s title"' in result["conflicts"][0]
+    assert b("sync").returncode == 0
+    for side in (a, b):
+        bead = side.json("bead", "show", shared)["bead"]
+        assert bead["title"] == "a's title"
+        assert bead["meta"]["merge_conflicts"][-1]["dropped"] == "b's title"
+        assert side.json("bead", "show", only_b)["bead"]["title"] == "b only"
+    assert tree(a) == tree(b)
+    # Closed beats open: a read (meta) on one side does not undo a close on the other.
+    assert a("bead", "close", shared).returncode == 0
+    assert b("bead", "update", shared, "--meta", "read=true").returncode == 0
+    assert a("sync").returncode == 0 and b("sync").returncode == 0 and a("sync").returncode == 0
+    for side in (a, b):
+        bead = side.json("bead", "show", shared)["bead"]
+        assert bead["status"] == "closed" and bead["meta"]["read"] == "true"
+    # Git reads the result: a merge commit with two parents, readable messages, no markers.
+    git("fsck", "--strict", cwd=remote)
+    merges = git("log", "--merges", "--format=%P%x09%s", "main", cwd=remote).splitlines()
+    assert merges and all(len(m.split("\t")[0].split()) == 2 for m in merges)
+    assert "sync: merge origin/main" in merges[0]
+    assert "<<<<<<<" not in git("log", "-p", "main", cwd=remote)
+    assert git("log", "--merges", "--oneline", "main", cwd=remote)  # the histories did diverge
+    assert "sync: merge origin/main" in a("log").stdout
+
+
+def bead(updated: str, **fields: object) -> Bead:
+    base = {"id": "gc-aaaaaaaa", "type": "thread", "title": "t", "sender": "x",
+            "created_at": "2026-01-01T00:00:00.000000Z", "updated_at": updated}  # fmt: skip
+    return Bead(**{**base, **fields})  # type: ignore[arg-type]
+
+
+def lease(agent: str, claimed: str) -> dict[str, str]:
+    return {"agent": agent, "token": agent, "claimed_at": claimed,
+            "expires_at": "2099-01-01T00:00:00.000000Z"}  # fmt: skip
+
+
+def test_merge_rules_are_symmetric_and_leases_keep_the_earlier_claim() -> None:
+    now = "2026-06-01T00:00:00.000000Z"
+    t1, t2, t3 = (f"2026-01-01T00:00:0{n}.000000Z" for n in (1, 2, 3))
+    base = bead(t1, meta={"status": "pending"}, labels=["x"])
+    claim_a = {"status": "claimed", "lease": lease("ann", t2)}
+    early = bead(t2, assignee="ann", labels=["x", "a"], meta=claim_a)
+    late = bead(
+        t3, assignee="bob", labels=[], meta={"status": "claimed", "lease": lease("bob", t3)}
+    )
+    one, lines = merge_bead(base, early, late, now)
+    other, _ = merge_bead(base, late, early, now)
+    assert dump_bead(one) == dump_bead(other)  # whichever machine merges, the same bytes
+    assert one.assignee == "ann" and one.meta["lease"]["agent"] == "ann"
+    assert one.labels == ["a"]  # x removed on one side, a added on the other
+    assert one.updated_at == late.updated_at
+    assert any("meta.lease" in line for line in lines)
+    # An expired lease does not hold: the ordinary rule (later update) decides.
+    expired = {**lease("ann", t2), "expires_at": "2026-01-02T00:00:00.000000Z"}
+    stale = bead(t2, assignee="ann", meta={"status": "claimed", "lease": expired})
+    assert merge_bead(base, stale, late, now)[0].assignee == "bob"
+
+
+def prompt_hook(side: GcRunner, agent: str, event: str = "UserPromptSubmit") -> str:
+    """The context `gc hook run` gives `agent`'s session on this machine ("" for none)."""
+    payload = {"session_id": f"s-{agent}", "transcript_path": "/tmp/s.jsonl",
+               "cwd": str(side.cwd), "hook_event_name": event}  # fmt: skip
+    payload.update({"source": "startup"} if event == "SessionStart" else {"prompt": "hi"})
+    reply = side("hook", "run", input=json.dumps(payload), env={"GC_AGENT": agent})
+    assert reply.returncode == 0, reply.stderr
+    return (
+        json.loads(reply.stdout)["hookSpecificOutput"]["additionalContext"] if reply.stdout else ""
+    )
+
+
+def test_mail_sent_on_a_reaches_b_inbox_and_hook(pair: tuple[GcRunner, GcRunner, Path]) -> None:
+    a, b, _remote = pair
+    prompt_hook(b, "dog", "SessionStart")
+    prompt_hook(a, "cat", "SessionStart")
+    sent = a.json("mail", "send", "dog", "-s", "From A", "-m", "across machines",
+                  env={"GC_AGENT": "mayor"})  # fmt: skip
+    # b writes too, so its sync is a merge, not a fast-forward.
+    back = b.json("mail", "send", "cat", "-m", "from b", env={"GC_AGENT": "dog"})
+    assert a("sync").returncode == 0
+    assert b.json("sync")["sync"]["action"] == "merge"
+    inbox = b.json("mail", "inbox", env={"GC_AGENT": "dog"})["messages"]
+    assert [m["id"] for m in inbox] == [sent["message"]["id"]]
+    assert "across machines" in prompt_hook(b, "dog")
+    assert prompt_hook(b, "dog") == ""  # announced once
+    assert a.json("sync")["sync"]["action"] == "fast-forward"
+    assert [m["id"] for m in a.json("mail", "inbox", env={"GC_AGENT": "cat"})["messages"]] == [
+        back["message"]["id"]
+    ]
+    assert "from b" in prompt_hook(a, "cat")
+
+
+def test_plain_git_clones_and_pushes_are_usable(
+    tmp_path: Path, pair: tuple[GcRunner, GcRunner, Path]
+) -> None:
+    a, _b, remote = pair
+    made = make_id(a, "--title", "before")
+    assert a("sync").returncode == 0
+    c = machine(tmp_path, "c")
+    git("clone", "-q", "--bare", str(remote), str(c.cwd / ".beads" / ".git"))
+    assert c.json("bead", "show", made)["bead"]["title"] == "before"
+    assert c("remote", "list").stdout.split() == ["origin", str(remote)]
+    made_c = make_id(c, "--title", "made on c")
+    assert c("sync").returncode == 0
+    # A person edits a bead with plain git and pushes into the remote; a syncs it.
+    work = tmp_path / "work"
+    git("clone", "-q", str(remote), str(work))
+    path = next(work.rglob(f"{made}.yaml"))
+    path.write_text(path.read_text().replace("title: before", "title: edited by git"))
+    git("-c", "user.name=p", "-c", "user.email=p@x", "commit", "-qam", "edit", cwd=work)
+    git("push", "-q", "origin", "main", cwd=work)
+    assert a("sync").returncode == 0
+    assert a.json("bead", "show", made)["bead"]["title"] == "edited by git"
+    assert a.json("bead", "show", made_c)["bead"]["title"] == "made on c"
+    # And a plain `git push` into a store's own repository is read by the store.
+    git("pull", "-q", "--ff-only", "origin", "main", cwd=work)
+    path.write_text(path.read_text().replace("title: edited by git", "title: pushed in"))
+    git("-c", "user.name=p", "-c", "user.email=p@x", "commit", "-qam", "again", cwd=work)
+    done = subprocess.run(["git", "push", str(a.cwd / ".beads" / ".git"), "HEAD:main"],
+                          cwd=work, capture_output=True, text=True)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert a.json("bead", "show", made)["bead"]["title"] == "pushed in"
+
+
+class _Refuse(http.server.BaseHTTPRequestHandler):
+    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        self.send_response(401)
+        self.send_header("WWW-Authenticate", 'Basic realm="git"')
+        self.end_headers()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_bad_remotes_fail_in_one_line_and_change_nothing(
+    tmp_path: Path, pair: tuple[GcRunner, GcRunner, Path]
+) -> None:
+    a, _b, _remote = pair
+    not_store = bare(tmp_path / "other.git")
+    work = tmp_path / "plain"
+    git("init", "-q", "-b", "main", str(work))
+    (work / "README").write_text("not a store\n")
+    git("add", ".", cwd=work)
+    git("-c", "user.name=p", "-c", "user.email=p@x", "commit", "-qm", "x", cwd=work)
+    git("push", "-q", str(not_store), "main", cwd=work)
+    other = machine(tmp_path, "other")
+    assert other("init", "--prefix", "zz").returncode == 0
+    other_remote = bare(tmp_path / "zz.git")
+    assert other("remote", "add", "origin", str(other_remote)).returncode == 0
+    assert other("sync").returncode == 0
+    server = http.server.HTTPServer(("127.0.0.1", 0), _Refuse)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        bad = {
+            "down": (f"git://127.0.0.1:{free_port()}/x.git", 50),
+            "notstore": (str(not_store), 40),
+            "missing": (str(tmp_path / "nothing-here"), 40),
+            "prefix": (str(other_remote), 40),
+            "auth": (f"http://127.0.0.1:{server.server_address[1]}/x.git", 50),
+        }
+        before = (head(a), sorted(p.name for p in (a.cwd / ".beads").rglob("*.yaml")))
+        for name, (url, code) in bad.items():
+            assert a("remote", "add", name, url).returncode == 0
+            result = a("sync", name)
+            assert result.returncode == code, (name, result.stderr)
+            assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+            assert (head(a), sorted(p.name for p in (a.cwd / ".beads").rglob("*.yaml"))) == before
+            assert a.json("sync", "--status", name)["status"]["last_error"]
+        assert "credentials" in a("sync", "auth").stderr
+        assert a("clone", str(not_store), str(tmp_path / "x")).returncode == 40
+        assert not (tmp_path / "x").exists()
+    finally:
+        server.shutdown()
+
+
+def test_status_shows_ahead_behind(pair: tuple[GcRunner, GcRunner, Path]) -> None:
+    a, b, _remote = pair
+    make_id(a, "--title", "one")
+    make_id(a, "--title", "two")
+    status = a.json("sync", "--status")["status"]
+    assert (status["ahead"], status["behind"], status["last_error"]) == (2, 0, None)
+    assert a("sync").returncode == 0
+    assert b("sync").returncode == 0
+    assert b.json("sync", "--status")["status"]["ahead"] == 0
+
+
+SOAK_WRITER = r"""
+import subprocess, sys, time, random
+gc, machine, until, out = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4]
+n = 0
+made = []
+with open(out, "w") as log:
+    while time.time() < until:
+        n += 1
+        kind = n % 4
+        if kind == 1 or not made:
+            args = ["mail", "send", "dog", "-s", f"{machine} {n}", "-m", "soak"]
+        elif kind == 2:
+            args = ["bead", "create", "--type", "task", "--title", f"{machine} {n}"]
+        elif kind == 3:
+            args = ["bead", "update", random.choice(made), "--add-label", f"{machine}{n}"]
+        else:
+            args = ["bead", "close", made.pop(0)]
+        done = subprocess.run([gc, *args, "--json"], capture_output=True, text=True)
+        log.write(f"{done.returncode}\t{' '.join(args)}\t{done.stderr.strip()}\n")
+        if done.returncode == 0 and args[0] in ("mail", "bead") and args[1] in ("send", "create"):
+            import json
+            reply = json.loads(done.stdout)
+            new = (reply.get("message") or reply.get("bead"))["id"]
+            log.write(f"ID\t{new}\n")
+            if args[1] == "create":
+                made.append(new)
+        log.flush()
+"""
+
+
+@pytest.mark.gc_process
+def test_two_machines_four_writers_each_converge(tmp_path: Path, daemon: str) -> None:
+    seconds = float(os.environ.get("GC_SYNC_SOAK_SECONDS", "10"))
+    url = f"{daemon}/shared.git"
+    a, b = machine(tmp_path, "a"), machine(tmp_path, "b")
+    assert a("init").returncode == 0
+    assert a("remote", "add", "origin", url).returncode == 0
+    assert a("sync").returncode == 0
+    assert b("clone", url).returncode == 0
+    until = time.time() + seconds
+    from tests.conftest import gc_program
+
+    writers = []
+    for side in (a, b):
+        for n in range(4):
+            log = tmp_path / f"{side.cwd.name}-{n}.log"
+            writers.append((log, subprocess.Popen(
+                [sys.executable, "-c", SOAK_WRITER, gc_program(), side.cwd.name, str(until),
+                 str(log)], cwd=side.cwd, env={**side.env, "GC_AGENT": f"w{n}"},
+            )))  # fmt: skip
+    sync_codes = []
+    while time.time() < until:
+        for side in (a, b):
+            result = side.subprocess("sync")
+            sync_codes.append((result.returncode, result.stderr))
+        time.sleep(1.0)
+    for _log, process in writers:
+        assert process.wait(timeout=120) == 0
+    for side in (a, b, a):
+        result = side.subprocess("sync")
+        sync_codes.append((result.returncode, result.stderr))
+    assert all(code == 0 for code, _ in sync_codes), [s for s in sync_codes if s[0]]
+    acknowledged, exits = [], []
+    for log, _process in writers:
+        for line in log.read_text().splitlines():
+            first, rest = line.split("\t", 1)
+            if first == "ID":
+                acknowledged.append(rest)
+            else:
+                exits.append((int(first), rest))
+    assert acknowledged and all(code == 0 for code, _ in exits), [e for e in exits if e[0]]
+    assert tree(a) == tree(b)
+    for side in (a, b):
+        present = {x["id"] for x in side.json("bead", "list", "--status", "all")["beads"]}
+        assert set(acknowledged) <= present
+    remote = tmp_path / "srv" / "shared.git"
+    git("fsck", "--strict", cwd=remote)
+    assert git("rev-parse", "main^{tree}", cwd=remote) == tree(a)
+    assert "<<<<<<<" not in git("log", "-p", "main", cwd=remote)
+    assert git("log", "--merges", "--oneline", "main", cwd=remote)  # the histories did diverge
+
+
+def wait_for(check: object, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():  # type: ignore[operator]
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.1)
+
+
+def test_sync_auto_pushes_after_writes_and_hooks_fetch(
+    pair: tuple[GcRunner, GcRunner, Path],
+) -> None:
+    a, b, remote = pair
+    for side in (a, b):
+        assert side("config", "set", "--local", "sync.auto", "true").returncode == 0
+        assert side("config", "set", "--local", "sync.interval", "0.5s").returncode == 0
+    assert a.json("config", "get", "--local")["value"] == {"sync": {"auto": True, "interval": 0.5}}
+    assert "sync" not in (a.cwd / ".beads" / "config.yaml").read_text()  # never synced
+    prompt_hook(b, "dog", "SessionStart")
+    started = time.monotonic()
+    sent = a.json("mail", "send", "dog", "-m", "automatic", env={"GC_AGENT": "mayor"})
+    assert time.monotonic() - started < 2  # the push runs in the background
+    wait_for(lambda: git("rev-parse", "main", cwd=remote) == head(a))
+    shown: list[str] = []
+    wait_for(lambda: shown.append(prompt_hook(b, "dog")) or "automatic" in shown[-1])
+    assert sent["message"]["id"] in {
+        m["id"] for m in b.json("mail", "inbox", "--agent", "dog")["messages"]
+    }
+    status = b.json("sync", "--status")["status"]
+    assert status["last_error"] is None and status["last_sync"]
+
+
+@pytest.mark.gc_process
+def test_sync_watch_keeps_syncing(pair: tuple[GcRunner, GcRunner, Path]) -> None:
+    a, b, _remote = pair
+    from tests.conftest import gc_program
+
+    watcher = subprocess.Popen(
+        [gc_program(), "sync", "--watch", "--interval", "0.5"], cwd=b.cwd, env=b.env,
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        made = make_id(a, "--title", "watched")
+        assert a("sync").returncode == 0
+        wait_for(lambda: b("bead", "show", made).returncode == 0)
+    finally:
+        watcher.terminate()
+        watcher.wait(timeout=10)
+
+
+def test_a_claim_is_confirmed_by_the_remote(pair: tuple[GcRunner, GcRunner, Path]) -> None:
+    from beads.store import Store
+    from mail.threads import Threads
+
+    a, b, remote = pair
+    with Store.open(a.cwd, agent="leader") as store:
+        threads = Threads(store)
+        thread = threads.send("leader", subject="Only one may work on it")[0].thread_id
+        threads.close()
+    assert a("sync").returncode == 0 and b("sync").returncode == 0
+    won = b.json("thread", "claim", "--thread", thread, "--agent", "bee")
+    assert won["thread"]["assigned_to"] == "bee"
+    assert git("rev-parse", "main", cwd=remote) == head(b)  # pushed before it said so
+    # a has not seen b's claim: its own is committed, then lost in the merge of its sync.
+    lost = a("thread", "claim", "--thread", thread, "--agent", "ant", "--json")
+    assert lost.returncode == 20, lost.stderr
+    error = json.loads(lost.stdout)["error"]
+    assert (error["code"], error["holder"]) == ("lease_conflict", "bee")
+    assert a.json("thread", "show", "--thread", thread)["thread"]["assigned_to"] == "bee"
+    # The loser's next write is refused too, and both machines agree.
+    assert a("thread", "release", "--thread", thread, "--agent", "ant").returncode == 20
+    assert b("sync").returncode == 0
+    assert tree(a) == tree(b)
