@@ -146,15 +146,14 @@ def merge_bead(base: Bead | None, ours: Bead, theirs: Bead, now: str) -> tuple[B
 
 def _sides(ours: Bead, theirs: Bead, now: str) -> tuple[Bead, Bead]:
     """`(winner, loser)` for values both sides changed: the bead updated later, unless a
-    live lease decides: the earlier claim that has not expired keeps the thread."""
+    live lease decides. `theirs` is the remote's side, whose claims the remote has already
+    accepted (a claim is confirmed by its push): between two live leases, the remote's keeps
+    the thread, so a claimer told "claimed" is never overruled by a claim pushed after it."""
     lease_a, lease_b = ours.meta.get(LEASE_KEY), theirs.meta.get(LEASE_KEY)
     live_a, live_b = _live(lease_a, now), _live(lease_b, now)
     if live_a and live_b and lease_a != lease_b:
-        key_a = (lease_a.get("claimed_at", ""), lease_a.get("agent", ""))
-        key_b = (lease_b.get("claimed_at", ""), lease_b.get("agent", ""))
-        if key_a != key_b:
-            return (ours, theirs) if key_a < key_b else (theirs, ours)
-    elif live_a != live_b and lease_a != lease_b and _is_claim(ours if live_a else theirs):
+        return theirs, ours
+    if live_a != live_b and lease_a != lease_b and _is_claim(ours if live_a else theirs):
         # One side claimed while the other did something else: the live claim stands.
         return (ours, theirs) if live_a else (theirs, ours)
     later = _later(ours, theirs)

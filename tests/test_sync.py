@@ -182,26 +182,30 @@ def lease(agent: str, claimed: str) -> dict[str, str]:
             "expires_at": "2099-01-01T00:00:00.000000Z"}  # fmt: skip
 
 
-def test_merge_rules_are_symmetric_and_leases_keep_the_earlier_claim() -> None:
+def test_merge_rules_are_symmetric_and_the_remotes_lease_keeps_the_thread() -> None:
     now = "2026-06-01T00:00:00.000000Z"
     t1, t2, t3 = (f"2026-01-01T00:00:0{n}.000000Z" for n in (1, 2, 3))
     base = bead(t1, meta={"status": "pending"}, labels=["x"])
-    claim_a = {"status": "claimed", "lease": lease("ann", t2)}
-    early = bead(t2, assignee="ann", labels=["x", "a"], meta=claim_a)
-    late = bead(
-        t3, assignee="bob", labels=[], meta={"status": "claimed", "lease": lease("bob", t3)}
-    )
-    one, lines = merge_bead(base, early, late, now)
-    other, _ = merge_bead(base, late, early, now)
+    ann = bead(t2, assignee="ann", labels=["x", "a"], meta={"status": "open", "n": 1})
+    bob = bead(t3, assignee="bob", labels=[], meta={"status": "open", "n": 2})
+    one, lines = merge_bead(base, ann, bob, now)
+    other, _ = merge_bead(base, bob, ann, now)
     assert dump_bead(one) == dump_bead(other)  # whichever machine merges, the same bytes
-    assert one.assignee == "ann" and one.meta["lease"]["agent"] == "ann"
+    assert one.assignee == "bob" and one.meta["n"] == 2  # the later update
     assert one.labels == ["a"]  # x removed on one side, a added on the other
-    assert one.updated_at == late.updated_at
+    assert one.updated_at == bob.updated_at
+    # Claimed on both sides: the remote's lease (`theirs`, accepted by the remote already)
+    # keeps the thread, earlier or not: the local claim was never confirmed.
+    early = bead(t2, assignee="ann", meta={"status": "claimed", "lease": lease("ann", t2)})
+    late = bead(t3, assignee="bob", meta={"status": "claimed", "lease": lease("bob", t3)})
+    kept, lines = merge_bead(base, early, late, now)
+    assert kept.assignee == "bob" and kept.meta["lease"]["agent"] == "bob"
     assert any("meta.lease" in line for line in lines)
-    # An expired lease does not hold: the ordinary rule (later update) decides.
+    assert merge_bead(base, late, early, now)[0].meta["lease"]["agent"] == "ann"
+    # An expired lease does not hold: the live claim stands.
     expired = {**lease("ann", t2), "expires_at": "2026-01-02T00:00:00.000000Z"}
     stale = bead(t2, assignee="ann", meta={"status": "claimed", "lease": expired})
-    assert merge_bead(base, stale, late, now)[0].assignee == "bob"
+    assert merge_bead(base, late, stale, now)[0].assignee == "bob"
 
 
 def prompt_hook(side: GcRunner, agent: str, event: str = "UserPromptSubmit") -> str:

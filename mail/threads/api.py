@@ -186,7 +186,7 @@ class Threads:
 
     def _confirm(self, thread_id: str, lease: Lease) -> None:
         """With a remote, a claim stands once the remote accepted it: a sync whose merge gave
-        the thread to another machine's claim (an earlier one) is a LeaseConflict."""
+        the thread to another machine's claim (one the remote accepted first) is a LeaseConflict."""
         from beads.sync import sync_with_remote
 
         if not sync_with_remote(self.store):
