@@ -41,6 +41,16 @@ def read_local(git_dir: Path) -> dict[str, str]:
     return out
 
 
+def has_remote(git_dir: Path) -> bool:
+    """Whether the store's git config names a remote (cheap: no config parser, no dulwich):
+    what decides that a claim waits for the remote's word."""
+    try:
+        text = (git_dir / "config").read_text(errors="replace")
+    except OSError:
+        return False
+    return any(line.strip().lower().startswith("[remote ") for line in text.splitlines())
+
+
 def auto_interval(root: Path) -> float | None:
     """`sync.interval` when `sync.auto` is on for this store, else None."""
     local = read_local(root / ".git")

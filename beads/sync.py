@@ -31,7 +31,6 @@ from beads.remote import (
     only_in,
     push,
     remote_url,
-    remotes,
     tracking_ref,
 )
 
@@ -79,14 +78,6 @@ def sync(store: Store, remote: str | None = None, *, retries: int = RETRIES) -> 
         raise
     record_state(store.root, remote=name, error=None)
     return result
-
-
-def sync_with_remote(store: Store) -> bool:
-    """Sync now when the store has a remote (what confirms a claim); False when it has none."""
-    if not remotes(store.root / ".git"):
-        return False
-    sync(store)
-    return True
 
 
 def _sync(store: Store, result: SyncResult, retries: int) -> None:

@@ -299,3 +299,14 @@ def test_writing_a_plain_bead_never_imports_ruamel(tmp_path: Path) -> None:
     with Store.open(tmp_path) as store:  # and the file is what ruamel would have written
         message = store.list(type="message")[0]
         assert store.view.read(store.index.location(message.id)[0]) == dump_data(message.to_dict())
+
+
+@given(st.text(alphabet="0123456789abcdefxoXOBeEtTzZ_.:+- \tgq", max_size=25), st.integers(0, 9))
+def test_the_digit_shortcut_agrees_with_the_resolver_rules(rest: str, digit: int) -> None:
+    # Text starting with a digit skips the number and time rules when it has a letter none
+    # of them allows: it must decide as the rules would.
+    text = f"{digit}{rest}"
+    if text[-1] == " " or ": " in text or " #" in text or text[-1] == ":":
+        return
+    by_rules = not any(rule.match(text) for rule in codec._implicit(text[0]))
+    assert codec._plain_allowed(text) == by_rules

@@ -330,7 +330,6 @@ def show(text: str) -> None:
     does (`$GC_PAGER`, else `$PAGER`, else `less` with `LESS=FRX`; `--no-pager`, or a pager
     of `cat` or "", prints it straight); piped output is never paged."""
     import os
-    import shutil
 
     pager = os.environ.get("GC_PAGER", os.environ.get("PAGER"))
     if (
@@ -338,7 +337,7 @@ def show(text: str) -> None:
         or (pager is not None and pager.strip() in ("", "cat"))
         or sys.stdout is None
         or not (sys.stdout.isatty() and sys.stdin.isatty())
-        or text.count("\n") + 1 < shutil.get_terminal_size().lines
+        or text.count("\n") + 1 < _terminal_lines()
     ):
         click.echo(text)
         return
@@ -346,6 +345,12 @@ def show(text: str) -> None:
         os.environ["PAGER"] = pager
     os.environ.setdefault("LESS", "FRX")  # quit if one screen, keep colours, no clearing
     click.echo_via_pager(text)
+
+
+def _terminal_lines() -> int:
+    import shutil  # only on a terminal: it pulls in bz2 and lzma (~2 ms of every command)
+
+    return shutil.get_terminal_size().lines
 
 
 def read_text(
@@ -439,8 +444,8 @@ def _fit(widths: list[int], limit: int) -> list[int]:
 def output_width() -> int | None:
     """The width text output must fit: the terminal's (`$COLUMNS` overrides it) when stdout
     is one, else None: piped output is never cut, as git's."""
-    import shutil
-
     if sys.stdout is not None and sys.stdout.isatty():
+        import shutil  # only on a terminal (see _terminal_lines)
+
         return shutil.get_terminal_size().columns
     return None

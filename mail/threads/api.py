@@ -187,10 +187,13 @@ class Threads:
     def _confirm(self, thread_id: str, lease: Lease) -> None:
         """With a remote, a claim stands once the remote accepted it: a sync whose merge gave
         the thread to another machine's claim (one the remote accepted first) is a LeaseConflict."""
-        from beads.sync import sync_with_remote
+        from beads.autosync import has_remote
 
-        if not sync_with_remote(self.store):
-            return
+        if not has_remote(self.store.root / ".git"):
+            return  # one machine: the commit under the write lock is the claim
+        from beads.sync import sync
+
+        sync(self.store)
         held = Thread.from_bead(self._thread_bead(thread_id)).lease
         if held is None or held.token != lease.token:
             raise LeaseConflict(
