@@ -6,7 +6,15 @@ import time
 
 import click
 
-from beads.cli.common import Duration, emit, global_options, open_store, settings, table
+from beads.cli.common import (
+    Duration,
+    emit,
+    global_options,
+    limit_option,
+    open_store,
+    settings,
+    table,
+)
 from beads.errors import GcError
 
 
@@ -40,12 +48,13 @@ def remote_remove(name: str) -> None:
 
 
 @remote.command("list")
+@limit_option
 @global_options
-def remote_list() -> None:
+def remote_list(limit: int | None) -> None:
     """List the remotes: name and URL."""
     from beads.remote import remotes
 
-    found = remotes(open_store().root / ".git")
+    found = dict(list(remotes(open_store().root / ".git").items())[:limit])
     emit(
         {"remotes": [{"name": n, "url": u} for n, u in found.items()]},
         lambda: table([[n, u] for n, u in found.items()]),
