@@ -215,13 +215,14 @@ def adopt(git_dir: Path) -> bool:
 # -- transport ----------------------------------------------------------------------------
 
 
-def client_for(url: str) -> tuple[GitClient, str]:
+def client_for(url: str, *, thin_packs: bool = True) -> tuple[GitClient, str]:
     """dulwich's client for `url` (with the user's git config: credentials, ssh command)."""
     from dulwich.client import get_transport_and_path
     from dulwich.config import StackedConfig
 
     try:
-        return get_transport_and_path(url, config=StackedConfig.default(), quiet=True)
+        config = StackedConfig.default()
+        return get_transport_and_path(url, config=config, quiet=True, thin_packs=thin_packs)
     except Exception as exc:  # dulwich raises several kinds for a URL it cannot use
         raise InvalidInput(f"cannot use remote {shown(url)}: {exc}") from None
 
@@ -243,6 +244,26 @@ def transport_error(url: str, exc: BaseException) -> GcError:
 def fetch(
     git: GitRepo, url: str, heads: list[bytes], locked: Callable[[], Any] | None = None
 ) -> bytes | None:
+    """See `_fetch`; a thin pack whose deltas name a base we cannot find is fetched again
+    whole (no thin pack), rather than failing the sync."""
+    try:
+        return _fetch(git, url, heads, locked, thin=True)
+    except _UnresolvedBase:
+        return _fetch(git, url, heads, locked, thin=False)
+
+
+class _UnresolvedBase(Exception):
+    """A received thin pack has a delta on an object the store does not hold."""
+
+
+def _fetch(
+    git: GitRepo,
+    url: str,
+    heads: list[bytes],
+    locked: Callable[[], Any] | None,
+    *,
+    thin: bool,
+) -> bytes | None:
     """Fetch the remote's branch into the store's objects; returns its commit (None for an
     empty remote). `heads` are the commits we have (our branch, the remotes' as last seen),
     offered so the remote sends only what we lack. A remote that has branches but not ours
@@ -255,7 +276,7 @@ def fetch(
 
     from dulwich.object_store import ObjectStoreGraphWalker
 
-    client, path = client_for(url)
+    client, path = client_for(url, thin_packs=thin)
     seen: dict[bytes, bytes] = {}
     received = io.BytesIO()
 
@@ -277,7 +298,7 @@ def fetch(
         raise transport_error(url, exc) from None
     if received.tell():
         with locked() if locked is not None else contextlib.nullcontext():
-            _store_pack(git, received, url)
+            _store_pack(git, received, url, thin)
     refs = {k: v for k, v in (result.refs or seen).items() if v is not None}
     head = refs.get(BRANCH.encode())
     if head is None:
@@ -289,14 +310,20 @@ def fetch(
     return head
 
 
-def _store_pack(git: GitRepo, received: Any, url: str) -> None:
+def _store_pack(git: GitRepo, received: Any, url: str, thin: bool = True) -> None:
     """Unpack a received pack (deltas resolved against its own objects or ours) into the
     store's objects."""
     from dulwich.object_format import DEFAULT_OBJECT_FORMAT
-    from dulwich.pack import PackData, PackInflater
+    from dulwich.objects import sha_to_hex
+    from dulwich.pack import PackData, PackInflater, UnresolvedDeltas
 
     def base(sha: bytes) -> tuple[int, list[bytes]]:
-        obj = git.objects[sha]
+        # dulwich names an external base by its binary id, and takes a KeyError as "not
+        # ours, perhaps later in the pack"; any other error would end the unpacking.
+        hex_id = sha_to_hex(sha) if len(sha) == 20 else sha
+        if not git.has_object(hex_id):
+            raise KeyError(hex_id)
+        obj = git.objects[hex_id]
         return obj.type_num, obj.as_raw_chunks()
 
     size = received.tell()
@@ -304,6 +331,10 @@ def _store_pack(git: GitRepo, received: Any, url: str) -> None:
     try:
         data = PackData.from_file(received, DEFAULT_OBJECT_FORMAT, size)
         objects = list(PackInflater.for_pack_data(data, resolve_ext_ref=base))
+    except UnresolvedDeltas:
+        if thin:
+            raise _UnresolvedBase() from None
+        raise StorageError(f"the remote {url} sent deltas on objects it did not send") from None
     except Exception as exc:  # a damaged or truncated pack: dulwich raises several kinds
         raise StorageError(f"the remote {url} sent a pack that does not read: {exc}") from None
     git.store_objects([obj for obj in objects if not git.has_object(obj.id)])

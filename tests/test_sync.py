@@ -21,8 +21,10 @@ from pathlib import Path
 import pytest
 
 from beads.codec import dump_bead
+from beads.errors import StorageError
 from beads.merge import merge_bead
 from beads.record import Bead
+from beads.store import Store
 from tests.conftest import GcRunner
 
 
@@ -488,3 +490,60 @@ def test_a_claim_is_confirmed_by_the_remote(pair: tuple[GcRunner, GcRunner, Path
     assert a("thread", "release", "--thread", thread, "--agent", "ant").returncode == 20
     assert b("sync").returncode == 0
     assert tree(a) == tree(b)
+
+
+def test_a_thin_pack_with_deltas_on_our_objects_is_taken(tmp_path: Path, daemon: str) -> None:
+    # git's upload-pack sends a changed blob as a delta on the old one the fetcher already
+    # has (a thin pack, REF_DELTA): its base is named by a binary id, which must be read as
+    # one (it was taken for a hex id: "Incorrect length of hexsha", exit 50 mid-soak).
+    url = f"{daemon}/shared.git"
+    a, b = machine(tmp_path, "a"), machine(tmp_path, "b")
+    assert a("init").returncode == 0 and a("remote", "add", "origin", url).returncode == 0
+    body = "".join(f"line {n}: the same long text on both machines\n" for n in range(400))
+    made = make_id(a, "--title", "big", "--body", body)
+    assert a("sync").returncode == 0
+    assert b("clone", url).returncode == 0
+    assert a("bead", "update", made, "--body", body + "one more line\n").returncode == 0
+    assert a("sync").returncode == 0
+    git("-C", str(tmp_path / "srv" / "shared.git"), "repack", "-adf")  # deltas on the server
+    result = b("sync")
+    assert result.returncode == 0, result.stderr
+    assert b.json("bead", "show", made)["bead"]["body"].endswith("one more line\n")
+    assert head(a) == head(b)
+
+
+def test_a_delta_on_a_base_we_lack_is_fetched_again_whole(store: Store) -> None:
+    # dulwich names an external delta base by its binary id and needs a KeyError when we
+    # lack it; anything else ended the sync with exit 50 ("Incorrect length of hexsha").
+    import hashlib
+    import io
+
+    from dulwich import pack
+    from dulwich.object_format import DEFAULT_OBJECT_FORMAT
+    from dulwich.objects import Blob, hex_to_sha
+
+    from beads import remote
+
+    base = Blob.from_string(b"line\n" * 200)
+    target = Blob.from_string(b"line\n" * 200 + b"more\n")
+    delta = b"".join(pack.create_delta(base.as_raw_string(), target.as_raw_string()))
+    received, digest = io.BytesIO(), hashlib.sha1()
+
+    def write(data: bytes) -> int:
+        digest.update(data)
+        return received.write(data)
+
+    pack.write_pack_header(write, 1)
+    pack.write_pack_object(
+        write, pack.REF_DELTA, (hex_to_sha(base.id), [delta]), DEFAULT_OBJECT_FORMAT
+    )
+    received.write(digest.digest())
+    with pytest.raises(remote._UnresolvedBase):  # fetch then asks again for a whole pack
+        remote._store_pack(store.git, received, "test", thin=True)
+    received.seek(0, 2)
+    with pytest.raises(StorageError, match="deltas on objects it did not send"):
+        remote._store_pack(store.git, received, "test", thin=False)
+    store.git.store_objects([base])  # once we hold the base, the same pack is taken
+    received.seek(0, 2)
+    remote._store_pack(store.git, received, "test", thin=True)
+    assert store.git.has_object(target.id)
