@@ -95,7 +95,9 @@ def test_compact_start_drains_again(project: Path, gc: GcRunner) -> None:
 def test_pre_compact_marks_nothing_delivered(project: Path, gc: GcRunner) -> None:
     hook(gc, "SessionStart", source="startup")
     gc("inbox", "push", "--to", "dog", "keep me", env={"GC_AGENT": "mayor"})
-    assert hook(gc, "PreCompact", trigger="auto", custom_instructions="") is None
+    reply = hook(gc, "PreCompact", trigger="auto", custom_instructions="")
+    assert set(reply) == {"systemMessage"}  # decision-only: no context (state-checkpoint)
+    assert "state-checkpoint" in reply["systemMessage"]
     pending = gc.json("inbox", "list", "--agent", "dog")["items"]
     assert [i["content"] for i in pending] == ["keep me"]
 
