@@ -258,8 +258,13 @@ def test_install_merges_idempotently(tmp_path: Path, gc: GcRunner) -> None:
     twice = json.loads(settings.read_text())
     assert once == twice
     assert twice["permissions"] == {"allow": ["Bash(ls:*)"]}
-    assert twice["hooks"]["PreToolUse"] == [{"matcher": "Bash", "hooks": [mine]}]
-    for event in ("SessionStart", "UserPromptSubmit", "PreCompact", "Stop", "SessionEnd"):
+    ours = {"type": "command", "command": "gc hook run"}
+    assert twice["hooks"]["PreToolUse"] == [
+        {"matcher": "Bash", "hooks": [mine]},  # the user's entry kept, ours added beside it
+        {"matcher": "Bash|Write|Edit", "hooks": [ours]},
+    ]
+    for event in ("SessionStart", "UserPromptSubmit", "PreToolUse", "PreCompact", "Stop",
+                  "SessionEnd"):  # fmt: skip
         commands = [h["command"] for g in twice["hooks"][event] for h in g["hooks"]]
         assert commands.count("gc hook run") == 1
     assert [h["command"] for g in twice["hooks"]["Stop"] for h in g["hooks"]] == [
