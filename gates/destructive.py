@@ -27,7 +27,6 @@ without a refspec.
 from __future__ import annotations
 
 import os
-import re
 import shlex
 
 TYPE_CHECKING = False  # importing typing costs a hook ~7 ms
@@ -42,7 +41,7 @@ SHELLS = frozenset(("bash", "sh", "zsh", "dash", "ksh"))
 SQL_CLIENTS = frozenset(
     ("psql", "mysql", "mariadb", "sqlite3", "sqlcmd", "duckdb", "clickhouse-client", "cockroach")
 )
-DROP_RE = re.compile(r"\bdrop\s+(table|database|schema)\b", re.IGNORECASE)
+DROP_PATTERN = r"\bdrop\s+(table|database|schema)\b"  # compiled only for an SQL client
 HARMLESS_DEVICES = ("/dev/null", "/dev/stdout", "/dev/stderr", "/dev/zero")
 DEFAULT_PROTECTED = ("main", "master")
 MAX_DEPTH = 4  # `bash -c "bash -c ..."` nesting we follow
@@ -148,8 +147,11 @@ def _judge(argv: list[str], cwd: str, protected: Any) -> str | None:
             return "it writes straight to a device"
     if program == "dropdb":
         return "it drops a database"
-    if program in SQL_CLIENTS and any(DROP_RE.search(a) for a in args):
-        return "it drops a table or database"
+    if program in SQL_CLIENTS:
+        import re
+
+        if any(re.search(DROP_PATTERN, a, re.IGNORECASE) for a in args):
+            return "it drops a table or database"
     return None
 
 
