@@ -116,6 +116,7 @@ def figure2(root: Path) -> None:
 
 
 def figure3(root: Path) -> None:
+    b.compile_project()
     gc = str(Path(sys.executable).parent / "gc")
     env = {k: v for k, v in os.environ.items() if not k.startswith("GC_")}
     env["GC_AGENT"] = "dog"
