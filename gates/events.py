@@ -38,11 +38,9 @@ def _registered(ctx: HookContext, event: str) -> tuple[list[str], list[str]]:
     """The failing strict registered gates of `event` and the warnings of the others."""
     cwd = ctx.payload.get("cwd")
     where = Path(cwd) if isinstance(cwd, str) and Path(cwd).is_dir() else None
-    builtin = tuple(session_gates.BUILTIN)
     strict, warnings = [], []
-    statuses = session_gates.gate_statuses(
-        ctx.config, ctx.delivery, ctx.session, cwd=where, hook=event, skip=builtin
-    )
+    statuses = session_gates.gate_statuses(ctx.config, ctx.delivery, ctx.session, cwd=where,
+                                           hook=event)  # fmt: skip
     for status in statuses:
         gate = status.gate
         line = f"{gate.id} ({gate.description or gate.check or 'no description'}): {status.how}"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -289,3 +290,25 @@ def test_passing_stop_check_writes_the_marker(project: Path, gc: GcRunner) -> No
 def test_a_fault_fails_open(project: Path, gc: GcRunner) -> None:
     reply = hook(gc, "PreToolUse", tool_name="Bash", tool_input="not an object")
     assert reply is None
+
+
+def test_pre_tool_use_loads_only_its_own_path(project: Path, gc: GcRunner) -> None:
+    # Run before every tool call: no click, git, YAML, typing, dataclasses, and not even the
+    # delivery database (inbox) or the other events' gates.
+    code = (
+        "import json, sys; sys.argv = ['gc', 'hook', 'run']\n"
+        "from beads.cli.entry import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "heavy = ('click', 'dulwich', 'ruamel', 'mail', 'inbox', 'typing', 'dataclasses',\n"
+        "         'subprocess', 'gates.hooks', 'gates.events', 'gates.session_gates')\n"
+        "print(json.dumps(sorted(m for m in sys.modules\n"
+        "                        if m in heavy or m.split('.')[0] in heavy)))"
+    )
+    payload = {"session_id": "s", "hook_event_name": "PreToolUse", "cwd": str(project),
+               "tool_name": "Bash", "tool_input": {"command": "sudo rm -rf / && ls"}}  # fmt: skip
+    env = {k: v for k, v in gc.env.items() if not k.startswith("GC_")}
+    out = subprocess.run([sys.executable, "-c", code], input=json.dumps(payload), cwd=project,
+                         capture_output=True, text=True, env=env, check=True).stdout  # fmt: skip
+    reply, loaded = out.strip().splitlines()
+    assert denied(json.loads(reply))
+    assert json.loads(loaded) == []
