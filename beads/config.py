@@ -239,6 +239,11 @@ SETTINGS: dict[str, Any] = {
     "gates.gh_path": _text,
     "gates.disabled": _names,
     "gates.session.*": _mapping,
+    "gates.destructive.patterns": _names,
+    "gates.destructive.allow": _names,
+    "gates.destructive.protected_branches": _names,
+    "gates.sandbox.roots": _names,
+    "gates.stale_context_after": _duration,
 }
 # Settings whose value is a mapping of the user's own keys (a session gate's spec).
 FREE_FORM = ("gates.session.*",)

@@ -9,7 +9,9 @@ Figures:
   1. `gc hook run` on Stop with 10 session gates and 100 open bead gates: within 1.5x of
      `python -c "import click, sqlite3"` (same run; no `gh` call in a hook);
   2. `gc gate check` (the API) over 10,000 open timer and bead gates, all due: under 1 ms per
-     gate, the resolutions committed in one batch.
+     gate, the resolutions committed in one batch;
+  3. `gc hook run` on PreToolUse, a Bash command destructive-op evaluates (and refuses, and
+     one it lets through): within 1.3x of `python -c "import sqlite3, json"` (same run).
 
 Shares its report helpers with bench_store.py; always exits 0 (it is a report).
 """
@@ -113,6 +115,44 @@ def figure2(root: Path) -> None:
               f"(of {commits} looked at), items pushed to the waiter included")  # fmt: skip
 
 
+def figure3(root: Path) -> None:
+    b.compile_project()
+    gc = str(Path(sys.executable).parent / "gc")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GC_")}
+    env["GC_AGENT"] = "dog"
+
+    def payload(command: str) -> bytes:
+        return json.dumps({"session_id": "s1", "hook_event_name": "PreToolUse",
+                           "cwd": str(root), "tool_name": "Bash", "tool_use_id": "t1",
+                           "tool_input": {"command": command}}).encode()  # fmt: skip
+
+    cases = {"refused": payload("cd build && sudo rm -rf /"),
+             "allowed": payload("rm -rf ./build && git status | head")}  # fmt: skip
+    times: dict[str, list[float]] = {"baseline": [], "refused": [], "allowed": []}
+    for round_ in range(ROUNDS + 1):
+        t0 = perf()
+        subprocess.run([sys.executable, "-c", "import sqlite3, json"], check=True)
+        base = perf() - t0
+        for name, stdin in cases.items():
+            t0 = perf()
+            result = subprocess.run([gc, "hook", "run"], input=stdin, capture_output=True,
+                                    env=env, cwd=root)  # fmt: skip
+            elapsed = perf() - t0
+            deny = b'"permissionDecision": "deny"' in result.stdout
+            if result.returncode != 0 or deny != (name == "refused"):
+                raise RuntimeError(f"unexpected PreToolUse reply: {result.stdout[:300]!r}")
+            if round_:
+                times[name].append(elapsed)
+        if round_:
+            times["baseline"].append(base)
+    m = {name: b.med(values) for name, values in times.items()}
+    for name in ("refused", "allowed"):
+        ratio = m[name] / m["baseline"]
+        b.verdict(f"3. hook PreToolUse Bash ({name}) / import sqlite3, json = {ratio:.2f}x "
+                  "(target <= 1.3x)", ratio <= 1.3,
+                  f"medians {b.ms(m[name])} vs {b.ms(m['baseline'])}, {ROUNDS} rounds")  # fmt: skip
+
+
 def main() -> None:
     def body(tmp: Path) -> None:
         Store.init(tmp / "hook", agent="bench")[0].close()
@@ -121,6 +161,8 @@ def main() -> None:
             figure1(tmp / "hook")
         with b.figure("Figure 2: gate check over 10,000 gates"):
             figure2(tmp / "check")
+        with b.figure("Figure 3: gc hook run PreToolUse"):
+            figure3(tmp / "hook")
 
     b.report("gc-beads gates benchmark (bench/bench_gates.py)", "gc-bench-gates-", body)
 

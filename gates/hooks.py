@@ -4,9 +4,11 @@ Claude Code runs the hook with the event's JSON on stdin (`session_id`, `hook_ev
 `cwd`, `source`, `stop_hook_active`, ...) and reads JSON from stdout:
 
 - SessionStart and UserPromptSubmit drain the session's items into
-  `{"hookSpecificOutput": {"hookEventName": ..., "additionalContext": ...}}`;
-- PreCompact records the hook only (Claude Code shows nothing from it, so nothing is marked
-  delivered there); SessionEnd ends the session;
+  `{"hookSpecificOutput": {"hookEventName": ..., "additionalContext": ...}}`; UserPromptSubmit
+  and PreCompact run their gates (`gates.events`); PreCompact marks nothing delivered (Claude
+  Code shows no context from it); SessionEnd ends the session;
+- PreToolUse is judged by `gates.pretool` (which `gc hook run` reaches first, skipping this
+  module's imports and side jobs);
 - Stop runs the stop chain (`gates.stop`): handlers by priority, the first block wins
   (`{"decision": "block", "reason": ...}`); with no block the session is idle;
 - every event first resolves due timer gates and answers timed-out decisions that have a
@@ -35,14 +37,12 @@ from beads.faults import fault
 from beads.location import find_store
 from beads.record import acting_agent
 from gates import register_producers
+from gates.pretool import MAX_INPUT_BYTES
 from inbox.delivery import Delivery, Drained
 
 TYPE_CHECKING = False  # importing typing costs a hook ~7 ms
 if TYPE_CHECKING:
     from typing import Any
-
-MAX_INPUT_BYTES = 1024 * 1024
-CONTEXT_EVENTS = ("SessionStart", "UserPromptSubmit")
 
 
 class HookContext:
@@ -79,15 +79,24 @@ class HookContext:
         return self.delivery.store_config()
 
 
-def main(*, beads_dir: str | None = None, agent: str | None = None, debug: bool = False) -> int:
-    """`gc hook run`: the event's JSON from stdin, the reply (if any) on stdout; exit 0
-    (130, quietly, when interrupted).
+def main(
+    *,
+    beads_dir: str | None = None,
+    agent: str | None = None,
+    debug: bool = False,
+    raw: bytes | None = None,
+) -> int:
+    """`gc hook run`: the event's JSON from stdin (or `raw`, already read), the reply (if any)
+    on stdout; exit 0 (130, quietly, when interrupted).
 
-    `gc` calls this directly, without click, when its arguments are exactly `hook run`.
+    `gc` reaches this without click, through `gates.pretool.main`, when its arguments are
+    exactly `hook run`.
     """
     payload: dict[str, Any] | None = None
     try:
-        payload = parse_payload(sys.stdin.buffer.read(MAX_INPUT_BYTES + 1))
+        if raw is None:
+            raw = sys.stdin.buffer.read(MAX_INPUT_BYTES + 1)
+        payload = parse_payload(raw)
         run_hook(payload, beads_dir=beads_dir, agent=agent, output=write_reply)
     except Exception as exc:  # fail open: log it, exit 0, no block
         if debug:
@@ -173,11 +182,23 @@ def _dispatch(ctx: HookContext) -> dict[str, Any] | None:
         return None
     elif ctx.event == "Stop":
         return _stop(ctx)
+    elif ctx.event == "PreToolUse":
+        from gates.pretool import pre_tool_use
+
+        return pre_tool_use(ctx.payload, ctx.root, ctx.config)
     else:
         d.hook_seen(ctx.session, ctx.agent, ctx.event, state="busy")
-    if ctx.event not in CONTEXT_EVENTS:
+    if ctx.event == "PreCompact":
+        from gates.events import pre_compact
+
+        return pre_compact(ctx)
+    if ctx.event not in ("SessionStart", "UserPromptSubmit"):
         return None
     _side_job(ctx, lambda: _reconcile_exec_mail(ctx))
+    if ctx.event == "UserPromptSubmit":
+        from gates.events import user_prompt_submit
+
+        return user_prompt_submit(ctx)
     text = ctx.drain().text
     if not text:
         return None

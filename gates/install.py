@@ -1,7 +1,8 @@
 """`gc hook install`: merge our hook entries into Claude Code's `settings.json`.
 
 Idempotent: an event that already runs our command is left alone, and everything else in the
-file (other hooks, permissions, env) is kept. The file is replaced atomically.
+file (other hooks, permissions, env) is kept; a file written by an older gc gains the events
+it lacks (PreToolUse, matched to the tools the gates judge). The file is replaced atomically.
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ from typing import Any
 
 from beads.errors import InvalidInput, StorageError
 
-EVENTS = ("SessionStart", "UserPromptSubmit", "PreCompact", "Stop", "SessionEnd")
+EVENTS = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PreCompact", "Stop", "SessionEnd")
+# The tools PreToolUse runs for: the ones destructive-op and sandbox-boundary judge.
+MATCHERS = {"PreToolUse": "Bash|Write|Edit"}
 DEFAULT_COMMAND = "gc hook run"
 
 
@@ -39,7 +42,10 @@ def install(settings_path: Path, command: str = DEFAULT_COMMAND) -> list[str]:
             for group in groups
         )
         if not present:
-            groups.append({"hooks": [{"type": "command", "command": command}]})
+            group: dict[str, Any] = {"hooks": [{"type": "command", "command": command}]}
+            if event in MATCHERS:
+                group = {"matcher": MATCHERS[event], **group}
+            groups.append(group)
             added.append(event)
     if added:
         _save(settings_path, settings)

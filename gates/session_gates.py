@@ -1,4 +1,5 @@
-"""Session gates: per-session rules checked at a hook event (Stop, for now).
+"""Session gates: per-session rules checked at a hook event (Stop, UserPromptSubmit,
+PreCompact, PreToolUse).
 
 A gate is satisfied by its marker (`.runtime/gates/<session>/<gate>`, made by
 `gc gate mark`) or by its auto-check. `strict` gates block; `soft` gates warn. Built-ins:
@@ -9,13 +10,20 @@ A gate is satisfied by its marker (`.runtime/gates/<session>/<gate>`, made by
 - `bead-update` (soft): every open bead assigned to the session's agent was touched in this
   session (`bead_update_status`).
 
+The built-ins of the other events judge the event itself, not the session, and live with
+their event: `destructive-op` and `sandbox-boundary` (PreToolUse) in `gates.pretool`,
+`context-injection`, `stale-context` (UserPromptSubmit), `state-checkpoint` and `dirty-work`
+(PreCompact) in `gates.events`.
+
 Each built-in has one evaluation, given what it needs (the delivery database knows the
 session's agent, start and directory); `gate_statuses` runs them for `gc gate status` and the
 Stop chain alike, so the two never disagree.
 
 Gates registered with `gc gate register` live in `config.yaml` (`gates.session`) and apply to
-every session. A check that cannot run or hangs counts as satisfied with a warning: a broken
-check must never trap an agent.
+every session, on the event they name. A passing check writes the gate's marker (so it runs
+once per session) except on PreToolUse, where each tool call is judged on its own. A check
+that cannot run or hangs counts as satisfied with a warning: a broken check must never trap
+an agent.
 """
 
 from __future__ import annotations
@@ -24,7 +32,7 @@ import re
 from collections import namedtuple
 from pathlib import Path
 
-from beads.errors import InvalidInput, NotFound
+from beads.errors import GcError, InvalidInput, NotFound
 from inbox.queue import check_session
 
 TYPE_CHECKING = False  # importing typing costs a hook ~7 ms
@@ -36,9 +44,18 @@ if TYPE_CHECKING:
 
 GATE_ID_RE = re.compile(r"[a-z][a-z0-9_-]{0,63}")
 MODES = ("strict", "soft")
-HOOKS = ("Stop",)
+HOOKS = ("Stop", "UserPromptSubmit", "PreCompact", "PreToolUse")
 CHECK_TIMEOUT = 10.0
 BUILTIN = ("decision", "commit-push", "bead-update")
+# The built-ins of the other events (gates.pretool, gates.events): ids no registered gate takes.
+EVENT_BUILTIN = {
+    "destructive-op": "PreToolUse",
+    "sandbox-boundary": "PreToolUse",
+    "context-injection": "UserPromptSubmit",
+    "stale-context": "UserPromptSubmit",
+    "state-checkpoint": "PreCompact",
+    "dirty-work": "PreCompact",
+}
 
 
 # namedtuples, not dataclasses: the Stop hook builds them, and importing `dataclasses`
@@ -74,7 +91,7 @@ def check_gate_id(gate_id: str) -> str:
 def gate_definition(gate_id: str, spec: dict[str, Any]) -> dict[str, Any]:
     """A registered gate as config.yaml keeps it, checked."""
     check_gate_id(gate_id)
-    if gate_id in BUILTIN:
+    if gate_id in BUILTIN or gate_id in EVENT_BUILTIN:
         raise InvalidInput(f"{gate_id!r} is a built-in gate")
     if spec.get("hook") not in HOOKS:
         raise InvalidInput(f"hook must be one of {', '.join(HOOKS)}")
@@ -215,7 +232,13 @@ def evaluate(gate: SessionGate, delivery: Delivery, session: str, *, cwd: Path) 
     if gate.builtin and gate.id == "bead-update":
         return bead_update_status(gate, delivery, session)
     if gate.check:
-        return _run_check(gate, cwd)
+        status = run_check(gate, cwd)
+        if status.how == "check" and gate.hook != "PreToolUse":
+            try:
+                mark(delivery.root, session, gate.id)  # passed once: for the whole session
+            except (OSError, GcError):
+                pass  # marked meanwhile, or unwritable: the check runs again next time
+        return status
     return GateStatus(gate, False, "not marked")
 
 
@@ -261,14 +284,17 @@ def commit_push_status(gate: SessionGate, cwd: Path) -> GateStatus:
     return GateStatus(gate, True, "check")
 
 
-def _run_check(gate: SessionGate, cwd: Path) -> GateStatus:
+def run_check(gate: SessionGate, cwd: Path, stdin: bytes = b"") -> GateStatus:
+    """Run a registered gate's check in `cwd` (`stdin` its input): exit 0 satisfies it."""
     import shlex
     import subprocess
 
     from beads.process import run_bounded
 
     try:
-        code, _out, _err = run_bounded(shlex.split(gate.check or ""), CHECK_TIMEOUT, cwd)
+        code, _out, _err = run_bounded(
+            shlex.split(gate.check or ""), CHECK_TIMEOUT, cwd, stdin=stdin
+        )
     except subprocess.TimeoutExpired:
         return GateStatus(gate, True, f"broken check: ran past {CHECK_TIMEOUT:g}s")
     except (OSError, ValueError) as exc:

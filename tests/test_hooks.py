@@ -95,7 +95,9 @@ def test_compact_start_drains_again(project: Path, gc: GcRunner) -> None:
 def test_pre_compact_marks_nothing_delivered(project: Path, gc: GcRunner) -> None:
     hook(gc, "SessionStart", source="startup")
     gc("inbox", "push", "--to", "dog", "keep me", env={"GC_AGENT": "mayor"})
-    assert hook(gc, "PreCompact", trigger="auto", custom_instructions="") is None
+    reply = hook(gc, "PreCompact", trigger="auto", custom_instructions="")
+    assert set(reply) == {"systemMessage"}  # decision-only: no context (state-checkpoint)
+    assert "state-checkpoint" in reply["systemMessage"]
     pending = gc.json("inbox", "list", "--agent", "dog")["items"]
     assert [i["content"] for i in pending] == ["keep me"]
 
@@ -256,8 +258,13 @@ def test_install_merges_idempotently(tmp_path: Path, gc: GcRunner) -> None:
     twice = json.loads(settings.read_text())
     assert once == twice
     assert twice["permissions"] == {"allow": ["Bash(ls:*)"]}
-    assert twice["hooks"]["PreToolUse"] == [{"matcher": "Bash", "hooks": [mine]}]
-    for event in ("SessionStart", "UserPromptSubmit", "PreCompact", "Stop", "SessionEnd"):
+    ours = {"type": "command", "command": "gc hook run"}
+    assert twice["hooks"]["PreToolUse"] == [
+        {"matcher": "Bash", "hooks": [mine]},  # the user's entry kept, ours added beside it
+        {"matcher": "Bash|Write|Edit", "hooks": [ours]},
+    ]
+    for event in ("SessionStart", "UserPromptSubmit", "PreToolUse", "PreCompact", "Stop",
+                  "SessionEnd"):  # fmt: skip
         commands = [h["command"] for g in twice["hooks"][event] for h in g["hooks"]]
         assert commands.count("gc hook run") == 1
     assert [h["command"] for g in twice["hooks"]["Stop"] for h in g["hooks"]] == [

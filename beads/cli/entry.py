@@ -16,7 +16,7 @@ import sys
 
 # exact arguments -> (module, function returning the exit code)
 DIRECT: dict[tuple[str, ...], tuple[str, str]] = {
-    ("hook", "run"): ("gates.hooks", "main"),
+    ("hook", "run"): ("gates.pretool", "main"),
 }
 
 

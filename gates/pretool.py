@@ -1,0 +1,203 @@
+"""PreToolUse: judged before every tool call, so it must cost little more than Python's start.
+
+`gc hook run` comes here first (`beads.cli.entry`): a PreToolUse event is answered without
+the delivery database, the heartbeat side jobs or the session table (each tool call is judged
+on its own); any other event goes on to `gates.hooks.main`. The gates:
+
+- `destructive-op` (strict): `gates.destructive` judges a Bash command; a refusal is
+  `{"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
+  "permissionDecisionReason": ...}}`, which Claude shows the agent;
+- `sandbox-boundary` (soft): a Write/Edit `file_path`, or a Bash command's write targets
+  (`>` redirections, the paths of rm, mv, cp, touch, mkdir, tee, ln, chmod, chown), outside
+  the project (the hook's `cwd`) and `gates.sandbox.roots` (default: the temporary
+  directory) warn through `systemMessage`;
+- registered PreToolUse gates: their check runs for each call and is never marked; a failing
+  strict one denies, a failing soft one warns.
+
+The configuration is the index's copy of config.yaml, read with one query.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+TYPE_CHECKING = False  # importing typing costs a hook ~7 ms
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any
+
+WRITERS = frozenset(("rm", "mv", "cp", "touch", "mkdir", "tee", "ln", "chmod", "chown", "install"))
+FILE_TOOLS = frozenset(("Write", "Edit", "MultiEdit", "NotebookEdit"))
+MAX_INPUT_BYTES = 1024 * 1024
+
+
+def main(*, beads_dir: str | None = None, agent: str | None = None, debug: bool = False) -> int:
+    """`gc hook run` without click: PreToolUse here, every other event in `gates.hooks`
+    (which reads the same bytes). Fails open as the hook does: a fault is logged, exit 0."""
+    payload: Any = None
+    try:
+        raw = sys.stdin.buffer.read(MAX_INPUT_BYTES + 1)
+        try:
+            payload = json.loads(raw) if len(raw) <= MAX_INPUT_BYTES else None
+        except ValueError:
+            payload = None  # gates.hooks words the error
+        if not (isinstance(payload, dict) and payload.get("hook_event_name") == "PreToolUse"):
+            from gates.hooks import main as run_other
+
+            return run_other(beads_dir=beads_dir, agent=agent, debug=debug, raw=raw)
+        from pathlib import Path
+
+        from beads.location import find_store
+
+        cwd = payload.get("cwd")
+        root = find_store(beads_dir, cwd=Path(cwd) if isinstance(cwd, str) and cwd else None)
+        reply = pre_tool_use(payload, root, read_config(root))
+        if reply is not None:
+            sys.stdout.write(json.dumps(reply) + "\n")
+    except Exception as exc:  # fail open: log it, exit 0, no denial
+        if debug:
+            raise
+        from gates.hooks import log_failure
+
+        log_failure(beads_dir, payload if isinstance(payload, dict) else None, exc)
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+def pre_tool_use(payload: dict[str, Any], root: Path, config: dict[str, Any]) -> dict | None:
+    """The reply to a PreToolUse event (None: no objection)."""
+    settings = config.get("gates") or {}
+    disabled = set(settings.get("disabled") or ())
+    tool = payload.get("tool_name")
+    tool_input = payload.get("tool_input")
+    tool_input = tool_input if isinstance(tool_input, dict) else {}
+    cwd = payload.get("cwd")
+    cwd = cwd if isinstance(cwd, str) and cwd else str(root.parent)
+    command = tool_input.get("command") if tool == "Bash" else None
+    command = command if isinstance(command, str) else None
+    denials: list[str] = []
+    warnings: list[str] = []
+    if command and "destructive-op" not in disabled:
+        from gates.destructive import destructive_reason
+
+        reason = destructive_reason(command, cwd, settings.get("destructive") or {})
+        if reason:
+            denials.append(reason)
+    if "sandbox-boundary" not in disabled:
+        outside = _outside(tool, tool_input, command, cwd, settings.get("sandbox") or {})
+        if outside:
+            warnings.append(
+                f"gc: soft gate sandbox-boundary: {tool} writes outside the project {cwd}: "
+                + ", ".join(outside[:3])
+            )
+    registered = [
+        (gate_id, spec)
+        for gate_id, spec in sorted((settings.get("session") or {}).items())
+        if isinstance(spec, dict) and spec.get("hook") == "PreToolUse"
+    ]
+    if registered:
+        _registered(registered, payload, cwd, denials, warnings)
+    reply: dict[str, Any] = {}
+    if denials:
+        reply["hookSpecificOutput"] = {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "deny",
+            "permissionDecisionReason": "\n".join(denials),
+        }
+    if warnings:
+        reply["systemMessage"] = "\n".join(warnings)
+    return reply or None
+
+
+def _registered(
+    gates: list[tuple[str, dict]],
+    payload: dict[str, Any],
+    cwd: str,
+    denials: list[str],
+    warnings: list[str],
+) -> None:
+    """Run the registered PreToolUse gates' checks (never marked: each call on its own)."""
+    from pathlib import Path
+
+    from beads.process import budget
+    from gates.session_gates import CHECK_TIMEOUT, SessionGate, run_check
+
+    with budget(CHECK_TIMEOUT):
+        for gate_id, spec in gates:
+            gate = SessionGate(gate_id, "PreToolUse", str(spec.get("mode", "soft")),
+                               str(spec.get("description", "")), spec.get("check"))  # fmt: skip
+            status = run_check(gate, Path(cwd), stdin=json.dumps(payload).encode())
+            line = f"{gate.id} ({gate.description or gate.check or 'no check'}): {status.how}"
+            if status.satisfied:
+                if status.how.startswith("broken check"):
+                    warnings.append(f"gc: gate {line}")
+            elif gate.mode == "strict":
+                denials.append(f"gc gate {line}")
+            else:
+                warnings.append(f"gc: soft gate {line}")
+
+
+def _outside(
+    tool: Any, tool_input: dict[str, Any], command: str | None, cwd: str, sandbox: dict
+) -> list[str]:
+    """The paths a tool call writes outside the project and the allowed roots."""
+    targets: list[str] = []
+    if tool in FILE_TOOLS:
+        for name in ("file_path", "notebook_path"):
+            if isinstance(tool_input.get(name), str):
+                targets.append(tool_input[name])
+    elif command:
+        targets = _written_paths(command)
+    if not targets:
+        return []
+    roots = [os.path.realpath(cwd)]
+    extra = sandbox.get("roots")
+    tmp = os.environ.get("TMPDIR") or "/tmp"
+    for root in extra if isinstance(extra, list) else [tmp]:
+        if isinstance(root, str) and root:
+            roots.append(os.path.realpath(os.path.expanduser(root)))
+    outside = []
+    for target in targets:
+        if "$" in target or target.startswith("/dev/"):
+            continue  # a variable we cannot know; a device is destructive-op's business
+        path = os.path.realpath(os.path.join(cwd, os.path.expanduser(target)))
+        if not any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots):
+            outside.append(path)
+    return outside
+
+
+def _written_paths(command: str) -> list[str]:
+    from gates.destructive import simple_commands
+
+    paths = []
+    for argv in simple_commands(command):
+        words = iter(argv)
+        for word in words:
+            if word in (">", ">>", ">|"):
+                paths.append(next(words, ""))
+            elif word.startswith((">", "1>", "2>")) and len(word.lstrip("12>|")) > 0:
+                paths.append(word.lstrip("12>|"))
+        if os.path.basename(argv[0]) in WRITERS:
+            paths += [a for a in argv[1:] if not a.startswith("-") and a not in (">", ">>")]
+    return [p for p in paths if p]
+
+
+def read_config(root: Path) -> dict[str, Any]:
+    """config.yaml as the index last recorded it (one read-only query; {} when unreadable,
+    the defaults then apply)."""
+    import sqlite3
+
+    path = root / ".runtime" / "index.sqlite3"
+    try:
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            row = db.execute("SELECT value FROM meta WHERE key = 'config'").fetchone()
+        finally:
+            db.close()
+        config = json.loads(row[0]) if row else {}
+    except (sqlite3.Error, ValueError):
+        return {}
+    return config if isinstance(config, dict) else {}
