@@ -8,9 +8,15 @@ around it (so linked worktrees share one store). A `.beads/` made by another too
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 from beads.errors import InvalidInput, NotFound
+
+TYPE_CHECKING = False  # pathlib costs the PreToolUse hook ~3 ms: paths here are os.path's
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import TypeVar
+
+    P = TypeVar("P", str, Path)
 
 STORE_DIR = ".beads"
 # Files that mark a `.beads/` of another tool (the beads issue tracker and its kin).
@@ -21,21 +27,24 @@ MARKER_SECTION = b"gc-beads"
 INIT_PREFIX = ".git-init-"
 
 
-def store_dir_for(path: Path) -> Path:
+def store_dir_for(path: P) -> P:
     """The store directory for a user-given path: the path itself if it is named `.beads`."""
-    return path if path.name == STORE_DIR else path / STORE_DIR
+    if os.path.basename(path) == STORE_DIR:
+        return path
+    return os.path.join(path, STORE_DIR) if isinstance(path, str) else path / STORE_DIR
 
 
-def check_not_foreign(beads_dir: Path) -> None:
+def check_not_foreign(beads_dir: str | Path) -> None:
     """Raise if `beads_dir` exists and is not ours (never adopt another tool's data)."""
-    if not beads_dir.exists():
+    if not os.path.exists(beads_dir):
         return
-    if not beads_dir.is_dir():
+    if not os.path.isdir(beads_dir):
         raise InvalidInput(f"{beads_dir} exists and is not a directory")
-    if is_our_repo(beads_dir / ".git") or adopt_clone(beads_dir / ".git"):
+    git_dir = os.path.join(beads_dir, ".git")
+    if is_our_repo(git_dir) or adopt_clone(git_dir):
         return
-    found = [m for m in FOREIGN_MARKERS if (beads_dir / m).exists()]
-    leftovers = [p for p in beads_dir.iterdir() if not p.name.startswith(INIT_PREFIX)]
+    found = [m for m in FOREIGN_MARKERS if os.path.exists(os.path.join(beads_dir, m))]
+    leftovers = [name for name in os.listdir(beads_dir) if not name.startswith(INIT_PREFIX)]
     if found or leftovers:
         why = f" (it holds {', '.join(found)})" if found else ""
         raise InvalidInput(
@@ -44,49 +53,59 @@ def check_not_foreign(beads_dir: Path) -> None:
         )
 
 
-def is_our_repo(git_dir: Path) -> bool:
+def is_our_repo(git_dir: str | Path) -> bool:
     """True when `git_dir` is a bare repository made by `gc init` (it carries our marker)."""
     try:
-        text = (git_dir / "config").read_bytes()
+        with open(os.path.join(git_dir, "config"), "rb") as handle:
+            text = handle.read()
     except OSError:
         return False
     return b"[" + MARKER_SECTION + b"]" in text
 
 
-def adopt_clone(git_dir: Path) -> bool:
+def adopt_clone(git_dir: str | Path) -> bool:
     """Make a store of a plain `git clone --bare` of one (made without `gc clone`): a bare
     repository whose branch main holds a `config.yaml` gets our marker and settings."""
-    if not (git_dir / "objects").is_dir():
+    if not os.path.isdir(os.path.join(git_dir, "objects")):
         return False
+    from pathlib import Path
+
     from beads.remote import adopt  # lazy: only a repository without our marker gets here
 
-    return adopt(git_dir)
+    return adopt(Path(git_dir))
 
 
-def is_store(beads_dir: Path) -> bool:
-    return is_our_repo(beads_dir / ".git")
+def is_store(beads_dir: str | Path) -> bool:
+    return is_our_repo(os.path.join(beads_dir, ".git"))
 
 
 def find_store(explicit: str | os.PathLike[str] | None = None, cwd: Path | None = None) -> Path:
     """The store directory to use, or NotFound telling the user to run `gc init`."""
+    from pathlib import Path
+
+    return Path(find_store_dir(explicit, None if cwd is None else os.fspath(cwd)))
+
+
+def find_store_dir(explicit: str | os.PathLike[str] | None = None, cwd: str | None = None) -> str:
+    """`find_store` as a plain path (what the PreToolUse hook uses: no pathlib)."""
     given = explicit if explicit is not None else os.environ.get("GC_BEADS_DIR") or None
     if given is not None:
-        path = Path(given).expanduser().absolute()
+        path = os.path.abspath(os.path.expanduser(os.fspath(given)))
         try:
-            for candidate in (path, path / STORE_DIR):
+            for candidate in (path, os.path.join(path, STORE_DIR)):
                 if is_store(candidate):
                     return candidate
             check_not_foreign(store_dir_for(path))
             if is_store(store_dir_for(path)):  # a plain git clone, adopted just now
                 return store_dir_for(path)
         except OSError as exc:  # a name too long, a loop of links, no permission
-            shown = str(path) if len(str(path)) <= 80 else str(path)[:80] + "..."
+            shown = path if len(path) <= 80 else path[:80] + "..."
             raise InvalidInput(f"cannot use the store directory {shown}: {exc.strerror}") from None
         raise NotFound(f"no gc-beads store at {path}; run 'gc init' to create one")
-    start = (cwd or Path.cwd()).absolute()
-    for directory in (start, *start.parents):
-        candidate = directory / STORE_DIR
-        if candidate.exists():
+    start = os.path.abspath(cwd or os.getcwd())
+    for directory in _up_from(start):
+        candidate = os.path.join(directory, STORE_DIR)
+        if os.path.exists(candidate):
             if not os.access(candidate, os.R_OK | os.X_OK):
                 raise InvalidInput(
                     f"{candidate} cannot be read by this user (a store is private to its owner "
@@ -96,18 +115,26 @@ def find_store(explicit: str | os.PathLike[str] | None = None, cwd: Path | None 
             if is_store(candidate):
                 return check_owner(candidate)
     main = main_worktree(start)
-    if main is not None and is_store(main / STORE_DIR):
-        return check_owner(main / STORE_DIR)
+    if main is not None and is_store(os.path.join(main, STORE_DIR)):
+        return check_owner(os.path.join(main, STORE_DIR))
     raise NotFound("no gc-beads store here or above; run 'gc init' to create one")
 
 
-def check_owner(beads_dir: Path) -> Path:
+def _up_from(start: str) -> list[str]:
+    """`start` and each of its parents, up to the root."""
+    found = [start]
+    while (parent := os.path.dirname(found[-1])) != found[-1]:
+        found.append(parent)
+    return found
+
+
+def check_owner(beads_dir: P) -> P:
     """A store found by walking up is used only when it is ours: owned by this user, or a
     group store (`store.shared: group`) of one of our groups. Its config names programs gc
     runs (an exec mail script, nudges, checks), so a `.beads/` planted by someone else above
     the working directory (in a shared /tmp) must never be picked up silently; one named
     with --beads-dir or $GC_BEADS_DIR is the user's own choice."""
-    info = beads_dir.stat()
+    info = os.stat(beads_dir)
     uid = os.geteuid()
     if info.st_uid == uid:
         return beads_dir
@@ -120,40 +147,44 @@ def check_owner(beads_dir: Path) -> Path:
     )
 
 
-def git_dirs(start: Path) -> tuple[Path, Path] | None:
+def git_dirs(start: str | Path) -> tuple[str, str] | None:
     """`(work tree, common git dir)` of the git repository around `start`, if any."""
-    for directory in (start, *start.parents):
-        dot_git = directory / ".git"
-        if dot_git.is_dir():
+    for directory in _up_from(os.path.abspath(start)):
+        dot_git = os.path.join(directory, ".git")
+        if os.path.isdir(dot_git):
             return directory, dot_git
-        if dot_git.is_file():  # a linked worktree: "gitdir: <main>/.git/worktrees/<name>"
-            text = dot_git.read_text(errors="replace").strip()
+        if os.path.isfile(dot_git):  # a linked worktree: "gitdir: <main>/.git/worktrees/<name>"
+            with open(dot_git, errors="replace") as handle:
+                text = handle.read().strip()
             if not text.startswith("gitdir:"):
                 return None
-            git_dir = (directory / text[len("gitdir:") :].strip()).resolve()
+            git_dir = os.path.realpath(os.path.join(directory, text[len("gitdir:") :].strip()))
             common = git_dir
-            commondir_file = git_dir / "commondir"
-            if commondir_file.is_file():
-                common = (git_dir / commondir_file.read_text().strip()).resolve()
+            commondir_file = os.path.join(git_dir, "commondir")
+            if os.path.isfile(commondir_file):
+                with open(commondir_file) as handle:
+                    common = os.path.realpath(os.path.join(git_dir, handle.read().strip()))
             return directory, common
     return None
 
 
-def main_worktree(start: Path) -> Path | None:
+def main_worktree(start: str | Path) -> str | None:
     """The main worktree of the repository around `start` (its common dir's parent)."""
     found = git_dirs(start)
     if found is None:
         return None
     _work_tree, common = found
-    return common.parent if common.name == ".git" else None
+    return os.path.dirname(common) if os.path.basename(common) == ".git" else None
 
 
 def exclude_from_project(beads_dir: Path) -> Path | None:
     """Add the store to the surrounding repository's `info/exclude`; return that file if changed."""
+    from pathlib import Path
+
     found = git_dirs(beads_dir.parent)
     if found is None:
         return None
-    work_tree, common = found
+    work_tree, common = Path(found[0]), Path(found[1])
     try:
         rel = beads_dir.resolve().relative_to(work_tree.resolve()).as_posix()
     except ValueError:

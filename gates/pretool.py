@@ -25,7 +25,6 @@ import sys
 
 TYPE_CHECKING = False  # importing typing costs a hook ~7 ms
 if TYPE_CHECKING:
-    from pathlib import Path
     from typing import Any
 
 WRITERS = frozenset(("rm", "mv", "cp", "touch", "mkdir", "tee", "ln", "chmod", "chown", "install"))
@@ -47,12 +46,10 @@ def main(*, beads_dir: str | None = None, agent: str | None = None, debug: bool 
             from gates.hooks import main as run_other
 
             return run_other(beads_dir=beads_dir, agent=agent, debug=debug, raw=raw)
-        from pathlib import Path
-
-        from beads.location import find_store
+        from beads.location import find_store_dir  # paths as strings: no pathlib here
 
         cwd = payload.get("cwd")
-        root = find_store(beads_dir, cwd=Path(cwd) if isinstance(cwd, str) and cwd else None)
+        root = find_store_dir(beads_dir, cwd=cwd if isinstance(cwd, str) and cwd else None)
         reply = pre_tool_use(payload, root, read_config(root))
         if reply is not None:
             sys.stdout.write(json.dumps(reply) + "\n")
@@ -67,7 +64,7 @@ def main(*, beads_dir: str | None = None, agent: str | None = None, debug: bool 
     return 0
 
 
-def pre_tool_use(payload: dict[str, Any], root: Path, config: dict[str, Any]) -> dict | None:
+def pre_tool_use(payload: dict[str, Any], root: str, config: dict[str, Any]) -> dict | None:
     """The reply to a PreToolUse event (None: no objection)."""
     settings = config.get("gates") or {}
     disabled = set(settings.get("disabled") or ())
@@ -75,7 +72,7 @@ def pre_tool_use(payload: dict[str, Any], root: Path, config: dict[str, Any]) ->
     tool_input = payload.get("tool_input")
     tool_input = tool_input if isinstance(tool_input, dict) else {}
     cwd = payload.get("cwd")
-    cwd = cwd if isinstance(cwd, str) and cwd else str(root.parent)
+    cwd = cwd if isinstance(cwd, str) and cwd else os.path.dirname(root)
     command = tool_input.get("command") if tool == "Bash" else None
     command = command if isinstance(command, str) else None
     denials: list[str] = []
@@ -185,12 +182,12 @@ def _written_paths(command: str) -> list[str]:
     return [p for p in paths if p]
 
 
-def read_config(root: Path) -> dict[str, Any]:
+def read_config(root: str) -> dict[str, Any]:
     """config.yaml as the index last recorded it (one read-only query; {} when unreadable,
     the defaults then apply)."""
     import sqlite3
 
-    path = root / ".runtime" / "index.sqlite3"
+    path = os.path.join(root, ".runtime", "index.sqlite3")
     try:
         db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
         try:

@@ -293,14 +293,15 @@ def test_a_fault_fails_open(project: Path, gc: GcRunner) -> None:
 
 
 def test_pre_tool_use_loads_only_its_own_path(project: Path, gc: GcRunner) -> None:
-    # Run before every tool call: no click, git, YAML, typing, dataclasses, and not even the
-    # delivery database (inbox) or the other events' gates.
+    # Run before every tool call: no click, git, YAML, typing, dataclasses, pathlib (~3 ms,
+    # with urllib and ipaddress), and not even the delivery database (inbox) or the other
+    # events' gates.
     code = (
         "import json, sys; sys.argv = ['gc', 'hook', 'run']\n"
         "from beads.cli.entry import main\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
         "heavy = ('click', 'dulwich', 'ruamel', 'mail', 'inbox', 'typing', 'dataclasses',\n"
-        "         'subprocess', 'gates.hooks', 'gates.events', 'gates.session_gates')\n"
+        "         'subprocess', 'pathlib', 'gates.hooks', 'gates.events', 'gates.session_gates')\n"
         "print(json.dumps(sorted(m for m in sys.modules\n"
         "                        if m in heavy or m.split('.')[0] in heavy)))"
     )
