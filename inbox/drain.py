@@ -2,7 +2,8 @@
 
 `drain` follows git first (inbox/follow.py), takes the session's queue (inbox/merge.py), then
 decides: expired and moot items are dropped, the rest sorted by priority then age and capped
-at `delivery.max_items` (priority 0 is never deferred); each item goes out once per agent, to
+at `delivery.max_items` and at what fits in `hooks.max_context_chars` (priority 0 is never
+deferred, but shortened to fit); each item goes out once per agent, to
 whichever of its sessions drains first, claimed until the caller's output is out.
 """
 
@@ -48,8 +49,9 @@ class DrainMixin:
         First derives the items of commits the database has not seen yet (`inbox.follow`).
         Takes the session's queue, merges it with the agent's undelivered items, drops expired
         and moot ones, sorts by priority then age, hands out at most `limit` (priority 0 is
-        never deferred), once per agent. `max_priority` lets the Stop hook take only the
-        urgent ones.
+        never deferred), once per agent, and no more than fits in `hooks.max_context_chars`
+        (`inbox.render.fit`: the rest stay pending). `max_priority` lets the Stop hook take
+        only the urgent ones.
 
         With `deliver=False` the items are only claimed for the session: the caller marks
         them delivered (`delivered`) once its output is written, so a drain killed before
@@ -66,6 +68,9 @@ class DrainMixin:
         if SessionQueue(self.runtime, session).empty() and not self.has_pending(agent):
             return Drained(session=session, agent=agent, items=[], text="")  # the common case
         limit = limit if limit is not None else self.setting("max_items")
+        cap = self.context_cap()
+        from inbox.render import fit  # lazy: a hook with nothing pending renders nothing
+
         keep = self.setting("keep_delivered")
         problems = self.take_queue(session, agent)
         settled = self.settle_moot(agent)
@@ -90,7 +95,7 @@ class DrainMixin:
                     live.append(item)
             urgent = [item for item in live if item.priority == 0]
             rest = [item for item in live if item.priority != 0]
-            chosen = urgent + rest[: max(0, limit - len(urgent))]
+            chosen, text = fit(urgent + rest[: max(0, limit - len(urgent))], cap)
             db.executemany(
                 "UPDATE items SET state = ?, settled_at = ? WHERE id = ?",
                 [(why, now, item_id) for why, item_id in dropped],
@@ -106,13 +111,11 @@ class DrainMixin:
             )
         for item in chosen:
             item.state, item.session, item.settled_at = state, session, now
-        from inbox.render import render  # lazy: a hook with nothing pending renders nothing
-
         return Drained(
             session=session,
             agent=agent,
             items=chosen,
-            text=render(chosen),
+            text=text,
             deferred=len(live) - len(chosen),
             dropped=len(dropped) + settled,
             problems=problems,
