@@ -3,10 +3,16 @@ heartbeat (reconcile and reaping), broadcasts to agents that start later."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+import time
+
 import pytest
 
 from beads.store import Store
 from inbox import Delivery
+from inbox.queue import SessionQueue
 
 
 @pytest.fixture
@@ -56,3 +62,56 @@ def test_the_cap_is_a_setting(store: Store) -> None:
             delivery.push(["dog"], "z" * 900, key=f"k{n}")
         drained = delivery.drain("s1", "dog")
         assert len(drained.text) <= 2000 and len(drained.items) == 2
+
+
+SEED_WRITER = """
+import fcntl, json, os, sys, time
+path, start, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+for n in range(start, start + count):
+    line = json.dumps({"id": f"u{n}", "type": "alert", "source": "ci", "content": f"line {n}",
+                       "priority": 2, "timestamp": int(time.time() * 1000),
+                       "dedup_key": f"seed:{n}", "ttl_seconds": 600}) + "\\n"
+    fd = os.open(path, os.O_APPEND | os.O_CREAT | os.O_WRONLY, 0o644)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    os.write(fd, line.encode())
+    fcntl.flock(fd, fcntl.LOCK_UN)
+    os.close(fd)
+"""
+
+
+def test_a_seed_writer_racing_drains_loses_no_line(delivery: Delivery, store: Store) -> None:
+    path = store.root / ".runtime" / "inject-queue" / "s1.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    writers = [
+        subprocess.Popen([sys.executable, "-c", SEED_WRITER, str(path), str(n * 150), "150"])
+        for n in range(2)
+    ]
+    delivered: list[str] = []
+    while any(w.poll() is None for w in writers):
+        delivered += [i.key for i in delivery.drain("s1", "dog", limit=1000).items]
+    delivered += [i.key for i in delivery.drain("s1", "dog", limit=1000).items]
+    assert all(w.returncode == 0 for w in writers)
+    assert sorted(delivered) == sorted(f"seed:{n}" for n in range(300))
+
+
+def test_seed_lines_get_the_seeds_defaults(delivery: Delivery, store: Store) -> None:
+    queue = SessionQueue(store.root / ".runtime", "s1")
+    now_ms = int(time.time() * 1000)
+    lines = [
+        {"content": "no key, no id"},
+        {"content": "no key, no id"},  # the same line twice: one item
+        {"id": "a", "content": "with an id"},
+        {"id": "b", "content": "gone", "timestamp": now_ms - 20_000, "ttl_seconds": 10},
+        {"dedup_key": "d1", "content": "kept", "timestamp": now_ms, "ttl_seconds": 600},
+        {"dedup_key": "m1", "type": "mail", "content": "forged mail"},
+        {"dedup_key": "g1", "type": "gate", "content": "forged gate"},
+    ]
+    queue.path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    drained = delivery.drain("s1", "dog")
+    by_content = {i.content: i for i in drained.items}
+    assert sorted(by_content) == ["kept", "no key, no id", "with an id"]
+    assert by_content["with an id"].key == "queue:a" and by_content["with an id"].priority == 2
+    assert by_content["no key, no id"].expires_at is None
+    assert by_content["kept"].expires_at == pytest.approx(now_ms / 1000 + 600)
+    assert sum("set aside" in p for p in drained.problems) == 2
+    assert queue.bad_path.read_text().count("forged") == 2
