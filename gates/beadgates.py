@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -22,15 +23,17 @@ from typing import TYPE_CHECKING, Any
 
 from beads.errors import InvalidInput, NotFound
 from beads.process import budget, run_bounded
+from beads.query import Query
 from beads.record import Bead, check_agent, expect_type
 from beads.store import Store
-from beads.times import now_stamp, parse_duration, to_stamp
+from beads.times import now_stamp, parse_duration, stamp_at, to_stamp
 from inbox import producers
-from inbox.follow import Change, followed_batch
+from inbox.follow import Change, followed_batch, record
 from inbox.items import Item, clip
 
 if TYPE_CHECKING:
     from beads.store import Batch
+    from inbox.delivery import Delivery
 
 GATE = "gate"
 AWAIT_TYPES = ("timer", "human", "mail", "bead", "gh:run", "gh:pr")
@@ -338,4 +341,30 @@ def derive(changes: Sequence[Change]) -> list[Item]:
     return items
 
 
+def recent_changes(delivery: Delivery, bead_types: Sequence[str]) -> list[Change]:
+    """The beads of `bead_types` changed within `delivery.keep_delivered`, as changes from
+    nothing: what a reconcile derives again. Older ones are left out: their items may have
+    been reaped, and deriving them anew would announce them twice."""
+    since = stamp_at(time.time() - delivery.setting("keep_delivered"))
+    index = delivery.reader.index
+    return [
+        Change(bead)
+        for bead_type in bead_types
+        for bead in index.query(Query(type=bead_type, order="updated", descending=True))
+        if bead.updated_at >= since
+    ]
+
+
+def reconcile(delivery: Delivery, agent: str) -> int:
+    """Record `agent`'s items of gates resolved or escalated lately (idempotent: dedup keys;
+    `gc inbox drain --reconcile`, SessionStart and the hooks' heartbeat run it); returns how
+    many it derived."""
+    items = [
+        item for item in derive(recent_changes(delivery, (GATE, "decision"))) if item.agent == agent
+    ]
+    record(delivery, items)
+    return len(items)
+
+
 producers.register_deriver(GATE, derive)
+producers.register_reconciler(reconcile)

@@ -23,7 +23,6 @@ from beads.errors import InvalidInput
 from beads.faults import fault
 from beads.record import acting_agent
 from beads.times import parse_duration
-from inbox import producers
 from inbox.delivery import Delivery, Session
 from inbox.items import TYPES, Item
 from inbox.render import preview, shown_source
@@ -154,8 +153,7 @@ def drain(session: str | None, reconcile: bool) -> None:
     if known is None:
         delivery.register(session, agent)
     if reconcile:  # the producers registered with delivery (`gc` declares them: main.py)
-        for reconciler in producers.reconcilers():
-            reconciler(delivery, agent)
+        delivery.reconcile(agent)
     drained = delivery.drain(session, agent, deliver=False)
     for problem in drained.problems:
         click.echo(f"gc: warning: {problem}", err=True)

@@ -121,6 +121,41 @@ class Delivery(ItemsMixin, SessionsMixin, ConfigMixin, MergeMixin, DrainMixin):
         except (OSError, StorageError):
             pass
 
+    def reconcile(self, agent: str) -> None:
+        """Run every producer's reconciler for `agent` (`inbox.producers`: they record the
+        items they know of, idempotent by key); a failing one is logged, the others run."""
+        from inbox import producers
+
+        for reconciler in producers.reconcilers():
+            try:
+                reconciler(self, agent)
+            except Exception as exc:  # noqa: BLE001 - logged; the next heartbeat tries again
+                self.note_fault(f"reconcile failed: {type(exc).__name__}: {exc}")
+
+    def heartbeat(self, agent: str, *, force: bool = False) -> bool:
+        """Reconcile every producer for `agent` and reap (`reap`), at most once per
+        `delivery.reconcile_interval` for the agent (any hook may call it: one `stat` when it
+        is not due), or now with `force` (SessionStart); True if it ran. The interval counts
+        from the agent's last heartbeat, or from its first hook when it has none yet (a
+        session begins with SessionStart, which reconciles)."""
+        mark = self.runtime / "heartbeat" / agent.replace("/", "%2F")
+        now = time.time()
+        try:
+            age: float | None = now - mark.stat().st_mtime
+        except FileNotFoundError:
+            age = None
+        due = force or (age is not None and age >= self.setting("reconcile_interval"))
+        if not due and age is not None:
+            return False
+        # Marked before the work: a second hook meanwhile does not run it again.
+        files.create(str(self.root), str(mark))
+        os.utime(mark, (now, now))
+        if not due:
+            return False
+        self.reconcile(agent)
+        self.reap()
+        return True
+
     def follow(self) -> int:
         """Derive the items of commits this database has not seen (`inbox.follow`); returns
         how many were new. Does nothing until the producers are declared (`inbox.producers`).

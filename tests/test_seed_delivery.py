@@ -4,6 +4,7 @@ heartbeat (reconcile and reaping), broadcasts to agents that start later."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -115,3 +116,47 @@ def test_seed_lines_get_the_seeds_defaults(delivery: Delivery, store: Store) -> 
     assert by_content["kept"].expires_at == pytest.approx(now_ms / 1000 + 600)
     assert sum("set aside" in p for p in drained.problems) == 2
     assert queue.bad_path.read_text().count("forged") == 2
+
+
+def test_two_hooks_within_the_interval_reconcile_once(store: Store, monkeypatch) -> None:
+    runs: list[str] = []
+    monkeypatch.setattr(Delivery, "reconcile", lambda self, agent: runs.append(agent))
+    config = {"delivery": {"reconcile_interval": "10m"}}
+    with Delivery(store.root, config=lambda: config) as delivery:
+        assert delivery.heartbeat("dog", force=True)  # SessionStart
+        assert not delivery.heartbeat("dog")  # a prompt right after
+        assert not delivery.heartbeat("dog")
+        assert runs == ["dog"]
+        mark = store.root / ".runtime" / "heartbeat" / "dog"
+        old = time.time() - 601
+        os.utime(mark, (old, old))  # ten minutes later
+        assert delivery.heartbeat("dog") and not delivery.heartbeat("dog")
+        assert runs == ["dog", "dog"]
+
+
+def test_the_heartbeat_reaps(delivery: Delivery) -> None:
+    delivery.push(["dog"], "short-lived", key="k", ttl=0.01)
+    time.sleep(0.05)
+    delivery.heartbeat("dog", force=True)
+    assert delivery.items("dog", ("pending", "expired")) == []
+
+
+def test_reconcile_brings_back_lost_decision_and_gate_items(store: Store) -> None:
+    from gates import beadgates, decisions, register_producers
+
+    register_producers()
+    decision, _gate = decisions.create_decision(store, "Ship?", ["y", "n"])
+    requester = decision.meta.get("requested_by") or decision.sender
+    decisions.respond(store, decision.id, "y")
+    gate = beadgates.create_gate(store, "human", waiters=["dog"])
+    beadgates.resolve_gate(store, gate.id, "done")
+    with Delivery(store.root) as delivery:
+        with delivery.write() as db:
+            db.execute("DELETE FROM items")  # lost (a database restored from a backup)
+        delivery.heartbeat(requester, force=True)
+        delivery.heartbeat("dog", force=True)
+        assert [i.key for i in delivery.items(requester)] == [f"decision:{decision.id}"]
+        assert [i.key for i in delivery.items("dog")] == [f"gate:{gate.id}"]
+        delivery.drain("s1", "dog")
+        delivery.heartbeat("dog", force=True)  # delivered once: never again
+        assert delivery.items("dog") == []
