@@ -10,6 +10,7 @@ transaction, taking the database's write lock up front.
 - inbox/items.py: the item, its checks, push (with nudges), listing, settling, reaping;
 - inbox/sessions.py: sessions as the hooks report them;
 - inbox/config.py: `delivery.*` settings and recipients (agents, rigs, `all`);
+- inbox/broadcast.py: items for `all` or a rig, standing for agents that start later;
 - inbox/merge.py: session queues taken into the database;
 - inbox/drain.py: the drain policy (what a session is handed), `wait`;
 - inbox/follow.py: items derived from the store's commits; inbox/producers.py: who derives;
@@ -32,6 +33,7 @@ from beads import files
 from beads.errors import StorageError
 from beads.location import find_store
 from beads.reader import IndexReader, branch_head
+from inbox.broadcast import BroadcastMixin
 from inbox.config import ConfigMixin
 from inbox.database import MIGRATIONS, SCHEMA, SCHEMA_VERSION, connect, transaction
 from inbox.drain import Drained, DrainMixin
@@ -48,7 +50,7 @@ if TYPE_CHECKING:
 __all__ = ["Delivery", "Drained", "Session"]
 
 
-class Delivery(ItemsMixin, SessionsMixin, ConfigMixin, MergeMixin, DrainMixin):
+class Delivery(ItemsMixin, BroadcastMixin, SessionsMixin, ConfigMixin, MergeMixin, DrainMixin):
     """The delivery databases of one store (`root` is the `.beads/` directory)."""
 
     def __init__(self, root: Path, *, config: Callable[[], dict[str, Any]] | None = None) -> None:

@@ -13,6 +13,7 @@ import time
 from collections import namedtuple
 
 from beads.errors import NotFound
+from inbox.broadcast import NOT_STANDING
 from inbox.items import ITEM_COLUMNS, Item, from_row, is_moot
 from inbox.queue import SessionQueue, check_session
 
@@ -33,7 +34,8 @@ class Drained(
 
 class DrainMixin:
     """`Delivery`'s consumer side: `drain`, `delivered`, `wait`. A part of the facade: it
-    uses `write`, `follow`, `items`, `has_pending`, `setting`, `session` and `take_queue`."""
+    uses `write`, `follow`, `items`, `has_pending`, `setting`, `session`, `take_queue` and
+    `take_broadcasts`."""
 
     def drain(
         self,
@@ -65,7 +67,11 @@ class DrainMixin:
                 raise NotFound(f"no session {session!r}; give the agent or register the session")
             agent = known.agent
         self.follow()
-        if SessionQueue(self.runtime, session).empty() and not self.has_pending(agent):
+        if (
+            SessionQueue(self.runtime, session).empty()
+            and not self.take_broadcasts(agent)
+            and not self.has_pending(agent)
+        ):
             return Drained(session=session, agent=agent, items=[], text="")  # the common case
         limit = limit if limit is not None else self.setting("max_items")
         cap = self.context_cap()
@@ -106,7 +112,7 @@ class DrainMixin:
             )
             db.execute(
                 "DELETE FROM items WHERE agent = ? AND state NOT IN ('pending', 'delivering') "
-                "AND settled_at < ?",
+                f"AND settled_at < ? AND {NOT_STANDING}",
                 (agent, now - keep),
             )
         for item in chosen:
@@ -157,6 +163,7 @@ class DrainMixin:
 
         def pending() -> bool | None:
             self.follow()  # mail committed meanwhile (a crashed send, a push) wakes it too
+            self.take_broadcasts(agent)
             if self.has_pending(agent) and (not self.settle_moot(agent) or self.has_pending(agent)):
                 return True
             return None

@@ -14,6 +14,7 @@ import pytest
 from beads.store import Store
 from inbox import Delivery
 from inbox.queue import SessionQueue
+from tests.conftest import GcRunner
 
 
 @pytest.fixture
@@ -160,3 +161,34 @@ def test_reconcile_brings_back_lost_decision_and_gate_items(store: Store) -> Non
         delivery.drain("s1", "dog")
         delivery.heartbeat("dog", force=True)  # delivered once: never again
         assert delivery.items("dog") == []
+
+
+def test_a_broadcast_reaches_an_agent_that_starts_later_within_its_ttl(delivery: Delivery) -> None:
+    delivery.register("s-dog", "dog")  # known now: its copy at once
+    ((copy, created),) = delivery.broadcast("maintenance at noon", key="b1", to="all", ttl=0.5)
+    assert created and copy.agent == "dog" and copy.expires_at is not None
+    # `newbie` has never had a session: its first drain gets the broadcast, once.
+    assert [i.content for i in delivery.drain("s-new", "newbie").items] == ["maintenance at noon"]
+    assert delivery.drain("s-new", "newbie").items == []
+    assert [i.key for i in delivery.drain("s-dog", "dog").items] == ["b1"]
+    time.sleep(0.6)
+    assert delivery.drain("s-late", "latecomer").items == []  # after the TTL: not any more
+    assert delivery.reap() >= 1  # the standing row, expired
+    assert delivery.drain("s-late", "latecomer").items == []
+
+
+def test_a_rig_broadcast_reaches_members_only_and_always_has_a_ttl(store: Store) -> None:
+    config: dict = {"rigs": {"web": ["dog"]}}
+    with Delivery(store.root, config=lambda: config) as delivery:
+        delivery.broadcast("deploy frozen", key="r1", rig="web")
+        config["rigs"]["web"] = ["dog", "cat"]  # cat joins the rig after the push
+        (item,) = delivery.drain("s-cat", "cat").items
+        assert item.expires_at == pytest.approx(time.time() + 24 * 3600, abs=60)
+        assert delivery.drain("s-owl", "owl").items == []  # not a member
+
+
+def test_gc_push_to_all_stands_for_later_agents(gc: GcRunner) -> None:
+    gc("init")
+    gc("inbox", "push", "--to", "all", "hello everyone", "--dedup", "hi")
+    drained = gc.json("inbox", "drain", "--session", "s9", env={"GC_AGENT": "fresh"})
+    assert [i["content"] for i in drained["items"]] == ["hello everyone"]
