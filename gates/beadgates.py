@@ -51,7 +51,8 @@ class Outcome:
 
 
 def parse_await(spec: str) -> tuple[str, str | None]:
-    """`timer:30m`, `human`, `mail:<id>`, `bead:<id>`, `gh:run:<workflow>`, `gh:pr:<n>`."""
+    """`timer:30m`, `human`, `mail:<id>`, `bead:<id>`, `bead:<store>:<id>` (a bead of a store
+    named in the machine-local settings), `gh:run:<workflow>`, `gh:pr:<n>`."""
     for kind in ("gh:run", "gh:pr", "timer", "mail", "bead"):
         if spec.startswith(kind + ":"):
             target = spec[len(kind) + 1 :]
@@ -108,7 +109,11 @@ def create_gate(
 ) -> Bead:
     """Create a gate bead (the acting agent waits on it when no waiter is given)."""
     kind, target = parse_await(await_spec)
-    if kind in ("mail", "bead") and target is not None:
+    if kind == "bead" and target is not None and ":" in target:
+        name, _, bead_id = target.partition(":")
+        if _other_bead(store, target) is None:
+            raise NotFound(f"no bead {bead_id} in store {name}")
+    elif kind in ("mail", "bead") and target is not None:
         target = store.get(target).id
     meta = gate_meta(kind, target, waiters=list(waiters) or [store.agent], timeout=timeout)
     label = title or f"Wait for {await_spec}"
@@ -141,7 +146,13 @@ def evaluate(
         if meta.get("due_at") and meta["due_at"] <= now:
             outcome = Outcome(gate.id, "resolve", f"timer {target} elapsed")
     elif kind == "bead":
-        other = _bead_or_none(store, target, known)
+        if target and ":" in target:  # `bead:<store>:<id>`: a bead of another store
+            try:
+                other = _other_bead(store, target)
+            except NotFound:  # the store is not named on this machine (yet): wait
+                other = None
+        else:
+            other = _bead_or_none(store, target, known)
         if other is not None and other.status == "closed":
             outcome = Outcome(gate.id, "resolve", f"{other.id} closed")
     elif kind == "mail":
@@ -164,6 +175,17 @@ def _bead_or_none(
         return store.get(bead_id) if bead_id else None
     except NotFound:
         return None
+
+
+def _other_bead(store: Store, target: str) -> Bead | None:
+    """The bead `<store>:<id>` read through that store's index (the store named with
+    `gc config set --local stores.NAME PATH`; NotFound when it is not); None: no such bead."""
+    from beads.reader import IndexReader
+    from beads.remote import other_store
+
+    name, _, bead_id = target.partition(":")
+    with IndexReader(other_store(store.root / ".git", name)) as reader:
+        return reader.get(bead_id)
 
 
 def _mail_outcome(store: Store, gate_id: str, message_id: str | None) -> Outcome:
@@ -249,7 +271,9 @@ def check_gates(
     targets = [
         gate.meta["await_id"]
         for gate in gates
-        if gate.meta.get("await_type") == "bead" and isinstance(gate.meta.get("await_id"), str)
+        if gate.meta.get("await_type") == "bead"
+        and isinstance(gate.meta.get("await_id"), str)
+        and ":" not in gate.meta["await_id"]  # another store's bead: read through its index
     ]
     known = store.get_many(targets) if targets else {}
     with budget(GH_TIMEOUT):  # every `gh` of this check shares one timeout

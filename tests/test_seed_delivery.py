@@ -192,3 +192,24 @@ def test_gc_push_to_all_stands_for_later_agents(gc: GcRunner) -> None:
     gc("inbox", "push", "--to", "all", "hello everyone", "--dedup", "hi")
     drained = gc.json("inbox", "drain", "--session", "s9", env={"GC_AGENT": "fresh"})
     assert [i["content"] for i in drained["items"]] == ["hello everyone"]
+
+
+def test_a_gate_waits_for_a_bead_of_another_named_store(store: Store, tmp_path) -> None:
+    from beads.errors import NotFound
+    from beads.remote import set_local
+    from gates import beadgates
+
+    other, _ = Store.init(tmp_path / "web", agent="tester")
+    try:
+        task = other.create("task", "deploy the site")
+        with pytest.raises(NotFound):  # the store is not named on this machine yet
+            beadgates.create_gate(store, f"bead:web:{task.id}", waiters=["dog"])
+        set_local(store.root / ".git", "stores.web", str(tmp_path / "web"))
+        gate = beadgates.create_gate(store, f"bead:web:{task.id}", waiters=["dog"])
+        assert beadgates.check_gates(store) == []  # still open there
+        other.close_bead(task.id, "done")
+        (outcome,) = beadgates.check_gates(store)
+        assert outcome.gate_id == gate.id and outcome.action == "resolve"
+        assert store.get(gate.id).status == "closed"
+    finally:
+        other.close()
