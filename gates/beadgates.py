@@ -67,7 +67,7 @@ def parse_await(spec: str) -> tuple[str, str | None]:
         return "human", None
     raise InvalidInput(
         f"invalid --await {spec!r}: use timer:30m, human, mail:<id>, bead:<id>, "
-        "gh:run:<workflow> or gh:pr:<n>"
+        "bead:<store>:<id>, gh:run:<workflow> or gh:pr:<n>"
     )
 
 
