@@ -184,6 +184,11 @@ def _count(value: Any) -> None:
         raise InvalidInput("must be an integer 1..1000000")
 
 
+def _context_chars(value: Any) -> None:
+    if type(value) is not int or not 1000 <= value <= 1_000_000:
+        raise InvalidInput("must be an integer 1000..1000000")
+
+
 def _flag(value: Any) -> None:
     if type(value) is not bool:  # `yes`, `on`, `1` too: YAML 1.1 and 1.2 disagree on them
         raise InvalidInput("must be true or false")
@@ -234,6 +239,9 @@ SETTINGS: dict[str, Any] = {
     "delivery.nudge_interval": _duration,
     "delivery.nudge_timeout": _duration,
     "delivery.keep_delivered": _duration,
+    "delivery.reconcile_interval": _duration,
+    "delivery.broadcast_ttl": _duration,
+    "hooks.max_context_chars": _context_chars,
     "gates.max_stop_blocks": _count,
     "gates.require_decision": _flag,
     "gates.gh_path": _text,

@@ -62,7 +62,42 @@ def _remote_name(value: Any) -> str:
     return check_remote_name(str(value))
 
 
+def _store_path(value: Any) -> str:
+    """Another store on this machine (`stores.<name>`, for gates on its beads): an absolute
+    path to it (its project directory or its `.beads/`)."""
+    path = Path(str(value)).expanduser()
+    if not path.is_absolute():
+        raise InvalidInput(f"a store path must be absolute, not {shown(value)}")
+    return str(path)
+
+
 LOCAL_KEYS.update({"sync.auto": _bool, "sync.interval": _seconds, "sync.remote": _remote_name})
+# Named other stores (`gc config set --local stores.NAME PATH`): a name is what git allows in
+# a config key, lower case (git reads the keys case-blind).
+LOCAL_KEYS["stores.*"] = _store_path
+STORE_NAME_RE = re.compile(r"[a-z][a-z0-9-]{0,63}")
+
+
+def _local_key(key: str) -> Callable[[Any], Any] | None:
+    """How the local setting `key` is read (`stores.<name>` by its pattern); None: unknown."""
+    section, _, name = key.partition(".")
+    if key in LOCAL_KEYS:
+        return LOCAL_KEYS[key] if not key.endswith(".*") else None
+    if f"{section}.*" in LOCAL_KEYS and STORE_NAME_RE.fullmatch(name):
+        return LOCAL_KEYS[f"{section}.*"]
+    return None
+
+
+def other_store(git_dir: Path, name: str) -> Path:
+    """The `.beads/` directory of the store named `name` in the local settings."""
+    from beads.location import find_store
+
+    path = local_settings(git_dir).get(f"stores.{name}")
+    if path is None:
+        raise NotFound(
+            f"no store {shown(name)}: name one with gc config set --local stores.NAME PATH"
+        )
+    return find_store(path)
 
 
 def check_remote_name(name: str) -> str:
@@ -150,9 +185,10 @@ def local_settings(git_dir: Path) -> dict[str, Any]:
 
     out: dict[str, Any] = {}
     for key, value in read_local(git_dir).items():
-        if key in LOCAL_KEYS:
+        read = _local_key(key)
+        if read is not None:
             try:
-                out[key] = LOCAL_KEYS[key](value)
+                out[key] = read(value)
             except GcError:
                 continue
     return out
@@ -160,7 +196,8 @@ def local_settings(git_dir: Path) -> dict[str, Any]:
 
 def set_local(git_dir: Path, key: str, value: Any) -> Any:
     """Set (value None: unset) one machine-local setting; returns the value as read."""
-    if key not in LOCAL_KEYS:
+    read = _local_key(key)
+    if read is None:
         raise InvalidInput(f"not a local setting: {shown(key)} (known: {', '.join(LOCAL_KEYS)})")
     section, name = key.split(".")
     config = _read_config(git_dir)
@@ -171,7 +208,7 @@ def set_local(git_dir: Path, key: str, value: Any) -> Any:
             pass
         config.write_to_path()
         return None
-    checked = LOCAL_KEYS[key](value)
+    checked = read(value)
     text = str(checked).lower() if isinstance(checked, bool) else str(checked)
     config.set((section.encode(),), name.encode(), text.encode())
     config.write_to_path()

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -22,15 +23,17 @@ from typing import TYPE_CHECKING, Any
 
 from beads.errors import InvalidInput, NotFound
 from beads.process import budget, run_bounded
+from beads.query import Query
 from beads.record import Bead, check_agent, expect_type
 from beads.store import Store
-from beads.times import now_stamp, parse_duration, to_stamp
+from beads.times import now_stamp, parse_duration, stamp_at, to_stamp
 from inbox import producers
-from inbox.follow import Change, followed_batch
+from inbox.follow import Change, followed_batch, record
 from inbox.items import Item, clip
 
 if TYPE_CHECKING:
     from beads.store import Batch
+    from inbox.delivery import Delivery
 
 GATE = "gate"
 AWAIT_TYPES = ("timer", "human", "mail", "bead", "gh:run", "gh:pr")
@@ -48,7 +51,8 @@ class Outcome:
 
 
 def parse_await(spec: str) -> tuple[str, str | None]:
-    """`timer:30m`, `human`, `mail:<id>`, `bead:<id>`, `gh:run:<workflow>`, `gh:pr:<n>`."""
+    """`timer:30m`, `human`, `mail:<id>`, `bead:<id>`, `bead:<store>:<id>` (a bead of a store
+    named in the machine-local settings), `gh:run:<workflow>`, `gh:pr:<n>`."""
     for kind in ("gh:run", "gh:pr", "timer", "mail", "bead"):
         if spec.startswith(kind + ":"):
             target = spec[len(kind) + 1 :]
@@ -63,7 +67,7 @@ def parse_await(spec: str) -> tuple[str, str | None]:
         return "human", None
     raise InvalidInput(
         f"invalid --await {spec!r}: use timer:30m, human, mail:<id>, bead:<id>, "
-        "gh:run:<workflow> or gh:pr:<n>"
+        "bead:<store>:<id>, gh:run:<workflow> or gh:pr:<n>"
     )
 
 
@@ -105,7 +109,11 @@ def create_gate(
 ) -> Bead:
     """Create a gate bead (the acting agent waits on it when no waiter is given)."""
     kind, target = parse_await(await_spec)
-    if kind in ("mail", "bead") and target is not None:
+    if kind == "bead" and target is not None and ":" in target:
+        name, _, bead_id = target.partition(":")
+        if _other_bead(store, target) is None:
+            raise NotFound(f"no bead {bead_id} in store {name}")
+    elif kind in ("mail", "bead") and target is not None:
         target = store.get(target).id
     meta = gate_meta(kind, target, waiters=list(waiters) or [store.agent], timeout=timeout)
     label = title or f"Wait for {await_spec}"
@@ -138,7 +146,13 @@ def evaluate(
         if meta.get("due_at") and meta["due_at"] <= now:
             outcome = Outcome(gate.id, "resolve", f"timer {target} elapsed")
     elif kind == "bead":
-        other = _bead_or_none(store, target, known)
+        if target and ":" in target:  # `bead:<store>:<id>`: a bead of another store
+            try:
+                other = _other_bead(store, target)
+            except NotFound:  # the store is not named on this machine (yet): wait
+                other = None
+        else:
+            other = _bead_or_none(store, target, known)
         if other is not None and other.status == "closed":
             outcome = Outcome(gate.id, "resolve", f"{other.id} closed")
     elif kind == "mail":
@@ -161,6 +175,17 @@ def _bead_or_none(
         return store.get(bead_id) if bead_id else None
     except NotFound:
         return None
+
+
+def _other_bead(store: Store, target: str) -> Bead | None:
+    """The bead `<store>:<id>` read through that store's index (the store named with
+    `gc config set --local stores.NAME PATH`; NotFound when it is not); None: no such bead."""
+    from beads.reader import IndexReader
+    from beads.remote import other_store
+
+    name, _, bead_id = target.partition(":")
+    with IndexReader(other_store(store.root / ".git", name)) as reader:
+        return reader.get(bead_id)
 
 
 def _mail_outcome(store: Store, gate_id: str, message_id: str | None) -> Outcome:
@@ -246,7 +271,9 @@ def check_gates(
     targets = [
         gate.meta["await_id"]
         for gate in gates
-        if gate.meta.get("await_type") == "bead" and isinstance(gate.meta.get("await_id"), str)
+        if gate.meta.get("await_type") == "bead"
+        and isinstance(gate.meta.get("await_id"), str)
+        and ":" not in gate.meta["await_id"]  # another store's bead: read through its index
     ]
     known = store.get_many(targets) if targets else {}
     with budget(GH_TIMEOUT):  # every `gh` of this check shares one timeout
@@ -338,4 +365,30 @@ def derive(changes: Sequence[Change]) -> list[Item]:
     return items
 
 
+def recent_changes(delivery: Delivery, bead_types: Sequence[str]) -> list[Change]:
+    """The beads of `bead_types` changed within `delivery.keep_delivered`, as changes from
+    nothing: what a reconcile derives again. Older ones are left out: their items may have
+    been reaped, and deriving them anew would announce them twice."""
+    since = stamp_at(time.time() - delivery.setting("keep_delivered"))
+    index = delivery.reader.index
+    return [
+        Change(bead)
+        for bead_type in bead_types
+        for bead in index.query(Query(type=bead_type, order="updated", descending=True))
+        if bead.updated_at >= since
+    ]
+
+
+def reconcile(delivery: Delivery, agent: str) -> int:
+    """Record `agent`'s items of gates resolved or escalated lately (idempotent: dedup keys;
+    `gc inbox drain --reconcile`, SessionStart and the hooks' heartbeat run it); returns how
+    many it derived."""
+    items = [
+        item for item in derive(recent_changes(delivery, (GATE, "decision"))) if item.agent == agent
+    ]
+    record(delivery, items)
+    return len(items)
+
+
 producers.register_deriver(GATE, derive)
+producers.register_reconciler(reconcile)

@@ -19,7 +19,14 @@ from beads.record import Bead, expect_type
 from beads.store import Store
 from beads.times import now_stamp
 from gates import session_gates
-from gates.beadgates import GATE, Outcome, check_gates, close_resolved, gate_meta
+from gates.beadgates import (
+    GATE,
+    Outcome,
+    check_gates,
+    close_resolved,
+    gate_meta,
+    recent_changes,
+)
 from inbox import producers
 from inbox.delivery import Delivery
 from inbox.follow import Change, followed_batch, record
@@ -177,7 +184,17 @@ def derive(changes: Sequence[Change]) -> list[Item]:
     return [answer_item(c.new) for c in changes if c.new is not None and answered(c)]
 
 
+def reconcile(delivery: Delivery, agent: str) -> int:
+    """Record the answers of `agent`'s decisions answered lately (idempotent: dedup keys;
+    `gc inbox drain --reconcile`, SessionStart and the hooks' heartbeat run it); returns how
+    many it derived."""
+    items = [item for item in derive(recent_changes(delivery, (DECISION,))) if item.agent == agent]
+    record(delivery, items)
+    return len(items)
+
+
 producers.register_deriver(DECISION, derive)
+producers.register_reconciler(reconcile)
 
 
 def push_answer(store: Store, decision: Bead) -> None:

@@ -161,6 +161,8 @@ def run_hook(
         )
         _side_job(ctx, lambda: resolve_due_gates(delivery))
         _side_job(ctx, lambda: fetch_if_due(root))  # `sync.auto`: in the background
+        # Reconcile every producer and reap: at SessionStart, else once per interval.
+        _side_job(ctx, lambda: delivery.heartbeat(ctx.agent, force=ctx.event == "SessionStart"))
         reply = _dispatch(ctx)
         claimed = [drained for drained in ctx.drained if drained.items]
         if claimed:

@@ -23,7 +23,6 @@ from beads.errors import InvalidInput
 from beads.faults import fault
 from beads.record import acting_agent
 from beads.times import parse_duration
-from inbox import producers
 from inbox.delivery import Delivery, Session
 from inbox.items import TYPES, Item
 from inbox.render import preview, shown_source
@@ -65,11 +64,15 @@ def inbox() -> None:
 
 @inbox.command()
 @click.argument("text")
-@click.option("--to", "to", help="An agent, or 'all' (default: you).")
-@click.option("--rig", help="Every agent of this rig (config.yaml rigs).")
+@click.option(
+    "--to", "to", help="An agent, or 'all' (default: you); 'all' stands for later agents."
+)
+@click.option("--rig", help="Every agent of this rig (config.yaml rigs), later ones too.")
 @click.option("--type", "type_", type=click.Choice(TYPES), default="event", show_default=True)
 @click.option("--priority", type=click.IntRange(0, 4), default=2, show_default=True)
-@click.option("--ttl", help="Drop the item if undelivered after this long (e.g. 10m).")
+@click.option(
+    "--ttl", help="Drop the item if undelivered after this long (e.g. 10m; a broadcast: 24h)."
+)
 @click.option("--dedup", "dedup", help="One item per key per agent (default: a new key).")
 @hidden_alias("--dedup-key", "dedup")
 @click.option("--source", help="Who or what the item is from (default: you).")
@@ -97,25 +100,25 @@ def push(
                                 priority=priority, ttl=seconds, pusher=me())  # fmt: skip
         emit({"items": [item_json(item)]}, f"Queued item for session {session}")
         return
-    recipients = delivery.recipients(to if to or rig else me(), rig)
-    if not recipients:
-        raise InvalidInput(f"no agents to push to: rig {rig} has no members" if rig
-                           else "no agents to push to")  # fmt: skip
-    results = delivery.push(
-        recipients,
-        text,
-        key=key,
-        type=type_,
-        source=source or me(),
-        priority=priority,
-        ttl=seconds,
-        pusher=me(),
-    )
+    fields = {"key": key, "type": type_, "source": source or me(), "priority": priority,
+              "ttl": seconds, "pusher": me()}  # fmt: skip
+    if to == "all" or rig is not None:  # also stands for the group's agents that start later
+        results = delivery.broadcast(text, to=to, rig=rig, **fields)
+    else:
+        results = delivery.push(delivery.recipients(to or me()), text, **fields)
     emit(
         {"items": [dict(item_json(item), created=created) for item, created in results]},
         "\n".join(
-            f"{'Pushed' if created else 'Already pending (dedup)'} item {item.id} to {item.agent}"
-            for item, created in results
+            [
+                f"{'Pushed' if created else 'Already pending (dedup)'} item {item.id} to "
+                f"{item.agent}"
+                for item, created in results
+            ]
+            + (
+                ["Standing for the group's agents that start later, until it expires"]
+                if to == "all" or rig is not None
+                else []
+            )  # fmt: skip
         ),
     )
 
@@ -154,8 +157,7 @@ def drain(session: str | None, reconcile: bool) -> None:
     if known is None:
         delivery.register(session, agent)
     if reconcile:  # the producers registered with delivery (`gc` declares them: main.py)
-        for reconciler in producers.reconcilers():
-            reconciler(delivery, agent)
+        delivery.reconcile(agent)
     drained = delivery.drain(session, agent, deliver=False)
     for problem in drained.problems:
         click.echo(f"gc: warning: {problem}", err=True)

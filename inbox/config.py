@@ -21,6 +21,8 @@ DEFAULTS: dict[str, Any] = {
     "nudge_interval": "60s",  # an agent is nudged at most once per interval
     "nudge_timeout": "10s",  # a nudge command running longer is killed
     "keep_delivered": "7d",  # delivered, expired and moot items are reaped after this
+    "reconcile_interval": "10m",  # a hook reconciles every producer and reaps at most this often
+    "broadcast_ttl": "24h",  # a broadcast (`--to all`, `--rig`) given no TTL lasts this long
 }
 
 
@@ -47,6 +49,16 @@ class ConfigMixin:
                 raise InvalidInput("delivery.max_items must be a positive integer")
             return value
         return float(value) if isinstance(value, int | float) else parse_duration(str(value))
+
+    def context_cap(self) -> int:
+        """`hooks.max_context_chars`: the most a drain's text may hold (Claude Code cuts a
+        hook's injected context near 10,000 characters)."""
+        from inbox.render import MAX_CONTEXT_CHARS
+
+        value = (self.store_config().get("hooks") or {}).get("max_context_chars", MAX_CONTEXT_CHARS)
+        if type(value) is not int or not 1000 <= value <= 1_000_000:
+            raise InvalidInput("hooks.max_context_chars must be an integer 1000..1000000")
+        return value
 
     def recipients(self, to: str | None = None, rig: str | None = None) -> list[str]:
         """The agents an item for `to` (an agent or `all`) or `rig` goes to: `all` is every

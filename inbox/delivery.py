@@ -10,6 +10,7 @@ transaction, taking the database's write lock up front.
 - inbox/items.py: the item, its checks, push (with nudges), listing, settling, reaping;
 - inbox/sessions.py: sessions as the hooks report them;
 - inbox/config.py: `delivery.*` settings and recipients (agents, rigs, `all`);
+- inbox/broadcast.py: items for `all` or a rig, standing for agents that start later;
 - inbox/merge.py: session queues taken into the database;
 - inbox/drain.py: the drain policy (what a session is handed), `wait`;
 - inbox/follow.py: items derived from the store's commits; inbox/producers.py: who derives;
@@ -32,6 +33,7 @@ from beads import files
 from beads.errors import StorageError
 from beads.location import find_store
 from beads.reader import IndexReader, branch_head
+from inbox.broadcast import BroadcastMixin
 from inbox.config import ConfigMixin
 from inbox.database import MIGRATIONS, SCHEMA, SCHEMA_VERSION, connect, transaction
 from inbox.drain import Drained, DrainMixin
@@ -48,7 +50,7 @@ if TYPE_CHECKING:
 __all__ = ["Delivery", "Drained", "Session"]
 
 
-class Delivery(ItemsMixin, SessionsMixin, ConfigMixin, MergeMixin, DrainMixin):
+class Delivery(ItemsMixin, BroadcastMixin, SessionsMixin, ConfigMixin, MergeMixin, DrainMixin):
     """The delivery databases of one store (`root` is the `.beads/` directory)."""
 
     def __init__(self, root: Path, *, config: Callable[[], dict[str, Any]] | None = None) -> None:
@@ -120,6 +122,41 @@ class Delivery(ItemsMixin, SessionsMixin, ConfigMixin, MergeMixin, DrainMixin):
                 os.close(fd)
         except (OSError, StorageError):
             pass
+
+    def reconcile(self, agent: str) -> None:
+        """Run every producer's reconciler for `agent` (`inbox.producers`: they record the
+        items they know of, idempotent by key); a failing one is logged, the others run."""
+        from inbox import producers
+
+        for reconciler in producers.reconcilers():
+            try:
+                reconciler(self, agent)
+            except Exception as exc:  # noqa: BLE001 - logged; the next heartbeat tries again
+                self.note_fault(f"reconcile failed: {type(exc).__name__}: {exc}")
+
+    def heartbeat(self, agent: str, *, force: bool = False) -> bool:
+        """Reconcile every producer for `agent` and reap (`reap`), at most once per
+        `delivery.reconcile_interval` for the agent (any hook may call it: one `stat` when it
+        is not due), or now with `force` (SessionStart); True if it ran. The interval counts
+        from the agent's last heartbeat, or from its first hook when it has none yet (a
+        session begins with SessionStart, which reconciles)."""
+        mark = self.runtime / "heartbeat" / agent.replace("/", "%2F")
+        now = time.time()
+        try:
+            age: float | None = now - mark.stat().st_mtime
+        except FileNotFoundError:
+            age = None
+        due = force or (age is not None and age >= self.setting("reconcile_interval"))
+        if not due and age is not None:
+            return False
+        # Marked before the work: a second hook meanwhile does not run it again.
+        files.create(str(self.root), str(mark))
+        os.utime(mark, (now, now))
+        if not due:
+            return False
+        self.reconcile(agent)
+        self.reap()
+        return True
 
     def follow(self) -> int:
         """Derive the items of commits this database has not seen (`inbox.follow`); returns

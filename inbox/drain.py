@@ -2,7 +2,8 @@
 
 `drain` follows git first (inbox/follow.py), takes the session's queue (inbox/merge.py), then
 decides: expired and moot items are dropped, the rest sorted by priority then age and capped
-at `delivery.max_items` (priority 0 is never deferred); each item goes out once per agent, to
+at `delivery.max_items` and at what fits in `hooks.max_context_chars` (priority 0 is never
+deferred, but shortened to fit); each item goes out once per agent, to
 whichever of its sessions drains first, claimed until the caller's output is out.
 """
 
@@ -12,6 +13,7 @@ import time
 from collections import namedtuple
 
 from beads.errors import NotFound
+from inbox.broadcast import NOT_STANDING
 from inbox.items import ITEM_COLUMNS, Item, from_row, is_moot
 from inbox.queue import SessionQueue, check_session
 
@@ -32,7 +34,8 @@ class Drained(
 
 class DrainMixin:
     """`Delivery`'s consumer side: `drain`, `delivered`, `wait`. A part of the facade: it
-    uses `write`, `follow`, `items`, `has_pending`, `setting`, `session` and `take_queue`."""
+    uses `write`, `follow`, `items`, `has_pending`, `setting`, `session`, `take_queue` and
+    `take_broadcasts`."""
 
     def drain(
         self,
@@ -48,8 +51,9 @@ class DrainMixin:
         First derives the items of commits the database has not seen yet (`inbox.follow`).
         Takes the session's queue, merges it with the agent's undelivered items, drops expired
         and moot ones, sorts by priority then age, hands out at most `limit` (priority 0 is
-        never deferred), once per agent. `max_priority` lets the Stop hook take only the
-        urgent ones.
+        never deferred), once per agent, and no more than fits in `hooks.max_context_chars`
+        (`inbox.render.fit`: the rest stay pending). `max_priority` lets the Stop hook take
+        only the urgent ones.
 
         With `deliver=False` the items are only claimed for the session: the caller marks
         them delivered (`delivered`) once its output is written, so a drain killed before
@@ -63,9 +67,16 @@ class DrainMixin:
                 raise NotFound(f"no session {session!r}; give the agent or register the session")
             agent = known.agent
         self.follow()
-        if SessionQueue(self.runtime, session).empty() and not self.has_pending(agent):
+        if (
+            SessionQueue(self.runtime, session).empty()
+            and not self.take_broadcasts(agent)
+            and not self.has_pending(agent)
+        ):
             return Drained(session=session, agent=agent, items=[], text="")  # the common case
         limit = limit if limit is not None else self.setting("max_items")
+        cap = self.context_cap()
+        from inbox.render import fit  # lazy: a hook with nothing pending renders nothing
+
         keep = self.setting("keep_delivered")
         problems = self.take_queue(session, agent)
         settled = self.settle_moot(agent)
@@ -90,7 +101,7 @@ class DrainMixin:
                     live.append(item)
             urgent = [item for item in live if item.priority == 0]
             rest = [item for item in live if item.priority != 0]
-            chosen = urgent + rest[: max(0, limit - len(urgent))]
+            chosen, text = fit(urgent + rest[: max(0, limit - len(urgent))], cap)
             db.executemany(
                 "UPDATE items SET state = ?, settled_at = ? WHERE id = ?",
                 [(why, now, item_id) for why, item_id in dropped],
@@ -101,18 +112,16 @@ class DrainMixin:
             )
             db.execute(
                 "DELETE FROM items WHERE agent = ? AND state NOT IN ('pending', 'delivering') "
-                "AND settled_at < ?",
+                f"AND settled_at < ? AND {NOT_STANDING}",
                 (agent, now - keep),
             )
         for item in chosen:
             item.state, item.session, item.settled_at = state, session, now
-        from inbox.render import render  # lazy: a hook with nothing pending renders nothing
-
         return Drained(
             session=session,
             agent=agent,
             items=chosen,
-            text=render(chosen),
+            text=text,
             deferred=len(live) - len(chosen),
             dropped=len(dropped) + settled,
             problems=problems,
@@ -154,6 +163,7 @@ class DrainMixin:
 
         def pending() -> bool | None:
             self.follow()  # mail committed meanwhile (a crashed send, a push) wakes it too
+            self.take_broadcasts(agent)
             if self.has_pending(agent) and (not self.settle_moot(agent) or self.has_pending(agent)):
                 return True
             return None

@@ -317,16 +317,20 @@ class ItemsMixin:
             )
 
     def reap(self) -> int:
-        """Remove expired pending items and settled items past `delivery.keep_delivered`."""
+        """Remove expired pending items (and broadcasts), and settled items past
+        `delivery.keep_delivered` (but the copies of a broadcast that still stands)."""
+        from inbox.broadcast import NOT_STANDING
+
         now = time.time()
         with self.write() as db:
             expired = db.execute(
-                "DELETE FROM items WHERE state IN ('pending', 'delivering') "
+                "DELETE FROM items WHERE state IN ('pending', 'delivering', 'standing') "
                 "AND expires_at IS NOT NULL AND expires_at <= ?",
                 (now,),
             ).rowcount
             old = db.execute(
-                "DELETE FROM items WHERE state NOT IN ('pending', 'delivering') AND settled_at < ?",
+                "DELETE FROM items WHERE state NOT IN ('pending', 'delivering', 'standing') "
+                f"AND settled_at < ? AND {NOT_STANDING}",
                 (now - self.setting("keep_delivered"),),
             ).rowcount
         return expired + old

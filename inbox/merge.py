@@ -1,10 +1,19 @@
 """Queue merging: a session's JSONL queue (inbox/queue.py), the buffer of producers that
 cannot reach the database, is taken into the delivery database at the session's next drain;
-dedup by key happens there."""
+dedup by key happens there.
+
+A queue line is ours (`key`, `expires_at` in unix seconds, as `enqueue` writes it) or the
+seed's (`dedup_key`, `timestamp` in milliseconds, `ttl_seconds`, `id`), told apart by `key`.
+A seed line's missing fields get the seed's defaults: priority 2, no expiry, and with no
+dedup key the line is unique (keyed by its `id`, else by its whole text, so a drain retried
+after a crash still records it once).
+"""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import time
 from pathlib import Path
 
 from beads.errors import InvalidInput
@@ -58,7 +67,7 @@ class MergeMixin:
             items, problems = [], []
             for record in records:
                 try:
-                    item = Item.from_json({**record, "agent": agent})
+                    item = Item.from_json({**ours(record), "agent": agent})
                     refuse_producer_type(item.type)
                     items.append(item)
                 except InvalidInput as exc:
@@ -70,3 +79,30 @@ class MergeMixin:
             return problems
 
         return queue.take(store)[1]
+
+
+def ours(record: dict[str, Any]) -> dict[str, Any]:
+    """A queue line's fields as ours: a seed line (no `key`) translated, ours as it is."""
+    if "key" in record:
+        return record
+    fields = {name: record[name] for name in ("type", "source", "content") if name in record}
+    fields["priority"] = record.get("priority", 2)
+    key = record.get("dedup_key")
+    if not key:
+        seed_id = record.get("id")
+        text = json.dumps(record, sort_keys=True, ensure_ascii=False)
+        key = (
+            f"queue:{seed_id}"
+            if seed_id
+            else f"queue:{hashlib.sha256(text.encode()).hexdigest()[:32]}"
+        )
+    fields["key"] = key
+    stamp, ttl = record.get("timestamp"), record.get("ttl_seconds")
+    if stamp:  # milliseconds; left out, the item is created now
+        fields["created_at"] = stamp / 1000 if type(stamp) in (int, float) else stamp
+    if ttl:  # 0 or left out: never expires
+        if type(ttl) not in (int, float) or ttl < 0:
+            raise InvalidInput("ttl_seconds must be a non-negative number")
+        start = fields.get("created_at")
+        fields["expires_at"] = (start if type(start) in (int, float) else time.time()) + ttl
+    return fields

@@ -3,6 +3,10 @@
 Appends take the queue's file lock and write one line in one `write` call, so concurrent
 producers never interleave. `take` locks, reads and truncates. A line that does not parse is
 kept in `<session>.bad.jsonl` (with the reason) and reported, never fatal.
+
+Both also hold `flock(2)` on the `.jsonl` file itself, the seed's lock: a writer that follows
+the seed (flock, `O_APPEND`, one `write` per line) appends either before a drain reads or
+after it truncates, never in between.
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -75,6 +80,7 @@ class SessionQueue:
         with self._lock:
             fd = files.open_file(self._root, str(self.path))
             try:
+                _flock(fd)
                 size = os.fstat(fd).st_size
                 try:
                     _write_all(fd, line)
@@ -98,7 +104,8 @@ class SessionQueue:
         """
         with self._lock:
             fd = files.open_file(self._root, str(self.path), os.O_RDWR)
-            with open(fd, "r+b") as handle:
+            with open(fd, "r+b") as handle:  # closing it releases the flock
+                _flock(fd)
                 raw = handle.read()
                 records: list[dict[str, Any]] = []
                 bad: list[bytes] = []
@@ -125,6 +132,22 @@ class SessionQueue:
                 problems += store(records)
                 handle.truncate(0)
                 return records, problems
+
+
+def _flock(fd: int) -> None:
+    """Take `flock(2)` on the queue file (the seed's writers hold it for one write each); a
+    holder that does not let go within LOCK_TIMEOUT is an OSError."""
+    import fcntl  # lazy: only a queue with lines to take (or an append) needs it
+
+    deadline = time.monotonic() + LOCK_TIMEOUT
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                raise OSError(f"queue file still locked after {LOCK_TIMEOUT:.0f}s") from None
+            time.sleep(0.002)
 
 
 def _write_all(fd: int, data: bytes) -> None:

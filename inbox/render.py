@@ -17,6 +17,8 @@ if TYPE_CHECKING:
 
 PREVIEW_CHARS = 240
 MAX_ITEM_CHARS = 2000
+MIN_ITEM_CHARS = 80  # an item shortened to fit the cap keeps at least this much of its text
+MAX_CONTEXT_CHARS = 10_000  # `hooks.max_context_chars`: Claude Code caps a hook's context
 _TAG = re.compile(r"</?system-reminder>", re.IGNORECASE)
 _SPACE = re.compile(r"[\s\x00-\x1f\x7f]+")
 PRIORITY_NAMES = ("P0 critical", "P1 high", "P2", "P3 low", "P4 lowest")
@@ -47,10 +49,11 @@ def shown_source(item: Item) -> str:
     return source
 
 
-def render(items: Sequence[Item]) -> str:
+def render(items: Sequence[Item], item_chars: int = MAX_ITEM_CHARS) -> str:
     """The `<system-reminder>` block for delivered `items` (most urgent first); "" if none:
-    first the items no producer shows its own way, then one section per item type that has
-    one (in the order of first appearance)."""
+    first the items no producer shows its own way (each content cut at `item_chars`, with a
+    pointer to the whole), then one section per item type that has one (in the order of first
+    appearance)."""
     if not items:
         return ""
     from inbox import producers
@@ -62,7 +65,7 @@ def render(items: Sequence[Item]) -> str:
             sections.setdefault(item.type, []).append(item)
         else:
             generic.append(item)
-    blocks = [generic_section(generic)] if generic else []
+    blocks = [generic_section(generic, item_chars)] if generic else []
     for item_type, own in sections.items():
         section = producers.section(item_type)
         assert section is not None
@@ -74,10 +77,37 @@ def render(items: Sequence[Item]) -> str:
     return "\n".join(lines)
 
 
-def generic_section(items: Sequence[Item]) -> list[str]:
-    """One line per item: priority, type, who it is from, its content (capped)."""
+def generic_section(items: Sequence[Item], item_chars: int = MAX_ITEM_CHARS) -> list[str]:
+    """One line per item: priority, type, who it is from, its content (cut at `item_chars`,
+    saying where the whole is)."""
     lines = [f"gc inbox: {len(items)} new item(s)."]
     for item in items:
         label = f"[{PRIORITY_NAMES[item.priority]} {item.type} from {shown_source(item)}]"
-        lines.append(f"- {label} {preview(item.content, MAX_ITEM_CHARS)}")
+        marker = f" ... [cut; the whole item {item.id}: gc inbox list --delivered --json]"
+        lines.append(f"- {label} {preview(item.content, item_chars, marker)}")
     return lines
+
+
+def fit(items: Sequence[Item], cap: int = MAX_CONTEXT_CHARS) -> tuple[list[Item], str]:
+    """The items to deliver now and their block, at most `cap` characters (Claude Code cuts a
+    hook's context near 10,000 and the rest would be lost while counted as delivered).
+
+    `items` come most urgent first. Priority 0 items are all taken (with nothing urgent, the
+    first item is, so a drain always makes progress); while they alone exceed the cap, the
+    contents are shortened (each with its pointer). Then the others follow in order while
+    their block fits; the rest stay pending for the next drain."""
+    must = [item for item in items if item.priority == 0] or list(items[:1])
+    limit = MAX_ITEM_CHARS
+    text = render(must, limit)
+    while len(text) > cap and limit > MIN_ITEM_CHARS:
+        # Shorten every generic content by its share of the excess (producers' own sections
+        # are bounded by their producers; see mail/section.py).
+        limit = max(MIN_ITEM_CHARS, limit - (len(text) - cap) // len(must) - 1)
+        text = render(must, limit)
+    taken = list(must)
+    for item in items[len(must) :]:
+        more = render([*taken, item], limit)
+        if len(more) > cap:
+            break
+        taken, text = [*taken, item], more
+    return taken, text

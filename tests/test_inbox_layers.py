@@ -71,7 +71,7 @@ def test_declared_producers_are_imported_on_first_need(tmp_path: Path) -> None:
     assert python(code, tmp_path).splitlines() == [
         "['decision', 'gate', 'message'] False",
         "mail.notify False",
-        "['mail.notify']",
+        "['mail.notify', 'gates.beadgates', 'gates.decisions']",  # each reconciles
     ]
 
 

@@ -1,0 +1,89 @@
+"""Broadcasts: an item for `all` or a rig reaches the group's agents of today and those that
+start later, within the item's TTL.
+
+A broadcast is a standing row of the items table (agent `@all` or `@rig:<rig>`, state
+`standing`, always with an expiry: `delivery.broadcast_ttl` when none is given). The agents
+known at the push get their own copy at once (nudged as any push); any other agent gets one
+at its first drain while the broadcast stands (`take_broadcasts`, resolving rig membership
+from config.yaml then). The copy keeps the broadcast's key, so each agent has it once.
+"""
+
+from __future__ import annotations
+
+import time
+
+from beads.errors import InvalidInput
+from beads.record import acting_agent
+from inbox.items import ITEM_COLUMNS, Item, from_row, insert_row, refuse_producer_type
+
+TYPE_CHECKING = False  # importing typing costs a hook ~7 ms
+if TYPE_CHECKING:
+    from typing import Any
+
+# Group rows sort between digits and letters: agent names start with a letter or a digit.
+_GROUPS = "agent >= '@' AND agent < 'A'"
+# A settled copy of a standing broadcast is kept while the broadcast stands (a reaped copy
+# would be handed out again).
+NOT_STANDING = f"key NOT IN (SELECT key FROM items WHERE {_GROUPS} AND state = 'standing')"
+
+
+class BroadcastMixin:
+    """`Delivery`'s broadcasts. A part of the facade: it uses `write`, `recipients`,
+    `push_items`, `setting` and `store_config`."""
+
+    def broadcast(
+        self,
+        content: str,
+        *,
+        key: str,
+        to: str | None = None,
+        rig: str | None = None,
+        ttl: float | None = None,
+        **fields: Any,
+    ) -> list[tuple[Item, bool]]:
+        """Push to `to="all"` or `rig`: to the group's agents known now, and leave the item
+        standing for those that drain later, until it expires (`ttl`, default
+        `delivery.broadcast_ttl`); returns `(item, created)` per agent known now."""
+        if (to == "all") == (rig is not None):
+            raise InvalidInput("a broadcast goes to all or to one rig")
+        group = "@all" if rig is None else f"@rig:{rig}"
+        recipients = self.recipients(to, rig)  # NotFound for an unknown rig
+        ttl = self.setting("broadcast_ttl") if ttl is None else ttl
+        standing = Item.new(acting_agent(), content, key=key, ttl=ttl, **fields)
+        refuse_producer_type(standing.type)
+        standing.agent, standing.state = group, "standing"
+        standing.pusher = standing.pusher or acting_agent()
+        with self.write() as db:
+            insert_row(db, standing)
+            db.execute("UPDATE items SET state = 'standing' WHERE agent = ? AND key = ?",
+                       (group, key))  # fmt: skip
+        copies = [_copy(standing, agent) for agent in recipients]
+        return self.push_items(copies) if copies else []
+
+    def take_broadcasts(self, agent: str) -> int:
+        """Give `agent` its copy of every standing broadcast of its groups it has not had;
+        returns how many (one indexed query when there is none: drains call it)."""
+        now = time.time()
+        sql = (
+            f"SELECT {ITEM_COLUMNS} FROM items AS b WHERE {_GROUPS} AND state = 'standing' "
+            "AND expires_at > ? AND NOT EXISTS "
+            "(SELECT 1 FROM items WHERE items.agent = ? AND items.key = b.key)"
+        )
+        standing = [from_row(row) for row in self.db.execute(sql, (now, agent))]
+        if not standing:
+            return 0
+        rigs = self.store_config().get("rigs") or {}
+        groups = {"@all"} | {f"@rig:{r}" for r, members in rigs.items() if agent in (members or [])}
+        copies = [_copy(item, agent) for item in standing if item.agent in groups]
+        if not copies:
+            return 0
+        with self.write() as db:
+            return sum(insert_row(db, item) for item in copies)
+
+
+def _copy(standing: Item, agent: str) -> Item:
+    """`agent`'s own item of a broadcast: same key, content and expiry."""
+    fields = standing.to_json()
+    for name in ("id", "state", "session", "settled_at"):
+        fields.pop(name)
+    return Item(**{**fields, "agent": agent})

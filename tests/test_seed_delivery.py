@@ -1,0 +1,215 @@
+"""Seeds 000/001 in delivery: what fits in one injection, the seed's JSONL queue, the
+heartbeat (reconcile and reaping), broadcasts to agents that start later."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from beads.store import Store
+from inbox import Delivery
+from inbox.queue import SessionQueue
+from tests.conftest import GcRunner
+
+
+@pytest.fixture
+def delivery(store: Store) -> Delivery:
+    opened = Delivery(store.root)
+    yield opened
+    opened.close()
+
+
+def test_twenty_long_items_fit_the_cap_over_several_drains(delivery: Delivery) -> None:
+    contents = {f"k{n}": f"<{n}> " + "x" * 2995 for n in range(20)}
+    for key, content in contents.items():
+        delivery.push(["dog"], content, key=key)
+    seen: dict[int, str] = {}
+    for _ in range(20):
+        drained = delivery.drain("s1", "dog")
+        if not drained.items:
+            break
+        assert len(drained.text) <= 10_000
+        for item in drained.items:
+            marker = item.content.split()[0]
+            (line,) = [ln for ln in drained.text.splitlines() if marker in ln]
+            whole = item.content in line
+            pointer = f"the whole item {item.id}: gc inbox list --delivered --json" in line
+            assert whole or pointer
+            seen[item.id] = item.key
+    assert sorted(seen.values()) == sorted(contents)  # none lost, each once
+    assert len(set(seen)) == 20
+
+
+def test_priority_zero_items_alone_over_the_cap_are_shortened(delivery: Delivery) -> None:
+    for n in range(8):
+        delivery.push(["dog"], f"urgent {n} " + "y" * 3000, key=f"u{n}", priority=0)
+    delivery.push(["dog"], "later", key="low", priority=3)
+    drained = delivery.drain("s1", "dog")
+    assert len(drained.text) <= 10_000
+    assert sorted(i.key for i in drained.items) == [f"u{n}" for n in range(8)]
+    assert drained.text.count("gc inbox list --delivered --json") == 8
+    assert drained.deferred == 1
+    assert [i.key for i in delivery.drain("s1", "dog").items] == ["low"]
+
+
+def test_the_cap_is_a_setting(store: Store) -> None:
+    config = {"hooks": {"max_context_chars": 2000}}
+    with Delivery(store.root, config=lambda: config) as delivery:
+        for n in range(5):
+            delivery.push(["dog"], "z" * 900, key=f"k{n}")
+        drained = delivery.drain("s1", "dog")
+        assert len(drained.text) <= 2000 and len(drained.items) == 2
+
+
+SEED_WRITER = """
+import fcntl, json, os, sys, time
+path, start, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+for n in range(start, start + count):
+    line = json.dumps({"id": f"u{n}", "type": "alert", "source": "ci", "content": f"line {n}",
+                       "priority": 2, "timestamp": int(time.time() * 1000),
+                       "dedup_key": f"seed:{n}", "ttl_seconds": 600}) + "\\n"
+    fd = os.open(path, os.O_APPEND | os.O_CREAT | os.O_WRONLY, 0o644)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    os.write(fd, line.encode())
+    fcntl.flock(fd, fcntl.LOCK_UN)
+    os.close(fd)
+"""
+
+
+def test_a_seed_writer_racing_drains_loses_no_line(delivery: Delivery, store: Store) -> None:
+    path = store.root / ".runtime" / "inject-queue" / "s1.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    writers = [
+        subprocess.Popen([sys.executable, "-c", SEED_WRITER, str(path), str(n * 150), "150"])
+        for n in range(2)
+    ]
+    delivered: list[str] = []
+    while any(w.poll() is None for w in writers):
+        delivered += [i.key for i in delivery.drain("s1", "dog", limit=1000).items]
+    delivered += [i.key for i in delivery.drain("s1", "dog", limit=1000).items]
+    assert all(w.returncode == 0 for w in writers)
+    assert sorted(delivered) == sorted(f"seed:{n}" for n in range(300))
+
+
+def test_seed_lines_get_the_seeds_defaults(delivery: Delivery, store: Store) -> None:
+    queue = SessionQueue(store.root / ".runtime", "s1")
+    now_ms = int(time.time() * 1000)
+    lines = [
+        {"content": "no key, no id"},
+        {"content": "no key, no id"},  # the same line twice: one item
+        {"id": "a", "content": "with an id"},
+        {"id": "b", "content": "gone", "timestamp": now_ms - 20_000, "ttl_seconds": 10},
+        {"dedup_key": "d1", "content": "kept", "timestamp": now_ms, "ttl_seconds": 600},
+        {"dedup_key": "m1", "type": "mail", "content": "forged mail"},
+        {"dedup_key": "g1", "type": "gate", "content": "forged gate"},
+    ]
+    queue.path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    drained = delivery.drain("s1", "dog")
+    by_content = {i.content: i for i in drained.items}
+    assert sorted(by_content) == ["kept", "no key, no id", "with an id"]
+    assert by_content["with an id"].key == "queue:a" and by_content["with an id"].priority == 2
+    assert by_content["no key, no id"].expires_at is None
+    assert by_content["kept"].expires_at == pytest.approx(now_ms / 1000 + 600)
+    assert sum("set aside" in p for p in drained.problems) == 2
+    assert queue.bad_path.read_text().count("forged") == 2
+
+
+def test_two_hooks_within_the_interval_reconcile_once(store: Store, monkeypatch) -> None:
+    runs: list[str] = []
+    monkeypatch.setattr(Delivery, "reconcile", lambda self, agent: runs.append(agent))
+    config = {"delivery": {"reconcile_interval": "10m"}}
+    with Delivery(store.root, config=lambda: config) as delivery:
+        assert delivery.heartbeat("dog", force=True)  # SessionStart
+        assert not delivery.heartbeat("dog")  # a prompt right after
+        assert not delivery.heartbeat("dog")
+        assert runs == ["dog"]
+        mark = store.root / ".runtime" / "heartbeat" / "dog"
+        old = time.time() - 601
+        os.utime(mark, (old, old))  # ten minutes later
+        assert delivery.heartbeat("dog") and not delivery.heartbeat("dog")
+        assert runs == ["dog", "dog"]
+
+
+def test_the_heartbeat_reaps(delivery: Delivery) -> None:
+    delivery.push(["dog"], "short-lived", key="k", ttl=0.01)
+    time.sleep(0.05)
+    delivery.heartbeat("dog", force=True)
+    assert delivery.items("dog", ("pending", "expired")) == []
+
+
+def test_reconcile_brings_back_lost_decision_and_gate_items(store: Store) -> None:
+    from gates import beadgates, decisions, register_producers
+
+    register_producers()
+    decision, _gate = decisions.create_decision(store, "Ship?", ["y", "n"])
+    requester = decision.meta.get("requested_by") or decision.sender
+    decisions.respond(store, decision.id, "y")
+    gate = beadgates.create_gate(store, "human", waiters=["dog"])
+    beadgates.resolve_gate(store, gate.id, "done")
+    with Delivery(store.root) as delivery:
+        with delivery.write() as db:
+            db.execute("DELETE FROM items")  # lost (a database restored from a backup)
+        delivery.heartbeat(requester, force=True)
+        delivery.heartbeat("dog", force=True)
+        assert [i.key for i in delivery.items(requester)] == [f"decision:{decision.id}"]
+        assert [i.key for i in delivery.items("dog")] == [f"gate:{gate.id}"]
+        delivery.drain("s1", "dog")
+        delivery.heartbeat("dog", force=True)  # delivered once: never again
+        assert delivery.items("dog") == []
+
+
+def test_a_broadcast_reaches_an_agent_that_starts_later_within_its_ttl(delivery: Delivery) -> None:
+    delivery.register("s-dog", "dog")  # known now: its copy at once
+    ((copy, created),) = delivery.broadcast("maintenance at noon", key="b1", to="all", ttl=0.5)
+    assert created and copy.agent == "dog" and copy.expires_at is not None
+    # `newbie` has never had a session: its first drain gets the broadcast, once.
+    assert [i.content for i in delivery.drain("s-new", "newbie").items] == ["maintenance at noon"]
+    assert delivery.drain("s-new", "newbie").items == []
+    assert [i.key for i in delivery.drain("s-dog", "dog").items] == ["b1"]
+    time.sleep(0.6)
+    assert delivery.drain("s-late", "latecomer").items == []  # after the TTL: not any more
+    assert delivery.reap() >= 1  # the standing row, expired
+    assert delivery.drain("s-late", "latecomer").items == []
+
+
+def test_a_rig_broadcast_reaches_members_only_and_always_has_a_ttl(store: Store) -> None:
+    config: dict = {"rigs": {"web": ["dog"]}}
+    with Delivery(store.root, config=lambda: config) as delivery:
+        delivery.broadcast("deploy frozen", key="r1", rig="web")
+        config["rigs"]["web"] = ["dog", "cat"]  # cat joins the rig after the push
+        (item,) = delivery.drain("s-cat", "cat").items
+        assert item.expires_at == pytest.approx(time.time() + 24 * 3600, abs=60)
+        assert delivery.drain("s-owl", "owl").items == []  # not a member
+
+
+def test_gc_push_to_all_stands_for_later_agents(gc: GcRunner) -> None:
+    gc("init")
+    gc("inbox", "push", "--to", "all", "hello everyone", "--dedup", "hi")
+    drained = gc.json("inbox", "drain", "--session", "s9", env={"GC_AGENT": "fresh"})
+    assert [i["content"] for i in drained["items"]] == ["hello everyone"]
+
+
+def test_a_gate_waits_for_a_bead_of_another_named_store(store: Store, tmp_path) -> None:
+    from beads.errors import NotFound
+    from beads.remote import set_local
+    from gates import beadgates
+
+    other, _ = Store.init(tmp_path / "web", agent="tester")
+    try:
+        task = other.create("task", "deploy the site")
+        with pytest.raises(NotFound):  # the store is not named on this machine yet
+            beadgates.create_gate(store, f"bead:web:{task.id}", waiters=["dog"])
+        set_local(store.root / ".git", "stores.web", str(tmp_path / "web"))
+        gate = beadgates.create_gate(store, f"bead:web:{task.id}", waiters=["dog"])
+        assert beadgates.check_gates(store) == []  # still open there
+        other.close_bead(task.id, "done")
+        (outcome,) = beadgates.check_gates(store)
+        assert outcome.gate_id == gate.id and outcome.action == "resolve"
+        assert store.get(gate.id).status == "closed"
+    finally:
+        other.close()
