@@ -7,6 +7,7 @@ around it (so linked worktrees share one store). A `.beads/` made by another too
 
 from __future__ import annotations
 
+import errno
 import os
 
 from beads.errors import InvalidInput, NotFound
@@ -34,9 +35,21 @@ def store_dir_for(path: P) -> P:
     return os.path.join(path, STORE_DIR) if isinstance(path, str) else path / STORE_DIR
 
 
+def _exists(path: str | Path) -> bool:
+    """Whether `path` exists; an error other than "not there" (a name too long, no
+    permission) is raised, as pathlib's `exists` does, not taken for "not there"."""
+    try:
+        os.stat(path)
+    except OSError as exc:
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP):
+            return False
+        raise
+    return True
+
+
 def check_not_foreign(beads_dir: str | Path) -> None:
     """Raise if `beads_dir` exists and is not ours (never adopt another tool's data)."""
-    if not os.path.exists(beads_dir):
+    if not _exists(beads_dir):
         return
     if not os.path.isdir(beads_dir):
         raise InvalidInput(f"{beads_dir} exists and is not a directory")
@@ -105,7 +118,7 @@ def find_store_dir(explicit: str | os.PathLike[str] | None = None, cwd: str | No
     start = os.path.abspath(cwd or os.getcwd())
     for directory in _up_from(start):
         candidate = os.path.join(directory, STORE_DIR)
-        if os.path.exists(candidate):
+        if _exists(candidate):
             if not os.access(candidate, os.R_OK | os.X_OK):
                 raise InvalidInput(
                     f"{candidate} cannot be read by this user (a store is private to its owner "
