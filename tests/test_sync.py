@@ -538,12 +538,17 @@ def test_a_delta_on_a_base_we_lack_is_fetched_again_whole(store: Store) -> None:
         write, pack.REF_DELTA, (hex_to_sha(base.id), [delta]), DEFAULT_OBJECT_FORMAT
     )
     received.write(digest.digest())
+    data = received.getvalue()
+
+    def pack_received() -> io.BytesIO:  # as fetch hands it over: written, at its end
+        buffer = io.BytesIO(data)
+        buffer.seek(0, 2)
+        return buffer
+
     with pytest.raises(remote._UnresolvedBase):  # fetch then asks again for a whole pack
-        remote._store_pack(store.git, received, "test", thin=True)
-    received.seek(0, 2)
+        remote._store_pack(store.git, pack_received(), "test", thin=True)
     with pytest.raises(StorageError, match="deltas on objects it did not send"):
-        remote._store_pack(store.git, received, "test", thin=False)
+        remote._store_pack(store.git, pack_received(), "test", thin=False)
     store.git.store_objects([base])  # once we hold the base, the same pack is taken
-    received.seek(0, 2)
-    remote._store_pack(store.git, received, "test", thin=True)
+    remote._store_pack(store.git, pack_received(), "test", thin=True)
     assert store.git.has_object(target.id)
