@@ -352,6 +352,7 @@ BAD_VALUES = [
     "wait-reply --thread B --timeout-seconds -1",
     "wait-reply --thread B --after-event -1",
     "wait-reply --thread B --after-event 99999999999999999999999",
+    "send --from leader --subject deep --payload-json " + "[" * 5000,
     "watch --agent leader --after-event 99999999999999999999999",
     "wait-reply --thread B --after-event 1 --after-message x",
     "watch --status nope",

@@ -99,6 +99,8 @@ def parse_object(text: str | None, what: str) -> dict[str, Any]:
         value = json.loads(text)
     except ValueError as exc:
         raise InvalidInput(f"{what} is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise InvalidInput(f"{what} nests too deeply") from None
     if not isinstance(value, dict):
         raise InvalidInput(f"{what} must be a JSON object, not {type(value).__name__}")
     _check_keys(value, what)
