@@ -11,7 +11,6 @@ after a crash still records it once).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 from pathlib import Path
@@ -88,14 +87,13 @@ def ours(record: dict[str, Any]) -> dict[str, Any]:
     fields = {name: record[name] for name in ("type", "source", "content") if name in record}
     fields["priority"] = record.get("priority", 2)
     key = record.get("dedup_key")
-    if not key:
-        seed_id = record.get("id")
+    if not key and record.get("id"):
+        key = f"queue:{record['id']}"
+    elif not key:
+        import hashlib  # lazy: ~3 ms (OpenSSL), and only a seed line without key or id needs it
+
         text = json.dumps(record, sort_keys=True, ensure_ascii=False)
-        key = (
-            f"queue:{seed_id}"
-            if seed_id
-            else f"queue:{hashlib.sha256(text.encode()).hexdigest()[:32]}"
-        )
+        key = f"queue:{hashlib.sha256(text.encode()).hexdigest()[:32]}"
     fields["key"] = key
     stamp, ttl = record.get("timestamp"), record.get("ttl_seconds")
     if stamp:  # milliseconds; left out, the item is created now
