@@ -36,22 +36,9 @@ DEFAULT_STALE_AFTER = 30 * 60.0
 
 def _registered(ctx: HookContext, event: str) -> tuple[list[str], list[str]]:
     """The failing strict registered gates of `event` and the warnings of the others."""
-    cwd = ctx.payload.get("cwd")
-    where = Path(cwd) if isinstance(cwd, str) and Path(cwd).is_dir() else None
-    strict, warnings = [], []
-    statuses = session_gates.gate_statuses(ctx.config, ctx.delivery, ctx.session, cwd=where,
-                                           hook=event)  # fmt: skip
-    for status in statuses:
-        gate = status.gate
-        line = f"{gate.id} ({gate.description or gate.check or 'no description'}): {status.how}"
-        if status.satisfied:
-            if status.how.startswith("broken check"):
-                warnings.append(f"gc: gate {line}")
-        elif gate.mode == "strict":
-            strict.append(line)
-        else:
-            warnings.append(f"gc: soft gate {line}")
-    return strict, warnings
+    return session_gates.judged(
+        ctx.config, ctx.delivery, ctx.session, ctx.payload.get("cwd"), hook=event
+    )
 
 
 def _block(ctx: HookContext, strict: list[str], warnings: list[str]) -> dict[str, Any]:

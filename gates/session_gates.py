@@ -213,6 +213,32 @@ def gate_statuses(
         return [evaluate(gate, delivery, session, cwd=where) for gate in gates]
 
 
+def judged(
+    config: dict[str, Any],
+    delivery: Delivery,
+    session: str,
+    cwd: Any,
+    *,
+    hook: str,
+    skip: tuple[str, ...] = (),
+) -> tuple[list[str], list[str]]:
+    """The session gates of `hook` judged for a hook reply: the lines of the failing strict
+    ones, and the warnings (failing soft gates, broken checks). `cwd` is the hook input's."""
+    where = Path(cwd) if isinstance(cwd, str) and Path(cwd).is_dir() else None
+    strict, warnings = [], []
+    for status in gate_statuses(config, delivery, session, cwd=where, hook=hook, skip=skip):
+        gate = status.gate
+        line = f"{gate.id} ({gate.description or gate.check or 'no description'}): {status.how}"
+        if status.satisfied:
+            if status.how.startswith("broken check"):
+                warnings.append(f"gc: gate {line}")
+        elif gate.mode == "strict":
+            strict.append(line)
+        else:
+            warnings.append(f"gc: soft gate {line}")
+    return strict, warnings
+
+
 def session_cwd(delivery: Delivery, session: str) -> Path:
     """Where the session works: the directory its SessionStart reported, else the project
     around the store."""

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections import namedtuple
 from collections.abc import Callable
-from pathlib import Path
 
 from beads.query import Query
 from gates import session_gates
@@ -106,22 +105,10 @@ def stop_decision(ctx: HookContext) -> StopVerdict | None:
 
 
 def stop_gates(ctx: HookContext) -> StopVerdict | None:
-    cwd = ctx.payload.get("cwd")
-    where = Path(cwd) if isinstance(cwd, str) and Path(cwd).is_dir() else None
-    strict, warnings = [], []
-    statuses = session_gates.gate_statuses(
-        ctx.config, ctx.delivery, ctx.session, cwd=where, hook="Stop", skip=("decision",)
-    )  # the decision gate is stop_decision's
-    for status in statuses:
-        gate = status.gate
-        line = f"{gate.id} ({gate.description or gate.check or 'no description'}): {status.how}"
-        if status.satisfied:
-            if status.how.startswith("broken check"):
-                warnings.append(f"gc: gate {line}")
-        elif gate.mode == "strict":
-            strict.append(line)
-        else:
-            warnings.append(f"gc: soft gate {line}")
+    strict, warnings = session_gates.judged(
+        ctx.config, ctx.delivery, ctx.session, ctx.payload.get("cwd"), hook="Stop",
+        skip=("decision",),  # the decision gate is stop_decision's
+    )  # fmt: skip
     warnings += _waiting_on(ctx)
     if strict:
         mark = f"gc gate mark ID --session {ctx.session}"
