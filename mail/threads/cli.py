@@ -23,6 +23,7 @@ from mail.threads.model import (
     KINDS,
     REPLY_KINDS,
     STATUSES,
+    Lease,
     Thread,
     ThreadMessage,
     Wake,
@@ -241,12 +242,7 @@ def fetch(statuses: str, limit: int, unread: bool) -> None:
 def claim(thread_id: str, lease_seconds: float) -> None:
     """Take the thread's lease (exit 20 lease_conflict while another agent holds one)."""
     api = threads()
-    lease = api.claim(me(), thread_id, lease_seconds=lease_seconds)
-    claimed = api.get(thread_id)
-    emit(
-        {"thread": claimed.to_json(now_stamp()), "lease": lease.to_json()},
-        f"Claimed {claimed.thread_id} until {lease.expires_at}",
-    )
+    _emit_lease(api, thread_id, api.claim(me(), thread_id, lease_seconds=lease_seconds), "Claimed")
 
 
 @thread.command()
@@ -256,11 +252,15 @@ def claim(thread_id: str, lease_seconds: float) -> None:
 def renew(thread_id: str, lease_seconds: float) -> None:
     """Extend the lease you hold."""
     api = threads()
-    lease = api.renew(me(), thread_id, lease_seconds=lease_seconds)
-    renewed = api.get(thread_id)
+    _emit_lease(api, thread_id, api.renew(me(), thread_id, lease_seconds=lease_seconds), "Renewed")
+
+
+def _emit_lease(api: Threads, thread_id: str, lease: Lease, verb: str) -> None:
+    """The reply of claim and renew: the thread as it now stands, and the lease."""
+    held = api.get(thread_id)
     emit(
-        {"thread": renewed.to_json(now_stamp()), "lease": lease.to_json()},
-        f"Renewed {renewed.thread_id} until {lease.expires_at}",
+        {"thread": held.to_json(now_stamp()), "lease": lease.to_json()},
+        f"{verb} {held.thread_id} until {lease.expires_at}",
     )
 
 
