@@ -43,6 +43,8 @@ def _exists(path: str | Path) -> bool:
     except OSError as exc:
         if exc.errno in (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP):
             return False
+        if exc.errno == errno.ENAMETOOLONG:  # the user's path, not our storage: exit 30
+            raise InvalidInput(f"path name too long: {str(path)[:60]}...") from None
         raise
     return True
 

@@ -14,8 +14,6 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import filelock
-
 from beads import files
 from beads.autosync import after_write
 from beads.batch import Batch
@@ -33,6 +31,7 @@ from beads.record import Bead, acting_agent
 from beads.view import View
 
 if TYPE_CHECKING:
+    import filelock
     from dulwich.objects import Tree
 
     from beads.gitrepo import GitRepo, LogEntry
@@ -61,8 +60,9 @@ class Store:
         self._written: tuple[bytes, bytes] | None = None
         self.index = Index(self.runtime / "index.sqlite3", recover=self._rebuild_index)
         self.view = View(root, self.runtime)
-        self._lock_mode = files.modes(str(root))[1]
-        self._lock = filelock.FileLock(lock_path, mode=self._lock_mode)
+        self._lock_path = lock_path
+        self._lock: filelock.FileLock | None = None  # made by the first write: see `locked`
+        self._lock_mode = 0
         self._config: tuple[bytes | None, dict[str, Any]] | None = None
         head = branch_head(root)
         # A lost branch, or one naming no commit, is refused by the first read or write
@@ -261,23 +261,29 @@ class Store:
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:
         """Hold the store's write lock (re-entrant within this Store)."""
-        mode = files.modes(str(self.root))[1]
-        if mode != self._lock_mode and not self._lock.is_locked:
-            # filelock chmods the lock file to its mode at every acquire: follow the store's
-            # modes when they change (`store.shared`), or the lock file would leave them.
-            self._lock_mode = mode
-            self._lock = filelock.FileLock(self._lock.lock_file, mode=mode)
+        # Lazy: importing filelock costs 15-30 ms, and a command that only reads never locks.
+        import filelock
+
+        lock = self._lock
+        if lock is None or not lock.is_locked:
+            mode = files.modes(str(self.root))[1]
+            if lock is None or mode != self._lock_mode:
+                # filelock chmods the lock file to its mode at every acquire: follow the
+                # store's modes when they change (`store.shared`), or the lock file would
+                # leave them.
+                lock = self._lock = filelock.FileLock(self._lock_path, mode=mode)
+                self._lock_mode = mode
         try:
-            self._lock.acquire(timeout=LOCK_TIMEOUT, poll_interval=LOCK_POLL)
+            lock.acquire(timeout=LOCK_TIMEOUT, poll_interval=LOCK_POLL)
         except filelock.Timeout:
             raise Conflict(
                 f"the store is locked by another writer (waited {LOCK_TIMEOUT:.0f}s): "
-                f"{self._lock.lock_file}"
+                f"{self._lock_path}"
             ) from None
         try:
             yield
         finally:
-            self._lock.release()
+            lock.release()
 
     def sync(self, *, rebuild_index: bool = False) -> None:
         """Bring the index and the view up to HEAD (call with the lock held).

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -370,3 +372,18 @@ def test_a_view_write_remakes_directories_that_went_away(store: Store) -> None:
     store.update(bead.id, title="T2")
     assert load_bead((shard / f"{bead.id}.yaml").read_bytes()).title == "T2"
     assert not list((store.runtime / "tmp").iterdir())
+
+
+def test_reading_never_imports_filelock_and_writing_locks(store: Store) -> None:
+    """Importing filelock costs 15-30 ms: a command that only reads must not pay it."""
+    store.create(title="one", type="task")
+    code = (
+        "import sys\nfrom beads.store import Store\n"
+        f"s = Store.open({str(store.root)!r})\n"
+        "s.list(); s.get(s.list()[0].id)\n"
+        "read = 'filelock' in sys.modules\n"
+        "s.create(title='two', type='task')\n"
+        "print(read, 'filelock' in sys.modules, len(s.list()))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["False", "True", "2"]

@@ -407,3 +407,17 @@ def test_ctrl_c_wrapped_by_python_in_another_error_is_still_an_interruption(
     out, err = capsys.readouterr()
     assert err == "gc: interrupted\n"
     assert json.loads(out)["error"]["code"] == "interrupted"
+
+
+@pytest.mark.parametrize("command", [["clone", "x"], ["init"], ["--beads-dir"]])
+def test_a_path_name_too_long_is_invalid_input(project: GcRunner, command: list[str]) -> None:
+    # The fuzz test found `gc clone x <3,000 [>` reported as a storage error (exit 50).
+    before = head(project)
+    long_name = "[" * 3000
+    args = (
+        [*command, long_name]
+        if command != ["--beads-dir"]
+        else [*command, long_name, "bead", "list"]
+    )
+    assert "too long" in refused(project(*args))
+    assert head(project) == before
