@@ -126,6 +126,18 @@ def committed(
     return record(delivery, derive(changes, delivery.note_fault), advance=(parent, commit))
 
 
+def open_delivery(store: Store) -> Delivery | None:
+    """The store's delivery database for a producer's writes, or None when it cannot be
+    opened (a full disk, a read-only file): a write never fails for it, since the next drain
+    derives the same items from git."""
+    from inbox.delivery import Delivery
+
+    try:
+        return Delivery(store.root, config=lambda: store.config)
+    except Exception:  # noqa: BLE001 - see above
+        return None
+
+
 @contextlib.contextmanager
 def followed_batch(
     store: Store, delivery: Delivery | None = None, message: str | None = None
@@ -140,12 +152,7 @@ def followed_batch(
     """
     own = delivery is None
     if delivery is None:
-        from inbox.delivery import Delivery
-
-        try:
-            delivery = Delivery(store.root)
-        except Exception:  # noqa: BLE001 - the commit goes on; the next drain follows git
-            delivery = None
+        delivery = open_delivery(store)
     changes: list[Change] = []
     try:
         with store.batch(message) as batch:

@@ -13,12 +13,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from beads.lazy import lazy_attributes
-from mail.message import AlreadyArchived, Message, MessageNotFound, ProviderError
-from mail.provider import Counts, Provider
 
 if TYPE_CHECKING:
     from mail.beadmail import BeadMail
     from mail.execmail import ExecMail
+    from mail.message import AlreadyArchived, Message, MessageNotFound, ProviderError
+    from mail.provider import Counts, Provider
     from mail.select import open_provider
 
 __all__ = [
@@ -33,7 +33,18 @@ __all__ = [
     "open_provider",
 ]
 
-_LAZY = {"BeadMail": "mail.beadmail", "ExecMail": "mail.execmail", "open_provider": "mail.select"}
+# Loaded at first use: `import mail.threads` (a claim, say) needs none of them.
+_LAZY = {
+    "AlreadyArchived": "mail.message",
+    "Message": "mail.message",
+    "MessageNotFound": "mail.message",
+    "ProviderError": "mail.message",
+    "Counts": "mail.provider",
+    "Provider": "mail.provider",
+    "BeadMail": "mail.beadmail",
+    "ExecMail": "mail.execmail",
+    "open_provider": "mail.select",
+}
 
 
 __getattr__ = lazy_attributes(__name__, _LAZY)

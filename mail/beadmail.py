@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from beads.errors import InvalidInput, NotFound
 from beads.record import MAX_TITLE_CHARS, Bead, check_agent, expect_type, shorten, shown
 from beads.store import Store
-from inbox.follow import Change, followed_batch
+from inbox.follow import Change, followed_batch, open_delivery
 from inbox.items import is_moot
 from mail.message import AlreadyArchived, Message, MessageNotFound, reply_subject
 from mail.provider import ARCHIVED, DIRECTORY, PRIORITY, Counts, Provider
@@ -217,13 +217,11 @@ class BeadMail(Provider):
         )
 
     def _delivery_or_none(self) -> Delivery | None:
-        try:
-            return self.delivery()
-        except Exception as exc:  # never stops a send: the next drain follows git instead
-            # Not a warning: nothing is lost (the items are derived from git), and on a full
-            # disk the send's own error must stay the one line the user sees.
-            log.debug("delivery database unavailable: %s", exc)
-            return None
+        """The delivery database for a write, kept open; None never stops a send (see
+        `inbox.follow.open_delivery`)."""
+        if self._delivery is None:
+            self._delivery = open_delivery(self.store)
+        return self._delivery
 
     # -- reading ---------------------------------------------------------------------------
 

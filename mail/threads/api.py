@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from beads import events
 from beads.errors import InvalidInput, NotFound
@@ -25,8 +25,7 @@ from beads.record import Bead, check_agent, expect_type
 from beads.store import Batch, Store
 from beads.times import now_stamp, stamp_at
 from beads.waiting import BranchWatch, wait_until
-from inbox.follow import Change, followed_batch
-from mail.beadmail import BeadMail, unread_filters
+from inbox.follow import Change, followed_batch, open_delivery
 from mail.threads.model import (
     DEFAULT_LEASE_SECONDS,
     HELD,
@@ -47,6 +46,10 @@ from mail.threads.model import (
     summary_line,
 )
 
+if TYPE_CHECKING:
+    from inbox.delivery import Delivery
+    from mail.beadmail import BeadMail
+
 _SHORT = 60
 
 
@@ -55,11 +58,26 @@ class Threads:
 
     def __init__(self, store: Store) -> None:
         self.store = store
-        self.mail = BeadMail(store)
+        self._mail: BeadMail | None = None
+        self._delivery: Delivery | None = None
+
+    @property
+    def mail(self) -> BeadMail:
+        """The store's mail: a thread message with a recipient is that agent's mail too.
+        Loaded at first use: a claim or a status change sends no mail."""
+        if self._mail is None:
+            from mail.beadmail import BeadMail
+
+            self._mail = BeadMail(self.store)
+        return self._mail
 
     def close(self) -> None:
-        """Close the delivery database the mail layer opened (the store stays open)."""
-        self.mail.close()
+        """Close the delivery database this API opened (the store stays open)."""
+        if self._delivery is not None:
+            self._delivery.close()
+            self._delivery = None
+        if self._mail is not None:
+            self._mail.close()
 
     # -- writing ----------------------------------------------------------------------------
 
@@ -426,6 +444,8 @@ class Threads:
                 found[thread.thread_id] = thread
         threads = list(found.values())
         if unread:
+            from mail.beadmail import unread_filters
+
             mailed = {b.thread for b in self.store.list(**unread_filters(agent))}
             threads = [t for t in threads if t.thread_id in mailed]
         threads.sort(key=lambda t: (t.priority_level, t.created_at, t.thread_id))
@@ -611,7 +631,9 @@ class Threads:
         return self.last_event()
 
     def _batch(self) -> Any:
-        return followed_batch(self.store, self.mail._delivery_or_none())
+        if self._delivery is None:  # opened once, kept: a worker writes many times
+            self._delivery = open_delivery(self.store)
+        return followed_batch(self.store, self._delivery)
 
     def _thread_bead(self, ref: str) -> Bead:
         try:
