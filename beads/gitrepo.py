@@ -197,11 +197,16 @@ class GitRepo:
             yield FileChange(path, old.sha if old else None, new.sha if new else None)
 
     def log(
-        self, path: str | None = None, limit: int | None = None, grep: str | None = None
+        self,
+        path: str | None = None,
+        limit: int | None = None,
+        grep: str | None = None,
+        start: bytes | None = None,
     ) -> list[LogEntry]:
         """Commits from newest to oldest: only those that touched `path`, and whose message
-        starts with `grep`, when given; at most `limit` (the walk stops there)."""
-        head = self.head()
+        starts with `grep`, when given; at most `limit` (the walk stops there); from commit
+        `start` (the next page of a history) instead of the branch's head."""
+        head = start or self.head()
         if head is None:
             return []
         paths = [path.encode()] if path else None
