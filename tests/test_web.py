@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -365,6 +366,17 @@ def test_off_loopback_no_request_succeeds_without_the_token(tmp_path: Path) -> N
     finally:
         server.send_signal(signal.SIGINT)
         assert server.wait(timeout=10) == 0
+
+
+def test_web_is_the_top_layer_only_the_command_table_names_it() -> None:
+    mention = re.compile(r"""^\s*(from|import)\s+web\b|["']web[.:]\w""", re.M)
+    found = {
+        f"{path.relative_to(ROOT)}: {match.group(0).strip()}"
+        for package in ("beads", "inbox", "mail", "gates")
+        for path in (ROOT / package).rglob("*.py")
+        for match in mention.finditer(path.read_text())
+    }
+    assert found == {'beads/cli/main.py: "web.c'}  # the COMMANDS entry "web.cli"
 
 
 def test_gc_web_without_the_extra_says_how_to_install_it(

@@ -23,7 +23,7 @@ import re
 import threading
 from typing import Any
 
-from flask import Flask, Response, g, redirect, render_template, request, url_for
+from flask import Flask, Response, redirect, render_template, request, url_for
 from markupsafe import Markup, escape
 from werkzeug.serving import BaseWSGIServer, make_server
 
@@ -81,12 +81,10 @@ def create_app(store: Store, *, token: str | None = None, loopback: bool = True)
 
     @app.before_request
     def guard() -> Response | None:
-        if loopback and token is None and _host_name(request.host) not in LOCAL_NAMES:
-            if not _host_name(request.host).endswith(".localhost"):
-                return _refusal(403, f"refused: Host {request.host!r} is not this machine")
+        if loopback and token is None and not _is_local(request.host):
+            return _refusal(403, f"refused: Host {request.host!r} is not this machine")
         if token is not None and not _carries(token):
             return _refusal(401, "this site needs its token: open the URL gc web printed")
-        g.store = store
         return None
 
     @app.after_request
@@ -104,7 +102,7 @@ def create_app(store: Store, *, token: str | None = None, loopback: bool = True)
 
     @app.template_filter("linked")
     def linked(text: str) -> Markup:
-        return _linked(text)
+        return _linked(store, text)
 
     @app.template_filter("value")
     def value(item: Any) -> str:
@@ -134,9 +132,10 @@ def create_app(store: Store, *, token: str | None = None, loopback: bool = True)
     def conversation(ref: str) -> Response:
         with lock:
             found = store.get(ref)
-            if found.type == data.THREAD:
-                return redirect(url_for("work_thread", ref=found.id))  # type: ignore[return-value]
-            payload = data.conversation(store, ref, _page())
+            if found.type != data.MESSAGE:  # a work thread, or any other bead: its own page
+                where = "work_thread" if found.type == data.THREAD else "bead"
+                return redirect(url_for(where, ref=found.id))  # type: ignore[return-value]
+            payload = data.conversation(store, found, _page())
             return page(
                 "conversation", "conversation.html", payload, sends=data.sends(payload["messages"])
             )
@@ -186,7 +185,7 @@ def create_app(store: Store, *, token: str | None = None, loopback: bool = True)
             return page("search", "search.html", data.search(store, text, _page()))
 
     @app.get("/head")
-    def head() -> Response:
+    def branch() -> Response:
         # What `static/live.js` polls: the branch's commit, read from the ref file alone.
         commit = branch_head(store.root)
         return app.json.response({"head": commit.decode() if commit else ""})
@@ -222,12 +221,11 @@ def url_of(server: BaseWSGIServer, token: str | None = None) -> str:
     return f"http://{host}:{server.port}/" + (f"?token={token}" if token else "")
 
 
-def _host_name(host: str) -> str:
-    """The name part of a Host header (`[::1]:8000` -> `[::1]`), lowercase."""
+def _is_local(host: str) -> bool:
+    """Whether a Host header names this machine (`localhost:8000`, `[::1]`, `x.localhost`)."""
     host = host.lower()
-    if host.startswith("["):
-        return host[: host.find("]") + 1]
-    return host.partition(":")[0]
+    name = host[: host.find("]") + 1] if host.startswith("[") else host.partition(":")[0]
+    return name in LOCAL_NAMES or name.endswith(".localhost")
 
 
 def _carries(token: str) -> bool:
@@ -269,12 +267,12 @@ def _all() -> bool:
     return request.args.get("all") in ("1", "true", "yes")
 
 
-def _linked(text: str) -> Markup:
+def _linked(store: Store, text: str) -> Markup:
     """`text` escaped, with each id of a bead of the store made a link to its page."""
     if not text:
         return Markup("")
     found = {m.group(1) for m in _ID_IN_TEXT.finditer(text)}
-    known = g.store.get_many(found) if found else {}
+    known = store.get_many(found) if found else {}
     if not known:
         return escape(text)
     parts: list[Markup] = []

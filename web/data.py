@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from beads.cli.common import stamped
+from beads.errors import InvalidInput
 from beads.record import Bead, check_agent
 from beads.store import Store
 from beads.times import now_stamp
@@ -82,8 +83,6 @@ def agents(store: Store, delivery: Delivery, page: int = 1) -> dict[str, Any]:
 
 def mailbox(store: Store, agent: str, box: str = "all", page: int = 1) -> dict[str, Any]:
     """An agent's mail, newest first: `all` (not archived), `unread` or `archived`."""
-    from beads.errors import InvalidInput
-
     check_agent(agent)
     if box not in BOXES:
         raise InvalidInput(f"box must be one of {', '.join(BOXES)}, not {box!r}")
@@ -100,20 +99,13 @@ def mailbox(store: Store, agent: str, box: str = "all", page: int = 1) -> dict[s
     }
 
 
-def conversation(store: Store, ref: str, page: int = 1) -> dict[str, Any]:
-    """A mail thread (by its id or any of its messages' ids), oldest first: every copy, with
-    its mailbox and state."""
-    from beads.errors import NotFound
-    from beads.record import expect_type
-
-    try:
-        first = expect_type(store.get(ref), MESSAGE)
-    except NotFound:
-        raise NotFound(f"no message {ref}") from None
-    thread_id = first.thread or first.id
+def conversation(store: Store, message: Bead, page: int = 1) -> dict[str, Any]:
+    """The mail thread of `message` (a message bead), oldest first: every copy, with its
+    mailbox and state."""
+    thread_id = message.thread or message.id
     found, more = page_of(store, page, size=2 * PAGE_SIZE, type=MESSAGE, thread=thread_id)
     messages = [message_json(b) for b in found]
-    subject = messages[0]["subject"] if messages else bead_message(first).subject
+    subject = messages[0]["subject"] if messages else bead_message(message).subject
     return {
         "thread_id": thread_id,
         "subject": subject,
