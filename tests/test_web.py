@@ -27,6 +27,7 @@ import pytest
 
 from beads.store import Store
 from gates.decisions import create_decision
+from inbox.delivery import Delivery
 from mail import api
 from mail.beadmail import BeadMail
 from mail.threads.api import Threads
@@ -65,6 +66,8 @@ class Site:
         self.work, _ = threads.send("mayor", to="dog", subject="Port the parser", body="spec")
         Threads(self.open("dog")).claim("dog", self.work.thread_id)
         self.decision, self.gate = create_decision(self.store, "Ship it?", ["yes", "no"])
+        with Delivery(self.root) as delivery:
+            delivery.register("session-of-dog", "dog")
         # The update the history must show field by field.
         self.store.update(self.task.id, title="Fix the build now", labels=["ci"],
                           meta={"owner": "dog"})  # fmt: skip
@@ -274,7 +277,8 @@ def test_every_page_has_a_json_twin_in_the_clis_shapes(site: Site, gc: GcRunner)
 
     agents = {a["agent"]: a for a in get_json(site, "")["agents"]}
     assert (agents["cat"]["unread"], agents["mayor"]["total"]) == (1, 0)
-    assert agents["dog"]["last_activity"] is not None
+    assert [s["session"] for s in agents["dog"]["sessions"]] == ["session-of-dog"]
+    assert agents["dog"]["last_activity"] >= agents["dog"]["sessions"][0]["last_hook_at"]
 
     bead = get_json(site, f"beads/{site.task.id}")
     assert bead["bead"] == gc.json("bead", "show", site.task.id, *beads_dir)["bead"]
