@@ -14,7 +14,8 @@ reads, archives, updates) on top:
      request) each answer over HTTP in < 100 ms (median; p99 shown); the agents page, the
      history with its parse cache warm, and a search are shown too;
   2. the full-text table's share of the index at that size (the index with it, and the same
-     index with it dropped, each after VACUUM).
+     index with it dropped, each after VACUUM);
+  3. what it adds to a send: its statements timed against whole API sends (same run).
 
 The site runs in this process (werkzeug's threaded server on a free loopback port); each
 request is a new HTTP connection, as a browser's first request is. Always exits 0 (it is a
@@ -24,6 +25,7 @@ report); the machine's load average is printed with the figures.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import sqlite3
@@ -54,6 +56,7 @@ perf = time.perf_counter
 GOAL = 0.100
 REQUESTS = 100
 EVERYDAY = 40  # commits of everyday work on top of the built store
+SENDS = 200
 
 
 def add_everyday_work(store: Store) -> str:
@@ -101,6 +104,11 @@ def p99(values: list[float]) -> float:
     return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
 
 
+def batch_commit(store: Store) -> str:
+    """The newest of the commits that built the store (a batch of BUILD_BATCH messages)."""
+    return store.log(grep="bench: build", limit=1)[0].commit
+
+
 def figure1(store: Store, thread: str) -> None:
     server = serve(store)
     threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -110,6 +118,11 @@ def figure1(store: Store, thread: str) -> None:
         "conversation": (f"{base}mail/{thread}", None, True),
         "history (cold: every blob parsed)": (f"{base}history", web_history._parsed.clear, True),
         "history (parse cache warm)": (f"{base}history", None, False),
+        "history of the build (5,000-bead commits, cold)": (
+            f"{base}history?from={batch_commit(store)}",
+            web_history._parsed.clear,
+            False,
+        ),
         "agents (first 50)": (base, None, False),
         "search 'parser'": (f"{base}search?q=parser", None, False),
     }
@@ -154,6 +167,36 @@ def figure2(store: Store, tmp: Path, n: int) -> None:
           f"{(big - small) / n:.0f} bytes a bead")  # fmt: skip
 
 
+def figure3(store: Store) -> None:
+    """What the full-text table adds to a send: its two statements for a send's two copies
+    (out with the old words, in with the new), in the index's transaction, against whole
+    API sends in the same run."""
+    from beads.index import _FTS_ADD, _FTS_DROP
+
+    mail = BeadMail(store)
+    sends = []
+    for n in range(SENDS + 3):
+        t0 = perf()
+        mail.send("bench", m.SINK, f"FTS cost {n}", "hello there", cc=["cc-sink"])
+        if n >= 3:
+            sends.append(perf() - t0)
+    ids = json.dumps([b.id for b in store.list(sender="bench", descending=True, limit=2)])
+    db = store.index.db
+    statements = []
+    for _ in range(SENDS):
+        db.execute("BEGIN IMMEDIATE")
+        t0 = perf()
+        db.execute(_FTS_DROP, (ids,))
+        db.execute(_FTS_ADD, (ids,))
+        statements.append(perf() - t0)
+        db.execute("ROLLBACK")
+    mail.close()
+    share = b.med(statements) / b.med(sends)
+    b.out(f"3. a send's full-text statements: median {b.ms(b.med(statements))} of a "
+          f"{b.ms(b.med(sends))} API send with one cc ({share:.1%}; {SENDS} of each, "
+          f"load average {os.getloadavg()[0]:.2f})")  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help=f"{m.LARGE_QUICK:,} messages")
@@ -173,6 +216,8 @@ def main() -> None:
             figure1(store, thread)
         with b.figure("Figure 2: the full-text table's share of the index"):
             figure2(store, tmp, store.index.count())
+        with b.figure("Figure 3: the full-text table on the write path"):
+            figure3(store)
     except Exception as exc:
         b.RESULTS.append((f"benchmark: ERROR {type(exc).__name__}: {exc} FAIL", False))
         b.out(traceback.format_exc().rstrip())

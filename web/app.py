@@ -21,6 +21,7 @@ import json
 import logging
 import re
 import threading
+import weakref
 from typing import Any
 
 from flask import Flask, Response, redirect, render_template, request, url_for
@@ -65,8 +66,9 @@ def create_app(store: Store, *, token: str | None = None, loopback: bool = True)
     app = Flask(__name__)
     app.json.sort_keys = False  # type: ignore[attr-defined]  # fields in the CLI's order
     delivery = Delivery(store.root, config=lambda: store.config)
+    weakref.finalize(app, delivery.close)
     # One store and one delivery database for the whole process: requests take turns (the
-    # pages are quick; the event streams hold no lock).
+    # pages are quick; `/head`, polled by every open page, reads a file and takes no turn).
     lock = threading.Lock()
     original_wsgi = app.wsgi_app
 
@@ -181,7 +183,8 @@ def create_app(store: Store, *, token: str | None = None, loopback: bool = True)
         with lock:
             text = request.args.get("q", "").strip()
             if not text:
-                return page("search", "search.html", {"query": "", "beads": [], "more": False})
+                empty = {"query": "", "beads": [], "page": 1, "more": False}
+                return page("search", "search.html", empty)
             return page("search", "search.html", data.search(store, text, _page()))
 
     @app.get("/head")
