@@ -116,11 +116,11 @@ def figure1(store: Store, thread: str) -> None:
     pages = {
         f"mailbox of '{m.TARGET}'": (f"{base}agents/{m.TARGET}", None, True),
         "conversation": (f"{base}mail/{thread}", None, True),
-        "history (cold: every blob parsed)": (f"{base}history", web_history._parsed.clear, True),
+        "history (cold: every blob parsed)": (f"{base}history", web_history.forget, True),
         "history (parse cache warm)": (f"{base}history", None, False),
         "history of the build (5,000-bead commits, cold)": (
             f"{base}history?from={batch_commit(store)}",
-            web_history._parsed.clear,
+            web_history.forget,
             False,
         ),
         "agents (first 50)": (base, None, False),

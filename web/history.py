@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Iterator, MutableMapping
 from typing import TYPE_CHECKING, Any
 
 from beads.codec import load_bead
@@ -24,10 +25,53 @@ if TYPE_CHECKING:
 
 # Beads diffed per commit; a batch's other changes are counted as "more", not read.
 BEADS_PER_COMMIT = 20
-# Parsed blobs kept (a bead's new blob in one commit is its old blob in the next).
-_CACHE_SIZE = 4096
-_parsed: OrderedDict[bytes, dict[str, Any] | None] = OrderedDict()
-_parsed_lock = threading.Lock()
+
+
+class Kept(MutableMapping[bytes, Any]):
+    """At most `size` things by the id of their git object, the least recently used dropped
+    first; safe to share between threads. Git objects never change, so nothing kept is stale:
+    a history page diffs neighbouring commits, which share most of their trees, and a bead's
+    new blob in one commit is its old blob in the next."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._items: OrderedDict[bytes, Any] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __getitem__(self, key: bytes) -> Any:
+        with self._lock:
+            self._items.move_to_end(key)  # KeyError when absent, as a mapping's
+            return self._items[key]
+
+    def __setitem__(self, key: bytes, value: Any) -> None:
+        with self._lock:
+            self._items[key] = value
+            self._items.move_to_end(key)
+            if len(self._items) > self.size:
+                self._items.popitem(last=False)
+
+    def __delitem__(self, key: bytes) -> None:
+        with self._lock:
+            del self._items[key]
+
+    def __iter__(self) -> Iterator[bytes]:
+        return iter(list(self._items))
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+# Trees read by the diffs (a few hundred make a page; each holds up to 256 entries) and
+# parsed beads, by blob id (None: a blob that is not a bead).
+_trees = Kept(1024)
+_parsed = Kept(4096)
+_UNREAD = object()
+
+
+def forget() -> None:
+    """Drop the kept trees and parsed beads (a benchmark's cold start)."""
+    _trees.clear()
+    _parsed.clear()
 
 
 def commit_id(text: str) -> bytes:
@@ -69,7 +113,7 @@ def commit_json(store: Store, entry: LogEntry, *, only: str | None = None) -> di
     parent = commit.parents[0] if commit.parents else None
     changes: list[dict[str, Any]] = []
     more = False
-    for change in git.changes(parent, commit.id):
+    for change in git.changes(parent, commit.id, trees=_trees):
         if only is not None and change.path != only:
             continue
         located = parse_bead_path(change.path)
@@ -123,16 +167,12 @@ def _parse(store: Store, sha: bytes | None) -> dict[str, Any] | None:
     """The bead a blob holds, as a mapping (None for no blob, or one that is not a bead)."""
     if sha is None:
         return None
-    with _parsed_lock:
-        if sha in _parsed:
-            _parsed.move_to_end(sha)
-            return _parsed[sha]
+    found = _parsed.get(sha, _UNREAD)
+    if found is not _UNREAD:
+        return found
     try:
-        parsed: dict[str, Any] | None = load_bead(store.git.read(sha), max_body=1 << 62).to_dict()
+        found = load_bead(store.git.read(sha), max_body=1 << 62).to_dict()
     except InvalidInput:  # a file gc did not write: named in the diff, its fields unknown
-        parsed = None
-    with _parsed_lock:
-        _parsed[sha] = parsed
-        if len(_parsed) > _CACHE_SIZE:
-            _parsed.popitem(last=False)
-    return parsed
+        found = None
+    _parsed[sha] = found
+    return found
