@@ -383,6 +383,17 @@ def test_web_is_the_top_layer_only_the_command_table_names_it() -> None:
     assert found == {'beads/cli/main.py: "web.c'}  # the COMMANDS entry "web.cli"
 
 
+def test_gc_web_refuses_what_it_cannot_serve_in_one_line(gc: GcRunner) -> None:
+    assert gc("init").returncode == 0
+    for args, says in (
+        (["--port", "70000"], "70000 is not in the range"),
+        (["--host", "192.0.2.1"], "cannot listen on 192.0.2.1:0"),
+    ):
+        result = gc("web", *args)
+        assert result.returncode == 30 and says in result.stderr
+        assert result.stderr.count("\n") == 1 and not result.stdout
+
+
 def test_gc_web_without_the_extra_says_how_to_install_it(
     gc: GcRunner, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -20,13 +20,14 @@ import ipaddress
 import json
 import logging
 import re
+import socket
 import threading
 import weakref
 from typing import Any
 
 from flask import Flask, Response, redirect, render_template, request, url_for
 from markupsafe import Markup, escape
-from werkzeug.serving import BaseWSGIServer, make_server
+from werkzeug.serving import BaseWSGIServer, get_sockaddr, make_server, select_address_family
 
 from beads.errors import GcError, InvalidInput
 from beads.ids import ID_RE
@@ -206,10 +207,15 @@ def serve(
         raise InvalidInput(f"serving on {host} (not loopback) needs a token")
     app = create_app(store, token=token, loopback=loopback)
     logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no line per request
+    # werkzeug prints its own lines and exits when it cannot bind: try first, as it will.
+    family = select_address_family(host, port)
     try:
-        return make_server(host, port, app, threaded=True)
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind(get_sockaddr(host, port, family))
     except OSError as exc:
         raise InvalidInput(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    return make_server(host, port, app, threaded=True)
 
 
 def url_of(server: BaseWSGIServer, token: str | None = None) -> str:
@@ -218,8 +224,6 @@ def url_of(server: BaseWSGIServer, token: str | None = None) -> str:
     if ":" in host:
         host = f"[{host}]"
     elif host in ("0.0.0.0", ""):
-        import socket
-
         host = socket.gethostname()
     return f"http://{host}:{server.port}/" + (f"?token={token}" if token else "")
 

@@ -2,8 +2,9 @@
 
 Every list is one page read from the index (`Store.list` with a limit and an offset, one more
 than shown to tell whether another page follows): no page parses the YAML tree, and a page
-reads what it shows (and, for a mailbox, counts it through the index). Mail comes as `gc mail inbox --json` shows it
-(`Message.to_json`), with each copy's mailbox and archived state; work threads as
+reads what it shows (and, for a mailbox, counts it through the index). Mail comes as
+`gc mail inbox --json` shows it (`Message.to_json`), with each copy's mailbox and archived
+state; work threads as
 `gc thread show --json`; gates, decisions and search hits as beads (`gc bead show --json`);
 sessions as `gc session list --json`; history as `gc log --json` plus each commit's diff
 (`web.history`).
