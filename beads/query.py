@@ -144,7 +144,9 @@ def select(what: str, q: Query, *, ordered: bool = True) -> tuple[str, list[Any]
             params.append(value)
     if q.text is not None:
         # Each word quoted (FTS5 syntax in the text is searched for, never obeyed), as a prefix.
-        where.append("b.rowid IN (SELECT rowid FROM beads_fts WHERE beads_fts MATCH ?)")
+        # The unary + keeps the planner walking the order's index, probing the matches, and
+        # stopping at the limit: else it sorts every match (a word in every bead: the store).
+        where.append("+b.rowid IN (SELECT rowid FROM beads_fts WHERE beads_fts MATCH ?)")
         params.append(" ".join(f'"{word}"*' for word in words(q.text)))
     sql = f"SELECT {what} FROM beads b"
     if q.label is not None:

@@ -124,7 +124,8 @@ def figure1(store: Store, thread: str) -> None:
             False,
         ),
         "agents (first 50)": (base, None, False),
-        "search 'parser'": (f"{base}search?q=parser", None, False),
+        "search 'parser' (a few beads)": (f"{base}search?q=parser", None, False),
+        "search 'message' (every bead)": (f"{base}search?q=message", None, False),
     }
     try:
         b.out(f"   load average before: {os.getloadavg()[0]:.2f}")
