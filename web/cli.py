@@ -1,4 +1,4 @@
-"""`gc web`: serve the store's site until interrupted (Ctrl-C)."""
+"""`gc web`: serve the store's site until interrupted (Ctrl-C, exit 0)."""
 
 from __future__ import annotations
 
@@ -40,9 +40,4 @@ def web(host: str, port: int, token: str | None, open_browser: bool) -> None:
         import webbrowser
 
         webbrowser.open(url)
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:  # the way to stop a server: not an error
-        click.echo("Stopped", err=True)
-    finally:
-        server.server_close()
+    server.serve_forever()  # until Ctrl-C, which werkzeug's server takes as its end: exit 0
