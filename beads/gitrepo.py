@@ -19,7 +19,7 @@ import errno
 import os
 import time
 import weakref
-from collections.abc import Iterator
+from collections.abc import Iterator, MutableMapping
 from pathlib import Path
 from typing import NamedTuple
 
@@ -185,23 +185,39 @@ class GitRepo:
         for entry in self.objects.iter_tree_contents(tree):
             yield entry.path.decode(), entry.sha
 
-    def changes(self, old_commit: bytes | None, new_commit: bytes) -> Iterator[FileChange]:
-        """Files that differ between two commits; identical subtrees are skipped unread."""
+    def changes(
+        self,
+        old_commit: bytes | None,
+        new_commit: bytes,
+        *,
+        trees: MutableMapping[bytes, Tree] | None = None,
+    ) -> Iterator[FileChange]:
+        """Files that differ between two commits; identical subtrees are skipped unread.
+        `trees`: where to keep the trees read, by id, and find them again (a caller diffing
+        many neighbouring commits, as a page of history does, reads each tree once)."""
         from dulwich.diff_tree import tree_changes  # only catch-up needs it: lazy for start-up
 
+        objects = self.objects if trees is None else _TreesKept(self.objects, trees)
         for change in tree_changes(
-            self.objects, self.tree_of(old_commit), self.tree_of(new_commit)
+            objects,  # type: ignore[arg-type]  # it only looks objects up by id
+            self.tree_of(old_commit),
+            self.tree_of(new_commit),
         ):
             old, new = change.old, change.new
             path = (new.path if new is not None and new.path is not None else old.path).decode()
             yield FileChange(path, old.sha if old else None, new.sha if new else None)
 
     def log(
-        self, path: str | None = None, limit: int | None = None, grep: str | None = None
+        self,
+        path: str | None = None,
+        limit: int | None = None,
+        grep: str | None = None,
+        start: bytes | None = None,
     ) -> list[LogEntry]:
         """Commits from newest to oldest: only those that touched `path`, and whose message
-        starts with `grep`, when given; at most `limit` (the walk stops there)."""
-        head = self.head()
+        starts with `grep`, when given; at most `limit` (the walk stops there); from commit
+        `start` (the next page of a history) instead of the branch's head."""
+        head = start or self.head()
         if head is None:
             return []
         paths = [path.encode()] if path else None
@@ -525,6 +541,24 @@ def lock_age(path: Path) -> float | None:
         return max(0.0, time.time() - path.stat().st_mtime)
     except FileNotFoundError:
         return None
+
+
+class _TreesKept:
+    """The object store as `tree_changes` reads it (by id), keeping the trees in `trees`
+    (a tree's id names its content: a kept tree is never stale)."""
+
+    def __init__(self, objects: DiskObjectStore, trees: MutableMapping[bytes, Tree]) -> None:
+        self.objects = objects
+        self.trees = trees
+
+    def __getitem__(self, sha: bytes) -> ShaFile:
+        found = self.trees.get(sha)
+        if found is None:
+            obj = self.objects[sha]
+            if not isinstance(obj, Tree):
+                return obj
+            self.trees[sha] = found = obj
+        return found
 
 
 class _Halfway(list[tuple[ShaFile, None]]):

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
     from beads.query import Query
 
-SCHEMA_VERSION = "6"
+SCHEMA_VERSION = "7"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -58,7 +58,31 @@ CREATE TABLE IF NOT EXISTS agents(name TEXT PRIMARY KEY) WITHOUT ROWID;
 -- (space-separated): a follower skips commits that change no type it derives from without
 -- reading git (inbox.follow). The last LINKS_KEPT only, by rowid.
 CREATE TABLE IF NOT EXISTS links(id TEXT PRIMARY KEY, parent TEXT NOT NULL, types TEXT NOT NULL);
+-- Full-text search (`Query.text`) of the words each bead's row holds, by the row's rowid: the
+-- view says what is searched, and the table keeps only the word index, not a second copy of
+-- the text (external content). `apply` keeps it in step with `beads` (nothing VACUUMs this
+-- file, which could renumber the rowids, and a rebuild fills it afresh). No semicolons in
+-- these comments: the schema is split on them.
+CREATE VIEW IF NOT EXISTS beads_text(rowid, title, body, labels, agents) AS SELECT rowid,
+    json_extract(data, '$.title'), json_extract(data, '$.body'),
+    (SELECT group_concat(value, ' ') FROM json_each(data, '$.labels')),
+    sender || ' ' || coalesce(assignee, '') || ' '
+        || coalesce((SELECT group_concat(value, ' ') FROM json_each(data, '$.cc')), '')
+    FROM beads;
+CREATE VIRTUAL TABLE IF NOT EXISTS beads_fts USING fts5(title, body, labels, agents,
+    content='beads_text', content_rowid='rowid', tokenize='unicode61 remove_diacritics 2');
 """
+# The text of these beads' rows into the full-text table, or (as 'delete') out of it: FTS5
+# forgets a row of external content only when told the words it indexed for it.
+_FTS_ADD = (
+    "INSERT INTO beads_fts(rowid, title, body, labels, agents) SELECT * FROM beads_text "
+    "WHERE rowid IN (SELECT rowid FROM beads WHERE id IN (SELECT value FROM json_each(?)))"
+)
+_FTS_DROP = (
+    "INSERT INTO beads_fts(beads_fts, rowid, title, body, labels, agents) "
+    "SELECT 'delete', * FROM beads_text "
+    "WHERE rowid IN (SELECT rowid FROM beads WHERE id IN (SELECT value FROM json_each(?)))"
+)
 
 LINKS_KEPT = 1000
 
@@ -314,20 +338,24 @@ class Index:
         db.execute("BEGIN IMMEDIATE")
         try:
             if reset:
+                db.execute("INSERT INTO beads_fts(beads_fts) VALUES ('delete-all')")
                 for table in ("beads", "labels", "invalid", "agents", "links"):
                     db.execute(f"DELETE FROM {table}")
-            for path in deleted_paths:
-                row = db.execute("SELECT id FROM beads WHERE path = ?", (path,)).fetchone()
-                if row:
-                    db.execute("DELETE FROM beads WHERE id = ?", row)
-                    db.execute("DELETE FROM labels WHERE id = ?", row)
-                db.execute("DELETE FROM invalid WHERE path = ?", (path,))
-            for bead_id in deleted_ids:
-                db.execute("DELETE FROM beads WHERE id = ?", (bead_id,))
-                db.execute("DELETE FROM labels WHERE id = ?", (bead_id,))
             # One statement per table for the whole commit (a batch may hold thousands of
             # beads); the last upsert of an id wins, as it did row by row.
             latest = {bead.id: (bead, path, blob) for bead, path, blob in upserts}.values()
+            replaced = [bead.id for bead, _, _ in latest]
+            for path in deleted_paths:
+                row = db.execute("SELECT id FROM beads WHERE path = ?", (path,)).fetchone()
+                if row:
+                    replaced.append(row[0])
+                db.execute("DELETE FROM invalid WHERE path = ?", (path,))
+            replaced += deleted_ids
+            if replaced and not reset:
+                db.execute(_FTS_DROP, (json.dumps(replaced),))
+            for bead_id in replaced[len(latest) :]:
+                db.execute("DELETE FROM beads WHERE id = ?", (bead_id,))
+                db.execute("DELETE FROM labels WHERE id = ?", (bead_id,))
             db.executemany("DELETE FROM labels WHERE id = ?", [(b.id,) for b, _, _ in latest])
             db.executemany(
                 "INSERT OR REPLACE INTO beads VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
@@ -354,6 +382,8 @@ class Index:
                 "INSERT INTO labels VALUES (?, ?)",
                 [(lb, bead.id) for bead, _, _ in latest for lb in bead.labels],
             )
+            if latest:
+                db.execute(_FTS_ADD, (json.dumps([bead.id for bead, _, _ in latest]),))
             events.number(db, [bead for bead, _, _ in latest], reset)
             named: set[str] = set()
             for bead, _, _ in latest:
@@ -389,7 +419,9 @@ class Index:
         try:
             if self._meta("schema") != SCHEMA_VERSION:  # another process may have just done it
                 mark = events.high_mark(db)
-                for table in ("meta", "beads", "labels", "invalid", "agents", "links", "events"):
+                db.execute("DROP VIEW IF EXISTS beads_text")
+                for table in ("meta", "beads", "labels", "invalid", "agents", "links", "events",
+                              "beads_fts"):  # fmt: skip
                     db.execute(f"DROP TABLE IF EXISTS {table}")
                 for statement in [*_SCHEMA.split(";"), events.SCHEMA]:
                     if statement.strip():

@@ -7,6 +7,8 @@ On the hook path: no typing, no dataclasses (each costs a hook milliseconds to i
 
 from __future__ import annotations
 
+import re
+
 from beads.errors import InvalidInput
 from beads.ids import check_id_prefix
 from beads.record import check_agent, check_label, check_meta_key
@@ -28,7 +30,9 @@ class Query:
     `meta` matches scalar meta values exactly (`{"read": False}`; None = absent or null);
     `since`/`until` bound `created_at` (RFC 3339 text); `thread`/`parent` are ids or id
     prefixes (`Store.list` resolves a prefix, the index matches it as given); `order` is
-    created, updated or priority (then age).
+    created, updated or priority (then age). `text`: beads whose title, body, labels or
+    agents hold a word starting with each of its words (the index's full-text table);
+    `offset` skips that many beads of the order (a page of a list).
     """
 
     __slots__ = (
@@ -42,9 +46,11 @@ class Query:
         "since",
         "until",
         "meta",
+        "text",
         "order",
         "descending",
         "limit",
+        "offset",
     )
 
     def __init__(
@@ -60,9 +66,11 @@ class Query:
         since: str | None = None,
         until: str | None = None,
         meta: dict[str, Any] | None = None,
+        text: str | None = None,
         order: str = "created",
         descending: bool = False,
         limit: int | None = None,
+        offset: int | None = None,
     ) -> None:
         if status not in (None, "open", "closed"):
             raise InvalidInput(f"status must be open or closed, not {status!r}")
@@ -78,13 +86,16 @@ class Query:
             check_meta_key(key)
             if isinstance(value, list | dict):
                 raise InvalidInput(f"meta filter {key!r} must be a scalar")
+        if text is not None and not words(text):
+            raise InvalidInput("the search text has no words")
         if order not in ORDERS:
             raise InvalidInput(f"order must be created, updated or priority, not {order!r}")
         # (`type` is a parameter here: isinstance, and bool is no count)
-        if limit is not None and (
-            isinstance(limit, bool) or not isinstance(limit, int) or not 0 <= limit < 2**63
-        ):
-            raise InvalidInput("limit must be an integer from 0 to 2**63-1")
+        for what, count in (("limit", limit), ("offset", offset)):
+            if count is not None and (
+                isinstance(count, bool) or not isinstance(count, int) or not 0 <= count < 2**63
+            ):
+                raise InvalidInput(f"{what} must be an integer from 0 to 2**63-1")
         self.type = type
         self.status = status
         self.assignee = assignee
@@ -95,9 +106,11 @@ class Query:
         self.since = since
         self.until = until
         self.meta = dict(meta) if meta else None
+        self.text = text
         self.order = order
         self.descending = descending
         self.limit = limit
+        self.offset = offset
 
     def replace(self, **changes: Any) -> Query:
         """A copy with these fields changed (validated again)."""
@@ -129,6 +142,12 @@ def select(what: str, q: Query, *, ordered: bool = True) -> tuple[str, list[Any]
         else:
             where.append(f"{path} = ?")
             params.append(value)
+    if q.text is not None:
+        # Each word quoted (FTS5 syntax in the text is searched for, never obeyed), as a prefix.
+        # The unary + keeps the planner walking the order's index, probing the matches, and
+        # stopping at the limit: else it sorts every match (a word in every bead: the store).
+        where.append("+b.rowid IN (SELECT rowid FROM beads_fts WHERE beads_fts MATCH ?)")
+        params.append(" ".join(f'"{word}"*' for word in words(q.text)))
     sql = f"SELECT {what} FROM beads b"
     if q.label is not None:
         sql += " JOIN labels l ON l.id = b.id AND l.label = ?"
@@ -139,7 +158,15 @@ def select(what: str, q: Query, *, ordered: bool = True) -> tuple[str, list[Any]
         direction = " DESC" if q.descending else ""
         columns = ORDERS[q.order].split(", ") + ["id"]
         sql += " ORDER BY " + ", ".join(f"b.{c}{direction}" for c in columns)
-        if q.limit is not None:
-            sql += " LIMIT ?"
-            params.append(q.limit)
+        if q.limit is not None or q.offset:
+            sql += " LIMIT ?"  # sqlite has no OFFSET without a LIMIT: -1 is none
+            params.append(-1 if q.limit is None else q.limit)
+        if q.offset:
+            sql += " OFFSET ?"
+            params.append(q.offset)
     return sql, params
+
+
+def words(text: str) -> list[str]:
+    """The words of a search text, as the index's full-text table splits them."""
+    return re.findall(r"\w+", text)

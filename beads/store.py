@@ -195,10 +195,15 @@ class Store:
         return query.replace(**refs) if refs else query
 
     def log(
-        self, ref: str | None = None, limit: int | None = None, grep: str | None = None
+        self,
+        ref: str | None = None,
+        limit: int | None = None,
+        grep: str | None = None,
+        start: bytes | None = None,
     ) -> list[LogEntry]:
         """Commits, newest first; with `ref`, only those that changed that bead; with `grep`,
-        only those whose message starts with it (`mail ` for the mail history)."""
+        only those whose message starts with it (`mail ` for the mail history); from commit
+        `start` instead of the branch's head (a page after the first)."""
         path = None
         if ref is not None:
             self._ensure_fresh()
@@ -206,7 +211,7 @@ class Store:
             assert location is not None
             path = location[0]
         require_head(self.root)  # a lost branch is an error, never an empty history
-        return self.git.log(path, limit, grep)
+        return self.git.log(path, limit, grep, start)
 
     # -- writing ----------------------------------------------------------------------------
 

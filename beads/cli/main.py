@@ -45,6 +45,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "Work threads: claim with leases, report, wait-reply.",
     ),
     "skill": ("mail.threads.skills", "skill", "Install SKILL.md files that teach agents gc."),
+    "web": ("web.cli", "web", "Serve a read-only site of the store for the team (gc-beads[web])."),
 }
 # Run before any command: the top layer's composition root, which declares the producers of
 # inbox items to delivery (inbox/producers.py) without importing them.

@@ -1,0 +1,416 @@
+"""`gc web`: the site served on a free loopback port, read over HTTP and in a real browser.
+
+The browser is Debian's headless Chromium driven through WebDriver (`chromium-driver` and the
+`selenium` client): started once for the module, it loads the pages, and the tests read the
+rendered DOM. Without it the browser tests fail (CI installs it; see .ci/run). The run writes
+screenshots of a conversation and of the history to the directory it prints
+(`web-screenshots/` at the project root, or `$GC_WEB_SCREENSHOTS`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from beads.store import Store
+from gates.decisions import create_decision
+from inbox.delivery import Delivery
+from mail import api
+from mail.beadmail import BeadMail
+from mail.threads.api import Threads
+from tests.conftest import GcRunner, gc_program
+from web.app import serve, url_of
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT_SUBJECT = '<script>document.title="owned"</script>Hi'
+SCRIPT_BODY = (
+    '<img src=x onerror="document.title=\'owned\'"><script>document.title="owned"</script>'
+)
+
+
+class Site:
+    """A store with a three-agent conversation, a work thread, a decision and an update,
+    served on a free loopback port."""
+
+    def __init__(self, root: Path) -> None:
+        self.store, _ = Store.init(root, agent="mayor")
+        self.root = self.store.root
+        self.stores: list[Store] = [self.store]
+        mayor, dog, cat = BeadMail(self.store), self.mail("dog"), self.mail("cat")
+        self.task = self.store.create("task", "Fix the build", "CI is red", assignee="dog")
+        # The conversation: mayor -> dog (cc cat); dog reads and replies; mayor reads and
+        # archives the reply; cat never opens its copy.
+        sent = api.send(mayor, "mayor", ["dog"], "Review the PR",
+                        f"Please look at {self.task.id} first.", cc=["cat"])  # fmt: skip
+        self.first, self.cat_copy = sent.messages
+        dog.read(self.first.id)
+        self.reply = api.reply(dog, self.first.id, "dog", "", "Looks good to me").messages[0]
+        mayor.read(self.reply.id)
+        mayor.archive(self.reply.id)
+        cat.store.create("task", "Unrelated", "", assignee="cat")
+        self.hostile = api.send(cat, "cat", ["dog"], SCRIPT_SUBJECT, SCRIPT_BODY).messages[0]
+        threads = Threads(self.open("mayor"))
+        self.work, _ = threads.send("mayor", to="dog", subject="Port the parser", body="spec")
+        Threads(self.open("dog")).claim("dog", self.work.thread_id)
+        self.decision, self.gate = create_decision(self.store, "Ship it?", ["yes", "no"])
+        with Delivery(self.root) as delivery:
+            delivery.register("session-of-dog", "dog")
+        # The update the history must show field by field.
+        self.store.update(self.task.id, title="Fix the build now", labels=["ci"],
+                          meta={"owner": "dog"})  # fmt: skip
+        self.server = serve(self.store)
+        self.url = url_of(self.server)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def open(self, agent: str) -> Store:
+        opened = Store.open(self.root, agent=agent)
+        self.stores.append(opened)
+        return opened
+
+    def mail(self, agent: str) -> BeadMail:
+        return BeadMail(self.open(agent))
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        for opened in self.stores:
+            opened.close()
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
+    made = Site(tmp_path_factory.mktemp("web"))
+    yield made
+    made.close()
+
+
+def fetch(url: str, *, headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], str]:
+    """GET `url`: status, headers, text (an error status too)."""
+    request = urllib.request.Request(url, headers=headers or {})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, dict(response.headers), response.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, dict(error.headers), error.read().decode()
+
+
+def get_json(site: Site, path: str) -> dict[str, Any]:
+    status, headers, text = fetch(site.url + path, headers={"Accept": "application/json"})
+    assert status == 200, text
+    assert headers["Content-Type"].startswith("application/json")
+    return json.loads(text)
+
+
+# -- the browser -----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """Headless Chromium through WebDriver, once for the module; missing is a failure."""
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    driver_path = shutil.which("chromedriver")
+    if chromium is None or driver_path is None:
+        pytest.fail(
+            "the browser tests need Debian's chromium and chromium-driver "
+            "(apt-get install -y chromium chromium-driver; .ci/run installs them)"
+        )
+    from selenium import webdriver
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service
+
+    options = Options()
+    options.binary_location = chromium
+    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu",
+                     "--disable-dev-shm-usage", "--window-size=1200,900"):  # fmt: skip
+        options.add_argument(argument)
+    driver = webdriver.Chrome(options=options, service=Service(executable_path=driver_path))
+    driver.set_page_load_timeout(20)
+    yield driver
+    driver.quit()
+
+
+@pytest.fixture(scope="module")
+def screenshots() -> Path:
+    where = Path(os.environ.get("GC_WEB_SCREENSHOTS") or ROOT / "web-screenshots")
+    where.mkdir(parents=True, exist_ok=True)
+    return where
+
+
+def texts(browser: Any, selector: str) -> list[str]:
+    from selenium.webdriver.common.by import By
+
+    return [e.text for e in browser.find_elements(By.CSS_SELECTOR, selector)]
+
+
+def shoot(browser: Any, where: Path, name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    path = where / name
+    browser.save_screenshot(str(path))
+    assert path.stat().st_size > 1000
+    with capsys.disabled():
+        print(f"\n  web screenshot: {path}")
+
+
+def test_a_three_agent_conversation_renders_in_order_with_each_copys_state(
+    site: Site, browser: Any, screenshots: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    browser.get(f"{site.url}mail/{site.reply.id}")  # any message of the thread finds it
+    messages = browser.find_elements(By.CSS_SELECTOR, "li.message")
+    assert [m.get_attribute("data-from") for m in messages] == ["mayor", "dog"]
+    assert [m.get_attribute("data-id") for m in messages] == [site.first.id, site.reply.id]
+    assert texts(browser, "h1.subject") == ["Review the PR"]
+    first, reply = messages
+    assert first.find_element(By.CSS_SELECTOR, ".cc").text == "cat"
+    states = {
+        c.get_attribute("data-mailbox"): c.find_element(By.CSS_SELECTOR, ".state").text
+        for c in first.find_elements(By.CSS_SELECTOR, "li.copy")
+    }
+    assert states == {"dog": "read", "cat": "unread"}
+    copies = reply.find_elements(By.CSS_SELECTOR, "li.copy")
+    assert [(c.get_attribute("data-mailbox"), c.get_attribute("data-archived")) for c in copies] \
+        == [("mayor", "true")]  # fmt: skip
+    assert "Re: Review the PR" in reply.text and "Looks good to me" in reply.text
+    # The body's bead id is a link to that bead's page.
+    link = first.find_element(By.CSS_SELECTOR, ".body a")
+    assert link.text == site.task.id and link.get_attribute("href").endswith(
+        f"/beads/{site.task.id}"
+    )
+    shoot(browser, screenshots, "conversation.png", capsys)
+
+
+def test_script_in_a_subject_and_body_is_shown_as_text(site: Site, browser: Any) -> None:
+    from selenium.webdriver.common.by import By
+
+    for path in (f"mail/{site.hostile.id}", "agents/dog", "search?q=owned"):
+        browser.get(site.url + path)
+        assert browser.title != "owned"
+        assert not browser.find_elements(By.CSS_SELECTOR, "main script, main img")
+        assert SCRIPT_SUBJECT in browser.find_element(By.ID, "page").text
+        if path.startswith("mail/"):
+            assert browser.find_element(By.CSS_SELECTOR, ".body").text == SCRIPT_BODY
+    status, headers, html = fetch(f"{site.url}mail/{site.hostile.id}")
+    assert status == 200 and "&lt;script&gt;" in html and "<script>document" not in html
+    assert "script-src 'self'" in headers["Content-Security-Policy"]
+
+
+def test_the_history_shows_a_field_level_diff_of_an_update(
+    site: Site, browser: Any, screenshots: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    browser.get(site.url + "history")
+    update = browser.find_elements(By.CSS_SELECTOR, "article.commit")[0]
+    assert f"bead update {site.task.id}" in update.find_element(By.CSS_SELECTOR, ".message").text
+    rows = {
+        r.get_attribute("data-field"): (
+            r.find_element(By.CSS_SELECTOR, ".old").text,
+            r.find_element(By.CSS_SELECTOR, ".new").text,
+        )
+        for r in update.find_elements(By.CSS_SELECTOR, "tr[data-field]")
+    }
+    assert rows["title"] == ("Fix the build", "Fix the build now")
+    assert rows["labels"] == ("[]", "ci")
+    assert rows["meta.owner"] == ("", "dog")
+    assert "body" not in rows and "from" not in rows  # only what changed
+    shoot(browser, screenshots, "history.png", capsys)
+    # The bead's own page: its two commits, newest first.
+    browser.get(f"{site.url}beads/{site.task.id}")
+    actions = texts(browser, "article.commit .action")
+    assert actions == ["CHANGED", "CREATED"]
+
+
+def test_open_pages_follow_the_store_without_a_reload(site: Site, browser: Any) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    browser.get(site.url + "agents/eve")
+    browser.execute_script("window.stillHere = true")
+    assert "Live news" not in browser.find_element(By.ID, "page").text
+    BeadMail(site.open("dog")).send("dog", "eve", "Live news", "fresh")
+    WebDriverWait(browser, 10).until(lambda b: "Live news" in b.find_element(By.ID, "page").text)
+    assert browser.execute_script("return window.stillHere") is True
+
+
+# -- over HTTP -------------------------------------------------------------------------------
+
+
+def test_every_page_has_a_json_twin_in_the_clis_shapes(site: Site, gc: GcRunner) -> None:
+    beads_dir = ("--beads-dir", str(site.root))
+    thread = get_json(site, f"mail/{site.first.id}")
+    assert thread["ok"] is True and thread["view"] == "conversation"
+    cli = gc.json("mail", "thread", site.first.id, *beads_dir)["messages"]
+    assert [{k: m[k] for k in cli[0]} for m in thread["messages"]] == cli
+    assert [m["archived"] for m in thread["messages"]] == [False, False, True]
+    assert get_json(site, f"mail/{site.first.id}.json") == thread  # the suffix is the same
+
+    box = get_json(site, "agents/dog?box=unread")
+    unread = gc.json("mail", "inbox", "dog", *beads_dir)["messages"]
+    assert sorted(m["id"] for m in box["messages"]) == sorted(m["id"] for m in unread)
+    count = gc.json("mail", "count", "dog", *beads_dir)
+    assert (box["total"], box["unread"]) == (count["total"], count["unread"]) == (3, 2)
+
+    work = get_json(site, f"work/{site.work.thread_id}")
+    shown = gc.json("thread", "show", site.work.thread_id, *beads_dir)
+    assert work["messages"] == shown["messages"]
+    assert work["thread"]["status"] == "claimed" and work["thread"]["lease"]["agent"] == "dog"
+    assert get_json(site, "work")["threads"][0]["thread_id"] == site.work.thread_id
+
+    gates = get_json(site, "gates")["beads"]
+    assert gates == gc.json("gate", "list", *beads_dir)["beads"]
+    decisions = get_json(site, "decisions")["beads"]
+    assert [d["id"] for d in decisions] == [site.decision.id]
+
+    agents = {a["agent"]: a for a in get_json(site, "")["agents"]}
+    assert (agents["cat"]["unread"], agents["mayor"]["total"]) == (1, 0)
+    assert [s["session"] for s in agents["dog"]["sessions"]] == ["session-of-dog"]
+    assert agents["dog"]["last_activity"] >= agents["dog"]["sessions"][0]["last_hook_at"]
+
+    bead = get_json(site, f"beads/{site.task.id}")
+    assert bead["bead"] == gc.json("bead", "show", site.task.id, *beads_dir)["bead"]
+    history = get_json(site, "history")
+    log = gc.json("log", *beads_dir)["commits"]
+    assert [{k: c[k] for k in log[0]} for c in history["commits"]] == log[:20]
+
+
+def test_errors_are_the_clis_error_shape(site: Site) -> None:
+    status, _, text = fetch(site.url + "mail/gc-zzzzzzzz.json")
+    assert status == 404 and json.loads(text)["error"]["code"] == "not_found"
+    status, _, text = fetch(site.url + "agents/dog.json?page=0")
+    assert status == 400 and json.loads(text)["error"]["code"] == "invalid_input"
+    status, _, text = fetch(site.url + "history?from=nonsense")
+    assert status == 400 and "not a commit id" in text
+
+
+def test_search_is_served_by_the_index_and_follows_every_write(site: Site, gc: GcRunner) -> None:
+    def found(words: str) -> list[str]:
+        return [b["id"] for b in get_json(site, f"search?q={words}")["beads"]]
+
+    assert found("revi") == [site.reply.id, site.cat_copy.id, site.first.id]  # newest first
+    assert found("cat+review") == [site.cat_copy.id, site.first.id]  # agents (cc) too
+    assert found("ci") == [site.task.id]  # labels
+    assert found("now+build") == [site.task.id]  # every word
+    bead = site.store.create("task", "Zanzibar", "lorem", labels=["faraway"])
+    assert found("zanzibar") == found("faraway") == found("lorem") == [bead.id]
+    site.store.update(bead.id, title="Timbuktu")
+    assert found("zanzibar") == [] and found("timbuktu") == [bead.id]
+    assert gc("doctor", "--rebuild-index", "--beads-dir", str(site.root)).returncode == 0
+    assert found("timbuktu") == [bead.id] and found("zanzibar") == []
+    status, _, text = fetch(site.url + 'search.json?q="*"')
+    assert status == 400 and "no words" in text
+
+
+def test_lists_come_in_pages(tmp_path: Path) -> None:
+    store, _ = Store.init(tmp_path, agent="mayor")
+    with store.batch() as batch:
+        for n in range(60):
+            batch.create("message", f"note {n}", "", assignee="dog", meta={"read": False})
+    server = serve(store)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = url_of(server)
+        first = json.loads(fetch(url + "agents/dog.json")[2])
+        second = json.loads(fetch(url + "agents/dog.json?page=2")[2])
+        assert (len(first["messages"]), first["more"]) == (50, True)
+        assert (len(second["messages"]), second["more"]) == (10, False)
+        assert first["messages"][0]["subject"] == "note 59"  # newest first
+        assert first["total"] == first["unread"] == 60
+        assert 'rel="next"' in fetch(url + "agents/dog")[2]
+    finally:
+        server.shutdown()
+        server.server_close()
+        store.close()
+
+
+def test_loopback_answers_only_to_localhost_names(site: Site) -> None:
+    port = site.server.port
+    for host in ("evil.example", f"evil.example:{port}", "192.168.1.9", "localhost.evil.example"):
+        status, _, text = fetch(site.url, headers={"Host": host})
+        assert status == 403 and "not this machine" in text
+    for host in (f"localhost:{port}", f"127.0.0.1:{port}", "app.localhost"):
+        assert fetch(site.url, headers={"Host": host})[0] == 200
+
+
+@pytest.mark.gc_process
+def test_off_loopback_no_request_succeeds_without_the_token(tmp_path: Path) -> None:
+    store, _ = Store.init(tmp_path, agent="mayor")
+    store.close()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GC_")}
+    program = [gc_program(), "web", "--host", "0.0.0.0", "--json"]
+    server = subprocess.Popen(program, cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        started = json.loads(server.stdout.readline())  # type: ignore[union-attr]
+        token = started["token"]
+        assert len(token) >= 24 and started["url"].endswith(f"/?token={token}")
+        base = f"http://127.0.0.1:{started['port']}/"
+        for path in ("", "agents/mayor", "history.json", "head", "static/style.css", "nope"):
+            for headers in ({}, {"Authorization": "Bearer wrong"}, {"Cookie": "gc-web-token=x"}):
+                status, _, _ = fetch(base + path, headers=headers)
+                assert status == 401, (path, headers)
+            assert fetch(base + path + "?token=wrong")[0] == 401
+        status, headers, _ = fetch(f"{base}?token={token}")
+        assert status == 200 and "HttpOnly" in headers["Set-Cookie"]
+        assert fetch(base + "history.json", headers={"Authorization": f"Bearer {token}"})[0] == 200
+        assert fetch(base, headers={"Cookie": f"gc-web-token={token}"})[0] == 200
+    finally:
+        server.send_signal(signal.SIGINT)
+        assert server.wait(timeout=10) == 0
+
+
+def test_web_is_the_top_layer_only_the_command_table_names_it() -> None:
+    mention = re.compile(r"""^\s*(from|import)\s+web\b|["']web[.:]\w""", re.M)
+    found = {
+        f"{path.relative_to(ROOT)}: {match.group(0).strip()}"
+        for package in ("beads", "inbox", "mail", "gates")
+        for path in (ROOT / package).rglob("*.py")
+        for match in mention.finditer(path.read_text())
+    }
+    assert found == {'beads/cli/main.py: "web.c'}  # the COMMANDS entry "web.cli"
+
+
+def test_gc_web_refuses_what_it_cannot_serve_in_one_line(gc: GcRunner) -> None:
+    assert gc("init").returncode == 0
+    for args, says in (
+        (["--port", "70000"], "70000 is not in the range"),
+        (["--host", "192.0.2.1"], "cannot listen on 192.0.2.1:0"),
+    ):
+        result = gc("web", *args)
+        assert result.returncode == 30 and says in result.stderr
+        assert result.stderr.count("\n") == 1 and not result.stdout
+
+
+def test_gc_web_without_the_extra_says_how_to_install_it(
+    gc: GcRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "flask", None)  # as if not installed
+    monkeypatch.delitem(sys.modules, "web.app", raising=False)
+    assert gc("init").returncode == 0
+    result = gc("web")
+    assert result.returncode == 30
+    assert result.stderr == "gc: gc web needs the web extra: pip install 'gc-beads[web]'\n"
+
+
+def test_the_site_changes_nothing(site: Site) -> None:
+    head = site.store.git.head()
+    for path in ("", "agents/dog", f"mail/{site.first.id}", "history", "search?q=x"):
+        assert fetch(site.url + path)[0] == 200
+    assert site.store.git.head() == head  # reading marks nothing read, commits nothing
+    request = urllib.request.Request(f"{site.url}mail/{site.first.id}", data=b"", method="POST")
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=10)
+    assert refused.value.code == 405

@@ -1,0 +1,308 @@
+"""The `gc web` site: a Flask app over one store, served by werkzeug's threaded server.
+
+Read-only, server-rendered (Jinja2, autoescaped: mail is untrusted input), each page with a
+JSON twin (`.json` after the path, or `Accept: application/json`) holding what `web.data`
+returns. Pages update themselves when the branch moves: `static/live.js` polls `/head` (the
+ref file's commit, read without the index) every second while the page is visible, and
+fetches the page again when it differs from the commit the page was made from. A poll, not a
+stream: each open stream would hold one of the six connections a browser allows a host.
+
+Who may ask: bound to loopback with no token, only requests naming a localhost host (a page
+of another site cannot read the store through DNS rebinding); with a token (required on any
+other address), every request carries it (`?token=`, which also sets a cookie, or
+`Authorization: Bearer`).
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import json
+import logging
+import re
+import socket
+import threading
+import weakref
+from typing import Any
+
+from flask import Flask, Response, redirect, render_template, request, url_for
+from markupsafe import Markup, escape
+from werkzeug.serving import BaseWSGIServer, get_sockaddr, make_server, select_address_family
+
+from beads.errors import GcError, InvalidInput
+from beads.ids import ID_RE
+from beads.reader import branch_head
+from beads.store import Store
+from inbox.delivery import Delivery
+from web import data
+from web.history import commit_id, history
+
+TOKEN_COOKIE = "gc-web-token"
+LOCAL_NAMES = ("localhost", "127.0.0.1", "[::1]")
+# Beads ids in text, linked when they name a bead of the store.
+_ID_IN_TEXT = re.compile(rf"(?<![\w-])({ID_RE.pattern})(?![\w-])")
+_HTTP_STATUS = {30: 400, 40: 404, 20: 409, 130: 503}
+_SECURITY_HEADERS = {
+    # Defence in depth behind the escaping: no inline script, nothing from elsewhere.
+    "Content-Security-Policy": "default-src 'self'; script-src 'self'; style-src 'self'; "
+    "img-src 'self' data:; object-src 'none'; base-uri 'none'; frame-ancestors 'none'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",  # the token may be in the URL
+}
+
+
+def is_loopback(host: str) -> bool:
+    """Whether binding `host` serves this machine only."""
+    if host.strip("[]").lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def create_app(store: Store, *, token: str | None = None, loopback: bool = True) -> Flask:
+    """The site over `store`; `token`, when set, is required of every request; `loopback`
+    checks the Host header instead when no token is set."""
+    app = Flask(__name__)
+    app.json.sort_keys = False  # type: ignore[attr-defined]  # fields in the CLI's order
+    delivery = Delivery(store.root, config=lambda: store.config)
+    weakref.finalize(app, delivery.close)
+    # One store and one delivery database for the whole process: requests take turns (the
+    # pages are quick; `/head`, polled by every open page, reads a file and takes no turn).
+    lock = threading.Lock()
+    original_wsgi = app.wsgi_app
+
+    def json_suffix(environ: dict[str, Any], start_response: Any) -> Any:
+        path = environ.get("PATH_INFO", "")
+        if path.endswith(".json"):
+            environ["PATH_INFO"] = path[: -len(".json")]
+            environ["gc.json"] = True
+        return original_wsgi(environ, start_response)
+
+    app.wsgi_app = json_suffix  # type: ignore[method-assign]
+
+    @app.before_request
+    def guard() -> Response | None:
+        if loopback and token is None and not _is_local(request.host):
+            return _refusal(403, f"refused: Host {request.host!r} is not this machine")
+        if token is not None and not _carries(token):
+            return _refusal(401, "this site needs its token: open the URL gc web printed")
+        return None
+
+    @app.after_request
+    def headers(response: Response) -> Response:
+        response.headers.update(_SECURITY_HEADERS)
+        given = request.args.get("token")
+        if token is not None and given and hmac.compare_digest(given.encode(), token.encode()):
+            response.set_cookie(TOKEN_COOKIE, token, httponly=True, samesite="Strict")
+        return response
+
+    @app.errorhandler(GcError)
+    def failed(error: GcError) -> Response:
+        status = _HTTP_STATUS.get(error.exit_code, 500)
+        return _refusal(status, error.message, error)
+
+    @app.template_filter("linked")
+    def linked(text: str) -> Markup:
+        return _linked(store, text)
+
+    @app.template_filter("value")
+    def value(item: Any) -> str:
+        return _value(item)
+
+    def page(name: str, template: str, payload: dict[str, Any], **extra: Any) -> Response:
+        if _wants_json():
+            return app.json.response({"ok": True, "view": name, **payload})
+        head = store.index.head()  # the commit the data just read reflects
+        html = render_template(
+            template, view=name, head=head.decode() if head else "", **payload, **extra
+        )
+        return Response(html, mimetype="text/html")
+
+    @app.get("/")
+    def agents() -> Response:
+        with lock:
+            return page("agents", "agents.html", data.agents(store, delivery, _page()))
+
+    @app.get("/agents/<path:name>")
+    def mailbox(name: str) -> Response:
+        with lock:
+            box = request.args.get("box", "all")
+            return page("mailbox", "mailbox.html", data.mailbox(store, name, box, _page()))
+
+    @app.get("/mail/<ref>")
+    def conversation(ref: str) -> Response:
+        with lock:
+            found = store.get(ref)
+            if found.type != data.MESSAGE:  # a work thread, or any other bead: its own page
+                where = "work_thread" if found.type == data.THREAD else "bead"
+                return redirect(url_for(where, ref=found.id))  # type: ignore[return-value]
+            payload = data.conversation(store, found, _page())
+            return page(
+                "conversation", "conversation.html", payload, sends=data.sends(payload["messages"])
+            )
+
+    @app.get("/work")
+    def work_threads() -> Response:
+        with lock:
+            return page("work_threads", "work_threads.html", data.work_threads(store, _page()))
+
+    @app.get("/work/<ref>")
+    def work_thread(ref: str) -> Response:
+        with lock:
+            return page("work_thread", "work_thread.html", data.work_thread(store, ref))
+
+    @app.get("/gates")
+    def gates() -> Response:
+        with lock:
+            payload = data.beads_of_type(store, "gate", closed=_all(), page=_page())
+            return page("gates", "gates.html", payload, closed=_all())
+
+    @app.get("/decisions")
+    def decisions() -> Response:
+        with lock:
+            payload = data.beads_of_type(store, "decision", closed=_all(), page=_page())
+            return page("decisions", "decisions.html", payload, closed=_all())
+
+    @app.get("/history")
+    def timeline() -> Response:
+        with lock:
+            start = request.args.get("from")
+            payload = history(store, start=commit_id(start) if start else None)
+            return page("history", "history.html", payload)
+
+    @app.get("/beads/<ref>")
+    def bead(ref: str) -> Response:
+        with lock:
+            start = request.args.get("from")
+            payload = data.bead(store, ref, commit_id(start) if start else None)
+            return page("bead", "bead.html", payload)
+
+    @app.get("/search")
+    def search() -> Response:
+        with lock:
+            text = request.args.get("q", "").strip()
+            if not text:
+                empty = {"query": "", "beads": [], "page": 1, "more": False}
+                return page("search", "search.html", empty)
+            return page("search", "search.html", data.search(store, text, _page()))
+
+    @app.get("/head")
+    def branch() -> Response:
+        # What `static/live.js` polls: the branch's commit, read from the ref file alone.
+        commit = branch_head(store.root)
+        return app.json.response({"head": commit.decode() if commit else ""})
+
+    return app
+
+
+def serve(
+    store: Store, host: str = "127.0.0.1", port: int = 0, token: str | None = None
+) -> BaseWSGIServer:
+    """A threaded server of the site, bound (its port chosen by the system when 0), not yet
+    serving: call `serve_forever()`. A token is required off loopback (InvalidInput)."""
+    loopback = is_loopback(host)
+    if not loopback and not token:
+        raise InvalidInput(f"serving on {host} (not loopback) needs a token")
+    app = create_app(store, token=token, loopback=loopback)
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no line per request
+    # werkzeug prints its own lines and exits when it cannot bind: try first, as it will.
+    family = select_address_family(host, port)
+    try:
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind(get_sockaddr(host, port, family))
+    except OSError as exc:
+        raise InvalidInput(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    return make_server(host, port, app, threaded=True)
+
+
+def url_of(server: BaseWSGIServer, token: str | None = None) -> str:
+    """The address to open in a browser (with the token, when one is set)."""
+    host = server.host
+    if ":" in host:
+        host = f"[{host}]"
+    elif host in ("0.0.0.0", ""):
+        host = socket.gethostname()
+    return f"http://{host}:{server.port}/" + (f"?token={token}" if token else "")
+
+
+def _is_local(host: str) -> bool:
+    """Whether a Host header names this machine (`localhost:8000`, `[::1]`, `x.localhost`)."""
+    host = host.lower()
+    name = host[: host.find("]") + 1] if host.startswith("[") else host.partition(":")[0]
+    return name in LOCAL_NAMES or name.endswith(".localhost")
+
+
+def _carries(token: str) -> bool:
+    """Whether this request carries `token` (query, bearer header or cookie)."""
+    bearer = request.headers.get("Authorization", "")
+    given = [
+        request.args.get("token", ""),
+        bearer[len("Bearer ") :] if bearer.startswith("Bearer ") else "",
+        request.cookies.get(TOKEN_COOKIE, ""),
+    ]
+    return any(hmac.compare_digest(text.encode(), token.encode()) for text in given if text)
+
+
+def _wants_json() -> bool:
+    if request.environ.get("gc.json"):
+        return True
+    best = request.accept_mimetypes.best_match(["text/html", "application/json"])
+    return best == "application/json"
+
+
+def _refusal(status: int, message: str, error: GcError | None = None) -> Response:
+    """An error as the CLI's `--json` shows one, or as a short page."""
+    if _wants_json():
+        shown = error.to_json() if error else {"code": "invalid_input", "message": message}
+        body = {"ok": False, "error": shown}
+        return Response(json.dumps(body), status=status, mimetype="application/json")
+    html = render_template("error.html", status=status, message=message, view="error", head="")
+    return Response(html, status=status, mimetype="text/html")
+
+
+def _page() -> int:
+    text = request.args.get("page", "1")
+    if not text.isdigit() or not 1 <= int(text) <= 1_000_000:
+        raise InvalidInput(f"page must be a number from 1, not {text!r}")
+    return int(text)
+
+
+def _all() -> bool:
+    return request.args.get("all") in ("1", "true", "yes")
+
+
+def _linked(store: Store, text: str) -> Markup:
+    """`text` escaped, with each id of a bead of the store made a link to its page."""
+    if not text:
+        return Markup("")
+    found = {m.group(1) for m in _ID_IN_TEXT.finditer(text)}
+    known = store.get_many(found) if found else {}
+    if not known:
+        return escape(text)
+    parts: list[Markup] = []
+    at = 0
+    for match in _ID_IN_TEXT.finditer(text):
+        bead_id = match.group(1)
+        if bead_id not in known:
+            continue
+        parts.append(escape(text[at : match.start()]))
+        parts.append(Markup('<a href="{}">{}</a>').format(url_for("bead", ref=bead_id), bead_id))
+        at = match.end()
+    parts.append(escape(text[at:]))
+    return Markup("").join(parts)
+
+
+def _value(item: Any) -> str:
+    """A field's value as a diff shows it."""
+    if item is None:
+        return "∅"
+    if isinstance(item, bool):
+        return "true" if item else "false"
+    if isinstance(item, list) and all(isinstance(x, str) for x in item):
+        return ", ".join(item) if item else "[]"
+    if isinstance(item, list | dict):
+        return json.dumps(item, ensure_ascii=False, sort_keys=True)
+    return str(item)
