@@ -61,12 +61,23 @@ def reconcile(delivery: Delivery, agent: str) -> int:
     from mail.select import open_provider
 
     settings = delivery.store_config().get("mail") or {}
+    opened: list[Store] = []
+
+    def open_store() -> Store:
+        opened.append(Store(delivery.root))
+        return opened[-1]
+
     chosen = open_provider(
-        lambda: Store(delivery.root),
+        open_store,
         spec=mail_provider_spec(lambda: settings),
         timeout=settings.get("exec_timeout"),
     )
-    messages = chosen.check(agent)
+    try:
+        messages = chosen.check(agent)
+    finally:  # a hook runs this: leave no database open behind it (an in-process caller too)
+        chosen.close()
+        for store in opened:
+            store.close()
     in_store = chosen.name == "beadmail"
     items = []
     for message in messages:
