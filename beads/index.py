@@ -487,7 +487,9 @@ class Rebuild:
         db = self.index.db
         db.executemany("INSERT OR REPLACE INTO beads VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                        [_row(bead, path, blob) for bead, path, blob in rows])  # fmt: skip
-        labels = [(label, bead.id) for bead, _, _ in rows for label in bead.labels]
+        # In key order: the few distinct labels make long ascending runs, where sqlite's
+        # b-tree inserts stay on the pages it has in its cache.
+        labels = sorted((label, bead.id) for bead, _, _ in rows for label in bead.labels)
         db.executemany("INSERT OR IGNORE INTO labels VALUES (?, ?)", labels)
         named = self._named
         for bead, _, _ in rows:

@@ -352,6 +352,7 @@ def agrees_or_declines(text: str) -> None:
     if fast is None:
         return
     assert fast == ruamel_load(text)
+    assert codec._fast_dump(fast) == text.encode()  # what it accepts, the writer writes
 
 
 MUTATION = st.sampled_from(
