@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 from beads import events
@@ -258,11 +258,16 @@ class Index:
     def count(self) -> int:
         return self.db.execute("SELECT count(*) FROM beads").fetchone()[0]
 
+    def rows(self) -> Iterator[tuple[str, str, Bead]]:
+        """Every row as `(path, blob sha, bead)`, one at a time (for `gc doctor`, which checks
+        them all: a store's worth of beads is never held at once)."""
+        for path, blob, data in self.db.execute("SELECT path, blob, data FROM beads"):
+            yield path, blob, _bead(data)
+
     @_guarded
-    def rows(self) -> list[tuple[str, str, Bead]]:
-        """Every row as `(path, blob sha, bead)` (for `gc doctor`, which checks them all)."""
-        rows = self.db.execute("SELECT path, blob, data FROM beads")
-        return [(path, blob, _bead(data)) for path, blob, data in rows]
+    def blobs(self) -> dict[str, str]:
+        """Every bead file indexed, path -> blob sha (text)."""
+        return dict(self.db.execute("SELECT path, blob FROM beads"))
 
     @_guarded
     def invalid(self) -> dict[str, str]:
