@@ -101,6 +101,10 @@ def doctor(
         step("checking the index")
         _check_index(store, tree, report, rebuilt=rebuild_index)
         step("checking the view")
+        pruned = store.view.prune(store.index)
+        if pruned:
+            days = store.view.days
+            report.fixed.append(f"removed {pruned} bead files older than {days} days from the view")
         _check_links(store, report, restore=restore_view)
         _check_view(store, tree, report, restore=restore_view)
         if compact:
@@ -161,8 +165,12 @@ def _check_index(store: Store, tree: dict[str, bytes], report: Report, *, rebuil
 
 
 def _check_view(store: Store, tree: dict[str, bytes], report: Report, *, restore: bool) -> None:
+    """The view holds HEAD's files that `store.view` keeps, as HEAD has them, and no other."""
     hint = "" if restore else "; gc doctor --restore-view puts HEAD's version back"
+    expected = store.view.expected(tree, store.index)
     for path, sha in tree.items():
+        if path not in expected:
+            continue
         data = store.view.read(path)
         if data is not None and git_blob_sha(data) == sha:
             continue
@@ -179,12 +187,13 @@ def _check_view(store: Store, tree: dict[str, bytes], report: Report, *, restore
                     "edited outside gc (edits go through gc bead edit)" + hint,
                 )
             )
-    for path in set(store.view.files()) - tree.keys():
+    for path in set(store.view.files()) - expected:
+        why = "not in HEAD" if path not in tree else f"left out by store.view={store.view.mode}"
         if restore:
             store.view.remove(path)
-            report.fixed.append(f"removed {path} (not in HEAD)")
+            report.fixed.append(f"removed {path} ({why})")
         else:
-            report.problems.append(Problem("view_stray", path, "not in HEAD" + hint))
+            report.problems.append(Problem("view_stray", path, why + hint))
 
 
 def _clear_stale_files(store: Store, report: Report) -> None:

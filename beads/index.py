@@ -265,6 +265,27 @@ class Index:
             yield path, blob, _bead(data)
 
     @_guarded
+    def recent_paths(self, cutoff: str) -> list[str]:
+        """Paths of the open beads and of those last changed at or after `cutoff` (what a
+        `recent` view holds)."""
+        rows = self.db.execute(
+            "SELECT path FROM beads WHERE status = 'open' UNION "
+            "SELECT path FROM beads WHERE updated_at >= ?",
+            (cutoff,),
+        )
+        return [row[0] for row in rows]
+
+    @_guarded
+    def aged_out(self, since: str | None, cutoff: str) -> list[str]:
+        """Paths of the closed beads last changed before `cutoff` (and at or after `since`):
+        those that left a `recent` view since its last pruning."""
+        rows = self.db.execute(
+            "SELECT path FROM beads WHERE updated_at < ? AND updated_at >= ? AND status = 'closed'",
+            (cutoff, since or ""),
+        )
+        return [row[0] for row in rows]
+
+    @_guarded
     def blobs(self) -> dict[str, str]:
         """Every bead file indexed, path -> blob sha (text)."""
         return dict(self.db.execute("SELECT path, blob FROM beads"))

@@ -255,13 +255,23 @@ def catch_up_view(git: GitRepo, view: View, old: bytes, new: bytes) -> None:
 
 
 def rebuild_view(git: GitRepo, view: View, head: bytes) -> None:
-    """Make the view hold exactly the files of commit `head` (its own commit is unknown)."""
-    wanted = dict(git.files(head))
-    for path in view.files():
-        if path not in wanted:
-            view.remove(path)
-    for path, sha in wanted.items():
+    """Make the view hold exactly the files of commit `head` that its setting keeps (its own
+    commit, or the setting it was made under, is unknown)."""
+    try:
+        _rebuild_view_from(git_file_contents(git.git_dir, head), view)
+    except GitUnavailable:  # as for the index; writing a file twice does no harm
+        _rebuild_view_from(((path, sha, git.read(sha)) for path, sha in git.files(head)), view)
+    view.mark_applied(head, rebuilt=True)
+
+
+def _rebuild_view_from(files: Iterator[tuple[str, bytes, bytes]], view: View) -> None:
+    present = set(view.files())
+    for path, sha, content in files:
+        if not view.keeps(path, content):
+            continue
+        present.discard(path)
         current = view.read(path)
         if current is None or git_blob_sha(current) != sha:
-            view.write(path, git.read(sha))
-    view.mark_applied(head)
+            view.write(path, content)
+    for path in present:
+        view.remove(path)

@@ -19,7 +19,7 @@ import filelock
 from beads import files
 from beads.autosync import after_write
 from beads.batch import Batch
-from beads.config import CONFIG_PATH, FORMAT, check_config, parse_config
+from beads.config import CONFIG_PATH, FORMAT, check_config, parse_config, view_policy
 from beads.errors import Conflict, InvalidInput, NotFound, StorageError
 from beads.faults import fault
 from beads.ids import ID_RE, check_id_prefix
@@ -64,6 +64,7 @@ class Store:
         self._lock_mode = files.modes(str(root))[1]
         self._lock = filelock.FileLock(lock_path, mode=self._lock_mode)
         self._config: tuple[bytes | None, dict[str, Any]] | None = None
+        self.view.configure(*view_policy(self.config))
         head = branch_head(root)
         # A lost branch, or one naming no commit, is refused by the first read or write
         # (`sync`), not here, so that `gc doctor` can open the store to restore it.
@@ -290,6 +291,7 @@ class Store:
             known = index_head is not None and self.git.has_object(index_head)
             catch_up_index(self.git, self.index, index_head if known else None, head)
             fault("caught-up-index")
+        self.view.configure(*view_policy(self.config))  # a changed store.view: rebuilt below
         view_head = self.view.applied()
         if view_head != head:
             if view_head is not None and self.git.has_object(view_head):
