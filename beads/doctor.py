@@ -25,6 +25,7 @@ from beads.gitrepo import GC_LOCK_MTIME, lock_age
 from beads.ids import parse_bead_path
 from beads.initstore import remove_dead_builds
 from beads.reader import BRANCH, branch_problem, is_sha
+from beads.reconcile import tree_files
 from beads.store import Store
 from beads.view import git_blob_sha
 
@@ -90,9 +91,12 @@ def doctor(
         if rebuild_index:
             report.fixed.append(f"index rebuilt from git ({store.index.count()} beads)")
         head = store.git.head()
+        assert head is not None
         try:
-            tree = {path: sha for path, sha in store.git.files(head)}
-            missing = [path for path, sha in tree.items() if not store.git.has_object(sha)]
+            tree = tree_files(store.git, head)
+            # (a rebuild has just read every blob: none is missing)
+            has = store.git.has_object
+            missing = [] if rebuild_index else [p for p, sha in tree.items() if not has(sha)]
         except Exception as exc:  # a damaged object store raises many kinds
             report.problems.append(Problem("repository", ".git", f"cannot read HEAD's tree: {exc}"))
             return report
@@ -105,13 +109,13 @@ def doctor(
         if pruned:
             days = store.view.days
             report.fixed.append(f"removed {pruned} bead files older than {days} days from the view")
-        _check_links(store, report, restore=restore_view)
-        _check_view(store, tree, report, restore=restore_view)
+        view_files, view_links = store.view.scan()
+        _check_links(store, view_links, report, restore=restore_view)
+        _check_view(store, tree, view_files, report, restore=restore_view)
         if compact:
             step("packing objects")
             packed = store.git.pack_loose_objects()
             store.git.repack()
-            assert head is not None
             store.index.apply(head=head, loose_objects=0)
             report.fixed.append(f"packed {packed} loose objects and compacted the packs")
             expired = store.git.expire_reflog()
@@ -164,7 +168,9 @@ def _check_index(store: Store, tree: dict[str, bytes], report: Report, *, rebuil
         report.problems.append(Problem("config", CONFIG_PATH, fix))
 
 
-def _check_view(store: Store, tree: dict[str, bytes], report: Report, *, restore: bool) -> None:
+def _check_view(
+    store: Store, tree: dict[str, bytes], present: list[str], report: Report, *, restore: bool
+) -> None:
     """The view holds HEAD's files that `store.view` keeps, as HEAD has them, and no other."""
     hint = "" if restore else "; gc doctor --restore-view puts HEAD's version back"
     expected = store.view.expected(tree, store.index)
@@ -187,7 +193,7 @@ def _check_view(store: Store, tree: dict[str, bytes], report: Report, *, restore
                     "edited outside gc (edits go through gc bead edit)" + hint,
                 )
             )
-    for path in set(store.view.files()) - expected:
+    for path in set(present) - expected:
         why = "not in HEAD" if path not in tree else f"left out by store.view={store.view.mode}"
         if restore:
             store.view.remove(path)
@@ -509,13 +515,13 @@ def _shown(store: Store, path: Path) -> str:
     return path.relative_to(store.root).as_posix()
 
 
-def _check_links(store: Store, report: Report, *, restore: bool) -> None:
+def _check_links(store: Store, view_links: list[str], report: Report, *, restore: bool) -> None:
     """Symbolic links in the view or `.runtime/`: gc never writes through them. A view link
     is removed with `restore` (the view check then writes HEAD's files in its place); one
     under `.runtime/` is for the user to move away (it may hold queues)."""
     import os
 
-    for rel in store.view.links():
+    for rel in view_links:
         path = store.root / rel
         if restore:
             os.unlink(path)  # the link only: what it points to is left alone

@@ -209,16 +209,33 @@ class View:
     def files(self) -> list[str]:
         """Every file of the view (relative paths), gc's own directories excluded; links
         are not files of the view (`links` lists them)."""
-        out = []
-        for dirpath, dirnames, filenames in os.walk(self.root):
-            if Path(dirpath) == self.root:
-                dirnames[:] = [d for d in dirnames if d not in RESERVED_NAMES]
-            rel = os.path.relpath(dirpath, self.root)
-            for name in filenames:
-                if not os.path.islink(os.path.join(dirpath, name)):
-                    out.append(name if rel == "." else f"{rel}/{name}".replace(os.sep, "/"))
-        return out
+        return self.scan()[0]
 
     def links(self) -> list[str]:
-        """Symbolic links in the view (relative paths)."""
-        return files.links(self._root, RESERVED_NAMES)
+        """Symbolic links in the view (relative paths), sorted."""
+        return self.scan()[1]
+
+    def scan(self) -> tuple[list[str], list[str]]:
+        """The view's files and its symbolic links (relative paths, the links sorted), in one
+        walk that never follows a link (a directory entry tells its kind without a stat)."""
+        found: list[str] = []
+        linked: list[str] = []
+        todo = [("", self._root)]
+        while todo:
+            rel, directory = todo.pop()
+            try:
+                entries = list(os.scandir(directory))
+            except OSError:  # gone, or unreadable: as os.walk, nothing to list there
+                continue
+            for entry in entries:
+                name = entry.name
+                if not rel and name in RESERVED_NAMES:
+                    continue
+                path = f"{rel}/{name}" if rel else name
+                if entry.is_symlink():
+                    linked.append(path)
+                elif entry.is_dir(follow_symlinks=False):
+                    todo.append((path, entry.path))
+                else:
+                    found.append(path)
+        return found, sorted(linked)
