@@ -125,20 +125,31 @@ print(json.dumps({"seconds": time.perf_counter() - wall, "cpu": time.process_tim
 """
 
 
+# Runs argv[2:] and writes its wall time, CPU time and peak RSS to the file argv[1]. A small
+# process of its own: a child's ru_maxrss starts at its parent's RSS at the fork, so forking
+# the measured program straight from this (large) benchmark would report the benchmark's size.
+_MEASURE = """
+import json, os, subprocess, sys, time
+start = time.perf_counter()
+process = subprocess.Popen(sys.argv[2:])
+_pid, status, usage = os.wait4(process.pid, 0)
+with open(sys.argv[1], "w") as out:
+    json.dump({"wall": time.perf_counter() - start, "cpu": usage.ru_utime + usage.ru_stime,
+               "rss_kib": usage.ru_maxrss, "exit": os.waitstatus_to_exitcode(status)}, out)
+"""
+
+
 def _run_child(argv: list[str]) -> tuple[str, float, float, float]:
-    """Run `argv` to completion; stdout, wall seconds, CPU seconds, peak RSS (MiB) of it alone
-    (os.wait4 gives one child's rusage: RUSAGE_CHILDREN would mix earlier children in)."""
-    start = time.perf_counter()
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        process = subprocess.Popen(argv, stdout=out, stderr=err)
-        _pid, status, usage = os.wait4(process.pid, 0)
-        wall = time.perf_counter() - start
-        process.returncode = os.waitstatus_to_exitcode(status)
-        out.seek(0)
-        err.seek(0)
-        if process.returncode != 0:
-            raise RuntimeError(f"{argv[:4]} exited {process.returncode}: {err.read()[-800:]!r}")
-        return out.read().decode(), wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+    """Run `argv` to completion; its stdout, wall seconds, CPU seconds (its children's
+    included) and peak RSS in MiB."""
+    with tempfile.TemporaryDirectory(prefix="gc-bench-measure-") as temp:
+        figures = Path(temp) / "figures.json"
+        done = subprocess.run([sys.executable, "-c", _MEASURE, str(figures), *argv],
+                              capture_output=True, check=False)  # fmt: skip
+        measured = json.loads(figures.read_text())
+    if measured["exit"] != 0:
+        raise RuntimeError(f"{argv[:4]} exited {measured['exit']}: {done.stderr[-800:]!r}")
+    return done.stdout.decode(), measured["wall"], measured["cpu"], measured["rss_kib"] / 1024
 
 
 def measure_rebuild(store_path: str | Path) -> dict[str, Any]:
@@ -208,7 +219,7 @@ def measure_view_disk(n: int, store_path: str | Path | None = None) -> dict[str,
                 if store.config["store"].get("view", "full") != mode:
                     store.set_setting("store.view", mode)
                 doctor(store)  # brings the view to the setting and prunes it
-                days = store.config["store"].get("view_days")
+                days = store.view.days
             view, view_files = view_usage(root)
             git, _ = disk_usage(root / ".git")
             runtime, _ = disk_usage(root / ".runtime")
@@ -222,8 +233,10 @@ def measure_view_disk(n: int, store_path: str | Path | None = None) -> dict[str,
             }
         with tempfile.TemporaryDirectory(prefix="gc-bench-clone-") as target:
             start = time.perf_counter()
-            subprocess.run(["git", "clone", "-q", "--bare", str(root / ".git"), target + "/c"],
-                           check=True)  # fmt: skip
+            # --no-local: git's own transport, as from another machine (a local clone only
+            # hard-links the object files)
+            subprocess.run(["git", "clone", "-q", "--bare", "--no-local", str(root / ".git"),
+                            target + "/c"], check=True)  # fmt: skip
             result["clone_bare_seconds"] = time.perf_counter() - start
     finally:
         if temp is not None:
