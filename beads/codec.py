@@ -415,6 +415,7 @@ _INT_TEXT = re.compile(r"-?[0-9]{1,4000}")  # as str(int) writes them: int() tak
 # A `key: scalar` line (its text after the indentation) -> (key, value), once checked: most
 # lines of a store repeat (`status: open`, `thread: null`), so most cost a lookup.
 _LINES: dict[str, tuple[str, Any]] = {}
+_ITEMS: dict[str, Any] = {}  # the same for list items (`- bench`): token -> value
 
 
 class _NotOurs(Exception):
@@ -462,7 +463,14 @@ def _read_mapping(lines: list[str], at: int, indent: str, out: dict[str, Any], d
                     value = []
                     item = indent + "- "
                     while at < total and lines[at].startswith(item):
-                        value.append(_read_scalar(lines[at][width + 2 :]))
+                        token = lines[at][width + 2 :]
+                        known_item = _ITEMS.get(token, _ITEMS)  # (the dict itself: unknown)
+                        if known_item is _ITEMS:
+                            known_item = _read_scalar(token)
+                            if len(_ITEMS) >= _SCALARS_MAX:
+                                _ITEMS.clear()
+                            _ITEMS[token] = known_item
+                        value.append(known_item)
                         at += 1
                 else:
                     value = {}
