@@ -198,3 +198,26 @@ def test_gc_config_set_refuses_a_bad_view(tmp_path: Path) -> None:
     assert "store.view must be one of full, recent, off" in result.stderr
     assert gc("config", "set", "store.view", "recent").returncode == 0
     assert gc("config", "set", "store.view_days", "30").returncode == 0
+
+
+def test_commits_made_elsewhere_follow_the_setting(store: Store) -> None:
+    # A push into the store (a commit the view never saw) is caught up from the tree diff
+    # under the setting: an old closed bead stays out of a recent view, an open one comes in.
+    from beads.codec import dump_bead
+
+    store.set_setting("store.view", "recent")
+    stamp = stamp_at(time.time() - 40 * DAY)
+    old = Bead(id=new_id(store.prefix), type="task", title="old", sender="mayor",
+               status="closed", created_at=stamp, updated_at=stamp, closed_at=stamp)  # fmt: skip
+    fresh = Bead(id=new_id(store.prefix), type="task", title="open", sender="mayor",
+                 created_at=stamp, updated_at=stamp)  # fmt: skip
+    files = {bead_path(b.type, b.id): dump_bead(b) for b in (old, fresh)}
+    base = store.git.head()
+    commit, objects = store.git.build_commit(base, files, "pushed", "mayor")
+    store.git.store_objects(objects)
+    store.git.swap_head(base, commit.id, "pushed", "mayor")
+    store.close()
+    with Store.open(store.root) as reopened:
+        assert view_beads(reopened) == {fresh.id}
+        assert reopened.get(old.id).title == "old"
+        assert healthy(reopened) == []
