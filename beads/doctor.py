@@ -91,7 +91,6 @@ def doctor(
         if rebuild_index:
             report.fixed.append(f"index rebuilt from git ({store.index.count()} beads)")
         head = store.git.head()
-        assert head is not None
         try:
             tree = tree_files(store.git, head)
             # (a rebuild has just read every blob: none is missing)
@@ -116,6 +115,7 @@ def doctor(
             step("packing objects")
             packed = store.git.pack_loose_objects()
             store.git.repack()
+            assert head is not None
             store.index.apply(head=head, loose_objects=0)
             report.fixed.append(f"packed {packed} loose objects and compacted the packs")
             expired = store.git.expire_reflog()

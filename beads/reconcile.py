@@ -126,11 +126,13 @@ def _git_program(git_dir: Path) -> tuple[list[str], dict[str, str]]:
     return [program, f"--git-dir={git_dir}"], env
 
 
-def tree_files(git: GitRepo, commit: bytes) -> dict[str, bytes]:
-    """Every file of `commit`, path -> blob sha: listed by `git ls-tree` when it can (a
-    tenth of a second at 100k files, dulwich's tree walk ~3 s), else by dulwich."""
+def tree_files(git: GitRepo, commit: bytes | None) -> dict[str, bytes]:
+    """Every file of `commit` (none for None), path -> blob sha: listed by `git ls-tree` when
+    it can (a tenth of a second at 100k files, dulwich's tree walk ~3 s), else by dulwich."""
     import subprocess
 
+    if commit is None:
+        return {}
     try:
         base, env = _git_program(git.git_dir)
         listed = subprocess.run(
@@ -241,6 +243,7 @@ def _read_bead(
 
 
 PROGRESS_EVERY = 1000  # files between two progress reports
+SHOW_PROGRESS = True  # False: never (the command line's --json sets it)
 _PROGRESS_AFTER = 1.0  # seconds: a rebuild shorter than this shows nothing
 
 
@@ -251,7 +254,7 @@ def terminal_progress() -> Callable[[int], None]:
     import time
 
     stream = sys.stderr
-    if stream is None or not stream.isatty():
+    if not SHOW_PROGRESS or stream is None or not stream.isatty():
         return lambda done: None
     started = time.monotonic()
     shown = [False]

@@ -64,8 +64,8 @@ class Store:
         self._lock_mode = files.modes(str(root))[1]
         self._lock = filelock.FileLock(lock_path, mode=self._lock_mode)
         self._config: tuple[bytes | None, dict[str, Any]] | None = None
-        self.view.configure(*view_policy(self.config))
         head = branch_head(root)
+        self.view.configure(*view_policy(self.config))
         # A lost branch, or one naming no commit, is refused by the first read or write
         # (`sync`), not here, so that `gc doctor` can open the store to restore it.
         if head is not None and (self.index.head() != head or self.view.applied() != head):
