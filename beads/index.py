@@ -260,8 +260,20 @@ class Index:
 
     def rows(self) -> Iterator[tuple[str, str, Bead]]:
         """Every row as `(path, blob sha, bead)`, one at a time (for `gc doctor`, which checks
-        them all: a store's worth of beads is never held at once)."""
-        for path, blob, data in self.db.execute("SELECT path, blob, data FROM beads"):
+        them all: a store's worth of beads is never held at once). A damaged file met on the
+        way is recovered as `_guarded` does, and the rows come again from the rebuilt one."""
+        sql = "SELECT path, blob, data FROM beads"
+        try:
+            for path, blob, data in self.db.execute(sql):
+                yield path, blob, _bead(data)
+            return
+        except sqlite3.DatabaseError as exc:
+            if error_code(exc) not in DAMAGED:
+                raise
+            self._recover(exc)
+        except _BadRow as exc:
+            self._recover(exc)
+        for path, blob, data in self.db.execute(sql):
             yield path, blob, _bead(data)
 
     @_guarded

@@ -218,3 +218,12 @@ def test_a_rebuild_holds_one_chunk_of_beads_at_a_time(
             store.index.db = db
     assert max(sizes) == 4 and sum(sizes) == 30
     store.close()
+
+
+def test_doctor_meets_a_damaged_row_and_rebuilds(tmp_path: Path) -> None:
+    store = varied_store(tmp_path)
+    before = snapshot(store)
+    store.index.db.execute("UPDATE beads SET data = 'not json' WHERE rowid = 3")
+    doctor(store)  # reads every row: the damaged one makes it rebuild the index from git
+    assert snapshot(store) == before
+    store.close()
