@@ -25,6 +25,7 @@ from pathlib import Path
 from beads import files
 from beads.config import DEFAULT_VIEW, DEFAULT_VIEW_DAYS
 from beads.ids import parse_bead_path
+from beads.record import TIME_RE
 from beads.times import stamp_at
 
 TYPE_CHECKING = False
@@ -106,9 +107,10 @@ class View:
         index up to date (`Store.sync`); returns how many files were removed."""
         if self.mode != "recent":
             return 0
-        since = self._read(self.pruned_file)
+        mark = (self._read(self.pruned_file) or b"").decode("ascii", "replace")
+        since = mark if TIME_RE.fullmatch(mark) and mark <= self.cutoff else None  # else all
         removed = 0
-        for path in index.aged_out(since.decode() if since else None, self.cutoff):
+        for path in index.aged_out(since, self.cutoff):
             if self.remove(path):
                 removed += 1
         self._mark_pruned()

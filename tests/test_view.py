@@ -221,3 +221,15 @@ def test_commits_made_elsewhere_follow_the_setting(store: Store) -> None:
         assert view_beads(reopened) == {fresh.id}
         assert reopened.get(old.id).title == "old"
         assert healthy(reopened) == []
+
+
+def test_a_garbled_prune_mark_prunes_everything_that_aged_out(store: Store) -> None:
+    store.set_setting("store.view", "recent")
+    old = old_closed(store, 1)
+    healthy(store)
+    assert old.id in view_beads(store)
+    (store.runtime / "view-pruned").write_bytes(b"\xff9999-garbage\n")
+    with store.locked():
+        store.view.cutoff = stamp_at(time.time())  # as if a day on: the bead has aged out
+        assert store.view.prune(store.index) == 1
+    assert old.id not in view_beads(store)
