@@ -5,6 +5,7 @@ Run from the project root:
 
     python bench/bench_rebuild.py            # a store of 100,000 beads (a few minutes)
     python bench/bench_rebuild.py --quick    # a store of 10,000 beads
+    python bench/bench_rebuild.py --baseline # also the rebuild through ruamel and dulwich
 
 Figures:
   1. parsing a bead file: the direct reader against ruamel (per bead, and their ratio);
@@ -119,6 +120,12 @@ for suffix in ("", "-wal", "-shm"):
     (root / ".runtime" / f"index.sqlite3{suffix}").unlink(missing_ok=True)
 wall, cpu = time.perf_counter(), time.process_time()
 from beads.store import Store
+if sys.argv[2:] == ["slow"]:  # the baseline: ruamel parses, dulwich reads
+    import beads.codec, beads.reconcile
+    beads.codec._FAST = False
+    def no_git(*args):
+        raise beads.reconcile.GitUnavailable("baseline")
+    beads.reconcile.git_file_contents = no_git
 store = Store.open(root)  # finds no index: rebuilds it from git
 beads = store.index.count()
 print(json.dumps({"seconds": time.perf_counter() - wall, "cpu": time.process_time() - cpu,
@@ -153,14 +160,21 @@ def _run_child(argv: list[str]) -> tuple[str, float, float, float]:
     return done.stdout.decode(), measured["wall"], measured["cpu"], measured["rss_kib"] / 1024
 
 
-def measure_rebuild(store_path: str | Path) -> dict[str, Any]:
+def measure_rebuild(store_path: str | Path, *, baseline: bool = False) -> dict[str, Any]:
     """Rebuild the index of the store at `store_path` twice, each in a child process: through
     the API (`Store.open` finding no index) and through `gc doctor --rebuild-index`. Returns
-    wall and CPU seconds and peak RSS (MiB) of each, the bead count and the load average."""
+    wall and CPU seconds and peak RSS (MiB) of each, the bead count and the load average;
+    with `baseline`, also the API rebuild reading through ruamel and dulwich (`slow_*`)."""
     root = Path(store_path)
     root = root / ".beads" if (root / ".beads").is_dir() else root
     with Store.open(root) as store:
         view = store.view.setting.decode()  # the doctor checks the view: its size matters
+    slow: dict[str, float] = {}
+    if baseline:
+        out, wall, cpu, rss = _run_child([sys.executable, "-c", _API_CHILD, str(root), "slow"])
+        figures = json.loads(out)
+        slow = {"slow_seconds": figures["seconds"], "slow_cpu_seconds": figures["cpu"],
+                "slow_peak_rss_mib": rss}  # fmt: skip
     out, wall, cpu, rss = _run_child([sys.executable, "-c", _API_CHILD, str(root)])
     reported = json.loads(out)
     gc = str(Path(sys.executable).with_name("gc"))
@@ -177,6 +191,7 @@ def measure_rebuild(store_path: str | Path) -> dict[str, Any]:
         "doctor_peak_rss_mib": d_rss,
         "view": view,
         "load": load(),
+        **slow,
     }
 
 
@@ -255,6 +270,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help=f"{LARGE_QUICK:,} beads")
     parser.add_argument("--keep", metavar="DIR", help="build (or reuse) the store in DIR")
+    parser.add_argument("--baseline", action="store_true",
+                        help="also rebuild reading through ruamel and dulwich (slow)")  # fmt: skip
     args = parser.parse_args()
     n = LARGE_QUICK if args.quick else LARGE
     temp = None
@@ -269,7 +286,12 @@ def main() -> None:
         parse = measure_parse(path)
         print(f"1. parse a bead: direct reader {parse['direct_us']:.1f} us, ruamel "
               f"{parse['ruamel_us']:.1f} us: {parse['ratio']:.1f}x faster ({load()})")  # fmt: skip
-        r = measure_rebuild(path)
+        r = measure_rebuild(path, baseline=args.baseline)
+        if args.baseline:
+            print(f"2. baseline: the same rebuild reading through ruamel and dulwich: "
+                  f"{r['slow_seconds']:.2f} s (CPU {r['slow_cpu_seconds']:.2f} s, peak RSS "
+                  f"{r['slow_peak_rss_mib']:.0f} MiB); with the direct reader and git "
+                  f"{r['slow_seconds'] / r['api_seconds']:.1f}x faster")  # fmt: skip
         ok = (
             r["api_seconds"] <= TARGET_SECONDS
             and r["doctor_seconds"] <= TARGET_SECONDS
