@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from beads.config import CONFIG_PATH, parse_config
 from beads.errors import InvalidInput, StorageError
@@ -48,7 +48,7 @@ def catch_up_index(git: GitRepo, index: Index, old: bytes | None, new: bytes) ->
             deleted.append(path)
         if new_sha is None:
             continue
-        bead, invalid[path] = _read_bead(git.read(new_sha), path, located)
+        bead, invalid[path], _data = _read_bead(git.read(new_sha), path, located)
         if bead is not None:
             upserts.append((bead, path, new_sha.decode()))
     index.apply(
@@ -99,9 +99,9 @@ def _rebuild_from(
             located = parse_bead_path(path)
             if located is None:
                 continue
-            bead, error = _read_bead(content, path, located)
+            bead, error, data = _read_bead(content, path, located)
             if bead is not None:
-                rebuilt.add(bead, path, sha.decode())
+                rebuilt.add(bead, path, sha.decode(), data)
             else:
                 rebuilt.invalid(path, error or "invalid")
     return rebuilt.count
@@ -228,18 +228,21 @@ def git_file_contents(git_dir: Path, commit: bytes) -> Iterator[tuple[str, bytes
 
 def _read_bead(
     content: bytes, path: str, located: tuple[str, str]
-) -> tuple[Bead | None, str | None]:
-    """The bead of a file of git, or None and why it cannot be indexed."""
-    from beads.codec import load_bead  # lazy, like every YAML use: reads never parse YAML
+) -> tuple[Bead | None, str | None, Any]:
+    """The bead of a file of git and the mapping it was read from, or None and why it cannot
+    be indexed."""
+    from beads.codec import load_data  # lazy, like every YAML use: reads never parse YAML
+    from beads.record import Bead
 
     try:
+        data = load_data(content, what=path)
         # Committed elsewhere already: indexed whatever its size, never refused.
-        bead = load_bead(content, what=path, max_body=1 << 62)
+        bead = Bead.from_dict(data, max_body=1 << 62)
         if (bead.type, bead.id) != located:
             raise InvalidInput(f"{path} holds {bead.type} {bead.id}, not what its path says")
     except InvalidInput as exc:
-        return None, exc.message
-    return bead, None
+        return None, exc.message, None
+    return bead, None, data
 
 
 PROGRESS_EVERY = 1000  # files between two progress reports

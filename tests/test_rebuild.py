@@ -227,3 +227,26 @@ def test_doctor_meets_a_damaged_row_and_rebuilds(tmp_path: Path) -> None:
     doctor(store)  # reads every row: the damaged one makes it rebuild the index from git
     assert snapshot(store) == before
     store.close()
+
+
+def test_a_file_in_another_layout_is_indexed_as_its_bead(store: Store) -> None:
+    # The rebuild encodes a canonical file's mapping as it is; any other (fields in another
+    # order, nulls where a bead has empty lists) goes through the bead, as `apply` does.
+    import json
+
+    from beads.codec import load_bead
+    from beads.index import _row
+
+    text = (b"type: task\nid: gc-bbbbbbbb\ntitle: t\nfrom: mayor\ncc: null\nlabels:\n- x\n"
+            b"created_at: '2026-01-01T00:00:00.000000Z'\n"
+            b"updated_at: '2026-01-01T00:00:00.000000Z'\n")  # fmt: skip
+    path = bead_path("task", "gc-bbbbbbbb")
+    base = store.git.head()
+    commit, objects = store.git.build_commit(base, {path: text}, "by hand", "mayor")
+    store.git.store_objects(objects)
+    store.git.swap_head(base, commit.id, "by hand", "mayor")
+    rebuilt(store)
+    (data,) = store.index.db.execute("SELECT data FROM beads WHERE path = ?", (path,)).fetchone()
+    bead = load_bead(text)
+    assert data == _row(bead, path, "")[-1] == json.dumps(bead.to_dict(), separators=(",", ":"))
+    assert json.loads(data)["cc"] == []
