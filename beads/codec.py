@@ -102,15 +102,22 @@ def dump_data(data: Any) -> bytes:
 def load_data(raw: bytes | str, *, what: str = "YAML") -> Any:
     """Parse YAML; malformed input raises InvalidInput naming `what`.
 
-    Anchors and aliases (`&a`, `*a`) are refused: gc never writes them, and a few hundred
-    bytes of nested aliases expand into gigabytes (an "alias bomb"). Without them, what a
-    parse builds is bounded by the size of its input; nesting is bounded by `MAX_DEPTH`
-    (libyaml's composer recurses in C: 30,000 `[` crash the process).
+    Text in the canonical shape gc writes is read by `_fast_load` (the direct writer's twin);
+    anything else by ruamel. Anchors and aliases (`&a`, `*a`) are refused: gc never writes
+    them, and a few hundred bytes of nested aliases expand into gigabytes (an "alias bomb").
+    Without them, what a parse builds is bounded by the size of its input; nesting is bounded
+    by `MAX_DEPTH` (libyaml's composer recurses in C: 30,000 `[` crash the process).
     """
+    try:
+        text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
+    except UnicodeError:
+        raise InvalidInput(f"{what} is not valid UTF-8") from None
+    fast = _fast_load(text) if _FAST else None
+    if fast is not None:
+        return fast
     from ruamel.yaml.error import YAMLError
 
     try:
-        text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
         if _may_be_hostile(text):
             _check_events(text, what)
         return _yaml().load(text)
@@ -319,11 +326,9 @@ def _fast_dump(data: dict[str, Any]) -> bytes | None:
 
 def _fast_mapping(data: dict[str, Any], indent: str, lines: list[str]) -> bool:
     for key, value in data.items():
-        if type(key) is not str or len(key.encode("utf-8")) > _MAX_KEY:
+        name = _fast_key(key)
+        if name is None:
             return False
-        name = _text_scalar(key)
-        if name is None or name != key:
-            return False  # a key that needs quotes: leave it to ruamel
         kind = type(value)
         if kind is dict:
             if not value:
@@ -356,6 +361,22 @@ def _fast_mapping(data: dict[str, Any], indent: str, lines: list[str]) -> bool:
     return True
 
 
+def _fast_key(key: Any) -> str | None:
+    """How a mapping key is written, or None when it is not a simple case (a key that needs
+    quotes, or one libyaml writes as `? key`)."""
+    if key in _KEYS:  # the same few dozen keys, in every bead
+        return key
+    if type(key) is not str or len(key.encode("utf-8")) > _MAX_KEY or _text_scalar(key) != key:
+        return None
+    if len(_KEYS) >= _SCALARS_MAX:
+        _KEYS.clear()
+    _KEYS.add(key)
+    return key
+
+
+_KEYS: set[str] = set()  # keys `_fast_key` writes as they are
+
+
 def _literal_block(text: str, indent: str) -> list[str] | None:
     """Multi-line `text` as libyaml writes a `|` block whose lines sit at `indent`: the
     header, then the lines. None when it is not a simple case: a space before a line break
@@ -375,6 +396,140 @@ def _literal_block(text: str, indent: str) -> list[str] | None:
     else:
         header += "-"
     return [header, *(indent + line if line else "" for line in lines)]
+
+
+# -- the direct reader -------------------------------------------------------------------------
+#
+# The writer's twin: it reads the canonical shape `_fast_dump` writes (2-space block mappings,
+# `key:` then `- item` lists of scalars, `{}` and `[]`, plain and single-quoted scalars, `|`
+# blocks) and accepts a text only when the writer would write its result back as exactly that
+# text: the layout is the writer's by construction, and each key, scalar and block is checked
+# against the writer's own functions (`_fast_key`, `_fast_scalar`, `_literal_block`). Then
+# ruamel reads that text as the same data (the writer is checked byte for byte against
+# ruamel, and ruamel's load of its own dump against the data), so nothing the reader accepts
+# can differ from ruamel's reading; anything else (other layouts, anchors, flow collections,
+# floats, comments, deep nesting) returns None and goes to ruamel and its checks. ruamel's
+# loader costs ~350 us a bead, this ~20 us: ruamel was 71% of an index rebuild.
+
+_INT_TEXT = re.compile(r"-?[0-9]{1,4000}")  # as str(int) writes them: int() takes 4,300 digits
+# A `key: scalar` line (its text after the indentation) -> (key, value), once checked: most
+# lines of a store repeat (`status: open`, `thread: null`), so most cost a lookup.
+_LINES: dict[str, tuple[str, Any]] = {}
+_ITEMS: dict[str, Any] = {}  # the same for list items (`- bench`): token -> value
+
+
+class _NotOurs(Exception):
+    """Text the direct writer would not write: ruamel reads it."""
+
+
+def _fast_load(text: str) -> dict[str, Any] | None:
+    """The mapping `text` holds, when it is exactly what `_fast_dump` writes; else None."""
+    if not text.endswith("\n"):
+        return None
+    lines = text.split("\n")
+    lines.pop()  # the text's final line break
+    data: dict[str, Any] = {}
+    try:
+        end = _read_mapping(lines, 0, "", data, 0)
+    except _NotOurs:
+        return None
+    return data if data and end == len(lines) else None
+
+
+def _read_mapping(lines: list[str], at: int, indent: str, out: dict[str, Any], depth: int) -> int:
+    """Read the block mapping whose keys sit at `indent` from line `at` into `out`; returns
+    the first line past it."""
+    if depth > MAX_DEPTH:
+        raise _NotOurs
+    width = len(indent)
+    total = len(lines)
+    known = _LINES
+    while at < total:
+        line = lines[at]
+        if not line.startswith(indent):
+            break  # the end of this mapping: a shallower key (or not ours: the caller sees)
+        body = line[width:] if width else line
+        found = known.get(body)
+        at += 1
+        if found is not None:
+            key, value = found
+        else:
+            split = body.find(": ")
+            if split < 0:  # `key:` then a list or a nested mapping
+                key = body[:-1]
+                if body[-1:] != ":" or _fast_key(key) != key:
+                    raise _NotOurs
+                if at < total and lines[at].startswith(indent + "- "):
+                    value = []
+                    item = indent + "- "
+                    while at < total and lines[at].startswith(item):
+                        token = lines[at][width + 2 :]
+                        known_item = _ITEMS.get(token, _ITEMS)  # (the dict itself: unknown)
+                        if known_item is _ITEMS:
+                            known_item = _read_scalar(token)
+                            if len(_ITEMS) >= _SCALARS_MAX:
+                                _ITEMS.clear()
+                            _ITEMS[token] = known_item
+                        value.append(known_item)
+                        at += 1
+                else:
+                    value = {}
+                    at = _read_mapping(lines, at, indent + "  ", value, depth + 1)
+                    if not value:
+                        raise _NotOurs  # an empty mapping is written `{}`
+            else:
+                key = body[:split]
+                token = body[split + 2 :]
+                if _fast_key(key) != key:
+                    raise _NotOurs
+                if token[:1] == "|":
+                    value, at = _read_block(lines, at, indent + "  ", token)
+                else:
+                    value = {} if token == "{}" else [] if token == "[]" else _read_scalar(token)
+                    if type(value) is not dict and type(value) is not list:
+                        if len(known) >= _SCALARS_MAX:
+                            known.clear()
+                        known[body] = (key, value)
+        if key in out:
+            raise _NotOurs  # a duplicate key
+        out[key] = value
+    return at
+
+
+def _read_block(lines: list[str], at: int, indent: str, header: str) -> tuple[str, int]:
+    """A `|` block scalar whose lines sit at `indent`; returns its text and the next line."""
+    start = at
+    total = len(lines)
+    while at < total and (lines[at] == "" or lines[at].startswith(indent)):
+        at += 1
+    while at > start and lines[at - 1] == "":
+        at -= 1  # a block never ends with an empty line: those are the next key's business
+    width = len(indent)
+    text = "\n".join([line[width:] for line in lines[start:at]])
+    if header[-1:] != "-":
+        text += "\n"
+    if "\n" not in text or _literal_block(text, indent) != [header, *lines[start:at]]:
+        raise _NotOurs
+    return text, at
+
+
+def _read_scalar(token: str) -> Any:
+    """The value of a one-line scalar, if the writer writes that value as `token`."""
+    if token[:1] == "'":
+        value: Any = token[1:-1].replace("''", "'")
+    elif token == "null":
+        value = None
+    elif token == "true":
+        value = True
+    elif token == "false":
+        value = False
+    elif _INT_TEXT.fullmatch(token):
+        value = int(token)
+    else:
+        value = token
+    if _fast_scalar(value) != token:
+        raise _NotOurs
+    return value
 
 
 def load_bead(raw: bytes | str, *, what: str = "bead file", max_body: int | None = None) -> Bead:

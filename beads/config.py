@@ -88,7 +88,27 @@ def check_config(data: Any) -> dict[str, Any]:
     stale = config["store"]["stale_lock_seconds"]
     if type(stale) not in (int, float) or not 0 < stale <= 86400:
         raise InvalidInput("store.stale_lock_seconds must be a number of seconds (0 to 86400]")
+    view_policy(config)
     return config
+
+
+VIEW_MODES = ("full", "recent", "off")
+DEFAULT_VIEW = "full"  # people `cat` and `grep` the view; `recent` and `off` save disk
+DEFAULT_VIEW_DAYS = 14
+MAX_VIEW_DAYS = 36500
+
+
+def view_policy(config: dict[str, Any]) -> tuple[str, int]:
+    """`(store.view, store.view_days)` of a config, defaults filled in; InvalidInput for a
+    value outside the documented ones."""
+    section = config.get("store") or {}
+    mode = section.get("view", DEFAULT_VIEW)
+    if mode not in VIEW_MODES:
+        raise InvalidInput(f"store.view must be one of {', '.join(VIEW_MODES)}, not {shown(mode)}")
+    days = section.get("view_days", DEFAULT_VIEW_DAYS)
+    if type(days) is not int or not 1 <= days <= MAX_VIEW_DAYS:
+        raise InvalidInput(f"store.view_days must be a number of days 1..{MAX_VIEW_DAYS}")
+    return mode, days
 
 
 def parse_config(raw: bytes) -> tuple[dict[str, Any] | None, str | None]:
@@ -227,6 +247,8 @@ SETTINGS: dict[str, Any] = {
     "store.max_body_bytes": _opened,
     "store.stale_lock_seconds": _opened,
     "store.shared": _opened,
+    "store.view": _opened,
+    "store.view_days": _opened,
     "mail.provider": _text,
     "mail.strict_recipients": _flag,
     "mail.exec_timeout": _duration,

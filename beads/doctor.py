@@ -25,6 +25,7 @@ from beads.gitrepo import GC_LOCK_MTIME, lock_age
 from beads.ids import parse_bead_path
 from beads.initstore import remove_dead_builds
 from beads.reader import BRANCH, branch_problem, is_sha
+from beads.reconcile import tree_files
 from beads.store import Store
 from beads.view import git_blob_sha
 
@@ -91,18 +92,25 @@ def doctor(
             report.fixed.append(f"index rebuilt from git ({store.index.count()} beads)")
         head = store.git.head()
         try:
-            tree = {path: sha for path, sha in store.git.files(head)}
-            missing = [path for path, sha in tree.items() if not store.git.has_object(sha)]
+            tree = tree_files(store.git, head)
+            # (a rebuild has just read every blob: none is missing)
+            has = store.git.has_object
+            missing = [] if rebuild_index else [p for p, sha in tree.items() if not has(sha)]
         except Exception as exc:  # a damaged object store raises many kinds
             report.problems.append(Problem("repository", ".git", f"cannot read HEAD's tree: {exc}"))
             return report
         for path in missing:
             report.problems.append(Problem("repository", path, "the file's object is missing"))
         step("checking the index")
-        _check_index(store, tree, report)
+        _check_index(store, tree, report, rebuilt=rebuild_index)
         step("checking the view")
-        _check_links(store, report, restore=restore_view)
-        _check_view(store, tree, report, restore=restore_view)
+        pruned = store.view.prune(store.index)
+        if pruned:
+            days = store.view.days
+            report.fixed.append(f"removed {pruned} bead files older than {days} days from the view")
+        view_files, view_links = store.view.scan()
+        _check_links(store, view_links, report, restore=restore_view)
+        _check_view(store, tree, view_files, report, restore=restore_view)
         if compact:
             step("packing objects")
             packed = store.git.pack_loose_objects()
@@ -122,12 +130,13 @@ def doctor_steps(compact: bool) -> int:
     return 5 if compact else 4
 
 
-def _check_index(store: Store, tree: dict[str, bytes], report: Report) -> None:
-    """Compare every row with git: its blob id and its bead (a row altered in the index
-    while its blob id stayed is found too)."""
+def _check_index(store: Store, tree: dict[str, bytes], report: Report, *, rebuilt: bool) -> None:
+    """Compare every row with git: its blob id and, unless the index was just `rebuilt` from
+    these very blobs, its bead (a row altered in the index while its blob id stayed is found
+    too). Rows are read one at a time: a store's worth of beads is never held at once."""
     from beads.codec import dump_bead, load_bead
 
-    rows = {path: (blob, bead) for path, blob, bead in store.index.rows()}
+    indexed = store.index.blobs()
     invalid = store.index.invalid()
     hint = "run gc doctor --rebuild-index"
     for path, sha in tree.items():
@@ -136,16 +145,20 @@ def _check_index(store: Store, tree: dict[str, bytes], report: Report) -> None:
             continue
         if parse_bead_path(path) is None:
             continue
-        blob, bead = rows.get(path, (None, None))
-        if bead is None or blob != sha.decode():
+        if indexed.get(path) != sha.decode():
             report.problems.append(Problem("index", path, f"the index differs from HEAD; {hint}"))
-        elif git_blob_sha(dump_bead(bead)) != sha and bead != load_bead(store.git.read(sha)):
-            # (a file git holds in another layout than gc writes is parsed and compared)
-            report.problems.append(
-                Problem("index", path, f"the index row differs from the file in HEAD; {hint}")
-            )
-    for path in rows.keys() - tree.keys():
+    for path in indexed.keys() - tree.keys():
         report.problems.append(Problem("index", path, f"indexed but not in HEAD; {hint}"))
+    if not rebuilt:
+        for path, blob, bead in store.index.rows():
+            sha = blob.encode()
+            if tree.get(path) != sha or git_blob_sha(dump_bead(bead)) == sha:
+                continue
+            if bead != load_bead(store.git.read(sha)):
+                # (a file git holds in another layout than gc writes is parsed and compared)
+                report.problems.append(
+                    Problem("index", path, f"the index row differs from the file in HEAD; {hint}")
+                )
     if CONFIG_PATH not in tree:
         report.problems.append(Problem("repository", CONFIG_PATH, "HEAD has no config.yaml"))
     # Kind `config`: a setting an older gc accepted that `gc config set` now refuses. The store
@@ -155,9 +168,15 @@ def _check_index(store: Store, tree: dict[str, bytes], report: Report) -> None:
         report.problems.append(Problem("config", CONFIG_PATH, fix))
 
 
-def _check_view(store: Store, tree: dict[str, bytes], report: Report, *, restore: bool) -> None:
+def _check_view(
+    store: Store, tree: dict[str, bytes], present: list[str], report: Report, *, restore: bool
+) -> None:
+    """The view holds HEAD's files that `store.view` keeps, as HEAD has them, and no other."""
     hint = "" if restore else "; gc doctor --restore-view puts HEAD's version back"
+    expected = store.view.expected(tree, store.index)
     for path, sha in tree.items():
+        if path not in expected:
+            continue
         data = store.view.read(path)
         if data is not None and git_blob_sha(data) == sha:
             continue
@@ -174,12 +193,13 @@ def _check_view(store: Store, tree: dict[str, bytes], report: Report, *, restore
                     "edited outside gc (edits go through gc bead edit)" + hint,
                 )
             )
-    for path in set(store.view.files()) - tree.keys():
+    for path in set(present) - expected:
+        why = "not in HEAD" if path not in tree else f"left out by store.view={store.view.mode}"
         if restore:
             store.view.remove(path)
-            report.fixed.append(f"removed {path} (not in HEAD)")
+            report.fixed.append(f"removed {path} ({why})")
         else:
-            report.problems.append(Problem("view_stray", path, "not in HEAD" + hint))
+            report.problems.append(Problem("view_stray", path, why + hint))
 
 
 def _clear_stale_files(store: Store, report: Report) -> None:
@@ -495,13 +515,13 @@ def _shown(store: Store, path: Path) -> str:
     return path.relative_to(store.root).as_posix()
 
 
-def _check_links(store: Store, report: Report, *, restore: bool) -> None:
+def _check_links(store: Store, view_links: list[str], report: Report, *, restore: bool) -> None:
     """Symbolic links in the view or `.runtime/`: gc never writes through them. A view link
     is removed with `restore` (the view check then writes HEAD's files in its place); one
     under `.runtime/` is for the user to move away (it may hold queues)."""
     import os
 
-    for rel in store.view.links():
+    for rel in view_links:
         path = store.root / rel
         if restore:
             os.unlink(path)  # the link only: what it points to is left alone

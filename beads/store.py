@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from beads import files
 from beads.autosync import after_write
 from beads.batch import Batch
-from beads.config import CONFIG_PATH, FORMAT, check_config, parse_config
+from beads.config import CONFIG_PATH, FORMAT, check_config, parse_config, view_policy
 from beads.errors import Conflict, InvalidInput, NotFound, StorageError
 from beads.faults import fault
 from beads.ids import ID_RE, check_id_prefix
@@ -65,6 +65,7 @@ class Store:
         self._lock_mode = 0
         self._config: tuple[bytes | None, dict[str, Any]] | None = None
         head = branch_head(root)
+        self.view.configure(*view_policy(self.config))
         # A lost branch, or one naming no commit, is refused by the first read or write
         # (`sync`), not here, so that `gc doctor` can open the store to restore it.
         if head is not None and (self.index.head() != head or self.view.applied() != head):
@@ -301,6 +302,7 @@ class Store:
             known = index_head is not None and self.git.has_object(index_head)
             catch_up_index(self.git, self.index, index_head if known else None, head)
             fault("caught-up-index")
+        self.view.configure(*view_policy(self.config))  # a changed store.view: rebuilt below
         view_head = self.view.applied()
         if view_head != head:
             if view_head is not None and self.git.has_object(view_head):

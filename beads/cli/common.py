@@ -50,6 +50,10 @@ def settings(ctx: click.Context | None = None) -> Settings:
 def _remember(ctx: click.Context, param: click.Parameter, value: Any) -> None:
     if value not in (None, False):
         setattr(settings(ctx), param.name or "", value)
+    if param.name == "json" and value:
+        from beads import reconcile
+
+        reconcile.SHOW_PROGRESS = False  # an index rebuild's progress line, like the bars
 
 
 _GLOBAL_OPTIONS: list[click.Option] = []

@@ -1,0 +1,252 @@
+"""Index rebuild: streamed from git, equal to the index built commit by commit."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from beads import reconcile
+from beads.doctor import doctor
+from beads.ids import bead_path
+from beads.store import Store
+
+TABLES = {
+    "beads": "SELECT * FROM beads ORDER BY id",
+    "labels": "SELECT * FROM labels ORDER BY label, id",
+    "invalid": "SELECT * FROM invalid ORDER BY path",
+    "agents": "SELECT * FROM agents ORDER BY name",
+    "meta": "SELECT * FROM meta WHERE key IN ('head', 'config', 'schema') ORDER BY key",
+    "indexes": "SELECT name, sql FROM sqlite_master WHERE type = 'index' ORDER BY name",
+}
+
+
+def snapshot(store: Store) -> dict[str, list[tuple[object, ...]]]:
+    """What the index holds, table by table (event ids aside: machine-local, never reused)."""
+    db = store.index.db
+    return {name: db.execute(sql).fetchall() for name, sql in TABLES.items()}
+
+
+def event_order(store: Store) -> list[str]:
+    return [row[0] for row in store.index.db.execute("SELECT id FROM events ORDER BY seq")]
+
+
+def varied_store(root: Path) -> Store:
+    """A store built by many commits: creates, updates, closes, labels, meta, a config change,
+    a file git holds that is not a bead, and one bead file that does not parse."""
+    store, _ = Store.init(root, agent="mayor")
+    ids = []
+    for n in range(30):
+        bead = store.create(
+            "task" if n % 3 else "message", f"bead {n}", "line one\nline two\n" * (n % 2),
+            assignee=f"agent{n % 4}", labels=[f"area{n % 3}", "x"] if n % 2 else [],
+            meta={"read": n % 2 == 0, "nested": {"n": n}}, cc=["dog"] if n % 5 == 0 else [],
+        )  # fmt: skip
+        ids.append(bead.id)
+    with store.batch() as batch:
+        for bead_id in ids[:10]:
+            batch.update(bead_id, title="changed", labels=["moved"])
+        for bead_id in ids[10:15]:
+            batch.close_bead(bead_id, "done")
+    store.set_setting("mail.strict_recipients", True)
+    with store.batch() as batch:  # files that are not (valid) beads, committed by hand
+        batch_files = {
+            bead_path("task", "gc-aaaaaaaa"): b"id: gc-aaaaaaaa\ntype: [unclosed\n",
+            "notes/readme.txt": b"not a bead\n",
+        }
+        commit, objects = store.git.build_commit(batch.base, batch_files, "by hand", "mayor")
+        store.git.store_objects(objects)
+        store.git.swap_head(batch.base, commit.id, "by hand", "mayor")
+    store.close()
+    return Store.open(root)
+
+
+def rebuilt(store: Store) -> None:
+    with store.locked():
+        store.index.drop_file()
+        store.sync()
+
+
+def test_a_rebuild_equals_the_index_built_commit_by_commit(tmp_path: Path) -> None:
+    store = varied_store(tmp_path)
+    before = snapshot(store)
+    assert len(before["beads"]) == 30 and len(before["invalid"]) == 1
+    rebuilt(store)
+    assert snapshot(store) == before
+    # A rebuild numbers events in (created_at, id) order, above every id handed out before.
+    order = event_order(store)
+    beads = {b.id: b for b in store.list(limit=None)}
+    assert order == sorted(beads, key=lambda i: (beads[i].created_at, i))
+    store.close()
+
+
+def test_the_rebuild_reads_git_with_or_without_the_git_program(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = varied_store(tmp_path)
+    before = snapshot(store)
+    used = []
+    real = reconcile.git_file_contents
+
+    def no_git(git_dir: Path, commit: bytes):  # type: ignore[no-untyped-def]
+        used.append("dulwich")
+        raise reconcile.GitUnavailable("no git program")
+
+    monkeypatch.setattr(reconcile, "git_file_contents", no_git)
+    rebuilt(store)
+    assert snapshot(store) == before and used == ["dulwich"]
+    monkeypatch.setattr(reconcile, "git_file_contents", real)
+    with store.locked():  # and the two readers give the same files
+        head = store.git.head()
+        by_git = sorted(real(store.git.git_dir, head))
+        by_dulwich = sorted((p, s, store.git.read(s)) for p, s in store.git.files(head))
+    assert by_git == by_dulwich
+    store.close()
+
+
+def test_a_git_that_cannot_read_the_store_falls_back_to_dulwich(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = varied_store(tmp_path)
+    before = snapshot(store)
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "git").write_text("#!/bin/sh\necho broken >&2\nexit 1\n")
+    (fake / "git").chmod(0o755)
+    monkeypatch.setenv("PATH", str(fake))
+    rebuilt(store)
+    assert snapshot(store) == before
+    store.close()
+
+
+def test_doctor_rebuild_index_reports_the_count_and_a_clean_store(tmp_path: Path) -> None:
+    store = varied_store(tmp_path)
+    before = snapshot(store)
+    report = doctor(store, rebuild_index=True)
+    assert snapshot(store) == before
+    assert any("index rebuilt from git (30 beads)" in line for line in report.fixed)
+    assert [p.kind for p in report.problems] == ["unparsable"]
+    store.close()
+
+
+def test_a_rebuild_that_fails_midway_leaves_no_half_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = varied_store(tmp_path)
+    before = snapshot(store)
+    real = reconcile._read_bead
+    calls = [0]
+
+    def failing(*args):  # type: ignore[no-untyped-def]
+        calls[0] += 1
+        if calls[0] == 20:
+            raise KeyboardInterrupt
+        return real(*args)
+
+    monkeypatch.setattr(reconcile, "_read_bead", failing)
+    monkeypatch.setattr("beads.index.REBUILD_CHUNK", 5)  # rows already flushed are rolled back
+    with store.locked(), pytest.raises(KeyboardInterrupt):
+        store.index.drop_file()
+        store.sync()
+    assert store.index.head() is None and store.index.count() == 0
+    monkeypatch.setattr(reconcile, "_read_bead", real)
+    store.close()
+    with Store.open(tmp_path) as again:  # the next open rebuilds it
+        assert snapshot(again) == before
+
+
+def test_progress_is_shown_on_a_terminal_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = varied_store(tmp_path)
+    seen: list[int] = []
+    monkeypatch.setattr(reconcile, "PROGRESS_EVERY", 10)
+    with store.locked():
+        count = reconcile.rebuild_index(store.git, store.index, store.git.head(), seen.append)
+    assert count == 30 and seen[:3] == [10, 20, 30] and seen[-1] == -1
+    with store.locked():  # not a terminal: nothing on stderr
+        reconcile.rebuild_index(store.git, store.index, store.git.head())
+    assert capsys.readouterr().err == ""
+
+    class Terminal:
+        text = ""
+
+        def isatty(self) -> bool:
+            return True
+
+        def write(self, text: str) -> None:
+            Terminal.text += text
+
+        def flush(self) -> None:
+            pass
+
+    monkeypatch.setattr("sys.stderr", Terminal())
+    monkeypatch.setattr(reconcile, "_PROGRESS_AFTER", 0.0)
+    monkeypatch.setattr(reconcile, "SHOW_PROGRESS", True)  # (a --json command turns it off)
+    with store.locked():
+        reconcile.rebuild_index(store.git, store.index, store.git.head())
+    assert "\rgc: indexing the store: 30 files" in Terminal.text and Terminal.text.endswith("\n")
+    store.close()
+
+
+def test_a_rebuild_holds_one_chunk_of_beads_at_a_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = varied_store(tmp_path)
+    monkeypatch.setattr("beads.index.REBUILD_CHUNK", 4)
+    sizes: list[int] = []
+    real = sqlite3.Connection.executemany
+
+    with store.locked():
+        store.index.drop_file()
+        db = store.index.db
+
+        class Watch:
+            def __getattr__(self, name: str) -> object:
+                return getattr(db, name)
+
+            def executemany(self, sql: str, rows: list) -> object:  # type: ignore[type-arg]
+                if "INTO beads" in sql:
+                    sizes.append(len(rows))
+                return real(db, sql, rows)
+
+        store.index.db = Watch()  # type: ignore[assignment]
+        try:
+            store.sync()
+        finally:
+            store.index.db = db
+    assert max(sizes) == 4 and sum(sizes) == 30
+    store.close()
+
+
+def test_doctor_meets_a_damaged_row_and_rebuilds(tmp_path: Path) -> None:
+    store = varied_store(tmp_path)
+    before = snapshot(store)
+    store.index.db.execute("UPDATE beads SET data = 'not json' WHERE rowid = 3")
+    doctor(store)  # reads every row: the damaged one makes it rebuild the index from git
+    assert snapshot(store) == before
+    store.close()
+
+
+def test_a_file_in_another_layout_is_indexed_as_its_bead(store: Store) -> None:
+    # The rebuild encodes a canonical file's mapping as it is; any other (fields in another
+    # order, nulls where a bead has empty lists) goes through the bead, as `apply` does.
+    import json
+
+    from beads.codec import load_bead
+    from beads.index import _row
+
+    text = (b"type: task\nid: gc-bbbbbbbb\ntitle: t\nfrom: mayor\ncc: null\nlabels:\n- x\n"
+            b"created_at: '2026-01-01T00:00:00.000000Z'\n"
+            b"updated_at: '2026-01-01T00:00:00.000000Z'\n")  # fmt: skip
+    path = bead_path("task", "gc-bbbbbbbb")
+    base = store.git.head()
+    commit, objects = store.git.build_commit(base, {path: text}, "by hand", "mayor")
+    store.git.store_objects(objects)
+    store.git.swap_head(base, commit.id, "by hand", "mayor")
+    rebuilt(store)
+    (data,) = store.index.db.execute("SELECT data FROM beads WHERE path = ?", (path,)).fetchone()
+    bead = load_bead(text)
+    assert data == _row(bead, path, "")[-1] == json.dumps(bead.to_dict(), separators=(",", ":"))
+    assert json.loads(data)["cc"] == []
