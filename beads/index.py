@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
     from beads.query import Query
 
-SCHEMA_VERSION = "7"
+SCHEMA_VERSION = "8"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -58,11 +58,12 @@ CREATE TABLE IF NOT EXISTS agents(name TEXT PRIMARY KEY) WITHOUT ROWID;
 -- (space-separated): a follower skips commits that change no type it derives from without
 -- reading git (inbox.follow). The last LINKS_KEPT only, by rowid.
 CREATE TABLE IF NOT EXISTS links(id TEXT PRIMARY KEY, parent TEXT NOT NULL, types TEXT NOT NULL);
--- Full-text search (`Query.text`) of the words each bead's row holds, by the row's rowid: the
--- view says what is searched, and the table keeps only the word index, not a second copy of
--- the text (external content). `apply` keeps it in step with `beads` (nothing VACUUMs this
--- file, which could renumber the rowids, and a rebuild fills it afresh). No semicolons in
--- these comments: the schema is split on them.
+-- Full-text search (`Query.text`) of the words each bead's row holds, by the row's rowid. The
+-- table keeps its own copy of the text: a row changed behind the index's back (a tampered
+-- file) cannot leave it unable to forget what it indexed, as an external-content table would.
+-- `apply` keeps it in step with `beads` (nothing VACUUMs this file, which could renumber the
+-- rowids), and a rebuild fills it afresh. No semicolons in these comments: the schema is
+-- split on them.
 CREATE VIEW IF NOT EXISTS beads_text(rowid, title, body, labels, agents) AS SELECT rowid,
     json_extract(data, '$.title'), json_extract(data, '$.body'),
     (SELECT group_concat(value, ' ') FROM json_each(data, '$.labels')),
@@ -70,17 +71,16 @@ CREATE VIEW IF NOT EXISTS beads_text(rowid, title, body, labels, agents) AS SELE
         || coalesce((SELECT group_concat(value, ' ') FROM json_each(data, '$.cc')), '')
     FROM beads;
 CREATE VIRTUAL TABLE IF NOT EXISTS beads_fts USING fts5(title, body, labels, agents,
-    content='beads_text', content_rowid='rowid', tokenize='unicode61 remove_diacritics 2');
+    tokenize='unicode61 remove_diacritics 2');
 """
-# The text of these beads' rows into the full-text table, or (as 'delete') out of it: FTS5
-# forgets a row of external content only when told the words it indexed for it.
+# The text of these beads' rows into the full-text table, or out of it. REPLACE: a row
+# deleted behind the index's back leaves its words under a rowid sqlite may hand out again.
 _FTS_ADD = (
-    "INSERT INTO beads_fts(rowid, title, body, labels, agents) SELECT * FROM beads_text "
+    "INSERT OR REPLACE INTO beads_fts(rowid, title, body, labels, agents) SELECT * FROM beads_text "
     "WHERE rowid IN (SELECT rowid FROM beads WHERE id IN (SELECT value FROM json_each(?)))"
 )
 _FTS_DROP = (
-    "INSERT INTO beads_fts(beads_fts, rowid, title, body, labels, agents) "
-    "SELECT 'delete', * FROM beads_text "
+    "DELETE FROM beads_fts "
     "WHERE rowid IN (SELECT rowid FROM beads WHERE id IN (SELECT value FROM json_each(?)))"
 )
 
@@ -376,8 +376,7 @@ class Index:
         db.execute("BEGIN IMMEDIATE")
         try:
             if reset:
-                db.execute("INSERT INTO beads_fts(beads_fts) VALUES ('delete-all')")
-                for table in ("beads", "labels", "invalid", "agents", "links"):
+                for table in ("beads", "labels", "invalid", "agents", "links", "beads_fts"):
                     db.execute(f"DELETE FROM {table}")
             # One statement per table for the whole commit (a batch may hold thousands of
             # beads); the last upsert of an id wins, as it did row by row.
@@ -504,7 +503,7 @@ class Rebuild:
         db.execute(f"PRAGMA cache_size = -{REBUILD_CACHE_KIB}")
         db.execute("BEGIN IMMEDIATE")
         try:
-            for table in ("beads", "labels", "invalid", "agents", "links", "events"):
+            for table in ("beads", "labels", "invalid", "agents", "links", "events", "beads_fts"):
                 db.execute(f"DELETE FROM {table}")  # events: AUTOINCREMENT keeps its high mark
             for name, _statement in _INDEXES:
                 db.execute(f"DROP INDEX IF EXISTS {name}")
@@ -541,6 +540,8 @@ class Rebuild:
             db.execute(
                 "INSERT OR IGNORE INTO events(id) SELECT id FROM beads ORDER BY created_at, id"
             )
+            db.execute("INSERT INTO beads_fts(rowid, title, body, labels, agents) "
+                       "SELECT * FROM beads_text")  # fmt: skip
             db.executemany("INSERT OR IGNORE INTO agents VALUES (?)", [(n,) for n in self._named])
             db.executemany("INSERT OR REPLACE INTO invalid VALUES (?, ?)", self._invalid)
             self.index._set_meta("head", self.head.decode())

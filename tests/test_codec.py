@@ -408,27 +408,3 @@ def test_reading_a_plain_bead_never_imports_ruamel() -> None:
     out = subprocess.run([sys.executable, "-c", code], input=dump_bead(bead), capture_output=True,
                          check=True).stdout  # fmt: skip
     assert out.decode().strip() == "[]"
-
-
-def test_the_direct_reader_is_faster_than_ruamel() -> None:
-    # The reason it exists (an index rebuild parses every bead): ~10x on a typical bead.
-    import time
-
-    bead = Bead(id="gc-abcdefgh", type="task", title="Review the parser", sender="mayor",
-                body="Look at it.\nReport back.\n", labels=["bench", "area1"], assignee="dog",
-                created_at="2026-01-01T00:00:00.000000Z", updated_at="2026-01-01T00:00:00.000000Z",
-                meta={"read": False, "kind": "task"})  # fmt: skip
-    text = dump_bead(bead).decode()
-
-    def best(read: object) -> float:
-        times = []
-        for _ in range(5):
-            start = time.perf_counter()
-            for _ in range(50):
-                read(text)  # type: ignore[operator]
-            times.append(time.perf_counter() - start)
-        return min(times)
-
-    ratio = best(ruamel_load) / best(codec._fast_load)
-    print(f"direct reader: {ratio:.1f}x faster than ruamel per bead")
-    assert ratio > 3
