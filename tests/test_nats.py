@@ -160,16 +160,20 @@ def machines(tmp_path: Path, nats_server: NatsServer) -> Iterator[tuple[Machine,
         b.close()
 
 
-def wait_until(check: Callable[[], bool], within: float = 20.0, what: str = "") -> None:
+def wait_until(
+    check: Callable[[], object], within: float = 20.0, what: str | Callable[[], str] = ""
+) -> None:
     deadline = time.monotonic() + within
     while not check():
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what or check}")
+            said = what() if callable(what) else what
+            raise AssertionError(f"timed out waiting for {said or check}")
         time.sleep(0.01)
 
 
-def relay_logs(*machines: Machine) -> str:
-    return "\n".join(m.log.read_text() for m in machines if m.log.exists())
+def relay_logs(*machines: Machine) -> Callable[[], str]:
+    """The relays' logs, read when a wait fails."""
+    return lambda: "\n".join(m.log.read_text() for m in machines if m.log.exists())
 
 
 def test_a_push_on_one_machine_is_in_the_next_drain_on_another(

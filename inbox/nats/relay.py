@@ -256,7 +256,7 @@ class Relay:
             tasks = [
                 asyncio.ensure_future(self._receive(arrived)),
                 asyncio.ensure_future(self._publish(js)),
-                asyncio.ensure_future(lost.wait()),
+                asyncio.ensure_future(self._watch(nc, lost)),
                 asyncio.ensure_future(self.stopping.wait()),
             ]
             try:
@@ -280,6 +280,14 @@ class Relay:
         finally:
             with contextlib.suppress(Exception):
                 await nc.close()
+
+    async def _watch(self, nc: Any, lost: asyncio.Event) -> None:
+        """Return once the connection is gone: its callbacks say so, or (older nats-py, which
+        reports a dropped connection only to `error_cb`) its state does."""
+        while nc.is_connected and not lost.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(lost.wait(), 0.25)
+        lost.set()
 
     # -- in: the consumer -----------------------------------------------------------------
 
