@@ -180,6 +180,13 @@ def test_a_push_on_one_machine_is_in_the_next_drain_on_another(
     machines: tuple[Machine, Machine],
 ) -> None:
     a, b = machines
+    # b1 waits, idle, in a session of machine B, with a nudge command: the relay nudges it.
+    nudged = b.root.parent / "nudged"
+    with b.store.batch() as batch:
+        agents = {"b1": {"nudge": ["touch", f"{nudged}-{{session}}"]}}
+        batch.set_config({**b.store.config, "agents": agents})
+    b.delivery.register("sb1", "b1")
+    b.delivery.hook_seen("sb1", "b1", "Stop", state="idle")
     a.start_relay()
     b.start_relay()
     (item, created), = a.delivery.push(["b1"], "the build is green", key="build:1", ttl=3600,
@@ -192,6 +199,7 @@ def test_a_push_on_one_machine_is_in_the_next_drain_on_another(
     ]
     assert drained.items[0].expires_at == pytest.approx(item.expires_at)
     assert "the build is green" in drained.text
+    wait_until(lambda: Path(f"{nudged}-sb1").exists(), what="the nudge of b1")
     wait_until(lambda: a.outbox_size() == 0, what="the outbox to empty")
     # An agent of A's own never leaves A; a second push of the key is no second item.
     assert b.keys("a1") == []

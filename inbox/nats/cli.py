@@ -85,6 +85,7 @@ def _why(exc: BaseException) -> str:
 def setup(ack_wait: str) -> None:
     """Create or check the stream (retention by age, dedup window) and this machine's
     consumer, and say what was done."""
+    _client()
     from inbox.nats.relay import ensure_consumer, ensure_stream
 
     delivery = open_delivery()

@@ -12,7 +12,6 @@ is on the path of every push when NATS is configured.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from beads.autosync import read_local
 
@@ -20,6 +19,7 @@ TYPE_CHECKING = False  # importing typing costs a hook ~7 ms
 if TYPE_CHECKING:
     import sqlite3
     from collections.abc import Iterable, Sequence
+    from pathlib import Path
 
     from inbox.items import Item
 
