@@ -316,6 +316,8 @@ def test_status_and_setup(machines: tuple[Machine, Machine], tmp_path: Path) -> 
     assert status["consumer"]["lag"] == 0 and status["stream"]["messages"] == 0
     a.start_relay()
     wait_until(lambda: a.outbox_size() == 0, what=relay_logs(a))
+    second = gc("nats", "relay", "--beads-dir", str(a.root))  # one relay per store
+    assert second.returncode == 20 and "already running" in second.stderr
     b_status = gc.json("nats", "status", "--beads-dir", str(b.root))
     assert b_status["consumer"]["lag"] == 1  # waiting for B's relay
     wait_until(lambda: gc.json("nats", "status", "--beads-dir", str(a.root))["relay"]["published"])
