@@ -383,3 +383,18 @@ def test_local_settings_of_nats(store: Store, gc: GcRunner) -> None:
     bad = gc("config", "set", "--local", "delivery.nats.agents", "all", *beads)
     assert bad.returncode == 30
     assert "nats" not in store.config["delivery"]  # never in the synced config.yaml
+
+
+def test_a_relay_stops_at_once_on_sigterm_even_while_connecting(tmp_path: Path) -> None:
+    with socket.socket() as silent:  # accepts connections, never says a word
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        machine = Machine(tmp_path / "m", "m", f"nats://127.0.0.1:{silent.getsockname()[1]}", [])
+        try:
+            machine.start_relay()
+            time.sleep(1.0)  # started, waiting for the server's first words
+            began = time.monotonic()
+            assert machine.stop_relay() == 0
+            assert time.monotonic() - began < 1.5
+        finally:
+            machine.close()

@@ -219,7 +219,7 @@ class Relay:
         async def on_closed() -> None:
             lost.set()
 
-        nc = await asyncio.wait_for(
+        connecting = asyncio.ensure_future(
             nats.connect(
                 **self.settings.connect_options(),
                 name=f"gc-relay-{self.settings.machine}",
@@ -230,9 +230,19 @@ class Relay:
                 error_cb=on_error,
                 disconnected_cb=on_closed,
                 closed_cb=on_closed,
-            ),
-            CONNECT_TIMEOUT,
+            )
         )
+        stop = asyncio.ensure_future(self.stopping.wait())
+        await asyncio.wait([connecting, stop], timeout=CONNECT_TIMEOUT,
+                           return_when=asyncio.FIRST_COMPLETED)  # fmt: skip
+        stop.cancel()
+        if not connecting.done():  # stopped, or the server does not answer
+            connecting.cancel()
+            await asyncio.gather(connecting, return_exceptions=True)
+            if self.stopping.is_set():
+                return
+            raise TimeoutError(f"no answer from {','.join(self.settings.servers)}")
+        nc = connecting.result()
         try:
             js = nc.jetstream(timeout=5)
             said = await ensure_stream(js, self.settings, update=False)
