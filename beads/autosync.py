@@ -33,10 +33,12 @@ def read_local(git_dir: Path) -> dict[str, str]:
     for raw in text.splitlines():
         line = raw.strip()
         if line.startswith("["):
-            section = line.strip("[]").strip().lower()
+            # `[delivery "nats"]` holds the keys `delivery.nats.*` (a subsection keeps its case).
+            name, _, sub = line.strip("[]").strip().partition(" ")
+            section = name.lower() + (f".{sub.strip().strip(chr(34))}" if sub else "")
             continue
         key, sep, value = line.partition("=")
-        if sep and section and " " not in section:
+        if sep and section:
             out[f"{section}.{key.strip().lower()}"] = value.strip().strip('"')
     return out
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import copy
 import math
 import os
+import re
 
 from beads.errors import InvalidInput, NotFound
 from beads.files import SHARED_VALUES
@@ -219,6 +220,12 @@ def _text(value: Any) -> None:
         raise InvalidInput("must be non-empty text")
 
 
+def _stream_name(value: Any) -> None:
+    """A JetStream stream name (`delivery.nats.stream`): no dots, wildcards or spaces."""
+    if not isinstance(value, str) or not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", value):
+        raise InvalidInput("must be a stream name: letters, digits, _ and - (at most 64)")
+
+
 def _mapping(value: Any) -> None:
     if not isinstance(value, dict):
         raise InvalidInput("must be a mapping")
@@ -263,6 +270,9 @@ SETTINGS: dict[str, Any] = {
     "delivery.keep_delivered": _duration,
     "delivery.reconcile_interval": _duration,
     "delivery.broadcast_ttl": _duration,
+    "delivery.nats.stream": _stream_name,
+    "delivery.nats.max_age": _duration,
+    "delivery.nats.dedup_window": _duration,
     "hooks.max_context_chars": _context_chars,
     "gates.max_stop_blocks": _count,
     "gates.require_decision": _flag,

@@ -78,6 +78,63 @@ LOCAL_KEYS["stores.*"] = _store_path
 STORE_NAME_RE = re.compile(r"[a-z][a-z0-9-]{0,63}")
 
 
+def _nats_url(value: Any) -> str:
+    """`delivery.nats.url`: one server URL or several, comma-separated, as nats-py takes them."""
+    urls = [u.strip() for u in str(value).split(",") if u.strip()]
+    schemes = ("nats://", "tls://", "ws://", "wss://")
+    if not urls or not all(u.startswith(schemes) and " " not in u for u in urls):
+        raise InvalidInput(
+            f"a NATS URL is nats://HOST:PORT (or tls://, ws://, wss://), not {shown(value)}"
+        )
+    return ",".join(urls)
+
+
+def _names_here(value: Any) -> list[str]:
+    """`delivery.nats.agents`: the agents living on this machine (a list, or comma-separated)."""
+    from beads.record import check_agent
+
+    names = value if isinstance(value, list) else str(value).split(",")
+    return [check_agent(str(n).strip(), what="agent") for n in names if str(n).strip()]
+
+
+def _machine(value: Any) -> str:
+    """`delivery.nats.machine`: this machine's name (its relay's durable consumer)."""
+    if not MACHINE_RE.fullmatch(str(value)):
+        raise InvalidInput(f"a machine name is letters, digits, _ and -, not {shown(value)}")
+    return str(value)
+
+
+def _file_path(value: Any) -> str:
+    """A file of this machine (NATS credentials, TLS certificates): an absolute path."""
+    path = Path(str(value)).expanduser()
+    if not path.is_absolute():
+        raise InvalidInput(f"a file path must be absolute, not {shown(value)}")
+    return str(path)
+
+
+def _secret(value: Any) -> str:
+    if not str(value).strip() or "\n" in str(value):
+        raise InvalidInput("a token is one line of text")
+    return str(value).strip()
+
+
+MACHINE_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
+# Real-time delivery across machines (inbox/nats): where the server is, how to log in, and
+# which agents live here. Machine-local: another machine has its own.
+LOCAL_KEYS.update(
+    {
+        "delivery.nats.url": _nats_url,
+        "delivery.nats.creds": _file_path,
+        "delivery.nats.token": _secret,
+        "delivery.nats.tls_ca": _file_path,
+        "delivery.nats.tls_cert": _file_path,
+        "delivery.nats.tls_key": _file_path,
+        "delivery.nats.agents": _names_here,
+        "delivery.nats.machine": _machine,
+    }
+)
+
+
 def _local_key(key: str) -> Callable[[Any], Any] | None:
     """How the local setting `key` is read (`stores.<name>` by its pattern); None: unknown."""
     section, _, name = key.partition(".")
@@ -199,18 +256,21 @@ def set_local(git_dir: Path, key: str, value: Any) -> Any:
     read = _local_key(key)
     if read is None:
         raise InvalidInput(f"not a local setting: {shown(key)} (known: {', '.join(LOCAL_KEYS)})")
-    section, name = key.split(".")
+    *parts, name = key.split(".")  # `delivery.nats.url`: section `delivery "nats"`
+    section = tuple(part.encode() for part in parts)
     config = _read_config(git_dir)
     if value is None:
         try:
-            del config[(section.encode(),)][name.encode()]
+            del config[section][name.encode()]
         except KeyError:
             pass
         config.write_to_path()
         return None
     checked = read(value)
     text = str(checked).lower() if isinstance(checked, bool) else str(checked)
-    config.set((section.encode(),), name.encode(), text.encode())
+    if isinstance(checked, list):
+        text = ",".join(checked)
+    config.set(section, name.encode(), text.encode())
     config.write_to_path()
     return checked
 

@@ -18,6 +18,7 @@ from inbox.items import ITEM_COLUMNS, Item, from_row, insert_row, refuse_produce
 
 TYPE_CHECKING = False  # importing typing costs a hook ~7 ms
 if TYPE_CHECKING:
+    import sqlite3
     from typing import Any
 
 # Group rows sort between digits and letters: agent names start with a letter or a digit.
@@ -29,7 +30,7 @@ NOT_STANDING = f"key NOT IN (SELECT key FROM items WHERE {_GROUPS} AND state = '
 
 class BroadcastMixin:
     """`Delivery`'s broadcasts. A part of the facade: it uses `write`, `recipients`,
-    `push_items`, `setting` and `store_config`."""
+    `push_items`, `outbox`, `setting` and `store_config`."""
 
     def broadcast(
         self,
@@ -53,11 +54,11 @@ class BroadcastMixin:
         refuse_producer_type(standing.type)
         standing.agent, standing.state = group, "standing"
         standing.pusher = standing.pusher or acting_agent()
+        outbox = self.outbox()
         with self.write() as db:
-            insert_row(db, standing)
-            db.execute("UPDATE items SET state = 'standing' WHERE agent = ? AND key = ?",
-                       (group, key))  # fmt: skip
-        copies = [_copy(standing, agent) for agent in recipients]
+            if stand(db, standing) and outbox is not None:
+                outbox(db, [standing])  # other machines' relays make their agents' copies
+        copies = [copy_for(standing, agent) for agent in recipients]
         return self.push_items(copies) if copies else []
 
     def take_broadcasts(self, agent: str) -> int:
@@ -74,14 +75,23 @@ class BroadcastMixin:
             return 0
         rigs = self.store_config().get("rigs") or {}
         groups = {"@all"} | {f"@rig:{r}" for r, members in rigs.items() if agent in (members or [])}
-        copies = [_copy(item, agent) for item in standing if item.agent in groups]
+        copies = [copy_for(item, agent) for item in standing if item.agent in groups]
         if not copies:
             return 0
         with self.write() as db:
             return sum(insert_row(db, item) for item in copies)
 
 
-def _copy(standing: Item, agent: str) -> Item:
+def stand(db: sqlite3.Connection, standing: Item) -> bool:
+    """Record a broadcast's standing row (`standing.agent` is its group, `@all` or
+    `@rig:<rig>`); True if it is new."""
+    created = insert_row(db, standing)
+    db.execute("UPDATE items SET state = 'standing' WHERE agent = ? AND key = ?",
+               (standing.agent, standing.key))  # fmt: skip
+    return created
+
+
+def copy_for(standing: Item, agent: str) -> Item:
     """`agent`'s own item of a broadcast: same key, content and expiry."""
     fields = standing.to_json()
     for name in ("id", "state", "session", "settled_at"):

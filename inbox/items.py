@@ -15,6 +15,7 @@ from beads.record import acting_agent, check_agent, check_text
 TYPE_CHECKING = False  # importing typing costs a hook ~7 ms
 if TYPE_CHECKING:
     import sqlite3
+    from pathlib import Path
     from typing import Any
 
 TYPES = ("decision", "alert", "event", "agent", "mail", "gate", "system")
@@ -197,6 +198,8 @@ class ItemsMixin:
     uses `write`, `note_fault` (inbox/delivery.py) and `store_config`, `setting`."""
 
     db: sqlite3.Connection
+    root: Path
+    _outbox: Any = False  # not read yet (see `outbox`)
 
     def push(
         self,
@@ -254,6 +257,7 @@ class ItemsMixin:
         """Store items of any type in one transaction (`then` runs inside it); the producers
         reach it through `inbox.follow.record`, everyone else through `push_items`."""
         results: list[tuple[Item, bool]] = []
+        outbox = self.outbox()
         with self.write() as db:
             for item in items:
                 created = insert_row(db, item)
@@ -262,6 +266,8 @@ class ItemsMixin:
                 results.append((item, created))
             if then is not None:
                 then(db)
+            if outbox is not None:  # items for agents of other machines: the relay's to send
+                outbox(db, [item for item, created in results if created])
         if nudge:
             try:
                 # Nudge commands live under `agents` in config.yaml: without any, skip loading
@@ -273,6 +279,15 @@ class ItemsMixin:
             except Exception as exc:  # the items are committed: a nudge must not undo that
                 self.note_fault(f"nudge failed: {type(exc).__name__}: {exc}")
         return results
+
+    def outbox(self) -> Callable[[sqlite3.Connection, Sequence[Item]], None] | None:
+        """The hook that also writes items for agents of other machines to the outbox
+        (inbox/nats/outbox.py); None, read once, when this machine has no `delivery.nats.url`."""
+        if self._outbox is False:
+            from inbox.nats.outbox import outbox_of
+
+            self._outbox = outbox_of(self.root)
+        return self._outbox
 
     def _item_by_key(self, agent: str, key: str) -> Item | None:
         row = self.db.execute(

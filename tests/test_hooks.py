@@ -155,14 +155,17 @@ def test_hook_outside_any_store_does_nothing(tmp_path: Path) -> None:
 @pytest.mark.parametrize("event", ["UserPromptSubmit", "Stop"])
 def test_hooks_load_nothing_heavy(project: Path, gc: GcRunner, event: str) -> None:
     # Hooks run on every prompt and stop: `gc hook run` (as installed) must start without
-    # click, git (dulwich), YAML (ruamel), mail, typing or dataclasses (~60 ms a call).
+    # click, git (dulwich), YAML (ruamel), mail, typing or dataclasses (~60 ms a call), nor
+    # the NATS client (~90 ms), even on a machine with a NATS server whose pushes and hooks
+    # write items for other machines' agents to the outbox (`gc nats`).
+    gc("config", "set", "--local", "delivery.nats.url", "nats://127.0.0.1:1")
     gc("gate", "register", "review", "--hook", "Stop", "--mode", "strict")
     gc("gate", "create", "--await", "human", "--waiter", "dog", env={"GC_AGENT": "dog"})
     gc("inbox", "push", "--to", "dog", "build finished")
     # An open decision with a default, not due: the hook answers nothing and loads no git.
     decision = ["--prompt", "Ship?", "--option", "y", "--option", "n", "--default", "n"]
     gc("decision", "create", *decision, "--timeout", "1h")
-    heavy = ["click", "dulwich", "ruamel", "mail", "typing", "dataclasses"]
+    heavy = ["click", "dulwich", "ruamel", "mail", "typing", "dataclasses", "nats"]
     if event == "UserPromptSubmit":  # no gate of its own to run: no subprocess (~4 ms), and
         heavy += ["subprocess", "hashlib"]  # no hashing (~3 ms, OpenSSL) of queue lines
     code = (
@@ -182,6 +185,8 @@ def test_hooks_load_nothing_heavy(project: Path, gc: GcRunner, event: str) -> No
     else:  # and the prompt hook delivered the item
         assert "build finished" in json.loads(reply)["hookSpecificOutput"]["additionalContext"]
     assert json.loads(loaded) == []
+    with Delivery.open(project / ".beads") as delivery:  # dog lives elsewhere: outboxed
+        assert delivery.db.execute("SELECT count(*) FROM outbox").fetchone()[0] >= 1
 
 
 def test_hook_with_stdout_closed_still_exits_zero(project: Path, gc: GcRunner) -> None:

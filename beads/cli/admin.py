@@ -136,8 +136,11 @@ def config_get(key: str | None, local: bool) -> None:
 
         value: object = {}
         for dotted, setting in local_settings(open_store().root / ".git").items():
-            section, name = dotted.split(".")
-            value.setdefault(section, {})[name] = setting  # type: ignore[attr-defined]
+            *sections, name = dotted.split(".")  # `delivery.nats.url` nests twice
+            node = value
+            for section in sections:
+                node = node.setdefault(section, {})  # type: ignore[attr-defined]
+            node[name] = setting  # type: ignore[index]
     else:
         value = open_store().config
     for part in key.split(".") if key else []:

@@ -36,6 +36,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "mail": ("mail.cli", "mail", "Send, read, reply to and archive mail between agents."),
     "inbox": ("inbox.cli", "inbox", "Push, list, drain and wait for delivery items."),
     "session": ("inbox.cli", "session", "Agent sessions as the hooks report them."),
+    "nats": ("inbox.nats.cli", "nats_group", "Real-time delivery across machines (NATS)."),
     "hook": ("gates.hook_cli", "hook", "Claude Code hooks: run an event, install the entries."),
     "gate": ("gates.cli", "gate", "Session gates and bead gates: register, mark, check, resolve."),
     "decision": ("gates.cli", "decision", "Ask a human; the answer comes back to your inbox."),

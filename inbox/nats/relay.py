@@ -1,0 +1,455 @@
+"""`gc nats relay`: one long-running process per machine between the delivery database and
+the stream.
+
+- **Out**: the outbox (inbox/nats/outbox.py) is published in order, with the subject of the
+  item's agent or group and the dedup key as `Nats-Msg-Id`; a row is removed once JetStream
+  has acknowledged it, so a relay killed in between publishes it again and JetStream drops
+  the duplicate within its window. New rows are noticed by polling sqlite's `data_version`
+  (a read of shared memory, no I/O).
+- **In**: a durable push consumer per machine (`relay-<machine>`) delivers the items of this
+  machine's agents, `inbox.all` and every rig. Items are written to the local delivery
+  database in batches (one transaction for whatever arrived meanwhile), through the same
+  path as a local push (dedup key, TTL, priority; idle agents nudged), and acknowledged only
+  after the commit: a relay killed before the ack gets them again after `ack_wait`, and the
+  dedup key makes the second write a no-op. A broadcast becomes a standing group item, as
+  inbox/broadcast.py makes one, with copies for this machine's agents of the group.
+- The connection is re-made with exponential backoff (0.1 s to 2 s, jittered) whenever it
+  drops; SIGTERM or SIGINT stops the relay after it stored and acknowledged what it holds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import json
+import os
+import random
+import signal
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import nats
+from nats.js import api
+from nats.js.errors import NotFoundError
+
+from beads import files
+from beads.errors import Conflict, InvalidInput
+from inbox.broadcast import copy_for, stand
+from inbox.delivery import Delivery
+from inbox.items import Item
+from inbox.nats import outbox, subjects
+from inbox.nats.settings import Settings, status_path
+
+BATCH = 1000  # items per transaction, and per round of publishing
+CONNECT_TIMEOUT = 5.0
+POLL = 0.005  # seconds between looks at the outbox when it is empty
+MIN_BACKOFF, MAX_BACKOFF = 0.1, 2.0
+STATUS_EVERY = 1.0  # seconds between writes of the status file
+CONFIG_EVERY = 5.0  # seconds a read of config.yaml (rigs, nudges) is reused
+
+
+async def ensure_stream(js: Any, settings: Settings, *, update: bool) -> str:
+    """Create the stream if it is missing; with `update`, bring an existing one's retention
+    and dedup window to the settings. Returns what it did, in words."""
+    wanted = {"max_age": settings.max_age, "duplicate_window": settings.dedup_window}
+    wanted_text = describe(settings.max_age, settings.dedup_window)
+    try:
+        info = await js.stream_info(settings.stream)
+    except NotFoundError:
+        await js.add_stream(
+            name=settings.stream,
+            subjects=[subjects.STREAM_SUBJECTS],
+            storage=api.StorageType.FILE,
+            retention=api.RetentionPolicy.LIMITS,
+            **wanted,
+        )
+        return f"created stream {settings.stream} ({wanted_text})"
+    config = info.config
+    if subjects.STREAM_SUBJECTS not in (config.subjects or []):
+        raise InvalidInput(
+            f"stream {settings.stream} does not take {subjects.STREAM_SUBJECTS} "
+            f"(its subjects: {', '.join(config.subjects or [])}); name another with "
+            "gc config set delivery.nats.stream NAME"
+        )
+    differs = {k: v for k, v in wanted.items() if round(getattr(config, k) or 0) != round(v)}
+    if not differs:
+        return f"stream {settings.stream} is as configured ({wanted_text})"
+    if not update:
+        return f"stream {settings.stream} differs from the settings (gc nats setup updates it)"
+    await js.update_stream(config.evolve(**differs))
+    was = describe(config.max_age, config.duplicate_window)
+    return f"updated stream {settings.stream}: {was} -> {wanted_text}"
+
+
+def describe(max_age: float | None, window: float | None) -> str:
+    spans = f"max age {_span(max_age)}, dedup window {_span(window)}"
+    return f"subjects {subjects.STREAM_SUBJECTS}, {spans}"
+
+
+def _span(seconds: float | None) -> str:
+    if not seconds:
+        return "none"
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size and seconds % size == 0:
+            return f"{int(seconds // size)}{unit}"
+    return f"{seconds:g}s"
+
+
+def consumer_config(settings: Settings, ack_wait: float) -> api.ConsumerConfig:
+    """This machine's durable push consumer: its agents, `inbox.all`, every rig."""
+    return api.ConsumerConfig(
+        durable_name=settings.consumer,
+        deliver_subject=f"_GC_RELAY.{settings.consumer}",
+        filter_subjects=subjects.consumer_filters(settings.agents),
+        ack_policy=api.AckPolicy.EXPLICIT,
+        deliver_policy=api.DeliverPolicy.ALL,  # a new machine gets what the stream still has
+        ack_wait=ack_wait,
+        max_ack_pending=4 * BATCH,
+    )
+
+
+async def ensure_consumer(js: Any, settings: Settings, ack_wait: float) -> str:
+    """Create this machine's consumer, or update its subjects and ack wait; what it did."""
+    config = consumer_config(settings, ack_wait)
+    try:
+        info = await js.consumer_info(settings.stream, settings.consumer)
+    except NotFoundError:
+        await js.add_consumer(settings.stream, config)
+        return f"created consumer {settings.consumer}"
+    current = info.config
+    if sorted(current.filter_subjects or [current.filter_subject or ""]) == sorted(
+        config.filter_subjects or []
+    ) and round(current.ack_wait or 0, 3) == round(ack_wait, 3):
+        return f"consumer {settings.consumer} is as configured"
+    await js.add_consumer(settings.stream, config)  # the server updates a durable in place
+    return f"updated consumer {settings.consumer}"
+
+
+class Relay:
+    """The relay of one store (see the module's docstring)."""
+
+    def __init__(
+        self,
+        root: Path,
+        settings: Settings,
+        *,
+        ack_wait: float = 30.0,
+        log: Callable[[str], None] = print,
+    ) -> None:
+        self.root = root
+        self.settings = settings
+        self.ack_wait = ack_wait
+        self.log = log
+        self.here = frozenset(settings.agents)
+        self.delivery = Delivery(root, config=self._config)
+        # What this relay receives is for its own agents: never sent out again.
+        self.delivery._outbox = outbox.Outbox(self.here)
+        self._config_at = 0.0
+        self._config_value: dict[str, Any] = {}
+        self.stopping = asyncio.Event()
+        self.status: dict[str, Any] = {
+            "pid": os.getpid(),
+            "machine": settings.machine,
+            "consumer": settings.consumer,
+            "agents": settings.agents,
+            "servers": settings.servers,
+            "started_at": time.time(),
+            "connected": False,
+            "received": 0,
+            "published": 0,
+            "last_received_at": None,
+            "last_published_at": None,
+            "last_error": None,
+        }
+        self._status_at = 0.0
+
+    def _config(self) -> dict[str, Any]:
+        # config.yaml through the index, re-read every few seconds: a long-running relay
+        # sees rigs and nudge commands change.
+        now = time.monotonic()
+        if now - self._config_at > CONFIG_EVERY:
+            self._config_value = self.delivery.reader.config()
+            self._config_at = now
+        return self._config_value
+
+    # -- the process ----------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Relay until SIGTERM or SIGINT, reconnecting with backoff."""
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, self.stopping.set)
+        backoff = MIN_BACKOFF
+        try:
+            while not self.stopping.is_set():
+                began = time.monotonic()
+                try:
+                    await self._session()
+                except Exception as exc:  # noqa: BLE001 - any failure: reconnect, say why
+                    self._note_error(exc)
+                self._set(connected=False)
+                if self.stopping.is_set():
+                    break
+                if time.monotonic() - began > 10:  # it had been up: start over quickly
+                    backoff = MIN_BACKOFF
+                delay = backoff * random.uniform(0.8, 1.2)
+                self.log(f"reconnecting in {delay:.1f}s")
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.stopping.wait(), delay)
+                backoff = min(backoff * 2, MAX_BACKOFF)
+        finally:
+            self._write_status(force=True, stopped=True)
+            self.delivery.close()
+
+    def _note_error(self, exc: BaseException) -> None:
+        text = f"{type(exc).__name__}: {exc}".strip().rstrip(":")
+        self.status["last_error"] = text
+        self.log(f"relay: {text}")
+
+    async def _session(self) -> None:
+        """One connection: publish and receive until it drops or the relay stops."""
+        lost = asyncio.Event()
+
+        async def on_error(exc: Exception) -> None:
+            self.status["last_error"] = f"{type(exc).__name__}: {exc}"
+
+        async def on_closed() -> None:
+            lost.set()
+
+        connecting = asyncio.ensure_future(
+            nats.connect(
+                **self.settings.connect_options(),
+                name=f"gc-relay-{self.settings.machine}",
+                allow_reconnect=False,  # ours, with backoff, resubscribing from the consumer
+                max_reconnect_attempts=1,  # 0 would mean "forever" at the start
+                reconnect_time_wait=0.05,
+                connect_timeout=2,
+                error_cb=on_error,
+                disconnected_cb=on_closed,
+                closed_cb=on_closed,
+            )
+        )
+        stop = asyncio.ensure_future(self.stopping.wait())
+        await asyncio.wait([connecting, stop], timeout=CONNECT_TIMEOUT,
+                           return_when=asyncio.FIRST_COMPLETED)  # fmt: skip
+        stop.cancel()
+        if not connecting.done():  # stopped, or the server does not answer
+            connecting.cancel()
+            await asyncio.gather(connecting, return_exceptions=True)
+            if self.stopping.is_set():
+                return
+            raise TimeoutError(f"no answer from {','.join(self.settings.servers)}")
+        nc = connecting.result()
+        try:
+            js = nc.jetstream(timeout=5)
+            said = await ensure_stream(js, self.settings, update=False)
+            said += "; " + await ensure_consumer(js, self.settings, self.ack_wait)
+            self.log(f"connected to {nc.connected_url.netloc if nc.connected_url else '?'}: {said}")
+            self._set(connected=True, last_error=None)
+            arrived: asyncio.Queue[Any] = asyncio.Queue()
+
+            async def on_message(msg: Any) -> None:
+                arrived.put_nowait(msg)
+
+            config = consumer_config(self.settings, self.ack_wait)
+            sub = await js.subscribe_bind(
+                self.settings.stream,
+                config,
+                self.settings.consumer,
+                cb=on_message,
+                manual_ack=True,
+                pending_msgs_limit=8 * BATCH,
+            )
+            tasks = [
+                asyncio.ensure_future(self._receive(arrived)),
+                asyncio.ensure_future(self._publish(js)),
+                asyncio.ensure_future(self._watch(nc, lost)),
+                asyncio.ensure_future(self.stopping.wait()),
+            ]
+            try:
+                done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for task in tasks:
+                    task.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
+            if self.stopping.is_set() and not lost.is_set():
+                # Graceful: no more deliveries; store and acknowledge what arrived.
+                with contextlib.suppress(Exception):
+                    await sub.unsubscribe()
+                    await asyncio.sleep(0)
+                    await self._take(arrived)
+                    await nc.flush(timeout=2)
+            for task in done:
+                if not task.cancelled() and task.exception() is not None:
+                    raise task.exception()  # type: ignore[misc]
+            if lost.is_set():
+                raise ConnectionError("connection to the NATS server lost")
+        finally:
+            with contextlib.suppress(Exception):
+                await nc.close()
+
+    async def _watch(self, nc: Any, lost: asyncio.Event) -> None:
+        """Return once the connection is gone: its callbacks say so, or (older nats-py, which
+        reports a dropped connection only to `error_cb`) its state does."""
+        while nc.is_connected and not lost.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(lost.wait(), 0.25)
+        lost.set()
+
+    # -- in: the consumer -----------------------------------------------------------------
+
+    async def _receive(self, arrived: asyncio.Queue[Any]) -> None:
+        while True:
+            await self._take(arrived, await arrived.get())
+
+    async def _take(self, arrived: asyncio.Queue[Any], first: Any = None) -> None:
+        """Store everything that arrived (one transaction per BATCH), then acknowledge it."""
+        messages = [] if first is None else [first]
+        while True:
+            while not arrived.empty() and len(messages) < BATCH:
+                messages.append(arrived.get_nowait())
+            if not messages:
+                return
+            self.store(messages)
+            for msg in messages:
+                await msg.ack()
+            self._set(received=self.status["received"] + len(messages),
+                      last_received_at=time.time())  # fmt: skip
+            messages = []
+
+    def store(self, messages: list[Any]) -> None:
+        """Write the items of `messages` into the delivery database in one transaction."""
+        now = time.time()
+        items: list[Item] = []
+        groups: list[Item] = []
+        for msg in messages:
+            try:
+                item = decode(msg.subject, msg.data)
+            except InvalidInput as exc:  # acknowledged all the same: it would never parse
+                self.delivery.note_fault(f"nats relay: dropped a message on {msg.subject}: {exc}")
+                continue
+            if item.expired(now):
+                continue
+            if item.agent.startswith("@"):
+                groups.append(item)
+                items += [copy_for(item, agent) for agent in self._members(item.agent)]
+            elif item.agent in self.here:
+                items.append(item)
+
+        def standing(db: Any) -> None:
+            for item in groups:
+                stand(db, item)
+
+        if items or groups:
+            self.delivery.insert_items(items, then=standing if groups else None)
+
+    def _members(self, group: str) -> list[str]:
+        """This machine's agents of a broadcast's group."""
+        if group == "@all":
+            return sorted(self.here)
+        members = (self._config().get("rigs") or {}).get(group[5:]) or []
+        return [agent for agent in members if agent in self.here]
+
+    # -- out: the outbox ------------------------------------------------------------------
+
+    async def _publish(self, js: Any) -> None:
+        db = self.delivery.db
+        seen = None
+        while True:
+            rows = outbox.waiting(db, BATCH)
+            if not rows:
+                seen = db.execute("PRAGMA data_version").fetchone()[0]
+                while db.execute("PRAGMA data_version").fetchone()[0] == seen:
+                    self._write_status()
+                    await asyncio.sleep(POLL)
+                continue
+            sent = await asyncio.gather(
+                *(
+                    js.publish(
+                        subject := subjects.subject_for(target),
+                        item.encode(),
+                        headers={"Nats-Msg-Id": subjects.message_id(subject, key)},
+                    )
+                    for _id, target, key, item in rows
+                ),
+                return_exceptions=True,
+            )
+            done = [
+                row[0]
+                for row, ack in zip(rows, sent, strict=True)
+                if not isinstance(ack, BaseException)
+            ]
+            with self.delivery.write() as tx:
+                outbox.remove(tx, done)
+            if done:
+                self._set(published=self.status["published"] + len(done),
+                          last_published_at=time.time())  # fmt: skip
+            failed = [ack for ack in sent if isinstance(ack, BaseException)]
+            if failed:  # the rows stay: published again once the server answers
+                raise failed[0]
+
+    # -- status ---------------------------------------------------------------------------
+
+    def _set(self, **changes: Any) -> None:
+        self.status.update(changes)
+        self._write_status(force="connected" in changes)
+
+    def _write_status(self, *, force: bool = False, stopped: bool = False) -> None:
+        now = time.monotonic()
+        if not force and now - self._status_at < STATUS_EVERY:
+            return
+        self._status_at = now
+        data = {**self.status, "updated_at": time.time(), "running": not stopped}
+        path = status_path(self.root)
+        with contextlib.suppress(Exception):  # a status file must never stop the relay
+            files.write_atomic(
+                str(self.root), str(path), json.dumps(data).encode(), str(path.parent)
+            )
+
+
+def decode(subject: str, data: bytes) -> Item:
+    """The item a message carries, checked; InvalidInput if it is not one, or not for the
+    subject it came on (a group item keeps its group, `@all` or `@rig:<rig>`, as agent)."""
+    try:
+        fields = json.loads(data)
+    except (ValueError, UnicodeDecodeError):
+        raise InvalidInput("not JSON") from None
+    target = fields.get("agent") if isinstance(fields, dict) else None
+    if not isinstance(target, str) or not target:
+        raise InvalidInput("an item without an agent")
+    try:
+        expected = subjects.subject_for(target)
+    except ValueError:
+        raise InvalidInput("an item without an agent") from None
+    if expected != subject:
+        raise InvalidInput(f"an item for {target!r} on the subject {subject}")
+    group = target.startswith("@")
+    item = Item.from_json({**fields, "agent": "relay"} if group else fields)
+    if group:
+        item.agent = target
+    return item
+
+
+def hold(root: Path) -> int:
+    """Take the store's relay lock (one relay per store); Conflict when another has it."""
+    path = root / ".runtime" / "nats-relay.lock"
+    files.create(str(root), str(path))
+    fd = os.open(path, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise Conflict("a relay is already running for this store (gc nats status)") from None
+    return fd
+
+
+def run(root: Path, settings: Settings, *, ack_wait: float, log: Callable[[str], None]) -> None:
+    """Run the relay of the store at `root` until SIGTERM or SIGINT."""
+    fd = hold(root)
+    try:
+        asyncio.run(Relay(root, settings, ack_wait=ack_wait, log=log).run())
+    finally:
+        os.close(fd)

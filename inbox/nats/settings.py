@@ -1,0 +1,78 @@
+"""`delivery.nats`: this machine's settings (the store's git config, `gc config set --local`)
+and the stream's (config.yaml, the same on every machine)."""
+
+from __future__ import annotations
+
+import re
+import socket
+from pathlib import Path
+from typing import Any
+
+from beads.errors import InvalidInput
+from beads.remote import MACHINE_RE, local_settings
+from beads.times import parse_duration
+
+STREAM = "INBOX_EVENTS"
+MAX_AGE = "3d"  # below delivery.keep_delivered (7d): a redelivery finds its item still there
+DEDUP_WINDOW = "2m"
+_STREAM_RE = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+class Settings:
+    """What a relay, `gc nats setup` and `gc nats status` need to know."""
+
+    def __init__(self, root: Path, config: dict[str, Any], agents: list[str] | None = None):
+        local = local_settings(root / ".git")
+        url = local.get("delivery.nats.url")
+        if not url:
+            raise InvalidInput(
+                "no NATS server for this machine: gc config set --local delivery.nats.url "
+                "nats://HOST:4222"
+            )
+        self.servers: list[str] = url.split(",")
+        self.creds: str | None = local.get("delivery.nats.creds")
+        self.token: str | None = local.get("delivery.nats.token")
+        self.tls = {k: local.get(f"delivery.nats.tls_{k}") for k in ("ca", "cert", "key")}
+        self.agents: list[str] = list(
+            dict.fromkeys(agents if agents is not None else local.get("delivery.nats.agents", []))
+        )
+        host = re.sub(r"[^A-Za-z0-9_-]", "-", socket.gethostname())[:64].strip("-")
+        self.machine: str = local.get("delivery.nats.machine") or host or "machine"
+        if not MACHINE_RE.fullmatch(self.machine):
+            self.machine = "machine"
+        shared = (config.get("delivery") or {}).get("nats") or {}
+        self.stream: str = str(shared.get("stream", STREAM))
+        if not _STREAM_RE.fullmatch(self.stream):
+            raise InvalidInput(f"delivery.nats.stream: {self.stream!r} is not a stream name")
+        self.max_age = _seconds(shared.get("max_age", MAX_AGE))
+        self.dedup_window = _seconds(shared.get("dedup_window", DEDUP_WINDOW))
+
+    @property
+    def consumer(self) -> str:
+        """This machine's durable consumer."""
+        return f"relay-{self.machine}"
+
+    def connect_options(self) -> dict[str, Any]:
+        """nats-py's `connect` options for the credentials and TLS settings."""
+        options: dict[str, Any] = {"servers": self.servers}
+        if self.creds:
+            options["user_credentials"] = self.creds
+        if self.token:
+            options["token"] = self.token
+        if any(self.tls.values()):
+            import ssl
+
+            context = ssl.create_default_context(cafile=self.tls["ca"])
+            if self.tls["cert"]:
+                context.load_cert_chain(self.tls["cert"], self.tls["key"])
+            options["tls"] = context
+        return options
+
+
+def status_path(root: Path) -> Path:
+    """Where the relay says what it is doing (`gc nats status` reads it)."""
+    return root / ".runtime" / "nats-relay.json"
+
+
+def _seconds(value: Any) -> float:
+    return float(value) if isinstance(value, int | float) else parse_duration(str(value))

