@@ -15,7 +15,6 @@ not of that shape: importing it costs a command about as much as the rest of a m
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import re
 from typing import TYPE_CHECKING, Any
@@ -87,9 +86,19 @@ def _yaml() -> YAML:
     return _YAML
 
 
-# The direct writer mirrors libyaml: without ruamel.yaml.clib (its C emitter, the module
-# `_ruamel_yaml`), ruamel's pure emitter decides. Found without importing either.
-_FAST = importlib.util.find_spec("_ruamel_yaml") is not None
+_FAST: list[bool] = []
+
+
+def _fast() -> bool:
+    """Whether the direct reader and writer may be used: they mirror libyaml, so without
+    ruamel.yaml.clib (its C emitter, the module `_ruamel_yaml`) ruamel's pure emitter
+    decides. Found once, without importing either (and not at import: it costs a command
+    a search of the path)."""
+    if not _FAST:
+        import importlib.util
+
+        _FAST.append(importlib.util.find_spec("_ruamel_yaml") is not None)
+    return _FAST[0]
 
 
 def dump_data(data: Any) -> bytes:
@@ -112,7 +121,7 @@ def load_data(raw: bytes | str, *, what: str = "YAML") -> Any:
         text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
     except UnicodeError:
         raise InvalidInput(f"{what} is not valid UTF-8") from None
-    fast = _fast_load(text) if _FAST else None
+    fast = _fast_load(text) if _fast() else None
     if fast is not None:
         return fast
     from ruamel.yaml.error import YAMLError
@@ -166,7 +175,7 @@ def _check_events(text: str, what: str) -> None:
 def dump_bead(bead: Bead) -> bytes:
     """The bead's file content (the same bytes as `dump_data(bead.to_dict())`)."""
     data = bead.to_dict()
-    fast = _fast_dump(data) if _FAST else None
+    fast = _fast_dump(data) if _fast() else None
     return fast if fast is not None else dump_data(data)
 
 

@@ -246,7 +246,7 @@ def test_a_gate_takes_the_direct_writer() -> None:
         meta={"guarded": True, "await_type": "bead", "waiters": ["dog"], "timeout": None,
               "state": "resolved", "n": -3, "nested": {"e": {}, "l": []}},
     )  # fmt: skip
-    assert codec._FAST, "ruamel.yaml.clib is a dependency: its C emitter should be in use"
+    assert codec._fast(), "ruamel.yaml.clib is a dependency: its C emitter should be in use"
     assert "CEmitter" in codec._yaml().Emitter.__name__  # the emitter the writer mirrors
     fast = codec._fast_dump(bead.to_dict())
     assert fast is not None and fast == dump_data(bead.to_dict())
