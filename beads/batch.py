@@ -394,8 +394,8 @@ class Batch:
         with contextlib.suppress(*_DERIVED_FAULTS):
             if view_written:
                 store.view.mark_applied(commit.id)
-            if loose >= PACK_LOOSE_AT:
-                store.git.pack_loose_objects()
+            if loose >= PACK_LOOSE_AT:  # packed in the background (`beads/repack.py`)
+                store.git.maintain(loose=True)
                 store.index.apply(head=commit.id, loose_objects=0)
         return commit.id
 

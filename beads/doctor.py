@@ -67,9 +67,13 @@ def doctor(
     rebuild_index: bool = False,
     restore_view: bool = False,
     compact: bool = False,
+    use_git: bool = True,
     progress: Callable[[str], None] | None = None,
 ) -> Report:
     """Check (and with the flags, repair) the store; returns what was found and fixed.
+
+    `compact` repacks every object into one pack with deltas: by the `git` program where it
+    is installed and `use_git`, else by a streaming merge in bounded memory (`beads.repack`).
 
     `progress` is told the name of each step as it starts (`doctor_steps` lists them), so a
     terminal can show how far a long rebuild or compaction has come."""
@@ -105,11 +109,10 @@ def doctor(
         _check_view(store, tree, report, restore=restore_view)
         if compact:
             step("packing objects")
-            packed = store.git.pack_loose_objects()
-            store.git.repack()
+            repacked = store.git.repack(use_git=use_git)
             assert head is not None
             store.index.apply(head=head, loose_objects=0)
-            report.fixed.append(f"packed {packed} loose objects and compacted the packs")
+            report.fixed.append(repacked.describe())
             expired = store.git.expire_reflog()
             if expired:
                 report.fixed.append(f"dropped {expired} reflog entries older than 90 days")
