@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 from beads import events
@@ -258,10 +258,20 @@ class Index:
     def count(self) -> int:
         return self.db.execute("SELECT count(*) FROM beads").fetchone()[0]
 
+    def rows(self, page: int = 2000) -> Iterator[tuple[str, str, Bead]]:
+        """Every row as `(path, blob sha, bead)` by path (for `gc doctor`, which checks them
+        all), read a page at a time: memory stays flat at any store size."""
+        after = ""
+        while rows := self._rows_after(after, page):
+            yield from rows
+            after = rows[-1][0]
+
     @_guarded
-    def rows(self) -> list[tuple[str, str, Bead]]:
-        """Every row as `(path, blob sha, bead)` (for `gc doctor`, which checks them all)."""
-        rows = self.db.execute("SELECT path, blob, data FROM beads")
+    def _rows_after(self, after: str, limit: int) -> list[tuple[str, str, Bead]]:
+        rows = self.db.execute(
+            "SELECT path, blob, data FROM beads WHERE path > ? ORDER BY path LIMIT ?",
+            (after, limit),
+        )
         return [(path, blob, _bead(data)) for path, blob, data in rows]
 
     @_guarded

@@ -77,23 +77,30 @@ class PackFile:
             self.idx.close()
             raise ValueError(f"{base}.idx is not a version 2 pack index")
         self.count = struct.unpack_from(">I", self.idx, _IDX_HEADER - 4)[0]
-        self._data: mmap.mmap | None = None
+        self._fd: int | None = None
 
     @property
     def name(self) -> str:
         return os.path.basename(self.base)
 
-    @property
-    def data(self) -> mmap.mmap:
-        if self._data is None:
-            with open(self.base + ".pack", "rb") as handle:
-                self._data = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
-        return self._data
+    def read(self, start: int, end: int) -> bytes:
+        """Bytes `start..end` of the pack file (read, not mapped: a merge reads every byte of
+        its packs once, and mapped pages would count in its memory)."""
+        if self._fd is None:
+            self._fd = os.open(self.base + ".pack", os.O_RDONLY)
+        return os.pread(self._fd, end - start, start)
+
+    def data_end(self) -> int:
+        """Where the entries end (the pack's checksum follows)."""
+        if self._fd is None:
+            self._fd = os.open(self.base + ".pack", os.O_RDONLY)
+        return os.fstat(self._fd).st_size - 20
 
     def close(self) -> None:
         self.idx.close()
-        if self._data is not None:
-            self._data.close()
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
     def sha(self, i: int) -> bytes:
         start = _IDX_HEADER + 20 * i
@@ -247,8 +254,7 @@ def _write_entries(
         del old
         new_offsets = array("Q", bytes(8 * n))
         new_crcs = array("I", bytes(4 * n))
-        data = pack.data
-        end_of_data = len(data) - 20
+        end_of_data = pack.data_end()
         for k, i in enumerate(order):
             if written == total // 2:
                 fault("repack-mid")
@@ -256,23 +262,17 @@ def _write_entries(
             if any(sha in other for other in earlier):
                 continue
             start = by_offset[k]
-            end = by_offset[k + 1] if k + 1 < n else end_of_data
-            type_num, size_end, header_end, base = _entry_header(data, start)
+            entry = pack.read(start, by_offset[k + 1] if k + 1 < n else end_of_data)
+            type_num, size_end, header_end, base = _entry_header(entry)
             if type_num == OFS_DELTA:
                 assert isinstance(base, int)
-                base_k = bisect.bisect_left(by_offset, start - base)
-                base_i = order[base_k]
+                base_i = order[bisect.bisect_left(by_offset, start - base)]
                 base_at = new_offsets[base_i]
-                if base_at and position - base_at == base:
-                    entry = data[start:end]
-                elif base_at:  # entries before it were dropped: the distance changed
-                    entry = data[start:size_end] + _ofs(position - base_at) + data[header_end:end]
-                else:  # the base was dropped (an earlier pack holds it): name it instead
-                    first = bytes([(data[start] & 0x8F) | (REF_DELTA << 4)])
-                    entry = first + data[start + 1 : size_end] + pack.sha(base_i)
-                    entry += data[header_end:end]
-            else:
-                entry = data[start:end]
+                if base_at and position - base_at != base:  # entries before it were dropped
+                    entry = entry[:size_end] + _ofs(position - base_at) + entry[header_end:]
+                elif not base_at:  # the base was dropped (an earlier pack holds it): name it
+                    first = bytes([(entry[0] & 0x8F) | (REF_DELTA << 4)])
+                    entry = first + entry[1:size_end] + pack.sha(base_i) + entry[header_end:]
             write(entry)
             new_offsets[i] = position
             new_crcs[i] = binascii.crc32(entry)
@@ -385,27 +385,27 @@ def _write_idx(path: str, shas: bytearray, crcs: array, offsets: array, checksum
         os.fsync(handle.fileno())
 
 
-def _entry_header(data: mmap.mmap, start: int) -> tuple[int, int, int, int | bytes | None]:
+def _entry_header(entry: bytes) -> tuple[int, int, int, int | bytes | None]:
     """An entry's type, where its size ends, where its header ends, and its delta base
     (the distance back for an offset delta, the id for a reference delta)."""
-    c = data[start]
+    c = entry[0]
     type_num = (c >> 4) & 7
-    i = start + 1
+    i = 1
     while c & 0x80:
-        c = data[i]
+        c = entry[i]
         i += 1
     size_end = i
     if type_num == OFS_DELTA:
-        c = data[i]
+        c = entry[i]
         i += 1
         distance = c & 0x7F
         while c & 0x80:
-            c = data[i]
+            c = entry[i]
             i += 1
             distance = ((distance + 1) << 7) | (c & 0x7F)
         return type_num, size_end, i, distance
     if type_num == REF_DELTA:
-        return type_num, size_end, i + 20, data[i : i + 20]
+        return type_num, size_end, i + 20, entry[i : i + 20]
     return type_num, size_end, i, None
 
 
