@@ -212,18 +212,24 @@ def section_sends(scale: Scale) -> None:
               f"{load()}")  # fmt: skip
 
 
+# Run through a small Python that starts the child and reports its peak: Linux counts in a
+# child's ru_maxrss the memory of the process it was forked from (the bench, large by then).
+WAIT4 = """
+import os, subprocess, sys
+child = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL)
+_pid, status, usage = os.wait4(child.pid, 0)
+print(os.waitstatus_to_exitcode(status), usage.ru_maxrss)
+"""
+
+
 def run_child_rss(argv: list[str]) -> tuple[int, float, float, str]:
     """Run a child; its exit status, seconds, peak RSS in MiB (it and the processes it
     waited for, as wait4 reports) and stderr's tail."""
     t0 = perf()
-    with tempfile.TemporaryFile() as err:
-        child = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err)
-        _pid, status, usage = os.wait4(child.pid, 0)
-        child.returncode = os.waitstatus_to_exitcode(status)
-        took = perf() - t0
-        err.seek(0)
-        tail = err.read().decode(errors="replace").strip()[-300:]
-    return child.returncode, took, usage.ru_maxrss / 1024, tail
+    done = subprocess.run([sys.executable, "-c", WAIT4, *argv], capture_output=True, text=True)
+    took = perf() - t0
+    code, maxrss = done.stdout.split()
+    return int(code), took, int(maxrss) / 1024, done.stderr.strip()[-300:]
 
 
 def pack_bytes(git_dir: Path) -> int:
