@@ -450,7 +450,10 @@ class GitRepo:
         start the background repack; with `loose`, pack the loose objects in it."""
         from beads.repack import after_write
 
-        after_write(self, loose=loose)
+        # A full disk, a damaged pack: upkeep never fails a write. The packs stay as they
+        # are (every step of a merge is safe to interrupt) until a later write.
+        with contextlib.suppress(Exception):
+            after_write(self, loose=loose)
 
     def pack_loose_objects(self) -> int:
         """Move the loose objects into a pack now; returns how many were packed.

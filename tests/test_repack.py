@@ -190,3 +190,30 @@ def test_doctor_gc_without_git_keeps_the_deltas_git_made(
     assert "chain length = 1" in stats  # deltas survived the merge
     size = sum(p.stat().st_size for p in (store.root / ".git/objects/pack").glob("*.pack"))
     assert size < 2 * git_size
+
+
+def test_a_failing_repack_never_fails_the_write(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def full_disk(*args: object, **kwargs: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(repack, "merge", full_disk)
+    for number in range(3):
+        batch_of(store, 25, f"batch{number}")  # each would merge the packs now
+    assert len(store.list()) == 75
+    assert len(pack_counts(store)) == 3  # left as they were, for a later write
+
+
+def test_a_large_merge_runs_in_the_background_not_in_the_write(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(repack, "INLINE_OBJECTS", 0)
+    inline: list[object] = []
+    monkeypatch.setattr(repack, "merge", lambda *args, **kwargs: inline.append(args))
+    batch_of(store, 25, "first")
+    batch_of(store, 25, "second")  # two packs of a size: not geometric
+    assert inline == [] and repack._children  # the writer only started the background step
+    monkeypatch.undo()
+    assert repack.wait_idle(store.root / ".git", 60)
+    assert len(pack_counts(store)) == 1 and len(store.list()) == 50
