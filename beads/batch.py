@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
     from beads.store import Store
 
-# Past this many loose objects a writer packs them (under the lock) so lookups stay fast.
+# Past this many loose objects a writer has them packed (by the background repack).
 PACK_LOOSE_AT = 1500
 # What writing derived data (view files, the index) may raise once a commit is in.
 _DERIVED_FAULTS = (OSError, sqlite3.Error, StorageError)

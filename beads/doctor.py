@@ -21,6 +21,7 @@ from pathlib import Path
 
 from beads import files
 from beads.config import CONFIG_PATH, config_problems
+from beads.errors import GcError
 from beads.gitrepo import GC_LOCK_MTIME, lock_age
 from beads.ids import parse_bead_path
 from beads.initstore import remove_dead_builds
@@ -87,6 +88,13 @@ def doctor(
         _check_loose_objects(store, report)
         if not _restore_branch(store, report):
             return report
+        repacked = None
+        if compact:  # first: the checks then read one small pack, not what the writers left
+            step("packing objects")
+            try:
+                repacked = store.git.repack(use_git=use_git)
+            except GcError as exc:  # git failing on a damaged store: reported, not fatal
+                report.problems.append(Problem("repository", ".git", f"repack failed: {exc}"))
         step("rebuilding the index" if rebuild_index else "bringing the index up to date")
         if rebuild_index:
             store.index.drop_file()  # from a fresh file: the old one may be damaged anywhere
@@ -107,13 +115,11 @@ def doctor(
         step("checking the view")
         _check_links(store, report, restore=restore_view)
         _check_view(store, tree, report, restore=restore_view)
-        del tree  # a path per bead: freed before the repack, so the two peaks do not add up
-        if compact:
-            step("packing objects")
-            repacked = store.git.repack(use_git=use_git)
+        if repacked is not None:
             assert head is not None
             store.index.apply(head=head, loose_objects=0)
             report.fixed.append(repacked.describe())
+        if compact:
             expired = store.git.expire_reflog()
             if expired:
                 report.fixed.append(f"dropped {expired} reflog entries older than 90 days")

@@ -67,7 +67,7 @@ _PACK_HEADER = 12
 
 
 class PackFile:
-    """One pack on disk, read through its own mapping (never through dulwich's cache)."""
+    """One pack on disk: its index mapped, its data read (never through dulwich's cache)."""
 
     def __init__(self, base: str) -> None:
         self.base = base
