@@ -3,7 +3,7 @@
 
 Run from the project root:
 
-    python bench/bench_scale.py            # stores of 100,000 then 300,000 messages (~15 min)
+    python bench/bench_scale.py            # stores of 100,000 then 300,000 messages (~6 min)
     python bench/bench_scale.py --quick    # 10,000 then 30,000 messages (a smoke run)
 
 One store grows by batches (`Store.batch`, 500 agents, as bench_mail.py builds its stores):
