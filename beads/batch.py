@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
     from beads.store import Store
 
-# Past this many loose objects a writer packs them (under the lock) so lookups stay fast.
+# Past this many loose objects a writer has them packed (by the background repack).
 PACK_LOOSE_AT = 1500
 # What writing derived data (view files, the index) may raise once a commit is in.
 _DERIVED_FAULTS = (OSError, sqlite3.Error, StorageError)
@@ -394,8 +394,8 @@ class Batch:
         with contextlib.suppress(*_DERIVED_FAULTS):
             if view_written:
                 store.view.mark_applied(commit.id)
-            if loose >= PACK_LOOSE_AT:
-                store.git.pack_loose_objects()
+            if loose >= PACK_LOOSE_AT:  # packed in the background (`beads/repack.py`)
+                store.git.maintain(loose=True)
                 store.index.apply(head=commit.id, loose_objects=0)
         return commit.id
 

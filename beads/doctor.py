@@ -21,6 +21,7 @@ from pathlib import Path
 
 from beads import files
 from beads.config import CONFIG_PATH, config_problems
+from beads.errors import GcError
 from beads.gitrepo import GC_LOCK_MTIME, lock_age
 from beads.ids import parse_bead_path
 from beads.initstore import remove_dead_builds
@@ -68,9 +69,13 @@ def doctor(
     rebuild_index: bool = False,
     restore_view: bool = False,
     compact: bool = False,
+    use_git: bool = True,
     progress: Callable[[str], None] | None = None,
 ) -> Report:
     """Check (and with the flags, repair) the store; returns what was found and fixed.
+
+    `compact` repacks every object into one pack with deltas: by the `git` program where it
+    is installed and `use_git`, else by a streaming merge in bounded memory (`beads.repack`).
 
     `progress` is told the name of each step as it starts (`doctor_steps` lists them), so a
     terminal can show how far a long rebuild or compaction has come."""
@@ -84,6 +89,13 @@ def doctor(
         _check_loose_objects(store, report)
         if not _restore_branch(store, report):
             return report
+        repacked = None
+        if compact:  # first: the checks then read one small pack, not what the writers left
+            step("packing objects")
+            try:
+                repacked = store.git.repack(use_git=use_git)
+            except GcError as exc:  # git failing on a damaged store: reported, not fatal
+                report.problems.append(Problem("repository", ".git", f"repack failed: {exc}"))
         step("rebuilding the index" if rebuild_index else "bringing the index up to date")
         if rebuild_index:
             store.index.drop_file()  # from a fresh file: the old one may be damaged anywhere
@@ -111,13 +123,11 @@ def doctor(
         view_files, view_links = store.view.scan()
         _check_links(store, view_links, report, restore=restore_view)
         _check_view(store, tree, view_files, report, restore=restore_view)
-        if compact:
-            step("packing objects")
-            packed = store.git.pack_loose_objects()
-            store.git.repack()
+        if repacked is not None:
             assert head is not None
             store.index.apply(head=head, loose_objects=0)
-            report.fixed.append(f"packed {packed} loose objects and compacted the packs")
+            report.fixed.append(repacked.describe())
+        if compact:
             expired = store.git.expire_reflog()
             if expired:
                 report.fixed.append(f"dropped {expired} reflog entries older than 90 days")
@@ -136,29 +146,33 @@ def _check_index(store: Store, tree: dict[str, bytes], report: Report, *, rebuil
     too). Rows are read one at a time: a store's worth of beads is never held at once."""
     from beads.codec import dump_bead, load_bead
 
-    indexed = store.index.blobs()
     invalid = store.index.invalid()
     hint = "run gc doctor --rebuild-index"
-    for path, sha in tree.items():
+    checked: set[str] = set()  # paths, not beads: rows are read one at a time
+    for path, blob, bead in store.index.rows():
+        sha = tree.get(path)
+        if sha is None:
+            report.problems.append(Problem("index", path, f"indexed but not in HEAD; {hint}"))
+            continue
+        if path in invalid or parse_bead_path(path) is None:
+            continue
+        checked.add(path)
+        if blob != sha.decode():
+            report.problems.append(Problem("index", path, f"the index differs from HEAD; {hint}"))
+        elif (
+            not rebuilt
+            and git_blob_sha(dump_bead(bead)) != sha
+            and bead != load_bead(store.git.read(sha))
+        ):
+            # (a file git holds in another layout than gc writes is parsed and compared)
+            report.problems.append(
+                Problem("index", path, f"the index row differs from the file in HEAD; {hint}")
+            )
+    for path in tree:
         if path in invalid:
             report.problems.append(Problem("unparsable", path, invalid[path]))
-            continue
-        if parse_bead_path(path) is None:
-            continue
-        if indexed.get(path) != sha.decode():
+        elif path not in checked and parse_bead_path(path) is not None:
             report.problems.append(Problem("index", path, f"the index differs from HEAD; {hint}"))
-    for path in indexed.keys() - tree.keys():
-        report.problems.append(Problem("index", path, f"indexed but not in HEAD; {hint}"))
-    if not rebuilt:
-        for path, blob, bead in store.index.rows():
-            sha = blob.encode()
-            if tree.get(path) != sha or git_blob_sha(dump_bead(bead)) == sha:
-                continue
-            if bead != load_bead(store.git.read(sha)):
-                # (a file git holds in another layout than gc writes is parsed and compared)
-                report.problems.append(
-                    Problem("index", path, f"the index row differs from the file in HEAD; {hint}")
-                )
     if CONFIG_PATH not in tree:
         report.problems.append(Problem("repository", CONFIG_PATH, "HEAD has no config.yaml"))
     # Kind `config`: a setting an older gc accepted that `gc config set` now refuses. The store
@@ -386,8 +400,7 @@ def _check_loose_objects(store: Store, report: Report) -> None:
 def _restore_blob_from_view(store: Store, sha: bytes) -> bool:
     from dulwich.objects import Blob
 
-    indexed = {blob: path for path, blob, _ in store.index.rows()}
-    path = indexed.get(sha.decode())
+    path = next((path for path, blob, _ in store.index.rows() if blob == sha.decode()), None)
     data = store.view.read(path) if path is not None else None
     if data is None or git_blob_sha(data) != sha:
         return False

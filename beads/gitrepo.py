@@ -21,7 +21,7 @@ import time
 import weakref
 from collections.abc import Iterator, MutableMapping
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from dulwich.errors import NotTreeError
 from dulwich.file import FileLocked, GitFile
@@ -34,6 +34,9 @@ from beads.errors import Conflict, StorageError
 from beads.faults import fault
 from beads.location import MARKER_SECTION
 from beads.reader import BRANCH, is_sha, read_ref
+
+if TYPE_CHECKING:
+    from beads.repack import Repacked
 
 ZERO_SHA = b"0" * 40
 FILE_MODE = 0o100644
@@ -118,7 +121,7 @@ class GitRepo:
         except OSError as exc:
             raise StorageError(f"cannot read {git_dir / 'config'}: {exc.strerror}") from None
         try:
-            self.objects = DiskObjectStore(str(git_dir / "objects"))
+            self.objects = _ObjectStore(str(git_dir / "objects"))
         except Exception as exc:  # dulwich raises several kinds for a damaged repository
             raise StorageError(f"cannot open the store's git repository {git_dir}: {exc}") from None
         # Close pack files at exit even if the caller forgot, before interpreter teardown
@@ -283,6 +286,7 @@ class GitRepo:
         try:
             if len(objects) >= PACK_OBJECTS_AT:
                 self._write_pack(objects)
+                self.maintain()
                 return
             for obj in objects:
                 try:
@@ -457,30 +461,32 @@ class GitRepo:
             handle.write(b"".join(kept))
         return len(lines) - len(kept)
 
+    def maintain(self, *, loose: bool = False) -> None:
+        """Keep the packs few after a write (`beads/repack.py`): merge small packs now, or
+        start the background repack; with `loose`, pack the loose objects in it."""
+        from beads.repack import after_write
+
+        # A full disk, a damaged pack: upkeep never fails a write. The packs stay as they
+        # are (every step of a merge is safe to interrupt) until a later write.
+        with contextlib.suppress(Exception):
+            after_write(self, loose=loose)
+
     def pack_loose_objects(self) -> int:
-        """Move loose objects into a pack; returns how many were packed.
+        """Move the loose objects into a pack now; returns how many were packed.
 
         An unreadable loose object (cut short by a full disk or a power cut) is left where it
         is for `gc doctor` to report: it must not fail every write that packs."""
-        store = self.objects
-        objects = []
-        for sha in store._iter_loose_objects():
-            try:
-                obj = store._get_loose_object(sha)
-            except Exception:  # dulwich raises several kinds for a damaged object
-                continue
-            if obj is not None:
-                objects.append(obj)
-        if objects:
-            self._write_pack(objects)
-            fault("loose-packed")
-            for obj in objects:  # only once the pack holding them is in place
-                store.delete_loose_object(obj.id)
-        return len(objects)
+        from beads.repack import locked, merge
 
-    def repack(self) -> None:
-        """Consolidate every pack and loose object into one pack (`gc doctor --gc`)."""
-        self.objects.repack()
+        with locked(self.git_dir):
+            loose = list(self.objects._iter_loose_objects())
+            return merge(self, [], loose).loose if loose else 0
+
+    def repack(self, *, use_git: bool = True) -> Repacked:
+        """Repack every object into one pack, with deltas (`gc doctor --gc`)."""
+        from beads.repack import full
+
+        return full(self, use_git=use_git)
 
     def _rebuild_tree(
         self,
@@ -559,6 +565,19 @@ class _TreesKept:
                 return obj
             self.trees[sha] = found = obj
         return found
+
+
+class _ObjectStore(DiskObjectStore):
+    """dulwich's store, looking twice for an object it misses: a loose object may be
+    packed by a repack (and deleted) between its look in the packs and its look at the loose
+    objects; the second look rescans the packs and finds it."""
+
+    def get_raw(self, name: bytes) -> tuple[int, bytes]:  # type: ignore[override]
+        try:
+            return super().get_raw(name)
+        except KeyError:
+            self._update_pack_cache()
+            return super().get_raw(name)
 
 
 class _Halfway(list[tuple[ShaFile, None]]):

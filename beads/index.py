@@ -322,11 +322,6 @@ class Index:
         return [row[0] for row in rows]
 
     @_guarded
-    def blobs(self) -> dict[str, str]:
-        """Every bead file indexed, path -> blob sha (text)."""
-        return dict(self.db.execute("SELECT path, blob FROM beads"))
-
-    @_guarded
     def invalid(self) -> dict[str, str]:
         """Bead files of HEAD that could not be indexed, path -> why."""
         return dict(self.db.execute("SELECT path, error FROM invalid"))

@@ -73,9 +73,16 @@ def log_lines(entries: list[LogEntry]) -> str:
 @click.command()
 @click.option("--rebuild-index", is_flag=True, help="Rebuild the index from git alone.")
 @click.option("--restore-view", is_flag=True, help="Rewrite view files that differ from HEAD.")
-@click.option("--gc", "compact", is_flag=True, help="Pack loose objects and compact packs.")
+@click.option(
+    "--gc", "compact", is_flag=True, help="Repack every object into one pack, with deltas."
+)
+@click.option(
+    "--no-git",
+    is_flag=True,
+    help="With --gc: repack without the git program even where it is installed.",
+)
 @global_options
-def doctor(rebuild_index: bool, restore_view: bool, compact: bool) -> None:
+def doctor(rebuild_index: bool, restore_view: bool, compact: bool, no_git: bool) -> None:
     """Check the repository, the index and the view against HEAD; exit 0 when clean."""
     from beads.doctor import doctor as run_doctor
     from beads.doctor import doctor_steps
@@ -87,6 +94,7 @@ def doctor(rebuild_index: bool, restore_view: bool, compact: bool) -> None:
             rebuild_index=rebuild_index,
             restore_view=restore_view,
             compact=compact,
+            use_git=not no_git,
             progress=advance,
         )
     lines = [

@@ -1,0 +1,219 @@
+"""Geometric repacking and `gc doctor --gc`: packs stay few, and no object is ever lost."""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import beads.repack as repack
+from beads.doctor import doctor
+from beads.faults import REPACK_POINTS
+from beads.gitrepo import GitRepo
+from beads.store import Store
+from tests.conftest import git
+
+
+def objects_of(store: Store) -> set[bytes]:
+    return set(GitRepo(store.root / ".git").objects)
+
+
+def pack_counts(store: Store) -> list[int]:
+    packs = repack.packs_of(store.git)
+    for pack in packs:
+        pack.close()
+    return [pack.count for pack in packs]
+
+
+def batch_of(store: Store, beads: int, tag: str) -> None:
+    """One commit big enough to be written as a pack."""
+    with store.batch() as batch:
+        for number in range(beads):
+            batch.create("task", f"{tag} {number}", "body\n")
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Store:
+    made, _ = Store.init(tmp_path, agent="tester")
+    yield made
+    repack.wait_idle(made.root / ".git", 60)
+    made.close()
+
+
+def no_maintenance(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Writes leave their packs and loose objects as they are (to build an untidy store)."""
+    monkeypatch.setattr(GitRepo, "maintain", lambda self, loose=False: None)
+
+
+@pytest.mark.parametrize(
+    ("counts", "merged"),
+    [
+        ([], 0),
+        ([100], 0),
+        ([1, 2, 4, 8], 0),
+        ([10, 10], 2),  # equal packs are not a progression
+        ([5, 6, 100], 2),
+        ([5, 6, 12, 100], 3),  # 5+6 = 11 > 12/2: the 12 joins, then 23 < 100/2 stops
+        ([50, 60, 100], 3),  # the merged 110 would break the progression with 100
+        ([3, 100, 150, 1000], 3),
+    ],
+)
+def test_rollup_merges_the_smallest_packs_that_break_the_progression(
+    counts: list[int], merged: int
+) -> None:
+    assert repack.rollup(counts) == merged
+
+
+def test_many_writes_keep_the_packs_geometric_and_few(store: Store) -> None:
+    for number in range(30):
+        batch_of(store, 20 + number % 7, f"batch{number}")  # each commit writes a pack
+    for number in range(40):
+        store.create("task", f"single {number}")
+    assert repack.wait_idle(store.root / ".git", 60)
+    counts = pack_counts(store)
+    assert repack.rollup(counts) == 0
+    assert len(counts) <= math.log2(sum(counts)) + 1
+    assert len(store.list()) == sum(20 + n % 7 for n in range(30)) + 40
+    git("fsck", "--strict", "--no-dangling", cwd=store.root)
+
+
+def test_loose_objects_past_the_threshold_are_packed_in_the_background(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import beads.batch
+
+    monkeypatch.setattr(beads.batch, "PACK_LOOSE_AT", 30)
+    for number in range(12):
+        store.create("task", f"single {number}")
+    assert repack.wait_idle(store.root / ".git", 60)
+    loose = list(store.git.objects._iter_loose_objects())
+    assert len(loose) < 30 and pack_counts(store)
+    assert len(store.list()) == 12
+
+
+def untidy(store: Store, monkeypatch: pytest.MonkeyPatch) -> set[bytes]:
+    """A store with several packs out of progression and loose objects; its object ids."""
+    with monkeypatch.context() as patched:
+        no_maintenance(patched)
+        for number in range(4):
+            batch_of(store, 25, f"batch{number}")
+        for number in range(5):
+            store.create("task", f"loose {number}")
+    assert len(pack_counts(store)) == 4 and list(store.git.objects._iter_loose_objects())
+    return objects_of(store)
+
+
+def run_background(store: Store, point: str | None = None) -> int:
+    env = {k: v for k, v in os.environ.items() if k != "GC_FAULT_POINT"}
+    if point:
+        env["GC_FAULT_POINT"] = point
+    done = subprocess.run(
+        [sys.executable, "-m", "beads.repack", str(store.root / ".git")], env=env, timeout=120
+    )
+    return done.returncode
+
+
+@pytest.mark.parametrize("point", REPACK_POINTS)
+def test_a_repack_killed_at_any_step_loses_no_object(
+    store: Store, monkeypatch: pytest.MonkeyPatch, point: str
+) -> None:
+    before = untidy(store, monkeypatch)
+    head = store.git.head()
+    assert run_background(store, point) == -signal.SIGKILL
+    assert objects_of(store) >= before
+    git("fsck", "--strict", "--no-dangling", cwd=store.root)
+    assert doctor(store).ok
+    assert run_background(store) == 0  # the next run finishes the work
+    assert objects_of(store) >= before and store.git.head() == head
+    assert repack.rollup(pack_counts(store)) == 0
+    assert not list(store.git.objects._iter_loose_objects())
+    git("fsck", "--strict", "--no-dangling", cwd=store.root)
+    assert len(store.list()) == 105
+
+
+def test_readers_never_miss_an_object_during_a_background_repack(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    before = untidy(store, monkeypatch)
+    reader = GitRepo(store.root / ".git")
+    for sha in before:  # every pack opened and cached, as a long-running reader has them
+        reader.objects.get_raw(sha)
+    worker = subprocess.Popen([sys.executable, "-m", "beads.repack", str(store.root / ".git")])
+    rounds = 0
+    while worker.poll() is None or rounds < 2:
+        for sha in before:
+            reader.objects.get_raw(sha)  # a KeyError here is an object missed
+        rounds += 1 if worker.poll() is not None else 0
+    assert worker.returncode == 0
+    assert len(pack_counts(store)) == 1  # the old packs are gone: the reader rescanned
+    reader.close()
+
+
+@pytest.mark.parametrize("with_git", [True, False])
+def test_doctor_gc_keeps_every_object_and_head_with_and_without_git(
+    store: Store, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, with_git: bool
+) -> None:
+    before = untidy(store, monkeypatch)
+    head = store.git.head()
+    if not with_git:
+        monkeypatch.setenv("PATH", str(tmp_path / "no-git-here"))
+    report = doctor(store, compact=True)
+    assert report.ok
+    method = "git repack" if with_git else "streaming merge, no git"
+    assert any(method in line for line in report.fixed), report.fixed
+    assert objects_of(store) >= before and store.git.head() == head
+    assert len(pack_counts(store)) == 1
+    assert not list(store.git.objects._iter_loose_objects())
+    monkeypatch.undo()
+    git("fsck", "--strict", "--no-dangling", cwd=store.root)
+    assert len(store.list()) == 105
+
+
+def test_doctor_gc_without_git_keeps_the_deltas_git_made(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    beads = [store.create("task", f"t{n}", "line\n" * n) for n in range(30)]
+    doctor(store, compact=True)  # with git: deltas
+    for bead in beads[:10]:
+        store.close_bead(bead.id, "done")
+    before = objects_of(store)
+    git_size = sum(p.stat().st_size for p in (store.root / ".git/objects/pack").glob("*.pack"))
+    doctor(store, compact=True, use_git=False)
+    assert objects_of(store) >= before
+    idx = [str(p) for p in (store.root / ".git/objects/pack").glob("*.idx")]
+    stats = git("verify-pack", "-v", *idx, cwd=store.root)
+    assert "chain length = 1" in stats  # deltas survived the merge
+    size = sum(p.stat().st_size for p in (store.root / ".git/objects/pack").glob("*.pack"))
+    assert size < 2 * git_size
+
+
+def test_a_failing_repack_never_fails_the_write(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def full_disk(*args: object, **kwargs: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(repack, "merge", full_disk)
+    for number in range(3):
+        batch_of(store, 25, f"batch{number}")  # each would merge the packs now
+    assert len(store.list()) == 75
+    assert len(pack_counts(store)) == 3  # left as they were, for a later write
+
+
+def test_a_large_merge_runs_in_the_background_not_in_the_write(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(repack, "INLINE_OBJECTS", 0)
+    inline: list[object] = []
+    monkeypatch.setattr(repack, "merge", lambda *args, **kwargs: inline.append(args))
+    batch_of(store, 25, "first")
+    batch_of(store, 25, "second")  # two packs of a size: not geometric
+    assert inline == [] and repack._children  # the writer only started the background step
+    monkeypatch.undo()
+    assert repack.wait_idle(store.root / ".git", 60)
+    assert len(pack_counts(store)) == 1 and len(store.list()) == 50
