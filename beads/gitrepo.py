@@ -568,16 +568,36 @@ class _TreesKept:
 
 
 class _ObjectStore(DiskObjectStore):
-    """dulwich's store, looking twice for an object it misses: a loose object may be
+    """dulwich's store, looking twice for an object it misses (read, or `in`): a loose object may be
     packed by a repack (and deleted) between its look in the packs and its look at the loose
-    objects; the second look rescans the packs and finds it."""
+    objects, and a pack it cached may be removed by a repack (or half removed, by one killed
+    midway) before it opened its index; the second look drops packs whose files are gone,
+    rescans the packs and finds the object where the repack put it."""
 
     def get_raw(self, name: bytes) -> tuple[int, bytes]:  # type: ignore[override]
         try:
             return super().get_raw(name)
-        except KeyError:
+        except (KeyError, FileNotFoundError):
+            self._drop_vanished_packs()
             self._update_pack_cache()
             return super().get_raw(name)
+
+    def __contains__(self, name: object) -> bool:
+        try:
+            if super().__contains__(name):
+                return True
+        except FileNotFoundError:
+            pass
+        self._drop_vanished_packs()
+        self._update_pack_cache()
+        return super().__contains__(name)
+
+    def _drop_vanished_packs(self) -> None:
+        # dulwich 1.2 does this in _update_pack_cache; 1.0 keeps a pack it cached.
+        for basename in list(self._pack_cache):
+            path = os.path.join(self.pack_dir, basename)
+            if not (os.path.exists(path + ".idx") and os.path.exists(path + ".pack")):
+                self._pack_cache.pop(basename).close()
 
 
 class _Halfway(list[tuple[ShaFile, None]]):
