@@ -37,7 +37,6 @@ from pathlib import Path
 from typing import Any
 
 from beads.codec import _fast_load, _yaml, dump_bead
-from beads.ids import new_id
 from beads.record import Bead
 from beads.store import Store
 from beads.times import stamp_at
@@ -77,7 +76,7 @@ def build_store(path: Path, total: int, seed: int = 16) -> None:
                 stamp = stamp_at(now - rng.uniform(0, AGE_DAYS * 86400))
                 closed = rng.random() >= OPEN_SHARE
                 batch.insert(Bead(
-                    id=new_id(store.prefix), type="message" if n % 2 else "task",
+                    id=batch.new_id(), type="message" if n % 2 else "task",
                     title=f"Bench bead {n}: check the parser of the queue", sender="bench",
                     body=f"Bead {n} made by the benchmark.\nLook at it and report back.\n",
                     assignee=f"agent{rng.randrange(AGENTS):03d}", labels=["bench", f"area{n % 20}"],

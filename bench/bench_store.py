@@ -218,7 +218,7 @@ def build_store(path: Path, total: int, work: Workload, name: str) -> Store:
                 if i in closed_at:
                     stamp = now_stamp()
                     batch.insert(Bead(
-                        id=new_id(store.prefix), type="task", title=f"Closed target task {i}",
+                        id=batch.new_id(), type="task", title=f"Closed target task {i}",
                         body="Done already.\n", sender="bench", assignee=TARGET,
                         labels=["bench"], status="closed", created_at=stamp, updated_at=stamp,
                         closed_at=stamp, close_reason="done",

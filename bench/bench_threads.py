@@ -36,7 +36,6 @@ import time
 import traceback
 from pathlib import Path
 
-from beads.ids import new_id
 from beads.record import Bead
 from beads.store import Store
 from beads.times import now_stamp
@@ -94,7 +93,7 @@ def build_store(path: Path, total: int, rng: random.Random) -> Store:
                 finished = draw < DONE_SHARE
                 pool = not finished and draw < DONE_SHARE + POOL_SHARE
                 batch.insert(Bead(
-                    id=new_id(store.prefix), type="thread", title=f"Task {i}", sender="leader",
+                    id=batch.new_id(), type="thread", title=f"Task {i}", sender="leader",
                     assignee=None if pool else f"agent-{rng.randrange(AGENTS)}",
                     labels=["pool"] if pool else [], priority=rng.choice((1, 2, 2, 3)),
                     status="closed" if finished else "open", created_at=stamp,
