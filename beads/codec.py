@@ -15,6 +15,7 @@ not of that shape: importing it costs a command about as much as the rest of a m
 
 from __future__ import annotations
 
+import functools
 import io
 import re
 from typing import TYPE_CHECKING, Any
@@ -86,19 +87,15 @@ def _yaml() -> YAML:
     return _YAML
 
 
-_FAST: list[bool] = []
-
-
+@functools.cache
 def _fast() -> bool:
     """Whether the direct reader and writer may be used: they mirror libyaml, so without
     ruamel.yaml.clib (its C emitter, the module `_ruamel_yaml`) ruamel's pure emitter
     decides. Found once, without importing either (and not at import: it costs a command
     a search of the path)."""
-    if not _FAST:
-        import importlib.util
+    import importlib.util
 
-        _FAST.append(importlib.util.find_spec("_ruamel_yaml") is not None)
-    return _FAST[0]
+    return importlib.util.find_spec("_ruamel_yaml") is not None
 
 
 def dump_data(data: Any) -> bytes:

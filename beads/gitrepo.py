@@ -568,11 +568,12 @@ class _TreesKept:
 
 
 class _ObjectStore(DiskObjectStore):
-    """dulwich's store, looking twice for an object it misses (read, or `in`): a loose object may be
-    packed by a repack (and deleted) between its look in the packs and its look at the loose
-    objects, and a pack it cached may be removed by a repack (or half removed, by one killed
-    midway) before it opened its index; the second look drops packs whose files are gone,
-    rescans the packs and finds the object where the repack put it."""
+    """dulwich's store, looking twice where a repack may have moved an object: a loose
+    object packed (and deleted) between the looks in the packs and at the loose objects, or
+    a cached pack removed (or half removed, by a repack killed midway) before its index was
+    opened. The second look drops packs whose files are gone, rescans, and finds the object
+    where the repack put it. A plain `in` that finds nothing is not looked at twice: fetches
+    ask it for every object they receive, and a rescan each would cost them a listing."""
 
     def get_raw(self, name: bytes) -> tuple[int, bytes]:  # type: ignore[override]
         try:
@@ -584,13 +585,11 @@ class _ObjectStore(DiskObjectStore):
 
     def __contains__(self, name: object) -> bool:
         try:
-            if super().__contains__(name):
-                return True
+            return super().__contains__(name)
         except FileNotFoundError:
-            pass
-        self._drop_vanished_packs()
-        self._update_pack_cache()
-        return super().__contains__(name)
+            self._drop_vanished_packs()
+            self._update_pack_cache()
+            return super().__contains__(name)
 
     def _drop_vanished_packs(self) -> None:
         # dulwich 1.2 does this in _update_pack_cache; 1.0 keeps a pack it cached.
