@@ -23,8 +23,6 @@ from beads.times import now_stamp
 from beads.view import git_blob_sha
 
 if TYPE_CHECKING:
-    from dulwich.objects import Tree
-
     from beads.store import Store
 
 # Past this many loose objects a writer has them packed (by the background repack).
@@ -63,7 +61,6 @@ class Batch:
         self._read: dict[str, Bead] = {}
         written = store._written
         self._root_tree = written[1] if written is not None and written[0] == self.base else None
-        self._leaves: dict[bytes, Tree] = {}  # the shard trees holding bead files
 
     def get(self, ref: str) -> Bead:
         """The bead as this batch would leave it (as git holds it, for one not changed yet)."""
@@ -146,10 +143,10 @@ class Batch:
     def _find(self, bead_id: str, hint: str | None) -> tuple[str, bytes] | None:
         """`(path, blob id)` of the bead's file in `base`, looked for under every type (the
         `hint` type first)."""
-        root = self._tree(self._root(), 0)
+        root = self.store.git.tree(self._root())
         types = [hint] if hint is not None else []
         if root is not None:
-            for name, mode, _sha in root.iteritems():
+            for name, (mode, _sha) in root.entries.items():
                 if stat.S_ISDIR(mode) and name.endswith(b"s"):
                     types.append(name[:-1].decode("utf-8", "replace"))
         for bead_type in dict.fromkeys(types):
@@ -162,11 +159,12 @@ class Batch:
     def _blob_at(self, path: str) -> bytes | None:
         """The blob id of the file `path` in `base`'s tree, or None."""
         sha, mode = self._root(), stat.S_IFDIR
-        for depth, name in enumerate(path.encode().split(b"/")):
-            tree = self._tree(sha, depth) if stat.S_ISDIR(mode) else None
-            if tree is None or name not in tree:
+        for name in path.encode().split(b"/"):
+            tree = self.store.git.tree(sha) if stat.S_ISDIR(mode) else None
+            entry = None if tree is None else tree.entries.get(name)
+            if entry is None:
                 return None
-            mode, sha = tree[name]
+            mode, sha = entry
         return None if stat.S_ISDIR(mode) else sha
 
     def _root(self) -> bytes:
@@ -174,20 +172,6 @@ class Batch:
             self._root_tree = self.store.git.tree_of(self.base)
             assert self._root_tree is not None  # a store always has its first commit
         return self._root_tree
-
-    def _tree(self, sha: bytes, depth: int) -> Tree | None:
-        """The tree `sha` at `depth` (0 = root) of a path, or None if it is not a tree; read
-        once per batch, and the upper levels (root, type, first shard) once per Store."""
-        from dulwich.objects import Tree  # lazy, as everywhere: reads never load dulwich
-
-        cache = self.store._trees if depth < 3 else self._leaves
-        tree = cache.get(sha)
-        if tree is None:
-            found = self.store.git.objects[sha]
-            if not isinstance(found, Tree):
-                return None
-            tree = _remember(cache, sha, found)
-        return tree
 
     def create(
         self,
@@ -333,8 +317,6 @@ class Batch:
         """Write the batch as one commit; returns its id (None when there was nothing to do)."""
         if not self.changed and self.config is None:
             return None
-        from dulwich.objects import Tree
-
         from beads.codec import dump_bead, dump_data  # lazy: reads never load the YAML emitter
         from beads.gitrepo import PACK_OBJECTS_AT
 
@@ -348,7 +330,9 @@ class Batch:
         if self.config is not None:
             files[CONFIG_PATH] = dump_data(self.config)
         parent = self.base
-        commit, objects = store.git.build_commit(parent, files, self._message(), store.agent)
+        commit, objects = store.git.build_commit(
+            parent, files, self._message(), store.agent, root_of_parent=self._root_tree
+        )
         fault("before-objects")
         store.git.store_objects(objects)
         fault("after-objects")
@@ -360,10 +344,6 @@ class Batch:
             raise
         fault("after-ref")
         store._written = (commit.id, commit.tree)
-        if len(objects) < PACK_OBJECTS_AT:  # a small commit's trees: the next batch reads them
-            for obj in objects:
-                if isinstance(obj, Tree):
-                    _remember(store._trees, obj.id, obj)
         # The commit is in: the command has succeeded. What follows only brings derived data
         # up to it, and whatever fails here (a full disk, an index that cannot be written)
         # leaves the view or the index behind HEAD, where the next open catches them up.
@@ -422,14 +402,3 @@ class Batch:
         shown = self.lines[:50]
         more = [f"... and {len(self.lines) - 50} more"] if len(self.lines) > 50 else []
         return "\n".join([f"batch: {len(self.lines)} changes", "", *shown, *more])
-
-
-# Trees kept per Store: the upper levels of a store of any size (1 + types x 257) fit.
-TREE_CACHE = 2048
-
-
-def _remember(cache: dict[bytes, Tree], sha: bytes, tree: Tree) -> Tree:
-    if len(cache) >= TREE_CACHE:
-        cache.clear()  # old versions of trees: rarely read again
-    cache[sha] = tree
-    return tree

@@ -19,7 +19,7 @@ import errno
 import os
 import time
 import weakref
-from collections.abc import Iterator, MutableMapping
+from collections.abc import Iterator, MutableMapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -32,6 +32,7 @@ from dulwich.pack import iter_sha1, write_pack_index, write_pack_objects
 from beads.config import STALE_LOCK_SECONDS
 from beads.errors import Conflict, StorageError
 from beads.faults import fault
+from beads.gitobjects import BLOB, TREE, RawObject, TreeCache, TreeData, write_loose
 from beads.location import MARKER_SECTION
 from beads.reader import BRANCH, is_sha, read_ref
 
@@ -124,6 +125,7 @@ class GitRepo:
             self.objects = _ObjectStore(str(git_dir / "objects"))
         except Exception as exc:  # dulwich raises several kinds for a damaged repository
             raise StorageError(f"cannot open the store's git repository {git_dir}: {exc}") from None
+        self.trees = TreeCache(self.objects)
         # Close pack files at exit even if the caller forgot, before interpreter teardown
         # (dulwich's own finalizers complain when they run that late).
         self._finalizer = weakref.finalize(self, self.objects.close)
@@ -250,23 +252,26 @@ class GitRepo:
         *,
         blobs: dict[str, bytes | None] | None = None,
         merged: bytes | None = None,
-    ) -> tuple[Commit, list[ShaFile]]:
+        root_of_parent: bytes | None = None,
+    ) -> tuple[Commit, list[ShaFile | RawObject]]:
         """Build, not store, a commit applying `files` (path -> content, None deletes) to `parent`.
 
         `blobs` sets paths to blobs already stored (path -> blob id); `merged` makes it a
-        merge commit, `merged` its second parent. Returns the commit and every new object it
-        needs, the commit last.
+        merge commit, `merged` its second parent; `root_of_parent`, the parent's tree when
+        the caller knows it. Returns the commit and every new object it needs, the commit
+        last. The new trees are kept (`tree`): the next commit starts from them.
         """
-        new_objects: list[ShaFile] = []
+        new_objects: list[ShaFile | RawObject] = []
         by_path = {tuple(path.split("/")): sha for path, sha in (blobs or {}).items()}
         for path, content in files.items():
             if content is None:
                 by_path[tuple(path.split("/"))] = None
             else:
-                blob = Blob.from_string(content)
+                blob = RawObject(BLOB, content)
                 new_objects.append(blob)
                 by_path[tuple(path.split("/"))] = blob.id
-        root = self._rebuild_tree(self.tree_of(parent), by_path, new_objects, is_root=True)
+        root_tree = root_of_parent if root_of_parent is not None else self.tree_of(parent)
+        root = self._rebuild_tree(root_tree, by_path, new_objects, is_root=True)
         commit = Commit()
         assert root is not None  # the root tree is kept even when empty
         commit.tree = root
@@ -281,25 +286,20 @@ class GitRepo:
         new_objects.append(commit)
         return commit, new_objects
 
-    def store_objects(self, objects: list[ShaFile]) -> None:
+    def store_objects(self, objects: Sequence[ShaFile | RawObject]) -> None:
         """Write objects: loose for a small commit, one pack for a large batch."""
         try:
             if len(objects) >= PACK_OBJECTS_AT:
                 self._write_pack(objects)
                 self.maintain()
                 return
-            for obj in objects:
-                try:
-                    self.objects.add_object(obj)
-                except FileLocked as exc:  # a `.lock` of a killed writer at this object's path
-                    _remove_object_lock(exc.lockfilename)
-                    self.objects.add_object(obj)
+            write_loose(self.objects.path, objects)
         except OSError as exc:  # a full disk, say: the branch has not moved
             raise StorageError(
                 f"cannot write git objects: {exc.strerror or exc}; nothing was changed"
             ) from None
 
-    def _write_pack(self, objects: list[ShaFile]) -> None:
+    def _write_pack(self, objects: Sequence[ShaFile | RawObject]) -> None:
         """Write `objects` as one pack, named as git names packs.
 
         Not `add_objects`: dulwich 1.2 compares a new pack's name with every existing pack's,
@@ -488,40 +488,45 @@ class GitRepo:
 
         return full(self, use_git=use_git)
 
+    def tree(self, sha: bytes) -> TreeData | None:
+        """The tree `sha` (its entries: name -> (mode, hex id)), or None when that object is
+        not a tree; kept in memory once read or written. Raises KeyError when absent."""
+        return self.trees.get(sha)
+
     def _rebuild_tree(
         self,
         tree_id: bytes | None,
         changes: dict[tuple[str, ...], bytes | None],
-        new_objects: list[ShaFile],
+        new_objects: list[ShaFile | RawObject],
         *,
         is_root: bool = False,
     ) -> bytes | None:
-        tree = self.objects[tree_id] if tree_id is not None else Tree()
-        assert isinstance(tree, Tree)
+        old = self.trees.get(tree_id) if tree_id is not None else TreeData({})
+        if old is None:
+            raise StorageError(
+                f"object {tree_id!r} stands where the store expects a directory; run 'gc doctor'"
+            )
+        edits: dict[bytes, tuple[int, bytes] | None] = {}
         children: dict[str, dict[tuple[str, ...], bytes | None]] = {}
         for parts, sha in changes.items():
             if len(parts) == 1:
-                name = parts[0].encode()
-                if sha is None:
-                    if name in tree:
-                        del tree[name]
-                else:
-                    tree[name] = (FILE_MODE, sha)
+                edits[parts[0].encode()] = None if sha is None else (FILE_MODE, sha)
             else:
                 children.setdefault(parts[0], {})[parts[1:]] = sha
         for child, child_changes in children.items():
             name = child.encode()
-            old_child = tree[name][1] if name in tree else None
+            entry = old.entries.get(name)
+            old_child = entry[1] if entry is not None and entry[0] == DIR_MODE else None
             new_child = self._rebuild_tree(old_child, child_changes, new_objects)
-            if new_child is None:
-                if name in tree:
-                    del tree[name]
-            else:
-                tree[name] = (DIR_MODE, new_child)
-        if len(tree) == 0 and not is_root:
+            edits[name] = None if new_child is None else (DIR_MODE, new_child)
+        tree = old.changed(edits)
+        if not tree.entries and not is_root:
             return None  # git has no empty directories
-        new_objects.append(tree)
-        return tree.id
+        obj = RawObject(TREE, tree.raw)
+        new_objects.append(obj)
+        self.trees.forget(tree_id)  # the version this commit replaces
+        self.trees.keep(obj.id, tree)
+        return obj.id
 
 
 def _remove_object_lock(lock: str | bytes) -> None:

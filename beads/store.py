@@ -32,7 +32,6 @@ from beads.view import View
 
 if TYPE_CHECKING:
     import filelock
-    from dulwich.objects import Tree
 
     from beads.gitrepo import GitRepo, LogEntry
 
@@ -56,7 +55,6 @@ class Store:
         # Trees its batches read or wrote, by id (so never stale), shared by the batches that
         # prove index rows against git: the upper levels, which most writes read again. The
         # last commit made here and its root tree spare reading the commit back.
-        self._trees: dict[bytes, Tree] = {}
         self._written: tuple[bytes, bytes] | None = None
         self.index = Index(self.runtime / "index.sqlite3", recover=self._rebuild_index)
         self.view = View(root, self.runtime)

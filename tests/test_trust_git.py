@@ -113,15 +113,21 @@ def test_stale_lock_seconds_is_a_validated_setting(project: GcRunner) -> None:
     assert gc("bead", "create", "--type", "task", "--title", "x").returncode == 0
 
 
-def test_a_loose_object_lock_of_a_dead_writer_does_not_block_writing_that_object(
+def test_what_a_dead_writer_left_of_an_object_does_not_block_writing_that_object(
     store: Store,
 ) -> None:
     commit, objects = store.git.build_commit(store.git.head(), {"x.txt": b"x"}, "m", "a")
     path = Path(store.git.objects._get_shafile_path(objects[0].id))
     path.parent.mkdir(exist_ok=True)
-    Path(f"{path}.lock").touch()  # a writer killed while writing this object, just now
+    Path(f"{path}.lock").touch()  # dulwich's lock, of an older gc killed while writing it
+    sha = objects[0].id.decode()
+    for temp in path.parent.glob("tmp_obj_*"):
+        temp.unlink()
+    # this writer's temporary file, left half written by a killed process with our pid
+    (path.parent / f"tmp_obj_{os.getpid()}_{sha[2:10]}").write_bytes(b"half")
     store.git.store_objects(objects)
-    assert store.git.has_object(objects[0].id) and not Path(f"{path}.lock").exists()
+    assert store.git.read(objects[0].id) == b"x"
+    assert [p.name for p in path.parent.glob("tmp_obj_*")] == []
 
 
 def test_doctor_reports_and_removes_every_stale_lock(project: GcRunner) -> None:
