@@ -20,10 +20,10 @@ from beads.reader import BRANCH
 from beads.record import shown
 
 REMOTE_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+STORE_NAME_RE = re.compile(r"[a-z][a-z0-9-]{0,63}")
+MACHINE_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 DEFAULT_REMOTE = "origin"
 DEFAULT_INTERVAL = 30.0
-# The local settings `gc config set --local` takes, and how each value is read.
-LOCAL_KEYS: dict[str, Callable[[Any], Any]] = {}
 
 
 def _bool(value: Any) -> bool:
@@ -50,20 +50,16 @@ def _remote_name(value: Any) -> str:
     return check_remote_name(str(value))
 
 
-def _store_path(value: Any) -> str:
-    """Another store on this machine (`stores.<name>`, for gates on its beads): an absolute
-    path to it (its project directory or its `.beads/`)."""
-    path = Path(str(value)).expanduser()
-    if not path.is_absolute():
-        raise InvalidInput(f"a store path must be absolute, not {shown(value)}")
-    return str(path)
+def _absolute(what: str) -> Callable[[Any], str]:
+    """How a path of this machine is read: absolute (`~` expanded); `what` names it."""
 
+    def read(value: Any) -> str:
+        path = Path(str(value)).expanduser()
+        if not path.is_absolute():
+            raise InvalidInput(f"a {what} path must be absolute, not {shown(value)}")
+        return str(path)
 
-LOCAL_KEYS.update({"sync.auto": _bool, "sync.interval": _seconds, "sync.remote": _remote_name})
-# Named other stores (`gc config set --local stores.NAME PATH`): a name is what git allows in
-# a config key, lower case (git reads the keys case-blind).
-LOCAL_KEYS["stores.*"] = _store_path
-STORE_NAME_RE = re.compile(r"[a-z][a-z0-9-]{0,63}")
+    return read
 
 
 def _nats_url(value: Any) -> str:
@@ -92,35 +88,33 @@ def _machine(value: Any) -> str:
     return str(value)
 
 
-def _file_path(value: Any) -> str:
-    """A file of this machine (NATS credentials, TLS certificates): an absolute path."""
-    path = Path(str(value)).expanduser()
-    if not path.is_absolute():
-        raise InvalidInput(f"a file path must be absolute, not {shown(value)}")
-    return str(path)
-
-
 def _secret(value: Any) -> str:
     if not str(value).strip() or "\n" in str(value):
         raise InvalidInput("a token is one line of text")
     return str(value).strip()
 
 
-MACHINE_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
-# Real-time delivery across machines (inbox/nats): where the server is, how to log in, and
-# which agents live here. Machine-local: another machine has its own.
-LOCAL_KEYS.update(
-    {
-        "delivery.nats.url": _nats_url,
-        "delivery.nats.creds": _file_path,
-        "delivery.nats.token": _secret,
-        "delivery.nats.tls_ca": _file_path,
-        "delivery.nats.tls_cert": _file_path,
-        "delivery.nats.tls_key": _file_path,
-        "delivery.nats.agents": _names_here,
-        "delivery.nats.machine": _machine,
-    }
-)
+_file = _absolute("file")  # a file of this machine: NATS credentials, TLS certificates
+# The local settings `gc config set --local` takes, and how each value is read.
+LOCAL_KEYS: dict[str, Callable[[Any], Any]] = {
+    "sync.auto": _bool,
+    "sync.interval": _seconds,
+    "sync.remote": _remote_name,
+    # Named other stores (`gc config set --local stores.NAME PATH`, for gates on their
+    # beads): the store's project directory or its `.beads/`. A name (STORE_NAME_RE) is what
+    # git allows in a config key, lower case (git reads the keys case-blind).
+    "stores.*": _absolute("store"),
+    # Real-time delivery across machines (inbox/nats): where the server is, how to log in,
+    # and which agents live here. Machine-local: another machine has its own.
+    "delivery.nats.url": _nats_url,
+    "delivery.nats.creds": _file,
+    "delivery.nats.token": _secret,
+    "delivery.nats.tls_ca": _file,
+    "delivery.nats.tls_cert": _file,
+    "delivery.nats.tls_key": _file,
+    "delivery.nats.agents": _names_here,
+    "delivery.nats.machine": _machine,
+}
 
 
 def _local_key(key: str) -> Callable[[Any], Any] | None:
