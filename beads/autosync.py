@@ -23,7 +23,7 @@ DEFAULT_INTERVAL = 30.0
 
 def read_local(git_dir: Path) -> dict[str, str]:
     """The raw `section.key` values of the store's git config (the machine-local settings
-    `beads.remote.local_settings` checks): a line-oriented read of the keys gc writes."""
+    `beads.localconfig.local_settings` checks): a line-oriented read of the keys gc writes."""
     try:
         text = (git_dir / "config").read_text(errors="replace")
     except OSError:

@@ -85,7 +85,7 @@ def adopt_clone(git_dir: str | Path) -> bool:
         return False
     from pathlib import Path
 
-    from beads.remote import adopt  # lazy: only a repository without our marker gets here
+    from beads.localconfig import adopt  # lazy: only a repository without our marker gets here
 
     return adopt(Path(git_dir))
 

@@ -22,17 +22,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from beads.errors import Conflict, GcError, InvalidInput, NotFound
+from beads.localconfig import DEFAULT_REMOTE, add_remote, remote_url, tracking_ref
 from beads.location import INIT_PREFIX, check_not_foreign, is_store, store_dir_for
-from beads.remote import (
-    DEFAULT_REMOTE,
-    add_remote,
-    check_remote_store,
-    fetch,
-    only_in,
-    push,
-    remote_url,
-    tracking_ref,
-)
+from beads.remote import check_remote_store, fetch, only_in, push
 
 if TYPE_CHECKING:
     from beads.gitrepo import GitRepo

@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from beads.remote import set_local
+from beads.localconfig import set_local
 from beads.store import Store
 from inbox.delivery import Delivery
 from inbox.items import Item

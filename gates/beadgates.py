@@ -180,8 +180,8 @@ def _bead_or_none(
 def _other_bead(store: Store, target: str) -> Bead | None:
     """The bead `<store>:<id>` read through that store's index (the store named with
     `gc config set --local stores.NAME PATH`; NotFound when it is not); None: no such bead."""
+    from beads.localconfig import other_store
     from beads.reader import IndexReader
-    from beads.remote import other_store
 
     name, _, bead_id = target.partition(":")
     with IndexReader(other_store(store.root / ".git", name)) as reader:

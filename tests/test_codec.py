@@ -9,7 +9,7 @@ from pathlib import Path
 from hypothesis import event, given
 from hypothesis import strategies as st
 
-from beads import codec
+from beads import codec, directyaml
 from beads.codec import dump_bead, dump_data, load_bead
 from beads.record import FIELD_ORDER, Bead
 from beads.store import Store
@@ -156,7 +156,7 @@ FAST_META = st.dictionaries(
 def check_direct_writer(data: dict) -> None:
     """The direct writer writes what ruamel writes, or leaves `data` to ruamel, whose output
     then reads back as `data`."""
-    fast = codec._fast_dump(data)
+    fast = directyaml.dump(data)
     event("direct" if fast is not None else "ruamel")
     written = dump_data(data)
     if fast is not None:
@@ -222,7 +222,7 @@ def test_the_direct_writer_takes_every_canonical_bead(
     data.update(title=title, body=body, meta=meta)
     if data["close_reason"] is not None:
         data["close_reason"] = title
-    fast = codec._fast_dump(data)
+    fast = directyaml.dump(data)
     assert fast is not None, data
     assert fast == dump_data(data)
 
@@ -248,7 +248,7 @@ def test_a_gate_takes_the_direct_writer() -> None:
     )  # fmt: skip
     assert codec._fast(), "ruamel.yaml.clib is a dependency: its C emitter should be in use"
     assert "CEmitter" in codec._yaml().Emitter.__name__  # the emitter the writer mirrors
-    fast = codec._fast_dump(bead.to_dict())
+    fast = directyaml.dump(bead.to_dict())
     assert fast is not None and fast == dump_data(bead.to_dict())
     assert load_bead(fast) == bead
 
@@ -260,7 +260,7 @@ def test_shared_containers_are_written_in_full_never_as_aliases() -> None:
     data = {"meta": {"x": shared, "y": shared, "e": empty, "f": empty}}
     written = dump_data(data)
     assert b"&" not in written and b"*" not in written
-    assert codec._fast_dump(data) == written
+    assert directyaml.dump(data) == written
     assert codec.load_data(written) == data
 
 
@@ -275,8 +275,8 @@ def test_the_copied_resolver_rules_are_ruamels() -> None:
     }
     ours = {
         first: [(tag, rx.pattern, rx.flags) for tag, rx in zip(
-            [rule[0] for rule in rules], codec._implicit(first), strict=True)]
-        for first, rules in codec.IMPLICIT_RULES.items()
+            [rule[0] for rule in rules], directyaml._implicit(first), strict=True)]
+        for first, rules in directyaml.IMPLICIT_RULES.items()
     }  # fmt: skip
     assert ours == theirs
 
@@ -308,8 +308,8 @@ def test_the_digit_shortcut_agrees_with_the_resolver_rules(rest: str, digit: int
     text = f"{digit}{rest}"
     if text[-1] == " " or ": " in text or " #" in text or text[-1] == ":":
         return
-    by_rules = not any(rule.match(text) for rule in codec._implicit(text[0]))
-    assert codec._plain_allowed(text) == by_rules
+    by_rules = not any(rule.match(text) for rule in directyaml._implicit(text[0]))
+    assert directyaml._plain_allowed(text) == by_rules
 
 
 # -- the direct reader (`_fast_load`) must read exactly what ruamel reads ---------------------
@@ -326,9 +326,9 @@ def test_the_direct_reader_reads_what_ruamel_reads(
     data = bead.to_dict()
     data.update(title=title, body=body, meta=meta)
     written = dump_data(data)
-    fast = codec._fast_load(written.decode())
+    fast = directyaml.load(written.decode())
     event("direct" if fast is not None else "ruamel")
-    if codec._fast_dump(data) is not None:
+    if directyaml.dump(data) is not None:
         assert fast is not None  # whatever the direct writer writes, the direct reader reads
     if fast is not None:
         assert fast == ruamel_load(written.decode())
@@ -338,8 +338,8 @@ def test_the_direct_reader_reads_what_ruamel_reads(
 @given(beads())
 def test_a_bead_file_is_read_by_the_direct_reader(bead: Bead) -> None:
     written = dump_bead(bead).decode()
-    fast = codec._fast_load(written)
-    if codec._fast_dump(bead.to_dict()) is not None:
+    fast = directyaml.load(written)
+    if directyaml.dump(bead.to_dict()) is not None:
         assert fast is not None and Bead.from_dict(fast) == bead
     assert load_bead(written) == bead
 
@@ -347,12 +347,12 @@ def test_a_bead_file_is_read_by_the_direct_reader(bead: Bead) -> None:
 def agrees_or_declines(text: str) -> None:
     """The direct reader either declines `text` or reads what ruamel reads; it never accepts
     what ruamel refuses."""
-    fast = codec._fast_load(text)
+    fast = directyaml.load(text)
     event("direct" if fast is not None else "declined")
     if fast is None:
         return
     assert fast == ruamel_load(text)
-    assert codec._fast_dump(fast) == text.encode()  # what it accepts, the writer writes
+    assert directyaml.dump(fast) == text.encode()  # what it accepts, the writer writes
 
 
 MUTATION = st.sampled_from(
@@ -375,7 +375,7 @@ def test_arbitrary_text_is_declined_or_read_as_ruamel_reads_it(text: str) -> Non
     try:
         ruamel_load(text)
     except Exception:
-        assert codec._fast_load(text) is None  # ruamel refuses it: never accepted here
+        assert directyaml.load(text) is None  # ruamel refuses it: never accepted here
         return
     agrees_or_declines(text)
 
@@ -386,11 +386,11 @@ def test_hostile_text_is_left_to_ruamels_checks() -> None:
     from beads.errors import InvalidInput
 
     for text in ("a: &x 1\nb: *x\n", "a: !!python/object 1\n", "a:\n" + "  a:\n" * 80 + "  b: 1\n"):
-        assert codec._fast_load(text) is None
+        assert directyaml.load(text) is None
     with pytest.raises(InvalidInput, match="anchor or alias"):
         codec.load_data("a: &x [1]\nb: *x\n")
     deep = "".join(f"{'  ' * i}k:\n" for i in range(100)) + "  " * 100 + "k: 1\n"
-    assert codec._fast_load(deep) is None  # past MAX_DEPTH: ruamel's checks decide
+    assert directyaml.load(deep) is None  # past MAX_DEPTH: ruamel's checks decide
     with pytest.raises(InvalidInput, match="deeper"):
         codec.load_data("x: " + "[" * 70 + "]" * 70 + "\n")
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from beads.remote import set_local
+from beads.localconfig import set_local
 from beads.store import Store
 from inbox.delivery import Delivery
 from inbox.nats import outbox, subjects

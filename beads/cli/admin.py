@@ -140,7 +140,7 @@ def config_get(key: str | None, local: bool) -> None:
     from beads.errors import NotFound
 
     if local:  # this machine's settings, as `sync: {auto: true}`
-        from beads.remote import local_settings
+        from beads.localconfig import local_settings
 
         value: object = {}
         for dotted, setting in local_settings(open_store().root / ".git").items():
@@ -174,7 +174,7 @@ def config_set(key: str, value: str, local: bool) -> None:
     except RecursionError:
         raise InvalidInput(f"the value of {key} nests too deeply") from None
     if local:  # kept in the store's git config: never committed, never synced
-        from beads.remote import set_local
+        from beads.localconfig import set_local
 
         parsed = set_local(open_store().root / ".git", key, parsed)
     else:

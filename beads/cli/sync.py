@@ -29,7 +29,7 @@ def remote() -> None:
 @global_options
 def remote_add(name: str, url: str) -> None:
     """Add remote NAME at URL (a path, file://, git://, ssh or http(s) URL)."""
-    from beads.remote import add_remote
+    from beads.localconfig import add_remote
 
     store = open_store()
     add_remote(store.root / ".git", name, url)
@@ -41,7 +41,7 @@ def remote_add(name: str, url: str) -> None:
 @global_options
 def remote_remove(name: str) -> None:
     """Forget remote NAME."""
-    from beads.remote import remove_remote
+    from beads.localconfig import remove_remote
 
     remove_remote(open_store().root / ".git", name)
     emit({"removed": name}, f"Removed remote {name}")
@@ -52,7 +52,7 @@ def remote_remove(name: str) -> None:
 @global_options
 def remote_list(limit: int | None) -> None:
     """List the remotes: name and URL."""
-    from beads.remote import remotes
+    from beads.localconfig import remotes
 
     found = dict(list(remotes(open_store().root / ".git").items())[:limit])
     emit(
@@ -95,7 +95,7 @@ def sync(name: str | None, show_status: bool, watch: bool, interval: float | Non
         emit({"status": found}, lambda: _status_lines(found))
         return
     if watch:
-        from beads.remote import DEFAULT_INTERVAL, local_settings
+        from beads.localconfig import DEFAULT_INTERVAL, local_settings
 
         every = interval or local_settings(store.root / ".git").get(
             "sync.interval", DEFAULT_INTERVAL

@@ -112,7 +112,7 @@ def relay(agents: str | None, ack_wait: str) -> None:
     """Run this machine's relay until SIGTERM: publish the outbox, store what arrives for
     this machine's agents, nudge idle ones."""
     _client()
-    from beads.remote import LOCAL_KEYS
+    from beads.localconfig import LOCAL_KEYS
     from inbox.nats.relay import run
 
     delivery = open_delivery()

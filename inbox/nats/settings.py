@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from beads.errors import InvalidInput
-from beads.remote import MACHINE_RE, local_settings
+from beads.localconfig import MACHINE_RE, local_settings
 from beads.times import parse_duration
 
 STREAM = "INBOX_EVENTS"

@@ -65,6 +65,20 @@ def check_status(value: str, allowed: tuple[str, ...] = STATUSES, what: str = "s
     return value
 
 
+def check_kind(kind: str) -> str:
+    return check_status(kind, KINDS, "kind")
+
+
+def check_seconds(value: float, minimum: float = 1.0) -> float:
+    """A number of seconds (a lease, a wait) from a caller: at least `minimum`, at most 100
+    years."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= minimum:
+        raise InvalidInput(f"seconds must be a number >= {minimum:g}, not {value!r}")
+    if value > 100 * 365 * 86400:
+        raise InvalidInput("seconds must be at most 100 years")
+    return float(value)
+
+
 def parse_list(text: str | None, allowed: tuple[str, ...], what: str) -> tuple[str, ...] | None:
     """A comma list (`pending,blocked`) checked against `allowed`; None for no option."""
     if text is None:

@@ -1,0 +1,288 @@
+"""Remotes and machine-local settings: what belongs to one machine, never synced.
+
+Both live in the store's git config (`.beads/.git/config`), which git never transfers:
+remotes as git writes them (`[remote "origin"] url = ...`, so plain git sees them too), and
+the local settings of `gc config set --local` (`sync.auto`, `sync.interval`,
+`sync.remote`, `stores.*`, `delivery.nats.*`) as their own sections. The synced
+`config.yaml` never holds them. The exchange with a remote is `beads.remote`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from beads.config import CONFIG_PATH, parse_config
+from beads.errors import GcError, InvalidInput, NotFound, StorageError
+from beads.reader import BRANCH
+from beads.record import shown
+
+REMOTE_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+STORE_NAME_RE = re.compile(r"[a-z][a-z0-9-]{0,63}")
+MACHINE_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
+DEFAULT_REMOTE = "origin"
+DEFAULT_INTERVAL = 30.0
+
+
+def _bool(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("true", "yes", "on", "1"):
+        return True
+    if text in ("false", "no", "off", "0"):
+        return False
+    raise InvalidInput(f"expected true or false, not {shown(value)}")
+
+
+def _seconds(value: Any) -> float:
+    from beads.times import parse_duration
+
+    seconds = parse_duration(str(value))
+    if seconds < 0.5:
+        raise InvalidInput(f"sync.interval must be at least 0.5s, not {shown(value)}")
+    return seconds
+
+
+def _remote_name(value: Any) -> str:
+    return check_remote_name(str(value))
+
+
+def _absolute(what: str) -> Callable[[Any], str]:
+    """How a path of this machine is read: absolute (`~` expanded); `what` names it."""
+
+    def read(value: Any) -> str:
+        path = Path(str(value)).expanduser()
+        if not path.is_absolute():
+            raise InvalidInput(f"a {what} path must be absolute, not {shown(value)}")
+        return str(path)
+
+    return read
+
+
+def _nats_url(value: Any) -> str:
+    """`delivery.nats.url`: one server URL or several, comma-separated, as nats-py takes them."""
+    urls = [u.strip() for u in str(value).split(",") if u.strip()]
+    schemes = ("nats://", "tls://", "ws://", "wss://")
+    if not urls or not all(u.startswith(schemes) and " " not in u for u in urls):
+        raise InvalidInput(
+            f"a NATS URL is nats://HOST:PORT (or tls://, ws://, wss://), not {shown(value)}"
+        )
+    return ",".join(urls)
+
+
+def _names_here(value: Any) -> list[str]:
+    """`delivery.nats.agents`: the agents living on this machine (a list, or comma-separated)."""
+    from beads.record import check_agent
+
+    names = value if isinstance(value, list) else str(value).split(",")
+    return [check_agent(str(n).strip(), what="agent") for n in names if str(n).strip()]
+
+
+def _machine(value: Any) -> str:
+    """`delivery.nats.machine`: this machine's name (its relay's durable consumer)."""
+    if not MACHINE_RE.fullmatch(str(value)):
+        raise InvalidInput(f"a machine name is letters, digits, _ and -, not {shown(value)}")
+    return str(value)
+
+
+def _secret(value: Any) -> str:
+    if not str(value).strip() or "\n" in str(value):
+        raise InvalidInput("a token is one line of text")
+    return str(value).strip()
+
+
+_file = _absolute("file")  # a file of this machine: NATS credentials, TLS certificates
+# The local settings `gc config set --local` takes, and how each value is read.
+LOCAL_KEYS: dict[str, Callable[[Any], Any]] = {
+    "sync.auto": _bool,
+    "sync.interval": _seconds,
+    "sync.remote": _remote_name,
+    # Named other stores (`gc config set --local stores.NAME PATH`, for gates on their
+    # beads): the store's project directory or its `.beads/`. A name (STORE_NAME_RE) is what
+    # git allows in a config key, lower case (git reads the keys case-blind).
+    "stores.*": _absolute("store"),
+    # Real-time delivery across machines (inbox/nats): where the server is, how to log in,
+    # and which agents live here. Machine-local: another machine has its own.
+    "delivery.nats.url": _nats_url,
+    "delivery.nats.creds": _file,
+    "delivery.nats.token": _secret,
+    "delivery.nats.tls_ca": _file,
+    "delivery.nats.tls_cert": _file,
+    "delivery.nats.tls_key": _file,
+    "delivery.nats.agents": _names_here,
+    "delivery.nats.machine": _machine,
+}
+
+
+def _local_key(key: str) -> Callable[[Any], Any] | None:
+    """How the local setting `key` is read (`stores.<name>` by its pattern); None: unknown."""
+    section, _, name = key.partition(".")
+    if key in LOCAL_KEYS:
+        return LOCAL_KEYS[key] if not key.endswith(".*") else None
+    if f"{section}.*" in LOCAL_KEYS and STORE_NAME_RE.fullmatch(name):
+        return LOCAL_KEYS[f"{section}.*"]
+    return None
+
+
+def other_store(git_dir: Path, name: str) -> Path:
+    """The `.beads/` directory of the store named `name` in the local settings."""
+    from beads.location import find_store
+
+    path = local_settings(git_dir).get(f"stores.{name}")
+    if path is None:
+        raise NotFound(
+            f"no store {shown(name)}: name one with gc config set --local stores.NAME PATH"
+        )
+    return find_store(path)
+
+
+def check_remote_name(name: str) -> str:
+    if not REMOTE_NAME_RE.fullmatch(name):
+        raise InvalidInput(f"a remote name is letters, digits, . _ -, not {shown(name)}")
+    return name
+
+
+def tracking_ref(name: str) -> bytes:
+    """Where the last fetch from remote `name` left its branch (`refs/remotes/NAME/main`)."""
+    return f"refs/remotes/{name}/main".encode()
+
+
+def _read_config(git_dir: Path) -> Any:
+    from dulwich.config import ConfigFile
+
+    try:
+        return ConfigFile.from_path(str(git_dir / "config"))
+    except OSError as exc:
+        raise StorageError(f"cannot read {git_dir / 'config'}: {exc.strerror}") from None
+    except ValueError as exc:
+        raise StorageError(f"{git_dir / 'config'} does not parse: {exc}") from None
+
+
+def remotes(git_dir: Path) -> dict[str, str]:
+    """The remotes of the store: name -> url."""
+    config = _read_config(git_dir)
+    out = {}
+    for section in config.sections():
+        if len(section) == 2 and section[0] == b"remote":
+            try:
+                out[section[1].decode()] = config.get(section, b"url").decode()
+            except KeyError:
+                continue
+    return dict(sorted(out.items()))
+
+
+def add_remote(git_dir: Path, name: str, url: str) -> None:
+    """Record remote `name` (refused when it exists)."""
+    check_remote_name(name)
+    if not url.strip() or "\n" in url:
+        raise InvalidInput(f"not a remote URL: {shown(url)}")
+    config = _read_config(git_dir)
+    if name in remotes(git_dir):
+        raise InvalidInput(f"remote {name} exists; remove it first with 'gc remote remove {name}'")
+    section = (b"remote", name.encode())
+    config.set(section, b"url", url.encode())
+    config.set(section, b"fetch", f"+refs/heads/*:refs/remotes/{name}/*".encode())
+    config.write_to_path()
+
+
+def remove_remote(git_dir: Path, name: str) -> None:
+    """Forget remote `name` and its tracking ref."""
+    config = _read_config(git_dir)
+    section = (b"remote", name.encode())
+    if section not in config.sections():
+        raise NotFound(f"no remote {name}")
+    del config[section]
+    config.write_to_path()
+    (git_dir / tracking_ref(name).decode()).unlink(missing_ok=True)
+
+
+def remote_url(git_dir: Path, name: str | None) -> tuple[str, str]:
+    """`(name, url)` of the remote to use: `name`, else `sync.remote`, else the only one
+    (or `origin` among several)."""
+    known = remotes(git_dir)
+    if name is None:
+        name = local_settings(git_dir).get("sync.remote")
+    if name is None:
+        if not known:
+            raise NotFound("no remote configured; add one with 'gc remote add NAME URL'")
+        name = next(iter(known)) if len(known) == 1 else DEFAULT_REMOTE
+    if name not in known:
+        raise NotFound(f"no remote {name} (known: {', '.join(known) or 'none'})")
+    return name, known[name]
+
+
+def local_settings(git_dir: Path) -> dict[str, Any]:
+    """The machine-local settings (`sync.auto`, ...) set with `gc config set --local`; a
+    value edited by hand into nonsense counts as unset."""
+    from beads.autosync import read_local
+
+    out: dict[str, Any] = {}
+    for key, value in read_local(git_dir).items():
+        read = _local_key(key)
+        if read is not None:
+            try:
+                out[key] = read(value)
+            except GcError:
+                continue
+    return out
+
+
+def set_local(git_dir: Path, key: str, value: Any) -> Any:
+    """Set (value None: unset) one machine-local setting; returns the value as read."""
+    read = _local_key(key)
+    if read is None:
+        raise InvalidInput(f"not a local setting: {shown(key)} (known: {', '.join(LOCAL_KEYS)})")
+    *parts, name = key.split(".")  # `delivery.nats.url`: section `delivery "nats"`
+    section = tuple(part.encode() for part in parts)
+    config = _read_config(git_dir)
+    if value is None:
+        try:
+            del config[section][name.encode()]
+        except KeyError:
+            pass
+        config.write_to_path()
+        return None
+    checked = read(value)
+    text = str(checked).lower() if isinstance(checked, bool) else str(checked)
+    if isinstance(checked, list):
+        text = ",".join(checked)
+    config.set(section, name.encode(), text.encode())
+    config.write_to_path()
+    return checked
+
+
+def adopt(git_dir: Path) -> bool:
+    """Give a plain git clone of a store (bare, its branch main holding `config.yaml`) the
+    marker and settings of a store; False, untouched, for any other repository."""
+    from dulwich.repo import Repo
+
+    from beads.location import MARKER_SECTION
+
+    try:
+        repo = Repo(str(git_dir))
+    except Exception:  # not a repository at all: dulwich raises several kinds
+        return False
+    try:
+        head = repo.refs.as_dict().get(BRANCH.encode())
+        config = repo.get_config()
+        if head is None or not repo.bare:
+            return False
+        from dulwich.object_store import tree_lookup_path
+
+        tree = repo.object_store[head].tree  # type: ignore[union-attr]
+        _mode, sha = tree_lookup_path(repo.object_store.__getitem__, tree, CONFIG_PATH.encode())
+        settings = parse_config(repo.object_store[sha].as_raw_string())[0]
+        if not isinstance(settings, dict) or "format" not in settings:
+            return False
+        config.set((b"gc",), b"auto", b"0")
+        config.set((b"core",), b"logAllRefUpdates", True)
+        config.set((MARKER_SECTION,), b"format", b"1")
+        config.write_to_path()
+        return True
+    except Exception:  # no branch, no config.yaml, a damaged object: not a store
+        return False
+    finally:
+        repo.close()

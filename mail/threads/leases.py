@@ -1,0 +1,129 @@
+"""Leases of work threads: claim, renew, release.
+
+Claims are decided under the write lock from the thread as git holds it (`Batch.get`), so
+two processes never both get a lease; with a remote, a claim stands once the remote accepted
+it. A renewal only moves the lease's `expires_at` (no message: it is not an event).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from beads.record import check_agent
+from beads.times import now_stamp, stamp_at
+from inbox.follow import Change
+from mail.threads.model import (
+    DEFAULT_LEASE_SECONDS,
+    HELD,
+    TERMINAL,
+    Lease,
+    LeaseConflict,
+    Thread,
+    check_seconds,
+)
+from mail.threads.writing import ThreadWriter
+
+
+class ThreadLeases(ThreadWriter):
+    """The work threads of one store, with their leases."""
+
+    def claim(
+        self, agent: str, thread: str, *, lease_seconds: float = DEFAULT_LEASE_SECONDS
+    ) -> Lease:
+        """Take the thread's lease: atomic under the write lock, refused (LeaseConflict) while
+        another lease is live; an expired one may be taken over."""
+        check_agent(agent)
+        seconds = check_seconds(lease_seconds)
+        with self._writing(thread) as w:
+            current = w.thread
+            if current.status in TERMINAL:
+                raise w.refuse("claim")
+            now = now_stamp()
+            held = current.lease
+            if held is not None and held.live(now):
+                raise LeaseConflict(
+                    f"thread {current.thread_id} is claimed by {held.agent} until "
+                    f"{held.expires_at}",
+                    holder=held.agent,
+                    expires_at=held.expires_at,
+                )
+            if current.status == "pending":
+                change = {"event": "claimed", "from": "pending", "to": "claimed"}
+            elif current.status in HELD:  # a lease that was let expire (or was lost)
+                change = {"event": "claimed", "from": current.status, "to": "claimed"}
+                if held is not None:
+                    change["expired_lease"] = held.to_json()
+            else:
+                raise w.refuse("claim")
+            lease = Lease(agent, os.urandom(8).hex(), now, stamp_at(time.time() + seconds))
+            change["lease"] = lease.to_json()
+            w.change(
+                agent, change, status="claimed", assignee=agent, meta={"lease": lease.to_json()}
+            )
+            w.describe("claim", agent, f"lease until {lease.expires_at}")
+        self._confirm(current.thread_id, lease)
+        return lease
+
+    def _confirm(self, thread_id: str, lease: Lease) -> None:
+        """With a remote, a claim stands once the remote accepted it: a sync whose merge gave
+        the thread to another machine's claim (one the remote accepted first) is a LeaseConflict."""
+        from beads.autosync import has_remote
+
+        if not has_remote(self.store.root / ".git"):
+            return  # one machine: the commit under the write lock is the claim
+        from beads.sync import sync
+
+        sync(self.store)
+        held = Thread.from_bead(self._thread_bead(thread_id)).lease
+        if held is None or held.token != lease.token:
+            raise LeaseConflict(
+                f"thread {thread_id} was claimed first on another machine"
+                + (f" by {held.agent} until {held.expires_at}" if held else ""),
+                holder=held.agent if held else None,
+                expires_at=held.expires_at if held else None,
+            )
+
+    def renew(
+        self, agent: str, thread: str, *, lease_seconds: float = DEFAULT_LEASE_SECONDS
+    ) -> Lease:
+        """Move the holder's lease's `expires_at` (no message: a renewal is not an event)."""
+        check_agent(agent)
+        seconds = check_seconds(lease_seconds)
+        with self._writing(thread) as w:
+            if w.thread.status not in HELD:
+                raise w.refuse("renew")
+            held = held_by(w.thread, agent)
+            lease = Lease(agent, held.token, held.claimed_at, stamp_at(time.time() + seconds))
+            bead = w.batch.update(w.thread.thread_id, meta={"lease": lease.to_json()})
+            w.changes.append(Change(bead))
+            w.describe("renew", agent, f"lease until {lease.expires_at}")
+        return lease
+
+    def release(self, agent: str, thread: str, *, reason: str | None = None) -> Thread:
+        """Give the lease back: the thread is pending (claimable) again."""
+        check_agent(agent)
+        with self._writing(thread) as w:
+            if w.thread.status not in HELD:
+                raise w.refuse("release")
+            held_by(w.thread, agent)
+            change = {"event": "released", "from": w.thread.status, "to": "pending"}
+            bead = w.change(agent, change, status="pending", unset=("lease",), summary=reason)
+            w.describe("release", agent, reason or "")
+        return Thread.from_bead(bead)
+
+
+def held_by(thread: Thread, agent: str) -> Lease:
+    """The lease `agent` holds on `thread` (an expired one nobody took over counts)."""
+    lease = thread.lease
+    if lease is None:
+        raise LeaseConflict(
+            f"thread {thread.thread_id} is not claimed: claim it first", holder=None
+        )
+    if lease.agent != agent:
+        raise LeaseConflict(
+            f"thread {thread.thread_id} is claimed by {lease.agent}, not {agent}",
+            holder=lease.agent,
+            expires_at=lease.expires_at,
+        )
+    return lease

@@ -1,0 +1,173 @@
+"""Waiting on work threads: `wait_reply` (a reply in one thread) and `watch` (news in an
+agent's threads, or a lease that expires), from an event cursor.
+
+Waiting checks the branch ref between short sleeps (`beads.waiting`) and, once it moved,
+reads the index's event ids (`beads.events`): nothing is polled through git objects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from beads import events
+from beads.errors import InvalidInput, NotFound
+from beads.record import check_agent
+from beads.times import now_stamp
+from beads.waiting import BranchWatch, wait_until
+from mail.threads.model import (
+    HELD,
+    MESSAGE,
+    POOL,
+    REPLY_KINDS,
+    THREAD,
+    Thread,
+    ThreadMessage,
+    Wake,
+    check_kind,
+    check_seconds,
+    check_status,
+)
+from mail.threads.queries import ThreadQueries
+
+
+class ThreadWaits(ThreadQueries):
+    """The reads of the work threads of one store, and waiting for what changes them."""
+
+    def last_event(self) -> int:
+        """The highest event id handed out: a cursor meaning "from now on"."""
+        self._fresh()
+        return events.last(self.store.index)
+
+    def wait_reply(
+        self,
+        thread: str,
+        *,
+        after_event: int | None = None,
+        after_message: str | None = None,
+        kinds: Iterable[str] = REPLY_KINDS,
+        timeout: float = 60.0,
+    ) -> Wake:
+        """Block until the thread has a message of one of `kinds` after the cursor (an event
+        id, or a message id, which means the same on every machine; default: now), or
+        `timeout` seconds pass (`woke` False)."""
+        wanted = tuple(check_kind(k) for k in kinds)
+        thread_id = self._thread_bead(thread).id
+        cursor = self._cursor(after_event, after_message)
+        branch = BranchWatch(self.store.root)
+        state = {"cursor": cursor}
+
+        def check() -> Wake | None:
+            if not branch.moved():
+                return None
+            self._fresh()
+            for seq, bead in events.after(
+                self.store.index, state["cursor"], thread=thread_id, type=MESSAGE
+            ):
+                state["cursor"] = seq
+                message = ThreadMessage.from_bead(bead, seq)
+                if message.kind in wanted:
+                    return Wake(True, seq, message=message, messages=[message])
+            return None
+
+        found = wait_until(check, check_seconds(timeout, minimum=0.0))
+        return found or Wake(False, state["cursor"])
+
+    def watch(
+        self,
+        *,
+        agent: str | None = None,
+        statuses: Iterable[str] | None = None,
+        after_event: int | None = None,
+        timeout: float = 60.0,
+    ) -> Wake:
+        """Block until a thread of `agent` (created by, assigned to it, or open to all; any
+        thread without `agent`) in one of `statuses` gets a message after the cursor, or a
+        lease of one expires (claimable again), or `timeout` seconds pass."""
+        if agent is not None:
+            check_agent(agent)
+        wanted = None if statuses is None else {check_status(s) for s in statuses}
+        cursor = self._cursor(after_event, None)
+        branch = BranchWatch(self.store.root)
+        state: dict[str, Any] = {"cursor": cursor, "leases": []}
+        started = now_stamp()
+
+        def mine(thread: Thread) -> bool:
+            if agent is not None and not (
+                thread.pool or agent in (thread.created_by, thread.assigned_to)
+            ):
+                return False
+            return wanted is None or thread.status in wanted
+
+        def check() -> Wake | None:
+            now = now_stamp()
+            if branch.moved():
+                self._fresh()
+                news = events.after(self.store.index, state["cursor"], type=MESSAGE)
+                if news:
+                    state["cursor"] = news[-1][0]
+                ids = {bead.thread for _, bead in news if bead.thread}
+                threads = {
+                    b.id: Thread.from_bead(b)
+                    for b in self.store.get_many(ids).values()
+                    if b.type == THREAD
+                }
+                hits = [
+                    ThreadMessage.from_bead(bead, seq)
+                    for seq, bead in news
+                    if bead.thread in threads and mine(threads[bead.thread])
+                ]
+                if hits:
+                    shown = {m.thread_id: threads[m.thread_id] for m in hits}
+                    return Wake(
+                        True,
+                        state["cursor"],
+                        message=hits[0],
+                        messages=hits,
+                        threads=list(shown.values()),
+                    )
+                state["leases"] = self._leases(agent)
+            expired = [
+                t
+                for t in state["leases"]
+                if t.lease is not None and started < t.lease.expires_at <= now
+            ]
+            if expired:
+                return Wake(True, state["cursor"], threads=expired)
+            return None
+
+        found = wait_until(check, check_seconds(timeout, minimum=0.0))
+        return found or Wake(False, state["cursor"])
+
+    def _fresh(self) -> None:
+        """Bring the index to the branch (event ids are read from it directly)."""
+        self.store.get_many(())
+
+    def _leases(self, agent: str | None) -> list[Thread]:
+        """Open threads (of `agent`: assigned to it, created by it, or open to all) holding a
+        lease: what may expire while one watches."""
+        if agent is None:
+            beads = self.store.list(type=THREAD, status="open")
+        else:
+            beads = self.store.list(type=THREAD, status="open", assignee=agent, order="priority")
+            beads += self.store.list(type=THREAD, status="open", sender=agent)
+            beads += [b for b in self.store.list(label=POOL, order="priority") if b.type == THREAD]
+        threads = {b.id: Thread.from_bead(b) for b in beads}
+        return [t for t in threads.values() if t.lease is not None and t.status in HELD]
+
+    def _cursor(self, after_event: int | None, after_message: str | None) -> int:
+        if after_event is not None and after_message is not None:
+            raise InvalidInput("give --after-event or --after-message, not both")
+        if after_message is not None:
+            message_id = self.store.resolve(after_message)
+            found = events.ids_of(self.store.index, [message_id])
+            if message_id not in found:
+                raise NotFound(f"no event for message {after_message}")
+            return found[message_id]
+        if after_event is not None:
+            if isinstance(after_event, bool) or not isinstance(after_event, int) or after_event < 0:
+                raise InvalidInput(
+                    f"--after-event must be a whole number >= 0, not {after_event!r}"
+                )
+            return after_event
+        return self.last_event()
