@@ -56,6 +56,12 @@ FACTOR = 2
 INLINE_OBJECTS = 2_000
 # The background repack waits this long for the lock before leaving the work to its holder.
 BACKGROUND_LOCK_WAIT = 30.0
+# Loose objects the background repack leaves at its end (fewer are not worth a pack).
+LOOSE_LEFT_OVER = 500
+# The background repack's niceness (0-19): it runs beside the writers it keeps fast.
+BACKGROUND_NICE = 10
+# A pack being written is flushed to disk every this many bytes (see `_flush_to_disk`).
+FLUSH_EVERY = 8 << 20
 LOCK_NAME = "gc-repack"
 # Files that travel with a pack (git writes some of them); removed with it.
 PACK_SIDECARS = (".idx", ".rev", ".bitmap", ".mtimes", ".promisor", ".pack")
@@ -278,6 +284,8 @@ def _write_entries(
                     first = bytes([(entry[0] & 0x8F) | (REF_DELTA << 4)])
                     entry = first + entry[1:size_end] + pack.sha(base_i) + entry[header_end:]
             write(entry)
+            if position // FLUSH_EVERY != (position + len(entry)) // FLUSH_EVERY:
+                _flush_to_disk(out)
             new_offsets[i] = position
             new_crcs[i] = binascii.crc32(entry)
             position += len(entry)
@@ -304,6 +312,13 @@ def _write_entries(
         position += len(entry)
         written += 1
     return tables, loose_entries, packed_loose, written
+
+
+def _flush_to_disk(out: object) -> None:
+    """Put what is written so far on disk: a writer's fsync (of the branch ref) waits for
+    the file system's dirty data, so a big pack written without pause would stall it."""
+    out.flush()  # type: ignore[attr-defined]
+    os.fdatasync(out.fileno())  # type: ignore[attr-defined]
 
 
 def _finish_pack(out: object, count: int) -> bytes:
@@ -474,28 +489,29 @@ def after_write(git: GitRepo, *, loose: bool = False) -> None:
     spawn(git.git_dir)
 
 
-_children: list[object] = []
+# The background repacks this process started, by repository.
+_children: dict[Path, object] = {}
 
 
 def spawn(git_dir: Path) -> None:
     """Start the background repack (`python -m beads.repack GIT_DIR`), detached: its own
-    session, no terminal, nothing inherited that a caller waits on (a pipe of stdout)."""
+    session, no terminal, nothing inherited that a caller waits on (a pipe of stdout). One
+    this process started for the same repository and still running is left the work."""
     import subprocess
 
-    running = [child for child in _children if child.poll() is None]  # type: ignore[attr-defined]
-    _children[:] = running  # the finished ones are reaped, not left as zombies
-    if running or not sys.executable:
+    for started, child in list(_children.items()):
+        if child.poll() is not None:  # type: ignore[attr-defined]
+            del _children[started]  # reaped, not left as a zombie
+    if git_dir in _children or not sys.executable:
         return
     with contextlib.suppress(OSError):
-        _children.append(
-            subprocess.Popen(
-                [sys.executable, "-m", "beads.repack", str(git_dir)],
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                start_new_session=True,
-                close_fds=True,
-            )
+        _children[git_dir] = subprocess.Popen(
+            [sys.executable, "-m", "beads.repack", str(git_dir)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+            close_fds=True,
         )
 
 
@@ -518,7 +534,11 @@ def background(git_dir: Path) -> None:
                 for pack in packs[split:]:
                     pack.close()
                 if not chosen and not loose:
-                    return
+                    # Writers that crossed their threshold meanwhile left the work to this
+                    # run (the lock was held): their loose objects are packed before it ends.
+                    loose = list(git.objects._iter_loose_objects())
+                    if len(loose) < LOOSE_LEFT_OVER:
+                        return
                 merge(git, chosen[::-1], loose)
                 loose = []
         finally:
@@ -528,11 +548,12 @@ def background(git_dir: Path) -> None:
 
 
 def wait_idle(git_dir: Path, timeout: float) -> bool:
-    """Wait until the background repacks this process started have ended and no repack
-    runs; False when one still does after `timeout` seconds."""
+    """Wait until the background repack this process started for `git_dir` has ended and
+    no repack runs there; False when one still does after `timeout` seconds."""
     import subprocess
 
-    for child in _children:
+    child = _children.get(git_dir)
+    if child is not None:
         with contextlib.suppress(subprocess.TimeoutExpired):
             child.wait(timeout)  # type: ignore[attr-defined]
     lock = _try_lock(git_dir, timeout)
@@ -647,6 +668,9 @@ def main(argv: list[str]) -> int:
     if len(argv) != 1:
         print("usage: python -m beads.repack GIT_DIR", file=sys.stderr)
         return 2
+    with contextlib.suppress(OSError):
+        # Upkeep yields the CPU to the writers it serves (two cores are common for agents).
+        os.nice(BACKGROUND_NICE)
     with contextlib.suppress(Exception):
         background(Path(argv[0]))
     return 0

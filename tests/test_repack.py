@@ -96,6 +96,26 @@ def test_loose_objects_past_the_threshold_are_packed_in_the_background(
     assert len(store.list()) == 12
 
 
+def test_a_repack_running_for_one_store_does_not_hold_off_another_stores(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import beads.batch
+
+    other, _ = Store.init(tmp_path / "other", agent="tester")
+    busy = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    monkeypatch.setitem(repack._children, other.root / ".git", busy)  # other's, still running
+    try:
+        monkeypatch.setattr(beads.batch, "PACK_LOOSE_AT", 30)
+        for number in range(12):
+            store.create("task", f"single {number}")
+        assert repack.wait_idle(store.root / ".git", 60)
+        assert len(list(store.git.objects._iter_loose_objects())) < 30 and pack_counts(store)
+    finally:
+        busy.kill()
+        busy.wait()
+        other.close()
+
+
 def untidy(store: Store, monkeypatch: pytest.MonkeyPatch) -> set[bytes]:
     """A store with several packs out of progression and loose objects; its object ids."""
     with monkeypatch.context() as patched:
