@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 TREE, BLOB = 2, 3
 TYPE_NAMES = {1: b"commit", 2: b"tree", 3: b"blob", 4: b"tag"}
+TYPE_NUMBERS = {name: number for number, name in TYPE_NAMES.items()}
 DIR_TYPE = 0o040000
 # git's default for loose objects (core.looseCompression): fastest. A tree, mostly 20-byte
 # ids, shrinks by under a fifth, and a loose object lives only until the next repack (which
@@ -216,6 +217,25 @@ def write_loose(objects_dir: str, objects: Iterable[RawObject]) -> None:
             with contextlib.suppress(OSError):
                 os.unlink(temp)
             raise
+
+
+def read_loose(objects_dir: str, hexsha: bytes) -> tuple[int, bytes] | None:
+    """The type and bytes of a loose object, or None when it cannot be read whole or does
+    not hash to its name (cut short by a crash, say: left for `gc doctor` to report)."""
+    name = hexsha.decode()
+    try:
+        with open(os.path.join(objects_dir, name[:2], name[2:]), "rb") as handle:
+            data = zlib.decompress(handle.read())
+        header, _, raw = data.partition(b"\0")
+        kind, _, size = header.partition(b" ")
+        type_num = TYPE_NUMBERS[kind]
+        if int(size) != len(raw):
+            return None
+    except (OSError, zlib.error, KeyError, ValueError):
+        return None
+    if hashlib.sha1(data).hexdigest().encode() != hexsha:
+        return None
+    return type_num, raw
 
 
 def _create(temp: str, folder: str) -> int:

@@ -26,6 +26,7 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from beads.faults import fault
+from beads.gitobjects import read_loose
 
 if TYPE_CHECKING:
     from beads.gitrepo import GitRepo
@@ -249,16 +250,13 @@ def _write_entries(
         if any(sha in pack for pack in packs):
             packed_loose.append(sha_hex)
             continue
-        try:
-            obj = git.objects._get_loose_object(sha_hex)
-        except Exception:  # cut short by a crash: left loose for `gc doctor` to report
-            obj = None
-        if obj is None:
+        found = read_loose(git.objects.path, sha_hex)
+        if found is None:  # cut short by a crash: left loose for `gc doctor` to report
             continue
-        raw = obj.as_raw_string()
+        type_num, raw = found
         # Level 1, as git's loose objects: ids (most of a tree) do not compress, and a bead's
         # YAML compresses as well at 1 as at 6 (within 1%) for a third of the time on trees.
-        entry = _object_header(obj.type_num, len(raw)) + zlib.compress(raw, 1)
+        entry = _object_header(type_num, len(raw)) + zlib.compress(raw, 1)
         write(entry)
         loose_entries.append((sha, position, binascii.crc32(entry)))
         packed_loose.append(sha_hex)

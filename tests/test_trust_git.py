@@ -410,6 +410,17 @@ def test_an_unreadable_loose_object_does_not_fail_every_write_that_packs(
     assert sorted(b.title for b in store.list()) == ["one", "two"]
 
 
+def test_a_loose_object_that_does_not_hash_to_its_name_is_never_packed(store: Store) -> None:
+    one = store.create("task", "one")
+    blob = next(s for p, s, _ in store.index.rows() if p.endswith(f"{one.id}.yaml"))
+    path = Path(store.git.objects._get_shafile_path(blob.encode()))
+    path.chmod(0o644)
+    path.write_bytes(zlib.compress(b"blob 5\0other"))  # whole, but not what its name says
+    assert store.git.pack_loose_objects() > 0
+    assert path.exists()  # still loose, for `gc doctor` to find: no pack holds the wrong bytes
+    assert blob.encode() not in set(store.git.objects.packs[0])
+
+
 def test_a_garbled_ref_is_a_storage_error_never_a_conflict_to_retry(store: Store) -> None:
     (store.root / ".git" / "refs" / "heads" / "main").write_bytes(b"\x00" * 41)
     with pytest.raises(StorageError):
