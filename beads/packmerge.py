@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from beads.faults import fault
 from beads.gitobjects import read_loose
+from beads.treedelta import delta_bases, encode_delta
 
 if TYPE_CHECKING:
     from beads.gitrepo import GitRepo
@@ -35,6 +36,8 @@ if TYPE_CHECKING:
 PACK_SIDECARS = (".idx", ".rev", ".bitmap", ".mtimes", ".promisor", ".pack")
 # A pack being written is flushed to disk every this many bytes (see `_flush_to_disk`).
 FLUSH_EVERY = 8 << 20
+# Past this many loose objects, they are packed whole, one at a time (bounded memory).
+DELTA_LOOSE_AT_MOST = 20_000
 OFS_DELTA = 6
 REF_DELTA = 7
 _IDX_MAGIC = b"\xfftOc"
@@ -244,25 +247,53 @@ def _write_entries(
             written += 1
         tables.append(_Table(new_offsets, new_crcs))
     loose_entries = []
-    packed_loose = []
-    for sha_hex in sorted(loose):
-        sha = binascii.unhexlify(sha_hex)
-        if any(sha in pack for pack in packs):
-            packed_loose.append(sha_hex)
-            continue
-        found = read_loose(git.objects.path, sha_hex)
-        if found is None:  # cut short by a crash: left loose for `gc doctor` to report
-            continue
-        type_num, raw = found
-        # Level 1, as git's loose objects: ids (most of a tree) do not compress, and a bead's
-        # YAML compresses as well at 1 as at 6 (within 1%) for a third of the time on trees.
-        entry = _object_header(type_num, len(raw)) + zlib.compress(raw, 1)
+    packed_loose = [sha_hex for sha_hex in loose if _in_any(sha_hex, packs)]
+    for sha_hex, entry in _loose_entries(git, sorted(set(loose) - set(packed_loose))):
         write(entry)
-        loose_entries.append((sha, position, binascii.crc32(entry)))
+        loose_entries.append((binascii.unhexlify(sha_hex), position, binascii.crc32(entry)))
         packed_loose.append(sha_hex)
         position += len(entry)
         written += 1
     return tables, loose_entries, packed_loose, written
+
+
+def _in_any(sha_hex: bytes, packs: Sequence[PackFile]) -> bool:
+    sha = binascii.unhexlify(sha_hex)
+    return any(sha in pack for pack in packs)
+
+
+def _loose_entries(git: GitRepo, loose: list[bytes]) -> Iterator[tuple[bytes, bytes]]:
+    """The pack entries of these loose objects (hex ids, sorted): versions of a tree as
+    deltas against their newer version (`beads/treedelta.py`) when the loose objects are
+    few enough to hold, whole otherwise. An unreadable one (cut short by a crash) is left
+    out: it stays loose for `gc doctor` to report."""
+    if len(loose) > DELTA_LOOSE_AT_MOST:
+        for sha_hex in loose:
+            found = read_loose(git.objects.path, sha_hex)
+            if found is not None:
+                yield sha_hex, _whole_entry(*found)
+        return
+    objects = {}
+    for sha_hex in loose:
+        found = read_loose(git.objects.path, sha_hex)
+        if found is not None:
+            objects[sha_hex] = found
+    bases = delta_bases(objects)
+    for sha_hex, (type_num, raw) in objects.items():
+        base = bases.get(sha_hex)
+        if base is not None:
+            delta = encode_delta(objects[base][1], raw)
+            if len(delta) < len(raw) // 2:
+                header = _object_header(REF_DELTA, len(delta)) + binascii.unhexlify(base)
+                yield sha_hex, header + zlib.compress(delta, 1)
+                continue
+        yield sha_hex, _whole_entry(type_num, raw)
+
+
+def _whole_entry(type_num: int, raw: bytes) -> bytes:
+    # Level 1, as git's loose objects: ids (most of a tree) do not compress, and a bead's
+    # YAML compresses as well at 1 as at 6 (within 1%) for a third of the time on trees.
+    return _object_header(type_num, len(raw)) + zlib.compress(raw, 1)
 
 
 def _flush_to_disk(out: object) -> None:

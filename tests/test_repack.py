@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 
 import beads.repack as repack
+import beads.treedelta as treedelta
 from beads.doctor import doctor
 from beads.faults import REPACK_POINTS
 from beads.gitrepo import GitRepo
@@ -114,6 +116,37 @@ def test_a_repack_running_for_one_store_does_not_hold_off_another_stores(
         busy.kill()
         busy.wait()
         other.close()
+
+
+def test_versions_of_a_tree_are_packed_as_short_deltas_git_and_gc_read(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    no_maintenance(monkeypatch)
+    made = [store.create("task", f"one of many {number}") for number in range(60)]
+    before = objects_of(store)
+    assert store.git.pack_loose_objects() > 0
+    git("fsck", "--strict", "--no-dangling", cwd=store.root)
+    idx = [str(p) for p in (store.root / ".git/objects/pack").glob("*.idx")]
+    stats = git("verify-pack", "-v", *idx, cwd=store.root)
+    chains = [int(n) for n in re.findall(r"chain length = (\d+)", stats)]
+    assert chains and max(chains) < treedelta.MAX_DEPTH  # deltas, and no long chain
+    assert objects_of(store) == before
+    reopened = Store(store.root)
+    try:
+        assert sorted(b.title for b in reopened.list()) == sorted(b.title for b in made)
+        shas = [sha for _path, sha, _ in reopened.index.rows()]
+        ours = b"".join(reopened.git.read(sha.encode()) for sha in shas)
+    finally:
+        reopened.close()
+    batch = subprocess.run(
+        ["git", "cat-file", "--batch"],
+        cwd=store.root,
+        input="".join(f"{sha}\n" for sha in shas).encode(),
+        capture_output=True,
+        check=True,
+    ).stdout
+    gits = re.findall(rb"[0-9a-f]{40} blob \d+\n(.*?)\n(?=[0-9a-f]{40} blob |\Z)", batch, re.S)
+    assert b"".join(gits) == ours
 
 
 def untidy(store: Store, monkeypatch: pytest.MonkeyPatch) -> set[bytes]:
