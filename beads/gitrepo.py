@@ -480,7 +480,7 @@ class GitRepo:
 
         with locked(self.git_dir):
             loose = list(self.objects._iter_loose_objects())
-            return merge(self, [], loose).loose if loose else 0
+            return merge(self.objects, [], loose).loose if loose else 0
 
     def repack(self, *, use_git: bool = True) -> Repacked:
         """Repack every object into one pack, with deltas (`gc doctor --gc`)."""

@@ -30,7 +30,12 @@ from beads.gitobjects import read_loose
 from beads.treedelta import delta_bases, encode_delta
 
 if TYPE_CHECKING:
-    from beads.gitrepo import GitRepo
+    from typing import TypeAlias
+
+    from dulwich.object_store import DiskObjectStore
+
+    # What a merge reads and writes: dulwich's store, or the background repack's directory.
+    Objects: TypeAlias = "DiskObjectStore | ObjectsDir"
 
 # Files that travel with a pack (git writes some of them); removed with it.
 PACK_SIDECARS = (".idx", ".rev", ".bitmap", ".mtimes", ".promisor", ".pack")
@@ -38,6 +43,7 @@ PACK_SIDECARS = (".idx", ".rev", ".bitmap", ".mtimes", ".promisor", ".pack")
 FLUSH_EVERY = 8 << 20
 # Past this many loose objects, they are packed whole, one at a time (bounded memory).
 DELTA_LOOSE_AT_MOST = 20_000
+PACK_MODE = 0o444  # as dulwich and git make packs
 OFS_DELTA = 6
 REF_DELTA = 7
 _IDX_MAGIC = b"\xfftOc"
@@ -108,10 +114,38 @@ class PackFile:
         return False
 
 
-def packs_of(git: GitRepo) -> list[PackFile]:
+class ObjectsDir:
+    """An object directory as a merge uses it (dulwich's `DiskObjectStore` is one too):
+    the background repack's, without dulwich, whose import would be most of a short run."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.pack_dir = os.path.join(path, "pack")
+
+    def _iter_loose_objects(self) -> Iterator[bytes]:
+        for prefix in os.listdir(self.path):
+            if len(prefix) == 2 and _is_hex(prefix):
+                with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+                    for rest in os.listdir(os.path.join(self.path, prefix)):
+                        if len(rest) == 38 and _is_hex(rest):
+                            yield (prefix + rest).encode()
+
+    def delete_loose_object(self, sha: bytes) -> None:
+        name = sha.decode()
+        os.remove(os.path.join(self.path, name[:2], name[2:]))
+
+    def _update_pack_cache(self) -> None:
+        pass  # nothing cached
+
+
+def _is_hex(name: str) -> bool:
+    return all(c in "0123456789abcdef" for c in name)
+
+
+def packs_of(objects: Objects) -> list[PackFile]:
     """The complete packs of the store (those with an `.idx`), but not those a `.keep` pins
     or whose index we cannot read (left for git), sorted by object count."""
-    pack_dir = git.objects.pack_dir
+    pack_dir = objects.pack_dir
     try:
         names = set(os.listdir(pack_dir))
     except FileNotFoundError:
@@ -138,19 +172,19 @@ class Merged(NamedTuple):
     loose: int
 
 
-def merge(git: GitRepo, packs: Sequence[PackFile], loose: Sequence[bytes] = ()) -> Merged:
+def merge(objects: Objects, packs: Sequence[PackFile], loose: Sequence[bytes] = ()) -> Merged:
     """Write the objects of `packs` and the loose objects `loose` (hex ids) as one pack,
     then remove what it replaces. Entries of the packs are copied as they are (deltas
     stay deltas); memory holds a few dozen bytes per object, never the objects."""
     import tempfile
 
-    from dulwich.object_store import PACK_MODE
-
-    pack_dir = git.objects.pack_dir
+    pack_dir = objects.pack_dir
     fd, temp = tempfile.mkstemp(dir=pack_dir, prefix="tmp_pack_")
     try:
         with os.fdopen(fd, "w+b") as out:
-            tables, loose_entries, packed_loose, written = _write_entries(git, out, packs, loose)
+            tables, loose_entries, packed_loose, written = _write_entries(
+                objects, out, packs, loose
+            )
             checksum = _finish_pack(out, written)
             os.fsync(out.fileno())
         shas, crcs, offsets = _sorted_entries(packs, tables, loose_entries)
@@ -176,9 +210,9 @@ def merge(git: GitRepo, packs: Sequence[PackFile], loose: Sequence[bytes] = ()) 
             fault("repack-mid-remove")
     for sha_hex in packed_loose:  # only those now in a pack: an unreadable one stays
         with contextlib.suppress(OSError):
-            git.objects.delete_loose_object(sha_hex)
+            objects.delete_loose_object(sha_hex)
     with contextlib.suppress(Exception):
-        git.objects._update_pack_cache()
+        objects._update_pack_cache()
     return Merged(name, len(shas) // 20, size, len(packs), len(loose_entries))
 
 
@@ -198,7 +232,7 @@ class _Table(NamedTuple):
 
 
 def _write_entries(
-    git: GitRepo, out: object, packs: Sequence[PackFile], loose: Sequence[bytes]
+    objects: Objects, out: object, packs: Sequence[PackFile], loose: Sequence[bytes]
 ) -> tuple[list[_Table], list[tuple[bytes, int, int]], list[bytes], int]:
     write = out.write  # type: ignore[attr-defined]
     write(b"PACK" + struct.pack(">II", 2, 0))  # the count is set once known
@@ -248,7 +282,7 @@ def _write_entries(
         tables.append(_Table(new_offsets, new_crcs))
     loose_entries = []
     packed_loose = [sha_hex for sha_hex in loose if _in_any(sha_hex, packs)]
-    for sha_hex, entry in _loose_entries(git, sorted(set(loose) - set(packed_loose))):
+    for sha_hex, entry in _loose_entries(objects, sorted(set(loose) - set(packed_loose))):
         write(entry)
         loose_entries.append((binascii.unhexlify(sha_hex), position, binascii.crc32(entry)))
         packed_loose.append(sha_hex)
@@ -262,27 +296,27 @@ def _in_any(sha_hex: bytes, packs: Sequence[PackFile]) -> bool:
     return any(sha in pack for pack in packs)
 
 
-def _loose_entries(git: GitRepo, loose: list[bytes]) -> Iterator[tuple[bytes, bytes]]:
+def _loose_entries(objects: Objects, loose: list[bytes]) -> Iterator[tuple[bytes, bytes]]:
     """The pack entries of these loose objects (hex ids, sorted): versions of a tree as
     deltas against their newer version (`beads/treedelta.py`) when the loose objects are
     few enough to hold, whole otherwise. An unreadable one (cut short by a crash) is left
     out: it stays loose for `gc doctor` to report."""
     if len(loose) > DELTA_LOOSE_AT_MOST:
         for sha_hex in loose:
-            found = read_loose(git.objects.path, sha_hex)
+            found = read_loose(objects.path, sha_hex)
             if found is not None:
                 yield sha_hex, _whole_entry(*found)
         return
-    objects = {}
+    read = {}
     for sha_hex in loose:
-        found = read_loose(git.objects.path, sha_hex)
+        found = read_loose(objects.path, sha_hex)
         if found is not None:
-            objects[sha_hex] = found
-    bases = delta_bases(objects)
-    for sha_hex, (type_num, raw) in objects.items():
+            read[sha_hex] = found
+    bases = delta_bases(read)
+    for sha_hex, (type_num, raw) in read.items():
         base = bases.get(sha_hex)
         if base is not None:
-            delta = encode_delta(objects[base][1], raw)
+            delta = encode_delta(read[base][1], raw)
             if len(delta) < len(raw) // 2:
                 header = _object_header(REF_DELTA, len(delta)) + binascii.unhexlify(base)
                 yield sha_hex, header + zlib.compress(delta, 1)

@@ -34,7 +34,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from beads.packmerge import merge, packs_of
+from beads.packmerge import ObjectsDir, merge, packs_of
 
 if TYPE_CHECKING:
     from beads.gitrepo import GitRepo
@@ -83,13 +83,13 @@ def after_write(git: GitRepo, *, loose: bool = False) -> None:
         return  # a repack runs: it plans again before it ends
     try:
         if not loose:
-            packs = packs_of(git)
+            packs = packs_of(git.objects)
             try:
                 split = rollup([pack.count for pack in packs])
                 if not split:
                     return
                 if sum(pack.count for pack in packs[:split]) <= INLINE_OBJECTS:
-                    merge(git, packs[:split])
+                    merge(git.objects, packs[:split])
                     return
             finally:
                 for pack in packs:
@@ -128,31 +128,26 @@ def spawn(git_dir: Path) -> None:
 def background(git_dir: Path) -> None:
     """Pack the loose objects, then merge packs until they are geometric: the background
     step, under the repack lock (waiting for a running one, then leaving it the work)."""
-    from beads.gitrepo import GitRepo
-
     lock = _try_lock(git_dir, BACKGROUND_LOCK_WAIT)
     if lock is None:
         return
     try:
-        git = GitRepo(git_dir)
-        try:
-            loose = list(git.objects._iter_loose_objects())
-            while True:
-                packs = packs_of(git)
-                split = rollup([pack.count for pack in packs])
-                chosen = packs[:split]
-                for pack in packs[split:]:
-                    pack.close()
-                if not chosen and not loose:
-                    # Writers that crossed their threshold meanwhile left the work to this
-                    # run (the lock was held): their loose objects are packed before it ends.
-                    loose = list(git.objects._iter_loose_objects())
-                    if len(loose) < LOOSE_LEFT_OVER:
-                        return
-                merge(git, chosen[::-1], loose)
-                loose = []
-        finally:
-            git.close()
+        objects = ObjectsDir(str(git_dir / "objects"))
+        loose = list(objects._iter_loose_objects())
+        while True:
+            packs = packs_of(objects)
+            split = rollup([pack.count for pack in packs])
+            chosen = packs[:split]
+            for pack in packs[split:]:
+                pack.close()
+            if not chosen and not loose:
+                # Writers that crossed their threshold meanwhile left the work to this run
+                # (the lock was held): their loose objects are packed before it ends.
+                loose = list(objects._iter_loose_objects())
+                if len(loose) < LOOSE_LEFT_OVER:
+                    return
+            merge(objects, chosen[::-1], loose)
+            loose = []
     finally:
         lock.release()
 
@@ -225,7 +220,7 @@ def full(git: GitRepo, *, use_git: bool = True, timeout: float = 600.0) -> Repac
     import shutil
 
     with locked(git.git_dir, timeout):
-        before = packs_of(git)
+        before = packs_of(git.objects)
         packs_before = len(before)
         program = shutil.which("git") if use_git else None
         if program is not None:
@@ -233,7 +228,7 @@ def full(git: GitRepo, *, use_git: bool = True, timeout: float = 600.0) -> Repac
                 pack.close()
             _git_repack(program, git.git_dir)
             git.objects._update_pack_cache()
-            after = packs_of(git)
+            after = packs_of(git.objects)
             objects = sum(pack.count for pack in after)
             size = sum(os.path.getsize(pack.base + ".pack") for pack in after)
             for pack in after:
@@ -242,7 +237,7 @@ def full(git: GitRepo, *, use_git: bool = True, timeout: float = 600.0) -> Repac
         loose = list(git.objects._iter_loose_objects())
         if not before and not loose:
             return Repacked(0, 0, 0, "nothing to pack")
-        merged = merge(git, before[::-1], loose)
+        merged = merge(git.objects, before[::-1], loose)
         return Repacked(merged.objects, packs_before, merged.size, "streaming merge, no git")
 
 

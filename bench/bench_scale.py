@@ -105,7 +105,7 @@ def grow(store: Store, start: int, end: int, name: str) -> None:
 
 
 def pack_summary(store: Store) -> str:
-    packs = packs_of(store.git)
+    packs = packs_of(store.git.objects)
     for pack in packs:
         pack.close()
     counts = sorted((pack.count for pack in packs), reverse=True)

@@ -26,7 +26,7 @@ def objects_of(store: Store) -> set[bytes]:
 
 
 def pack_counts(store: Store) -> list[int]:
-    packs = repack.packs_of(store.git)
+    packs = repack.packs_of(store.git.objects)
     for pack in packs:
         pack.close()
     return [pack.count for pack in packs]
