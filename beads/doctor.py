@@ -22,7 +22,7 @@ from pathlib import Path
 from beads import files
 from beads.config import CONFIG_PATH, config_problems
 from beads.errors import GcError
-from beads.gitrepo import GC_LOCK_MTIME, lock_age
+from beads.gitrefs import GC_LOCK_MTIME, lock_age
 from beads.ids import parse_bead_path
 from beads.initstore import remove_dead_builds
 from beads.reader import BRANCH, branch_problem, is_sha
@@ -228,7 +228,7 @@ def _clear_stale_files(store: Store, report: Report) -> None:
         age = _age_once_stale(lock, stale_after)
         if age is None:
             continue
-        dated_by_gc = time.time() - age < GC_LOCK_MTIME + 1  # see gitrepo.GC_LOCK_MTIME
+        dated_by_gc = time.time() - age < GC_LOCK_MTIME + 1  # see gitrefs.GC_LOCK_MTIME
         writer = "a killed gc writer" if dated_by_gc else f"a writer gone for {age:.0f}s"
         if _remove(lock):
             report.problems.append(

@@ -1,21 +1,14 @@
 """The store's bare git repository, driven through dulwich objects directly.
 
-Commits are built from objects (blobs, the trees on their paths, a commit) and installed with
-a compare-and-swap of the branch ref. Git's index and dulwich's porcelain are never used: they
-cost time proportional to the store's size, this route costs time proportional to the change.
-
-Every write runs under the store's write lock, so a git lock file (`*.lock`) found by a writer
-was left by a writer that died, or belongs to a git process that is not gc (a `git push` into
-the store, which holds `refs/heads/main.lock` for milliseconds). A lock older than
-`stale_lock_seconds` is the first kind and is removed; a younger one is waited for briefly,
-then reported as a conflict naming the file. gc's own ref locks carry a 1970 mtime, so one
-left by a killed gc writer is removed at once, not after `stale_lock_seconds`.
+Commits are built from objects (blobs, the trees on their paths, a commit: made as bytes in
+`beads/gitobjects.py`) and installed with a compare-and-swap of the branch ref
+(`beads/gitrefs.py`). Git's index and dulwich's porcelain are never used: they cost time
+proportional to the store's size, this route costs time proportional to the change.
 """
 
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
 import time
 import weakref
@@ -30,28 +23,19 @@ from dulwich.objects import Blob, Commit, ShaFile, Tree
 from dulwich.pack import iter_sha1, write_pack_index, write_pack_objects
 
 from beads.config import STALE_LOCK_SECONDS
-from beads.errors import Conflict, StorageError
+from beads.errors import StorageError
 from beads.faults import fault
 from beads.gitobjects import BLOB, TREE, RawObject, TreeCache, TreeData, write_loose
+from beads.gitrefs import BranchRef
 from beads.location import MARKER_SECTION
-from beads.reader import BRANCH, is_sha, read_ref
 
 if TYPE_CHECKING:
     from beads.repack import Repacked
 
-ZERO_SHA = b"0" * 40
 FILE_MODE = 0o100644
 DIR_MODE = 0o040000
 # Past this many objects one commit writes a pack instead of loose objects (batches).
 PACK_OBJECTS_AT = 64
-# How long a writer waits for a young git lock (someone's `git push`) before a conflict.
-LOCK_WAIT = 1.0
-LOCK_POLL = 0.005
-# `gc doctor --gc` drops reflog entries older than this, as `git gc` does (90 days).
-REFLOG_KEEP_SECONDS = 90 * 86400
-# gc stamps the ref locks it makes with this mtime (1970): found by a writer that holds the
-# write lock, such a lock is a dead gc writer's, and its age clears it at once.
-GC_LOCK_MTIME = 1
 
 
 class FileChange(NamedTuple):
@@ -99,7 +83,7 @@ def init_bare(git_dir: Path) -> GitRepo:
     return GitRepo(git_dir)
 
 
-class GitRepo:
+class GitRepo(BranchRef):
     """The bare repository under `.beads/.git`: its object store and its refs.
 
     Opened as those two parts rather than as a dulwich `Repo`, whose opening parses the git
@@ -134,16 +118,6 @@ class GitRepo:
         self._finalizer()
 
     # -- reading ------------------------------------------------------------------------
-
-    def head(self) -> bytes | None:
-        """The commit the branch points at; None before the first commit, or when the ref is
-        lost or holds no commit id (the store refuses to go on; `gc doctor` restores it)."""
-        sha = read_ref(self.git_dir)
-        return sha if sha is not None and is_sha(sha) else None
-
-    @property
-    def reflog_path(self) -> Path:
-        return self.git_dir / "logs" / BRANCH
 
     def commit_of(self, sha: bytes) -> Commit | None:
         """The commit with this id, or None when it is absent, unreadable or not a commit."""
@@ -335,131 +309,12 @@ class GitRepo:
             write_pack_index(handle, index, checksum)
         store._update_pack_cache()
 
-    def swap_head(
-        self, old: bytes | None, new: bytes, reflog: str, author: str, *, force: bool = False
-    ) -> None:
-        """Move the branch from `old` to `new`, failing if someone moved it meanwhile (with
-        `force`, from whatever it holds: `gc doctor` restoring a lost ref). Call it holding
-        the store's write lock.
-
-        Git's protocol, done here rather than by dulwich so a lock left by a killed writer
-        is recognised: create `main.lock` exclusively, compare, write and fsync the new id
-        into it, rename it over the ref; then append one line (`reflog`, the reason) to the
-        reflog.
-        """
-        ref = self.git_dir / BRANCH
-        lock = ref.with_name(ref.name + ".lock")
-        fd = self._take_lock(lock)
-        try:
-            fault("ref-locked")
-            current = read_ref(self.git_dir)
-            if not force and current != old:
-                raise Conflict(
-                    "the store's branch moved during the write; nothing was changed, retry"
-                )
-            line = new + b"\n"
-            if os.write(fd, line) != len(line):  # a full disk
-                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-            os.utime(fd, (GC_LOCK_MTIME, GC_LOCK_MTIME))  # the write dated it now: stamp again
-            os.fsync(fd)  # the ref is the one file that must survive a power cut whole
-            fault("ref-written")
-            os.close(fd)
-            fd = -1
-            os.replace(lock, ref)
-        except BaseException as exc:
-            if fd >= 0:
-                os.close(fd)
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(lock)
-            if isinstance(exc, OSError):
-                raise StorageError(
-                    f"cannot update the store's branch: {exc.strerror or exc}; nothing was changed"
-                ) from None
-            raise
-        with contextlib.suppress(OSError):
-            os.utime(ref)  # the ref is dated now, not 1970
-        before = current if force and current and is_sha(current) else old
-        self._log_ref(before or ZERO_SHA, new, reflog, author)
-
     def discard_commit(self, commit_id: bytes) -> None:
         """Delete the loose object of a commit whose ref update failed: the writer was told
         it failed, so `gc doctor`, restoring a lost branch from the objects alone, must not
         find it as the newest commit. (Its trees and blobs are unreachable and harmless.)"""
         with contextlib.suppress(OSError):
             self.objects.delete_loose_object(commit_id)
-
-    def _take_lock(self, lock: Path) -> int:
-        """Create `lock` exclusively (git's lock protocol); returns its open descriptor."""
-        while True:
-            try:
-                fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-                os.utime(fd, (GC_LOCK_MTIME, GC_LOCK_MTIME))
-                return fd
-            except FileExistsError:
-                self.await_lock(lock)
-            except FileNotFoundError:  # `refs/heads/` was removed: git remakes it too
-                try:
-                    lock.parent.mkdir(exist_ok=True)
-                except FileNotFoundError:
-                    raise StorageError(
-                        f"the store's git repository has no {lock.parent.parent}"
-                    ) from None
-
-    def await_lock(self, lock: Path) -> None:
-        """Return once `lock` is gone: removed as stale when older than `stale_lock_seconds`
-        (a dead writer's), else waited for up to `LOCK_WAIT`; then a Conflict naming it."""
-        deadline = time.monotonic() + LOCK_WAIT
-        while True:
-            age = lock_age(lock)
-            if age is None:
-                return
-            if age >= self.stale_lock_seconds:
-                # Under our write lock no gc writer owns it, and a git process finishes a ref
-                # update in milliseconds: its owner is dead. Git would never remove it itself.
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(lock)
-                return
-            if time.monotonic() >= deadline:
-                raise Conflict(
-                    f"{lock} is held by another git process (a push into the store?); retry. "
-                    f"It is removed as stale once {self.stale_lock_seconds:g}s old"
-                )
-            time.sleep(LOCK_POLL)
-
-    def _log_ref(self, old: bytes, new: bytes, reason: str, author: str) -> None:
-        """Append the move to the reflog, in git's format (`git -C .beads reflog` reads it):
-        a person can find every commit the branch ever held, even after losing the ref."""
-        first = reason.split("\n", 1)[0]
-        line = (
-            f"{old.decode()} {new.decode()} {author} <{author}@gc-beads> {int(time.time())} "
-            f"+0000\t{first}\n"
-        )
-        path = self.reflog_path
-        try:
-            try:
-                handle = open(path, "ab")
-            except FileNotFoundError:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                handle = open(path, "ab")
-            with handle:
-                handle.write(line.encode())
-        except OSError:
-            pass  # an aid for people: failing to append must not fail a commit that is in
-
-    def expire_reflog(self, keep_seconds: float = REFLOG_KEEP_SECONDS) -> int:
-        """Drop reflog entries older than `keep_seconds`, always keeping the newest (the log
-        grows by a line a write); returns how many were dropped."""
-        try:
-            lines = self.reflog_path.read_bytes().splitlines(keepends=True)
-        except FileNotFoundError:
-            return 0
-        cutoff = time.time() - keep_seconds
-        kept = [line for line in lines[:-1] if _reflog_time(line) >= cutoff] + lines[-1:]
-        if len(kept) == len(lines):
-            return 0
-        with GitFile(self.reflog_path, "wb") as handle:  # git's lock protocol, as git does
-            handle.write(b"".join(kept))
-        return len(lines) - len(kept)
 
     def maintain(self, *, loose: bool = False) -> None:
         """Keep the packs few after a write (`beads/repack.py`): merge small packs now, or
@@ -535,23 +390,6 @@ def _remove_object_lock(lock: str | bytes) -> None:
     and objects are named by their content: any writer of that name writes the same bytes."""
     with contextlib.suppress(FileNotFoundError):
         os.unlink(lock)
-
-
-def _reflog_time(line: bytes) -> float:
-    """The time of a reflog line (`old new name <email> time tz\tmessage`); a line that
-    does not parse counts as new: it is kept, never dropped unread."""
-    try:
-        return float(line.split(b"\t", 1)[0].rsplit(b" ", 2)[1])
-    except (IndexError, ValueError):
-        return float("inf")
-
-
-def lock_age(path: Path) -> float | None:
-    """Seconds since `path` was last written, or None when it does not exist."""
-    try:
-        return max(0.0, time.time() - path.stat().st_mtime)
-    except FileNotFoundError:
-        return None
 
 
 class _TreesKept:

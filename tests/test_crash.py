@@ -13,7 +13,7 @@ import pytest
 
 from beads.doctor import TEMP_STALE_SECONDS, doctor
 from beads.faults import CATCH_UP_POINTS, INIT_POINTS, PACK_POINTS, POINTS, REF_POINTS
-from beads.gitrepo import LOCK_WAIT
+from beads.gitrefs import LOCK_WAIT
 from beads.store import Store
 from tests.conftest import GcRunner, git
 
