@@ -29,7 +29,10 @@ register_producers()
 # .ci/run sets) tries many more. A test's own `max_examples` overrides both.
 settings.register_profile("default", max_examples=100, deadline=None)
 settings.register_profile("ci", max_examples=500, deadline=None)
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "default")
+settings.load_profile(PROFILE)
+# The `ci` profile also runs the soaks longer (a developer's run keeps them short).
+THOROUGH = PROFILE == "ci"
 
 
 def gc_program() -> str:
