@@ -35,6 +35,13 @@ settings.load_profile(PROFILE)
 THOROUGH = PROFILE == "ci"
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """`-n auto`: one worker per CPU and one more. About a third of the suite waits (sleeps,
+    timeouts, subprocesses, fsync) and the extra worker fills it: on two cores three workers
+    finish ~20% sooner than two."""
+    return len(os.sched_getaffinity(0)) + 1
+
+
 def gc_program() -> str:
     """The installed `gc` console script of this Python (never another `gc` on PATH)."""
     beside = Path(sys.executable).parent / "gc"
