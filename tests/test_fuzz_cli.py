@@ -32,7 +32,7 @@ from beads.cli.main import cli
 from beads.cli.main import main as gc_main
 from beads.store import Store
 from beads.times import MAX_DURATION
-from tests.conftest import GcRunner
+from tests.conftest import THOROUGH, GcRunner
 
 GLOBAL = {"beads_dir", "json", "agent", "debug", "help", "version"}
 # Commands left out, with the reason: they run a program the user names, speak a protocol
@@ -277,7 +277,7 @@ def _check(world: World, argv: list[str], as_json: bool) -> None:
 
 @pytest.mark.parametrize(("path", "target"), PARAMS, ids=[f"{' '.join(p)}:{t}" for p, t in PARAMS])
 @settings(
-    max_examples=6,
+    max_examples=12 if THOROUGH else 4,  # a value per parameter: ~200 parameters
     deadline=None,
     database=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
