@@ -277,7 +277,7 @@ def _check(world: World, argv: list[str], as_json: bool) -> None:
 
 @pytest.mark.parametrize(("path", "target"), PARAMS, ids=[f"{' '.join(p)}:{t}" for p, t in PARAMS])
 @settings(
-    max_examples=12 if THOROUGH else 4,  # a value per parameter: ~200 parameters
+    max_examples=12 if THOROUGH else 4,  # values for each of ~200 parameters
     deadline=None,
     database=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
