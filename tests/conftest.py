@@ -226,6 +226,22 @@ def gc(tmp_path: Path, request: pytest.FixtureRequest) -> GcRunner:
     return GcRunner(tmp_path, process=request.node.get_closest_marker("gc_process") is not None)
 
 
+@pytest.fixture(scope="session")
+def gc_init_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A store made once a session (per xdist worker) by `gc init`."""
+    root = tmp_path_factory.mktemp("gc-init-template")
+    result = GcRunner(root)("init")
+    assert result.returncode == 0, result.stderr
+    return root / ".beads"
+
+
+@pytest.fixture
+def gc_store(gc: GcRunner, gc_init_template: Path) -> GcRunner:
+    """The `gc` runner, in a store as `gc init` makes it (a copy: an init costs four git runs)."""
+    shutil.copytree(gc_init_template, gc.cwd / ".beads", symlinks=True)
+    return gc
+
+
 def alive(pid: int) -> bool:
     """Running (a zombie waiting for a reaper that containers may lack is dead)."""
     try:

@@ -24,9 +24,8 @@ from tests.conftest import GcRunner, git
 
 
 @pytest.fixture
-def project(gc: GcRunner) -> GcRunner:
-    result = gc("init")
-    assert result.returncode == 0, result.stderr
+def project(gc_store: GcRunner) -> GcRunner:
+    gc = gc_store
     for title in ("first", "second"):
         assert gc("bead", "create", "--type", "task", "--title", title).returncode == 0
     return gc
