@@ -21,10 +21,8 @@ from tests.conftest import GcRunner, git
 
 
 @pytest.fixture
-def project(gc: GcRunner) -> GcRunner:
-    result = gc("init")
-    assert result.returncode == 0, result.stderr
-    return gc
+def project(gc_store: GcRunner) -> GcRunner:
+    return gc_store
 
 
 def head(gc: GcRunner) -> str:

@@ -34,10 +34,9 @@ HOOK = (
 
 
 @pytest.fixture
-def project(tmp_path: Path, gc: GcRunner) -> Path:
-    assert gc("init").returncode == 0
-    assert hook(gc) == ("", False)  # the session's database follows the branch from here
-    return tmp_path
+def project(gc_store: GcRunner) -> Path:
+    assert hook(gc_store) == ("", False)  # the session's database follows the branch from here
+    return gc_store.cwd
 
 
 def hook(gc: GcRunner, event: str = "UserPromptSubmit") -> tuple[str, bool]:

@@ -24,7 +24,7 @@ from typing import Any
 import click
 import pytest
 from click.testing import CliRunner
-from dulwich.repo import Repo
+from dulwich.refs import DiskRefsContainer
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -32,7 +32,7 @@ from beads.cli.main import cli
 from beads.cli.main import main as gc_main
 from beads.store import Store
 from beads.times import MAX_DURATION
-from tests.conftest import GcRunner
+from tests.conftest import THOROUGH, GcRunner
 
 GLOBAL = {"beads_dir", "json", "agent", "debug", "help", "version"}
 # Commands left out, with the reason: they run a program the user names, speak a protocol
@@ -152,21 +152,33 @@ class World:
 
     def snapshot(self) -> tuple[str, str, int]:
         """HEAD, a digest of every view file, and the number of delivery items."""
-        with Repo(str(self.root / ".beads")) as repo:  # in this process: no git per value
-            head = repo.head().decode()
-        digest = hashlib.sha256()
         base = self.root / ".beads"
-        for folder, dirs, files in os.walk(base):
-            dirs[:] = sorted(d for d in dirs if d not in (".git", ".runtime"))
-            for name in sorted(files):
-                path = Path(folder, name)
-                digest.update(str(path.relative_to(base)).encode() + b"\0" + path.read_bytes())
+        # In this process, refs only (no git, no whole Repo per value: the store grows to
+        # hundreds of beads and this runs twice a value).
+        head = DiskRefsContainer(str(base / ".git"))[b"HEAD"].decode()
+        digest = hashlib.sha256()
+        _digest_tree(str(base), "", digest)
         items = 0
         database = base / ".runtime" / "delivery.sqlite3"
         if database.exists():
             with sqlite3.connect(database) as db:
                 items = db.execute("SELECT count(*) FROM items").fetchone()[0]
         return head, digest.hexdigest(), items
+
+
+def _digest_tree(folder: str, relative: str, digest: Any) -> None:
+    """Every file under `folder` (its path and content, in name order) into `digest`, but
+    for git's and the runtime's folders."""
+    with os.scandir(folder) as scan:
+        entries = sorted(scan, key=lambda entry: entry.name)
+    for entry in entries:
+        name = relative + entry.name
+        if entry.is_dir():
+            if entry.name not in (".git", ".runtime") and not entry.is_symlink():
+                _digest_tree(entry.path, name + "/", digest)
+        else:
+            with open(entry.path, "rb") as file:
+                digest.update(name.encode() + b"\0" + file.read())
 
 
 class _Gc:
@@ -265,7 +277,7 @@ def _check(world: World, argv: list[str], as_json: bool) -> None:
 
 @pytest.mark.parametrize(("path", "target"), PARAMS, ids=[f"{' '.join(p)}:{t}" for p, t in PARAMS])
 @settings(
-    max_examples=6,
+    max_examples=12 if THOROUGH else 4,  # values for each of ~200 parameters
     deadline=None,
     database=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],

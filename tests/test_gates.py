@@ -14,7 +14,7 @@ import pytest
 
 from beads.errors import InvalidInput, NotFound
 from beads.store import Store
-from beads.times import now_stamp
+from beads.times import now_stamp, stamp_at
 from gates import beadgates, decisions, session_gates
 from inbox import Delivery
 from mail.beadmail import BeadMail
@@ -42,11 +42,18 @@ def fake_gh(tmp_path: Path, runs: object = None, pr: object = None, fail: bool =
     return str(script)
 
 
-def test_timer_gate_resolves_and_tells_each_waiter_once(store: Store) -> None:
+def later(monkeypatch: pytest.MonkeyPatch, module: object, seconds: float = 1.0) -> None:
+    """`module`'s clock `seconds` ahead: its timers and timeouts are due without a sleep."""
+    monkeypatch.setattr(module, "now_stamp", lambda: stamp_at(time.time() + seconds))
+
+
+def test_timer_gate_resolves_and_tells_each_waiter_once(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
     before = now_stamp()
     gate = beadgates.create_gate(store, "timer:0.2s", waiters=["dog", "cat"])
     assert beadgates.evaluate(store, gate, now=before).action == "wait"  # not yet due
-    time.sleep(0.25)  # now it is
+    later(monkeypatch, beadgates)  # now it is
     [outcome] = beadgates.check_gates(store)
     assert outcome.action == "resolve"
     closed = store.get(gate.id)
@@ -76,9 +83,10 @@ def test_mail_gate_resolves_when_the_mail_is_answered(store: Store) -> None:
     assert store.get(gate.id).status == "closed"
 
 
-def test_timeout_escalates_at_priority_zero(store: Store) -> None:
-    gate = beadgates.create_gate(store, "human", waiters=["dog"], timeout="0.2s")
-    time.sleep(0.3)
+def test_timeout_escalates_at_priority_zero(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    gate = beadgates.create_gate(store, "human", waiters=["dog"], timeout="1h")
+    assert beadgates.check_gates(store) == []  # not yet
+    later(monkeypatch, beadgates, 2 * 3600)
     [outcome] = beadgates.check_gates(store)
     assert outcome.action == "escalate"
     assert store.get(gate.id).meta["state"] == "escalated"
@@ -241,10 +249,13 @@ def test_wait_times_out_with_exit_10_or_takes_the_default(tmp_path: Path, gc: Gc
     assert answered["meta"]["answer"] == "no" and answered["meta"]["by_default"] is True
 
 
-def test_gate_check_answers_timed_out_decisions_with_the_default(store: Store) -> None:
+def test_gate_check_answers_timed_out_decisions_with_the_default(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
     decision, gate = decisions.create_decision(store, "Ship?", ["ship", "hold"], default="hold",
-                                               timeout="0.2s")  # fmt: skip
-    time.sleep(0.3)
+                                               timeout="1h")  # fmt: skip
+    assert decisions.answer_timed_out(store) == []  # not yet
+    later(monkeypatch, decisions, 2 * 3600)
     assert decisions.answer_timed_out(store) == [decision.id]
     assert store.get(decision.id).meta["answer"] == "hold"
     assert store.get(gate.id).status == "closed"
@@ -363,10 +374,12 @@ def test_watch_checks_in_a_loop(tmp_path: Path, gc: GcRunner) -> None:
     assert gc.json("gate", "show", made["id"])["bead"]["status"] == "closed"
 
 
-def test_an_escalated_gate_still_resolves_later(store: Store) -> None:
+def test_an_escalated_gate_still_resolves_later(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
     task = store.create("task", "Slow work")
     gate = beadgates.create_gate(store, f"bead:{task.id}", waiters=["dog"], timeout="0.1s")
-    time.sleep(0.2)
+    later(monkeypatch, beadgates)
     assert [o.action for o in beadgates.check_gates(store)] == ["escalate"]
     store.close_bead(task.id, "done at last")
     assert [o.action for o in beadgates.check_gates(store)] == ["resolve"]

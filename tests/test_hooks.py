@@ -40,7 +40,7 @@ def hook(gc: GcRunner, event: str, session: str = "s1", agent: str = "dog", **fi
 
 @pytest.fixture
 def project(tmp_path: Path, gc: GcRunner) -> Path:
-    assert gc("init").returncode == 0
+    assert gc("init", process=False).returncode == 0  # what a test checks runs as it is marked
     return tmp_path
 
 
@@ -213,8 +213,9 @@ def test_hook_run_with_options_goes_through_the_full_cli(project: Path, gc: GcRu
 def test_hung_nudge_is_killed_and_reported(project: Path, gc: GcRunner) -> None:
     pidfile = project / "nudge.pid"
     script = f"echo $$ > {pidfile}; exec sleep 60"
-    assert gc("config", "set", "agents.dog.nudge", json.dumps(["sh", "-c", script])).returncode == 0
-    assert gc("config", "set", "delivery.nudge_timeout", "1s").returncode == 0
+    nudge = json.dumps(["sh", "-c", script])
+    assert gc("config", "set", "agents.dog.nudge", nudge, process=False).returncode == 0
+    assert gc("config", "set", "delivery.nudge_timeout", "1s", process=False).returncode == 0
     hook(gc, "SessionStart", source="startup")
     hook(gc, "Stop", stop_hook_active=False)
     started = time.monotonic()
@@ -222,10 +223,10 @@ def test_hung_nudge_is_killed_and_reported(project: Path, gc: GcRunner) -> None:
     assert time.monotonic() - started < 5  # the producer never waits for the nudge
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
-        session = gc.json("session", "list")["sessions"][0]
+        session = gc.json("session", "list", process=False)["sessions"][0]
         if session["nudge_outcome"]:
             break
-        time.sleep(0.2)
+        time.sleep(0.1)
     assert session["nudge_outcome"] == "timed out"
     assert "timed out" in gc("session", "list").stdout
     pid = int(pidfile.read_text())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,8 +24,11 @@ def provider(
 ) -> Iterator[Provider]:
     if request.param == "fake":
         yield FakeProvider()
-    elif request.param == "beadmail":
-        store, _ = Store.init(tmp_path, agent="conformance")
+    elif request.param == "beadmail":  # a copy of a store made once (conftest)
+        shutil.copytree(
+            request.getfixturevalue("store_template"), tmp_path / ".beads", symlinks=True
+        )
+        store = Store.open(tmp_path, agent="conformance")
         yield BeadMail(store)
         store.close()
     else:

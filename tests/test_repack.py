@@ -40,11 +40,10 @@ def batch_of(store: Store, beads: int, tag: str) -> None:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Store:
-    made, _ = Store.init(tmp_path, agent="tester")
-    yield made
-    repack.wait_idle(made.root / ".git", 60)
-    made.close()
+def store(store: Store) -> Store:
+    """conftest's store, closed only once its background repack (if any) ended."""
+    yield store
+    repack.wait_idle(store.root / ".git", 60)
 
 
 def no_maintenance(monkeypatch: pytest.MonkeyPatch) -> None:

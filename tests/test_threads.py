@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -45,8 +46,9 @@ def in_process(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str
 
 
 @pytest.fixture
-def threads(tmp_path: Path) -> Threads:
-    store, _ = Store.init(tmp_path, agent="leader")
+def threads(tmp_path: Path, store_template: Path) -> Threads:
+    shutil.copytree(store_template, tmp_path / ".beads", symlinks=True)  # a copy of an init
+    store = Store.open(tmp_path, agent="leader")
     api = Threads(store)
     yield api
     api.close()

@@ -78,14 +78,15 @@ def test_copies_of_a_send_share_one_budget(tmp_path: Path) -> None:
 
 @pytest.mark.gc_process
 def test_exec_timeout_from_config_applies_with_gc_mail(gc: GcRunner, tmp_path: Path) -> None:
-    assert gc("init").returncode == 0
-    assert gc("config", "set", "mail.exec_timeout", "1").returncode == 0
+    # The store and its setting in process; the runs that time out in a process of their own.
+    assert gc("init", process=False).returncode == 0
+    assert gc("config", "set", "mail.exec_timeout", "1", process=False).returncode == 0
     prog = script(tmp_path, '[ "$1" = ensure-running ] && exit 0\nexec sleep 100\n')
     started = time.monotonic()
     result = gc("mail", "inbox", "dog", env={"GC_MAIL": f"exec:{prog}"})
     assert result.returncode == 50 and "timed out after 1s" in result.stderr
     assert time.monotonic() - started < 10
-    refused = gc("config", "set", "mail.exec_timeout", '"soon"')
+    refused = gc("config", "set", "mail.exec_timeout", '"soon"', process=False)
     assert refused.returncode == 30 and "mail.exec_timeout" in refused.stderr
     # A value written by an older gc (config set now refuses it) is refused again at use.
     with Store.open(tmp_path) as store, store.batch() as batch:

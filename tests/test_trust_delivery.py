@@ -30,9 +30,8 @@ KILLED = -signal.SIGKILL
 
 
 @pytest.fixture
-def project(tmp_path: Path, gc: GcRunner) -> Path:
-    assert gc("init").returncode == 0
-    return tmp_path
+def project(gc_store: GcRunner) -> Path:
+    return gc_store.cwd
 
 
 def hook(gc: GcRunner, event: str, session: str = "s1", agent: str = "dog", **env: str) -> str:

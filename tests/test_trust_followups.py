@@ -23,9 +23,8 @@ from tests.conftest import GcRunner
 
 
 @pytest.fixture
-def project(tmp_path: Path, gc: GcRunner) -> Path:
-    assert gc("init").returncode == 0
-    return tmp_path
+def project(gc_store: GcRunner) -> Path:
+    return gc_store.cwd
 
 
 def sessions_file(project: Path) -> Path:

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 import beads.batch
+import beads.gitrefs
 from beads.doctor import doctor
 from beads.errors import StorageError
 from beads.reader import IndexReader
@@ -23,9 +24,8 @@ from tests.conftest import GcRunner, git
 
 
 @pytest.fixture
-def project(gc: GcRunner) -> GcRunner:
-    result = gc("init")
-    assert result.returncode == 0, result.stderr
+def project(gc_store: GcRunner) -> GcRunner:
+    gc = gc_store
     for title in ("first", "second"):
         assert gc("bead", "create", "--type", "task", "--title", title).returncode == 0
     return gc
@@ -82,8 +82,11 @@ def test_doctor_clears_the_ref_lock_of_a_killed_gc_writer_at_once(store: Store) 
     ]
 
 
-def test_a_young_ref_lock_is_a_conflict_naming_it_and_is_never_deleted(project: GcRunner) -> None:
+def test_a_young_ref_lock_is_a_conflict_naming_it_and_is_never_deleted(
+    project: GcRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
     gc = project
+    monkeypatch.setattr(beads.gitrefs, "LOCK_WAIT", 0.1)  # in process: a tenth of the wait
     before = head(gc)
     lock = git_dir(gc) / "refs" / "heads" / "main.lock"
     lock.touch()  # a `git push` into the store updating the ref right now
@@ -302,8 +305,11 @@ def test_doctor_restores_the_newest_commit_when_nothing_recorded_the_branch(
     assert head(gc) == before and titles(gc) == ["first", "second"]
 
 
-def test_a_write_that_failed_leaves_no_commit_for_doctor_to_restore(project: GcRunner) -> None:
+def test_a_write_that_failed_leaves_no_commit_for_doctor_to_restore(
+    project: GcRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
     gc = project
+    monkeypatch.setattr(beads.gitrefs, "LOCK_WAIT", 0.1)  # in process: a tenth of the wait
     before = head(gc)
     lock = git_dir(gc) / "refs" / "heads" / "main.lock"
     lock.touch()  # a push holds the ref: this write fails, and its caller is told so

@@ -34,9 +34,8 @@ ALIAS_BOMB = (
 
 
 @pytest.fixture
-def project(gc: GcRunner) -> GcRunner:
-    assert gc("init").returncode == 0
-    return gc
+def project(gc_store: GcRunner) -> GcRunner:
+    return gc_store
 
 
 def head(gc: GcRunner) -> str:
