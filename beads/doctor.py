@@ -26,7 +26,7 @@ from beads.gitrepo import GC_LOCK_MTIME, lock_age
 from beads.ids import parse_bead_path
 from beads.initstore import remove_dead_builds
 from beads.reader import BRANCH, branch_problem, is_sha
-from beads.reconcile import tree_files
+from beads.reconcile import FileHashes, tree_files
 from beads.store import Store
 from beads.view import git_blob_sha
 
@@ -96,15 +96,23 @@ def doctor(
                 repacked = store.git.repack(use_git=use_git)
             except GcError as exc:  # git failing on a damaged store: reported, not fatal
                 report.problems.append(Problem("repository", ".git", f"repack failed: {exc}"))
+        head = store.git.head()
+        # The view is scanned and hashed (by git, in the background) before the index is
+        # brought up to date, which then runs meanwhile; evidence kept only if `sync` leaves
+        # the view as it was (it is at HEAD under its setting: `view-applied` is unchanged).
+        try:
+            early = _ViewScan(store, head) if head is not None else None
+        except Exception:  # a damaged object store: reported once the index is synced
+            early = None
         step("rebuilding the index" if rebuild_index else "bringing the index up to date")
         if rebuild_index:
             store.index.drop_file()  # from a fresh file: the old one may be damaged anywhere
         store.sync(rebuild_index=rebuild_index)
         if rebuild_index:
             report.fixed.append(f"index rebuilt from git ({store.index.count()} beads)")
-        head = store.git.head()
+        scan = early if early is not None and early.still_valid(store) else None
         try:
-            tree = tree_files(store.git, head)
+            tree = scan.tree if scan is not None else tree_files(store.git, head)
             # (a rebuild has just read every blob: none is missing)
             has = store.git.has_object
             missing = [] if rebuild_index else [p for p, sha in tree.items() if not has(sha)]
@@ -120,9 +128,10 @@ def doctor(
         if pruned:
             days = store.view.days
             report.fixed.append(f"removed {pruned} bead files older than {days} days from the view")
-        view_files, view_links = store.view.scan()
-        _check_links(store, view_links, report, restore=restore_view)
-        _check_view(store, tree, view_files, report, restore=restore_view)
+        if scan is None:
+            scan = _ViewScan(store, head, tree)
+        _check_links(store, scan.links, report, restore=restore_view)
+        _check_view(store, tree, scan, report, restore=restore_view)
         if repacked is not None:
             assert head is not None
             store.index.apply(head=head, loose_objects=0)
@@ -149,7 +158,9 @@ def _check_index(store: Store, tree: dict[str, bytes], report: Report, *, rebuil
     invalid = store.index.invalid()
     hint = "run gc doctor --rebuild-index"
     checked: set[str] = set()  # paths, not beads: rows are read one at a time
-    for path, blob, bead in store.index.rows():
+    # Just rebuilt from these blobs: the rows' beads are the files', only their places count
+    # (decoding every row's bead would cost a rebuild a second or more at 100k).
+    for path, blob, *bead in store.index.rows(beads=not rebuilt):
         sha = tree.get(path)
         if sha is None:
             report.problems.append(Problem("index", path, f"indexed but not in HEAD; {hint}"))
@@ -160,9 +171,9 @@ def _check_index(store: Store, tree: dict[str, bytes], report: Report, *, rebuil
         if blob != sha.decode():
             report.problems.append(Problem("index", path, f"the index differs from HEAD; {hint}"))
         elif (
-            not rebuilt
-            and git_blob_sha(dump_bead(bead)) != sha
-            and bead != load_bead(store.git.read(sha))
+            bead
+            and git_blob_sha(dump_bead(bead[0])) != sha
+            and bead[0] != load_bead(store.git.read(sha))
         ):
             # (a file git holds in another layout than gc writes is parsed and compared)
             report.problems.append(
@@ -182,14 +193,48 @@ def _check_index(store: Store, tree: dict[str, bytes], report: Report, *, rebuil
         report.problems.append(Problem("config", CONFIG_PATH, fix))
 
 
+class _ViewScan:
+    """The view's files and links, HEAD's tree, and git's blob ids of the view's files of
+    that tree (`FileHashes`, computing in the background until `hashes()` is asked)."""
+
+    def __init__(self, store: Store, head: bytes | None, tree: dict[str, bytes] | None = None):
+        self.marker = _view_marker(store)
+        self.head = head
+        self.tree = tree_files(store.git, head) if tree is None else tree
+        self.files, self.links = store.view.scan()
+        tree = self.tree
+        self._hashes = FileHashes(
+            store.git.git_dir, store.root, [path for path in self.files if path in tree]
+        )
+
+    def still_valid(self, store: Store) -> bool:
+        """Whether `sync` left the view (and HEAD) as they were when this scan was made."""
+        return _view_marker(store) == self.marker and store.git.head() == self.head
+
+    def hashes(self) -> dict[str, bytes]:
+        return self._hashes.result()
+
+
+def _view_marker(store: Store) -> bytes | None:
+    """`view-applied` as it is: every change `sync` makes to the view rewrites it."""
+    try:
+        return store.view.applied_file.read_bytes()
+    except OSError:
+        return None
+
+
 def _check_view(
-    store: Store, tree: dict[str, bytes], present: list[str], report: Report, *, restore: bool
+    store: Store, tree: dict[str, bytes], scan: _ViewScan, report: Report, *, restore: bool
 ) -> None:
-    """The view holds HEAD's files that `store.view` keeps, as HEAD has them, and no other."""
+    """The view holds HEAD's files that `store.view` keeps, as HEAD has them, and no other.
+
+    A file git hashed to HEAD's blob id matches; any other is read here (never through a
+    link) and compared, so git's word only ever spares a read."""
     hint = "" if restore else "; gc doctor --restore-view puts HEAD's version back"
     expected = store.view.expected(tree, store.index)
+    hashed = scan.hashes()
     for path, sha in tree.items():
-        if path not in expected:
+        if path not in expected or hashed.get(path) == sha:
             continue
         data = store.view.read(path)
         if data is not None and git_blob_sha(data) == sha:
@@ -207,7 +252,9 @@ def _check_view(
                     "edited outside gc (edits go through gc bead edit)" + hint,
                 )
             )
-    for path in set(present) - expected:
+    for path in set(scan.files) - expected:
+        if not os.path.lexists(store.root / path):
+            continue  # pruned since the scan (the files of a `recent` view that aged out)
         why = "not in HEAD" if path not in tree else f"left out by store.view={store.view.mode}"
         if restore:
             store.view.remove(path)

@@ -282,14 +282,14 @@ class Index:
     def count(self) -> int:
         return self.db.execute("SELECT count(*) FROM beads").fetchone()[0]
 
-    def rows(self) -> Iterator[tuple[str, str, Bead]]:
-        """Every row as `(path, blob sha, bead)`, one at a time (for `gc doctor`, which checks
-        them all: a store's worth of beads is never held at once). A damaged file met on the
-        way is recovered as `_guarded` does, and the rows come again from the rebuilt one."""
-        sql = "SELECT path, blob, data FROM beads"
+    def rows(self, *, beads: bool = True) -> Iterator[tuple[Any, ...]]:
+        """Every row as `(path, blob sha, bead)`, or `(path, blob sha)` without `beads`, one
+        at a time (for `gc doctor`, which checks them all: a store's worth of beads is never
+        held at once). A damaged file met on the way is recovered as `_guarded` does, and the
+        rows come again from the rebuilt one."""
+        sql = "SELECT path, blob, data FROM beads" if beads else "SELECT path, blob FROM beads"
         try:
-            for path, blob, data in self.db.execute(sql):
-                yield path, blob, _bead(data)
+            yield from self._rows(sql)
             return
         except sqlite3.DatabaseError as exc:
             if error_code(exc) not in DAMAGED:
@@ -297,8 +297,11 @@ class Index:
             self._recover(exc)
         except _BadRow as exc:
             self._recover(exc)
-        for path, blob, data in self.db.execute(sql):
-            yield path, blob, _bead(data)
+        yield from self._rows(sql)
+
+    def _rows(self, sql: str) -> Iterator[tuple[Any, ...]]:
+        for row in self.db.execute(sql):
+            yield (row[0], row[1], _bead(row[2])) if len(row) == 3 else row
 
     @_guarded
     def recent_paths(self, cutoff: str) -> list[str]:
