@@ -26,7 +26,7 @@ from beads.gitrepo import GC_LOCK_MTIME, lock_age
 from beads.ids import parse_bead_path
 from beads.initstore import remove_dead_builds
 from beads.reader import BRANCH, branch_problem, is_sha
-from beads.reconcile import FileHashes, tree_files
+from beads.reconcile import ViewScan, tree_files
 from beads.store import Store
 from beads.view import git_blob_sha
 
@@ -130,7 +130,7 @@ def doctor(
             report.fixed.append(f"removed {pruned} bead files older than {days} days from the view")
         if scan is None:
             scan = _ViewScan(store, head, tree)
-        _check_links(store, scan.links, report, restore=restore_view)
+        _check_links(store, scan.found()[1], report, restore=restore_view)
         _check_view(store, tree, scan, report, restore=restore_view)
         if repacked is not None:
             assert head is not None
@@ -194,25 +194,25 @@ def _check_index(store: Store, tree: dict[str, bytes], report: Report, *, rebuil
 
 
 class _ViewScan:
-    """The view's files and links, HEAD's tree, and git's blob ids of the view's files of
-    that tree (`FileHashes`, computing in the background until `hashes()` is asked)."""
+    """HEAD's tree, and the view's files, links and blob ids as `ViewScan` finds them (in the
+    background, for a large store, until they are asked for)."""
 
     def __init__(self, store: Store, head: bytes | None, tree: dict[str, bytes] | None = None):
         self.marker = _view_marker(store)
         self.head = head
         self.tree = tree_files(store.git, head) if tree is None else tree
-        self.files, self.links = store.view.scan()
-        tree = self.tree
-        self._hashes = FileHashes(
-            store.git.git_dir, store.root, [path for path in self.files if path in tree]
-        )
+        self._scan = ViewScan(store.root, store.git.git_dir, len(self.tree))
+        self._found: tuple[list[str], list[str], dict[str, bytes]] | None = None
 
     def still_valid(self, store: Store) -> bool:
         """Whether `sync` left the view (and HEAD) as they were when this scan was made."""
         return _view_marker(store) == self.marker and store.git.head() == self.head
 
-    def hashes(self) -> dict[str, bytes]:
-        return self._hashes.result()
+    def found(self) -> tuple[list[str], list[str], dict[str, bytes]]:
+        """The view's files, its links and git's blob ids of files (see `ViewScan`)."""
+        if self._found is None:
+            self._found = self._scan.result()
+        return self._found
 
 
 def _view_marker(store: Store) -> bytes | None:
@@ -232,7 +232,7 @@ def _check_view(
     link) and compared, so git's word only ever spares a read."""
     hint = "" if restore else "; gc doctor --restore-view puts HEAD's version back"
     expected = store.view.expected(tree, store.index)
-    hashed = scan.hashes()
+    present, _links, hashed = scan.found()
     for path, sha in tree.items():
         if path not in expected or hashed.get(path) == sha:
             continue
@@ -252,7 +252,7 @@ def _check_view(
                     "edited outside gc (edits go through gc bead edit)" + hint,
                 )
             )
-    for path in set(scan.files) - expected:
+    for path in set(present) - expected:
         if not os.path.lexists(store.root / path):
             continue  # pruned since the scan (the files of a `recent` view that aged out)
         why = "not in HEAD" if path not in tree else f"left out by store.view={store.view.mode}"

@@ -274,6 +274,90 @@ class FileHashes:
         return {path: sha for path, sha in zip(self._paths, shas, strict=False) if len(sha) == 40}
 
 
+SCAN_AHEAD_FILES = 5000  # HEAD files from which `ViewScan` works in the background
+
+
+class ViewScan:
+    """The view's files and links (`View.scan`) and git's blob ids of the files
+    (`FileHashes`), found in the background by a child process while the caller goes on
+    (walking a 100k-file view costs a second of Python): `result()` waits for them.
+
+    For a store of fewer than `SCAN_AHEAD_FILES` files (`size`), or when no child can run,
+    the view is walked in this process when `result()` asks, and nothing is hashed ahead
+    (reading a few thousand files costs less than starting the programs)."""
+
+    def __init__(self, root: Path, git_dir: Path, size: int) -> None:
+        import subprocess
+        import sys
+        import threading
+
+        self.root, self.git_dir = root, git_dir
+        self._out: bytes | None = None
+        self._thread: threading.Thread | None = None
+        if size < SCAN_AHEAD_FILES or not sys.executable:
+            return
+        import os
+
+        env = dict(os.environ)  # the child imports this very package, wherever it is
+        home = str(Path(__file__).resolve().parent.parent)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [home, env.get("PYTHONPATH")]))
+        try:
+            child = subprocess.Popen(
+                [sys.executable, "-c", "from beads.reconcile import _scan_child; _scan_child()",
+                 str(root), str(git_dir)],
+                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                env=env,
+            )  # fmt: skip
+        except OSError:
+            return
+
+        def run() -> None:
+            out = child.communicate()[0]
+            self._out = out if child.returncode == 0 else None
+
+        self._thread = threading.Thread(target=run, daemon=True)
+        self._thread.start()
+
+    def result(self) -> tuple[list[str], list[str], dict[str, bytes]]:
+        """The view's files, its links (sorted), and path -> blob id of the files git hashed."""
+        import os
+
+        if self._thread is not None:
+            self._thread.join()
+        fields = (self._out or b"").split(b"\0")
+        try:
+            if fields[-2:] != [b"end", b""]:  # no child, or it failed
+                raise ValueError("no scan")
+            count = int(fields[0])
+            links = [os.fsdecode(path) for path in fields[1 : count + 1]]
+            rest = fields[count + 1 : -2]
+            files = [os.fsdecode(path) for path in rest[::2]]
+            hashed = zip(files, rest[1::2], strict=True)
+            return files, links, {path: sha for path, sha in hashed if sha}
+        except ValueError:  # walked here instead
+            from beads.view import View
+
+            files, links = View(self.root, self.root / ".runtime").scan()
+            return files, links, {}
+
+
+def _scan_child() -> None:
+    """`ViewScan`'s child: argv holds the store's root and git directory; prints the count
+    of links, the links, each file with its blob id (empty if git did not hash it), "end"."""
+    import os
+    import sys
+
+    from beads.view import View
+
+    root, git_dir = Path(sys.argv[1]), Path(sys.argv[2])
+    files, links = View(root, root / ".runtime").scan()
+    hashes = FileHashes(git_dir, root, files).result()
+    fields = [str(len(links)).encode(), *map(os.fsencode, links)]
+    for path in files:
+        fields += [os.fsencode(path), hashes.get(path, b"")]
+    sys.stdout.buffer.write(b"\0".join([*fields, b"end", b""]))
+
+
 def _read_bead(
     content: bytes, path: str, located: tuple[str, str]
 ) -> tuple[Bead | None, str | None, Any]:

@@ -10,7 +10,7 @@ import pytest
 
 from beads.doctor import doctor
 from beads.ids import bead_path
-from beads.reconcile import FileHashes
+from beads.reconcile import SCAN_AHEAD_FILES, FileHashes, ViewScan
 from beads.store import Store
 from beads.view import git_blob_sha
 
@@ -25,12 +25,15 @@ def edit_in_place(path: Path) -> None:
     os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
 
 
+@pytest.mark.parametrize("ahead", [True, False])
 @pytest.mark.parametrize("with_git", [True, False])
 @pytest.mark.parametrize("rebuild_index", [True, False])
 def test_an_edit_that_keeps_size_and_times_and_a_missing_file_are_found(
-    store: Store, monkeypatch: pytest.MonkeyPatch, with_git: bool, rebuild_index: bool
+    store: Store, monkeypatch: pytest.MonkeyPatch, ahead: bool, with_git: bool, rebuild_index: bool
 ) -> None:
-    if not with_git:  # the doctor then reads every file itself
+    if ahead:  # the view is scanned and hashed by a child, as for a large store
+        monkeypatch.setattr("beads.reconcile.SCAN_AHEAD_FILES", 0)
+    if not with_git:  # then every file is read and compared here
         monkeypatch.setattr("shutil.which", lambda name: None)
     edited, gone, kept = (store.create("task", f"T{n}") for n in range(3))
     edit_in_place(store.root / bead_path("task", edited.id))
@@ -73,3 +76,16 @@ def test_a_view_behind_head_is_caught_up_before_it_is_checked(store: Store) -> N
     store.view.applied_file.write_bytes(marker)
     assert doctor(store, rebuild_index=True).problems == []
     assert b"Changed" in (store.root / bead_path("task", first.id)).read_bytes()
+
+
+def test_the_background_scan_finds_what_the_view_walk_and_git_find(store: Store) -> None:
+    bead = store.create("task", "T")
+    (store.root / "odd\nname").write_bytes(b"x")
+    (store.root / "link.yaml").symlink_to(store.root / bead_path("task", bead.id))
+    ahead = ViewScan(store.root, store.git.git_dir, size=SCAN_AHEAD_FILES)
+    files, links, hashes = ahead.result()
+    assert (sorted(files), links) == (sorted(store.view.files()), ["link.yaml"])
+    assert hashes == {
+        path: git_blob_sha((store.root / path).read_bytes()) for path in files if "\n" not in path
+    }
+    assert ViewScan(store.root, store.git.git_dir, size=1).result() == (*store.view.scan(), {})

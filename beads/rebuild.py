@@ -1,0 +1,167 @@
+"""Refilling the index from scratch (`Index.rebuild`): one transaction, streamed.
+
+The caller (`beads.reconcile.rebuild_index`) parses the bead files one by one; the rows go
+to sqlite a chunk at a time in a thread of their own, so sqlite's work (the inserts and the
+full-text tokenizing, in C without the GIL) runs on another core while the next files are
+parsed. The secondary indexes are made once after the rows are in.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import threading
+
+from beads.dbfile import rollback
+from beads.index import _SCHEMA, _row
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from beads.index import Index
+    from beads.record import Bead
+
+# The secondary indexes of the schema, `(name, statement)`: a rebuild drops and remakes them.
+_INDEXES = [
+    (statement.split("INDEX IF NOT EXISTS", 1)[1].split()[0], statement)
+    for statement in _SCHEMA.split(";")
+    if "CREATE INDEX" in statement
+]
+REBUILD_CHUNK = 2000  # rows per executemany: bounded memory, few calls
+REBUILD_CACHE_KIB = 32 * 1024  # sqlite's page cache while rebuilding (its default is 2 MiB)
+CHUNKS_AHEAD = 2  # chunks parsed ahead of the writer at most (the memory bound)
+
+# The full-text rows of the beads rows a chunk added (rowids above the chunk's first).
+_FTS_FROM = (
+    "INSERT INTO beads_fts(rowid, title, body, labels, agents) "
+    "SELECT * FROM beads_text WHERE rowid > ?"
+)
+
+
+class Rebuild:
+    """One rebuild of the index in progress (see `Index.rebuild`)."""
+
+    def __init__(self, index: Index, head: bytes) -> None:
+        self.index = index
+        self.head = head
+        self.count = 0
+        self._rows: list[tuple[Bead, str, str, Any]] = []
+        self._named: set[str] = set()
+        self._invalid: list[tuple[str, str]] = []
+        self._config: dict[str, Any] | None = None
+        self._chunks: queue.Queue[tuple[list[tuple[Any, ...]], list[tuple[str, str]]] | None]
+        self._chunks = queue.Queue(maxsize=CHUNKS_AHEAD)
+        self._writer: threading.Thread | None = None
+        self._failed: BaseException | None = None
+
+    def __enter__(self) -> Rebuild:
+        db = self.index.db
+        db.execute(f"PRAGMA cache_size = -{REBUILD_CACHE_KIB}")
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            for table in ("beads", "labels", "invalid", "agents", "links", "events", "beads_fts"):
+                db.execute(f"DELETE FROM {table}")  # events: AUTOINCREMENT keeps its high mark
+            for name, _statement in _INDEXES:
+                db.execute(f"DROP INDEX IF EXISTS {name}")
+        except BaseException:
+            self._abandon()
+            raise
+        self._writer = threading.Thread(target=self._write, name="gc-rebuild", daemon=True)
+        self._writer.start()
+        return self
+
+    def add(self, bead: Bead, path: str, blob: str, read: Any = None) -> None:
+        """Index one bead file (`blob` is its sha, as text); `read` is the mapping the bead
+        was made from, if at hand (when it is already `bead.to_dict()`, its JSON is used)."""
+        self._rows.append((bead, path, blob, read))
+        if len(self._rows) >= REBUILD_CHUNK:
+            self._flush()
+
+    def invalid(self, path: str, error: str) -> None:
+        """Record a file of `head` that could not be indexed."""
+        self._invalid.append((path, error))
+
+    def config(self, config: dict[str, Any]) -> None:
+        self._config = config
+
+    def __exit__(self, kind: object, *rest: object) -> None:
+        if kind is not None:
+            self._abandon()
+            return
+        db = self.index.db
+        try:
+            self._flush()
+            self._stop_writer()
+            if self._failed is not None:
+                raise self._failed
+            if db.execute("SELECT count(*) FROM beads").fetchone()[0] != self.count:
+                # An id in two files: the later row replaced the earlier, whose words stay.
+                db.execute("DELETE FROM beads_fts WHERE rowid NOT IN (SELECT rowid FROM beads)")
+            for _name, statement in _INDEXES:
+                db.execute(statement)
+            # Numbered in (created_at, id) order over the whole store, as `events.number`
+            # numbers a commit's beads; the sort is sqlite's, not a list of every bead.
+            db.execute(
+                "INSERT OR IGNORE INTO events(id) SELECT id FROM beads ORDER BY created_at, id"
+            )
+            db.executemany("INSERT OR IGNORE INTO agents VALUES (?)", [(n,) for n in self._named])
+            db.executemany("INSERT OR REPLACE INTO invalid VALUES (?, ?)", self._invalid)
+            self.index._set_meta("head", self.head.decode())
+            if self._config is not None:
+                self.index._set_meta("config", json.dumps(self._config))
+            db.execute("COMMIT")
+        except BaseException:
+            self._abandon()
+            raise
+        finally:
+            db.execute("PRAGMA cache_size = -2000")
+
+    def _flush(self) -> None:
+        """Hand the rows gathered so far to the writer (waiting while it is CHUNKS_AHEAD
+        chunks behind)."""
+        if self._failed is not None:
+            raise self._failed
+        rows, self._rows = self._rows, []
+        if not rows:
+            return
+        # In key order: the few distinct labels make long ascending runs, where sqlite's
+        # b-tree inserts stay on the pages it has in its cache.
+        labels = sorted((label, row[0].id) for row in rows for label in row[0].labels)
+        named = self._named
+        for bead, *_ in rows:
+            named.add(bead.sender)
+            named.update(bead.cc)
+            if bead.assignee:
+                named.add(bead.assignee)
+        self._chunks.put(([_row(*row) for row in rows], labels))
+        self.count += len(rows)
+
+    def _write(self) -> None:
+        """The writer thread: insert each chunk and its full-text rows, until None comes.
+        After a failure it only drains the queue; the failure is raised by the caller."""
+        db = self.index.db
+        while (chunk := self._chunks.get()) is not None:
+            if self._failed is not None:
+                continue
+            rows, labels = chunk
+            try:
+                last = db.execute("SELECT coalesce(max(rowid), 0) FROM beads").fetchone()[0]
+                db.executemany("INSERT OR REPLACE INTO beads VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                               rows)  # fmt: skip
+                db.executemany("INSERT OR IGNORE INTO labels VALUES (?, ?)", labels)
+                db.execute(_FTS_FROM, (last,))
+            except BaseException as exc:  # raised again in the caller's thread
+                self._failed = exc
+
+    def _stop_writer(self) -> None:
+        if self._writer is not None:
+            self._chunks.put(None)
+            self._writer.join()
+            self._writer = None
+
+    def _abandon(self) -> None:
+        self._stop_writer()  # the connection is the caller's alone again
+        db = self.index.db
+        rollback(db)
+        db.execute("PRAGMA cache_size = -2000")
