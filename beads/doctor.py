@@ -97,9 +97,9 @@ def doctor(
             except GcError as exc:  # git failing on a damaged store: reported, not fatal
                 report.problems.append(Problem("repository", ".git", f"repack failed: {exc}"))
         head = store.git.head()
-        # The view is scanned and hashed (by git, in the background) before the index is
-        # brought up to date, which then runs meanwhile; evidence kept only if `sync` leaves
-        # the view as it was (it is at HEAD under its setting: `view-applied` is unchanged).
+        # The view is walked and read (by a child process, for a large store) while the
+        # index is brought up to date; what it found counts only if `sync` leaves the view as
+        # it was (at HEAD under its setting: `view-applied` is unchanged).
         try:
             early = _ViewScan(store, head) if head is not None else None
         except Exception:  # a damaged object store: reported once the index is synced
@@ -201,7 +201,7 @@ class _ViewScan:
         self.marker = _view_marker(store)
         self.head = head
         self.tree = tree_files(store.git, head) if tree is None else tree
-        self._scan = ViewScan(store.root, store.git.git_dir, len(self.tree))
+        self._scan = ViewScan(store.root, len(self.tree))
         self._found: tuple[list[str], list[str], dict[str, bytes]] | None = None
 
     def still_valid(self, store: Store) -> bool:
@@ -209,7 +209,7 @@ class _ViewScan:
         return _view_marker(store) == self.marker and store.git.head() == self.head
 
     def found(self) -> tuple[list[str], list[str], dict[str, bytes]]:
-        """The view's files, its links and git's blob ids of files (see `ViewScan`)."""
+        """The view's files, its links and the blob ids of files read ahead (`ViewScan`)."""
         if self._found is None:
             self._found = self._scan.result()
         return self._found
@@ -228,8 +228,8 @@ def _check_view(
 ) -> None:
     """The view holds HEAD's files that `store.view` keeps, as HEAD has them, and no other.
 
-    A file git hashed to HEAD's blob id matches; any other is read here (never through a
-    link) and compared, so git's word only ever spares a read."""
+    A file the scan read ahead with HEAD's blob id matches; any other is read (again) here
+    and compared: a file the scan could not read is never taken for a match."""
     hint = "" if restore else "; gc doctor --restore-view puts HEAD's version back"
     expected = store.view.expected(tree, store.index)
     present, _links, hashed = scan.found()

@@ -7,7 +7,7 @@ tree when its commit is unknown). `Store.sync` calls these under the write lock.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -226,72 +226,24 @@ def git_file_contents(git_dir: Path, commit: bytes) -> Iterator[tuple[str, bytes
         listing.stdout.close()
 
 
-class FileHashes:
-    """Git's blob ids of files under `root`, computed by `git hash-object --stdin-paths` in
-    the background (C reads and hashes a 100k-file view in about a second, while the caller
-    goes on: `gc doctor` rebuilds the index meanwhile); `result()` waits for them.
-
-    Evidence of a match only: a path git could not hash (no git program, a file gone, a name
-    its line protocol cannot carry) is left out, for the caller to read itself."""
-
-    def __init__(self, git_dir: Path, root: Path, paths: Iterable[str]) -> None:
-        import os
-        import subprocess
-        import threading
-
-        # A newline ends a path in git's protocol, and a leading quote makes it C-quoted.
-        self._paths = [path for path in paths if "\n" not in path and path[:1] != '"']
-        self._out = b""
-        self._thread: threading.Thread | None = None
-        if not self._paths:
-            return
-        try:
-            base, env = _git_program(git_dir)
-            process = subprocess.Popen(
-                [*base, "hash-object", "--no-filters", "--stdin-paths"], cwd=root,
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
-            )  # fmt: skip
-        except (GitUnavailable, OSError):
-            return
-        names = b"".join(os.fsencode(path) + b"\n" for path in self._paths)
-
-        def run() -> None:
-            try:
-                self._out = process.communicate(names)[0]
-            except OSError:  # git died early (a file gone): what it printed is still good
-                process.kill()
-                process.wait()
-
-        self._thread = threading.Thread(target=run, daemon=True)
-        self._thread.start()
-
-    def result(self) -> dict[str, bytes]:
-        """path -> blob id, for the paths git hashed (in order, until it stopped)."""
-        if self._thread is None:
-            return {}
-        self._thread.join()
-        shas = self._out.split(b"\n")[:-1]
-        return {path: sha for path, sha in zip(self._paths, shas, strict=False) if len(sha) == 40}
-
-
 SCAN_AHEAD_FILES = 5000  # HEAD files from which `ViewScan` works in the background
 
 
 class ViewScan:
-    """The view's files and links (`View.scan`) and git's blob ids of the files
-    (`FileHashes`), found in the background by a child process while the caller goes on
-    (walking a 100k-file view costs a second of Python): `result()` waits for them.
+    """The view's files and links (`View.scan`) and each file's blob id, found in the
+    background by a child process while the caller goes on (walking and reading a 100k-file
+    view costs two seconds, most of them in the kernel): `result()` waits for them.
 
     For a store of fewer than `SCAN_AHEAD_FILES` files (`size`), or when no child can run,
-    the view is walked in this process when `result()` asks, and nothing is hashed ahead
-    (reading a few thousand files costs less than starting the programs)."""
+    the view is walked in this process when `result()` asks, and nothing is read ahead
+    (starting a child costs more than reading a few thousand files)."""
 
-    def __init__(self, root: Path, git_dir: Path, size: int) -> None:
+    def __init__(self, root: Path, size: int) -> None:
         import subprocess
         import sys
         import threading
 
-        self.root, self.git_dir = root, git_dir
+        self.root = root
         self._out: bytes | None = None
         self._thread: threading.Thread | None = None
         if size < SCAN_AHEAD_FILES or not sys.executable:
@@ -304,7 +256,7 @@ class ViewScan:
         try:
             child = subprocess.Popen(
                 [sys.executable, "-c", "from beads.reconcile import _scan_child; _scan_child()",
-                 str(root), str(git_dir)],
+                 str(root)],
                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                 env=env,
             )  # fmt: skip
@@ -319,7 +271,7 @@ class ViewScan:
         self._thread.start()
 
     def result(self) -> tuple[list[str], list[str], dict[str, bytes]]:
-        """The view's files, its links (sorted), and path -> blob id of the files git hashed."""
+        """The view's files, its links (sorted), and path -> blob id of the files read ahead."""
         import os
 
         if self._thread is not None:
@@ -342,19 +294,20 @@ class ViewScan:
 
 
 def _scan_child() -> None:
-    """`ViewScan`'s child: argv holds the store's root and git directory; prints the count
-    of links, the links, each file with its blob id (empty if git did not hash it), "end"."""
+    """`ViewScan`'s child: argv holds the store's root; prints the count of links, the
+    links, each file with its blob id (empty if it could not be read), and "end"."""
     import os
     import sys
 
     from beads.view import View
 
-    root, git_dir = Path(sys.argv[1]), Path(sys.argv[2])
-    files, links = View(root, root / ".runtime").scan()
-    hashes = FileHashes(git_dir, root, files).result()
+    root = Path(sys.argv[1])
+    view = View(root, root / ".runtime")
+    files, links = view.scan()
     fields = [str(len(links)).encode(), *map(os.fsencode, links)]
     for path in files:
-        fields += [os.fsencode(path), hashes.get(path, b"")]
+        data = view.read(path)
+        fields += [os.fsencode(path), b"" if data is None else git_blob_sha(data)]
     sys.stdout.buffer.write(b"\0".join([*fields, b"end", b""]))
 
 

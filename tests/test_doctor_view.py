@@ -1,5 +1,5 @@
-"""The doctor's view check: git hashes the view's files in bulk (while the index is rebuilt),
-and that evidence never hides a file edited by hand or gone."""
+"""The doctor's view check: for a large store a child process walks and reads the view while
+the index is rebuilt, and what it found never hides a file edited by hand or gone."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 from beads.doctor import doctor
 from beads.ids import bead_path
-from beads.reconcile import SCAN_AHEAD_FILES, FileHashes, ViewScan
+from beads.reconcile import SCAN_AHEAD_FILES, ViewScan
 from beads.store import Store
 from beads.view import git_blob_sha
 
@@ -26,15 +26,12 @@ def edit_in_place(path: Path) -> None:
 
 
 @pytest.mark.parametrize("ahead", [True, False])
-@pytest.mark.parametrize("with_git", [True, False])
 @pytest.mark.parametrize("rebuild_index", [True, False])
 def test_an_edit_that_keeps_size_and_times_and_a_missing_file_are_found(
-    store: Store, monkeypatch: pytest.MonkeyPatch, ahead: bool, with_git: bool, rebuild_index: bool
+    store: Store, monkeypatch: pytest.MonkeyPatch, ahead: bool, rebuild_index: bool
 ) -> None:
-    if ahead:  # the view is scanned and hashed by a child, as for a large store
+    if ahead:  # the view is walked and read by a child, as for a large store
         monkeypatch.setattr("beads.reconcile.SCAN_AHEAD_FILES", 0)
-    if not with_git:  # then every file is read and compared here
-        monkeypatch.setattr("shutil.which", lambda name: None)
     edited, gone, kept = (store.create("task", f"T{n}") for n in range(3))
     edit_in_place(store.root / bead_path("task", edited.id))
     (store.root / bead_path("task", gone.id)).unlink()
@@ -51,22 +48,10 @@ def test_an_edit_that_keeps_size_and_times_and_a_missing_file_are_found(
     assert store.get(kept.id).title == "T2"
 
 
-def test_git_hashes_files_as_the_view_check_does_and_leaves_out_what_it_cannot(
-    tmp_path: Path, store: Store
+def test_a_view_behind_head_is_caught_up_before_it_is_checked(
+    store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    (tmp_path / "a").write_bytes(b"one\n")
-    (tmp_path / "b").write_bytes(b"two\n")
-    (tmp_path / "odd\nname").write_bytes(b"three\n")
-    hashes = FileHashes(store.git.git_dir, tmp_path, ["a", "odd\nname", "gone", "b"])
-    # git stops at the missing file: what it hashed before counts, nothing after it
-    assert hashes.result() == {"a": git_blob_sha(b"one\n")}
-    assert FileHashes(store.git.git_dir, tmp_path, ["b", "a"]).result() == {
-        "b": git_blob_sha(b"two\n"),
-        "a": git_blob_sha(b"one\n"),
-    }
-
-
-def test_a_view_behind_head_is_caught_up_before_it_is_checked(store: Store) -> None:
+    monkeypatch.setattr("beads.reconcile.SCAN_AHEAD_FILES", 0)  # read before the catch-up
     first = store.create("task", "T")
     marker = store.view.applied_file.read_bytes()
     old = (store.root / bead_path("task", first.id)).read_bytes()
@@ -78,14 +63,12 @@ def test_a_view_behind_head_is_caught_up_before_it_is_checked(store: Store) -> N
     assert b"Changed" in (store.root / bead_path("task", first.id)).read_bytes()
 
 
-def test_the_background_scan_finds_what_the_view_walk_and_git_find(store: Store) -> None:
+def test_the_background_scan_finds_what_the_view_walk_and_reads_find(store: Store) -> None:
     bead = store.create("task", "T")
     (store.root / "odd\nname").write_bytes(b"x")
     (store.root / "link.yaml").symlink_to(store.root / bead_path("task", bead.id))
-    ahead = ViewScan(store.root, store.git.git_dir, size=SCAN_AHEAD_FILES)
+    ahead = ViewScan(store.root, size=SCAN_AHEAD_FILES)
     files, links, hashes = ahead.result()
     assert (sorted(files), links) == (sorted(store.view.files()), ["link.yaml"])
-    assert hashes == {
-        path: git_blob_sha((store.root / path).read_bytes()) for path in files if "\n" not in path
-    }
-    assert ViewScan(store.root, store.git.git_dir, size=1).result() == (*store.view.scan(), {})
+    assert hashes == {path: git_blob_sha((store.root / path).read_bytes()) for path in files}
+    assert ViewScan(store.root, size=1).result() == (*store.view.scan(), {})
