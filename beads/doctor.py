@@ -26,9 +26,10 @@ from beads.gitrepo import GC_LOCK_MTIME, lock_age
 from beads.ids import parse_bead_path
 from beads.initstore import remove_dead_builds
 from beads.reader import BRANCH, branch_problem, is_sha
-from beads.reconcile import ViewScan, tree_files
+from beads.reconcile import tree_files
 from beads.store import Store
 from beads.view import git_blob_sha
+from beads.viewscan import ViewScan
 
 # Temporary files of git and dulwich (`tmp_pack_*`, `tmp_obj_*`): a push may write one for a
 # while, so only one untouched this long is a dead writer's.

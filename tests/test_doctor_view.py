@@ -10,9 +10,9 @@ import pytest
 
 from beads.doctor import doctor
 from beads.ids import bead_path
-from beads.reconcile import SCAN_AHEAD_FILES, ViewScan
 from beads.store import Store
 from beads.view import git_blob_sha
+from beads.viewscan import SCAN_AHEAD_FILES, ViewScan
 
 
 def edit_in_place(path: Path) -> None:
@@ -31,7 +31,7 @@ def test_an_edit_that_keeps_size_and_times_and_a_missing_file_are_found(
     store: Store, monkeypatch: pytest.MonkeyPatch, ahead: bool, rebuild_index: bool
 ) -> None:
     if ahead:  # the view is walked and read by a child, as for a large store
-        monkeypatch.setattr("beads.reconcile.SCAN_AHEAD_FILES", 0)
+        monkeypatch.setattr("beads.viewscan.SCAN_AHEAD_FILES", 0)
     edited, gone, kept = (store.create("task", f"T{n}") for n in range(3))
     edit_in_place(store.root / bead_path("task", edited.id))
     (store.root / bead_path("task", gone.id)).unlink()
@@ -51,7 +51,7 @@ def test_an_edit_that_keeps_size_and_times_and_a_missing_file_are_found(
 def test_a_view_behind_head_is_caught_up_before_it_is_checked(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("beads.reconcile.SCAN_AHEAD_FILES", 0)  # read before the catch-up
+    monkeypatch.setattr("beads.viewscan.SCAN_AHEAD_FILES", 0)  # read before the catch-up
     first = store.create("task", "T")
     marker = store.view.applied_file.read_bytes()
     old = (store.root / bead_path("task", first.id)).read_bytes()
