@@ -1,9 +1,9 @@
 """Refilling the index from scratch (`Index.rebuild`): one transaction, streamed.
 
 The caller (`beads.reconcile.rebuild_index`) parses the bead files one by one; the rows go
-to sqlite a chunk at a time in a thread of their own, so sqlite's work (the inserts and the
-full-text tokenizing, in C without the GIL) runs on another core while the next files are
-parsed. The secondary indexes are made once after the rows are in.
+to sqlite a chunk at a time, and each chunk's full-text rows (tokenizing: the largest part of
+sqlite's work, in C without the GIL) are made by a thread of their own, on another core while
+the next chunk is parsed. The secondary indexes are made once after the rows are in.
 """
 
 from __future__ import annotations
@@ -30,13 +30,14 @@ _INDEXES = [
 ]
 REBUILD_CHUNK = 2000  # rows per executemany: bounded memory, few calls
 REBUILD_CACHE_KIB = 32 * 1024  # sqlite's page cache while rebuilding (its default is 2 MiB)
-CHUNKS_AHEAD = 2  # chunks parsed ahead of the writer at most (the memory bound)
 
-# The full-text rows of the beads rows a chunk added (rowids above the chunk's first).
-_FTS_FROM = (
+# The full-text rows of the beads rows one chunk added (by rowid: after the last of the
+# chunk before it, up to its own last).
+_FTS_CHUNK = (
     "INSERT INTO beads_fts(rowid, title, body, labels, agents) "
-    "SELECT * FROM beads_text WHERE rowid > ?"
+    "SELECT * FROM beads_text WHERE rowid > ? AND rowid <= ?"
 )
+_LAST_ROWID = "SELECT coalesce(max(rowid), 0) FROM beads"
 
 
 class Rebuild:
@@ -50,8 +51,11 @@ class Rebuild:
         self._named: set[str] = set()
         self._invalid: list[tuple[str, str]] = []
         self._config: dict[str, Any] | None = None
-        self._chunks: queue.Queue[tuple[list[tuple[Any, ...]], list[tuple[str, str]]] | None]
-        self._chunks = queue.Queue(maxsize=CHUNKS_AHEAD)
+        # Rowid bounds of the chunks whose full-text rows are still to make; the lock keeps
+        # the connection to one thread at a time (a statement of the writer's runs while
+        # this thread parses, never while it inserts).
+        self._chunks: queue.SimpleQueue[tuple[int, int] | None] = queue.SimpleQueue()
+        self._lock = threading.Lock()
         self._writer: threading.Thread | None = None
         self._failed: BaseException | None = None
 
@@ -67,7 +71,7 @@ class Rebuild:
         except BaseException:
             self._abandon()
             raise
-        self._writer = threading.Thread(target=self._write, name="gc-rebuild", daemon=True)
+        self._writer = threading.Thread(target=self._index_text, name="gc-rebuild", daemon=True)
         self._writer.start()
         return self
 
@@ -118,39 +122,42 @@ class Rebuild:
             db.execute("PRAGMA cache_size = -2000")
 
     def _flush(self) -> None:
-        """Hand the rows gathered so far to the writer (waiting while it is CHUNKS_AHEAD
-        chunks behind)."""
+        """Insert the rows gathered so far, and hand their full-text rows to the writer."""
         if self._failed is not None:
             raise self._failed
         rows, self._rows = self._rows, []
         if not rows:
             return
+        db = self.index.db
         # In key order: the few distinct labels make long ascending runs, where sqlite's
         # b-tree inserts stay on the pages it has in its cache.
         labels = sorted((label, row[0].id) for row in rows for label in row[0].labels)
+        values = [_row(*row) for row in rows]
+        with self._lock:
+            first = db.execute(_LAST_ROWID).fetchone()[0]
+            db.executemany("INSERT OR REPLACE INTO beads VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                           values)  # fmt: skip
+            db.executemany("INSERT OR IGNORE INTO labels VALUES (?, ?)", labels)
+            last = db.execute(_LAST_ROWID).fetchone()[0]
+        self._chunks.put((first, last))
         named = self._named
         for bead, *_ in rows:
             named.add(bead.sender)
             named.update(bead.cc)
             if bead.assignee:
                 named.add(bead.assignee)
-        self._chunks.put(([_row(*row) for row in rows], labels))
         self.count += len(rows)
 
-    def _write(self) -> None:
-        """The writer thread: insert each chunk and its full-text rows, until None comes.
-        After a failure it only drains the queue; the failure is raised by the caller."""
+    def _index_text(self) -> None:
+        """The writer thread: make each chunk's full-text rows, until None comes. After a
+        failure it only drains the queue; the failure is raised in the caller's thread."""
         db = self.index.db
-        while (chunk := self._chunks.get()) is not None:
+        while (bounds := self._chunks.get()) is not None:
             if self._failed is not None:
                 continue
-            rows, labels = chunk
             try:
-                last = db.execute("SELECT coalesce(max(rowid), 0) FROM beads").fetchone()[0]
-                db.executemany("INSERT OR REPLACE INTO beads VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                               rows)  # fmt: skip
-                db.executemany("INSERT OR IGNORE INTO labels VALUES (?, ?)", labels)
-                db.execute(_FTS_FROM, (last,))
+                with self._lock:
+                    db.execute(_FTS_CHUNK, bounds)
             except BaseException as exc:  # raised again in the caller's thread
                 self._failed = exc
 
