@@ -106,9 +106,11 @@ def doctor(
         except Exception:  # a damaged object store: reported once the index is synced
             early = None
         step("rebuilding the index" if rebuild_index else "bringing the index up to date")
-        if rebuild_index:
+        # Not twice: a store whose index was lost rebuilt it into a new file when it opened.
+        rebuild = rebuild_index and (head is None or not store.index.just_rebuilt(head))
+        if rebuild:
             store.index.drop_file()  # from a fresh file: the old one may be damaged anywhere
-        store.sync(rebuild_index=rebuild_index)
+        store.sync(rebuild_index=rebuild)
         if rebuild_index:
             report.fixed.append(f"index rebuilt from git ({store.index.count()} beads)")
         scan = early if early is not None and early.still_valid(store) else None

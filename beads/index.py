@@ -134,6 +134,8 @@ class Index:
         self.read_only = False
         self._recovering = False
         self._file_id: tuple[int, int] | None = None
+        self.rebuilt_new: bytes | None = None  # see `just_rebuilt`
+        self._new_file = False
         try:
             self._open()
         except sqlite3.DatabaseError as exc:
@@ -147,6 +149,11 @@ class Index:
                 raise StorageError(f"cannot open the index {path}: {exc}") from None
 
     def _open(self) -> None:
+        try:  # (the store makes an empty file first, to set its modes)
+            self._new_file = self.path.stat().st_size == 0
+        except FileNotFoundError:
+            self._new_file = True
+        self.rebuilt_new = None
         self.db = sqlite3.connect(
             self.path, timeout=30, isolation_level=None, check_same_thread=False
         )
@@ -157,6 +164,13 @@ class Index:
         if self._meta("schema") != SCHEMA_VERSION:
             self.db.execute("PRAGMA journal_mode=WAL")  # kept in the file: set it once
             self._reset()
+
+    def just_rebuilt(self, head: bytes) -> bool:
+        """Whether a rebuild in this process filled a new file from commit `head` (and no
+        other caller was told so yet): `gc doctor --rebuild-index` then need not rebuild it
+        again (a store whose index was lost rebuilt it when it opened)."""
+        rebuilt, self.rebuilt_new = self.rebuilt_new, None
+        return rebuilt == head
 
     def _open_read_only(self, cause: sqlite3.Error) -> None:
         """Open a file this process may not write (a read-only mount, another user's store)."""

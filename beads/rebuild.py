@@ -115,6 +115,8 @@ class Rebuild:
             if self._config is not None:
                 self.index._set_meta("config", json.dumps(self._config))
             db.execute("COMMIT")
+            if self.index._new_file:
+                self.index.rebuilt_new = self.head
         except BaseException:
             self._abandon()
             raise

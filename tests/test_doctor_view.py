@@ -72,3 +72,23 @@ def test_the_background_scan_finds_what_the_view_walk_and_reads_find(store: Stor
     assert (sorted(files), links) == (sorted(store.view.files()), ["link.yaml"])
     assert hashes == {path: git_blob_sha((store.root / path).read_bytes()) for path in files}
     assert ViewScan(store.root, size=1).result() == (*store.view.scan(), {})
+
+
+def test_doctor_rebuild_index_after_a_lost_index_rebuilds_once(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from beads import reconcile
+
+    bead = store.create("task", "T")
+    store.close()
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{store.index.path}{suffix}").unlink(missing_ok=True)
+    rebuilds: list[bytes] = []
+    real = reconcile.rebuild_index
+    monkeypatch.setattr(reconcile, "rebuild_index", lambda *a: rebuilds.append(a[2]) or real(*a))
+    with Store.open(store.root) as reopened:  # the lost index is rebuilt here, into a new file
+        report = doctor(reopened, rebuild_index=True)
+        assert report.problems == [] and len(rebuilds) == 1
+        assert reopened.get(bead.id).title == "T"
+        doctor(reopened, rebuild_index=True)  # asked again: this time from a new file
+        assert len(rebuilds) == 2
