@@ -29,6 +29,7 @@ from beads.reader import BRANCH, branch_problem, is_sha
 from beads.reconcile import tree_files
 from beads.store import Store
 from beads.view import git_blob_sha
+from beads.viewscan import ViewScan
 
 # Temporary files of git and dulwich (`tmp_pack_*`, `tmp_obj_*`): a push may write one for a
 # while, so only one untouched this long is a dead writer's.
@@ -96,15 +97,25 @@ def doctor(
                 repacked = store.git.repack(use_git=use_git)
             except GcError as exc:  # git failing on a damaged store: reported, not fatal
                 report.problems.append(Problem("repository", ".git", f"repack failed: {exc}"))
+        head = store.git.head()
+        # The view is walked and read (by a child process, for a large store) while the
+        # index is brought up to date; what it found counts only if `sync` leaves the view as
+        # it was (at HEAD under its setting: `view-applied` is unchanged).
+        try:
+            early = _ViewScan(store, head) if head is not None else None
+        except Exception:  # a damaged object store: reported once the index is synced
+            early = None
         step("rebuilding the index" if rebuild_index else "bringing the index up to date")
-        if rebuild_index:
+        # Not twice: a store whose index was lost rebuilt it into a new file when it opened.
+        rebuild = rebuild_index and (head is None or not store.index.just_rebuilt(head))
+        if rebuild:
             store.index.drop_file()  # from a fresh file: the old one may be damaged anywhere
-        store.sync(rebuild_index=rebuild_index)
+        store.sync(rebuild_index=rebuild)
         if rebuild_index:
             report.fixed.append(f"index rebuilt from git ({store.index.count()} beads)")
-        head = store.git.head()
+        scan = early if early is not None and early.still_valid(store) else None
         try:
-            tree = tree_files(store.git, head)
+            tree = scan.tree if scan is not None else tree_files(store.git, head)
             # (a rebuild has just read every blob: none is missing)
             has = store.git.has_object
             missing = [] if rebuild_index else [p for p, sha in tree.items() if not has(sha)]
@@ -120,9 +131,10 @@ def doctor(
         if pruned:
             days = store.view.days
             report.fixed.append(f"removed {pruned} bead files older than {days} days from the view")
-        view_files, view_links = store.view.scan()
-        _check_links(store, view_links, report, restore=restore_view)
-        _check_view(store, tree, view_files, report, restore=restore_view)
+        if scan is None:
+            scan = _ViewScan(store, head, tree)
+        _check_links(store, scan.found()[1], report, restore=restore_view)
+        _check_view(store, tree, scan, report, restore=restore_view)
         if repacked is not None:
             assert head is not None
             store.index.apply(head=head, loose_objects=0)
@@ -149,7 +161,9 @@ def _check_index(store: Store, tree: dict[str, bytes], report: Report, *, rebuil
     invalid = store.index.invalid()
     hint = "run gc doctor --rebuild-index"
     checked: set[str] = set()  # paths, not beads: rows are read one at a time
-    for path, blob, bead in store.index.rows():
+    # Just rebuilt from these blobs: the rows' beads are the files', only their places count
+    # (decoding every row's bead would cost a rebuild a second or more at 100k).
+    for path, blob, *bead in store.index.rows(beads=not rebuilt):
         sha = tree.get(path)
         if sha is None:
             report.problems.append(Problem("index", path, f"indexed but not in HEAD; {hint}"))
@@ -160,9 +174,9 @@ def _check_index(store: Store, tree: dict[str, bytes], report: Report, *, rebuil
         if blob != sha.decode():
             report.problems.append(Problem("index", path, f"the index differs from HEAD; {hint}"))
         elif (
-            not rebuilt
-            and git_blob_sha(dump_bead(bead)) != sha
-            and bead != load_bead(store.git.read(sha))
+            bead
+            and git_blob_sha(dump_bead(bead[0])) != sha
+            and bead[0] != load_bead(store.git.read(sha))
         ):
             # (a file git holds in another layout than gc writes is parsed and compared)
             report.problems.append(
@@ -182,14 +196,48 @@ def _check_index(store: Store, tree: dict[str, bytes], report: Report, *, rebuil
         report.problems.append(Problem("config", CONFIG_PATH, fix))
 
 
+class _ViewScan:
+    """HEAD's tree, and the view's files, links and blob ids as `ViewScan` finds them (in the
+    background, for a large store, until they are asked for)."""
+
+    def __init__(self, store: Store, head: bytes | None, tree: dict[str, bytes] | None = None):
+        self.marker = _view_marker(store)
+        self.head = head
+        self.tree = tree_files(store.git, head) if tree is None else tree
+        self._scan = ViewScan(store.root, len(self.tree))
+        self._found: tuple[list[str], list[str], dict[str, bytes]] | None = None
+
+    def still_valid(self, store: Store) -> bool:
+        """Whether `sync` left the view (and HEAD) as they were when this scan was made."""
+        return _view_marker(store) == self.marker and store.git.head() == self.head
+
+    def found(self) -> tuple[list[str], list[str], dict[str, bytes]]:
+        """The view's files, its links and the blob ids of files read ahead (`ViewScan`)."""
+        if self._found is None:
+            self._found = self._scan.result()
+        return self._found
+
+
+def _view_marker(store: Store) -> bytes | None:
+    """`view-applied` as it is: every change `sync` makes to the view rewrites it."""
+    try:
+        return store.view.applied_file.read_bytes()
+    except OSError:
+        return None
+
+
 def _check_view(
-    store: Store, tree: dict[str, bytes], present: list[str], report: Report, *, restore: bool
+    store: Store, tree: dict[str, bytes], scan: _ViewScan, report: Report, *, restore: bool
 ) -> None:
-    """The view holds HEAD's files that `store.view` keeps, as HEAD has them, and no other."""
+    """The view holds HEAD's files that `store.view` keeps, as HEAD has them, and no other.
+
+    A file the scan read ahead with HEAD's blob id matches; any other is read (again) here
+    and compared: a file the scan could not read is never taken for a match."""
     hint = "" if restore else "; gc doctor --restore-view puts HEAD's version back"
     expected = store.view.expected(tree, store.index)
+    present, _links, hashed = scan.found()
     for path, sha in tree.items():
-        if path not in expected:
+        if path not in expected or hashed.get(path) == sha:
             continue
         data = store.view.read(path)
         if data is not None and git_blob_sha(data) == sha:
@@ -208,6 +256,8 @@ def _check_view(
                 )
             )
     for path in set(present) - expected:
+        if not os.path.lexists(store.root / path):
+            continue  # pruned since the scan (the files of a `recent` view that aged out)
         why = "not in HEAD" if path not in tree else f"left out by store.view={store.view.mode}"
         if restore:
             store.view.remove(path)

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from beads.query import Query
+    from beads.rebuild import Rebuild
 
 SCHEMA_VERSION = "8"
 
@@ -133,6 +134,8 @@ class Index:
         self.read_only = False
         self._recovering = False
         self._file_id: tuple[int, int] | None = None
+        self.rebuilt_new: bytes | None = None  # see `just_rebuilt`
+        self._new_file = False
         try:
             self._open()
         except sqlite3.DatabaseError as exc:
@@ -146,6 +149,11 @@ class Index:
                 raise StorageError(f"cannot open the index {path}: {exc}") from None
 
     def _open(self) -> None:
+        try:  # (the store makes an empty file first, to set its modes)
+            self._new_file = self.path.stat().st_size == 0
+        except FileNotFoundError:
+            self._new_file = True
+        self.rebuilt_new = None
         self.db = sqlite3.connect(
             self.path, timeout=30, isolation_level=None, check_same_thread=False
         )
@@ -156,6 +164,13 @@ class Index:
         if self._meta("schema") != SCHEMA_VERSION:
             self.db.execute("PRAGMA journal_mode=WAL")  # kept in the file: set it once
             self._reset()
+
+    def just_rebuilt(self, head: bytes) -> bool:
+        """Whether a rebuild in this process filled a new file from commit `head` (and no
+        other caller was told so yet): `gc doctor --rebuild-index` then need not rebuild it
+        again (a store whose index was lost rebuilt it when it opened)."""
+        rebuilt, self.rebuilt_new = self.rebuilt_new, None
+        return rebuilt == head
 
     def _open_read_only(self, cause: sqlite3.Error) -> None:
         """Open a file this process may not write (a read-only mount, another user's store)."""
@@ -282,14 +297,14 @@ class Index:
     def count(self) -> int:
         return self.db.execute("SELECT count(*) FROM beads").fetchone()[0]
 
-    def rows(self) -> Iterator[tuple[str, str, Bead]]:
-        """Every row as `(path, blob sha, bead)`, one at a time (for `gc doctor`, which checks
-        them all: a store's worth of beads is never held at once). A damaged file met on the
-        way is recovered as `_guarded` does, and the rows come again from the rebuilt one."""
-        sql = "SELECT path, blob, data FROM beads"
+    def rows(self, *, beads: bool = True) -> Iterator[tuple[Any, ...]]:
+        """Every row as `(path, blob sha, bead)`, or `(path, blob sha)` without `beads`, one
+        at a time (for `gc doctor`, which checks them all: a store's worth of beads is never
+        held at once). A damaged file met on the way is recovered as `_guarded` does, and the
+        rows come again from the rebuilt one."""
+        sql = "SELECT path, blob, data FROM beads" if beads else "SELECT path, blob FROM beads"
         try:
-            for path, blob, data in self.db.execute(sql):
-                yield path, blob, _bead(data)
+            yield from self._rows(sql)
             return
         except sqlite3.DatabaseError as exc:
             if error_code(exc) not in DAMAGED:
@@ -297,8 +312,11 @@ class Index:
             self._recover(exc)
         except _BadRow as exc:
             self._recover(exc)
-        for path, blob, data in self.db.execute(sql):
-            yield path, blob, _bead(data)
+        yield from self._rows(sql)
+
+    def _rows(self, sql: str) -> Iterator[tuple[Any, ...]]:
+        for row in self.db.execute(sql):
+            yield (row[0], row[1], _bead(row[2])) if len(row) == 3 else row
 
     @_guarded
     def recent_paths(self, cutoff: str) -> list[str]:
@@ -435,6 +453,8 @@ class Index:
         Faster than `apply(reset=True)` at any size: the secondary indexes are made once
         after the rows are in (one sort each instead of a b-tree insert per row), and the
         page cache is larger for the duration."""
+        from beads.rebuild import Rebuild  # only a rebuild needs it
+
         return Rebuild(self, head)
 
     def _reset(self) -> None:
@@ -469,107 +489,6 @@ class Index:
 
     def _set_meta(self, key: str, value: str) -> None:
         self.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
-
-
-# The secondary indexes of the schema, `(name, statement)`: a rebuild drops and remakes them.
-_INDEXES = [
-    (statement.split("INDEX IF NOT EXISTS", 1)[1].split()[0], statement)
-    for statement in _SCHEMA.split(";")
-    if "CREATE INDEX" in statement
-]
-REBUILD_CHUNK = 2000  # rows per executemany: bounded memory, few calls
-REBUILD_CACHE_KIB = 32 * 1024  # sqlite's page cache while rebuilding (its default is 2 MiB)
-
-
-class Rebuild:
-    """One rebuild of the index in progress (see `Index.rebuild`)."""
-
-    def __init__(self, index: Index, head: bytes) -> None:
-        self.index = index
-        self.head = head
-        self.count = 0
-        self._rows: list[tuple[Bead, str, str, Any]] = []
-        self._named: set[str] = set()
-        self._invalid: list[tuple[str, str]] = []
-        self._config: dict[str, Any] | None = None
-
-    def __enter__(self) -> Rebuild:
-        db = self.index.db
-        db.execute(f"PRAGMA cache_size = -{REBUILD_CACHE_KIB}")
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            for table in ("beads", "labels", "invalid", "agents", "links", "events", "beads_fts"):
-                db.execute(f"DELETE FROM {table}")  # events: AUTOINCREMENT keeps its high mark
-            for name, _statement in _INDEXES:
-                db.execute(f"DROP INDEX IF EXISTS {name}")
-        except BaseException:
-            self._abandon()
-            raise
-        return self
-
-    def add(self, bead: Bead, path: str, blob: str, read: Any = None) -> None:
-        """Index one bead file (`blob` is its sha, as text); `read` is the mapping the bead
-        was made from, if at hand (when it is already `bead.to_dict()`, its JSON is used)."""
-        self._rows.append((bead, path, blob, read))
-        if len(self._rows) >= REBUILD_CHUNK:
-            self._flush()
-
-    def invalid(self, path: str, error: str) -> None:
-        """Record a file of `head` that could not be indexed."""
-        self._invalid.append((path, error))
-
-    def config(self, config: dict[str, Any]) -> None:
-        self._config = config
-
-    def __exit__(self, kind: object, *rest: object) -> None:
-        if kind is not None:
-            self._abandon()
-            return
-        db = self.index.db
-        try:
-            self._flush()
-            for _name, statement in _INDEXES:
-                db.execute(statement)
-            # Numbered in (created_at, id) order over the whole store, as `events.number`
-            # numbers a commit's beads; the sort is sqlite's, not a list of every bead.
-            db.execute(
-                "INSERT OR IGNORE INTO events(id) SELECT id FROM beads ORDER BY created_at, id"
-            )
-            db.execute("INSERT INTO beads_fts(rowid, title, body, labels, agents) "
-                       "SELECT * FROM beads_text")  # fmt: skip
-            db.executemany("INSERT OR IGNORE INTO agents VALUES (?)", [(n,) for n in self._named])
-            db.executemany("INSERT OR REPLACE INTO invalid VALUES (?, ?)", self._invalid)
-            self.index._set_meta("head", self.head.decode())
-            if self._config is not None:
-                self.index._set_meta("config", json.dumps(self._config))
-            db.execute("COMMIT")
-        except BaseException:
-            self._abandon()
-            raise
-        finally:
-            db.execute("PRAGMA cache_size = -2000")
-
-    def _flush(self) -> None:
-        rows, self._rows = self._rows, []
-        db = self.index.db
-        db.executemany("INSERT OR REPLACE INTO beads VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                       [_row(*row) for row in rows])  # fmt: skip
-        # In key order: the few distinct labels make long ascending runs, where sqlite's
-        # b-tree inserts stay on the pages it has in its cache.
-        labels = sorted((label, row[0].id) for row in rows for label in row[0].labels)
-        db.executemany("INSERT OR IGNORE INTO labels VALUES (?, ?)", labels)
-        named = self._named
-        for bead, *_ in rows:
-            named.add(bead.sender)
-            named.update(bead.cc)
-            if bead.assignee:
-                named.add(bead.assignee)
-        self.count += len(rows)
-
-    def _abandon(self) -> None:
-        db = self.index.db
-        rollback(db)
-        db.execute("PRAGMA cache_size = -2000")
 
 
 def _row(bead: Bead, path: str, blob: str, read: Any = None) -> tuple[Any, ...]:

@@ -145,7 +145,7 @@ def test_a_rebuild_that_fails_midway_leaves_no_half_index(
         return real(*args)
 
     monkeypatch.setattr(reconcile, "_read_bead", failing)
-    monkeypatch.setattr("beads.index.REBUILD_CHUNK", 5)  # rows already flushed are rolled back
+    monkeypatch.setattr("beads.rebuild.REBUILD_CHUNK", 5)  # rows already flushed are rolled back
     with store.locked(), pytest.raises(KeyboardInterrupt):
         store.index.drop_file()
         store.sync()
@@ -194,7 +194,7 @@ def test_a_rebuild_holds_one_chunk_of_beads_at_a_time(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = varied_store(tmp_path)
-    monkeypatch.setattr("beads.index.REBUILD_CHUNK", 4)
+    monkeypatch.setattr("beads.rebuild.REBUILD_CHUNK", 4)
     sizes: list[int] = []
     real = sqlite3.Connection.executemany
 

@@ -1,0 +1,94 @@
+"""The doctor's view check: for a large store a child process walks and reads the view while
+the index is rebuilt, and what it found never hides a file edited by hand or gone."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from beads.doctor import doctor
+from beads.ids import bead_path
+from beads.store import Store
+from beads.view import git_blob_sha
+from beads.viewscan import SCAN_AHEAD_FILES, ViewScan
+
+
+def edit_in_place(path: Path) -> None:
+    """Change one byte, keeping the file's size and times: only its content tells."""
+    stat = path.stat()
+    data = bytearray(path.read_bytes())
+    at = data.index(b"T")
+    data[at] = ord("X")
+    path.write_bytes(bytes(data))
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+
+
+@pytest.mark.parametrize("ahead", [True, False])
+@pytest.mark.parametrize("rebuild_index", [True, False])
+def test_an_edit_that_keeps_size_and_times_and_a_missing_file_are_found(
+    store: Store, monkeypatch: pytest.MonkeyPatch, ahead: bool, rebuild_index: bool
+) -> None:
+    if ahead:  # the view is walked and read by a child, as for a large store
+        monkeypatch.setattr("beads.viewscan.SCAN_AHEAD_FILES", 0)
+    edited, gone, kept = (store.create("task", f"T{n}") for n in range(3))
+    edit_in_place(store.root / bead_path("task", edited.id))
+    (store.root / bead_path("task", gone.id)).unlink()
+    report = doctor(store, rebuild_index=rebuild_index)
+    found = sorted((p.kind, p.path) for p in report.problems)
+    assert found == sorted(
+        [
+            ("view_modified", bead_path("task", edited.id)),
+            ("view_missing", bead_path("task", gone.id)),
+        ]
+    )
+    assert doctor(store, restore_view=True, rebuild_index=rebuild_index).ok
+    assert doctor(store).problems == []
+    assert store.get(kept.id).title == "T2"
+
+
+def test_a_view_behind_head_is_caught_up_before_it_is_checked(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("beads.viewscan.SCAN_AHEAD_FILES", 0)  # read before the catch-up
+    first = store.create("task", "T")
+    marker = store.view.applied_file.read_bytes()
+    old = (store.root / bead_path("task", first.id)).read_bytes()
+    store.update(first.id, title="Changed")
+    # As if the writer had died before bringing the view forward: the old file, the old mark.
+    (store.root / bead_path("task", first.id)).write_bytes(old)
+    store.view.applied_file.write_bytes(marker)
+    assert doctor(store, rebuild_index=True).problems == []
+    assert b"Changed" in (store.root / bead_path("task", first.id)).read_bytes()
+
+
+def test_the_background_scan_finds_what_the_view_walk_and_reads_find(store: Store) -> None:
+    bead = store.create("task", "T")
+    (store.root / "odd\nname").write_bytes(b"x")
+    (store.root / "link.yaml").symlink_to(store.root / bead_path("task", bead.id))
+    ahead = ViewScan(store.root, size=SCAN_AHEAD_FILES)
+    files, links, hashes = ahead.result()
+    assert (sorted(files), links) == (sorted(store.view.files()), ["link.yaml"])
+    assert hashes == {path: git_blob_sha((store.root / path).read_bytes()) for path in files}
+    assert ViewScan(store.root, size=1).result() == (*store.view.scan(), {})
+
+
+def test_doctor_rebuild_index_after_a_lost_index_rebuilds_once(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from beads import reconcile
+
+    bead = store.create("task", "T")
+    store.close()
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{store.index.path}{suffix}").unlink(missing_ok=True)
+    rebuilds: list[bytes] = []
+    real = reconcile.rebuild_index
+    monkeypatch.setattr(reconcile, "rebuild_index", lambda *a: rebuilds.append(a[2]) or real(*a))
+    with Store.open(store.root) as reopened:  # the lost index is rebuilt here, into a new file
+        report = doctor(reopened, rebuild_index=True)
+        assert report.problems == [] and len(rebuilds) == 1
+        assert reopened.get(bead.id).title == "T"
+        doctor(reopened, rebuild_index=True)  # asked again: this time from a new file
+        assert len(rebuilds) == 2
