@@ -17,14 +17,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from dulwich.errors import NotTreeError
-from dulwich.file import FileLocked, GitFile
-from dulwich.object_store import PACK_MODE, DiskObjectStore, tree_lookup_path
+from dulwich.object_store import DiskObjectStore, tree_lookup_path
 from dulwich.objects import Blob, Commit, ShaFile, Tree
-from dulwich.pack import iter_sha1, write_pack_index, write_pack_objects
 
 from beads.config import STALE_LOCK_SECONDS
 from beads.errors import StorageError
-from beads.faults import fault
 from beads.gitobjects import BLOB, TREE, RawObject, TreeCache, TreeData, write_loose
 from beads.gitrefs import BranchRef
 from beads.location import MARKER_SECTION
@@ -264,7 +261,9 @@ class GitRepo(BranchRef):
         """Write objects: loose for a small commit, one pack for a large batch."""
         try:
             if len(objects) >= PACK_OBJECTS_AT:
-                self._write_pack(objects)
+                from beads.packmerge import write_objects
+
+                write_objects(self.objects, objects)
                 self.maintain()
                 return
             write_loose(self.objects.path, objects)
@@ -272,42 +271,6 @@ class GitRepo(BranchRef):
             raise StorageError(
                 f"cannot write git objects: {exc.strerror or exc}; nothing was changed"
             ) from None
-
-    def _write_pack(self, objects: Sequence[ShaFile | RawObject]) -> None:
-        """Write `objects` as one pack, named as git names packs.
-
-        Not `add_objects`: dulwich 1.2 compares a new pack's name with every existing pack's,
-        hashing all their object ids, so each batch would cost O(store size). A pack counts
-        once its `.idx` exists, and the `.idx` is written last, so a crash leaves no half pack.
-        """
-        import tempfile  # lazy: it loads shutil, bz2 and lzma, and only batches write packs
-
-        store = self.objects
-        fd, temp = tempfile.mkstemp(dir=store.pack_dir, prefix="tmp_pack_")
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                entries, checksum = write_pack_objects(
-                    handle,
-                    _Halfway((obj, None) for obj in objects),
-                    object_format=store.object_format,
-                )
-            index = sorted((sha, offset, crc) for sha, (offset, crc) in entries.items())
-            base = os.path.join(store.pack_dir, "pack-" + iter_sha1(e[0] for e in index).decode())
-            os.chmod(temp, PACK_MODE)  # as dulwich's packs: mkstemp's 0600 hides it from a group
-            os.replace(temp, base + ".pack")
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(temp)
-            raise
-        fault("before-idx")
-        try:
-            handle = GitFile(base + ".idx", "wb")
-        except FileLocked as exc:  # the same pack, written by a writer killed before its `.idx`
-            _remove_object_lock(exc.lockfilename)
-            handle = GitFile(base + ".idx", "wb")
-        with handle:
-            write_pack_index(handle, index, checksum)
-        store._update_pack_cache()
 
     def discard_commit(self, commit_id: bytes) -> None:
         """Delete the loose object of a commit whose ref update failed: the writer was told
@@ -384,14 +347,6 @@ class GitRepo(BranchRef):
         return obj.id
 
 
-def _remove_object_lock(lock: str | bytes) -> None:
-    """Remove the lock of an object file, whatever its age. Git never locks objects (it
-    writes a temporary file and renames it), no other gc writes while we hold the write lock,
-    and objects are named by their content: any writer of that name writes the same bytes."""
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(lock)
-
-
 class _TreesKept:
     """The object store as `tree_changes` reads it (by id), keeping the trees in `trees`
     (a tree's id names its content: a kept tree is never stale)."""
@@ -440,15 +395,3 @@ class _ObjectStore(DiskObjectStore):
             path = os.path.join(self.pack_dir, basename)
             if not (os.path.exists(path + ".idx") and os.path.exists(path + ".pack")):
                 self._pack_cache.pop(basename).close()
-
-
-class _Halfway(list[tuple[ShaFile, None]]):
-    """The objects as `write_pack_objects` takes them (it needs their number first), passing
-    the fault point `mid-pack` halfway through the pack."""
-
-    def __iter__(self) -> Iterator[tuple[ShaFile, None]]:
-        half = len(self) // 2
-        for number, item in enumerate(super().__iter__()):
-            if number == half:
-                fault("mid-pack")
-            yield item

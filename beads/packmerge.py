@@ -23,7 +23,7 @@ import sys
 import zlib
 from array import array
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, BinaryIO, NamedTuple
 
 from beads.faults import fault
 from beads.gitobjects import read_loose
@@ -33,6 +33,9 @@ if TYPE_CHECKING:
     from typing import TypeAlias
 
     from dulwich.object_store import DiskObjectStore
+    from dulwich.objects import ShaFile
+
+    from beads.gitobjects import RawObject
 
     # What a merge reads and writes: dulwich's store, or the background repack's directory.
     Objects: TypeAlias = "DiskObjectStore | ObjectsDir"
@@ -176,29 +179,13 @@ def merge(objects: Objects, packs: Sequence[PackFile], loose: Sequence[bytes] = 
     """Write the objects of `packs` and the loose objects `loose` (hex ids) as one pack,
     then remove what it replaces. Entries of the packs are copied as they are (deltas
     stay deltas); memory holds a few dozen bytes per object, never the objects."""
-    import tempfile
-
-    pack_dir = objects.pack_dir
-    fd, temp = tempfile.mkstemp(dir=pack_dir, prefix="tmp_pack_")
-    try:
-        with os.fdopen(fd, "w+b") as out:
-            tables, loose_entries, packed_loose, written = _write_entries(
-                objects, out, packs, loose
-            )
-            checksum = _finish_pack(out, written)
-            os.fsync(out.fileno())
-        shas, crcs, offsets = _sorted_entries(packs, tables, loose_entries)
-        name = "pack-" + hashlib.sha1(shas).hexdigest()
-        base = os.path.join(pack_dir, name)
-        os.chmod(temp, PACK_MODE)  # as dulwich and git make packs
-        os.replace(temp, base + ".pack")
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temp)
-        raise
-    fault("repack-before-idx")
-    _write_idx(base + ".idx", shas, crcs, offsets, checksum)
-    _fsync_dir(pack_dir)
+    with _temp_pack(objects.pack_dir) as (out, temp):
+        tables, loose_entries, packed_loose, written = _write_entries(objects, out, packs, loose)
+        checksum = _finish_pack(out, written)
+        os.fsync(out.fileno())
+    shas, crcs, offsets = _sorted_entries(packs, tables, loose_entries)
+    base = _install(temp, shas, crcs, offsets, checksum, before_idx="repack-before-idx")
+    name = os.path.basename(base)
     fault("repack-written")
     if loose:
         fault("loose-packed")
@@ -214,6 +201,65 @@ def merge(objects: Objects, packs: Sequence[PackFile], loose: Sequence[bytes] = 
     with contextlib.suppress(Exception):
         objects._update_pack_cache()
     return Merged(name, len(shas) // 20, size, len(packs), len(loose_entries))
+
+
+def write_objects(objects: Objects, new: Sequence[RawObject | ShaFile]) -> None:
+    """Write `new` (a large commit's objects) as one pack of whole entries, its `.idx`
+    last: a crash leaves no half pack. Passes the fault points `mid-pack` and `before-idx`."""
+    unique = list({obj.id: obj for obj in new}.values())
+    found = []
+    with _temp_pack(objects.pack_dir) as (out, temp):
+        out.write(b"PACK" + struct.pack(">II", 2, 0))
+        position = _PACK_HEADER
+        for number, obj in enumerate(unique):
+            if number == len(unique) // 2:
+                fault("mid-pack")
+            entry = _whole_entry(obj.type_num, obj.as_raw_string())
+            out.write(entry)
+            found.append((binascii.unhexlify(obj.id), position, binascii.crc32(entry)))
+            position += len(entry)
+        checksum = _finish_pack(out, len(unique))
+    found.sort()
+    shas = bytearray(b"".join(sha for sha, _, _ in found))
+    offsets = array("Q", (offset for _, offset, _ in found))
+    crcs = array("I", (crc for _, _, crc in found))
+    _install(temp, shas, crcs, offsets, checksum, before_idx="before-idx")
+    objects._update_pack_cache()
+
+
+@contextlib.contextmanager
+def _temp_pack(pack_dir: str) -> Iterator[tuple[BinaryIO, str]]:
+    """A new pack file under a temporary name, removed if the block fails."""
+    import tempfile
+
+    fd, temp = tempfile.mkstemp(dir=pack_dir, prefix="tmp_pack_")
+    try:
+        with os.fdopen(fd, "w+b") as out:
+            yield out, temp
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temp)
+        raise
+
+
+def _install(
+    temp: str, shas: bytearray, crcs: array, offsets: array, checksum: bytes, *, before_idx: str
+) -> str:
+    """Rename the pack written at `temp` to git's name for it and write its `.idx` (last:
+    a pack counts once its `.idx` exists); returns its path without the suffix."""
+    pack_dir = os.path.dirname(temp)
+    base = os.path.join(pack_dir, "pack-" + hashlib.sha1(shas).hexdigest())
+    try:
+        os.chmod(temp, PACK_MODE)  # as dulwich and git make packs
+        os.replace(temp, base + ".pack")
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temp)
+        raise
+    fault(before_idx)
+    _write_idx(base + ".idx", shas, crcs, offsets, checksum)
+    _fsync_dir(pack_dir)
+    return base
 
 
 def remove_pack(base: str) -> None:
