@@ -35,6 +35,7 @@ settings.load_profile(PROFILE)
 THOROUGH = PROFILE == "ci"
 
 
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: `-p no:xdist` still runs
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """`-n auto`: one worker per CPU and one more. About a third of the suite waits (sleeps,
     timeouts, subprocesses, fsync) and the extra worker fills it: on two cores three workers
