@@ -451,8 +451,9 @@ class Index:
         `r.invalid(...)`, `r.config(...)`; on a clean exit the index records `head`.
 
         Faster than `apply(reset=True)` at any size: the secondary indexes are made once
-        after the rows are in (one sort each instead of a b-tree insert per row), and the
-        page cache is larger for the duration."""
+        after the rows are in (one sort each instead of a b-tree insert per row), the page
+        cache is larger for the duration, and the full-text rows are made by a thread of their
+        own while the next files are parsed (`beads.rebuild`)."""
         from beads.rebuild import Rebuild  # only a rebuild needs it
 
         return Rebuild(self, head)

@@ -8,9 +8,13 @@ view.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import threading
 from pathlib import Path
 
-from beads.view import git_blob_sha
+from beads.view import View, git_blob_sha
 
 SCAN_AHEAD_FILES = 5000  # HEAD files from which `ViewScan` works in the background
 
@@ -25,17 +29,11 @@ class ViewScan:
     (starting a child costs more than reading a few thousand files)."""
 
     def __init__(self, root: Path, size: int) -> None:
-        import subprocess
-        import sys
-        import threading
-
         self.root = root
         self._out: bytes | None = None
         self._thread: threading.Thread | None = None
         if size < SCAN_AHEAD_FILES or not sys.executable:
             return
-        import os
-
         env = dict(os.environ)  # the child imports this very package, wherever it is
         home = str(Path(__file__).resolve().parent.parent)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [home, env.get("PYTHONPATH")]))
@@ -58,8 +56,6 @@ class ViewScan:
 
     def result(self) -> tuple[list[str], list[str], dict[str, bytes]]:
         """The view's files, its links (sorted), and path -> blob id of the files read ahead."""
-        import os
-
         if self._thread is not None:
             self._thread.join()
         fields = (self._out or b"").split(b"\0")
@@ -73,8 +69,6 @@ class ViewScan:
             hashed = zip(files, rest[1::2], strict=True)
             return files, links, {path: sha for path, sha in hashed if sha}
         except ValueError:  # walked here instead
-            from beads.view import View
-
             files, links = View(self.root, self.root / ".runtime").scan()
             return files, links, {}
 
@@ -82,11 +76,6 @@ class ViewScan:
 def _scan_child() -> None:
     """`ViewScan`'s child: argv holds the store's root; prints the count of links, the
     links, each file with its blob id (empty if it could not be read), and "end"."""
-    import os
-    import sys
-
-    from beads.view import View
-
     root = Path(sys.argv[1])
     view = View(root, root / ".runtime")
     files, links = view.scan()
