@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from beads.doctor import TEMP_STALE_SECONDS, doctor
+from beads.doctor import doctor
 from beads.faults import CATCH_UP_POINTS, INIT_POINTS, PACK_POINTS, POINTS, REF_POINTS
 from beads.gitrefs import LOCK_WAIT
+from beads.gitrepair import TEMP_STALE_SECONDS
 from beads.store import Store
 from tests.conftest import GcRunner, git
 

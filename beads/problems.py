@@ -1,0 +1,50 @@
+"""What `gc doctor` finds: each problem, and the report of a run."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from beads.store import Store
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong: `kind` (repository, unparsable, index, view_modified, view_missing,
+    view_stray, symlink, stale_lock, stale_file, branch, git_head, packed_refs,
+    corrupt_object), the file, and what to do; `fixed` when this run repaired it."""
+
+    kind: str
+    path: str
+    message: str
+    fixed: bool = False
+
+    def to_json(self) -> dict[str, object]:
+        return {"kind": self.kind, "path": self.path, "message": self.message, "fixed": self.fixed}
+
+
+@dataclass
+class Report:
+    problems: list[Problem] = field(default_factory=list)
+    fixed: list[str] = field(default_factory=list)
+    beads: int = 0
+
+    @property
+    def ok(self) -> bool:
+        """True when nothing is left wrong (problems this run repaired do not count)."""
+        return all(problem.fixed for problem in self.problems)
+
+
+def remove_file(path: Path) -> bool:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def shown_path(store: Store, path: Path) -> str:
+    return path.relative_to(store.root).as_posix()
