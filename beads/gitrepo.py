@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from dulwich.errors import NotTreeError
-from dulwich.object_store import DiskObjectStore, tree_lookup_path
+from dulwich.object_store import DiskObjectStore, iter_tree_contents, tree_lookup_path
 from dulwich.objects import Blob, Commit, ShaFile, Tree
 
 from beads.config import STALE_LOCK_SECONDS
@@ -158,7 +158,7 @@ class GitRepo(BranchRef):
         tree = self.tree_of(commit_id)
         if tree is None:
             return
-        for entry in self.objects.iter_tree_contents(tree):
+        for entry in iter_tree_contents(self.objects, tree):
             yield entry.path.decode(), entry.sha
 
     def changes(
