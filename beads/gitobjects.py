@@ -174,9 +174,6 @@ class TreeCache:
         if sha is not None:
             self._kept.pop(sha, None)
 
-    def clear(self) -> None:
-        self._kept.clear()
-
 
 def write_loose(objects_dir: str, objects: Iterable[RawObject]) -> None:
     """Write each object as a loose file (`objects/xx/yyyy...`), as git does: into a
