@@ -143,7 +143,7 @@ class Batch:
     def _find(self, bead_id: str, hint: str | None) -> tuple[str, bytes] | None:
         """`(path, blob id)` of the bead's file in `base`, looked for under every type (the
         `hint` type first)."""
-        root = self.store.git.tree(self._root())
+        root = self.store.git.trees.get(self._root())
         types = [hint] if hint is not None else []
         if root is not None:
             for name, (mode, _sha) in root.entries.items():
@@ -160,7 +160,7 @@ class Batch:
         """The blob id of the file `path` in `base`'s tree, or None."""
         sha, mode = self._root(), stat.S_IFDIR
         for name in path.encode().split(b"/"):
-            tree = self.store.git.tree(sha) if stat.S_ISDIR(mode) else None
+            tree = self.store.git.trees.get(sha) if stat.S_ISDIR(mode) else None
             entry = None if tree is None else tree.entries.get(name)
             if entry is None:
                 return None

@@ -187,10 +187,8 @@ def write_loose(objects_dir: str, objects: Iterable[RawObject]) -> None:
         try:
             os.utime(path)
             continue
-        except FileNotFoundError:
-            pass
-        except PermissionError:
-            pass  # another user's object in a shared repository: written again, fresh
+        except (FileNotFoundError, PermissionError):
+            pass  # absent; or another user's, in a shared repository: written again, fresh
         raw = obj.as_raw_string()
         data = zlib.compress(
             b"%s %d\0" % (obj.type_name, len(raw)) + raw,

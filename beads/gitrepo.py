@@ -306,11 +306,6 @@ class GitRepo(BranchRef):
 
         return full(self, use_git=use_git)
 
-    def tree(self, sha: bytes) -> TreeData | None:
-        """The tree `sha` (its entries: name -> (mode, hex id)), or None when that object is
-        not a tree; kept in memory once read or written. Raises KeyError when absent."""
-        return self.trees.get(sha)
-
     def _rebuild_tree(
         self,
         tree_id: bytes | None,

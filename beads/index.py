@@ -108,11 +108,7 @@ def _guarded(method: Any) -> Any:
     def call(self: Index, *args: Any, **kwargs: Any) -> Any:
         try:
             return method(self, *args, **kwargs)
-        except sqlite3.DatabaseError as exc:
-            if error_code(exc) not in DAMAGED:
-                raise
-            self._recover(exc)
-        except _BadRow as exc:
+        except (sqlite3.DatabaseError, _BadRow) as exc:
             self._recover(exc)
         return method(self, *args, **kwargs)
 
@@ -209,6 +205,10 @@ class Index:
         events.carry(self.db, mark)
 
     def _recover(self, cause: Exception) -> None:
+        """Rebuild the file after `cause`, raised by a call; `cause` again when it is an
+        sqlite error that does not mean damage (a locked file, a full disk)."""
+        if isinstance(cause, sqlite3.DatabaseError) and error_code(cause) not in DAMAGED:
+            raise cause
         if self._recovering or self.recover is None or self.read_only:
             raise IndexDamaged(
                 f"the index {self.path} is damaged ({cause}); gc doctor --rebuild-index "
@@ -306,11 +306,7 @@ class Index:
         try:
             yield from self._rows(sql)
             return
-        except sqlite3.DatabaseError as exc:
-            if error_code(exc) not in DAMAGED:
-                raise
-            self._recover(exc)
-        except _BadRow as exc:
+        except (sqlite3.DatabaseError, _BadRow) as exc:
             self._recover(exc)
         yield from self._rows(sql)
 

@@ -329,6 +329,8 @@ def _write_entries(
     loose_entries = []
     packed_loose = [sha_hex for sha_hex in loose if _in_any(sha_hex, packs)]
     for sha_hex, entry in _loose_entries(objects, sorted(set(loose) - set(packed_loose))):
+        if written == total // 2:
+            fault("repack-mid")
         write(entry)
         loose_entries.append((binascii.unhexlify(sha_hex), position, binascii.crc32(entry)))
         packed_loose.append(sha_hex)

@@ -208,6 +208,22 @@ def test_a_repack_killed_at_any_step_loses_no_object(
     assert len(store.list()) == 105
 
 
+def test_packing_loose_tree_versions_killed_midway_loses_no_object(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with monkeypatch.context() as patched:
+        no_maintenance(patched)
+        for number in range(20):
+            store.create("task", f"loose {number}")  # versions of the same trees, all loose
+    before = objects_of(store)
+    assert run_background(store, "repack-mid") == -signal.SIGKILL
+    assert objects_of(store) >= before
+    git("fsck", "--strict", "--no-dangling", cwd=store.root)
+    assert run_background(store) == 0
+    assert objects_of(store) >= before and not list(store.git.objects._iter_loose_objects())
+    git("fsck", "--strict", "--no-dangling", cwd=store.root)
+
+
 def test_readers_never_miss_an_object_during_a_background_repack(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
