@@ -18,6 +18,9 @@ import zlib
 from collections import OrderedDict
 from typing import TYPE_CHECKING
 
+from beads.faults import fault
+from beads.spares import reuse
+
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
@@ -178,8 +181,9 @@ class TreeCache:
 def write_loose(objects_dir: str, objects: Iterable[RawObject]) -> None:
     """Write each object as a loose file (`objects/xx/yyyy...`), as git does: into a
     temporary file in that directory, renamed into place, so a reader or a crash never sees
-    half an object (a killed writer's `tmp_obj_*` is removed by `gc doctor`). An object
-    already there is only freshened (its mtime), as dulwich and git do."""
+    half an object (a killed writer's `tmp_obj_*` is removed by `gc doctor`). The temporary
+    file is a spare (`beads/spares.py`) when there is one. An object already there is only
+    freshened (its mtime), as dulwich and git do."""
     for obj in objects:
         hexsha = obj.id.decode()
         folder = os.path.join(objects_dir, hexsha[:2])
@@ -195,11 +199,19 @@ def write_loose(objects_dir: str, objects: Iterable[RawObject]) -> None:
             LOOSE_LEVEL.get(obj.type_num, LOOSE_LEVEL_DEFAULT),
         )
         temp = os.path.join(folder, f"tmp_obj_{os.getpid()}_{hexsha[2:10]}")
-        fd = _create(temp, folder)
+        fd = reuse(objects_dir, temp)
+        spare = fd is not None
+        if fd is None:
+            fd = _create(temp, folder)
+        else:
+            fault("spare-taken")
         try:
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view) :]
+            if spare:  # what is left of the spare's old bytes; read-only, as git leaves it
+                os.ftruncate(fd, len(data))
+                os.fchmod(fd, 0o444)
         except BaseException:
             os.close(fd)
             with contextlib.suppress(OSError):

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, BinaryIO, NamedTuple
 
 from beads.faults import fault
 from beads.gitobjects import read_loose
+from beads.spares import retire
 from beads.treedelta import delta_bases, encode_delta
 
 if TYPE_CHECKING:
@@ -133,10 +134,6 @@ class ObjectsDir:
                         if len(rest) == 38 and _is_hex(rest):
                             yield (prefix + rest).encode()
 
-    def delete_loose_object(self, sha: bytes) -> None:
-        name = sha.decode()
-        os.remove(os.path.join(self.path, name[:2], name[2:]))
-
     def _update_pack_cache(self) -> None:
         pass  # nothing cached
 
@@ -195,9 +192,8 @@ def merge(objects: Objects, packs: Sequence[PackFile], loose: Sequence[bytes] = 
         if pack.base != base:
             remove_pack(pack.base)
             fault("repack-mid-remove")
-    for sha_hex in packed_loose:  # only those now in a pack: an unreadable one stays
-        with contextlib.suppress(OSError):
-            objects.delete_loose_object(sha_hex)
+    # Only those now in a pack (an unreadable one stays loose), kept as spares for writers.
+    retire(objects.path, packed_loose)
     with contextlib.suppress(Exception):
         objects._update_pack_cache()
     return Merged(name, len(shas) // 20, size, len(packs), len(loose_entries))
