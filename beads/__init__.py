@@ -14,7 +14,7 @@ from beads.lazy import lazy_attributes
 TYPE_CHECKING = False  # importing typing costs a hook ~7 ms
 if TYPE_CHECKING:
     from beads.batch import Batch
-    from beads.doctor import Problem, doctor
+    from beads.checkup import Problem, doctor
     from beads.query import Query
     from beads.record import Bead
     from beads.store import Store
@@ -38,8 +38,8 @@ _LAZY = {
     "Bead": "beads.record",
     "Store": "beads.store",
     "Batch": "beads.batch",
-    "doctor": "beads.doctor",
-    "Problem": "beads.doctor",
+    "doctor": "beads.checkup",
+    "Problem": "beads.checkup",
     "Query": "beads.query",
 }
 

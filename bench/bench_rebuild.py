@@ -222,7 +222,7 @@ def view_usage(root: Path) -> tuple[int, int]:
 def measure_view_disk(n: int, store_path: str | Path | None = None) -> dict[str, Any]:
     """Disk per bead of a store of `n` aged beads (built unless `store_path` holds one) with
     `store.view` full, recent (the default window) and off; `git clone --bare` time too."""
-    from beads.doctor import doctor
+    from beads.checkup import doctor
 
     temp = None
     if store_path is None:

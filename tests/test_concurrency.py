@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from beads.doctor import doctor
+from beads import doctor
 from beads.store import Store
 from tests.conftest import git
 

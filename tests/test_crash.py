@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from beads.doctor import doctor
+from beads import doctor
 from beads.faults import CATCH_UP_POINTS, INIT_POINTS, PACK_POINTS, POINTS, REF_POINTS
 from beads.gitrefs import LOCK_WAIT
 from beads.gitrepair import TEMP_STALE_SECONDS

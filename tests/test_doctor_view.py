@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from beads.doctor import doctor
+from beads import doctor
 from beads.ids import bead_path
 from beads.store import Store
 from beads.view import git_blob_sha

@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from beads import reconcile
-from beads.doctor import doctor
+from beads import doctor, reconcile
 from beads.ids import bead_path
 from beads.store import Store
 

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 import beads.repack as repack
 import beads.treedelta as treedelta
-from beads.doctor import doctor
+from beads import doctor
 from beads.faults import REPACK_POINTS
 from beads.gitrepo import GitRepo
 from beads.store import Store

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import beads.spares as spares
-from beads.doctor import doctor
+from beads import doctor
 from beads.gitobjects import read_loose
 from beads.gitrepair import TEMP_STALE_SECONDS
 from beads.store import Store

@@ -217,7 +217,7 @@ def test_index_and_view_catch_up_with_a_push_from_a_git_clone(store: Store, tmp_
 def test_a_pushed_bead_that_does_not_parse_is_reported_and_the_rest_stay_readable(
     store: Store, tmp_path: Path
 ) -> None:
-    from beads.doctor import doctor
+    from beads import doctor
 
     good = store.create("task", "Good")
     clone = tmp_path / "clone"
@@ -235,7 +235,7 @@ def test_a_pushed_bead_that_does_not_parse_is_reported_and_the_rest_stay_readabl
 
 
 def test_doctor_reports_and_restores_a_hand_edited_view_file(store: Store) -> None:
-    from beads.doctor import doctor
+    from beads import doctor
 
     bead = store.create("task", "T")
     view_file = store.root / bead_path("task", bead.id)
@@ -251,7 +251,7 @@ def test_doctor_reports_and_restores_a_hand_edited_view_file(store: Store) -> No
 
 
 def test_the_index_rebuilds_from_git_alone(store: Store) -> None:
-    from beads.doctor import doctor
+    from beads import doctor
 
     made = [store.create("task", f"t{i}", assignee="dog") for i in range(5)]
     store.close()
@@ -387,3 +387,16 @@ def test_reading_never_imports_filelock_and_writing_locks(store: Store) -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["False", "True", "2"]
+
+
+def test_the_package_names_its_public_surface_even_after_its_modules_load() -> None:
+    """`from beads import doctor` is the function whatever was imported before (a module of
+    the same name once shadowed it)."""
+    import beads
+    import beads.checkup  # noqa: F401  (what `gc doctor` and the tests load)
+
+    for name in beads.__all__:
+        assert callable(getattr(beads, name)), name
+    from beads import doctor
+
+    assert doctor.__module__ == "beads.checkup"

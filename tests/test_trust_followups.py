@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from beads.doctor import doctor
+from beads import doctor
 from beads.errors import Conflict, StorageError
 from beads.store import Store
 from inbox import Delivery

@@ -16,7 +16,7 @@ import pytest
 
 import beads.batch
 import beads.gitrefs
-from beads.doctor import doctor
+from beads import doctor
 from beads.errors import StorageError
 from beads.reader import IndexReader
 from beads.store import Store

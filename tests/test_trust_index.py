@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from beads import doctor
 from beads.codec import dump_bead
-from beads.doctor import doctor
 from beads.errors import InvalidInput, NotFound
 from beads.ids import bead_path, new_id
 from beads.index import Index, IndexDamaged

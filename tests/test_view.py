@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from beads.doctor import doctor
+from beads import doctor
 from beads.errors import InvalidInput
 from beads.ids import bead_path, new_id
 from beads.record import Bead

@@ -84,8 +84,8 @@ def log_lines(entries: list[LogEntry]) -> str:
 @global_options
 def doctor(rebuild_index: bool, restore_view: bool, compact: bool, no_git: bool) -> None:
     """Check the repository, the index and the view against HEAD; exit 0 when clean."""
-    from beads.doctor import doctor as run_doctor
-    from beads.doctor import doctor_steps
+    from beads.checkup import doctor as run_doctor
+    from beads.checkup import doctor_steps
 
     store = open_store()
     with progress_bar(doctor_steps(compact), "gc doctor") as advance:
