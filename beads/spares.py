@@ -27,8 +27,10 @@ BUCKET_SIZE = 64
 MAX_BUCKETS = 128
 # A bucket takes spares for at most this long, so its name dates all of them.
 BUCKET_OPEN_SECONDS = 0.5
-# After finding no spare old enough, a process looks again only this much later.
-RELIST_SECONDS = 1.0
+# After finding no spare old enough, a process looks again only this much later (at most:
+# sooner when the youngest bucket comes of age). Each object created meanwhile becomes one
+# more spare, and a pool past its bound deletes files again.
+RELIST_SECONDS = 0.2
 _STAMP = 13  # digits of the retirement time (ms) in a bucket's name: sorts as it ages
 
 
@@ -145,8 +147,10 @@ def _next_bucket(spares: str, taking: _Taking) -> bool:
     for bucket in buckets:
         if not bucket[:_STAMP].isdigit():
             continue  # not ours
-        if int(bucket[:_STAMP]) > filled_before:
-            break  # this one is too young, and so are those after it
+        if int(bucket[:_STAMP]) > filled_before:  # too young, and so are those after it
+            wait = (int(bucket[:_STAMP]) - filled_before) / 1000
+            taking.look_at = now + min(wait, RELIST_SECONDS)
+            return False
         path = os.path.join(spares, bucket)
         try:
             names = os.listdir(path)

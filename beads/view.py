@@ -144,8 +144,10 @@ class View:
         content = self._read(self.applied_file)
         if content is None:
             return None
-        commit, _, made_under = content.partition(b"\n")
-        self._made_under = made_under.strip() or b"full"
+        # Two lines; anything after them is the tail of a longer marker a killed writer was
+        # rewriting in place (`mark_applied`).
+        commit, _, rest = content.partition(b"\n")
+        self._made_under = rest.partition(b"\n")[0].strip() or b"full"
         return commit.strip() or None if self._made_under == self.setting else None
 
     def mark_applied(self, commit_id: bytes, *, rebuilt: bool = False) -> None:
@@ -162,7 +164,10 @@ class View:
             self._made_under = self.setting
             self._mark_pruned()  # what the rebuild left out needs no pruning
         data = commit_id + b"\n" + self._made_under + b"\n"
-        files.write_atomic(self._root, str(self.applied_file), data, self._tmp)
+        # In place: every write rewrites it, and a new file each time frees an inode each time
+        # (`beads/spares.py` says what that costs). A reader that sees it torn or behind takes
+        # the lock and reads it again (`Store.open`, `Store.sync`).
+        files.rewrite(self._root, str(self.applied_file), data, self._tmp)
 
     def write(self, path: str, data: bytes) -> None:
         """Write HEAD's file `path`, or remove it when the setting leaves it out."""

@@ -233,3 +233,33 @@ def test_a_garbled_prune_mark_prunes_everything_that_aged_out(store: Store) -> N
         store.view.cutoff = stamp_at(time.time())  # as if a day on: the bead has aged out
         assert store.view.prune(store.index) == 1
     assert old.id not in view_beads(store)
+
+
+def test_the_view_marker_is_rewritten_in_place_never_through_a_hard_link(
+    store: Store, tmp_path: Path
+) -> None:
+    """Every write rewrites `view-applied`: in place (no inode freed, `beads/spares.py`);
+    a name planted beside it (a hard link) makes it a new file, the other name untouched."""
+    marker = store.runtime / "view-applied"
+    store.create("task", "first")
+    inode = marker.stat().st_ino
+    store.create("task", "second")
+    assert marker.stat().st_ino == inode
+    assert store.view.applied() == store.git.head()
+
+    victim = tmp_path / "victim"
+    victim.hardlink_to(marker)
+    kept = victim.read_bytes()
+    store.create("task", "third")
+    assert victim.read_bytes() == kept
+    assert marker.stat().st_ino != inode and store.view.applied() == store.git.head()
+
+
+def test_a_marker_left_half_rewritten_by_a_killed_writer_still_reads(store: Store) -> None:
+    """Killed between writing a shorter marker over a longer one and cutting it: the old
+    tail after the two lines is ignored, so the view is not rebuilt for it."""
+    store.create("task", "first")
+    head = store.git.head()
+    assert head is not None
+    (store.runtime / "view-applied").write_bytes(head + b"\nfull\nrecent 14\n")
+    assert store.view.applied() == head
