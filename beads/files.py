@@ -199,7 +199,8 @@ def rewrite(root: str, target: str, data: bytes, tmp_dir: str) -> None:
     small files whose readers check what they read under the lock the writer holds."""
     make_dirs(root, os.path.dirname(target))
     try:
-        fd = os.open(target, os.O_WRONLY | _NOFOLLOW)
+        # Non-blocking: a FIFO planted there would block the writer until someone read it.
+        fd = os.open(target, os.O_WRONLY | os.O_NONBLOCK | _NOFOLLOW)
     except OSError:
         write_atomic(root, target, data, tmp_dir)
         return

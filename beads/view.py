@@ -129,12 +129,14 @@ class View:
             files.write_atomic(self._root, str(self.pruned_file), data, self._tmp)
 
     def _read(self, path: Path) -> bytes | None:
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        try:  # non-blocking: a FIFO planted there would block the reader until written
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
         except OSError:
             return None
         try:
             return os.read(fd, 200).strip() or None
+        except OSError:
+            return None
         finally:
             os.close(fd)
 

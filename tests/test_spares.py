@@ -10,6 +10,7 @@ import pytest
 
 import beads.spares as spares
 from beads import doctor
+from beads.faults import SPARE_POINTS
 from beads.gitobjects import read_loose
 from beads.gitrepair import TEMP_STALE_SECONDS
 from beads.store import Store
@@ -144,7 +145,7 @@ def test_a_kill_after_taking_a_spare_leaves_a_usable_store(tmp_path: Path) -> No
     store.close()
     root = tmp_path / ".beads"
     age_spares(root)
-    run_writer(root, "spare-taken", WRITER)
+    run_writer(root, SPARE_POINTS[0], WRITER)
     # The spare was renamed to a temporary name, its old bytes not yet overwritten: no
     # object holds them, and doctor removes the file once it is a dead writer's.
     leftovers = list((root / ".git" / "objects").glob("*/tmp_obj_*"))

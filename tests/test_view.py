@@ -3,6 +3,7 @@ doctor's pruning and after switching; commands never need the view."""
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -253,6 +254,14 @@ def test_the_view_marker_is_rewritten_in_place_never_through_a_hard_link(
     store.create("task", "third")
     assert victim.read_bytes() == kept
     assert marker.stat().st_ino != inode and store.view.applied() == store.git.head()
+
+
+def test_a_fifo_planted_at_the_marker_is_replaced_not_waited_on(store: Store) -> None:
+    marker = store.runtime / "view-applied"
+    marker.unlink()
+    os.mkfifo(marker)
+    store.create("task", "first")  # would block forever opening the FIFO for writing
+    assert marker.is_file() and store.view.applied() == store.git.head()
 
 
 def test_a_marker_left_half_rewritten_by_a_killed_writer_still_reads(store: Store) -> None:
