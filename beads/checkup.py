@@ -171,7 +171,7 @@ class _ViewScan:
     background, for a large store, until they are asked for)."""
 
     def __init__(self, store: Store, head: bytes | None, tree: dict[str, bytes] | None = None):
-        self.marker = _view_marker(store)
+        self.marker = store.view.marker()
         self.head = head
         self.tree = tree_files(store.git, head) if tree is None else tree
         self._scan = ViewScan(store.root, len(self.tree))
@@ -179,21 +179,13 @@ class _ViewScan:
 
     def still_valid(self, store: Store) -> bool:
         """Whether `sync` left the view (and HEAD) as they were when this scan was made."""
-        return _view_marker(store) == self.marker and store.git.head() == self.head
+        return store.view.marker() == self.marker and store.git.head() == self.head
 
     def found(self) -> tuple[list[str], list[str], dict[str, bytes]]:
         """The view's files, its links and the blob ids of files read ahead (`ViewScan`)."""
         if self._found is None:
             self._found = self._scan.result()
         return self._found
-
-
-def _view_marker(store: Store) -> bytes | None:
-    """`view-applied` as it is: every change `sync` makes to the view rewrites it."""
-    try:
-        return store.view.applied_file.read_bytes()
-    except OSError:
-        return None
 
 
 def _check_view(

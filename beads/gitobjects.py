@@ -199,19 +199,18 @@ def write_loose(objects_dir: str, objects: Iterable[RawObject]) -> None:
             LOOSE_LEVEL.get(obj.type_num, LOOSE_LEVEL_DEFAULT),
         )
         temp = os.path.join(folder, f"tmp_obj_{os.getpid()}_{hexsha[2:10]}")
-        fd = reuse(objects_dir, temp)
-        spare = fd is not None
-        if fd is None:
+        spare = reuse(objects_dir, temp)
+        if spare is None:
             fd = _create(temp, folder)
         else:
+            fd, mode = spare
             fault("spare-taken")
         try:
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view) :]
-            if spare:  # what is left of the spare's old bytes; read-only, as git leaves it
-                os.ftruncate(fd, len(data))
-                os.fchmod(fd, 0o444)
+            if spare is not None:
+                os.fchmod(fd, mode)
         except BaseException:
             os.close(fd)
             with contextlib.suppress(OSError):

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import time
 
 SPARE_DIR = "spare-objects"
@@ -27,6 +28,8 @@ BUCKET_SIZE = 64
 MAX_BUCKETS = 128
 # A bucket takes spares for at most this long, so its name dates all of them.
 BUCKET_OPEN_SECONDS = 0.5
+# Spares a writer tries per object before it creates the file instead.
+TRIES = 8
 # After finding no spare old enough, a process looks again only this much later (at most:
 # sooner when the youngest bucket comes of age). Each object created meanwhile becomes one
 # more spare, and a pool past its bound deletes files again.
@@ -53,10 +56,12 @@ def retire(objects_dir: str, shas: list[bytes]) -> None:
     for sha in shas:
         name = sha.decode()
         path = os.path.join(objects_dir, name[:2], name[2:])
-        if (room == 0 or time.time() > opened + BUCKET_OPEN_SECONDS) and buckets_left > 0:
-            bucket, room, opened = _new_bucket(spares), BUCKET_SIZE, time.time()
-            buckets_left -= 1
-        if not (room > 0 and bucket and _keep(path, os.path.join(bucket, name))):
+        if room == 0 or time.time() > opened + BUCKET_OPEN_SECONDS:
+            bucket, room = "", 0  # full, or open too long for its name to date what it holds
+            if buckets_left > 0:
+                bucket, room, opened = _new_bucket(spares), BUCKET_SIZE, time.time()
+                buckets_left -= 1
+        if not (bucket and _keep(path, os.path.join(bucket, name))):
             with contextlib.suppress(OSError):
                 os.unlink(path)
             continue
@@ -74,9 +79,13 @@ def _new_bucket(spares: str) -> str:
 
 
 def _keep(path: str, spare: str) -> bool:
-    """Move a loose object to `spare`, writable by its owner; False if it cannot be."""
+    """Move a loose object to `spare`; False if it cannot be, or must
+    not be: a file with other names (a local `git clone` hard-links the objects it copies)
+    would change under them when reused."""
     try:
-        os.chmod(path, 0o600)  # git writes loose objects read-only
+        found = os.lstat(path)
+        if not (stat.S_ISREG(found.st_mode) and found.st_nlink == 1):
+            return False
         os.rename(path, spare)  # same file system: no inode is freed
     except OSError:
         return False
@@ -98,23 +107,73 @@ class _Taking:
 _taking: dict[str, _Taking] = {}
 
 
-def reuse(objects_dir: str, temp: str) -> int | None:
-    """A spare renamed to `temp` (in an existing folder) and opened for writing, or None when
-    there is none old enough: the caller then creates `temp`. The caller writes the new
-    object from offset 0, truncates the file to its length and makes it read-only."""
+def reuse(objects_dir: str, temp: str) -> tuple[int, int] | None:
+    """A spare renamed to `temp`, emptied and opened for writing, and the mode to give it
+    once written (the one it was made with: read-only); None when there is none fit to use,
+    and the caller creates `temp`."""
     spares = spare_dir(objects_dir)
     taking = _taking.get(spares)
     if taking is None:
         taking = _taking[spares] = _Taking()
-    while True:
+    for _try in range(TRIES):
         if not taking.names and not _next_bucket(spares, taking):
             return None
         spare = os.path.join(taking.bucket, taking.names.pop())
+        mode = _fit(spare)
+        if mode is None:
+            continue
         try:
+            os.chmod(spare, 0o600)  # git made it read-only
             _rename_into(spare, temp)
-            return os.open(temp, os.O_WRONLY)
+        except FileNotFoundError:
+            continue  # taken by another writer
         except OSError:
-            continue  # taken by another writer, or removed: the next one
+            break  # no right to, a full or read-only disk: create the file (and fail there)
+        fd = _open_own(temp)
+        if fd is not None:
+            return fd, mode
+        with contextlib.suppress(OSError):
+            os.unlink(temp)  # changed hands since `_fit`: dropped
+    taking.names = []
+    taking.look_at = time.monotonic() + RELIST_SECONDS
+    return None
+
+
+def _fit(spare: str) -> int | None:
+    """The mode of `spare` if it may be overwritten: a regular file of ours with no other
+    name, moved here at least `GRACE_SECONDS` ago (its ctime: the move set it). One with
+    other names or of another kind is dropped from the bucket (only that name: the file is
+    untouched)."""
+    try:
+        found = os.lstat(spare)
+    except OSError:
+        return None
+    if not (stat.S_ISREG(found.st_mode) and found.st_nlink == 1):
+        with contextlib.suppress(OSError):
+            os.unlink(spare)
+        return None
+    if found.st_uid != os.geteuid() or found.st_ctime > time.time() - GRACE_SECONDS:
+        return None
+    return stat.S_IMODE(found.st_mode)
+
+
+def _open_own(temp: str) -> int | None:
+    """`temp` opened for writing and emptied, if it is still a regular file with one name;
+    never through a link, and never waiting on a FIFO. Emptied first, so that a power cut
+    can leave the new object short (found by `gc doctor`), never the old object whole."""
+    try:
+        fd = os.open(temp, os.O_WRONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        found = os.fstat(fd)
+        if stat.S_ISREG(found.st_mode) and found.st_nlink == 1:
+            os.ftruncate(fd, 0)
+            return fd
+    except OSError:
+        pass
+    os.close(fd)
+    return None
 
 
 def _rename_into(spare: str, temp: str) -> None:
@@ -145,10 +204,11 @@ def _next_bucket(spares: str, taking: _Taking) -> bool:
         buckets = []
     filled_before = _now_ms() - int(GRACE_SECONDS * 1000)
     for bucket in buckets:
-        if not bucket[:_STAMP].isdigit():
+        stamp = bucket[:_STAMP]
+        if not (stamp.isascii() and stamp.isdigit()):
             continue  # not ours
-        if int(bucket[:_STAMP]) > filled_before:  # too young, and so are those after it
-            wait = (int(bucket[:_STAMP]) - filled_before) / 1000
+        if int(stamp) > filled_before:  # too young, and so are those after it
+            wait = (int(stamp) - filled_before) / 1000
             taking.look_at = now + min(wait, RELIST_SECONDS)
             return False
         path = os.path.join(spares, bucket)

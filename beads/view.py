@@ -140,6 +140,10 @@ class View:
         finally:
             os.close(fd)
 
+    def marker(self) -> bytes | None:
+        """`view-applied` as it is (never through a link, never waiting on a FIFO)."""
+        return self._read(self.applied_file)
+
     def applied(self) -> bytes | None:
         """The commit the view reflects, or None when unknown or made under another setting
         (a view of an older gc, which records the commit alone, is a `full` one)."""

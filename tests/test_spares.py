@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
+import time
 from pathlib import Path
 
 import pytest
@@ -32,13 +33,6 @@ def loose_objects(root: Path) -> dict[int, Path]:
     return {p.stat().st_ino: p for p in objects.glob("[0-9a-f][0-9a-f]/*") if len(p.name) == 38}
 
 
-def age_spares(root: Path) -> None:
-    """Date every bucket long ago, as if retired before the grace period (for a writer in
-    another process, whose grace we cannot patch)."""
-    for bucket in (root / ".git" / spares.SPARE_DIR).iterdir():
-        bucket.rename(bucket.with_name("0" * 13 + bucket.name[13:]))
-
-
 @pytest.fixture
 def no_grace(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(spares, "GRACE_SECONDS", 0.0)
@@ -57,6 +51,8 @@ def test_packed_loose_objects_become_spares_and_new_objects_reuse_their_inodes(
     writes(store, 5, "first")
     packed = loose_objects(root)
     assert packed
+    fresh_mode = stat.S_IMODE(next(iter(packed.values())).stat().st_mode)
+    assert fresh_mode & 0o222 == 0
     store.git.pack_loose_objects()
     kept = spare_files(root)
     assert set(kept) == set(packed)  # moved, not deleted: the same inodes
@@ -67,7 +63,7 @@ def test_packed_loose_objects_become_spares_and_new_objects_reuse_their_inodes(
     assert reused and set(reused) <= set(kept)
     assert set(spare_files(root)) == set(kept) - set(reused)
     for path in reused.values():
-        assert stat.S_IMODE(path.stat().st_mode) == 0o444  # read-only, as git writes them
+        assert stat.S_IMODE(path.stat().st_mode) == fresh_mode  # read-only, like a new one
         sha = (path.parent.name + path.name).encode()
         assert read_loose(str(root / ".git" / "objects"), sha) is not None  # hashes to its name
     assert sorted(b.title for b in store.list()) == sorted(
@@ -144,7 +140,7 @@ def test_a_kill_after_taking_a_spare_leaves_a_usable_store(tmp_path: Path) -> No
     store.git.pack_loose_objects()
     store.close()
     root = tmp_path / ".beads"
-    age_spares(root)
+    time.sleep(spares.GRACE_SECONDS + 0.1)  # the writer runs elsewhere: its grace is real
     run_writer(root, SPARE_POINTS[0], WRITER)
     # The spare was renamed to a temporary name, its old bytes not yet overwritten: no
     # object holds them, and doctor removes the file once it is a dead writer's.
@@ -157,3 +153,61 @@ def test_a_kill_after_taking_a_spare_leaves_a_usable_store(tmp_path: Path) -> No
         assert [p.kind for p in doctor(reopened).problems] == ["stale_file"]
     check_usable(root, expected)
     assert os.listdir(root / ".git" / spares.SPARE_DIR)
+
+
+def test_a_loose_object_with_other_names_is_deleted_not_kept(
+    store: Store, tmp_path: Path, no_grace: None
+) -> None:
+    """A local `git clone` hard-links the objects it copies: reusing one would rewrite the
+    clone's object under it. Only this store's name goes; the clone's file is untouched."""
+    writes(store, 2, "first")
+    shared = next(iter(loose_objects(store.root).values()))
+    other = tmp_path / "clone-object"
+    other.hardlink_to(shared)
+    before = other.read_bytes()
+    store.git.pack_loose_objects()
+    assert other.stat().st_ino not in spare_files(store.root)
+    writes(store, 3, "second")
+    assert other.read_bytes() == before and other.stat().st_nlink == 1
+
+
+def test_a_spare_that_cannot_be_moved_makes_the_writer_create_its_file(
+    store: Store, no_grace: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read-only or full disk, a folder of another user: the writer stops trying spares
+    at once (it never spins holding the write lock) and writes its objects as new files."""
+    writes(store, 3, "first")
+    store.git.pack_loose_objects()
+    kept = spare_files(store.root)
+    calls = []
+
+    def refused(source: str, target: str) -> None:
+        calls.append(source)
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(spares, "RELIST_SECONDS", 60.0)
+    monkeypatch.setattr(spares.os, "rename", refused)
+    writes(store, 1, "second")
+    monkeypatch.undo()
+    assert len(calls) == 1
+    assert set(spare_files(store.root)) == set(kept)
+    assert {b.title for b in store.list()} >= {"second 0"}
+    git("fsck", "--strict", "--no-dangling", cwd=store.root)
+
+
+def test_a_link_or_a_fifo_in_a_bucket_is_dropped_never_written_through(
+    store: Store, tmp_path: Path, no_grace: None
+) -> None:
+    writes(store, 1, "first")
+    store.git.pack_loose_objects()
+    bucket = next((store.root / ".git" / spares.SPARE_DIR).iterdir())
+    for spare in bucket.iterdir():
+        spare.unlink()
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"precious")
+    (bucket / ("a" * 40)).symlink_to(victim)
+    os.mkfifo(bucket / ("b" * 40))
+    writes(store, 2, "second")  # would block on the FIFO, or write through the link
+    assert victim.read_bytes() == b"precious"
+    assert not bucket.exists() or list(bucket.iterdir()) == []
+    git("fsck", "--strict", "--no-dangling", cwd=store.root)
