@@ -209,7 +209,8 @@ def write_loose(objects_dir: str, objects: Iterable[RawObject]) -> None:
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view) :]
-            if spare is not None:
+            if spare is not None:  # the rest of the spare's old bytes; then read-only again
+                os.ftruncate(fd, len(data))
                 os.fchmod(fd, mode)
         except BaseException:
             os.close(fd)

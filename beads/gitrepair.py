@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from beads import files
+from beads.gitobjects import read_loose
 from beads.gitrefs import GC_LOCK_MTIME, lock_age
 from beads.initstore import remove_dead_builds
 from beads.problems import Problem, Report, remove_file, shown_path
@@ -177,22 +178,23 @@ def check_packed_refs(store: Store, report: Report) -> None:
 
 
 def check_loose_objects(store: Store, report: Report) -> None:
-    """Find loose objects that cannot be read (a full disk, a power cut) and repair those
-    whose content exists elsewhere: in a pack, or as a view file with the same id."""
+    """Find loose objects that cannot be read or do not hash to their name (a full disk, a
+    power cut: a reused spare file can hold another object's bytes, `beads/spares.py`) and
+    repair those whose content exists elsewhere: in a pack, or as a view file."""
     git = store.git
     objects = git.objects
     for sha in list(objects._iter_loose_objects()):
-        try:
-            if objects._get_loose_object(sha) is not None:
-                continue
-        except Exception:  # dulwich raises several kinds for a damaged object
-            pass
+        if read_loose(objects.path, sha) is not None:
+            continue
         path = Path(objects._get_shafile_path(sha))
         shown = shown_path(store, path)
         # Moved aside: an unreadable file hides any good copy and blocks rewriting it.
         aside = store.runtime / "corrupt-objects" / sha.decode()
         files.make_dirs(str(store.root), str(aside.parent))  # never through a link
-        os.replace(path, aside)
+        try:
+            os.replace(path, aside)
+        except FileNotFoundError:
+            continue  # packed meanwhile by the background repack
         if sha in objects:
             message, fixed = "unreadable; moved aside (a pack holds the object)", True
         else:

@@ -211,3 +211,18 @@ def test_a_link_or_a_fifo_in_a_bucket_is_dropped_never_written_through(
     assert victim.read_bytes() == b"precious"
     assert not bucket.exists() or list(bucket.iterdir()) == []
     git("fsck", "--strict", "--no-dangling", cwd=store.root)
+
+
+def test_doctor_finds_a_loose_object_holding_another_objects_bytes(store: Store) -> None:
+    """What a power cut can leave after a spare was reused: the old object's bytes, whole
+    and valid, under the new name. They do not hash to it; doctor finds that."""
+    writes(store, 1, "first")
+    store.git.pack_loose_objects()  # everything so far is in a pack
+    writes(store, 1, "second")
+    loose = sorted(loose_objects(store.root).values())
+    victim, donor = loose[0], loose[1]
+    victim.chmod(0o600)
+    victim.write_bytes(donor.read_bytes())
+    report = doctor(store)
+    assert [p.kind for p in report.problems] == ["corrupt_object"]
+    assert "unreadable" in report.problems[0].message
