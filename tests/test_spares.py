@@ -12,7 +12,7 @@ import pytest
 import beads.spares as spares
 from beads import doctor
 from beads.faults import SPARE_POINTS
-from beads.gitobjects import read_loose
+from beads.gitobjects import BLOB, read_loose
 from beads.gitrepair import TEMP_STALE_SECONDS
 from beads.store import Store
 from tests.conftest import git
@@ -219,10 +219,19 @@ def test_doctor_finds_a_loose_object_holding_another_objects_bytes(store: Store)
     writes(store, 1, "first")
     store.git.pack_loose_objects()  # everything so far is in a pack
     writes(store, 1, "second")
+    objects = str(store.root / ".git" / "objects")
+
+    def kind(path: Path) -> int:
+        found = read_loose(objects, (path.parent.name + path.name).encode())
+        assert found is not None
+        return found[0]
+
     loose = sorted(loose_objects(store.root).values())
-    victim, donor = loose[0], loose[1]
+    victim = next(p for p in loose if kind(p) == BLOB)  # the new bead's file: in the view too
+    donor = next(p for p in loose if p != victim)
     victim.chmod(0o600)
     victim.write_bytes(donor.read_bytes())
     report = doctor(store)
-    assert [p.kind for p in report.problems] == ["corrupt_object"]
-    assert "unreadable" in report.problems[0].message
+    assert [(p.kind, p.fixed) for p in report.problems] == [("corrupt_object", True)]
+    assert "rewritten from the view file" in report.problems[0].message
+    git("fsck", "--strict", "--no-dangling", cwd=store.root)
