@@ -232,8 +232,6 @@ def _check_links(store: Store, view_links: list[str], report: Report, *, restore
     """Symbolic links in the view or `.runtime/`: gc never writes through them. A view link
     is removed with `restore` (the view check then writes HEAD's files in its place); one
     under `.runtime/` is for the user to move away (it may hold queues)."""
-    import os
-
     for rel in view_links:
         path = store.root / rel
         if restore:

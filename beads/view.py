@@ -147,7 +147,7 @@ class View:
     def applied(self) -> bytes | None:
         """The commit the view reflects, or None when unknown or made under another setting
         (a view of an older gc, which records the commit alone, is a `full` one)."""
-        content = self._read(self.applied_file)
+        content = self.marker()
         if content is None:
             return None
         # Two lines; anything after them is the tail of a longer marker a killed writer was
