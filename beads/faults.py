@@ -15,9 +15,6 @@ REF_POINTS = ("ref-locked", "ref-written")
 # Writing a pack (halfway through its objects; before its `.idx`), and packing loose objects
 # (the pack in place, the loose copies not yet deleted).
 PACK_POINTS = ("mid-pack", "before-idx", "loose-packed")
-# Writing a loose object into a spare file (`beads/spares.py`): renamed to its temporary
-# name, its old bytes not yet overwritten.
-SPARE_POINTS = ("spare-taken",)
 # Merging packs (`beads/repack.py`): halfway through the entries; the pack in place, its
 # `.idx` not yet; both in place, nothing removed; the first old pack removed.
 REPACK_POINTS = ("repack-mid", "repack-before-idx", "repack-written", "repack-mid-remove")

@@ -191,30 +191,6 @@ def _write_atomic(root: str, target: str, data: bytes, tmp_dir: str, replace_lin
     return replaced
 
 
-def rewrite(root: str, target: str, data: bytes, tmp_dir: str) -> None:
-    """Write `data` over the file `target` in place, or whole through `write_atomic` when it
-    is missing, a link, or has other names (a hard link planted by someone is never written
-    through). In place, no inode is freed and none allocated (see `beads/spares.py`), but a
-    reader may see old and new bytes mixed, or a killed writer leave the old tail: only for
-    small files whose readers check what they read under the lock the writer holds."""
-    make_dirs(root, os.path.dirname(target))
-    try:
-        # Non-blocking: a FIFO planted there would block the writer until someone read it.
-        fd = os.open(target, os.O_WRONLY | os.O_NONBLOCK | _NOFOLLOW)
-    except OSError:
-        write_atomic(root, target, data, tmp_dir)
-        return
-    try:
-        found = os.fstat(fd)
-        if stat.S_ISREG(found.st_mode) and found.st_nlink == 1:
-            if os.pwrite(fd, data, 0) == len(data):
-                os.ftruncate(fd, len(data))
-                return
-    finally:
-        os.close(fd)
-    write_atomic(root, target, data, tmp_dir)
-
-
 def open_file(root: str, path: str, flags: int = os.O_WRONLY | os.O_APPEND) -> int:
     """A descriptor on `path` under `root` (created if missing), never through a link."""
     make_dirs(root, os.path.dirname(path))

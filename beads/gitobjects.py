@@ -18,9 +18,6 @@ import zlib
 from collections import OrderedDict
 from typing import TYPE_CHECKING
 
-from beads.faults import fault
-from beads.spares import reuse
-
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
@@ -181,9 +178,9 @@ class TreeCache:
 def write_loose(objects_dir: str, objects: Iterable[RawObject]) -> None:
     """Write each object as a loose file (`objects/xx/yyyy...`), as git does: into a
     temporary file in that directory, renamed into place, so a reader or a crash never sees
-    half an object (a killed writer's `tmp_obj_*` is removed by `gc doctor`). The temporary
-    file is a spare (`beads/spares.py`) when there is one. An object already there is only
-    freshened (its mtime), as dulwich and git do."""
+    half an object (a killed writer's `tmp_obj_*` is removed by `gc doctor`). A file once in
+    place is never written again (git's rule). An object already there is only freshened
+    (its mtime), as dulwich and git do."""
     for obj in objects:
         hexsha = obj.id.decode()
         folder = os.path.join(objects_dir, hexsha[:2])
@@ -199,19 +196,11 @@ def write_loose(objects_dir: str, objects: Iterable[RawObject]) -> None:
             LOOSE_LEVEL.get(obj.type_num, LOOSE_LEVEL_DEFAULT),
         )
         temp = os.path.join(folder, f"tmp_obj_{os.getpid()}_{hexsha[2:10]}")
-        spare = reuse(objects_dir, temp)
-        if spare is None:
-            fd = _create(temp, folder)
-        else:
-            fd, mode = spare
-            fault("spare-taken")
+        fd = _create(temp, folder)
         try:
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view) :]
-            if spare is not None:  # the rest of the spare's old bytes; then read-only again
-                os.ftruncate(fd, len(data))
-                os.fchmod(fd, mode)
         except BaseException:
             os.close(fd)
             with contextlib.suppress(OSError):

@@ -179,7 +179,7 @@ def check_packed_refs(store: Store, report: Report) -> None:
 
 def check_loose_objects(store: Store, report: Report) -> None:
     """Find loose objects that cannot be read or do not hash to their name (a full disk, a
-    power cut: a reused spare file can hold another object's bytes, `beads/spares.py`) and
+    power cut, a disk fault) and
     repair those whose content exists elsewhere: in a pack, or as a view file."""
     git = store.git
     objects = git.objects

@@ -18,6 +18,7 @@ import hashlib
 import heapq
 import mmap
 import os
+import shutil
 import struct
 import sys
 import zlib
@@ -27,7 +28,6 @@ from typing import TYPE_CHECKING, BinaryIO, NamedTuple
 
 from beads.faults import fault
 from beads.gitobjects import read_loose
-from beads.spares import retire
 from beads.treedelta import delta_bases, encode_delta
 
 if TYPE_CHECKING:
@@ -172,6 +172,23 @@ class Merged(NamedTuple):
     loose: int
 
 
+# A folder of recycled loose-object files that earlier builds kept beside `objects/`:
+# nothing reads it, so a repack deletes it.
+OLD_SPARE_DIR = "spare-objects"
+
+
+def remove_loose(objects_dir: str, shas: Sequence[bytes]) -> None:
+    """Delete the loose copies of `shas` (hex ids, now in a pack); one already gone is
+    skipped. Also removes the folder of recycled object files an older version kept."""
+    for sha in shas:
+        name = sha.decode()
+        with contextlib.suppress(OSError):
+            os.unlink(os.path.join(objects_dir, name[:2], name[2:]))
+    old = os.path.join(os.path.dirname(objects_dir), OLD_SPARE_DIR)
+    if os.path.isdir(old) and not os.path.islink(old):
+        shutil.rmtree(old, ignore_errors=True)
+
+
 def merge(objects: Objects, packs: Sequence[PackFile], loose: Sequence[bytes] = ()) -> Merged:
     """Write the objects of `packs` and the loose objects `loose` (hex ids) as one pack,
     then remove what it replaces. Entries of the packs are copied as they are (deltas
@@ -192,8 +209,8 @@ def merge(objects: Objects, packs: Sequence[PackFile], loose: Sequence[bytes] = 
         if pack.base != base:
             remove_pack(pack.base)
             fault("repack-mid-remove")
-    # Only those now in a pack (an unreadable one stays loose), kept as spares for writers.
-    retire(objects.path, packed_loose)
+    # Only those now in a pack (an unreadable one stays loose).
+    remove_loose(objects.path, packed_loose)
     with contextlib.suppress(Exception):
         objects._update_pack_cache()
     return Merged(name, len(shas) // 20, size, len(packs), len(loose_entries))

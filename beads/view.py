@@ -170,10 +170,8 @@ class View:
             self._made_under = self.setting
             self._mark_pruned()  # what the rebuild left out needs no pruning
         data = commit_id + b"\n" + self._made_under + b"\n"
-        # In place: every write rewrites it, and a new file each time frees an inode each time
-        # (`beads/spares.py` says what that costs). A reader that sees it torn or behind takes
-        # the lock and reads it again (`Store.open`, `Store.sync`).
-        files.rewrite(self._root, str(self.applied_file), data, self._tmp)
+        # A new file renamed into place: a reader sees the old marker or the new, never a mix.
+        files.write_atomic(self._root, str(self.applied_file), data, self._tmp)
 
     def write(self, path: str, data: bytes) -> None:
         """Write HEAD's file `path`, or remove it when the setting leaves it out."""

@@ -18,6 +18,7 @@ import beads.repack as repack
 import beads.treedelta as treedelta
 from beads import doctor
 from beads.faults import REPACK_POINTS
+from beads.gitobjects import BLOB, read_loose
 from beads.gitrepo import GitRepo
 from beads.store import Store
 from tests.conftest import git
@@ -321,3 +322,66 @@ def test_a_large_merge_runs_in_the_background_not_in_the_write(
     monkeypatch.undo()
     assert repack.wait_idle(store.root / ".git", 60)
     assert len(pack_counts(store)) == 1 and len(store.list()) == 50
+
+
+def loose_files(store: Store) -> dict[str, tuple[int, bytes]]:
+    """Every loose object file of `store`: its name -> (inode, bytes)."""
+    objects = store.root / ".git" / "objects"
+    return {
+        path.parent.name + path.name: (path.stat().st_ino, path.read_bytes())
+        for path in objects.glob("[0-9a-f][0-9a-f]/*")
+        if len(path.name) == 38
+    }
+
+
+def test_an_object_file_is_never_changed_once_written(store: Store) -> None:
+    """Git's rule: an object file keeps its bytes for as long as it has its name, through
+    writes and repacks; a packed loose copy is deleted, never reused for another object."""
+    seen: dict[int, tuple[str, bytes]] = {}
+    for round_ in range(4):
+        for number in range(6):
+            store.create("task", f"round {round_} bead {number}", "body\n")
+        for name, (inode, data) in loose_files(store).items():
+            before = seen.setdefault(inode, (name, data))
+            assert before == (name, data), f"object file {name} changed after it was written"
+        store.git.pack_loose_objects()
+        assert loose_files(store) == {}
+        seen.clear()  # deleted files free their inodes: a new file may take one
+    assert not (store.root / ".git" / "spare-objects").exists()
+    git("fsck", "--strict", "--no-dangling", cwd=store.root)
+    assert "garbage: 0" in git("count-objects", "-v", cwd=store.root)
+    assert doctor(store).ok
+
+
+def test_a_repack_removes_recycled_object_files_an_earlier_build_kept(store: Store) -> None:
+    store.create("task", "one", "body\n")
+    old = store.root / ".git" / "spare-objects" / "0001-abcd"
+    old.mkdir(parents=True)
+    (old / "0123456789abcdef0123456789abcdef01234567").write_bytes(b"old object bytes")
+    store.git.pack_loose_objects()
+    assert not old.parent.exists()
+    assert [b.title for b in store.list()] == ["one"]
+
+
+def test_doctor_finds_a_loose_object_holding_another_objects_bytes(store: Store) -> None:
+    """A disk fault can leave one object's bytes, whole and valid, under another's name:
+    they do not hash to it; doctor finds that and restores the bead's blob from the view."""
+    store.create("task", "first", "body\n")
+    store.git.pack_loose_objects()  # everything so far is in a pack
+    store.create("task", "second", "body\n")
+    objects = store.root / ".git" / "objects"
+    loose = sorted(p for p in objects.glob("[0-9a-f][0-9a-f]/*") if len(p.name) == 38)
+
+    def kind(path: Path) -> int:
+        found = read_loose(str(objects), (path.parent.name + path.name).encode())
+        assert found is not None
+        return found[0]
+
+    victim = next(p for p in loose if kind(p) == BLOB)  # the new bead's file: in the view too
+    donor = next(p for p in loose if p != victim)
+    victim.chmod(0o600)
+    victim.write_bytes(donor.read_bytes())
+    report = doctor(store)
+    assert [(p.kind, p.fixed) for p in report.problems] == [("corrupt_object", True)]
+    assert "rewritten from the view file" in report.problems[0].message
+    git("fsck", "--strict", "--no-dangling", cwd=store.root)
