@@ -207,6 +207,24 @@ def test_errors_in_json_mode(project: GcRunner) -> None:
     assert usage.returncode == 30 and json.loads(usage.stdout)["error"]["code"] == "invalid_input"
 
 
+@pytest.mark.parametrize(
+    "group", [("mail",), ("thread",), ("bead",), ("hook",), ("inbox",), ()], ids=" ".join
+)
+def test_a_group_without_a_subcommand_says_so_and_shows_its_help_as_lines(
+    project: GcRunner, group: tuple[str, ...]
+) -> None:
+    result = project(*group)
+    assert result.returncode == 30 and result.stdout == ""
+    lines = result.stderr.splitlines()
+    assert lines[0] == "gc: missing subcommand"
+    assert lines[1].startswith(f"Usage: gc {' '.join(group)}".rstrip())
+    assert "Commands:" in lines and "\\n" not in result.stderr
+    as_json = project(*group, "--json")
+    assert as_json.returncode == 30
+    assert json.loads(as_json.stdout)["error"]["message"] == "missing subcommand"
+    assert project(*group, "--help").returncode == 0
+
+
 @pytest.mark.gc_process
 def test_no_store_exits_40_and_says_to_init(gc: GcRunner) -> None:
     exit_code, stderr = run_bad(gc, "bead", "list")

@@ -330,7 +330,6 @@ ID = re.compile(r"gc-[0-9]+")
 OUR_WORDING = {
     "bead not found": "no message",
     "missing message ID": "Missing argument",
-    "missing subcommand": "Usage: gc mail",
 }
 
 

@@ -113,6 +113,9 @@ def main(argv: list[str] | None = None, program: str = "gc") -> None:
     except click.exceptions.Abort:  # Ctrl-C or end of input at one of click's prompts
         _fail(Interrupted("interrupted"), args, ctx_settings, program=program)
     except click.ClickException as exc:
+        if _missing_subcommand(exc):  # `gc mail` alone: say so, then the group's help
+            error, help_text = InvalidInput("missing subcommand"), exc.ctx.get_help()
+            _fail(error, args, ctx_settings, program=program, detail=help_text)
         _fail(InvalidInput(exc.format_message()), args, ctx_settings, program=program)
     except GcError as exc:
         _fail(exc, args, ctx_settings, program=program)
@@ -129,6 +132,18 @@ def main(argv: list[str] | None = None, program: str = "gc") -> None:
         # A full disk or a store this user may not write is no fault of ours: say which.
         error = _storage_error(exc) or GcError(f"internal error: {type(exc).__name__}: {exc}")
         _fail(error, args, ctx_settings, program=program)
+
+
+def _missing_subcommand(exc: click.ClickException) -> bool:
+    """Whether `exc` is click's complaint that a group was given no subcommand."""
+    if isinstance(exc, click.exceptions.NoArgsIsHelpError):
+        return True
+    ctx = getattr(exc, "ctx", None)
+    return (
+        isinstance(exc, click.UsageError)
+        and isinstance(getattr(ctx, "command", None), click.Group)
+        and exc.message == "Missing command."
+    )
 
 
 def _storage_error(exc: Exception) -> StorageError | None:
@@ -162,14 +177,23 @@ def _quiet_unraisable(unraisable: Any) -> None:
 
 
 def _fail(
-    error: GcError, args: Any, options: Any, exit_code: int | None = None, program: str = "gc"
+    error: GcError,
+    args: Any,
+    options: Any,
+    exit_code: int | None = None,
+    program: str = "gc",
+    detail: str | None = None,
 ) -> None:
+    """Report `error`: its JSON object on stdout under --json, one line on stderr, then
+    `detail` (a group's help) as lines of its own on stderr, and exit."""
     as_json = (options.json if options is not None else False) or "--json" in args
     if as_json:
         import json
 
         click.echo(json.dumps({"ok": False, "error": error.to_json()}))
     click.echo(f"{program}: {one_line(error.message)}", err=True)
+    if detail and not as_json:
+        click.echo(detail, err=True)
     sys.exit(error.exit_code if exit_code is None else exit_code)
 
 
