@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -515,3 +516,30 @@ def test_an_id_of_another_type_is_the_one_wrong_type_error(tmp_path: Path, gc) -
     result = gc("thread", "claim", "--agent", "w", "--thread", task)
     assert result.returncode == 30
     assert result.stderr.strip() == f"gc: {task} is a task, not a thread"
+
+
+def test_an_index_of_the_older_schema_hands_its_event_ids_to_the_event_log(
+    tmp_path: Path,
+) -> None:
+    gc_json(tmp_path, "init")
+    thr = gc_json(tmp_path, "thread", "send", "--from", "leader", "--to", "w1", "--subject",
+                  "Upgrade")["thread"]["thread_id"]  # fmt: skip
+    gc_json(tmp_path, "thread", "reply", "--from", "leader", "--thread", thr, "--summary", "a")
+    runtime = tmp_path / ".beads" / ".runtime"
+    # As gc before the event log left it: schema 8, the ids in the index's own table.
+    db = sqlite3.connect(runtime / "index.sqlite3", isolation_level=None)
+    try:
+        db.execute("CREATE TABLE events(seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT UNIQUE)")
+        rows = db.execute("SELECT id FROM beads ORDER BY created_at, id").fetchall()
+        db.executemany("INSERT INTO events VALUES (?, ?)",
+                       [(100 + 10 * n, bead) for n, (bead,) in enumerate(rows)])  # fmt: skip
+        db.execute("UPDATE meta SET value = '8' WHERE key = 'schema'")
+    finally:
+        db.close()
+    for path in runtime.glob("events.sqlite3*"):
+        path.unlink()
+    shown = gc_json(tmp_path, "thread", "show", "--thread", thr)["messages"]
+    assert [m["event_id"] for m in shown] == [110, 120]  # kept, not renumbered
+    newer = gc_json(tmp_path, "thread", "reply", "--from", "leader", "--thread", thr,
+                    "--summary", "b")["message"]  # fmt: skip
+    assert newer["event_id"] == 121
