@@ -4,6 +4,8 @@ It records the commit it reflects (`head`); the store brings it forward from the
 when the branch moved, and rebuilds it from git alone when it is missing, of another schema
 or damaged. Each bead's row keeps the full record as JSON, so no read ever parses YAML; rows
 are for reading only: a write starts from git (`Batch.get` proves a row against HEAD's blob).
+Event ids are not the index's: they live in the event log beside it (`beads.events`), which
+a rebuild keeps.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ if TYPE_CHECKING:
     from beads.query import Query
     from beads.rebuild import Rebuild
 
-SCHEMA_VERSION = "8"
+SCHEMA_VERSION = "9"  # 9: the event ids moved to the event log (`beads.events`)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -132,6 +134,7 @@ class Index:
         self._file_id: tuple[int, int] | None = None
         self.rebuilt_new: bytes | None = None  # see `just_rebuilt`
         self._new_file = False
+        self._log = False  # the event log is attached (`event_log`)
         try:
             self._open()
         except sqlite3.DatabaseError as exc:
@@ -150,6 +153,7 @@ class Index:
         except FileNotFoundError:
             self._new_file = True
         self.rebuilt_new = None
+        self._log = False
         self.db = sqlite3.connect(
             self.path, timeout=30, isolation_level=None, check_same_thread=False
         )
@@ -174,6 +178,8 @@ class Index:
             raise StorageError(f"cannot open the index {self.path}: {cause}") from None
         self.close()
 
+        self._log = False
+
         def current(db: sqlite3.Connection) -> bool:
             self.db = db
             return self._meta("schema") == SCHEMA_VERSION
@@ -193,16 +199,11 @@ class Index:
         Files another process has already replaced (they are not the ones this connection
         opened) are kept: that process rebuilt them.
         """
-        try:  # event ids stay above those the old file handed out, when it can tell
-            mark = events.high_mark(self.db) if hasattr(self, "db") else 0
-        except sqlite3.Error:
-            mark = 0
         self.close()
         if self._file_id is None or file_id(self.path) == self._file_id:
             for suffix in ("", "-wal", "-shm"):
                 Path(f"{self.path}{suffix}").unlink(missing_ok=True)
         self._open()
-        events.carry(self.db, mark)
 
     def _recover(self, cause: Exception) -> None:
         """Rebuild the file after `cause`, raised by a call; `cause` again when it is an
@@ -219,6 +220,18 @@ class Index:
             self.recover()
         finally:
             self._recovering = False
+
+    def event_log(self) -> sqlite3.Connection:
+        """The connection with the event log (`beads.events`) attached as `ev`: attached
+        when first asked for (outside a transaction), so reads of beads never open it."""
+        if not self._log:
+            try:
+                mark = int(self._meta(events.MARK_KEY) or 0)
+            except (sqlite3.Error, ValueError):
+                mark = 0
+            events.attach(self.db, events.log_path(self.path), read_only=self.read_only, mark=mark)
+            self._log = True
+        return self.db
 
     def close(self) -> None:
         if hasattr(self, "db"):  # not when the file could not even be opened
@@ -381,15 +394,16 @@ class Index:
         path no longer holds an invalid file. `link=(parent, types)` records that from commit
         `parent` to `head` the beads changed are of `types` and no other (`types_changed`).
         """
-        db = self.db
+        db = self.event_log()
+        # One statement per table for the whole commit (a batch may hold thousands of
+        # beads); the last upsert of an id wins, as it did row by row.
+        latest = {bead.id: (bead, path, blob) for bead, path, blob in upserts}.values()
+        events.number(db, [bead for bead, _, _ in latest])  # first: see `events.number`
         db.execute("BEGIN IMMEDIATE")
         try:
             if reset:
                 for table in ("beads", "labels", "invalid", "agents", "links", "beads_fts"):
                     db.execute(f"DELETE FROM {table}")
-            # One statement per table for the whole commit (a batch may hold thousands of
-            # beads); the last upsert of an id wins, as it did row by row.
-            latest = {bead.id: (bead, path, blob) for bead, path, blob in upserts}.values()
             replaced = [bead.id for bead, _, _ in latest]
             for path in deleted_paths:
                 row = db.execute("SELECT id FROM beads WHERE path = ?", (path,)).fetchone()
@@ -413,7 +427,8 @@ class Index:
             )
             if latest:
                 db.execute(_FTS_ADD, (json.dumps([bead.id for bead, _, _ in latest]),))
-            events.number(db, [bead for bead, _, _ in latest], reset)
+            if latest:
+                events.keep_mark(db)
             named: set[str] = set()
             for bead, _, _ in latest:
                 named.update([bead.sender, *bead.cc])
@@ -457,18 +472,18 @@ class Index:
     def _reset(self) -> None:
         # Derived data of another schema (or none): start empty; the store rebuilds it from git.
         db = self.db
+        if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'events'").fetchone():
+            self.event_log()  # an index of an older schema: the log adopts its event ids
         db.execute("BEGIN IMMEDIATE")
         try:
             if self._meta("schema") != SCHEMA_VERSION:  # another process may have just done it
-                mark = events.high_mark(db)
                 db.execute("DROP VIEW IF EXISTS beads_text")
                 for table in ("meta", "beads", "labels", "invalid", "agents", "links", "events",
                               "beads_fts"):  # fmt: skip
                     db.execute(f"DROP TABLE IF EXISTS {table}")
-                for statement in [*_SCHEMA.split(";"), events.SCHEMA]:
+                for statement in _SCHEMA.split(";"):
                     if statement.strip():
                         db.execute(statement)
-                events.carry(db, mark)
                 self._set_meta("schema", SCHEMA_VERSION)
             db.execute("COMMIT")
         except BaseException:

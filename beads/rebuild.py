@@ -12,6 +12,7 @@ import json
 import queue
 import threading
 
+from beads import events
 from beads.dbfile import rollback
 from beads.index import _SCHEMA, _row
 
@@ -60,12 +61,13 @@ class Rebuild:
         self._failed: BaseException | None = None
 
     def __enter__(self) -> Rebuild:
-        db = self.index.db
+        db = self.index.event_log()  # outside the transaction: the log is attached first
         db.execute(f"PRAGMA cache_size = -{REBUILD_CACHE_KIB}")
         db.execute("BEGIN IMMEDIATE")
         try:
-            for table in ("beads", "labels", "invalid", "agents", "links", "events", "beads_fts"):
-                db.execute(f"DELETE FROM {table}")  # events: AUTOINCREMENT keeps its high mark
+            # The event log is kept: a bead keeps its id (`beads.events`).
+            for table in ("beads", "labels", "invalid", "agents", "links", "beads_fts"):
+                db.execute(f"DELETE FROM {table}")
             for name, _statement in _INDEXES:
                 db.execute(f"DROP INDEX IF EXISTS {name}")
         except BaseException:
@@ -104,17 +106,19 @@ class Rebuild:
                 db.execute("DELETE FROM beads_fts WHERE rowid NOT IN (SELECT rowid FROM beads)")
             for _name, statement in _INDEXES:
                 db.execute(statement)
-            # Numbered in (created_at, id) order over the whole store, as `events.number`
-            # numbers a commit's beads; the sort is sqlite's, not a list of every bead.
-            db.execute(
-                "INSERT OR IGNORE INTO events(id) SELECT id FROM beads ORDER BY created_at, id"
-            )
+            # Beads the log does not hold (they arrived while no index took them in) are
+            # numbered above every id handed out; the others keep theirs.
+            events.number_all(db)
             db.executemany("INSERT OR IGNORE INTO agents VALUES (?)", [(n,) for n in self._named])
             db.executemany("INSERT OR REPLACE INTO invalid VALUES (?, ?)", self._invalid)
-            self.index._set_meta("head", self.head.decode())
+            db.execute("DELETE FROM meta WHERE key = 'head'")
             if self._config is not None:
                 self.index._set_meta("config", json.dumps(self._config))
             db.execute("COMMIT")
+            # The head last, on its own: sqlite makes the index's part of the commit visible
+            # before the log's, and a reader that saw the head then could pass, for good, a
+            # bead whose id was not visible yet. Without a head, it waits for the lock.
+            self.index._set_meta("head", self.head.decode())
             if self.index._new_file:
                 self.index.rebuilt_new = self.head
         except BaseException:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -275,7 +276,7 @@ def test_wait_reply_wakes_on_a_reply_of_its_kinds_only(tmp_path: Path, threads: 
     assert threads.wait_reply(thr, after_message=asked.message_id, timeout=1).message == answer
 
 
-def test_rebuild_keeps_the_history_in_order_and_hands_out_higher_ids(
+def test_rebuild_keeps_every_event_id_and_hands_out_higher_ones(
     tmp_path: Path, threads: Threads
 ) -> None:
     thr = threads.send("leader", to="w1", subject="Survive a rebuild")[0].thread_id
@@ -291,10 +292,101 @@ def test_rebuild_keeps_the_history_in_order_and_hands_out_higher_ids(
     )
     assert result.returncode == 0, result.stderr
     after = inbox_json(tmp_path, "show", "--thread", thr)["messages"]
-    assert [m["message_id"] for m in after] == [m["message_id"] for m in before]
-    assert min(m["event_id"] for m in after) > max(m["event_id"] for m in before)
+    assert [(m["message_id"], m["event_id"]) for m in after] == [
+        (m["message_id"], m["event_id"]) for m in before
+    ]
     newer = inbox_json(tmp_path, "reply", "--from", "leader", "--thread", thr, "--summary", "hi")
     assert newer["message"]["event_id"] > max(m["event_id"] for m in after)
+
+
+GC = str(Path(sys.executable).parent / "gc")
+
+
+def gc_json(cwd: Path, *args: str, check: int = 0) -> dict:
+    """Run the installed `gc` program with `--json` as a user would; its JSON answer."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GC_")}
+    result = subprocess.run(
+        [GC, *args, "--json"], cwd=cwd, capture_output=True, text=True, env=env, timeout=120
+    )
+    assert result.returncode == check, (args, result.stdout, result.stderr)
+    return json.loads(result.stdout)
+
+
+def _index_files(runtime: Path) -> list[Path]:
+    return [runtime / f"index.sqlite3{suffix}" for suffix in ("", "-wal", "-shm")]
+
+
+def _delete_index(runtime: Path, backup: Path) -> None:
+    for path in _index_files(runtime):
+        path.unlink(missing_ok=True)
+
+
+def _rebuild_index(runtime: Path, backup: Path) -> None:
+    gc_json(runtime.parent.parent, "doctor", "--rebuild-index")
+
+
+def _restore_index(runtime: Path, backup: Path) -> None:
+    _delete_index(runtime, backup)
+    for path in backup.iterdir():
+        shutil.copyfile(path, runtime / path.name)
+
+
+@pytest.mark.parametrize(
+    "disturb",
+    [_delete_index, _rebuild_index, _restore_index],
+    ids=["deleted", "rebuilt", "restored-from-an-older-copy"],
+)
+def test_a_waiters_event_cursor_wakes_once_for_the_new_answer_whatever_befalls_the_index(
+    tmp_path: Path, disturb: object
+) -> None:
+    gc_json(tmp_path, "init")
+    runtime = tmp_path / ".beads" / ".runtime"
+    thr = gc_json(tmp_path, "thread", "send", "--from", "leader", "--to", "w1", "--subject",
+                  "Pick a database")["thread"]["thread_id"]  # fmt: skip
+    old = gc_json(tmp_path, "thread", "reply", "--from", "leader", "--thread", thr,
+                  "--summary", "Use sqlite for now")["message"]  # fmt: skip
+    backup = tmp_path / "backup"  # an older copy of the index, as a backup would hold it
+    backup.mkdir()
+    for path in _index_files(runtime):
+        if path.exists():
+            shutil.copyfile(path, backup / path.name)
+    gc_json(tmp_path, "doctor", "--rebuild-index")  # a routine repair, before the cursor
+    question = gc_json(tmp_path, "thread", "reply", "--from", "w1", "--thread", thr, "--kind",
+                       "question", "--summary", "Which database?")["message"]  # fmt: skip
+    cursor = question["event_id"]
+    assert old["event_id"] < cursor
+
+    disturb(runtime, backup)  # type: ignore[operator]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GC_")}
+    waiter = subprocess.Popen(
+        [GC, "thread", "wait-reply", "--thread", thr, "--after-event", str(cursor),
+         "--timeout-seconds", "60", "--json"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )  # fmt: skip
+    try:
+        new = gc_json(tmp_path, "thread", "reply", "--from", "leader", "--thread", thr,
+                      "--summary", "Postgres 16")["message"]  # fmt: skip
+        out, err = waiter.communicate(timeout=90)
+    finally:
+        if waiter.poll() is None:
+            waiter.kill()
+            waiter.communicate()
+    assert waiter.returncode == 0, (out, err)
+    woke = json.loads(out)
+    assert woke["woke"] is True
+    assert (woke["message"]["message_id"], woke["message"]["summary"]) == (
+        new["message_id"],
+        "Postgres 16",
+    )
+    assert woke["next_event_id"] == new["event_id"] > cursor
+    # Once: from the cursor it returned, nothing more (the old answer does not come again).
+    again = gc_json(tmp_path, "thread", "wait-reply", "--thread", thr, "--after-event",
+                    str(woke["next_event_id"]), "--timeout-seconds", "0.5", check=10)  # fmt: skip
+    assert again["woke"] is False
+    shown = gc_json(tmp_path, "thread", "show", "--thread", thr)["messages"]
+    ids = {m["message_id"]: m["event_id"] for m in shown}
+    assert (ids[old["message_id"]], ids[question["message_id"]]) == (old["event_id"], cursor)
+    assert len(set(ids.values())) == len(ids)
 
 
 @pytest.fixture(scope="module")
@@ -424,3 +516,30 @@ def test_an_id_of_another_type_is_the_one_wrong_type_error(tmp_path: Path, gc) -
     result = gc("thread", "claim", "--agent", "w", "--thread", task)
     assert result.returncode == 30
     assert result.stderr.strip() == f"gc: {task} is a task, not a thread"
+
+
+def test_an_index_of_the_older_schema_hands_its_event_ids_to_the_event_log(
+    tmp_path: Path,
+) -> None:
+    gc_json(tmp_path, "init")
+    thr = gc_json(tmp_path, "thread", "send", "--from", "leader", "--to", "w1", "--subject",
+                  "Upgrade")["thread"]["thread_id"]  # fmt: skip
+    gc_json(tmp_path, "thread", "reply", "--from", "leader", "--thread", thr, "--summary", "a")
+    runtime = tmp_path / ".beads" / ".runtime"
+    # As gc before the event log left it: schema 8, the ids in the index's own table.
+    db = sqlite3.connect(runtime / "index.sqlite3", isolation_level=None)
+    try:
+        db.execute("CREATE TABLE events(seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT UNIQUE)")
+        rows = db.execute("SELECT id FROM beads ORDER BY created_at, id").fetchall()
+        db.executemany("INSERT INTO events VALUES (?, ?)",
+                       [(100 + 10 * n, bead) for n, (bead,) in enumerate(rows)])  # fmt: skip
+        db.execute("UPDATE meta SET value = '8' WHERE key = 'schema'")
+    finally:
+        db.close()
+    for path in runtime.glob("events.sqlite3*"):
+        path.unlink()
+    shown = gc_json(tmp_path, "thread", "show", "--thread", thr)["messages"]
+    assert [m["event_id"] for m in shown] == [110, 120]  # kept, not renumbered
+    newer = gc_json(tmp_path, "thread", "reply", "--from", "leader", "--thread", thr,
+                    "--summary", "b")["message"]  # fmt: skip
+    assert newer["event_id"] == 121

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import select
 import shutil
 import signal
 import subprocess
@@ -25,6 +26,7 @@ from typing import Any
 
 import pytest
 
+from beads.errors import InvalidInput
 from beads.store import Store
 from gates.decisions import create_decision
 from inbox.delivery import Delivery
@@ -357,6 +359,12 @@ def test_off_loopback_no_request_succeeds_without_the_token(tmp_path: Path) -> N
         started = json.loads(server.stdout.readline())  # type: ignore[union-attr]
         token = started["token"]
         assert len(token) >= 24 and started["url"].endswith(f"/?token={token}")
+        # Said on stderr at start (waited for with a deadline: a server that says nothing
+        # would keep a bare readline waiting for good).
+        assert select.select([server.stderr], [], [], 30)[0], "nothing said on stderr"
+        said = server.stderr.readline()  # type: ignore[union-attr]
+        assert said.startswith("gc web: 0.0.0.0 is not loopback: made the token ")
+        assert token in said and started["url"] in said
         base = f"http://127.0.0.1:{started['port']}/"
         for path in ("", "agents/mayor", "history.json", "head", "static/style.css", "nope"):
             for headers in ({}, {"Authorization": "Bearer wrong"}, {"Cookie": "gc-web-token=x"}):
@@ -370,6 +378,33 @@ def test_off_loopback_no_request_succeeds_without_the_token(tmp_path: Path) -> N
     finally:
         server.send_signal(signal.SIGINT)
         assert server.wait(timeout=10) == 0
+    assert token not in server.stderr.read()  # type: ignore[union-attr]  # said once
+
+
+def test_a_token_shorter_than_16_characters_is_refused_in_one_line(gc: GcRunner) -> None:
+    assert gc("init").returncode == 0
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GC_")}
+    for args in (["--host", "0.0.0.0", "--token", "a"], ["--token", "x" * 15], ["--token", ""]):
+        result = subprocess.run(  # a token accepted would serve until killed: a deadline
+            [gc_program(), "web", *args], cwd=gc.cwd, env=env, capture_output=True, text=True,
+            timeout=60,
+        )  # fmt: skip
+        assert result.returncode == 30, (args, result.stderr)
+        assert "--token must be at least 16 characters" in result.stderr
+        assert result.stderr.count("\n") == 1 and not result.stdout
+    with Store.open(gc.cwd) as store:
+        with pytest.raises(InvalidInput, match="at least 16"):
+            serve(store, "0.0.0.0", 0, "a" * 15)
+        server = serve(store, "127.0.0.1", 0, "a" * 16)  # long enough: served
+        try:
+            thread = threading.Thread(target=server.serve_forever, daemon=True)
+            thread.start()
+            url = f"http://127.0.0.1:{server.port}/head"
+            assert fetch(url)[0] == 401
+            assert fetch(url, headers={"Authorization": "Bearer " + "a" * 16})[0] == 200
+        finally:
+            server.shutdown()
+            server.server_close()
 
 
 def test_web_is_the_top_layer_only_the_command_table_names_it() -> None:

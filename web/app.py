@@ -10,7 +10,8 @@ stream: each open stream would hold one of the six connections a browser allows 
 Who may ask: bound to loopback with no token, only requests naming a localhost host (a page
 of another site cannot read the store through DNS rebinding); with a token (required on any
 other address), every request carries it (`?token=`, which also sets a cookie, or
-`Authorization: Bearer`).
+`Authorization: Bearer`). A token is compared in constant time (`hmac.compare_digest`) and
+must be at least `MIN_TOKEN` characters: it guards the store's whole history from the network.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from web import data
 from web.history import commit_id, history
 
 TOKEN_COOKIE = "gc-web-token"
+MIN_TOKEN = 16  # characters; `gc web` makes 32 (`secrets.token_urlsafe(24)`)
 LOCAL_NAMES = ("localhost", "127.0.0.1", "[::1]")
 # Beads ids in text, linked when they name a bead of the store.
 _ID_IN_TEXT = re.compile(rf"(?<![\w-])({ID_RE.pattern})(?![\w-])")
@@ -201,7 +203,9 @@ def serve(
     store: Store, host: str = "127.0.0.1", port: int = 0, token: str | None = None
 ) -> BaseWSGIServer:
     """A threaded server of the site, bound (its port chosen by the system when 0), not yet
-    serving: call `serve_forever()`. A token is required off loopback (InvalidInput)."""
+    serving: call `serve_forever()`. A token is required off loopback, and a token shorter
+    than `MIN_TOKEN` characters is refused (InvalidInput)."""
+    check_token(token)
     loopback = is_loopback(host)
     if not loopback and not token:
         raise InvalidInput(f"serving on {host} (not loopback) needs a token")
@@ -216,6 +220,15 @@ def serve(
     except OSError as exc:
         raise InvalidInput(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     return make_server(host, port, app, threaded=True)
+
+
+def check_token(token: str | None) -> None:
+    """Refuse a token too short to guard the store (InvalidInput); None is no token."""
+    if token is not None and len(token) < MIN_TOKEN:
+        raise InvalidInput(
+            f"--token must be at least {MIN_TOKEN} characters ({len(token)} given): it "
+            "guards the store's whole history; leave it out and gc web makes one"
+        )
 
 
 def url_of(server: BaseWSGIServer, token: str | None = None) -> str:

@@ -17,7 +17,11 @@ INSTALL = "gc web needs the web extra: pip install 'gc-beads[web]'"
 @click.option(
     "--port", type=click.IntRange(0, 65535), default=0, show_default=True, help="0: any free port."
 )
-@click.option("--token", help="Required of every request (made up and printed off loopback).")
+@click.option(
+    "--token",
+    help="Required of every request, at least 16 characters (off loopback, made up and "
+    "printed on stderr when not given).",
+)
 @click.option("--open", "open_browser", is_flag=True, help="Open the site in a browser.")
 @global_options
 def web(host: str, port: int, token: str | None, open_browser: bool) -> None:
@@ -29,12 +33,15 @@ def web(host: str, port: int, token: str | None, open_browser: bool) -> None:
         if (exc.name or "").partition(".")[0] in EXTRA:
             raise InvalidInput(INSTALL) from None
         raise
-    if not token and not is_loopback(host):
+    made = token is None and not is_loopback(host)
+    if made:
         import secrets
 
         token = secrets.token_urlsafe(24)
     server = serve(open_store(), host, port, token)
     url = url_of(server, token)
+    if made:  # the one place it is shown: whoever started the site passes it on
+        click.echo(f"gc web: {host} is not loopback: made the token {token}; open {url}", err=True)
     emit({"url": url, "host": host, "port": server.port, "token": token}, f"Serving {url}")
     if open_browser:
         import webbrowser

@@ -160,7 +160,9 @@ def _storage_error(exc: Exception) -> StorageError | None:
         return StorageError(f"{exc.strerror or exc}{where}")
     if sqlite3 is not None and isinstance(exc, sqlite3.Error):
         code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
-        if code == sqlite3.SQLITE_FULL:
+        # SHMSIZE: the shared-memory file of a WAL database could not grow (a full disk).
+        full = getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_IOERR_SHMSIZE
+        if code == sqlite3.SQLITE_FULL or full:
             return StorageError("no space left on device (the index could not be written)")
         if code in (sqlite3.SQLITE_READONLY, sqlite3.SQLITE_PERM, sqlite3.SQLITE_CANTOPEN):
             return StorageError(f"store is read-only: the index cannot be written ({exc})")
