@@ -22,6 +22,7 @@ from beads.record import shown
 REMOTE_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 STORE_NAME_RE = re.compile(r"[a-z][a-z0-9-]{0,63}")
 MACHINE_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
+MACHINE_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{7,63}")
 DEFAULT_REMOTE = "origin"
 DEFAULT_INTERVAL = 30.0
 
@@ -88,6 +89,13 @@ def _machine(value: Any) -> str:
     return str(value)
 
 
+def _machine_id(value: Any) -> str:
+    """`machine.id`: this clone's identity (`machine_id` makes one)."""
+    if not MACHINE_ID_RE.fullmatch(str(value)):
+        raise InvalidInput(f"a machine id is 8..64 letters, digits, _ and -, not {shown(value)}")
+    return str(value)
+
+
 def _secret(value: Any) -> str:
     if not str(value).strip() or "\n" in str(value):
         raise InvalidInput("a token is one line of text")
@@ -114,6 +122,9 @@ LOCAL_KEYS: dict[str, Callable[[Any], Any]] = {
     "delivery.nats.tls_key": _file,
     "delivery.nats.agents": _names_here,
     "delivery.nats.machine": _machine,
+    # This clone's identity (`machine_id`): made once, never synced; unset it in a copy of a
+    # store (a cloned VM image) so that the copy makes its own.
+    "machine.id": _machine_id,
 }
 
 
@@ -286,3 +297,32 @@ def adopt(git_dir: Path) -> bool:
         return False
     finally:
         repo.close()
+
+
+def machine_name(local: dict[str, str]) -> str:
+    """This machine's name, as its relay's consumer and its commits show it: the local
+    setting `delivery.nats.machine`, else the host name (letters, digits, _ and - kept).
+    `local` is `beads.autosync.read_local`'s raw values."""
+    import socket
+
+    name = local.get("delivery.nats.machine", "")
+    if MACHINE_RE.fullmatch(name):
+        return name
+    host = re.sub(r"[^A-Za-z0-9_-]", "-", socket.gethostname())[:64].strip("-")
+    return host if MACHINE_RE.fullmatch(host) else "machine"
+
+
+def machine_id(git_dir: Path) -> str:
+    """This clone's machine id (`machine.id`), made on first use: random, machine-local
+    (the store's git config, never synced). Host names repeat (cloned VMs, containers); the
+    id tells two machines of one name apart (their relays' consumers, their commits)."""
+    from beads.autosync import read_local
+
+    found = read_local(git_dir).get("machine.id", "")
+    if MACHINE_ID_RE.fullmatch(found):
+        return found
+    import secrets
+
+    set_local(git_dir, "machine.id", f"m-{secrets.token_hex(8)}")
+    # Read back: of two processes making one at once, both go on with the one that stayed.
+    return read_local(git_dir).get("machine.id", "")
