@@ -232,6 +232,8 @@ def local_settings(git_dir: Path) -> dict[str, Any]:
 
     out: dict[str, Any] = {}
     for key, value in read_local(git_dir).items():
+        if key not in LOCAL_KEYS and key.replace("-", "_") in LOCAL_KEYS:
+            key = key.replace("-", "_")  # git's spelling of `tls_ca` (see `set_local`)
         read = _local_key(key)
         if read is not None:
             try:
@@ -247,6 +249,7 @@ def set_local(git_dir: Path, key: str, value: Any) -> Any:
     if read is None:
         raise InvalidInput(f"not a local setting: {shown(key)} (known: {', '.join(LOCAL_KEYS)})")
     *parts, name = key.split(".")  # `delivery.nats.url`: section `delivery "nats"`
+    name = name.replace("_", "-")  # git allows no `_` in a variable name: `tls-ca`
     section = tuple(part.encode() for part in parts)
     config = _read_config(git_dir)
     if value is None:

@@ -544,3 +544,208 @@ def test_a_relay_stops_at_once_on_sigterm_even_while_connecting(tmp_path: Path) 
             assert time.monotonic() - began < 1.5
         finally:
             machine.close()
+
+
+# -- machine identity ---------------------------------------------------------------------
+
+
+def consumer_metadata(server: NatsServer, name: str) -> dict[str, str] | None:
+    """Our metadata of consumer `name` of the stream, read with the client (None: none; the
+    server adds keys of its own, `_nats.*`)."""
+    import asyncio
+
+    import nats
+
+    async def read() -> dict[str, str] | None:
+        nc = await nats.connect(server.url)
+        try:
+            info = await nc.jetstream().consumer_info("INBOX_EVENTS", name)
+            ours = {k: v for k, v in (info.config.metadata or {}).items() if k.startswith("gc_")}
+            return ours or None
+        finally:
+            await nc.close()
+
+    return asyncio.run(read())
+
+
+def test_two_machines_of_one_name_never_share_a_consumer(
+    tmp_path: Path, nats_server: NatsServer
+) -> None:
+    a = Machine(tmp_path / "a", "build-01", nats_server.url, ["a1"])
+    b = Machine(tmp_path / "b", "build-01", nats_server.url, ["b1"])
+    gc = GcRunner(tmp_path)
+    try:
+        a.start_relay()
+        wait_until(lambda: relay_status(gc, a).get("connected"), what=relay_logs(a))
+        a_id = gc.json("nats", "status", "--beads-dir", str(a.root))["machine_id"]
+        b_id = gc.json("nats", "status", "--beads-dir", str(b.root))["machine_id"]
+        assert a_id != b_id and consumer_metadata(nats_server, "relay-build-01") == {
+            "gc_machine_id": a_id, "gc_machine": "build-01"}  # fmt: skip
+        refused = gc("nats", "relay", "--beads-dir", str(b.root))
+        assert refused.returncode == 20
+        line = refused.stderr.strip().splitlines()[-1]
+        assert a_id in line and b_id in line and "delivery.nats.machine" in line
+        assert "Traceback" not in refused.stderr
+        assert gc("nats", "setup", "--beads-dir", str(b.root)).returncode == 20
+        # Named apart, B has its own consumer, and each gets its own agents' items.
+        set_local(b.root / ".git", "delivery.nats.machine", "build-02")
+        b.start_relay()
+        b.delivery.push(["a1"], "for a1", key="to-a")
+        a.delivery.push(["b1"], "for b1", key="to-b")
+        wait_until(lambda: a.keys("a1") == ["to-a"] and b.keys("b1") == ["to-b"],
+                   what=relay_logs(a, b))  # fmt: skip
+    finally:
+        a.close()
+        b.close()
+
+
+def test_a_consumer_made_before_machine_ids_is_claimed_and_keeps_its_name(
+    machines: tuple[Machine, Machine], nats_server: NatsServer, tmp_path: Path
+) -> None:
+    import asyncio
+
+    import nats
+    from nats.js import api
+
+    a, b = machines
+    gc = GcRunner(tmp_path)
+
+    async def old_relay_setup() -> None:  # as the previous version made them: no metadata
+        nc = await nats.connect(nats_server.url)
+        try:
+            js = nc.jetstream()
+            await js.add_stream(name="INBOX_EVENTS", subjects=["inbox.>"])
+            await js.add_consumer("INBOX_EVENTS", api.ConsumerConfig(
+                durable_name="relay-machine-b", deliver_subject="_GC_RELAY.relay-machine-b",
+                filter_subjects=subjects.consumer_filters(["b1"]),
+                ack_policy=api.AckPolicy.EXPLICIT))  # fmt: skip
+        finally:
+            await nc.close()
+
+    asyncio.run(old_relay_setup())
+    assert consumer_metadata(nats_server, "relay-machine-b") is None
+    said = gc.json("nats", "setup", "--beads-dir", str(b.root))
+    assert "updated consumer relay-machine-b" in said["done"][1]
+    b_id = gc.json("nats", "status", "--beads-dir", str(b.root))["consumer"]["machine_id"]
+    assert consumer_metadata(nats_server, "relay-machine-b") == {
+        "gc_machine_id": b_id, "gc_machine": "machine-b"}  # fmt: skip
+    # A change of this machine's own agents updates its consumer in place, as before.
+    set_local(b.root / ".git", "delivery.nats.agents", ["b1", "b4"])
+    said = gc.json("nats", "setup", "--beads-dir", str(b.root))
+    assert "updated consumer relay-machine-b" in said["done"][1]
+    b.start_relay()
+    a.start_relay()
+    a.delivery.push(["b4"], "for the new agent", key="b4")
+    wait_until(lambda: b.keys("b4") == ["b4"], what=relay_logs(a, b))
+
+
+def test_status_lists_consumers_no_machine_uses_and_setup_prunes_them(
+    machines: tuple[Machine, Machine], tmp_path: Path
+) -> None:
+    a, b = machines
+    gc = GcRunner(tmp_path)
+    beads = ["--beads-dir", str(b.root)]
+    assert gc("nats", "setup", *beads).returncode == 0
+    assert gc("nats", "setup", "--beads-dir", str(a.root)).returncode == 0
+    assert gc.json("nats", "status", *beads)["stale"] == []
+    set_local(b.root / ".git", "delivery.nats.machine", "machine-b-renamed")
+    assert gc("nats", "setup", *beads).returncode == 0
+    status = gc.json("nats", "status", *beads)
+    assert [s["name"] for s in status["stale"]] == ["relay-machine-b"]  # A's is A's own
+    assert "gc nats setup --prune" in gc("nats", "status", *beads).stdout
+    pruned = gc.json("nats", "setup", "--prune", *beads)
+    assert any(line.startswith("removed consumer relay-machine-b:") for line in pruned["done"])
+    status = gc.json("nats", "status", *beads)
+    assert status["stale"] == [] and status["consumer"]["name"] == "relay-machine-b-renamed"
+    assert gc.json("nats", "status", "--beads-dir", str(a.root))["consumer"] is not None
+
+
+# -- credentials and TLS ------------------------------------------------------------------
+
+
+def make_certificates(where: Path) -> dict[str, Path]:
+    """A self-signed CA, and a server and a client certificate it signs (openssl CLI)."""
+    if shutil.which("openssl") is None:
+        pytest.skip("neither the cryptography package nor the openssl CLI is installed")
+    where.mkdir()
+    files = {name: where / f"{name}.pem" for name in
+             ("ca", "ca-key", "server", "server-key", "client", "client-key")}  # fmt: skip
+
+    def openssl(*args: str) -> None:
+        subprocess.run(["openssl", *args], check=True, capture_output=True)
+
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=test CA",
+            "-keyout", str(files["ca-key"]), "-out", str(files["ca"]))  # fmt: skip
+    extensions = where / "san.cnf"
+    extensions.write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+    for name in ("server", "client"):
+        request = where / f"{name}.csr"
+        openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", f"/CN={name}",
+                "-keyout", str(files[f"{name}-key"]), "-out", str(request))  # fmt: skip
+        openssl("x509", "-req", "-in", str(request), "-CA", str(files["ca"]), "-CAkey",
+                str(files["ca-key"]), "-CAcreateserial", "-days", "2", "-extfile",
+                str(extensions), "-out", str(files[name]))  # fmt: skip
+    return files
+
+
+AUTH_KINDS = ["token", "user-password", "mutual-tls"]
+
+
+@pytest.mark.parametrize("kind", AUTH_KINDS)
+def test_relays_work_against_a_server_that_requires_credentials(tmp_path: Path, kind: str) -> None:
+    options: list[str] = []
+    local: dict[str, str] = {}
+    scheme, userinfo = "nats", ""
+    if kind == "token":
+        options = ["--auth", "a-long-shared-token-0123"]
+        local = {"delivery.nats.token": "a-long-shared-token-0123"}
+    elif kind == "user-password":
+        options = ["--user", "relay", "--pass", "pass-0123456789"]
+        userinfo = "relay:pass-0123456789@"
+    else:
+        files = make_certificates(tmp_path / "tls")
+        options = ["--tlsverify", "--tlscert", str(files["server"]), "--tlskey",
+                   str(files["server-key"]), "--tlscacert", str(files["ca"])]  # fmt: skip
+        local = {"delivery.nats.tls_ca": str(files["ca"]),
+                 "delivery.nats.tls_cert": str(files["client"]),
+                 "delivery.nats.tls_key": str(files["client-key"])}  # fmt: skip
+        scheme = "tls"
+    server = NatsServer(tmp_path / "jetstream", *options)
+    server.start()
+    url = f"{scheme}://{userinfo}127.0.0.1:{server.port}"
+    a = Machine(tmp_path / "a", "machine-a", url, ["a1"])
+    b = Machine(tmp_path / "b", "machine-b", url, ["b1"])
+    stranger = Machine(tmp_path / "c", "machine-c", url.replace(userinfo, ""), ["c1"])
+    gc = GcRunner(tmp_path)
+    try:
+        for machine in (a, b):
+            for key, value in local.items():
+                set_local(machine.root / ".git", key, value)
+        a.start_relay()
+        b.start_relay()
+        a.delivery.push(["b1"], "through an authenticated server", key="auth")
+        wait_until(lambda: b.keys("b1") == ["auth"], what=relay_logs(a, b))
+        status = gc.json("nats", "status", "--beads-dir", str(b.root))
+        assert status["server_open"] is False and status["relay"]["connected"]
+        assert "pass-0123456789" not in json.dumps(status)  # a password is never shown
+        assert "requires no authentication" not in b.log.read_text()
+        # Without the credentials, nothing: the server says so, and so do we.
+        refused = gc("nats", "status", "--beads-dir", str(stranger.root))
+        assert refused.returncode == 50 and "cannot reach NATS" in refused.stderr
+    finally:
+        a.close()
+        b.close()
+        stranger.close()
+        server.stop()
+
+
+def test_the_relay_says_so_when_the_server_is_open(
+    machines: tuple[Machine, Machine], tmp_path: Path
+) -> None:
+    a, _ = machines
+    a.start_relay()
+    gc = GcRunner(tmp_path)
+    wait_until(lambda: relay_status(gc, a).get("connected"), what=relay_logs(a))
+    wait_until(lambda: "requires no authentication" in a.log.read_text(), what=relay_logs(a))
+    status = gc("nats", "status", "--beads-dir", str(a.root))
+    assert "server: requires no authentication" in status.stdout

@@ -61,7 +61,7 @@ def _connected(config: Settings, work: Callable[[Any], Awaitable[Any]]) -> Any:
                 CONNECT_TIMEOUT,
             )
         except Exception as exc:  # noqa: BLE001 - nats-py raises many kinds: say which
-            where = ",".join(config.servers)
+            where = ",".join(config.shown_servers)
             raise StorageError(f"cannot reach NATS at {where}: {_why(exc)}") from None
         try:
             return await work(nc.jetstream(timeout=CONNECT_TIMEOUT))
@@ -191,8 +191,9 @@ def status() -> None:
             lines.append(f"stale consumer {stale['name']}: {stale['why']} "
                          "(gc nats setup --prune removes it)")  # fmt: skip
     lines.append(f"machine {config.machine}, id {config.machine_id}")
-    payload = {"servers": config.servers, "reachable": error is None, "machine": config.machine,
-               "machine_id": config.machine_id, **server, **local}  # fmt: skip
+    payload = {"servers": config.shown_servers, "reachable": error is None,
+               "machine": config.machine, "machine_id": config.machine_id,
+               **server, **local}  # fmt: skip
     emit(payload, "\n".join(lines), error=error)
     if error is not None:
         click.get_current_context().exit(error.exit_code)

@@ -161,7 +161,7 @@ class Relay:
             "machine": settings.machine,
             "consumer": settings.consumer,
             "agents": settings.agents,
-            "servers": settings.servers,
+            "servers": settings.shown_servers,
             "started_at": time.time(),
             "connected": False,
             "received": 0,
@@ -256,7 +256,7 @@ class Relay:
             await asyncio.gather(connecting, return_exceptions=True)
             if self.stopping.is_set():
                 return
-            raise TimeoutError(f"no answer from {','.join(self.settings.servers)}")
+            raise TimeoutError(f"no answer from {','.join(self.settings.shown_servers)}")
         nc = connecting.result()
         try:
             js = nc.jetstream(timeout=5)
@@ -312,7 +312,7 @@ class Relay:
         is_open = await server_is_open(self.settings)
         if is_open and self.status["server_open"] is not True:
             self.log(
-                f"the NATS server at {','.join(self.settings.servers)} requires no "
+                f"the NATS server at {','.join(self.settings.shown_servers)} requires no "
                 "authentication: anyone who reaches it can publish to this machine's agents "
                 "(their items are checked here; see docs/nats.md)"
             )
@@ -531,22 +531,23 @@ def _deliveries(msg: Any) -> int:
 
 async def server_is_open(settings: Settings) -> bool | None:
     """True when the server takes a connection without credentials; None if unknown."""
+    said: list[str] = []
+
+    async def heard(exc: Exception) -> None:  # the probe's errors are its answer
+        said.append(str(exc))
+
     try:
         nc = await asyncio.wait_for(
             nats.connect(**settings.connect_options(anonymous=True), allow_reconnect=False,
-                         max_reconnect_attempts=1, connect_timeout=2, error_cb=_ignore),
+                         max_reconnect_attempts=1, connect_timeout=2, error_cb=heard),
             CONNECT_TIMEOUT,
         )  # fmt: skip
     except Exception as exc:  # noqa: BLE001 - refused: it asks for credentials
-        text = str(exc).lower()
-        return False if "authorization" in text or "auth" in text or "tls" in text else None
+        text = " ".join([str(exc), *said]).lower()
+        return False if any(w in text for w in ("authoriz", "authentic", "tls", "ssl")) else None
     with contextlib.suppress(Exception):
         await nc.close()
     return True
-
-
-async def _ignore(exc: Exception) -> None:
-    """Errors of the probe connection are its answer, not news."""
 
 
 def hold(root: Path) -> int:

@@ -48,6 +48,11 @@ class Settings:
         self.dedup_window = _seconds(shared.get("dedup_window", DEDUP_WINDOW))
 
     @property
+    def shown_servers(self) -> list[str]:
+        """The server URLs as messages show them: a password in a URL is masked."""
+        return [re.sub(r"//([^:/@]*):[^@/]*@", r"//\1:***@", url) for url in self.servers]
+
+    @property
     def consumer(self) -> str:
         """This machine's durable consumer."""
         return f"relay-{self.machine}"
@@ -57,6 +62,7 @@ class Settings:
         without any credentials (TLS trust kept), to see whether the server asks for them."""
         options: dict[str, Any] = {"servers": self.servers}
         if anonymous:
+            options["servers"] = [re.sub(r"//[^/@]*@", "//", url) for url in self.servers]
             if self.tls["ca"]:
                 import ssl
 
