@@ -277,6 +277,31 @@ def test_mail_across_machines_comes_from_git_with_the_hint_over_nats(
     assert "(from a1 on machine-a)" in drained.text and "Review" in drained.text
 
 
+def test_items_of_beads_that_arrived_by_sync_say_who_and_where(
+    tmp_path: Path,
+    git_daemon: str,  # noqa: F811 - the fixture imported above
+) -> None:
+    url = f"{git_daemon}/shared.git"
+    a, b = GcRunner(tmp_path / "a"), GcRunner(tmp_path / "b")
+    (tmp_path / "a").mkdir(), (tmp_path / "b").mkdir()
+    assert a("init").returncode == 0 and a("remote", "add", "origin", url).returncode == 0
+    assert a("config", "set", "--local", "delivery.nats.machine", "build-01").returncode == 0
+    assert a("sync").returncode == 0 and b("clone", url).returncode == 0
+    from gates import register_producers
+
+    register_producers()
+    drained = Delivery(tmp_path / "b" / ".beads")  # B follows its branch from here
+    try:
+        there = a.json("mail", "send", "dog", "-s", "From afar", "-m", "hi", "--agent", "mayor")
+        assert a("sync").returncode == 0 and b("sync").returncode == 0
+        here = b.json("mail", "send", "dog", "-s", "From here", "-m", "hi", "--agent", "cat")
+        items = {i.key: i.content for i in drained.drain("s1", "dog").items}
+    finally:
+        drained.close()
+    assert items[f"mail:{there['message']['id']}"].startswith("(from mayor on build-01) ")
+    assert items[f"mail:{here['message']['id']}"].startswith(here["message"]["id"])
+
+
 def test_a_forged_decision_over_nats_is_refused_counted_and_never_shown(
     shared: tuple[Machine, Machine], nats_server: NatsServer, tmp_path: Path
 ) -> None:
