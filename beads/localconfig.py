@@ -22,7 +22,7 @@ from beads.record import shown
 REMOTE_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 STORE_NAME_RE = re.compile(r"[a-z][a-z0-9-]{0,63}")
 MACHINE_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
-MACHINE_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{7,63}")
+MACHINE_ID_RE = re.compile(r"m-[0-9a-f]{16}")
 DEFAULT_REMOTE = "origin"
 DEFAULT_INTERVAL = 30.0
 
@@ -89,13 +89,6 @@ def _machine(value: Any) -> str:
     return str(value)
 
 
-def _machine_id(value: Any) -> str:
-    """`machine.id`: this clone's identity (`machine_id` makes one)."""
-    if not MACHINE_ID_RE.fullmatch(str(value)):
-        raise InvalidInput(f"a machine id is 8..64 letters, digits, _ and -, not {shown(value)}")
-    return str(value)
-
-
 def _secret(value: Any) -> str:
     if not str(value).strip() or "\n" in str(value):
         raise InvalidInput("a token is one line of text")
@@ -122,9 +115,6 @@ LOCAL_KEYS: dict[str, Callable[[Any], Any]] = {
     "delivery.nats.tls_key": _file,
     "delivery.nats.agents": _names_here,
     "delivery.nats.machine": _machine,
-    # This clone's identity (`machine_id`): made once, never synced; unset it in a copy of a
-    # store (a cloned VM image) so that the copy makes its own.
-    "machine.id": _machine_id,
 }
 
 
@@ -326,6 +316,10 @@ def machine_id(git_dir: Path) -> str:
         return found
     import secrets
 
-    set_local(git_dir, "machine.id", f"m-{secrets.token_hex(8)}")
+    # Not a setting of `gc config set --local`: nobody chooses it. Unset in a copy of a
+    # store (a cloned VM image), it is made anew.
+    config = _read_config(git_dir)
+    config.set((b"machine",), b"id", f"m-{secrets.token_hex(8)}".encode())
+    config.write_to_path()
     # Read back: of two processes making one at once, both go on with the one that stayed.
     return read_local(git_dir).get("machine.id", "")
