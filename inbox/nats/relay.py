@@ -539,8 +539,9 @@ async def server_is_open(settings: Settings) -> bool | None:
     try:
         nc = await asyncio.wait_for(
             nats.connect(**settings.connect_options(anonymous=True), allow_reconnect=False,
-                         max_reconnect_attempts=1, connect_timeout=2, error_cb=heard),
-            CONNECT_TIMEOUT,
+                         max_reconnect_attempts=1, connect_timeout=CONNECT_TIMEOUT,
+                         error_cb=heard),
+            2 * CONNECT_TIMEOUT,
         )  # fmt: skip
     except Exception as exc:  # noqa: BLE001 - refused: it asks for credentials
         text = " ".join([str(exc), *said]).lower()
