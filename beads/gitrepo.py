@@ -107,6 +107,7 @@ class GitRepo(BranchRef):
         except Exception as exc:  # dulwich raises several kinds for a damaged repository
             raise StorageError(f"cannot open the store's git repository {git_dir}: {exc}") from None
         self.trees = TreeCache(self.objects)
+        self._committer: bytes | None = None
         # Close pack files at exit even if the caller forgot, before interpreter teardown
         # (dulwich's own finalizers complain when they run that late).
         self._finalizer = weakref.finalize(self, self.objects.close)
@@ -249,13 +250,24 @@ class GitRepo(BranchRef):
         commit.parents = [parent] if parent else []
         if merged is not None:
             commit.parents.append(merged)
-        identity = f"{author} <{author}@gc-beads>".encode()
-        commit.author = commit.committer = identity
+        commit.author = f"{author} <{author}@gc-beads>".encode()
+        commit.committer = self.committer()
         commit.author_time = commit.commit_time = int(time.time())
         commit.author_timezone = commit.commit_timezone = 0
         commit.message = message.rstrip("\n").encode() + b"\n"
         new_objects.append(commit)
         return commit, new_objects
+
+    def committer(self) -> bytes:
+        """This machine as the committer of its commits: `<machine name> <<machine id>@gc-beads>`
+        (`beads.localconfig`), so that a commit that arrived by sync says where it was made."""
+        if self._committer is None:
+            from beads.autosync import read_local
+            from beads.localconfig import machine_id, machine_name
+
+            name = machine_name(read_local(self.git_dir))
+            self._committer = f"{name} <{machine_id(self.git_dir)}@gc-beads>".encode()
+        return self._committer
 
     def store_objects(self, objects: Sequence[ShaFile | RawObject]) -> None:
         """Write objects: loose for a small commit, one pack for a large batch."""

@@ -22,6 +22,7 @@ from beads.record import shown
 REMOTE_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 STORE_NAME_RE = re.compile(r"[a-z][a-z0-9-]{0,63}")
 MACHINE_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
+MACHINE_ID_RE = re.compile(r"m-[0-9a-f]{16}")
 DEFAULT_REMOTE = "origin"
 DEFAULT_INTERVAL = 30.0
 
@@ -221,6 +222,8 @@ def local_settings(git_dir: Path) -> dict[str, Any]:
 
     out: dict[str, Any] = {}
     for key, value in read_local(git_dir).items():
+        if key not in LOCAL_KEYS and key.replace("-", "_") in LOCAL_KEYS:
+            key = key.replace("-", "_")  # git's spelling of `tls_ca` (see `set_local`)
         read = _local_key(key)
         if read is not None:
             try:
@@ -236,6 +239,7 @@ def set_local(git_dir: Path, key: str, value: Any) -> Any:
     if read is None:
         raise InvalidInput(f"not a local setting: {shown(key)} (known: {', '.join(LOCAL_KEYS)})")
     *parts, name = key.split(".")  # `delivery.nats.url`: section `delivery "nats"`
+    name = name.replace("_", "-")  # git allows no `_` in a variable name: `tls-ca`
     section = tuple(part.encode() for part in parts)
     config = _read_config(git_dir)
     if value is None:
@@ -286,3 +290,36 @@ def adopt(git_dir: Path) -> bool:
         return False
     finally:
         repo.close()
+
+
+def machine_name(local: dict[str, str]) -> str:
+    """This machine's name, as its relay's consumer and its commits show it: the local
+    setting `delivery.nats.machine`, else the host name (letters, digits, _ and - kept).
+    `local` is `beads.autosync.read_local`'s raw values."""
+    import socket
+
+    name = local.get("delivery.nats.machine", "")
+    if MACHINE_RE.fullmatch(name):
+        return name
+    host = re.sub(r"[^A-Za-z0-9_-]", "-", socket.gethostname())[:64].strip("-")
+    return host if MACHINE_RE.fullmatch(host) else "machine"
+
+
+def machine_id(git_dir: Path) -> str:
+    """This clone's machine id (`machine.id`), made on first use: random, machine-local
+    (the store's git config, never synced). Host names repeat (cloned VMs, containers); the
+    id tells two machines of one name apart (their relays' consumers, their commits)."""
+    from beads.autosync import read_local
+
+    found = read_local(git_dir).get("machine.id", "")
+    if MACHINE_ID_RE.fullmatch(found):
+        return found
+    import secrets
+
+    # Not a setting of `gc config set --local`: nobody chooses it. Unset in a copy of a
+    # store (a cloned VM image), it is made anew.
+    config = _read_config(git_dir)
+    config.set((b"machine",), b"id", f"m-{secrets.token_hex(8)}".encode())
+    config.write_to_path()
+    # Read back: of two processes making one at once, both go on with the one that stayed.
+    return read_local(git_dir).get("machine.id", "")

@@ -100,6 +100,13 @@ class Delivery(ItemsMixin, BroadcastMixin, SessionsMixin, ConfigMixin, MergeMixi
             self._reader = IndexReader(self.root)
         return self._reader
 
+    def fresh_reader(self) -> IndexReader:
+        """`reader`, opened again (so caught up) when the branch moved since it was opened."""
+        if self._reader is not None and not self._reader.fresh():
+            self._reader.close()
+            self._reader = None
+        return self.reader
+
     def __enter__(self) -> Delivery:
         return self
 

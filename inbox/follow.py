@@ -34,6 +34,7 @@ from inbox import producers
 
 TYPE_CHECKING = False  # importing typing costs a hook ~7 ms
 if TYPE_CHECKING:
+    from beads.gitrepo import GitRepo
     from beads.store import Batch, Store
     from inbox.delivery import Delivery
     from inbox.items import Item
@@ -225,11 +226,13 @@ def _catch_up(delivery: Delivery, mark: bytes) -> int:
                 delivery.note_fault(f"follow: watermark {gone} not in the store; now at HEAD")
                 return _created(record(delivery, [], advance=(mark, head)))
             changes = []
+            paths: dict[str, str] = {}  # bead id -> its path, to find where it was changed
             derived = producers.derived_types()
             for change in git.changes(mark, head):
                 located = parse_bead_path(change.path)
                 if located is None or located[0] not in derived or change.new_sha is None:
                     continue
+                paths[located[1]] = change.path
                 new = reader.get(located[1])  # the bead at `head` (None if unreadable)
                 if new is None:
                     continue
@@ -244,11 +247,41 @@ def _catch_up(delivery: Delivery, mark: bytes) -> int:
 
                 changes.append(Change(new, load_old=load_old if change.old_sha else None))
             items = derive(changes, delivery.note_fault)
+            _mark_foreign(delivery, git, head, mark, items, paths)
             fault("follow-derived")
             made = record(delivery, items, advance=(mark, head))
         finally:
             git.close()
     return _created(made)
+
+
+def _mark_foreign(
+    delivery: Delivery,
+    git: GitRepo,
+    head: bytes,
+    mark: bytes,
+    items: Sequence[Item],
+    paths: dict[str, str],
+) -> None:
+    """Put the origin in front of each item whose bead was last changed on another machine
+    (it came by sync: inbox/origin.py). An origin informs: a fault reading one is logged."""
+    if not items:
+        return
+    from beads.localconfig import machine_id
+    from inbox.origin import foreign_origins
+    from inbox.origin import mark as mark_origin
+
+    try:
+        here = machine_id(delivery.root / ".git")
+        origins = foreign_origins(git, head, mark, paths.values(), here)
+    except (GcError, OSError, KeyError) as exc:
+        delivery.note_fault(f"origin of followed items not read: {exc}")
+        return
+    for item in items:
+        bead_id = item.key.split(":")[1] if item.key.count(":") else ""
+        origin = origins.get(paths.get(bead_id, ""))
+        if origin is not None:
+            mark_origin(item, origin)
 
 
 def _created(results: list[tuple[Item, bool]]) -> int:

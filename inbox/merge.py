@@ -17,7 +17,7 @@ from pathlib import Path
 
 from beads.errors import InvalidInput
 from beads.record import acting_agent
-from inbox.items import Item, insert_row, refuse_producer_type
+from inbox.items import PRODUCER_TYPES, Item, insert_row, refuse_producer_type
 from inbox.queue import SessionQueue, check_session
 
 TYPE_CHECKING = False  # importing typing costs a hook ~7 ms
@@ -64,14 +64,36 @@ class MergeMixin:
 
         def store(records: list[dict[str, Any]]) -> list[str]:
             items, problems = [], []
+            asked: dict[tuple[str, str], dict[str, Any]] = {}
             for record in records:
                 try:
-                    item = Item.from_json({**ours(record), "agent": agent})
+                    fields = ours(record)
+                    if fields.get("type") in PRODUCER_TYPES:
+                        # A request: the item is derived from the bead its key names.
+                        key = fields.get("key")
+                        if not isinstance(key, str):
+                            raise InvalidInput("an item of a producer's type without a key")
+                        asked[(agent, key)] = record
+                        continue
+                    item = Item.from_json({**fields, "agent": agent})
                     refuse_producer_type(item.type)
                     items.append(item)
                 except InvalidInput as exc:
                     queue.set_aside(json.dumps(record), str(exc))
                     problems.append(f"queue item set aside: {exc}")
+            if asked:
+                from inbox.rederive import rederive
+
+                derived, refused = rederive(self, list(asked))  # type: ignore[arg-type]
+                items += derived
+                for refusal in refused:
+                    record = asked[(refusal.agent, refusal.key)]
+                    why = (
+                        f"refused: items of type {record.get('type')!r} come only from their "
+                        f"producer, and this line names no item of one: {refusal.why}"
+                    )
+                    queue.set_aside(json.dumps(record), why)
+                    problems.append(f"queue item set aside: refused {refusal}")
             with self.write() as db:
                 for item in items:
                     insert_row(db, item)

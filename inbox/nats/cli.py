@@ -15,7 +15,7 @@ from beads.cli.common import emit, global_options, stamped
 from beads.errors import GcError, InvalidInput, StorageError
 from beads.times import parse_duration
 from inbox.cli import open_delivery
-from inbox.nats import outbox
+from inbox.nats import machines, outbox
 from inbox.nats.settings import Settings, status_path
 
 CONNECT_TIMEOUT = 5.0
@@ -61,7 +61,7 @@ def _connected(config: Settings, work: Callable[[Any], Awaitable[Any]]) -> Any:
                 CONNECT_TIMEOUT,
             )
         except Exception as exc:  # noqa: BLE001 - nats-py raises many kinds: say which
-            where = ",".join(config.servers)
+            where = ",".join(config.shown_servers)
             raise StorageError(f"cannot reach NATS at {where}: {_why(exc)}") from None
         try:
             return await work(nc.jetstream(timeout=CONNECT_TIMEOUT))
@@ -81,10 +81,12 @@ def _why(exc: BaseException) -> str:
 
 @nats_group.command()
 @click.option("--ack-wait", default="30s", show_default=True, help="Redelivery after this.")
+@click.option("--prune", is_flag=True, help="Remove the consumers no machine uses "
+              "(gc nats status lists them).")  # fmt: skip
 @global_options
-def setup(ack_wait: str) -> None:
+def setup(ack_wait: str, prune: bool) -> None:
     """Create or check the stream (retention by age, dedup window) and this machine's
-    consumer, and say what was done."""
+    consumer (with its machine id), and say what was done."""
     _client()
     from inbox.nats.relay import ensure_consumer, ensure_stream
 
@@ -94,6 +96,10 @@ def setup(ack_wait: str) -> None:
     async def work(js: Any) -> list[str]:
         done = [await ensure_stream(js, config, update=True)]
         done.append(await ensure_consumer(js, config, parse_duration(ack_wait)))
+        if prune:
+            for consumer in await _stale(js, config):
+                await js.delete_consumer(config.stream, consumer["name"])
+                done.append(f"removed consumer {consumer['name']}: {consumer['why']}")
         return done
 
     said = _connected(config, work)
@@ -139,11 +145,15 @@ def status() -> None:
     async def work(js: Any) -> dict[str, Any]:
         from nats.js.errors import NotFoundError
 
-        out: dict[str, Any] = {"stream": None, "consumer": None}
+        from inbox.nats.relay import server_is_open
+
+        out: dict[str, Any] = {"stream": None, "consumer": None, "stale": []}
+        out["server_open"] = await server_is_open(config)
         try:
             info = await js.stream_info(config.stream)
         except NotFoundError:
             return out
+        out["stale"] = await _stale(js, config)
         state = info.state
         out["stream"] = {"name": config.stream, "messages": state.messages,
                          "bytes": state.bytes, "first_seq": state.first_seq,
@@ -156,14 +166,16 @@ def status() -> None:
         out["consumer"] = {"name": config.consumer, "lag": consumer.num_pending,
                            "unacknowledged": consumer.num_ack_pending,
                            "redelivered": consumer.num_redelivered,
-                           "filters": consumer.config.filter_subjects}  # fmt: skip
+                           "filters": consumer.config.filter_subjects,
+                           "machine_id": (consumer.config.metadata or {}).get(
+                               machines.ID_KEY)}  # fmt: skip
         return out
 
     error: GcError | None = None
     try:
         server = _connected(config, work)
     except StorageError as exc:
-        server, error = {"stream": None, "consumer": None}, exc
+        server, error = {"stream": None, "consumer": None, "stale": []}, exc
     stream, consumer = server["stream"], server["consumer"]
     if error is None:
         lines.insert(0, f"stream {config.stream}: " + (
@@ -172,10 +184,25 @@ def status() -> None:
         lines.insert(1, f"consumer {config.consumer}: " + (
             f"lag {consumer['lag']}, {consumer['unacknowledged']} unacknowledged"
             if consumer else "missing (gc nats setup or the relay creates it)"))  # fmt: skip
-    payload = {"servers": config.servers, "reachable": error is None, **server, **local}
+        if server.get("server_open"):
+            lines.append("server: requires no authentication (anyone who reaches it can "
+                         "publish; see docs/nats.md)")  # fmt: skip
+        for stale in server["stale"]:
+            lines.append(f"stale consumer {stale['name']}: {stale['why']} "
+                         "(gc nats setup --prune removes it)")  # fmt: skip
+    lines.append(f"machine {config.machine}, id {config.machine_id}")
+    payload = {"servers": config.shown_servers, "reachable": error is None,
+               "machine": config.machine, "machine_id": config.machine_id,
+               **server, **local}  # fmt: skip
     emit(payload, "\n".join(lines), error=error)
     if error is not None:
         click.get_current_context().exit(error.exit_code)
+
+
+async def _stale(js: Any, config: Settings) -> list[dict[str, Any]]:
+    """The stream's relay consumers no machine uses (inbox/nats/machines.py)."""
+    stream = await js.stream_info(config.stream)
+    return machines.stale(config, await js.consumers_info(config.stream), stream.config.max_age)
 
 
 def _relay(root: Path) -> dict[str, Any] | None:
@@ -204,6 +231,8 @@ def _relay_line(relay: dict[str, Any] | None) -> str:
     text = (
         f"relay {relay.get('consumer')} ({state}, pid {relay.get('pid')}): {published}; {received}"
     )
+    if relay.get("refused"):
+        text += f"; {relay['refused']} refused, last: {relay.get('last_refused')}"
     if relay.get("last_error"):
         text += f"; last error: {relay['last_error']}"
     return text

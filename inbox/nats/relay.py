@@ -39,8 +39,8 @@ from beads import files
 from beads.errors import Conflict, InvalidInput
 from inbox.broadcast import copy_for, stand
 from inbox.delivery import Delivery
-from inbox.items import Item
-from inbox.nats import outbox, subjects
+from inbox.items import PRODUCER_TYPES, Item
+from inbox.nats import machines, outbox, subjects, trust
 from inbox.nats.settings import Settings, status_path
 
 BATCH = 1000  # items per transaction, and per round of publishing
@@ -108,21 +108,27 @@ def consumer_config(settings: Settings, ack_wait: float) -> api.ConsumerConfig:
         deliver_policy=api.DeliverPolicy.ALL,  # a new machine gets what the stream still has
         ack_wait=ack_wait,
         max_ack_pending=4 * BATCH,
+        metadata=machines.metadata(settings),  # whose consumer it is (inbox/nats/machines.py)
     )
 
 
 async def ensure_consumer(js: Any, settings: Settings, ack_wait: float) -> str:
-    """Create this machine's consumer, or update its subjects and ack wait; what it did."""
+    """Create this machine's consumer, or update its subjects, ack wait and machine id;
+    what it did. Conflict when the consumer belongs to another machine id."""
     config = consumer_config(settings, ack_wait)
     try:
         info = await js.consumer_info(settings.stream, settings.consumer)
     except NotFoundError:
         await js.add_consumer(settings.stream, config)
-        return f"created consumer {settings.consumer}"
+        return f"created consumer {settings.consumer} (machine id {settings.machine_id})"
+    machines.check_owner(settings, info)
     current = info.config
-    if sorted(current.filter_subjects or [current.filter_subject or ""]) == sorted(
-        config.filter_subjects or []
-    ) and round(current.ack_wait or 0, 3) == round(ack_wait, 3):
+    if (
+        sorted(current.filter_subjects or [current.filter_subject or ""])
+        == sorted(config.filter_subjects or [])
+        and round(current.ack_wait or 0, 3) == round(ack_wait, 3)
+        and (current.metadata or {}).get(machines.ID_KEY) == settings.machine_id
+    ):
         return f"consumer {settings.consumer} is as configured"
     await js.add_consumer(settings.stream, config)  # the server updates a durable in place
     return f"updated consumer {settings.consumer}"
@@ -155,7 +161,7 @@ class Relay:
             "machine": settings.machine,
             "consumer": settings.consumer,
             "agents": settings.agents,
-            "servers": settings.servers,
+            "servers": settings.shown_servers,
             "started_at": time.time(),
             "connected": False,
             "received": 0,
@@ -163,8 +169,14 @@ class Relay:
             "last_received_at": None,
             "last_published_at": None,
             "last_error": None,
+            "machine_id": settings.machine_id,
+            # Hints that named no bead, and plain items of a producer's type (trust.py).
+            "refused": 0,
+            "last_refused": None,
+            "server_open": None,  # True: the server asks no credentials of anyone
         }
         self._status_at = 0.0
+        self._sync_lock = asyncio.Lock()
 
     def _config(self) -> dict[str, Any]:
         # config.yaml through the index, re-read every few seconds: a long-running relay
@@ -188,6 +200,9 @@ class Relay:
                 began = time.monotonic()
                 try:
                     await self._session()
+                except Conflict as exc:  # another machine's consumer: never take its items
+                    self._note_error(exc)
+                    raise
                 except Exception as exc:  # noqa: BLE001 - any failure: reconnect, say why
                     self._note_error(exc)
                 self._set(connected=False)
@@ -241,7 +256,7 @@ class Relay:
             await asyncio.gather(connecting, return_exceptions=True)
             if self.stopping.is_set():
                 return
-            raise TimeoutError(f"no answer from {','.join(self.settings.servers)}")
+            raise TimeoutError(f"no answer from {','.join(self.settings.shown_servers)}")
         nc = connecting.result()
         try:
             js = nc.jetstream(timeout=5)
@@ -249,6 +264,7 @@ class Relay:
             said += "; " + await ensure_consumer(js, self.settings, self.ack_wait)
             self.log(f"connected to {nc.connected_url.netloc if nc.connected_url else '?'}: {said}")
             self._set(connected=True, last_error=None)
+            await self._check_open()
             arrived: asyncio.Queue[Any] = asyncio.Queue()
 
             async def on_message(msg: Any) -> None:
@@ -291,6 +307,17 @@ class Relay:
             with contextlib.suppress(Exception):
                 await nc.close()
 
+    async def _check_open(self) -> None:
+        """Say so when the server lets anyone in: a probe connection without credentials."""
+        is_open = await server_is_open(self.settings)
+        if is_open and self.status["server_open"] is not True:
+            self.log(
+                f"the NATS server at {','.join(self.settings.shown_servers)} requires no "
+                "authentication: anyone who reaches it can publish to this machine's agents "
+                "(their items are checked here; see docs/nats.md)"
+            )
+        self.status["server_open"] = is_open
+
     async def _watch(self, nc: Any, lost: asyncio.Event) -> None:
         """Return once the connection is gone: its callbacks say so, or (older nats-py, which
         reports a dropped connection only to `error_cb`) its state does."""
@@ -306,25 +333,36 @@ class Relay:
             await self._take(arrived, await arrived.get())
 
     async def _take(self, arrived: asyncio.Queue[Any], first: Any = None) -> None:
-        """Store everything that arrived (one transaction per BATCH), then acknowledge it."""
+        """Store everything that arrived (one transaction per BATCH), then acknowledge it;
+        with hints among it, sync first (trust.py)."""
         messages = [] if first is None else [first]
         while True:
             while not arrived.empty() and len(messages) < BATCH:
                 messages.append(arrived.get_nowait())
             if not messages:
                 return
-            self.store(messages)
+            if any(_hinted(msg.data) for msg in messages):
+                await self._pull("a hint arrived")
+            again = self.store(messages)
             for msg in messages:
-                await msg.ack()
+                if msg in again:
+                    await msg.nak(delay=trust.HINT_RETRY)
+                else:
+                    await msg.ack()
             self._set(received=self.status["received"] + len(messages),
                       last_received_at=time.time())  # fmt: skip
             messages = []
 
-    def store(self, messages: list[Any]) -> None:
-        """Write the items of `messages` into the delivery database in one transaction."""
+    def store(self, messages: list[Any]) -> list[Any]:
+        """Write the items of `messages` into the delivery database in one transaction:
+        plain items as a local push takes them, hints as their beads make them (trust.py).
+        Returns the messages to deliver again later (hints whose bead is not here yet)."""
+        from inbox.rederive import rederive
+
         now = time.time()
         items: list[Item] = []
         groups: list[Item] = []
+        hints: dict[tuple[str, str], Any] = {}
         for msg in messages:
             try:
                 item = decode(msg.subject, msg.data)
@@ -333,11 +371,28 @@ class Relay:
                 continue
             if item.expired(now):
                 continue
+            if trust.is_hint(item):
+                if item.agent in self.here:
+                    hints[(item.agent, item.key)] = msg
+                elif item.agent.startswith("@"):
+                    self._refuse(f"a {item.type} item {item.key} for the group {item.agent}")
+                continue
+            trust.as_relayed(item)
             if item.agent.startswith("@"):
                 groups.append(item)
                 items += [copy_for(item, agent) for agent in self._members(item.agent)]
             elif item.agent in self.here:
                 items.append(item)
+
+        again: list[Any] = []
+        derived, refused = rederive(self.delivery, list(hints))
+        items += derived
+        for refusal in refused:
+            msg = hints[(refusal.agent, refusal.key)]
+            if _deliveries(msg) < trust.HINT_TRIES:
+                again.append(msg)  # the bead may be on its way to the remote
+            else:
+                self._refuse(f"a hint on {msg.subject}: {refusal}")
 
         def standing(db: Any) -> None:
             for item in groups:
@@ -345,6 +400,27 @@ class Relay:
 
         if items or groups:
             self.delivery.insert_items(items, then=standing if groups else None)
+        return again
+
+    def _refuse(self, what: str) -> None:
+        """Count, log and keep the last of what was refused (`gc nats status` shows it)."""
+        line = f"refused {what}"
+        self.log(line)
+        self.delivery.note_fault(f"nats relay: {line}")
+        self._set(refused=self.status["refused"] + 1, last_refused=line[:500])
+
+    async def _pull(self, why: str) -> None:
+        """Sync the store with its remote (if it has one), within `sync.timeout`; a failure
+        is logged, and what is here is used."""
+        async with self._sync_lock:
+            try:
+                error = await asyncio.wait_for(
+                    asyncio.to_thread(trust.pull, self.root), trust.sync_timeout(self.root)
+                )
+            except TimeoutError:
+                error = "no answer within sync.timeout"
+            if error:
+                self.log(f"sync ({why}) failed: {error}")
 
     def _members(self, group: str) -> list[str]:
         """This machine's agents of a broadcast's group."""
@@ -366,6 +442,9 @@ class Relay:
                     self._write_status()
                     await asyncio.sleep(POLL)
                 continue
+            if any(_hinted(row[3]) for row in rows):
+                # A hint is only worth its bead on the remote: the receiver fetches it there.
+                await self._pull("hints to publish")
             sent = await asyncio.gather(
                 *(
                     js.publish(
@@ -431,6 +510,45 @@ def decode(subject: str, data: bytes) -> Item:
     if group:
         item.agent = target
     return item
+
+
+def _hinted(data: bytes | str) -> bool:
+    """True when a message (or an outbox row) carries an item of a producer's type."""
+    try:
+        fields = json.loads(data)
+    except (ValueError, UnicodeDecodeError):
+        return False
+    return isinstance(fields, dict) and fields.get("type") in PRODUCER_TYPES
+
+
+def _deliveries(msg: Any) -> int:
+    """How many times JetStream has delivered `msg` (1 the first time)."""
+    try:
+        return int(msg.metadata.num_delivered)
+    except Exception:  # noqa: BLE001 - not a JetStream message: treat as the last try
+        return trust.HINT_TRIES
+
+
+async def server_is_open(settings: Settings) -> bool | None:
+    """True when the server takes a connection without credentials; None if unknown."""
+    said: list[str] = []
+
+    async def heard(exc: Exception) -> None:  # the probe's errors are its answer
+        said.append(str(exc))
+
+    try:
+        nc = await asyncio.wait_for(
+            nats.connect(**settings.connect_options(anonymous=True), allow_reconnect=False,
+                         max_reconnect_attempts=1, connect_timeout=CONNECT_TIMEOUT,
+                         error_cb=heard),
+            2 * CONNECT_TIMEOUT,
+        )  # fmt: skip
+    except Exception as exc:  # noqa: BLE001 - refused: it asks for credentials
+        text = " ".join([str(exc), *said]).lower()
+        return False if any(w in text for w in ("authoriz", "authentic", "tls", "ssl")) else None
+    with contextlib.suppress(Exception):
+        await nc.close()
+    return True
 
 
 def hold(root: Path) -> int:

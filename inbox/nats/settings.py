@@ -4,12 +4,12 @@ and the stream's (config.yaml, the same on every machine)."""
 from __future__ import annotations
 
 import re
-import socket
 from pathlib import Path
 from typing import Any
 
+from beads.autosync import read_local
 from beads.errors import InvalidInput
-from beads.localconfig import MACHINE_RE, local_settings
+from beads.localconfig import local_settings, machine_id, machine_name
 from beads.times import parse_duration
 
 STREAM = "INBOX_EVENTS"
@@ -36,10 +36,10 @@ class Settings:
         self.agents: list[str] = list(
             dict.fromkeys(agents if agents is not None else local.get("delivery.nats.agents", []))
         )
-        host = re.sub(r"[^A-Za-z0-9_-]", "-", socket.gethostname())[:64].strip("-")
-        self.machine: str = local.get("delivery.nats.machine") or host or "machine"
-        if not MACHINE_RE.fullmatch(self.machine):
-            self.machine = "machine"
+        git = root / ".git"
+        self.machine: str = machine_name(read_local(git))
+        # This clone's identity, written into its consumer (inbox/nats/machines.py).
+        self.machine_id: str = machine_id(git)
         shared = (config.get("delivery") or {}).get("nats") or {}
         self.stream: str = str(shared.get("stream", STREAM))
         if not _STREAM_RE.fullmatch(self.stream):
@@ -48,13 +48,26 @@ class Settings:
         self.dedup_window = _seconds(shared.get("dedup_window", DEDUP_WINDOW))
 
     @property
+    def shown_servers(self) -> list[str]:
+        """The server URLs as messages show them: a password in a URL is masked."""
+        return [re.sub(r"//([^:/@]*):[^@/]*@", r"//\1:***@", url) for url in self.servers]
+
+    @property
     def consumer(self) -> str:
         """This machine's durable consumer."""
         return f"relay-{self.machine}"
 
-    def connect_options(self) -> dict[str, Any]:
-        """nats-py's `connect` options for the credentials and TLS settings."""
+    def connect_options(self, *, anonymous: bool = False) -> dict[str, Any]:
+        """nats-py's `connect` options for the credentials and TLS settings; `anonymous`:
+        without any credentials (TLS trust kept), to see whether the server asks for them."""
         options: dict[str, Any] = {"servers": self.servers}
+        if anonymous:
+            options["servers"] = [re.sub(r"//[^/@]*@", "//", url) for url in self.servers]
+            if self.tls["ca"]:
+                import ssl
+
+                options["tls"] = ssl.create_default_context(cafile=self.tls["ca"])
+            return options
         if self.creds:
             options["user_credentials"] = self.creds
         if self.token:

@@ -1,0 +1,91 @@
+"""Where the last change of a bead was made, for items derived from beads that arrived from
+another machine: "(from mayor on build-01) ...".
+
+Every commit names its machine as committer, `<machine name> <<machine id>@gc-beads>`, and its
+agent as author (beads/gitrepo.py). A bead whose last change was committed under another
+machine id came by sync (or a push into the store): its items say who and where, so a person
+reading them can tell an answer typed here from one that came over the wire. Both names are
+what that machine wrote: they inform, they do not authenticate (anyone with push access to
+the remote writes commits).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+TYPE_CHECKING = False  # importing typing costs a hook ~7 ms
+if TYPE_CHECKING:
+    from beads.gitrepo import GitRepo
+    from inbox.items import Item
+
+# `name <m-0123456789abcdef@gc-beads>`: a committer this version writes.
+_COMMITTER = re.compile(rb"(.*) <(m-[0-9a-f]{16})@gc-beads>")
+# How far back a search for one bead's last change goes (a hint names a bead changed lately).
+MAX_WALK = 2000
+
+
+class Origin:
+    """The agent (commit author) and machine (committer) of a commit made elsewhere."""
+
+    __slots__ = ("author", "machine", "machine_id")
+
+    def __init__(self, author: str, machine: str, machine_id: str) -> None:
+        self.author = author
+        self.machine = machine
+        self.machine_id = machine_id
+
+    def note(self) -> str:
+        return f"(from {self.author} on {self.machine}) "
+
+
+def origin_of(commit: object) -> Origin | None:
+    """The origin a commit names; None for a commit made before machines were named."""
+    found = _COMMITTER.fullmatch(getattr(commit, "committer", b""))
+    if found is None:
+        return None
+    author = getattr(commit, "author", b"").split(b" <", 1)[0]
+    text = [part.decode("utf-8", "replace") for part in (author, *found.groups())]
+    return Origin(*text)
+
+
+def foreign_origins(
+    git: GitRepo, head: bytes, stop: bytes | None, paths: Iterable[str], here: str
+) -> dict[str, Origin]:
+    """For each of `paths`: the origin of its last change from `head` back to `stop` (not
+    included), when that change was committed by another machine than `here` (a machine id).
+
+    Merge commits are stepped over: a sync's merge brings the other side's changes, which its
+    own commits made. Paths changed last here, or not found, are left out."""
+    from dulwich.walk import Walker
+
+    wanted = set(paths)
+    found: dict[str, Origin] = {}
+    if not wanted:
+        return found
+    walker = Walker(git.objects, include=[head], exclude=[stop] if stop else None,
+                    max_entries=MAX_WALK)  # fmt: skip
+    for entry in walker:
+        commit = entry.commit
+        if len(commit.parents) > 1:
+            continue
+        parent = commit.parents[0] if commit.parents else None
+        touched = {change.path for change in git.changes(parent, commit.id)} & wanted
+        if not touched:
+            continue
+        origin = origin_of(commit)
+        for path in touched:
+            if origin is not None and origin.machine_id != here:
+                found[path] = origin
+        wanted -= touched
+        if not wanted:
+            break
+    return found
+
+
+def mark(item: Item, origin: Origin) -> Item:
+    """`item` with its origin in front of its content (clipped to fit)."""
+    from inbox.items import clip
+
+    item.content = clip(origin.note() + item.content)
+    return item

@@ -1,0 +1,112 @@
+"""Items of a producer's type that arrive by any channel but the producer's own (a NATS
+message, a line of a session's queue file) are requests, never items: each names a bead by
+its dedup key (`mail:<id>`, `decision:<id>`, `gate:<id>[:...]`), and what is delivered is
+what that bead's producer derives from the bead as this store holds it. The request's own
+content, source and priority are ignored; a request that names no bead, or a bead its
+producer makes no such item of (for that agent, with that key), is refused.
+
+One function (`rederive`) does this for every channel, so the rule cannot differ between
+them. It never fetches: a caller that can (the relay, inbox/nats/relay.py) brings the store
+up to date from its remote first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from beads.errors import GcError, InvalidInput
+from beads.ids import bead_path, check_id
+from inbox import producers
+from inbox.follow import Change
+
+TYPE_CHECKING = False  # importing typing costs a hook ~7 ms
+if TYPE_CHECKING:
+    from inbox.delivery import Delivery
+    from inbox.items import Item
+
+
+class Refused:
+    """A request that derived nothing: who it was for, its key, and why."""
+
+    __slots__ = ("agent", "key", "why")
+
+    def __init__(self, agent: str, key: str, why: str) -> None:
+        self.agent, self.key, self.why = agent, key, why
+
+    def __str__(self) -> str:
+        return f"{self.key} for {self.agent}: {self.why}"
+
+
+def named_bead(key: str) -> str:
+    """The bead id a producer item's dedup key names (its second `:` part); InvalidInput
+    when it names none."""
+    parts = key.split(":")
+    if len(parts) < 2:
+        raise InvalidInput(f"the key {key[:80]!r} names no bead")
+    return check_id(parts[1], what="bead id in the key")
+
+
+def rederive(
+    delivery: Delivery, wanted: Sequence[tuple[str, str]]
+) -> tuple[list[Item], list[Refused]]:
+    """For each `(agent, key)` asked for: the item the named bead's producer makes of the bead
+    now (marked with its origin when the bead's last change was made on another machine,
+    inbox/origin.py), or why none (see the module's docstring)."""
+    items: list[Item] = []
+    refused: list[Refused] = []
+    if not wanted:
+        return items, refused
+    reader = delivery.fresh_reader()
+    found: list[tuple[Item, str]] = []
+    for agent, key in wanted:
+        try:
+            bead_id = named_bead(key)
+        except InvalidInput as exc:
+            refused.append(Refused(agent, key, exc.message))
+            continue
+        bead = reader.get(bead_id)
+        if bead is None:
+            refused.append(Refused(agent, key, f"no bead {bead_id} in this store"))
+            continue
+        deriver = producers.deriver(bead.type)
+        made: list[Item] = []
+        if deriver is not None:
+            try:
+                made = deriver([Change(bead)])
+            except InvalidInput as exc:
+                refused.append(Refused(agent, key, f"{bead_id} makes no item: {exc.message}"))
+                continue
+        match = next((i for i in made if i.agent == agent and i.key == key), None)
+        if match is None:
+            why = f"{bead_id} (a {bead.type}) makes no item {key} for {agent} now"
+            refused.append(Refused(agent, key, why))
+            continue
+        found.append((match, bead_path(bead.type, bead.id)))
+    _mark_origins(delivery, found)
+    return [item for item, _ in found], refused
+
+
+def _mark_origins(delivery: Delivery, found: list[tuple[Item, str]]) -> None:
+    """Put the origin in front of each item whose bead was last changed elsewhere."""
+    if not found:
+        return
+    from beads.gitrepo import GitRepo
+    from beads.localconfig import machine_id
+    from beads.reader import branch_head
+    from inbox.origin import foreign_origins, mark
+
+    head = branch_head(delivery.root)
+    if head is None:
+        return
+    git = GitRepo(delivery.root / ".git")
+    try:
+        here = machine_id(delivery.root / ".git")
+        origins = foreign_origins(git, head, None, {path for _, path in found}, here)
+    except (GcError, OSError, KeyError) as exc:  # an origin informs: never stop delivery
+        delivery.note_fault(f"origin of re-derived items not read: {exc}")
+        return
+    finally:
+        git.close()
+    for item, path in found:
+        if path in origins:
+            mark(item, origins[path])
