@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from beads.errors import Conflict, GcError, InvalidInput, NotFound
 from beads.localconfig import DEFAULT_REMOTE, add_remote, remote_url, tracking_ref
 from beads.location import INIT_PREFIX, check_not_foreign, is_store, store_dir_for
-from beads.remote import check_remote_store, fetch, only_in, push
+from beads.remote import check_remote_store, fetch, object_limit, only_in, push
 
 if TYPE_CHECKING:
     from beads.gitrepo import GitRepo
@@ -76,7 +76,8 @@ def _sync(store: Store, result: SyncResult, retries: int) -> None:
     git = store.git
     for attempt in range(1, retries + 1):
         result.attempts = attempt
-        theirs = fetch(git, result.url, known_heads(git), store.locked)
+        limit = object_limit(store.max_body)
+        theirs = fetch(git, result.url, known_heads(git), store.locked, max_object=limit)
         if theirs is not None:
             check_remote_store(git, theirs, result.url, store.prefix)
             set_tracking(git, result.remote, theirs)
@@ -229,7 +230,7 @@ def clone(url: str, path: str | Path, *, agent: str | None = None) -> Path:
     temporary name and renamed into place, as `gc init` does: a failed clone leaves nothing."""
     from beads.gitrepo import init_bare
     from beads.initstore import _exclude, _remove_tree
-    from beads.record import acting_agent
+    from beads.record import DEFAULT_MAX_BODY_BYTES, acting_agent
 
     root = store_dir_for(Path(path).expanduser().absolute())
     if is_store(root):
@@ -247,7 +248,7 @@ def clone(url: str, path: str | Path, *, agent: str | None = None) -> Path:
     try:
         git = init_bare(building)
         try:
-            head = fetch(git, url, [])
+            head = fetch(git, url, [], max_object=object_limit(DEFAULT_MAX_BODY_BYTES))
             if head is None:
                 raise NotFound(
                     f"the remote {url} is empty: no store to clone. Make one with 'gc init', "
