@@ -3,8 +3,9 @@
 Both live in the store's git config (`.beads/.git/config`), which git never transfers:
 remotes as git writes them (`[remote "origin"] url = ...`, so plain git sees them too), and
 the local settings of `gc config set --local` (`sync.auto`, `sync.interval`,
-`sync.remote`, `sync.timeout`, `sync.max_fetch_bytes`, `stores.*`, `delivery.nats.*`) as their own sections. The synced
-`config.yaml` never holds them. The exchange with a remote is `beads.remote`.
+`sync.remote`, `sync.timeout`, `sync.max_fetch_bytes`, `stores.*`, `delivery.nats.*`) as
+their own sections. The synced `config.yaml` never holds them. The exchange with a remote
+is `beads.remote`.
 """
 
 from __future__ import annotations
@@ -153,6 +154,22 @@ def _local_key(key: str) -> Callable[[Any], Any] | None:
     return None
 
 
+def _to_git(key: str) -> str:
+    """The name git keeps `key` under: git's variable names allow `-`, not `_`
+    (`sync.max_fetch_bytes` is `max-fetch-bytes` in section `sync`)."""
+    if key in LOCAL_KEYS:
+        section, _, name = key.rpartition(".")
+        return f"{section}.{name.replace('_', '-')}"
+    return key
+
+
+def _from_git(key: str) -> str:
+    """The setting a key read from git's config is (see `_to_git`)."""
+    section, _, name = key.rpartition(".")
+    named = f"{section}.{name.replace('-', '_')}"
+    return named if named in LOCAL_KEYS else key
+
+
 def other_store(git_dir: Path, name: str) -> Path:
     """The `.beads/` directory of the store named `name` in the local settings."""
     from beads.location import find_store
@@ -247,6 +264,7 @@ def local_settings(git_dir: Path) -> dict[str, Any]:
 
     out: dict[str, Any] = {}
     for key, value in read_local(git_dir).items():
+        key = _from_git(key)
         read = _local_key(key)
         if read is not None:
             try:
@@ -261,7 +279,7 @@ def set_local(git_dir: Path, key: str, value: Any) -> Any:
     read = _local_key(key)
     if read is None:
         raise InvalidInput(f"not a local setting: {shown(key)} (known: {', '.join(LOCAL_KEYS)})")
-    *parts, name = key.split(".")  # `delivery.nats.url`: section `delivery "nats"`
+    *parts, name = _to_git(key).split(".")  # `delivery.nats.url`: section `delivery "nats"`
     section = tuple(part.encode() for part in parts)
     config = _read_config(git_dir)
     if value is None:

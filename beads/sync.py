@@ -178,14 +178,17 @@ def state_path(root: Path) -> Path:
 
 
 def record_state(root: Path, *, remote: str, error: str | None) -> None:
-    """Remember the outcome of a sync (`gc sync --status`); the file's mtime is the time of
-    the last attempt, which the hooks compare with `sync.interval`."""
+    """Remember the outcome of a sync with `remote` (`gc sync --status`), each remote's
+    apart; the file's mtime is the time of the last attempt with any, which the hooks compare
+    with `sync.interval`."""
     path = state_path(root)
     state = read_state(root)
     now = time.time()
-    state.update({"remote": remote, "last_attempt": now, "last_error": error})
+    mine = state["remotes"].setdefault(remote, {})
+    mine.update({"last_attempt": now, "last_error": error})
     if error is None:
-        state["last_sync"] = now
+        mine["last_sync"] = now
+    state.update({"remote": remote, "last_attempt": now})
     path.parent.mkdir(parents=True, exist_ok=True)
     temp = path.with_name(f".state.{os.getpid()}.tmp")
     temp.write_text(json.dumps(state))
@@ -193,32 +196,49 @@ def record_state(root: Path, *, remote: str, error: str | None) -> None:
 
 
 def read_state(root: Path) -> dict[str, Any]:
+    """The recorded outcomes: `remotes` maps a remote's name to its last attempt, last
+    success and last error. (A file of the single-remote form counts for the remote it
+    names.)"""
     try:
         value = json.loads(state_path(root).read_text())
     except (OSError, ValueError):
-        return {}
-    return value if isinstance(value, dict) else {}
+        value = {}
+    if not isinstance(value, dict):
+        value = {}
+    kept = value.get("remotes")
+    if not isinstance(kept, dict):
+        kept = {}
+        if isinstance(value.get("remote"), str):
+            kept[value["remote"]] = {
+                key: value.get(key) for key in ("last_attempt", "last_sync", "last_error")
+            }
+    value["remotes"] = {k: v for k, v in kept.items() if isinstance(v, dict)}
+    return value
 
 
 def status(store: Store, remote: str | None = None) -> dict[str, Any]:
-    """Ahead/behind against the remote as last fetched, and the last sync's outcome."""
+    """Ahead/behind against the remote as last fetched, and the last sync's outcome with
+    that remote. A remote never reached has no figures (None): `synced` is false."""
     name, url = remote_url(store.root / ".git", remote)
     git = store.git
     head = git.head()
     seen = tracking(git, name)
     assert head is not None
-    ahead = len(only_in(git, head, seen))
-    behind = len(only_in(git, seen, head)) if seen is not None else 0
-    state = read_state(store.root)
+    mine = read_state(store.root)["remotes"].get(name, {})
+    reached = seen is not None or mine.get("last_sync") is not None
+    ahead = len(only_in(git, head, seen)) if reached else None
+    behind = (len(only_in(git, seen, head)) if seen is not None else 0) if reached else None
     return {
         "remote": name,
         "url": url,
         "head": head.decode(),
         "remote_head": seen.decode() if seen else None,
+        "synced": reached,
         "ahead": ahead,
         "behind": behind,
-        "last_sync": state.get("last_sync"),
-        "last_error": state.get("last_error") if state.get("remote") == name else None,
+        "last_sync": mine.get("last_sync"),
+        "last_attempt": mine.get("last_attempt"),
+        "last_error": mine.get("last_error"),
     }
 
 
