@@ -10,9 +10,9 @@ never answer.
 from __future__ import annotations
 
 import json
-import os
 import socket
 import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -83,18 +83,25 @@ def push_blob(tmp_path: Path, remote: Path, size: int) -> str:
     return git("rev-parse", "HEAD", cwd=work)
 
 
+# Runs a command and reports its exit code and peak RSS (KiB). A child's ru_maxrss counts
+# the image it was forked from until its exec: this small process starts the command, so a
+# large test process does not count as the command's memory.
+MEASURE = """
+import resource, subprocess, sys
+done = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+sys.stderr.buffer.write(done.stderr)
+print(done.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+"""
+
+
 def sync_measured(side: GcRunner, *args: str) -> tuple[int, str, int]:
-    """Run `gc sync` in a process of its own: exit code, stderr, and its peak RSS in KiB
-    (wait4's rusage of that one child)."""
-    process = subprocess.Popen(
-        [gc_program(), "sync", *args], cwd=side.cwd, env=side.env,
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    """Run `gc sync` in a process of its own: exit code, stderr, and its peak RSS in KiB."""
+    done = subprocess.run(
+        [sys.executable, "-c", MEASURE, gc_program(), "sync", *args], cwd=side.cwd,
+        env=side.env, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
-    assert process.stderr is not None
-    stderr = process.stderr.read().decode()
-    _pid, status, usage = os.wait4(process.pid, 0)
-    process.returncode = os.waitstatus_to_exitcode(status)
-    return process.returncode, stderr, usage.ru_maxrss
+    code, peak = done.stdout.split()
+    return int(code), done.stderr, int(peak)
 
 
 def test_an_object_over_the_size_limit_is_refused_before_it_is_inflated_and_nothing_merged(
