@@ -3,8 +3,9 @@
 Both live in the store's git config (`.beads/.git/config`), which git never transfers:
 remotes as git writes them (`[remote "origin"] url = ...`, so plain git sees them too), and
 the local settings of `gc config set --local` (`sync.auto`, `sync.interval`,
-`sync.remote`, `stores.*`, `delivery.nats.*`) as their own sections. The synced
-`config.yaml` never holds them. The exchange with a remote is `beads.remote`.
+`sync.remote`, `sync.timeout`, `sync.max_fetch_bytes`, `stores.*`, `delivery.nats.*`) as
+their own sections. The synced `config.yaml` never holds them. The exchange with a remote
+is `beads.remote`.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ MACHINE_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 MACHINE_ID_RE = re.compile(r"m-[0-9a-f]{16}")
 DEFAULT_REMOTE = "origin"
 DEFAULT_INTERVAL = 30.0
+DEFAULT_TIMEOUT = 30.0  # seconds a remote may stay silent (`sync.timeout`)
+DEFAULT_MAX_FETCH_BYTES = 1024**3  # the largest pack one fetch takes (`sync.max_fetch_bytes`)
 
 
 def _bool(value: Any) -> bool:
@@ -45,6 +48,28 @@ def _seconds(value: Any) -> float:
     if seconds < 0.5:
         raise InvalidInput(f"sync.interval must be at least 0.5s, not {shown(value)}")
     return seconds
+
+
+def _timeout(value: Any) -> float:
+    """`sync.timeout`: how long a remote may stay silent before the exchange fails."""
+    from beads.times import parse_duration
+
+    seconds = parse_duration(str(value))
+    if not 0.1 <= seconds <= 86400:
+        raise InvalidInput(f"sync.timeout must be between 0.1s and 1d, not {shown(value)}")
+    return seconds
+
+
+def _byte_count(value: Any) -> int:
+    """A size in bytes: an integer, or one with a unit (`512MiB`, `1GiB`, `64KiB`)."""
+    match = re.fullmatch(r"\s*(\d{1,15})\s*([KMGT]i?B?|B)?\s*", str(value), re.IGNORECASE)
+    if not match:
+        raise InvalidInput(f"expected a size in bytes (e.g. 512MiB), not {shown(value)}")
+    unit = (match.group(2) or "B")[0].upper()
+    size = int(match.group(1)) * 1024 ** "BKMGT".index(unit)
+    if size < 1024:
+        raise InvalidInput(f"sync.max_fetch_bytes must be at least 1KiB, not {shown(value)}")
+    return size
 
 
 def _remote_name(value: Any) -> str:
@@ -101,6 +126,8 @@ LOCAL_KEYS: dict[str, Callable[[Any], Any]] = {
     "sync.auto": _bool,
     "sync.interval": _seconds,
     "sync.remote": _remote_name,
+    "sync.timeout": _timeout,
+    "sync.max_fetch_bytes": _byte_count,
     # Named other stores (`gc config set --local stores.NAME PATH`, for gates on their
     # beads): the store's project directory or its `.beads/`. A name (STORE_NAME_RE) is what
     # git allows in a config key, lower case (git reads the keys case-blind).
@@ -126,6 +153,22 @@ def _local_key(key: str) -> Callable[[Any], Any] | None:
     if f"{section}.*" in LOCAL_KEYS and STORE_NAME_RE.fullmatch(name):
         return LOCAL_KEYS[f"{section}.*"]
     return None
+
+
+def _to_git(key: str) -> str:
+    """The name git keeps `key` under: git's variable names allow `-`, not `_`
+    (`sync.max_fetch_bytes` is `max-fetch-bytes` in section `sync`)."""
+    if key in LOCAL_KEYS:
+        section, _, name = key.rpartition(".")
+        return f"{section}.{name.replace('_', '-')}"
+    return key
+
+
+def _from_git(key: str) -> str:
+    """The setting a key read from git's config is (see `_to_git`)."""
+    section, _, name = key.rpartition(".")
+    named = f"{section}.{name.replace('-', '_')}"
+    return named if named in LOCAL_KEYS else key
 
 
 def other_store(git_dir: Path, name: str) -> Path:
@@ -222,8 +265,7 @@ def local_settings(git_dir: Path) -> dict[str, Any]:
 
     out: dict[str, Any] = {}
     for key, value in read_local(git_dir).items():
-        if key not in LOCAL_KEYS and key.replace("-", "_") in LOCAL_KEYS:
-            key = key.replace("-", "_")  # git's spelling of `tls_ca` (see `set_local`)
+        key = _from_git(key)
         read = _local_key(key)
         if read is not None:
             try:
@@ -238,8 +280,7 @@ def set_local(git_dir: Path, key: str, value: Any) -> Any:
     read = _local_key(key)
     if read is None:
         raise InvalidInput(f"not a local setting: {shown(key)} (known: {', '.join(LOCAL_KEYS)})")
-    *parts, name = key.split(".")  # `delivery.nats.url`: section `delivery "nats"`
-    name = name.replace("_", "-")  # git allows no `_` in a variable name: `tls-ca`
+    *parts, name = _to_git(key).split(".")  # `delivery.nats.url`: section `delivery "nats"`
     section = tuple(part.encode() for part in parts)
     config = _read_config(git_dir)
     if value is None:

@@ -4,6 +4,11 @@ Transport goes through dulwich's clients (a local path, `file://`, `git://`, ssh
 git itself is never needed. The network exchange holds no lock; writing the objects it
 brought takes the store's write lock for the moment it lasts. Which remotes there are (the
 store's git config) is `beads.localconfig`.
+
+What a remote sends is bounded: every step waits at most `sync.timeout` without progress
+(`beads.deadline`); the pack received streams to a temporary file, at most
+`sync.max_fetch_bytes` of it, and each object in it is refused, from its header, when it is
+larger than `object_limit` allows, before it is inflated (`beads.packcheck`).
 """
 
 from __future__ import annotations
@@ -13,7 +18,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from beads.config import CONFIG_PATH, parse_config
+from beads.deadline import deadline, is_timeout, timed_out
 from beads.errors import GcError, InvalidInput, NotFound, StorageError
+from beads.localconfig import DEFAULT_MAX_FETCH_BYTES, DEFAULT_TIMEOUT, local_settings
 from beads.reader import BRANCH, is_sha
 from beads.record import shown
 
@@ -25,24 +32,60 @@ if TYPE_CHECKING:
 # Seconds of clock difference between machines a history walk allows for (`only_in`): one
 # machine's commits are never older than their parents, and 1 s covers commits of a second.
 SKEW_SLACK = 5
+# An object a remote sends may be this many times `store.max_body_bytes` (a bead's YAML
+# holds its body and the rest of its fields), plus this much, before it is refused.
+OBJECT_LIMIT_FACTOR = 4
+OBJECT_LIMIT_SLACK = 64 * 1024
 
 
-def client_for(url: str, *, thin_packs: bool = True) -> tuple[GitClient, str]:
-    """dulwich's client for `url` (with the user's git config: credentials, ssh command)."""
-    from dulwich.client import get_transport_and_path
+def object_limit(max_body_bytes: int) -> int:
+    """The largest object a remote may send a store whose `store.max_body_bytes` is this."""
+    return OBJECT_LIMIT_FACTOR * max_body_bytes + OBJECT_LIMIT_SLACK
+
+
+def limits(git: GitRepo) -> tuple[float, int]:
+    """This machine's `sync.timeout` (seconds) and `sync.max_fetch_bytes`."""
+    local = local_settings(git.git_dir)
+    return (
+        local.get("sync.timeout", DEFAULT_TIMEOUT),
+        local.get("sync.max_fetch_bytes", DEFAULT_MAX_FETCH_BYTES),
+    )
+
+
+def client_for(
+    url: str, *, thin_packs: bool = True, timeout: float = DEFAULT_TIMEOUT
+) -> tuple[GitClient, str]:
+    """dulwich's client for `url` (with the user's git config: credentials, ssh command);
+    an http(s) client's requests wait at most `timeout` seconds for each answer."""
+    from dulwich.client import default_urllib3_manager, get_transport_and_path
     from dulwich.config import StackedConfig
 
     try:
         config = StackedConfig.default()
-        return get_transport_and_path(url, config=config, quiet=True, thin_packs=thin_packs)
+        manager = None
+        if url.lower().startswith(("http://", "https://")):
+            manager = default_urllib3_manager(config, base_url=url, timeout=timeout)
+        return get_transport_and_path(
+            url, config=config, quiet=True, thin_packs=thin_packs, pool_manager=manager
+        )
     except Exception as exc:  # dulwich raises several kinds for a URL it cannot use
         raise InvalidInput(f"cannot use remote {shown(url)}: {exc}") from None
 
 
-def transport_error(url: str, exc: BaseException) -> GcError:
+def _needs_timer(client: GitClient) -> bool:
+    """Whether an exchange through `client` is carried by no socket of ours (ssh runs a
+    program, a local path reads files): the deadline's timer bounds it then."""
+    from dulwich.client import LocalGitClient, SSHGitClient
+
+    return isinstance(client, LocalGitClient | SSHGitClient)
+
+
+def transport_error(url: str, exc: BaseException, timeout: float | None = None) -> GcError:
     """One line for a failed exchange with a remote: its kind decides the exit code."""
     from dulwich.errors import HangupException, NotGitRepository
 
+    if timeout is not None and is_timeout(exc):
+        return timed_out(url, timeout)
     text = " ".join(str(exc).split()) or type(exc).__name__
     if isinstance(exc, NotGitRepository | FileNotFoundError) or "not found" in text.lower():
         return NotFound(f"no git repository at {url}: {text}")
@@ -54,14 +97,20 @@ def transport_error(url: str, exc: BaseException) -> GcError:
 
 
 def fetch(
-    git: GitRepo, url: str, heads: list[bytes], locked: Callable[[], Any] | None = None
+    git: GitRepo,
+    url: str,
+    heads: list[bytes],
+    locked: Callable[[], Any] | None = None,
+    *,
+    max_object: int,
 ) -> bytes | None:
     """See `_fetch`; a thin pack whose deltas name a base we cannot find is fetched again
-    whole (no thin pack), rather than failing the sync."""
+    whole (no thin pack), rather than failing the sync. An object over `max_object` bytes
+    (`object_limit`) is refused (InvalidInput) before it is inflated."""
     try:
-        return _fetch(git, url, heads, locked, thin=True)
+        return _fetch(git, url, heads, locked, thin=True, max_object=max_object)
     except _UnresolvedBase:
-        return _fetch(git, url, heads, locked, thin=False)
+        return _fetch(git, url, heads, locked, thin=False, max_object=max_object)
 
 
 class _UnresolvedBase(Exception):
@@ -75,6 +124,7 @@ def _fetch(
     locked: Callable[[], Any] | None,
     *,
     thin: bool,
+    max_object: int,
 ) -> bytes | None:
     """Fetch the remote's branch into the store's objects; returns its commit (None for an
     empty remote). `heads` are the commits we have (our branch, the remotes' as last seen),
@@ -84,13 +134,53 @@ def _fetch(
     The pack received is unpacked and stored by `GitRepo.store_objects` (loose objects, or
     one pack named as git names packs): dulwich's own pack install hashes every object id
     of every pack already in the store, a cost that grows with the store."""
-    import io
+    import tempfile
 
+    timeout, max_fetch = limits(git)
+    client, path = client_for(url, thin_packs=thin, timeout=timeout)
+    seen: dict[bytes, bytes] = {}
+    # On disk beside the store's objects: a pack is never held in memory whole.
+    with tempfile.TemporaryFile(dir=git.git_dir, prefix="fetch-") as received:
+        result_refs = _receive(
+            git, url, (client, path), heads, seen, received, timeout, max_fetch, max_object
+        )
+        if received.tell():
+            from beads.packcheck import check_pack
+
+            check_pack(received, max_object, f"the remote {url}")
+            received.seek(0, 2)
+            with locked() if locked is not None else contextlib.nullcontext():
+                _store_pack(git, received, url, thin)
+    refs = {k: v for k, v in (result_refs or seen).items() if v is not None}
+    head = refs.get(BRANCH.encode())
+    if head is None:
+        if any(name.startswith(b"refs/heads/") for name in refs):
+            raise NotFound(f"the remote {url} is not a gc-beads store (it has no branch main)")
+        return None
+    if not is_sha(head) or not git.has_object(head):
+        raise StorageError(f"the remote {url} did not send the commit its branch names")
+    return head
+
+
+def _receive(
+    git: GitRepo,
+    url: str,
+    client_path: tuple[GitClient, str],
+    heads: list[bytes],
+    seen: dict[bytes, bytes],
+    received: Any,
+    timeout: float,
+    max_fetch: int,
+    max_object: int,
+) -> dict[bytes, bytes] | None:
+    """The network step of a fetch: the pack the remote sends is written to `received`, at
+    most `max_fetch` bytes of it, each piece within `timeout` of the last; returns the
+    remote's refs (None: those `seen` by `wants`)."""
+    from dulwich.client import LocalGitClient
     from dulwich.object_store import ObjectStoreGraphWalker
 
-    client, path = client_for(url, thin_packs=thin)
-    seen: dict[bytes, bytes] = {}
-    received = io.BytesIO()
+    client, path = client_path
+    size = [0]
 
     def wants(refs: dict[bytes, bytes], depth: int | None = None) -> list[bytes]:
         seen.update(refs)
@@ -103,23 +193,29 @@ def _fetch(
 
     walker = ObjectStoreGraphWalker([h for h in heads if git.has_object(h)], parents)
     try:
-        result = client.fetch_pack(path, wants, walker, received.write)
+        with deadline(timeout, timer=_needs_timer(client)) as progress:
+
+            def write(data: bytes) -> None:
+                size[0] += len(data)
+                if size[0] > max_fetch:
+                    raise InvalidInput(
+                        f"the remote {url} sent more than {max_fetch} bytes in one fetch "
+                        "(sync.max_fetch_bytes); nothing was merged"
+                    )
+                progress()
+                received.write(data)
+
+            if isinstance(client, LocalGitClient):
+                from beads import localfetch
+
+                return localfetch.fetch_pack(
+                    path, wants, walker, write, max_object, f"the remote {url}"
+                )
+            return client.fetch_pack(path, wants, walker, write, progress=progress).refs
     except GcError:
         raise
     except Exception as exc:
-        raise transport_error(url, exc) from None
-    if received.tell():
-        with locked() if locked is not None else contextlib.nullcontext():
-            _store_pack(git, received, url, thin)
-    refs = {k: v for k, v in (result.refs or seen).items() if v is not None}
-    head = refs.get(BRANCH.encode())
-    if head is None:
-        if any(name.startswith(b"refs/heads/") for name in refs):
-            raise NotFound(f"the remote {url} is not a gc-beads store (it has no branch main)")
-        return None
-    if not is_sha(head) or not git.has_object(head):
-        raise StorageError(f"the remote {url} did not send the commit its branch names")
-    return head
+        raise transport_error(url, exc, timeout) from None
 
 
 def _store_pack(git: GitRepo, received: Any, url: str, thin: bool = True) -> None:
@@ -171,7 +267,8 @@ def push(git: GitRepo, url: str, expected: bytes | None, new: bytes) -> bool:
     commits it lacks. False when the remote's branch was no longer `expected` (someone
     pushed meanwhile: fetch and merge again); the server compares too (git's receive-pack
     refuses an update whose old value is stale)."""
-    client, path = client_for(url)
+    timeout, _max_fetch = limits(git)
+    client, path = client_for(url, timeout=timeout)
     stale = []
 
     def update_refs(refs: dict[bytes, bytes]) -> dict[bytes, bytes]:
@@ -190,11 +287,12 @@ def push(git: GitRepo, url: str, expected: bytes | None, new: bytes) -> bool:
         return pack_objects_to_data([(obj, None) for obj in objects], ofs_delta=False)
 
     try:
-        result = client.send_pack(path, update_refs, pack_data)
+        with deadline(timeout, timer=_needs_timer(client)) as progress:
+            result = client.send_pack(path, update_refs, pack_data, progress=progress)
     except GcError:
         raise
     except Exception as exc:
-        raise transport_error(url, exc) from None
+        raise transport_error(url, exc, timeout) from None
     if stale:
         return False
     status = (result.ref_status or {}).get(BRANCH.encode())

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from beads.errors import Conflict, GcError, InvalidInput, NotFound
 from beads.localconfig import DEFAULT_REMOTE, add_remote, remote_url, tracking_ref
 from beads.location import INIT_PREFIX, check_not_foreign, is_store, store_dir_for
-from beads.remote import check_remote_store, fetch, only_in, push
+from beads.remote import check_remote_store, fetch, object_limit, only_in, push
 
 if TYPE_CHECKING:
     from beads.gitrepo import GitRepo
@@ -76,7 +76,8 @@ def _sync(store: Store, result: SyncResult, retries: int) -> None:
     git = store.git
     for attempt in range(1, retries + 1):
         result.attempts = attempt
-        theirs = fetch(git, result.url, known_heads(git), store.locked)
+        limit = object_limit(store.max_body)
+        theirs = fetch(git, result.url, known_heads(git), store.locked, max_object=limit)
         if theirs is not None:
             check_remote_store(git, theirs, result.url, store.prefix)
             set_tracking(git, result.remote, theirs)
@@ -177,14 +178,17 @@ def state_path(root: Path) -> Path:
 
 
 def record_state(root: Path, *, remote: str, error: str | None) -> None:
-    """Remember the outcome of a sync (`gc sync --status`); the file's mtime is the time of
-    the last attempt, which the hooks compare with `sync.interval`."""
+    """Remember the outcome of a sync with `remote` (`gc sync --status`), each remote's
+    apart; the file's mtime is the time of the last attempt with any, which the hooks compare
+    with `sync.interval`."""
     path = state_path(root)
     state = read_state(root)
     now = time.time()
-    state.update({"remote": remote, "last_attempt": now, "last_error": error})
+    mine = state["remotes"].setdefault(remote, {})
+    mine.update({"last_attempt": now, "last_error": error})
     if error is None:
-        state["last_sync"] = now
+        mine["last_sync"] = now
+    state.update({"remote": remote, "last_attempt": now})
     path.parent.mkdir(parents=True, exist_ok=True)
     temp = path.with_name(f".state.{os.getpid()}.tmp")
     temp.write_text(json.dumps(state))
@@ -192,32 +196,49 @@ def record_state(root: Path, *, remote: str, error: str | None) -> None:
 
 
 def read_state(root: Path) -> dict[str, Any]:
+    """The recorded outcomes: `remotes` maps a remote's name to its last attempt, last
+    success and last error. (A file of the single-remote form counts for the remote it
+    names.)"""
     try:
         value = json.loads(state_path(root).read_text())
     except (OSError, ValueError):
-        return {}
-    return value if isinstance(value, dict) else {}
+        value = {}
+    if not isinstance(value, dict):
+        value = {}
+    kept = value.get("remotes")
+    if not isinstance(kept, dict):
+        kept = {}
+        if isinstance(value.get("remote"), str):
+            kept[value["remote"]] = {
+                key: value.get(key) for key in ("last_attempt", "last_sync", "last_error")
+            }
+    value["remotes"] = {k: v for k, v in kept.items() if isinstance(v, dict)}
+    return value
 
 
 def status(store: Store, remote: str | None = None) -> dict[str, Any]:
-    """Ahead/behind against the remote as last fetched, and the last sync's outcome."""
+    """Ahead/behind against the remote as last fetched, and the last sync's outcome with
+    that remote. A remote never reached has no figures (None): `synced` is false."""
     name, url = remote_url(store.root / ".git", remote)
     git = store.git
     head = git.head()
     seen = tracking(git, name)
     assert head is not None
-    ahead = len(only_in(git, head, seen))
-    behind = len(only_in(git, seen, head)) if seen is not None else 0
-    state = read_state(store.root)
+    mine = read_state(store.root)["remotes"].get(name, {})
+    reached = seen is not None or mine.get("last_sync") is not None
+    ahead = len(only_in(git, head, seen)) if reached else None
+    behind = (len(only_in(git, seen, head)) if seen is not None else 0) if reached else None
     return {
         "remote": name,
         "url": url,
         "head": head.decode(),
         "remote_head": seen.decode() if seen else None,
+        "synced": reached,
         "ahead": ahead,
         "behind": behind,
-        "last_sync": state.get("last_sync"),
-        "last_error": state.get("last_error") if state.get("remote") == name else None,
+        "last_sync": mine.get("last_sync"),
+        "last_attempt": mine.get("last_attempt"),
+        "last_error": mine.get("last_error"),
     }
 
 
@@ -229,7 +250,7 @@ def clone(url: str, path: str | Path, *, agent: str | None = None) -> Path:
     temporary name and renamed into place, as `gc init` does: a failed clone leaves nothing."""
     from beads.gitrepo import init_bare
     from beads.initstore import _exclude, _remove_tree
-    from beads.record import acting_agent
+    from beads.record import DEFAULT_MAX_BODY_BYTES, acting_agent
 
     root = store_dir_for(Path(path).expanduser().absolute())
     if is_store(root):
@@ -247,7 +268,7 @@ def clone(url: str, path: str | Path, *, agent: str | None = None) -> Path:
     try:
         git = init_bare(building)
         try:
-            head = fetch(git, url, [])
+            head = fetch(git, url, [], max_object=object_limit(DEFAULT_MAX_BODY_BYTES))
             if head is None:
                 raise NotFound(
                     f"the remote {url} is empty: no store to clone. Make one with 'gc init', "

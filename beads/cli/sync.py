@@ -126,11 +126,12 @@ def _result_line(result: dict) -> str:
 def _status_lines(found: dict) -> str:
     last = found["last_sync"]
     when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(last)) if last else "never"
-    lines = [
-        f"remote: {found['remote']} {found['url']}",
-        f"ahead {found['ahead']}, behind {found['behind']} (as of the last fetch)",
-        f"last sync: {when}",
-    ]
+    lines = [f"remote: {found['remote']} {found['url']}"]
+    if found["synced"]:
+        lines.append(f"ahead {found['ahead']}, behind {found['behind']} (as of the last fetch)")
+    else:
+        lines.append("never synced with this remote")
+    lines.append(f"last sync: {when}")
     if found["last_error"]:
         lines.append(f"last error: {found['last_error']}")
     return "\n".join(lines)

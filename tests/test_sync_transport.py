@@ -1,0 +1,273 @@
+"""The exchange with a remote, under what a remote or the network can do to it: remotes that
+real git maintains (bitmaps), objects and fetches too large, remotes that accept a
+connection and then say nothing, and `gc sync --status` for each remote apart.
+
+Remotes are real bare repositories, changed with real `git`, served by a real `git daemon`
+or read as local paths; the silent remotes are TCP servers on 127.0.0.1 that accept and
+never answer.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import GcRunner, gc_program
+from tests.test_sync import bare, daemon, git, head, machine, make_id  # noqa: F401 - fixture
+
+assert daemon  # the fixture is used by name
+
+
+def served(tmp_path: Path, daemon_url: str | None, name: str) -> tuple[Path, str]:
+    """A bare remote and the URL a store reaches it by: through the `git daemon` (its base
+    is `tmp_path/srv`), or as a local path."""
+    if daemon_url is None:
+        path = bare(tmp_path / f"{name}.git")
+        return path, str(path)
+    path = bare(tmp_path / "srv" / f"{name}.git")
+    return path, f"{daemon_url}/{name}.git"
+
+
+@pytest.fixture(params=["local", "daemon"])
+def remote_kind(request: pytest.FixtureRequest, tmp_path: Path) -> str | None:
+    """None for a local-path remote, else the base URL of a real `git daemon`."""
+    if request.param == "local":
+        return None
+    return request.getfixturevalue("daemon")
+
+
+def test_a_remote_that_git_gc_gave_a_bitmap_still_syncs_after_a_large_push(
+    tmp_path: Path, remote_kind: str | None
+) -> None:
+    remote, url = served(tmp_path, remote_kind, "gcd")
+    a, b = machine(tmp_path, "a"), machine(tmp_path, "b")
+    assert a("init").returncode == 0 and a("remote", "add", "origin", url).returncode == 0
+    make_id(a, "--title", "before the gc")
+    assert a("sync").returncode == 0
+    assert b("clone", url).returncode == 0
+    git("gc", "-q", cwd=remote)  # what a person maintaining the remote runs
+    assert list((remote / "objects" / "pack").glob("*.bitmap")), "git gc wrote no bitmap"
+    made = [make_id(a, "--title", f"sent {n}") for n in range(70)]  # one push of 64+ objects
+    assert a("sync").returncode == 0
+    for _ in range(2):  # every sync after it, not only the first
+        result = b("sync")
+        assert result.returncode == 0, result.stderr
+    assert head(b) == head(a) == git("rev-parse", "main", cwd=remote)
+    assert b.json("bead", "show", made[-1])["bead"]["title"] == "sent 69"
+    # And b's own push on top of it is read by git and by a again.
+    mine = make_id(b, "--title", "from b")
+    assert b("sync").returncode == 0 and a("sync").returncode == 0
+    assert a.json("bead", "show", mine)["bead"]["title"] == "from b"
+    git("fsck", "--strict", cwd=remote)
+
+
+def push_blob(tmp_path: Path, remote: Path, size: int) -> str:
+    """With real git, commit a file of `size` zero bytes (a pack of a few hundred KB) at a
+    bead's place in the remote's store and push it; returns the commit."""
+    work = tmp_path / "work"
+    git("clone", "-q", str(remote), str(work))
+    place = next(work.rglob("*.yaml"), None)
+    target = place if place is not None and place.name != "config.yaml" else work / "big.yaml"
+    with target.open("wb") as handle:
+        handle.truncate(size)
+    git("add", "-A", cwd=work)
+    git("-c", "user.name=p", "-c", "user.email=p@x", "commit", "-qm", "big", cwd=work)
+    git("push", "-q", "origin", "main", cwd=work)
+    return git("rev-parse", "HEAD", cwd=work)
+
+
+# Runs a command and reports its exit code and peak RSS (KiB). A child's ru_maxrss counts
+# the image it was forked from until its exec: this small process starts the command, so a
+# large test process does not count as the command's memory.
+MEASURE = """
+import resource, subprocess, sys
+done = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+sys.stderr.buffer.write(done.stderr)
+print(done.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+"""
+
+
+def sync_measured(side: GcRunner, *args: str) -> tuple[int, str, int]:
+    """Run `gc sync` in a process of its own: exit code, stderr, and its peak RSS in KiB."""
+    done = subprocess.run(
+        [sys.executable, "-c", MEASURE, gc_program(), "sync", *args], cwd=side.cwd,
+        env=side.env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    code, peak = done.stdout.split()
+    return int(code), done.stderr, int(peak)
+
+
+def test_an_object_over_the_size_limit_is_refused_before_it_is_inflated_and_nothing_merged(
+    tmp_path: Path, remote_kind: str | None
+) -> None:
+    remote, url = served(tmp_path, remote_kind, "hostile")
+    a, b = machine(tmp_path, "a"), machine(tmp_path, "b")
+    assert a("init").returncode == 0 and a("remote", "add", "origin", url).returncode == 0
+    kept = make_id(a, "--title", "kept")
+    assert a("sync").returncode == 0 and b("clone", url).returncode == 0
+    before = head(b)
+    hostile = push_blob(tmp_path, remote, 100 * 1024 * 1024)  # 100 MiB of zeros
+    code, stderr, peak_kib = sync_measured(b)
+    assert code == 30, stderr
+    assert len(stderr.strip().splitlines()) == 1 and "over this store's limit" in stderr
+    assert "104857600 bytes" in stderr
+    assert peak_kib < 100 * 1024, f"gc sync held {peak_kib} KiB"
+    assert head(b) == before != hostile
+    assert b.json("bead", "show", kept)["bead"]["title"] == "kept"
+    assert not list((b.cwd / ".beads" / ".git").glob("fetch-*"))  # the temporary pack is gone
+    status = b.json("sync", "--status")["status"]
+    assert "over this store's limit" in status["last_error"]
+    assert b("clone", url, str(tmp_path / "c")).returncode == 30  # a clone refuses it too
+    assert not (tmp_path / "c").exists()
+    # The store goes on working locally.
+    assert b("bead", "create", "--type", "task", "--title", "still usable").returncode == 0
+
+
+def test_a_fetch_larger_than_sync_max_fetch_bytes_is_refused(pair_remote: tuple) -> None:
+    a, b, _url = pair_remote
+    for n in range(30):
+        make_id(a, "--title", f"bulk {n}", "--body", f"text {n} " * 200)
+    assert a("sync").returncode == 0
+    before = head(b)
+    assert b("config", "set", "--local", "sync.max_fetch_bytes", "4KiB").returncode == 0
+    assert b.json("config", "get", "--local")["value"]["sync"]["max_fetch_bytes"] == 4096
+    result = b("sync")
+    assert result.returncode == 30, result.stderr
+    assert "sync.max_fetch_bytes" in result.stderr and head(b) == before
+    assert b("config", "set", "--local", "sync.max_fetch_bytes", "1GiB").returncode == 0
+    assert b("sync").returncode == 0 and head(b) == head(a)
+    assert b("config", "set", "--local", "sync.max_fetch_bytes", "lots").returncode == 30
+
+
+@pytest.fixture
+def pair_remote(tmp_path: Path) -> tuple[GcRunner, GcRunner, str]:
+    """Machine a (made with `gc init`, pushed to a local-path remote) and b (its clone)."""
+    remote = bare(tmp_path / "remote.git")
+    a, b = machine(tmp_path, "a"), machine(tmp_path, "b")
+    assert a("init").returncode == 0
+    assert a("remote", "add", "origin", str(remote)).returncode == 0
+    assert a("sync").returncode == 0 and b("clone", str(remote)).returncode == 0
+    return a, b, str(remote)
+
+
+class Silent:
+    """A TCP server on 127.0.0.1 that accepts every connection and never says a word."""
+
+    def __init__(self) -> None:
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.port = self.server.getsockname()[1]
+        self.held: list[socket.socket] = []
+        self.accepted = threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                connection, _addr = self.server.accept()
+            except OSError:
+                return  # closed
+            self.held.append(connection)
+            self.accepted.set()
+
+    def close(self) -> None:
+        self.server.close()
+        for connection in self.held:
+            connection.close()
+
+
+@pytest.fixture
+def silent() -> Iterator[Silent]:
+    server = Silent()
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+def quiet_store(tmp_path: Path, url: str) -> GcRunner:
+    """A store whose only remote is `url`, with `sync.timeout` 2 s."""
+    side = machine(tmp_path, "quiet")
+    assert side("init").returncode == 0
+    assert side("remote", "add", "origin", url).returncode == 0
+    assert side("config", "set", "--local", "sync.timeout", "2s").returncode == 0
+    return side
+
+
+@pytest.mark.parametrize("scheme", ["git", "http"])
+def test_a_remote_that_accepts_and_stays_silent_times_out(
+    tmp_path: Path, silent: Silent, scheme: str
+) -> None:
+    side = quiet_store(tmp_path, f"{scheme}://127.0.0.1:{silent.port}/shared.git")
+    before = head(side)
+    # A process of its own: were the deadline missing, the run's own limit ends it.
+    result = side.subprocess("sync")
+    assert silent.accepted.is_set()  # it did connect: the silence came after
+    assert result.returncode == 50, result.stderr
+    assert "timed out" in result.stderr and "sync.timeout" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert head(side) == before
+    assert "timed out" in side.json("sync", "--status")["status"]["last_error"]
+
+
+def test_a_claim_whose_remote_stays_silent_ends_with_exit_50(
+    tmp_path: Path, silent: Silent
+) -> None:
+    side = quiet_store(tmp_path, f"git://127.0.0.1:{silent.port}/shared.git")
+    sent = side.json("thread", "send", "--to", "bee", "--subject", "work", "--body", "do it",
+                     env={"GC_AGENT": "leader"})  # fmt: skip
+    thread = sent["thread"]["thread_id"]
+    result = side.subprocess("thread", "claim", "--thread", thread, "--agent", "bee", "--json")
+    assert result.returncode == 50, result.stderr
+    assert "timed out" in json.loads(result.stdout)["error"]["message"]
+
+
+def test_an_ssh_remote_that_stays_silent_times_out(tmp_path: Path) -> None:
+    # ssh runs a program: no socket of ours carries the exchange. The "ssh" here connects
+    # to nothing and waits for its input to end, silent, as a hung server would be.
+    home = tmp_path / "home"
+    home.mkdir()
+    ssh = home / "silent-ssh"
+    ssh.write_text("#!/bin/sh\ncat >/dev/null\n")
+    ssh.chmod(0o755)
+    (home / ".gitconfig").write_text(f"[core]\n\tsshCommand = {ssh}\n")
+    side = quiet_store(tmp_path, "ssh://nobody@127.0.0.1/srv/shared.git")
+    result = side.subprocess("sync", env={"HOME": str(home)})
+    assert result.returncode == 50, result.stderr
+    assert "timed out" in result.stderr
+
+
+def test_status_of_a_remote_never_reached_says_never_synced(
+    tmp_path: Path, pair_remote: tuple
+) -> None:
+    a, _b, url = pair_remote
+    make_id(a, "--title", "not pushed yet")
+    other = bare(tmp_path / "other.git")
+    assert a("remote", "add", "spare", str(other)).returncode == 0
+    spare = a.json("sync", "--status", "spare")["status"]
+    assert spare["synced"] is False
+    assert (spare["ahead"], spare["behind"], spare["last_sync"], spare["last_error"]) == (
+        None, None, None, None,
+    )  # fmt: skip
+    shown = a("sync", "--status", "spare").stdout
+    assert "never synced" in shown and "ahead" not in shown and "last sync: never" in shown
+    origin = a.json("sync", "--status", "origin")["status"]
+    assert (origin["synced"], origin["ahead"], origin["behind"]) == (True, 1, 0)
+    assert origin["last_sync"] is not None
+    # Each remote keeps its own outcome: a failure with one is not the other's.
+    assert a("remote", "add", "gone", str(tmp_path / "nothing-here")).returncode == 0
+    assert a("sync", "gone").returncode == 40
+    assert a.json("sync", "--status", "origin")["status"]["last_error"] is None
+    gone = a.json("sync", "--status", "gone")["status"]
+    assert gone["last_error"] and gone["last_sync"] is None and gone["ahead"] is None
+    assert a("sync", "spare").returncode == 0
+    spare = a.json("sync", "--status", "spare")["status"]
+    assert (spare["synced"], spare["ahead"], spare["behind"]) == (True, 0, 0)
+    assert spare["last_sync"] is not None
