@@ -27,7 +27,7 @@ TYPE_CHECKING = False  # importing typing costs a hook ~7 ms
 if TYPE_CHECKING:
     from typing import Any
 
-BUDGET = 0.5  # seconds to read one command, the parser's loading included
+BUDGET = 0.3  # seconds to read one command, the parser's loading included
 MAX_COMMAND_BYTES = 256 * 1024
 ANSWERS = (None, "ask", "deny")
 
@@ -37,7 +37,9 @@ def judge(command: str, cwd: str, settings: dict[str, Any] | None = None) -> tup
     from time import monotonic
 
     started = monotonic()
-    if any(c < " " and c not in "\t\n\r" for c in command) or "\x7f" in command:
+    import re  # loaded already with json: one scan in C rather than a loop per character
+
+    if re.search("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]", command):
         return "ask", "it holds a NUL or another control character, which the gate cannot read"
     if len(command) > MAX_COMMAND_BYTES or len(command.encode("utf-8", "replace")) > (
         MAX_COMMAND_BYTES

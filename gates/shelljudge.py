@@ -164,9 +164,9 @@ class Judge:
     def walk(self, root: Any, depth: int) -> None:
         # Each node with its last three ancestors (asking a node for its parent walks the
         # tree from the root: too slow on a long command).
-        stack = [(root, None, None, None)]
+        stack = [(root, None, None, None, None)]
         while stack:
-            node, parent, grand, great = stack.pop()
+            node, parent, grand, great, before = stack.pop()
             self.nodes += 1
             if self.nodes > MAX_NODES or (self.nodes & 255 == 0 and monotonic() > self.deadline):
                 self.note(ASK, "it is too large to read within the gate's budget")
@@ -175,12 +175,12 @@ class Judge:
             if kind == "ERROR" or node.is_missing:
                 self.note(ASK, "its shell syntax does not parse")
             elif kind == "command":
-                self.command(node, (parent, grand, great), depth)
+                self.command(node, (parent, grand, great, before), depth)
             elif kind == "redirected_statement":
                 self.redirects(node)
             elif node.is_named and kind not in CONTAINERS:
                 self.note(ASK, f"it uses shell syntax the gate does not read ({kind})")
-            stack.extend((child, node, parent, grand) for child in reversed(node.children))
+            stack.extend(_children(node, parent, grand))
 
     # -- commands -------------------------------------------------------------------------
 
@@ -268,7 +268,8 @@ class Judge:
 
     # -- input and output -----------------------------------------------------------------
 
-    def stdin_of(self, node: Any, parent: Any, grand: Any, great: Any) -> Stdin | None:
+    def stdin_of(self, node: Any, parent: Any, grand: Any, great: Any, before: Any) -> Stdin | None:
+        """Where the command's input comes from (`before`: the named node before it)."""
         found: Stdin | None = None
         if parent is not None and parent.type == "redirected_statement":
             for redirect in parent.children_by_field_name("redirect"):
@@ -277,11 +278,10 @@ class Judge:
             if child.type in ("file_redirect", "herestring_redirect"):
                 found = _redirect_input(child) or found
         if parent is not None and parent.type == "pipeline":
-            stages = [c for c in parent.children if c.is_named]
-            at = stages.index(node) if node in stages else 0
-            if at > 0:
-                return Stdin(self.producer_text(stages[at - 1]), "pipe")
-            if parent.children and parent.children[0].type in ("|", "|&"):
+            if before is not None:
+                return Stdin(self.producer_text(before), "pipe")
+            first = parent.child(0)
+            if first is not None and first.type in ("|", "|&"):
                 holder = great if grand is not None and grand.type == "heredoc_redirect" else None
                 body = holder.child_by_field_name("body") if holder is not None else None
                 return Stdin(self.producer_text(holder) if body is not None else None, "pipe")
@@ -330,6 +330,19 @@ class Judge:
             return  # `2>&1`: a copy of a descriptor, no file
         level, reason = write_target(value(target), self.cwd)
         self.note(level, reason)
+
+
+def _children(node: Any, parent: Any, grand: Any) -> list[tuple]:
+    """Stack entries for the node's children, last first: each with its ancestors and the
+    named sibling before it."""
+    entries = []
+    before = None
+    for child in node.children:
+        entries.append((child, node, parent, grand, before))
+        if child.is_named:
+            before = child
+    entries.reverse()
+    return entries
 
 
 def _first(name: Any) -> Any:

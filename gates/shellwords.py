@@ -60,9 +60,11 @@ def parse(source: bytes, deadline: float) -> Any:
     def read(offset: int, _point: object) -> bytes:
         return source[offset : offset + 65536]
 
+    reader = parser()
     try:
-        return parser().parse(read, progress_callback=past)
-    except ValueError:  # cancelled by `past`
+        return reader.parse(read, progress_callback=past)
+    except ValueError:  # cancelled by `past`: forget the half-done parse (else the next
+        reader.reset()  # call would resume it, whatever its text)
         return None
 
 
