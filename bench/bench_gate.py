@@ -61,9 +61,8 @@ def corpus_tree(where: Path) -> Path:
 
 
 def figure1(tmp: Path) -> None:
-    from tests.test_hook_events import corpus
-
     from gates.destructive import judge
+    from tests.test_hook_events import corpus
 
     tree = corpus_tree(tmp / "corpus")
     home = tmp / "home"
@@ -76,9 +75,9 @@ def figure1(tmp: Path) -> None:
         share = len(stopped) / len(entries)
         passed = share >= limit if stopped_is_good else share <= limit
         target = f">= {limit:.0%}" if stopped_is_good else f"<= {limit:.0%}"
+        shown = "" if stopped_is_good or not stopped else "stopped: " + "; ".join(stopped)
         b.verdict(f"1. {name} stopped: {len(stopped)}/{len(entries)} = {share:.1%} "
-                  f"(target {target})", passed,
-                  "" if stopped_is_good or not stopped else "stopped: " + "; ".join(stopped))  # fmt: skip
+                  f"(target {target})", passed, shown)  # fmt: skip
 
 
 def figure2(root: Path) -> None:
