@@ -3,9 +3,9 @@
 Both live in the store's git config (`.beads/.git/config`), which git never transfers:
 remotes as git writes them (`[remote "origin"] url = ...`, so plain git sees them too), and
 the local settings of `gc config set --local` (`sync.auto`, `sync.interval`,
-`sync.remote`, `sync.timeout`, `sync.max_fetch_bytes`, `stores.*`, `delivery.nats.*`) as
-their own sections. The synced `config.yaml` never holds them. The exchange with a remote
-is `beads.remote`.
+`sync.remote`, `sync.timeout`, `sync.max_fetch_bytes`, `stores.*`, `delivery.nats.*`,
+`gates.destructive.unjudged`) as their own sections. The synced `config.yaml` never holds
+them. The exchange with a remote is `beads.remote`.
 """
 
 from __future__ import annotations
@@ -114,6 +114,13 @@ def _machine(value: Any) -> str:
     return str(value)
 
 
+def _unjudged(value: Any) -> str:
+    """`gates.destructive.unjudged`: what the gate answers when it cannot judge a command."""
+    if str(value).strip().lower() not in ("ask", "deny"):
+        raise InvalidInput(f"gates.destructive.unjudged is ask or deny, not {shown(value)}")
+    return str(value).strip().lower()
+
+
 def _secret(value: Any) -> str:
     if not str(value).strip() or "\n" in str(value):
         raise InvalidInput("a token is one line of text")
@@ -142,6 +149,9 @@ LOCAL_KEYS: dict[str, Callable[[Any], Any]] = {
     "delivery.nats.tls_key": _file,
     "delivery.nats.agents": _names_here,
     "delivery.nats.machine": _machine,
+    # The destructive-op gate on this machine: "deny" turns its every "ask" into a deny, for
+    # unattended agents where no person can answer (docs/gates.md).
+    "gates.destructive.unjudged": _unjudged,
 }
 
 

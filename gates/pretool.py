@@ -4,9 +4,12 @@
 the delivery database, the heartbeat side jobs or the session table (each tool call is judged
 on its own); any other event goes on to `gates.hooks.main`. The gates:
 
-- `destructive-op` (strict): `gates.destructive` judges a Bash command; a refusal is
-  `{"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
-  "permissionDecisionReason": ...}}`, which Claude shows the agent;
+- `destructive-op` (strict): `gates.destructive` judges a Bash command on its syntax tree
+  (after `gates.prescreen` lets the plainest through without the parser) and a
+  Write/Edit path (`gates.filetools`); it answers `permissionDecision` "deny" (Claude shows
+  the agent the reason) or "ask" (the person decides), or nothing: never "allow". A call it
+  cannot read, a store it cannot find (built-in defaults then) or a fault of its own is
+  never silence; with `gates.destructive.unjudged: deny` (machine-local) an "ask" is a deny;
 - `sandbox-boundary` (soft): a Write/Edit `file_path`, or a Bash command's write targets
   (`>` redirections, the paths of rm, mv, cp, touch, mkdir, tee, ln, chmod, chown), outside
   the project (the hook's `cwd`) and `gates.sandbox.roots` (default: the temporary
@@ -34,55 +37,90 @@ MAX_INPUT_BYTES = 1024 * 1024
 
 def main(*, beads_dir: str | None = None, agent: str | None = None, debug: bool = False) -> int:
     """`gc hook run` without click: PreToolUse here, every other event in `gates.hooks`
-    (which reads the same bytes). Fails open as the hook does: a fault is logged, exit 0."""
+    (which reads the same bytes). Other faults fail open (logged, exit 0); a PreToolUse the
+    destructive-op gate cannot read or judge is "ask", never silence."""
     payload: Any = None
+    raw = b""
     try:
         raw = sys.stdin.buffer.read(MAX_INPUT_BYTES + 1)
         try:
             payload = json.loads(raw) if len(raw) <= MAX_INPUT_BYTES else None
         except ValueError:
             payload = None  # gates.hooks words the error
+        if payload is None and b"PreToolUse" in raw:
+            _reply(ask_reply("the tool call is larger than the gate reads, or not JSON"))
+            return 0
         if not (isinstance(payload, dict) and payload.get("hook_event_name") == "PreToolUse"):
             from gates.hooks import main as run_other
 
             return run_other(beads_dir=beads_dir, agent=agent, debug=debug, raw=raw)
-        from beads.location import find_store_dir  # paths as strings: no pathlib here
-
         cwd = payload.get("cwd")
-        root = find_store_dir(beads_dir, cwd=cwd if isinstance(cwd, str) and cwd else None)
-        reply = pre_tool_use(payload, root, read_config(root))
+        root = store_dir(beads_dir, cwd if isinstance(cwd, str) and cwd else None)
+        reply = pre_tool_use(payload, root, read_config(root) if root else {})
         if reply is not None:
-            sys.stdout.write(json.dumps(reply) + "\n")
-    except Exception as exc:  # fail open: log it, exit 0, no denial
+            _reply(reply)
+    except Exception as exc:  # a fault of ours: logged; a tool call is asked about, not let by
         if debug:
             raise
         from gates.hooks import log_failure
 
         log_failure(beads_dir, payload if isinstance(payload, dict) else None, exc)
+        if isinstance(payload, dict) and payload.get("hook_event_name") == "PreToolUse":
+            _reply(ask_reply(f"the gate failed to judge this call ({type(exc).__name__})"))
     except KeyboardInterrupt:
         return 130
     return 0
 
 
-def pre_tool_use(payload: dict[str, Any], root: str, config: dict[str, Any]) -> dict | None:
-    """The reply to a PreToolUse event (None: no objection)."""
+def _reply(reply: dict[str, Any]) -> None:
+    sys.stdout.write(json.dumps(reply) + "\n")
+
+
+def ask_reply(reason: str) -> dict[str, Any]:
+    """A PreToolUse reply that leaves the call to the person."""
+    return {
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "ask",
+            "permissionDecisionReason": f"gc destructive-op: {reason}",
+        }
+    }
+
+
+def store_dir(beads_dir: str | None, cwd: str | None) -> str | None:
+    """The store above `cwd` (None: there is none, and the gates use their defaults)."""
+    from beads.errors import GcError
+    from beads.location import find_store_dir  # paths as strings: no pathlib here
+
+    try:
+        return find_store_dir(beads_dir, cwd=cwd)
+    except GcError:
+        return None
+
+
+def pre_tool_use(payload: dict[str, Any], root: str | None, config: dict[str, Any]) -> dict | None:
+    """The reply to a PreToolUse event (None: no decision, Claude Code's own rules apply)."""
     settings = config.get("gates") or {}
+    settings = settings if isinstance(settings, dict) else {}
     disabled = set(settings.get("disabled") or ())
     tool = payload.get("tool_name")
     tool_input = payload.get("tool_input")
-    tool_input = tool_input if isinstance(tool_input, dict) else {}
     cwd = payload.get("cwd")
-    cwd = cwd if isinstance(cwd, str) and cwd else os.path.dirname(root)
+    cwd = cwd if isinstance(cwd, str) and cwd else os.path.dirname(root) if root else os.getcwd()
+    denials: list[str] = []
+    asks: list[str] = []
+    warnings: list[str] = []
+    if "destructive-op" not in disabled:
+        answer, reason = destructive(tool, tool_input, cwd, settings.get("destructive") or {})
+        if answer == "ask" and unjudged(root) == "deny":
+            answer, reason = "deny", reason + UNJUDGED_DENY
+        if answer == "deny":
+            denials.append(reason)
+        elif answer == "ask":
+            asks.append(reason)
+    tool_input = tool_input if isinstance(tool_input, dict) else {}
     command = tool_input.get("command") if tool == "Bash" else None
     command = command if isinstance(command, str) else None
-    denials: list[str] = []
-    warnings: list[str] = []
-    if command and "destructive-op" not in disabled:
-        from gates.destructive import destructive_reason
-
-        reason = destructive_reason(command, cwd, settings.get("destructive") or {})
-        if reason:
-            denials.append(reason)
     if "sandbox-boundary" not in disabled:
         outside = _outside(tool, tool_input, command, cwd, settings.get("sandbox") or {})
         if outside:
@@ -98,15 +136,61 @@ def pre_tool_use(payload: dict[str, Any], root: str, config: dict[str, Any]) -> 
     if registered:
         _registered(registered, payload, cwd, denials, warnings)
     reply: dict[str, Any] = {}
-    if denials:
+    if denials or asks:
         reply["hookSpecificOutput"] = {
             "hookEventName": "PreToolUse",
-            "permissionDecision": "deny",
-            "permissionDecisionReason": "\n".join(denials),
+            "permissionDecision": "deny" if denials else "ask",
+            "permissionDecisionReason": "\n".join(denials or asks),
         }
     if warnings:
         reply["systemMessage"] = "\n".join(warnings)
     return reply or None
+
+
+UNJUDGED_DENY = (
+    " (gates.destructive.unjudged is deny on this machine: no person is there to ask). "
+    "Rewrite the command so the gate can read it: literal paths inside the work tree, no "
+    "variables or substitutions in what it removes, one plain command per call; or leave "
+    "it to a person."
+)
+
+
+def destructive(tool: Any, tool_input: Any, cwd: str, settings: dict) -> tuple[str | None, str]:
+    """The destructive-op gate's answer to one tool call ("deny", "ask" or None)."""
+    from gates.destructive import message
+
+    if tool == "Bash":
+        command = tool_input.get("command") if isinstance(tool_input, dict) else None
+        if not isinstance(command, str):
+            return "ask", "gc destructive-op: the Bash call holds no command the gate can read"
+        from gates.prescreen import undecided
+
+        if undecided(command):
+            return None, ""
+        from gates.destructive import judge
+
+        answer, reason = judge(command, cwd, settings)
+        return answer, message(command, reason) if answer else ""
+    if tool in FILE_TOOLS:
+        if not isinstance(tool_input, dict):
+            return "ask", "gc destructive-op: the call holds no path the gate can read"
+        from gates.filetools import judge_file_tool
+
+        answer, reason = judge_file_tool(tool_input, cwd)
+        return answer, f"gc destructive-op: {tool}: {reason}." if answer else ""
+    return None, ""
+
+
+def unjudged(root: str | None) -> str:
+    """`gates.destructive.unjudged` of this machine: "ask" (the default) or "deny"."""
+    if root is None:
+        return "ask"
+    from pathlib import Path
+
+    from beads.autosync import read_local
+
+    value = read_local(Path(root) / ".git").get("gates.destructive.unjudged", "ask")
+    return "deny" if value.strip().lower() == "deny" else "ask"
 
 
 def _registered(
@@ -167,7 +251,7 @@ def _outside(
 
 
 def _written_paths(command: str) -> list[str]:
-    from gates.destructive import simple_commands
+    from gates.shellsplit import simple_commands
 
     paths = []
     for argv in simple_commands(command):

@@ -5,6 +5,7 @@ the JSON Claude Code sends; replies checked against the shapes its hooks referen
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -53,7 +54,12 @@ def check_pre_tool_use_shape(reply: dict | None) -> None:
 
 
 def denied(reply: dict | None) -> bool:
-    return bool(reply) and reply.get("hookSpecificOutput", {}).get("permissionDecision") == "deny"
+    return answer(reply) == "deny"
+
+
+def answer(reply: dict | None) -> str | None:
+    """The reply's permissionDecision (None: no decision)."""
+    return (reply or {}).get("hookSpecificOutput", {}).get("permissionDecision")
 
 
 def git(cwd: Path, *args: str) -> None:
@@ -90,7 +96,6 @@ DESTRUCTIVE = [
     "rm -rf ~",
     "rm -rf .git",
     "rm -rf /etc/nginx",
-    "rm -r ../sibling",
     "sudo rm -rf /var/lib",
     "env FOO=1 rm -fr $HOME/projects",
     'bash -c "cd build && rm -rf /"',
@@ -167,8 +172,9 @@ def test_patterns_allow_list_and_protected_branches_are_settings(
     )
     assert gc("config", "set", "gates.destructive.protected_branches",
               '["release"]').returncode == 0  # fmt: skip
-    assert not denied(bash(gc, "rm -rf /srv/cache/tiles"))
-    assert denied(bash(gc, "rm -rf /srv/data"))
+    assert bash(gc, "rm -rf /srv/cache/tiles") is not None  # no decision: the soft warning only
+    assert answer(bash(gc, "rm -rf /srv/cache/tiles")) is None
+    assert answer(bash(gc, "rm -rf /srv/data")) == "ask"
     assert denied(bash(gc, "cd infra && terraform destroy -auto-approve"))
     assert denied(bash(gc, "git push -f origin release"))
     assert not denied(bash(gc, "git push -f origin main"))
@@ -297,29 +303,256 @@ def test_passing_stop_check_writes_the_marker(project: Path, gc: GcRunner) -> No
     assert (project / ".beads" / ".runtime" / "gates" / "s1" / "tests").exists()
 
 
-def test_a_fault_fails_open(project: Path, gc: GcRunner) -> None:
+def test_a_bash_call_the_gate_cannot_read_is_asked_about(project: Path, gc: GcRunner) -> None:
     reply = hook(gc, "PreToolUse", tool_name="Bash", tool_input="not an object")
-    assert reply is None
+    check_pre_tool_use_shape(reply)
+    assert answer(reply) == "ask"
 
 
-def test_pre_tool_use_loads_only_its_own_path(project: Path, gc: GcRunner) -> None:
+@pytest.mark.parametrize(
+    ("command", "parser"), [("ls -la && git status", False), ("sudo rm -rf / && ls", True)]
+)
+def test_pre_tool_use_loads_only_its_own_path(
+    project: Path, gc: GcRunner, command: str, parser: bool
+) -> None:
     # Run before every tool call: no click, git, YAML, typing, dataclasses, pathlib (~3 ms,
     # with urllib and ipaddress), and not even the delivery database (inbox) or the other
-    # events' gates.
+    # events' gates. A command the pre-screen cannot answer loads the parser, whose package
+    # imports typing and pathlib, and nothing else heavy.
+    light = "" if parser else ", 'typing', 'pathlib'"
     code = (
         "import json, sys; sys.argv = ['gc', 'hook', 'run']\n"
         "from beads.cli.entry import main\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
-        "heavy = ('click', 'dulwich', 'ruamel', 'mail', 'inbox', 'typing', 'dataclasses',\n"
-        "         'subprocess', 'pathlib', 'gates.hooks', 'gates.events', 'gates.session_gates')\n"
+        "heavy = ('click', 'dulwich', 'ruamel', 'mail', 'inbox', 'dataclasses', 'subprocess',\n"
+        f"         'gates.hooks', 'gates.events', 'gates.session_gates', 'tree_sitter'{light})\n"
         "print(json.dumps(sorted(m for m in sys.modules\n"
         "                        if m in heavy or m.split('.')[0] in heavy)))"
     )
     payload = {"session_id": "s", "hook_event_name": "PreToolUse", "cwd": str(project),
-               "tool_name": "Bash", "tool_input": {"command": "sudo rm -rf / && ls"}}  # fmt: skip
+               "tool_name": "Bash", "tool_input": {"command": command}}  # fmt: skip
     env = {k: v for k, v in gc.env.items() if not k.startswith("GC_")}
     out = subprocess.run([sys.executable, "-c", code], input=json.dumps(payload), cwd=project,
                          capture_output=True, text=True, env=env, check=True).stdout  # fmt: skip
-    reply, loaded = out.strip().splitlines()
-    assert denied(json.loads(reply))
-    assert json.loads(loaded) == []
+    if parser:
+        reply, loaded = out.strip().splitlines()
+        assert denied(json.loads(reply))
+        assert json.loads(loaded) == ["tree_sitter", "tree_sitter._binding"]
+    else:
+        assert out.strip() == "[]"  # no decision: no output at all, nothing heavy loaded
+
+
+# -- the destructive-op gate on its corpus (tests/data/shell_corpus) -------------------------
+
+CORPUS = Path(__file__).parent / "data" / "shell_corpus"
+
+
+def corpus(name: str) -> list[tuple[str, str]]:
+    """(expected answer, command) pairs of one corpus file (`> ` lines carry on a command)."""
+    entries: list[tuple[str, str]] = []
+    for line in (CORPUS / f"{name}.txt").read_text().splitlines():
+        if line.startswith("> ") or line == ">":
+            expected, command = entries[-1]
+            entries[-1] = (expected, command + "\n" + line[2:])
+        elif line.strip() and not line.startswith("#"):
+            expected, _, command = line.partition(" ")
+            entries.append((expected, command))
+    return entries
+
+
+@pytest.fixture(scope="module")
+def corpus_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The situation the corpus assumes: a work tree on main with a change not committed, a
+    branch `topic` not merged and a branch `done` merged, a store, $HOME elsewhere."""
+    where = tmp_path_factory.mktemp("corpus") / "project"
+    where.mkdir()
+    git(where, "init", "-q", "-b", "main")
+    git(where, "config", "user.email", "t@example.com")
+    git(where, "config", "user.name", "t")
+    (where / "file.txt").write_text("one\n")
+    git(where, "add", "file.txt")
+    git(where, "commit", "-qm", "first")
+    git(where, "branch", "done")
+    git(where, "checkout", "-qb", "topic")
+    (where / "topic.txt").write_text("topic\n")
+    git(where, "add", "topic.txt")
+    git(where, "commit", "-qm", "topic work")
+    git(where, "checkout", "-q", "main")
+    (where / "file.txt").write_text("changed, not committed\n")
+    assert GcRunner(where)("init").returncode == 0
+    return where
+
+
+@pytest.fixture
+def corpus_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("XDG_DATA_HOME", raising=False)
+    return home
+
+
+ENTRIES = [*corpus("destructive"), *corpus("harmless")]
+
+
+@pytest.mark.parametrize(("expected", "command"), ENTRIES, ids=[c[:60] for _, c in ENTRIES])
+def test_the_gate_answers_each_corpus_command_as_written_down(
+    corpus_tree: Path, corpus_home: Path, expected: str, command: str
+) -> None:
+    from gates.destructive import judge
+    from gates.prescreen import undecided
+
+    answer_given, reason = judge(command, str(corpus_tree))
+    assert (answer_given or "none") == expected, reason
+    assert bool(reason) == (answer_given is not None)
+    if undecided(command):  # the pre-screen lets it through only where the parser does
+        assert answer_given is None
+
+
+def test_the_corpus_is_large_and_its_destructive_half_is_all_stopped() -> None:
+    destructive, harmless = corpus("destructive"), corpus("harmless")
+    assert len(destructive) >= 200 and len(harmless) >= 200
+    assert {answer for answer, _ in destructive} == {"deny", "ask"}
+    assert {answer for answer, _ in harmless} == {"none"}
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("git clean --force --force -d -x", "deny"),
+        ("eval eval eval eval eval rm -rf .git", "deny"),
+        ("echo 'rm -rf /' | sh", "deny"),
+        ("rm -rf $HOMEBREW_CACHE_SUB", "ask"),
+        ('rm -rf "~"', None),
+        ("gc config set gates.disabled '[\"destructive-op\"]'", "deny"),
+        ("pytest -x", None),
+    ],
+)
+def test_the_hook_gives_the_gates_answer_as_claude_code_reads_it(
+    project: Path, gc: GcRunner, command: str, expected: str | None
+) -> None:
+    reply = bash(gc, command)
+    assert answer(reply) == expected
+    if expected is not None:
+        assert "destructive-op" in reply["hookSpecificOutput"]["permissionDecisionReason"]
+    assert answer(reply) != "allow"
+
+
+def test_a_removal_the_gate_cannot_judge_is_denied_when_unjudged_is_deny(
+    project: Path, gc: GcRunner
+) -> None:
+    assert answer(bash(gc, 'rm -rf "$TARGET"')) == "ask"
+    assert gc("config", "set", "--local", "gates.destructive.unjudged", "deny").returncode == 0
+    reply = bash(gc, 'rm -rf "$TARGET"')
+    assert answer(reply) == "deny"
+    assert "Rewrite the command" in reply["hookSpecificOutput"]["permissionDecisionReason"]
+    assert bash(gc, "rm -rf build") is None  # what it can judge is unchanged
+    assert gc("config", "set", "--local", "gates.destructive.unjudged", "maybe").returncode == 30
+
+
+def test_a_nul_byte_a_huge_command_and_a_huge_payload_are_asked_about(
+    project: Path, gc: GcRunner
+) -> None:
+    assert answer(bash(gc, "ls\x00 -la")) == "ask"
+    assert answer(bash(gc, "git reset --hard;" * 62_000)) == "ask"  # about 1 MB
+    payload = {"session_id": "s1", "cwd": str(project), "hook_event_name": "PreToolUse",
+               "tool_name": "Bash", "tool_input": {"command": "ls " + "x" * (2 << 20)}}  # fmt: skip
+    result = gc("hook", "run", input=json.dumps(payload))
+    assert result.returncode == 0
+    assert answer(json.loads(result.stdout)) == "ask"
+
+
+def test_a_cwd_with_no_store_above_it_gets_the_built_in_rules(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    bare = tmp_path_factory.mktemp("nostore")
+    runner = GcRunner(bare)
+    for command, expected in (("rm -rf ~", "deny"), ('rm -rf "$X"', "ask"), ("ls", None)):
+        payload = {"session_id": "s", "hook_event_name": "PreToolUse", "cwd": str(bare),
+                   "tool_name": "Bash", "tool_input": {"command": command}}  # fmt: skip
+        result = runner("hook", "run", input=json.dumps(payload))
+        assert result.returncode == 0, result.stderr
+        reply = json.loads(result.stdout) if result.stdout.strip() else None
+        check_pre_tool_use_shape(reply)
+        assert answer(reply) == expected, command
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        (".git/config", "deny"),
+        (".git/refs/heads/main", "deny"),
+        (".git/hooks/pre-commit", "ask"),
+        (".beads/config.yaml", "deny"),
+        (".claude/settings.json", "deny"),
+        (".claude/settings.local.json", "deny"),
+        ("/dev/sda", "deny"),
+        ("~/.bashrc", "ask"),
+        ("~/.ssh/authorized_keys", "ask"),
+        ("~/.local/share/gc-beads/trust/approved.json", "deny"),
+        ("src/app.py", None),
+        ("README.md", None),
+    ],
+)
+def test_file_tools_are_judged_by_the_path_they_write(
+    project: Path, gc: GcRunner, path: str, expected: str | None
+) -> None:
+    home = Path(gc.env.get("HOME") or os.path.expanduser("~"))
+    full = str(home / path[2:]) if path.startswith("~/") else path
+    full = full if full.startswith("/") else str(project / full)
+    for tool, tool_input in (
+        ("Write", {"file_path": full, "content": "x"}),
+        ("Edit", {"file_path": full, "old_string": "a", "new_string": "b"}),
+        ("MultiEdit", {"file_path": full, "edits": [{"old_string": "a", "new_string": "b"}]}),
+        ("NotebookEdit", {"notebook_path": full, "new_source": "x"}),
+    ):
+        reply = hook(gc, "PreToolUse", tool_name=tool, tool_input=tool_input)
+        check_pre_tool_use_shape(reply)
+        assert answer(reply) == expected, (tool, path)
+
+
+def test_the_pre_screen_names_every_program_the_rules_judge() -> None:
+    from gates import prescreen, rules
+
+    judged = set(rules.RULES) | set(rules.WRAPPERS)
+    assert judged <= prescreen.RISKY | {"cd"}
+    assert not prescreen.INERT & (judged - {"cd"})
+
+
+def test_the_pre_screen_lets_through_only_what_the_parser_leaves_undecided(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from gates import prescreen, rules
+    from gates.destructive import judge
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    programs = prescreen.INERT | prescreen.PLAIN_TOOLS | set(rules.RULES) | set(rules.WRAPPERS)
+    arguments = {"-rf", "-f", "--force", "/", "~", ".git", ".beads", "-c", "'rm -rf /'", '"x"',
+                 "push", "main", "+main", "config", "set", "gates.disabled", "trust", "reset",
+                 "--hard", "clean", "-fdx", "of=/dev/sda", "*", "$X", "python", "-m"}  # fmt: skip
+    words = sorted(programs | prescreen.GIT_READS | arguments | {"git", "gc"})
+    joiners = [" ", " && ", " || ", "; ", " | ", " & "]
+    simple = st.lists(st.sampled_from(words), min_size=1, max_size=5).map(" ".join)
+    parts = st.lists(st.tuples(simple, st.sampled_from(joiners)), min_size=1, max_size=4)
+    command = parts.map(lambda p: "".join(w + j for w, j in p).rstrip(" &|;"))
+
+    @settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(command)
+    def agree(text: str) -> None:
+        if prescreen.undecided(text):
+            assert judge(text, str(tmp_path)) == (None, ""), text
+
+    agree()
+
+
+def test_a_judgement_cut_off_by_its_budget_leaves_the_next_one_intact(tmp_path: Path) -> None:
+    from gates.destructive import MAX_COMMAND_BYTES, judge
+
+    heavy = ("<<" * MAX_COMMAND_BYTES)[: MAX_COMMAND_BYTES - 64]  # slow for the parser
+    assert judge(heavy, str(tmp_path))[0] == "ask"
+    # A parser cancelled mid-way resumes its old parse unless it is reset.
+    assert judge("cat <<EOF | sh\nrm -rf /\nEOF\n", str(tmp_path))[0] == "deny"
+    assert judge("ls -la", str(tmp_path)) == (None, "")

@@ -1,0 +1,742 @@
+"""The destructive-op gate's rules, program by program (the shell reading is
+`gates.shelljudge`; where paths land, `gates.shellpaths`; git, `gates.rules_git`).
+
+Each rule gets the judge, the program's base name, its words and its standard input, and
+notes a verdict: deny (`DENY`) for what is known destructive, ask (`ASK`) for what it cannot
+judge, nothing otherwise. Wrappers that run their arguments (`sudo`, `env`, `timeout`,
+`xargs`, `ssh HOST`, ...) hand the command they run back to the judge.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from fnmatch import fnmatchcase
+
+from gates import options
+from gates.shelljudge import Item, Judge, Stdin
+from gates.shellpaths import ASK, DENY, may_be, pattern, removal, write_target
+from gates.shellwords import UNKNOWN, shown
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+SHELLS = frozenset(("sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish", "yash", "rbash"))
+SQL_CLIENTS = frozenset(
+    (
+        "psql",
+        "mysql",
+        "mariadb",
+        "sqlite3",
+        "sqlcmd",
+        "duckdb",
+        "clickhouse-client",
+        "cockroach",
+        "snowsql",
+        "bq",
+    )
+)
+DEVICE_TOOLS = frozenset(
+    (
+        "mkfs",
+        "mke2fs",
+        "mkswap",
+        "wipefs",
+        "sgdisk",
+        "gdisk",
+        "shred",
+        "fdisk",
+        "sfdisk",
+        "cfdisk",
+        "parted",
+        "blkdiscard",
+        "mkdosfs",
+        "cryptsetup",
+        "dropdb",
+        "zpool",
+        "lvremove",
+        "vgremove",
+        "pvremove",
+    )
+)
+LISTING = ("-l", "--list", "print", "-V", "--version", "-h", "--help", "status")
+# Programs that never run their arguments: an argument such as `rm` is text to them.
+INERT = frozenset(
+    (
+        "echo",
+        "printf",
+        "grep",
+        "egrep",
+        "fgrep",
+        "rg",
+        "ag",
+        "ack",
+        "man",
+        "which",
+        "type",
+        "whatis",
+        "apropos",
+        "help",
+        "info",
+        "cat",
+        "less",
+        "more",
+        "head",
+        "tail",
+        "wc",
+        "sort",
+        "uniq",
+        "cut",
+        "tr",
+        "jq",
+        "yq",
+        "sed",
+        "git",
+        "gc",
+        "whereis",
+        "command",
+        "hash",
+        "read",
+        "test",
+        "[",
+        "true",
+        "false",
+        "apt",
+        "apt-get",
+        "apt-cache",
+        "brew",
+        "pip",
+        "pip3",
+        "npm",
+        "yarn",
+        "pnpm",
+        "cargo",
+        "go",
+        "dnf",
+        "yum",
+        "pacman",
+        "tldr",
+        "file",
+        "stat",
+        "ls",
+        "diff",
+        "touch",
+        "mkdir",
+        "cp",
+        "mv",
+        "ln",
+        "basename",
+        "dirname",
+        "realpath",
+        "pwd",
+        "whoami",
+        "date",
+        "uname",
+        "du",
+        "df",
+        "id",
+        "hostname",
+        "tree",
+        "ps",
+    )
+)
+GC_PROTECTED = (
+    "gates",
+    "gates.*",
+    "mail.provider",
+    "agents.*.nudge",
+    "store.shared",
+    "trust",
+    "trust.*",
+)
+INTERPRETERS = {
+    "python": re.compile(
+        r"rmtree|os\.(system|remove|unlink|rmdir|removedirs|popen|exec|spawn"
+        r"|kill|truncate)|subprocess|\.unlink\(|\.rmdir\(|pty\.spawn|__import__"
+        r"|shutil\.(move|rmtree)|\beval\(|\bexec\("
+    ),
+    "perl": re.compile(
+        r"rmtree|remove_tree|unlink|rmdir|\bsystem\b|\bexec\b|`|qx|open\s*\(?[^,]*,"
+        r"\s*['\"]?\||truncate"
+    ),
+    "node": re.compile(
+        r"rmSync|rmdirSync|unlinkSync|\brm\(|rmdir\(|unlink\(|child_process|"
+        r"execSync|spawn|\bexec\(|truncate"
+    ),
+    "ruby": re.compile(
+        r"rm_rf|rm_r\b|\brm\b|FileUtils|File\.delete|unlink|\bsystem\b|\bexec\b|"
+        r"`|%x|spawn|Open3|truncate"
+    ),
+    "awk": re.compile(r"system\s*\(|\|\s*\"|\"\s*\||\|&"),
+    "php": re.compile(r"unlink|rmdir|\bsystem\b|\bexec\b|shell_exec|passthru|popen|proc_open|`"),
+}
+SQL_DESTRUCTIVE = re.compile(
+    r"\bDROP\s+(TABLE|DATABASE|SCHEMA|VIEW|INDEX|USER|ROLE|COLLECTION|KEYSPACE|OWNED|TABLESPACE)\b"
+    r"|\bTRUNCATE\b"
+)
+
+
+def judge(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth: int) -> None:
+    """Judge one command whose program's base name is `program`."""
+    rule = RULES.get(program)
+    if rule is None and program.startswith("mkfs"):
+        rule = _devices
+    if rule is None and re.fullmatch(r"python[0-9.]*|pypy[0-9.]*", program):
+        rule = _interpreter
+    if rule is not None:
+        rule(j, program, items, stdin, depth)
+    elif program in WRAPPERS:
+        _wrapper(j, program, items, stdin, depth)
+    elif program not in INERT:
+        _runs_something(j, program, items, stdin, depth)
+
+
+def _words(items: list[Item]) -> list[str | None]:
+    return [item.literal for item in items]
+
+
+def _runs_something(
+    j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth: int
+) -> None:
+    """An unknown program whose arguments put a judged program in command position: ask
+    when that command would be stopped."""
+    for at in range(1, len(items)):
+        name = items[at].literal
+        if name is None:
+            continue
+        base = name.rsplit("/", 1)[-1]
+        if base in RULES or base in WRAPPERS or base.startswith("mkfs"):
+            if j.probe(items[at:], None, depth) > 0:
+                j.note(ASK, f"{program} runs `{' '.join(shown(i.word) for i in items[at:])}`")
+            return
+
+
+# -- removals -------------------------------------------------------------------------------
+
+
+def _rm(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth: int) -> None:
+    read = options.read(
+        _words(items[1:]),
+        "",
+        {
+            "recursive": False,
+            "force": False,
+            "interactive": False,
+            "one-file-system": False,
+            "no-preserve-root": False,
+            "preserve-root": False,
+            "dir": False,
+            "verbose": False,
+        },
+    )
+    recursive = read.has("r", "R", "recursive")
+    targets = [items[1 + i] for i in read.positionals]
+    if not targets:
+        if recursive and program == "rm" and UNKNOWN_TARGETS in (i.word for i in items):
+            j.note(ASK, "it removes recursively what comes in on its input")
+        return
+    for target in targets:
+        if target.word == UNKNOWN_TARGETS:
+            if recursive:
+                j.note(ASK, "it removes recursively what comes in on its input")
+            continue
+        if recursive:
+            j.note(*removal(target.word, j.cwd, j.tree))
+        else:
+            j.note(*write_target(target.word, j.cwd))
+
+
+UNKNOWN_TARGETS = UNKNOWN + "input"  # the arguments `xargs` adds
+
+
+def _find(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth: int) -> None:
+    words = _words(items[1:])
+    roots = []
+    at = 0
+    while at < len(words) and words[at] is not None and words[at] in ("-H", "-L", "-P"):
+        at += 1
+    while at < len(words) and not (words[at] or "x").startswith(("-", "(", "!", ")")):
+        roots.append(items[1 + at])
+        at += 1
+    roots = roots or [Item(".")]
+    tests = words[at:]
+    named = [
+        tests[i + 1]
+        for i, w in enumerate(tests[:-1])
+        if w in ("-name", "-iname", "-path", "-ipath", "-wholename", "-regex")
+    ]
+    deletes = "-delete" in tests
+    for i, word in enumerate(tests):
+        if word in ("-exec", "-execdir", "-ok", "-okdir"):
+            end = next((k for k in range(i + 1, len(tests)) if tests[k] in (";", "+")), len(tests))
+            run = items[1 + at + i + 1 : 1 + at + end]
+            if run and (run[0].literal or "").rsplit("/", 1)[-1] in ("rm", "shred", "unlink"):
+                deletes = True
+            elif run:
+                for root in roots:
+                    swapped = [Item(root.word) if w.literal == "{}" else w for w in run]
+                    j.argv(swapped, None, depth)
+    if not deletes:
+        return
+    guarded = any(
+        n is None or may_be(n, ".git") or may_be(n, ".beads") or may_be(n, ".claude") for n in named
+    )
+    for root in roots:
+        level, reason = removal(root.word, j.cwd, j.tree)
+        path, _why = pattern(root.word, j.cwd)
+        if path == j.tree:  # the top of the tree: only a name filter keeps .git out
+            if named and not guarded:
+                continue
+            level, reason = DENY, "it deletes through the whole work tree, .git included"
+        elif level == 0 and guarded:
+            level, reason = DENY, "its name filter can match .git, .beads or .claude"
+        j.note(level, reason.replace("it removes", "find deletes under"))
+
+
+def _mv(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth: int) -> None:
+    read = options.read(_words(items[1:]), "tS", {"target-directory": True, "suffix": True})
+    paths = [items[1 + i] for i in read.positionals]
+    target = read.values.get("t") or read.values.get("target-directory")
+    if target:
+        j.note(*write_target(target[-1] + "/x", j.cwd))
+    elif paths:
+        j.note(*write_target(paths[-1].word, j.cwd))
+        paths = paths[:-1]
+    if program == "mv":
+        for source in paths:
+            level, reason = removal(source.word, j.cwd, j.tree)
+            if level == DENY:
+                j.note(DENY, reason.replace("it removes", "it moves away"))
+
+
+def _writes_all(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth: int) -> None:
+    """`tee`, `touch`, `truncate`, `sed -i`: every file argument is written."""
+    words = _words(items[1:])
+    if program == "sed" and not any(
+        w and (w.startswith("-i") or w.startswith("--in-place")) for w in words
+    ):
+        return
+    read = options.read(
+        words,
+        "serofdt" if program != "sed" else "ef",
+        {"size": True, "reference": True, "expression": True, "file": True, "date": True},
+    )
+    for index in read.positionals[1 if program == "sed" and not read.has("e") else 0 :]:
+        j.note(*write_target(items[1 + index].word, j.cwd))
+
+
+def _dd(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth: int) -> None:
+    for item in items[1:]:
+        if item.word.startswith("of="):
+            j.note(*write_target(item.word[3:], j.cwd))
+
+
+def _chmod(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth: int) -> None:
+    read = options.read(_words(items[1:]), "", {"recursive": False, "reference": True})
+    if not read.has("R", "recursive"):
+        return
+    skip = 0 if read.has("reference") else 1  # the mode or the owner
+    for index in read.positionals[skip:]:
+        level, reason = removal(items[1 + index].word, j.cwd, j.tree)
+        if level:
+            j.note(DENY, reason.replace("it removes", f"{program} -R changes"))
+
+
+def _devices(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth: int) -> None:
+    if program in ("fdisk", "sfdisk", "parted") and any(i.word in LISTING for i in items[1:]):
+        return
+    if program == "cryptsetup" and not any(i.word in ("luksFormat", "erase") for i in items):
+        return
+    j.note(DENY, f"{program} destroys data on a disk or file system")
+
+
+# -- programs that run programs ---------------------------------------------------------------
+
+
+def _shell(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth: int) -> None:
+    words = _words(items[1:])
+    command_string = False
+    at = 0
+    while at < len(words):
+        word = words[at]
+        if word is None or not word.startswith(("-", "+")) or word in ("-", "--"):
+            if word == "--":
+                at += 1
+            break
+        if word in ("-o", "+o", "-O", "+O", "--rcfile", "--init-file", "-C"):
+            at += 1
+        elif not word.startswith("--") and "c" in word[1:]:
+            command_string = True
+        at += 1
+    rest = items[1 + at :]
+    if command_string:
+        if rest:
+            j.nested(rest[0].script(), depth)
+        return
+    if rest and not (rest[0].literal or "").startswith("-"):
+        return  # a script file: out of any gate's sight (docs/gates.md)
+    _fed(j, program, stdin, depth, "shell")
+
+
+def _fed(j: Judge, program: str, stdin: Stdin | None, depth: int, kind: str) -> None:
+    """A shell, interpreter or database client reading its script from standard input."""
+    if stdin is None:
+        return
+    if stdin.text is None:
+        source = "a file" if stdin.what == "file" else "another command's output"
+        j.note(ASK, f"{program} runs what it reads from {source}, which the gate cannot see")
+    elif kind == "shell":
+        j.nested(stdin.text, depth)
+    elif kind == "sql":
+        _sql_text(j, program, stdin.text)
+    else:
+        _code(j, program, stdin.text)
+
+
+def _eval(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth: int) -> None:
+    if len(items) > 1:
+        j.nested(" ".join(item.script() for item in items[1:]), depth)
+
+
+def _alias(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth: int) -> None:
+    for item in items[1:]:
+        name, eq, body = item.script().partition("=")
+        if eq:
+            j.nested(body, depth)
+
+
+def _trap(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth: int) -> None:
+    if len(items) > 2 and not (items[1].literal or "").startswith("-"):
+        j.nested(items[1].script(), depth)
+
+
+def _cd(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth: int) -> None:
+    args = [i for i in items[1:] if not (i.literal or "x").startswith("-") or i.literal == "-"]
+    if not args:
+        j.cwd = os.path.expanduser("~")
+        return
+    path, _why = pattern(args[0].word, j.cwd)
+    j.cwd = path if path is not None and literal_path(path) else None
+
+
+def literal_path(path: str) -> bool:
+    return not any(c < " " for c in path)
+
+
+def _interpreter(
+    j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth: int
+) -> None:
+    words = _words(items[1:])
+    flag = {"perl": "eE", "ruby": "e", "node": "ep", "nodejs": "ep", "php": "r"}.get(program, "c")
+    for at, word in enumerate(words):
+        if word is None:
+            break
+        if word in ("--eval", "--print") or (
+            word.startswith("-") and not word.startswith("--") and set(word[1:]) & set(flag)
+        ):
+            if at + 1 < len(items):
+                _code(j, program, items[1 + at + 1].script())
+            return
+        if word == "-" or not word.startswith("-"):
+            if word == "-":
+                _fed(j, program, stdin, depth, "code")
+            return
+        if word in ("-m", "-W", "-X", "-I", "-M", "-r", "--require", "-x"):
+            if program.startswith(("python", "pypy")) and word == "-m":
+                return  # a module: its code is not on the command line
+    if not any(w is not None and not w.startswith("-") for w in words):
+        _fed(j, program, stdin, depth, "code")
+
+
+def _awk(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth: int) -> None:
+    words = _words(items[1:])
+    at = 0
+    while at < len(words) and (words[at] or "x").startswith("-"):
+        if words[at] in ("-f", "--file"):
+            return  # a program file: out of any gate's sight
+        at += 2 if words[at] in ("-F", "-v", "--assign", "--field-separator") else 1
+    if at < len(items) - 1:
+        _code(j, "awk", items[1 + at].script())
+
+
+def _code(j: Judge, program: str, code: str) -> None:
+    family = "python" if program.startswith(("python", "pypy")) else program
+    family = "node" if family in ("nodejs", "deno", "bun") else family
+    check = INTERPRETERS.get(family)
+    if check is not None and check.search(code):
+        j.note(ASK, f"its {family} code removes files or runs programs")
+
+
+def _sql(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth: int) -> None:
+    words = _words(items[1:])
+    if program == "dropdb":
+        j.note(DENY, "dropdb drops a database")
+        return
+    for word in words:
+        if word in ("-f", "--file", "-init", "-i", "--init") or (word or "").startswith("--file="):
+            j.note(ASK, f"{program} runs SQL from a file, which the gate cannot read")
+    _sql_text(j, program, " ".join(i.word.replace(UNKNOWN, " ") for i in items[1:]))
+    _fed(j, program, stdin, depth, "sql")
+
+
+def _sql_text(j: Judge, program: str, text: str) -> None:
+    plain = re.sub(r"/\*.*?\*/|--[^\n]*|#[^\n]*", " ", text, flags=re.S).upper()
+    plain = re.sub(r"\s+", " ", plain)
+    if SQL_DESTRUCTIVE.search(plain):
+        j.note(DENY, f"{program} is given SQL that drops or truncates data")
+    if "\\I " in plain or ".READ " in plain or "SOURCE " in plain:
+        j.note(ASK, f"{program} is told to run SQL from a file, which the gate cannot read")
+    for statement in plain.split(";"):
+        if re.search(r"\bDELETE\s+FROM\b", statement) and not re.search(r"\bWHERE\b", statement):
+            j.note(DENY, f"{program} is given a DELETE without WHERE")
+
+
+def _gc(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth: int) -> None:
+    """Self-protection: an agent does not approve settings, change the gates or unhook."""
+    words: list[str] = []
+    skip = False
+    for word in _words(items[1:]):
+        if skip:
+            skip = False
+            continue
+        if word in ("--beads-dir", "--agent"):
+            skip = True
+        elif (
+            word is None
+            or not word.startswith("--beads-dir=")
+            and not word.startswith("--agent=")
+            and word not in ("--json", "--no-pager", "--debug")
+        ):
+            words.append(word if word is not None else UNKNOWN)
+    positional = [w for w in words if not w.startswith("-")]
+    if positional[:1] == ["trust"]:
+        j.note(DENY, "an agent does not approve settings (gc trust): a person does")
+    elif positional[:1] == ["config"] and len(positional) > 2 and positional[1] in ("set", "unset"):
+        key = positional[2]
+        if key == UNKNOWN or any(_key_covers(key, p) for p in GC_PROTECTED):
+            j.note(DENY, f"an agent does not change {key!r}: it guards the agents themselves")
+    elif positional[:2] == ["hook", "install"] and any(w.startswith("--rem") for w in words):
+        j.note(DENY, "an agent does not remove the hooks that run its gates")
+
+
+def _key_covers(key: str, protected: str) -> bool:
+    parts = protected.split(".")
+    return (
+        any(fnmatchcase(key, ".".join(parts[:n])) for n in range(1, len(parts) + 1))
+        or (fnmatchcase(key, protected + ".*") if not protected.endswith("*") else False)
+        or fnmatchcase(key, protected)
+    )
+
+
+def _git(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth: int) -> None:
+    from gates.rules_git import judge_git
+
+    judge_git(j, items, depth)
+
+
+def _wrapper(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth: int) -> None:
+    spec = WRAPPERS[program]
+    words = _words(items[1:])
+    short_values, longs, skip = spec
+    read = options.read(words, short_values, longs, stop_at_first_positional=program != "su")
+    for command_flag in ("c", "command", "S", "split-string"):
+        if command_flag in read.values and program in ("su", "script", "flock", "env"):
+            for text in read.values[command_flag]:
+                j.nested(text if program != "env" else text, depth)
+            if program != "env":
+                return
+    rest_at = [1 + i for i in read.positionals]
+    if program in ("sudo", "doas") and read.has("e", "edit"):
+        return
+    rest = items[rest_at[0] :] if rest_at else []
+    while rest and program == "env" and "=" in (rest[0].literal or "=") and rest[0].literal:
+        rest = rest[1:]
+    rest = rest[skip:]
+    if program in ("ionice", "taskset") and read.has("p", "pid"):
+        return
+    if program in ("command", "type") and read.has("v", "V"):
+        return
+    if program == "watch" and not read.has("x", "exec"):
+        if rest:
+            j.nested(" ".join(i.script() for i in rest), depth)
+        return
+    if program in ("ssh", "docker", "podman", "kubectl"):
+        _remote(j, program, rest, depth)
+        return
+    if program == "xargs":
+        rest = _xargs_args(read, rest)
+    if program == "parallel":
+        rest = _parallel_args(rest)
+    j.argv(rest, stdin if program not in ("xargs", "parallel") else None, depth)
+
+
+def _xargs_args(read: options.Options, rest: list[Item]) -> list[Item]:
+    marker = (read.values.get("I") or read.values.get("replace") or [None])[-1]
+    if marker:
+        return [Item(UNKNOWN_TARGETS) if i.literal == marker else i for i in rest]
+    return [*rest, Item(UNKNOWN_TARGETS)]
+
+
+def _parallel_args(rest: list[Item]) -> list[Item]:
+    words = [i.literal for i in rest]
+    if ":::" in words:
+        cut = words.index(":::")
+        extra = [i for i in rest[cut + 1 :] if i.literal not in (":::", "::::")]
+        return [*rest[:cut], *extra]
+    return [*rest, Item(UNKNOWN_TARGETS)]
+
+
+def _remote(j: Judge, program: str, rest: list[Item], depth: int) -> None:
+    """`ssh HOST CMD`, `docker exec CONTAINER CMD`, `kubectl exec POD -- CMD`: the command
+    runs elsewhere, so relative paths are unknown there."""
+    if program != "ssh":
+        if not rest or rest[0].literal != "exec":
+            return
+        read = options.read(
+            _words(rest[1:]),
+            "euwc",
+            {
+                "env": True,
+                "user": True,
+                "workdir": True,
+                "env-file": True,
+                "detach-keys": True,
+                "container": True,
+                "namespace": True,
+            },
+            stop_at_first_positional=True,
+        )
+        after = [rest[1 + i] for i in read.positionals]
+        rest = after[1:] if after else []
+        if rest and rest[0].literal == "--":
+            rest = rest[1:]
+        kept = j.cwd
+        j.cwd = None
+        try:
+            j.argv(rest, None, depth + 1)
+        finally:
+            j.cwd = kept
+        return
+    if len(rest) > 1:
+        j.nested(" ".join(i.script() for i in rest[1:]), depth, cwd=None)
+
+
+# name -> (short options taking a value, long options, positionals before the command)
+WRAPPERS: dict[str, tuple[str, dict[str, bool], int]] = {
+    "sudo": (
+        "ugCDhprtUT",
+        {
+            "user": True,
+            "group": True,
+            "chdir": True,
+            "host": True,
+            "prompt": True,
+            "role": True,
+            "type": True,
+            "other-user": True,
+            "close-from": True,
+            "command-timeout": True,
+            "edit": False,
+        },
+        0,
+    ),
+    "doas": ("uC", {}, 0),
+    "env": (
+        "uCS",
+        {
+            "unset": True,
+            "chdir": True,
+            "split-string": True,
+            "ignore-environment": False,
+            "null": False,
+        },
+        0,
+    ),
+    "nice": ("n", {"adjustment": True}, 0),
+    "nohup": ("", {}, 0),
+    "time": ("fo", {"format": True, "output": True}, 0),
+    "command": ("", {}, 0),
+    "builtin": ("", {}, 0),
+    "exec": ("a", {}, 0),
+    "coproc": ("", {}, 0),
+    "timeout": ("sk", {"signal": True, "kill-after": True}, 1),
+    "setsid": ("", {}, 0),
+    "ionice": ("cnpPu", {"class": True, "classdata": True, "pid": True}, 0),
+    "stdbuf": ("ioe", {"input": True, "output": True, "error": True}, 0),
+    "flock": ("wEc", {"timeout": True, "conflict-exit-code": True, "command": True}, 1),
+    "busybox": ("", {}, 0),
+    "chroot": ("", {"userspec": True, "groups": True}, 1),
+    "unshare": ("SGRwt", {"setuid": True, "setgid": True, "root": True, "wd": True}, 0),
+    "watch": ("ndqg", {"interval": True}, 0),
+    "xargs": (
+        "IadELnPsL",
+        {
+            "replace": True,
+            "arg-file": True,
+            "delimiter": True,
+            "max-args": True,
+            "max-procs": True,
+            "max-chars": True,
+            "max-lines": True,
+            "eof": True,
+        },
+        0,
+    ),
+    "parallel": ("jS", {"jobs": True, "sshlogin": True}, 0),
+    "script": ("cEIOTB", {"command": True, "log-out": True, "log-in": True}, 0),
+    "su": ("cgGs", {"command": True, "group": True, "shell": True}, 1),
+    "ssh": ("bBcDEeFIiJLlmOoPpQRSWw", {}, 0),
+    "docker": ("", {}, 0),
+    "podman": ("", {}, 0),
+    "kubectl": ("", {}, 0),
+    "taskset": ("", {"cpu-list": False}, 1),
+    "nsenter": ("tSGrw", {"target": True}, 0),
+    "strace": ("oepsuEIbPX", {}, 0),
+    "ltrace": ("oepsuEn", {}, 0),
+    "fakeroot": ("", {}, 0),
+    "firejail": ("", {}, 0),
+    "caffeinate": ("tw", {}, 0),
+    "chrt": ("T", {}, 1),
+    "numactl": ("CNmip", {}, 0),
+}
+
+RULES: dict[str, Callable] = {
+    "rm": _rm,
+    "unlink": _rm,
+    "find": _find,
+    "mv": _mv,
+    "cp": _mv,
+    "ln": _mv,
+    "install": _mv,
+    "rsync": _mv,
+    "tee": _writes_all,
+    "touch": _writes_all,
+    "truncate": _writes_all,
+    "sed": _writes_all,
+    "dd": _dd,
+    "chmod": _chmod,
+    "chown": _chmod,
+    "chgrp": _chmod,
+    "eval": _eval,
+    "alias": _alias,
+    "trap": _trap,
+    "cd": _cd,
+    "pushd": _cd,
+    "git": _git,
+    "gc": _gc,
+    "awk": _awk,
+    "gawk": _awk,
+    "mawk": _awk,
+    "perl": _interpreter,
+    "ruby": _interpreter,
+    "node": _interpreter,
+    "nodejs": _interpreter,
+    "php": _interpreter,
+    "deno": _interpreter,
+    "bun": _interpreter,
+    **{name: _shell for name in SHELLS},
+    **{name: _sql for name in SQL_CLIENTS},
+    **{name: _devices for name in DEVICE_TOOLS},
+    "dropdb": _sql,
+}

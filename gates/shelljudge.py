@@ -1,0 +1,410 @@
+"""The destructive-op gate's reading of a shell command: every command of the syntax tree.
+
+`Judge.script` parses a command line and visits every node of its tree, in every construct
+(lists, pipelines, subshells, groups, compound statements, function bodies, substitutions),
+reachable or not. Each simple command is reduced to its program and argument words
+(`gates.shellwords`), unwrapped (`sudo`, `env`, `timeout`, `xargs`, `ssh HOST`, ...; a
+`-c` string, `eval`, a heredoc or here-string fed to a shell are parsed in turn) and handed
+to the program's rule (`gates.rules`). The verdict is the strongest any part earns:
+0 no decision, 1 ask, 2 deny.
+
+What the judge cannot read is "ask": a tree with an ERROR or MISSING node, a node type it
+does not know, nesting past `MAX_DEPTH`, more than `MAX_NODES` nodes, a deadline passed.
+"""
+
+from __future__ import annotations
+
+import os
+from time import monotonic
+
+from gates import shellwords
+from gates.shellpaths import ASK, DENY, NONE
+from gates.shellwords import UNKNOWN, literal, value
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+MAX_DEPTH = 8  # nested shells, `eval`s and `-c` strings
+MAX_NODES = 40_000  # nodes visited over all the parses of one judgement
+MAX_WORDS = 4_000  # words of one simple command
+# Node types whose children are simply visited (the grammar's named and anonymous
+# structure); a named type outside this set and the handled ones is "ask".
+CONTAINERS = frozenset(
+    (
+        "program",
+        "list",
+        "pipeline",
+        "subshell",
+        "compound_statement",
+        "if_statement",
+        "elif_clause",
+        "else_clause",
+        "while_statement",
+        "for_statement",
+        "c_style_for_statement",
+        "do_group",
+        "case_statement",
+        "case_item",
+        "function_definition",
+        "negated_command",
+        "test_command",
+        "declaration_command",
+        "unset_command",
+        "variable_assignment",
+        "variable_assignments",
+        "variable_name",
+        "special_variable_name",
+        "word",
+        "number",
+        "string",
+        "string_content",
+        "raw_string",
+        "ansi_c_string",
+        "translated_string",
+        "concatenation",
+        "simple_expansion",
+        "expansion",
+        "command_substitution",
+        "process_substitution",
+        "arithmetic_expansion",
+        "brace_expression",
+        "array",
+        "subscript",
+        "binary_expression",
+        "unary_expression",
+        "ternary_expression",
+        "postfix_expression",
+        "parenthesized_expression",
+        "test_operator",
+        "regex",
+        "extglob_pattern",
+        "comment",
+        "command_name",
+        "file_descriptor",
+        "heredoc_start",
+        "heredoc_body",
+        "heredoc_content",
+        "heredoc_end",
+        "file_redirect",
+        "heredoc_redirect",
+        "herestring_redirect",
+    )
+)
+
+
+WRITES = frozenset((">", ">>", ">|", "&>", "&>>", "<>", ">&"))
+
+
+class Stop(Exception):
+    """The judgement is over: a limit was reached (the verdict already says so)."""
+
+
+class Item:
+    """One word of a command: its value (with sentinels) and its node (None: made up)."""
+
+    __slots__ = ("word", "node")
+
+    def __init__(self, word: str, node: Any = None) -> None:
+        self.word = word
+        self.node = node
+
+    @property
+    def literal(self) -> str | None:
+        return literal(self.word)
+
+    def script(self) -> str:
+        """The word as the text a shell reading it as a script would get."""
+        return script_text(self.node) if self.node is not None else self.word
+
+
+class Stdin:
+    """Where a command's standard input comes from: `text` known, else `what` says."""
+
+    __slots__ = ("text", "what")
+
+    def __init__(self, text: str | None, what: str) -> None:
+        self.text = text
+        self.what = what  # "heredoc", "herestring", "pipe", "file"
+
+
+class Judge:
+    """One judgement of one command line (its limits shared by every nested parse)."""
+
+    def __init__(self, tree: str, cwd: str, settings: dict[str, Any], deadline: float) -> None:
+        self.tree = tree
+        self.cwd: str | None = cwd
+        self.settings = settings
+        self.deadline = deadline
+        self.level = NONE
+        self.reason = ""
+        self.nodes = 0
+        self.git_cache: dict[tuple, Any] = {}
+
+    def note(self, level: int, reason: str) -> None:
+        if level > self.level:
+            self.level, self.reason = level, reason
+
+    def script(self, source: str, depth: int = 0) -> None:
+        """Judge a shell script (a command line, a `-c` string, a heredoc)."""
+        if depth > MAX_DEPTH:
+            self.note(ASK, f"its commands nest more than {MAX_DEPTH} shells deep")
+            return
+        data = source.encode("utf-8", "surrogatepass")
+        tree = shellwords.parse(data, self.deadline)
+        if tree is None:
+            self.note(ASK, "it is too long to read within the time budget")
+            raise Stop
+        shellwords.sources.append(data)
+        try:
+            self.walk(tree.root_node, depth)
+        finally:
+            shellwords.sources.pop()
+
+    def walk(self, root: Any, depth: int) -> None:
+        # Each node with its last three ancestors (asking a node for its parent walks the
+        # tree from the root: too slow on a long command).
+        stack = [(root, None, None, None, None)]
+        while stack:
+            node, parent, grand, great, before = stack.pop()
+            self.nodes += 1
+            if self.nodes > MAX_NODES or (self.nodes & 255 == 0 and monotonic() > self.deadline):
+                self.note(ASK, "it is too large to read within the gate's budget")
+                raise Stop
+            kind = node.type
+            if kind == "ERROR" or node.is_missing:
+                self.note(ASK, "its shell syntax does not parse")
+            elif kind == "command":
+                self.command(node, (parent, grand, great, before), depth)
+            elif kind == "redirected_statement":
+                self.redirects(node)
+            elif node.is_named and kind not in CONTAINERS:
+                self.note(ASK, f"it uses shell syntax the gate does not read ({kind})")
+            stack.extend(_children(node, parent, grand))
+
+    # -- commands -------------------------------------------------------------------------
+
+    def command(self, node: Any, ancestors: tuple, depth: int) -> None:
+        name = node.child_by_field_name("name")
+        if name is None:
+            return
+        arguments = node.children_by_field_name("argument")
+        if len(arguments) > MAX_WORDS:
+            self.note(ASK, f"a command of more than {MAX_WORDS} words is more than it reads")
+            raise Stop
+        items = [Item(value(name.children[0] if name.children else name), _first(name))]
+        items += [Item(value(a), a) for a in arguments]
+        for child in node.children:  # `>file cmd`: redirections inside the command
+            if child.type in ("file_redirect",):
+                self.file_redirect(child)
+        self.argv(items, self.stdin_of(node, *ancestors), depth)
+
+    def argv(self, items: list[Item], stdin: Stdin | None, depth: int) -> None:
+        """Judge one command given as words."""
+        from gates import rules
+
+        if not items:
+            return
+        if self.settings.get("allow") or self.settings.get("patterns"):
+            if self.configured(items):
+                return
+        program = items[0].literal
+        if program is None:
+            self.unknown_program(items, stdin, depth)
+            return
+        rules.judge(self, os.path.basename(program), items, stdin, depth)
+
+    def configured(self, items: list[Item]) -> bool:
+        """Apply `gates.destructive.allow` (True: exempt) and `.patterns` (deny)."""
+        from gates.destructive import matches
+
+        argv = [shellwords.shown(item.word) for item in items]
+        names = [p for p in self.settings.get("allow") or () if isinstance(p, str)]
+        if any(matches(p, argv) for p in names):
+            return True
+        for extra in self.settings.get("patterns") or ():
+            if isinstance(extra, str) and matches(extra, argv):
+                self.note(DENY, f"it matches gates.destructive.patterns entry {extra!r}")
+        return False
+
+    def unknown_program(self, items: list[Item], stdin: Stdin | None, depth: int) -> None:
+        """A program the text does not fix: what a substitution prints is "ask"; a variable
+        is judged as each destructive program it could be, at most "ask"."""
+        first = items[0]
+        if first.node is not None and _has(first.node, ("command_substitution",)):
+            self.note(ASK, "it runs a program named by what a command substitution prints")
+            return
+        if len(items) == 1 or depth > 0:
+            self.note(ASK, f"it runs the command held in {shellwords.shown(first.word)!r}")
+            return
+        for stand_in in ("rm", "sh", "git", "dd", "chmod"):
+            if self.probe([Item(stand_in), *items[1:]], stdin, depth) > NONE:
+                self.note(
+                    ASK,
+                    f"its program {shellwords.shown(first.word)!r} is a variable, "
+                    f"and as {stand_in} it would be stopped",
+                )
+                return
+
+    def probe(self, items: list[Item], stdin: Stdin | None, depth: int) -> int:
+        """The level `items` would earn, without counting it in the verdict."""
+        kept = (self.level, self.reason)
+        self.level, self.reason = NONE, ""
+        try:
+            self.argv(items, stdin, depth)
+            return self.level
+        finally:
+            self.level, self.reason = kept
+
+    def nested(self, source: str, depth: int, cwd: str | None = "same") -> None:
+        """Judge a script run by a command (`sh -c`, `eval`, `ssh HOST CMD`)."""
+        kept = self.cwd
+        if cwd != "same":
+            self.cwd = cwd
+        try:
+            self.script(source, depth + 1)
+        finally:
+            self.cwd = kept
+
+    # -- input and output -----------------------------------------------------------------
+
+    def stdin_of(self, node: Any, parent: Any, grand: Any, great: Any, before: Any) -> Stdin | None:
+        """Where the command's input comes from (`before`: the named node before it)."""
+        found: Stdin | None = None
+        if parent is not None and parent.type == "redirected_statement":
+            for redirect in parent.children_by_field_name("redirect"):
+                found = _redirect_input(redirect) or found
+        for child in node.children:
+            if child.type in ("file_redirect", "herestring_redirect"):
+                found = _redirect_input(child) or found
+        if parent is not None and parent.type == "pipeline":
+            if before is not None:
+                return Stdin(self.producer_text(before), "pipe")
+            first = parent.child(0)
+            if first is not None and first.type in ("|", "|&"):
+                holder = great if grand is not None and grand.type == "heredoc_redirect" else None
+                body = holder.child_by_field_name("body") if holder is not None else None
+                return Stdin(self.producer_text(holder) if body is not None else None, "pipe")
+        return found
+
+    def producer_text(self, node: Any) -> str | None:
+        """What a pipeline stage writes, when its text fixes it: `echo`/`printf` of literal
+        words, `cat` of a heredoc or here-string."""
+        if node is None:
+            return None
+        body = node
+        heredoc = None
+        if node.type == "redirected_statement":
+            body = node.child_by_field_name("body")
+            for redirect in node.children_by_field_name("redirect"):
+                heredoc = _redirect_input(redirect) or heredoc
+        if body is None or body.type != "command":
+            return None
+        for child in body.children:
+            if child.type == "herestring_redirect":
+                heredoc = _redirect_input(child)
+        name = body.child_by_field_name("name")
+        words = [value(a) for a in body.children_by_field_name("argument")]
+        program = literal(value(name.children[0])) if name is not None and name.children else None
+        if program == "cat" and not words and heredoc is not None:
+            return heredoc.text
+        if program in ("echo", "printf") and all(literal(w) is not None for w in words):
+            shown = [w for w in words if not (program == "echo" and w in ("-n", "-e", "-E"))]
+            text = " ".join(shown)
+            return text.replace("\\n", "\n") if program == "printf" or "-e" in words else text
+        return None
+
+    def redirects(self, node: Any) -> None:
+        for redirect in node.children_by_field_name("redirect"):
+            if redirect.type == "file_redirect":
+                self.file_redirect(redirect)
+
+    def file_redirect(self, node: Any) -> None:
+        from gates.shellpaths import write_target
+
+        operator = next((c.type for c in node.children if not c.is_named), "")
+        target = node.child_by_field_name("destination")
+        if target is None or operator not in WRITES:
+            return
+        if operator == ">&" and (target.type == "number" or shellwords.text(target) == "-"):
+            return  # `2>&1`: a copy of a descriptor, no file
+        level, reason = write_target(value(target), self.cwd)
+        self.note(level, reason)
+
+
+def _children(node: Any, parent: Any, grand: Any) -> list[tuple]:
+    """Stack entries for the node's children, last first: each with its ancestors and the
+    named sibling before it."""
+    entries = []
+    before = None
+    for child in node.children:
+        entries.append((child, node, parent, grand, before))
+        if child.is_named:
+            before = child
+    entries.reverse()
+    return entries
+
+
+def _first(name: Any) -> Any:
+    return name.children[0] if name.children else name
+
+
+def _has(node: Any, kinds: tuple[str, ...]) -> bool:
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if current.type in kinds:
+            return True
+        stack.extend(current.children)
+    return False
+
+
+def _redirect_input(node: Any) -> Stdin | None:
+    """The input a redirection gives (None: it is an output redirection)."""
+    if node.type == "heredoc_redirect":
+        body = next((c for c in node.children if c.type == "heredoc_body"), None)
+        return Stdin(shellwords.text(body) if body is not None else "", "heredoc")
+    if node.type == "herestring_redirect":
+        word = next((c for c in node.children if c.is_named), None)
+        return Stdin(script_text(word) if word is not None else "", "herestring")
+    if node.type == "file_redirect":
+        operator = next((c.type for c in node.children if not c.is_named), "")
+        if operator in ("<", "<>") and not any(
+            c.type == "file_descriptor" and shellwords.text(c) != "0" for c in node.children
+        ):
+            return Stdin(None, "file")
+    return None
+
+
+def script_text(node: Any) -> str:
+    """The text a shell reading this word as a script gets (expansions left as written, so
+    the nested reading sees them as unknown)."""
+    kind = node.type
+    raw = shellwords.text(node)
+    if kind == "raw_string":
+        return raw[1:-1]
+    if kind == "string":
+        return shellwords._unescape_in_quotes(raw[1:-1])
+    if kind == "ansi_c_string":
+        return shellwords.ansi_c(raw[2:-1]).replace(UNKNOWN, "$_")
+    if kind == "word":
+        out, escaped = [], False
+        for char in raw:
+            if escaped or char != "\\":
+                out.append(char)
+                escaped = False
+            else:
+                escaped = True
+        return "".join(out)
+    if kind == "concatenation":
+        parts, at = [], node.start_byte
+        for child in node.children:
+            if child.start_byte > at:
+                gap = shellwords.raw(node)[
+                    at - node.start_byte : child.start_byte - node.start_byte
+                ]
+                parts.append(gap.decode("utf-8", "replace"))
+            parts.append(script_text(child))
+            at = child.end_byte
+        return "".join(parts)
+    return raw

@@ -1,0 +1,231 @@
+"""Shell words as the destructive-op gate sees them: the bash parser, and a word's value.
+
+The parser is tree-sitter with the tree-sitter-bash grammar, loaded on first use (its import
+costs more than the rest of a PreToolUse hook, so `gates.prescreen` answers the plainest
+commands without it). A parse has a deadline: past it the parser gives up and the command is
+"ask".
+
+A word's value is what bash would pass the program, as far as the command's text decides it.
+What the text leaves open is marked with sentinel characters (a command cannot hold them:
+the gate asks about any command with a control character below a space other than tab and
+newline): `UNKNOWN` for an expansion or substitution, `STAR`, `QUESTION` and `BRACKET` for
+unquoted glob characters, `TILDE` for an unquoted `~` that starts the word.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+TYPE_CHECKING = False  # importing typing costs a hook ~7 ms
+if TYPE_CHECKING:
+    from typing import Any
+
+UNKNOWN = "\x00"
+STAR = "\x01"
+QUESTION = "\x02"
+BRACKET = "\x03"
+TILDE = "\x04"
+SENTINELS = UNKNOWN + STAR + QUESTION + BRACKET + TILDE
+GLOBS = {"*": STAR, "?": QUESTION, "[": BRACKET}
+BRACES = re.compile(r"\{[^{}/]*(,|\.\.)[^{}/]*\}")
+# Variables whose value the gate knows from its own environment.
+KNOWN_VARIABLES = ("HOME", "TMPDIR")
+
+_parser: Any = None
+# The text of the trees being read, innermost last: nodes give byte offsets into it (a tree
+# parsed through a reader callback, as here, would rebuild a node's text at every call).
+sources: list[bytes] = []
+
+
+def parser() -> Any:
+    """The bash parser (loaded once per process)."""
+    global _parser
+    if _parser is None:
+        import tree_sitter
+        import tree_sitter_bash
+
+        _parser = tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language()))
+    return _parser
+
+
+def parse(source: bytes, deadline: float) -> Any:
+    """The syntax tree of `source`, or None when parsing would run past `deadline`
+    (a `time.monotonic()` value)."""
+    from time import monotonic
+
+    def past(_offset: int, _has_error: bool) -> bool:
+        return monotonic() > deadline
+
+    def read(offset: int, _point: object) -> bytes:
+        return source[offset : offset + 65536]
+
+    reader = parser()
+    try:
+        return reader.parse(read, progress_callback=past)
+    except ValueError:  # cancelled by `past`: forget the half-done parse (else the next
+        reader.reset()  # call would resume it, whatever its text)
+        return None
+
+
+def raw(node: Any) -> bytes:
+    """The node's source bytes (in the tree being read)."""
+    return sources[-1][node.start_byte : node.end_byte]
+
+
+def text(node: Any) -> str:
+    """The node's source text."""
+    return raw(node).decode("utf-8", "replace")
+
+
+def value(node: Any) -> str:
+    """The word `node` as bash passes it, with sentinels where the text leaves it open."""
+    out = _value(node, top=True)
+    if BRACES.search(out):  # brace expansion: any of several words
+        out = BRACES.sub(STAR, out)
+    return out
+
+
+def _value(node: Any, top: bool = False) -> str:
+    kind = node.type
+    if kind == "word":
+        return _unquoted(text(node), top)
+    if kind == "number":
+        return text(node)
+    if kind == "raw_string":
+        return text(node)[1:-1]
+    if kind == "ansi_c_string":
+        return ansi_c(text(node)[2:-1])
+    if kind in ("string", "translated_string"):
+        return _with_gaps(node, quoted=True)
+    if kind == "concatenation":
+        return _with_gaps(node, quoted=False, top=top)
+    if kind in ("simple_expansion", "expansion"):
+        return _variable(node)
+    if kind == "string_content":
+        return _unescape_in_quotes(text(node))
+    return UNKNOWN  # substitutions, arithmetic, arrays: a value the text does not fix
+
+
+def _with_gaps(node: Any, quoted: bool, top: bool = False) -> str:
+    """The children's values in order, with the source between them kept as it is."""
+    data = raw(node)
+    start = node.start_byte
+    parts: list[str] = []
+    at = start + (1 if quoted and data[:1] == b'"' else 2 if data[:2] == b'$"' else 0)
+    end = node.end_byte - (1 if quoted and data.endswith(b'"') and len(data) > 1 else 0)
+    first = True
+    for child in node.children:
+        if child.start_byte < at or child.end_byte > end or child.type == '"':
+            continue
+        if child.start_byte > at:
+            gap = data[at - start : child.start_byte - start].decode("utf-8", "replace")
+            parts.append(_unescape_in_quotes(gap) if quoted else _unquoted(gap, top and first))
+            first = False
+        parts.append(_value(child, top=top and first))
+        first = False
+        at = child.end_byte
+    if at < end:
+        gap = data[at - start : end - start].decode("utf-8", "replace")
+        parts.append(_unescape_in_quotes(gap) if quoted else _unquoted(gap, top and first))
+    return "".join(parts)
+
+
+def _unquoted(raw: str, first: bool) -> str:
+    """An unquoted word: backslashes removed, glob characters and a leading `~` marked."""
+    out = []
+    escaped = False
+    for index, char in enumerate(raw):
+        if escaped:
+            out.append(char)
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif char in GLOBS:
+            out.append(GLOBS[char])
+        elif char == "~" and index == 0 and first:
+            out.append(TILDE)
+        else:
+            out.append(char)
+    return "".join(out)
+
+
+def _unescape_in_quotes(raw: str) -> str:
+    return re.sub(r"\\([$`\"\\\n])", lambda m: "" if m[1] == "\n" else m[1], raw)
+
+
+def _variable(node: Any) -> str:
+    names = [c for c in node.children if c.type in ("variable_name", "special_variable_name")]
+    plain = len(node.children) == 2 if node.type == "simple_expansion" else len(node.children) == 3
+    if plain and names and names[0].type == "variable_name":
+        name = text(names[0])
+        if name in KNOWN_VARIABLES:
+            known = os.environ.get(name) or ("/tmp" if name == "TMPDIR" else "")
+            if known:
+                return known
+    return UNKNOWN
+
+
+ESCAPES = {
+    "n": "\n",
+    "t": "\t",
+    "r": "\r",
+    "a": "\a",
+    "b": "\b",
+    "e": "\x1b",
+    "E": "\x1b",
+    "f": "\f",
+    "v": "\v",
+    "\\": "\\",
+    "'": "'",
+    '"': '"',
+    "?": "?",
+}
+
+
+NUMERIC_ESCAPE = re.compile(
+    r"x([0-9A-Fa-f]{1,2})|u([0-9A-Fa-f]{1,4})|U([0-9A-Fa-f]{1,8})|([0-7]{1,3})"
+)
+
+
+def ansi_c(body: str) -> str:
+    """The value of bash's `$'...'` body (escapes decoded; what decodes to a control
+    character is left UNKNOWN)."""
+    out = []
+    i = 0
+    while i < len(body):
+        char = body[i]
+        if char != "\\" or i + 1 == len(body):
+            out.append(char)
+            i += 1
+            continue
+        code = body[i + 1]
+        if code in ESCAPES:
+            out.append(ESCAPES[code])
+            i += 2
+            continue
+        match = re.match(
+            r"x([0-9A-Fa-f]{1,2})|u([0-9A-Fa-f]{1,4})|U([0-9A-Fa-f]{1,8})|([0-7]{1,3})",
+            body[i + 1 :],
+        )
+        if match:
+            number = int(match[1] or match[2] or match[3] or "0", 16) if not match[4] else 0
+            number = int(match[4], 8) if match[4] else number
+            out.append(chr(number) if 0 < number < 0x110000 else UNKNOWN)
+            i += 1 + len(match[0])
+        else:
+            out.append("\\" + code)
+            i += 2
+    return "".join(c if c >= " " or c in "\t\n" else UNKNOWN for c in out)
+
+
+def literal(word: str) -> str | None:
+    """The word's value when its text fixes it completely (None otherwise)."""
+    return None if any(s in word for s in SENTINELS) else word
+
+
+def shown(word: str) -> str:
+    """The word for a message: sentinels back as `*`, `?`, `[`, `~`, `$?`."""
+    return word.translate(
+        {ord(UNKNOWN): "$?", ord(STAR): "*", ord(QUESTION): "?", ord(BRACKET): "[", ord(TILDE): "~"}
+    )
