@@ -114,7 +114,15 @@ LOCAL_KEYS: dict[str, Callable[[Any], Any]] = {
     "delivery.nats.tls_key": _file,
     "delivery.nats.agents": _names_here,
     "delivery.nats.machine": _machine,
+    # Take every guarded setting of config.yaml as it comes (beads.trust): for an unattended
+    # machine, which then runs whatever programs anyone who can push to the remote names.
+    "trust.follow_team": _bool,
 }
+
+
+# A local setting whose name git refuses in its config file (git takes letters, digits and
+# `-`): the variable it is kept under (as `read_local` reports it, lower case).
+GIT_NAMES = {"trust.follow_team": "trust.followteam"}
 
 
 def _local_key(key: str) -> Callable[[Any], Any] | None:
@@ -220,7 +228,9 @@ def local_settings(git_dir: Path) -> dict[str, Any]:
     from beads.autosync import read_local
 
     out: dict[str, Any] = {}
+    stored_as = {name: key for key, name in GIT_NAMES.items()}
     for key, value in read_local(git_dir).items():
+        key = stored_as.get(key, key)
         read = _local_key(key)
         if read is not None:
             try:
@@ -235,7 +245,15 @@ def set_local(git_dir: Path, key: str, value: Any) -> Any:
     read = _local_key(key)
     if read is None:
         raise InvalidInput(f"not a local setting: {shown(key)} (known: {', '.join(LOCAL_KEYS)})")
-    *parts, name = key.split(".")  # `delivery.nats.url`: section `delivery "nats"`
+    if key.startswith("trust."):
+        from beads.person import agent_session
+
+        if agent_session():
+            raise InvalidInput(
+                f"{key} is a person's choice: an agent session ({agent_session()} is set) "
+                "cannot change it"
+            )
+    *parts, name = GIT_NAMES.get(key, key).split(".")  # `delivery.nats.url`: `[delivery "nats"]`
     section = tuple(part.encode() for part in parts)
     config = _read_config(git_dir)
     if value is None:

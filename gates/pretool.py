@@ -50,7 +50,9 @@ def main(*, beads_dir: str | None = None, agent: str | None = None, debug: bool 
 
         cwd = payload.get("cwd")
         root = find_store_dir(beads_dir, cwd=cwd if isinstance(cwd, str) and cwd else None)
-        reply = pre_tool_use(payload, root, read_config(root))
+        from beads.trust import in_force  # guarded settings: only what this machine approved
+
+        reply = pre_tool_use(payload, root, in_force(root, read_config(root)))
         if reply is not None:
             sys.stdout.write(json.dumps(reply) + "\n")
     except Exception as exc:  # fail open: log it, exit 0, no denial
