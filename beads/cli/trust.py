@@ -69,7 +69,7 @@ def trust(yes: bool, show: bool, show_log: bool) -> None:
             agreed = confirm(f"Changed since the last approval on this machine:\n{text}", QUESTION)
         except OSError:
             raise InvalidInput(
-                "gc trust asks at the terminal and there is none: run it in your own terminal"
+                "gc trust asks at the terminal, and there is no terminal: run it in your own"
             ) from None
         if not agreed:
             raise InvalidInput("not approved: nothing changed")
