@@ -146,6 +146,8 @@ def combine(
         value, waits = _decide(pattern, old, new)
         if waits:
             held[key] = None if new is _MISSING else new
+        if value is _MISSING:  # written out: readers index the defaults that config fills in
+            value = _default(pattern)
         if value != new:
             chosen[key] = value
     if not chosen:
@@ -154,7 +156,7 @@ def combine(
 
     settings = copy.deepcopy(committed)
     for key, value in chosen.items():
-        _put(settings, key, value)
+        _put(settings, key, value if value is _MISSING else copy.deepcopy(value))
     return settings, held
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from beads import approvals
+from beads.record import DEFAULT_MAX_BODY_BYTES
 from beads.trust import combine
 from inbox.delivery import Delivery
 from tests.conftest import GcRunner, gc_program
@@ -270,6 +271,10 @@ def test_rules_decide_each_guarded_key_by_what_weakens() -> None:
         "store.shared",
     }  # fmt: skip
     assert committed["gates"]["disabled"] == ["destructive-op"]  # the input is not changed
+    # A raised bound, approved at its default: the default is written out, for every reader.
+    raised, held = combine({"format": 1, "store": {"max_body_bytes": 10**9}}, {})
+    assert raised["store"]["max_body_bytes"] == DEFAULT_MAX_BODY_BYTES
+    assert held == {"store.max_body_bytes": 10**9}
 
 
 def test_trust_yes_is_refused_in_an_agent_session_and_without_a_terminal(
