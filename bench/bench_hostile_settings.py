@@ -115,8 +115,7 @@ def main() -> None:
             a.hook({"hook_event_name": "Stop", "stop_hook_active": False})
             ran = marker.exists()
             usable = (
-                a.run("bead", "create", "--type", "task", "--title", f"after {key}").returncode
-                == 0
+                a.run("bead", "create", "--type", "task", "--title", f"after {key}").returncode == 0
                 and a.json("doctor")["healthy"]
                 and a.refuses_rm_root()
             )
