@@ -39,9 +39,16 @@ def trust_dir() -> str:
     return os.path.join(data, "gc-beads", "trust")
 
 
+_keys: dict[str, str] = {}  # resolved once a process: readers ask on every settings read
+
+
 def store_key(root: str | os.PathLike[str]) -> str:
     """The resolved path of a store's `.beads/` directory: what its approvals are filed by."""
-    return os.path.realpath(os.fspath(root))
+    given = os.fspath(root)
+    found = _keys.get(given)
+    if found is None:
+        found = _keys[given] = os.path.realpath(given)
+    return found
 
 
 def approval_path(root: str | os.PathLike[str]) -> str:

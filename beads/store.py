@@ -239,10 +239,15 @@ class Store:
         """
         with self.locked():
             self.sync()
+            before = self.committed_config
             batch = Batch(self, message)
             yield batch
             batch.commit_id = batch.commit()
         if batch.commit_id is not None:
+            if batch.config is not None:  # config.yaml written here: a person's change is
+                from beads.trust import approve_written  # approved, an agent's waits
+
+                approve_written(self.root, before, batch.config)
             after_write(self.root)  # `sync.auto`: push in the background
 
     def set_setting(self, key: str, value: Any) -> dict[str, Any]:

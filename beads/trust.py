@@ -193,11 +193,32 @@ def approve_setting(root: str | os.PathLike[str], key: str, committed: dict[str,
     new = {k: v for k, v in mine.items() if within(k, key)}
     if found is not None and old == new:
         return False
-    try:
-        approvals.record(root, mine, how=f"set {key} here", changes=changes(old, new),
-                         keys=[key])  # fmt: skip
-    except OSError:
+    return _approve(root, mine, [key], f"set {key} here", changes(old, new))
+
+
+def approve_written(
+    root: str | os.PathLike[str], before: dict[str, Any], after: dict[str, Any]
+) -> bool:
+    """After `config.yaml` was written on this machine (`Batch.set_config`) from `before` to
+    `after`: the guarded keys it changed are approved when a person wrote it; an agent's
+    change waits. True when something was approved."""
+    from beads.person import agent_session
+
+    mine = snapshot(after)
+    diff = changes(snapshot(before), mine)
+    if not diff or agent_session():
         return False
+    keys = [change["key"] for change in diff]
+    return _approve(root, mine, keys, f"written here: {', '.join(keys)}", diff)
+
+
+def _approve(
+    root: str | os.PathLike[str], mine: dict[str, Any], keys: list[str], how: str, diff: list
+) -> bool:
+    try:
+        approvals.record(root, mine, how=how, changes=diff, keys=keys)
+    except OSError:
+        return False  # a data folder we cannot write: the change waits, as a synced one
     return True
 
 

@@ -308,8 +308,9 @@ def test_an_agents_config_set_of_a_guarded_key_is_held_until_a_person_approves(
     raw = (gc.cwd / ".beads" / "config.yaml").read_text()
     assert "destructive-op" in raw  # committed: it syncs like any change, held like one
     # A registered gate with a check, from an agent: held too. Without a check: at once.
-    gc("gate", "register", "probe", "--mode", "strict", "--check", "false", env=agent)
-    gc("gate", "register", "marker", "--mode", "strict", env=agent)
+    probe = gc.json("gate", "register", "probe", "--mode", "strict", "--check", "false", env=agent)
+    assert probe["held"] is True
+    assert "held" not in gc.json("gate", "register", "marker", "--mode", "strict", env=agent)
     assert set(gc.json("trust", "--show", env=agent)["changes"][i]["key"] for i in range(3)) == {
         "gates.disabled", "gates.session.probe", "gates.session.marker"
     }  # fmt: skip
