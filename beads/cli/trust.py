@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from beads.cli.common import emit, global_options, open_store
-from beads.errors import InvalidInput
+from beads.errors import InvalidInput, StorageError
 
 QUESTION = "Approve these settings on this machine? Type yes to approve: "
 
@@ -51,8 +51,8 @@ def trust(yes: bool, show: bool, show_log: bool) -> None:
     head = store.index.head()
     commit = head.decode() if head else None
     if not held:  # every change only strengthens a protection: already in force, recorded
-        approvals.record(store.root, mine, how="gc trust (strengthening only)", changes=diff,
-                         commit=commit)  # fmt: skip
+        _record(store.root, mine, how="gc trust (strengthening only)", changes=diff,
+                commit=commit)  # fmt: skip
         emit({**payload, "approved": True}, f"{text}\nrecorded (every change only strengthens)")
         return
     who = agent_session()
@@ -73,9 +73,21 @@ def trust(yes: bool, show: bool, show_log: bool) -> None:
             ) from None
         if not agreed:
             raise InvalidInput("not approved: nothing changed")
-    approvals.record(store.root, mine, how="gc trust --yes" if yes else "gc trust",
-                     changes=diff, commit=commit)  # fmt: skip
+    _record(store.root, mine, how="gc trust --yes" if yes else "gc trust", changes=diff,
+            commit=commit)  # fmt: skip
     emit({**payload, "approved": True}, f"{text}\napproved {len(diff)} change(s) on this machine")
+
+
+def _record(root: Any, approved: dict[str, Any], **entry: Any) -> None:
+    """Write the approval; a data folder that cannot be written is a storage error."""
+    from beads import approvals
+
+    try:
+        approvals.record(root, approved, **entry)
+    except OSError as exc:
+        raise StorageError(
+            f"cannot write the approvals in {approvals.trust_dir()}: {exc.strerror}"
+        ) from None
 
 
 def _shown(value: Any) -> str:
