@@ -30,6 +30,7 @@ from beads.ids import parse_bead_path
 from beads.problems import Problem, Report
 from beads.reconcile import tree_files
 from beads.store import Store
+from beads.trust import notice
 from beads.view import git_blob_sha
 from beads.viewscan import ViewScan
 
@@ -161,9 +162,13 @@ def _check_index(store: Store, tree: dict[str, bytes], report: Report, *, rebuil
         report.problems.append(Problem("repository", CONFIG_PATH, "HEAD has no config.yaml"))
     # Kind `config`: a setting an older gc accepted that `gc config set` now refuses. The store
     # still opens; the value is named so it can be set again.
-    for key, problem in config_problems(store.config):
+    for key, problem in config_problems(store.committed_config):
         fix = f"{key} {problem}; set it again with gc config set {key} VALUE"
         report.problems.append(Problem("config", CONFIG_PATH, fix))
+    # Guarded settings that changed and wait for a person here: told, not a fault of the store.
+    waiting = notice(getattr(store.config, "held", None) or {})
+    if waiting:
+        report.notices.append(waiting.removeprefix("gc: "))
 
 
 class _ViewScan:

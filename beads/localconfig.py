@@ -152,9 +152,14 @@ LOCAL_KEYS: dict[str, Callable[[Any], Any]] = {
     # The destructive-op gate on this machine: "deny" turns its every "ask" into a deny, for
     # unattended agents where no person can answer (docs/gates.md).
     "gates.destructive.unjudged": _unjudged,
+    # Take every guarded setting of config.yaml as it comes (beads.trust): for an unattended
+    # machine, which then runs whatever programs anyone who can push to the remote names.
+    "trust.follow_team": _bool,
 }
 
 
+# A local setting whose name git refuses in its config file (git takes letters, digits and
+# `-`): the variable it is kept under (as `read_local` reports it, lower case).
 def _local_key(key: str) -> Callable[[Any], Any] | None:
     """How the local setting `key` is read (`stores.<name>` by its pattern); None: unknown."""
     section, _, name = key.partition(".")
@@ -290,6 +295,14 @@ def set_local(git_dir: Path, key: str, value: Any) -> Any:
     read = _local_key(key)
     if read is None:
         raise InvalidInput(f"not a local setting: {shown(key)} (known: {', '.join(LOCAL_KEYS)})")
+    if key.startswith("trust."):
+        from beads.person import agent_session
+
+        if agent_session():
+            raise InvalidInput(
+                f"{key} is a person's choice: an agent session ({agent_session()} is set) "
+                "cannot change it"
+            )
     *parts, name = _to_git(key).split(".")  # `delivery.nats.url`: section `delivery "nats"`
     section = tuple(part.encode() for part in parts)
     config = _read_config(git_dir)

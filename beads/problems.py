@@ -31,6 +31,8 @@ class Report:
     problems: list[Problem] = field(default_factory=list)
     fixed: list[str] = field(default_factory=list)
     beads: int = 0
+    # What a person should know that is no fault of the store (settings awaiting `gc trust`).
+    notices: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:

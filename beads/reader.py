@@ -64,8 +64,11 @@ class IndexReader:
         return self.index.get(bead_id)
 
     def config(self) -> dict[str, Any]:
-        """`config.yaml` as the index recorded it, with the defaults filled in."""
-        return check_config(self.index.config() or {"format": 1})
+        """The settings in force on this machine: `config.yaml` as the index recorded it, with
+        the defaults filled in and unapproved guarded settings held (`beads.trust`)."""
+        from beads.trust import in_force
+
+        return in_force(self.root, check_config(self.index.config() or {"format": 1}))
 
 
 def branch_head(root: Path) -> bytes | None:

@@ -61,7 +61,8 @@ class Store:
         self._lock_path = lock_path
         self._lock: filelock.FileLock | None = None  # made by the first write: see `locked`
         self._lock_mode = 0
-        self._config: tuple[bytes | None, dict[str, Any]] | None = None
+        self._committed: tuple[bytes | None, dict[str, Any]] | None = None
+        self._config: tuple[bytes | None, Any, dict[str, Any]] | None = None
         head = branch_head(root)
         self.view.configure(*view_policy(self.config))
         # A lost branch, or one naming no commit, is refused by the first read or write
@@ -129,11 +130,27 @@ class Store:
 
     @property
     def config(self) -> dict[str, Any]:
-        """The settings of `config.yaml` at the index's commit (re-read when it moves)."""
+        """The settings in force on this machine: `config.yaml` at the index's commit, with
+        the guarded settings this machine has not approved kept at their approved values
+        (`beads.trust.in_force`; re-read when the commit or the approvals move)."""
+        from beads import approvals
+        from beads.trust import in_force
+
         head = self.index.head()
-        if self._config is None or self._config[0] != head:
-            self._config = (head, check_config(self.index.config() or {"format": FORMAT}))
-        return self._config[1]
+        stamp = approvals.stamp(self.root)
+        if self._config is None or self._config[:2] != (head, stamp):
+            settings = in_force(self.root, self.committed_config)
+            self._config = (head, approvals.stamp(self.root), settings)
+        return self._config[2]
+
+    @property
+    def committed_config(self) -> dict[str, Any]:
+        """The settings of `config.yaml` at the index's commit, as committed (whoever can push
+        to a remote wrote them: read them through `config`)."""
+        head = self.index.head()
+        if self._committed is None or self._committed[0] != head:
+            self._committed = (head, check_config(self.index.config() or {"format": FORMAT}))
+        return self._committed[1]
 
     @property
     def prefix(self) -> str:
@@ -222,10 +239,15 @@ class Store:
         """
         with self.locked():
             self.sync()
+            before = self.committed_config
             batch = Batch(self, message)
             yield batch
             batch.commit_id = batch.commit()
         if batch.commit_id is not None:
+            if batch.config is not None:  # config.yaml written here: a person's change is
+                from beads.trust import approve_written  # approved, an agent's waits
+
+                approve_written(self.root, before, batch.config)
             after_write(self.root)  # `sync.auto`: push in the background
 
     def set_setting(self, key: str, value: Any) -> dict[str, Any]:
@@ -237,8 +259,12 @@ class Store:
             # From what git holds, never from the index's copy (derived data).
             raw = self.git.read_path(batch.base, CONFIG_PATH) if batch.base else None
             held = parse_config(raw)[0] if raw is not None else None
-            return batch.set_config(with_setting(held if held is not None else self.config,
-                                                 key, value))  # fmt: skip
+            changed = batch.set_config(with_setting(
+                held if held is not None else self.committed_config, key, value))  # fmt: skip
+        from beads.trust import approve_setting
+
+        approve_setting(self.root, key, changed)  # a person's change; an agent's waits
+        return changed
 
     def create(self, type: str, title: str, body: str = "", **fields: Any) -> Bead:
         """Create one bead (one commit). See `Batch.create` for the fields."""

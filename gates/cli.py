@@ -55,9 +55,17 @@ def register(gate_id: str, hook_name: str, mode: str, description: str | None,
     """Register a session gate for every session (kept in config.yaml)."""
     from gates import session_gates
 
-    spec = session_gates.register(open_store(), gate_id, mode=mode, hook=hook_name,
+    store = open_store()
+    spec = session_gates.register(store, gate_id, mode=mode, hook=hook_name,
                                   description=description, check=check)  # fmt: skip
-    emit({"gate": {"id": gate_id, **spec}}, f"Registered {mode} gate {gate_id} on {hook_name}")
+    text = f"Registered {mode} gate {gate_id} on {hook_name}"
+    if f"gates.session.{gate_id}" in getattr(store.config, "held", {}):  # an agent's check
+        emit(
+            {"gate": {"id": gate_id, **spec}, "held": True},
+            f"{text}; held until a person approves it on this machine with gc trust",
+        )
+        return
+    emit({"gate": {"id": gate_id, **spec}}, text)
 
 
 @gate.command()

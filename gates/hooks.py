@@ -202,9 +202,26 @@ def _dispatch(ctx: HookContext) -> dict[str, Any] | None:
 
         return user_prompt_submit(ctx)
     text = ctx.drain().text
-    if not text:
+    reply: dict[str, Any] = {}
+    if text:
+        reply["hookSpecificOutput"] = {"hookEventName": ctx.event, "additionalContext": text}
+    waiting = _trust_notice(ctx)
+    if waiting:
+        reply["systemMessage"] = waiting  # to the person, never into the model's context
+    return reply or None
+
+
+def _trust_notice(ctx: HookContext) -> str | None:
+    """At SessionStart: the line telling the person that synced settings wait for them."""
+    if ctx.event != "SessionStart":
         return None
-    return {"hookSpecificOutput": {"hookEventName": ctx.event, "additionalContext": text}}
+    from beads.trust import notice
+
+    try:
+        return notice(getattr(ctx.config, "held", None) or {})
+    except Exception as exc:  # a notice must never cost the session its context
+        log_failure(str(ctx.root), ctx.payload, exc)
+        return None
 
 
 def _stop(ctx: HookContext) -> dict[str, Any] | None:
@@ -266,7 +283,10 @@ def resolve_due_gates(delivery: Delivery) -> None:
 def _reconcile_exec_mail(ctx: HookContext) -> None:
     """With an exec mail provider, ask its `check` and push "you have mail" items."""
     from beads.config import mail_provider_spec
+    from beads.trust import provider_waits
 
+    if provider_waits(ctx.delivery.store_config()):
+        return  # neither provider is asked until a person approves the change
     spec = mail_provider_spec(lambda: ctx.delivery.store_config().get("mail") or {})
     if spec.startswith("exec:"):
         from mail.notify import reconcile

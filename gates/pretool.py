@@ -56,7 +56,13 @@ def main(*, beads_dir: str | None = None, agent: str | None = None, debug: bool 
             return run_other(beads_dir=beads_dir, agent=agent, debug=debug, raw=raw)
         cwd = payload.get("cwd")
         root = store_dir(beads_dir, cwd if isinstance(cwd, str) and cwd else None)
-        reply = pre_tool_use(payload, root, read_config(root) if root else {})
+        if root:
+            from beads.trust import in_force  # guarded settings: what this machine approved
+
+            config = in_force(root, read_config(root))
+        else:
+            config = {}
+        reply = pre_tool_use(payload, root, config)
         if reply is not None:
             _reply(reply)
     except Exception as exc:  # a fault of ours: logged; a tool call is asked about, not let by

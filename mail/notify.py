@@ -58,9 +58,14 @@ def reconcile(delivery: Delivery, agent: str) -> int:
     """Record an item for every unread message of `agent` (idempotent); returns how many."""
     from beads.config import mail_provider_spec
     from beads.store import Store
+    from beads.trust import provider_waits
     from mail.select import open_provider
 
-    settings = delivery.store_config().get("mail") or {}
+    config = delivery.store_config()
+    waits = provider_waits(config)
+    if waits:
+        raise InvalidInput(waits)
+    settings = config.get("mail") or {}
     opened: list[Store] = []
 
     def open_store() -> Store:

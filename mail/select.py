@@ -38,7 +38,13 @@ def open_provider(
 
     def mail_settings() -> dict[str, Any]:
         if not cached:
-            cached.append(read().get("mail") or {})
+            from beads.trust import provider_waits
+
+            settings = read()
+            waits = provider_waits(settings)
+            if waits:
+                raise InvalidInput(waits)
+            cached.append(settings.get("mail") or {})
         return cached[0]
 
     chosen = spec or mail_provider_spec(mail_settings)

@@ -196,6 +196,21 @@ def _run_in_process(
     return code, out.getvalue(), err.getvalue()
 
 
+@pytest.fixture(scope="session", autouse=True)
+def person_with_own_data_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Every test runs as a person at a shell (no agent session's variables), whose data
+    folder (approvals of guarded settings: `beads.approvals`) is a temporary one, never the
+    user's own."""
+    saved = dict(os.environ)
+    for name in list(os.environ):
+        if name == "CLAUDECODE" or name.startswith("CLAUDE_CODE_"):
+            del os.environ[name]
+    os.environ["XDG_DATA_HOME"] = str(tmp_path_factory.mktemp("data-home"))
+    yield
+    os.environ.clear()
+    os.environ.update(saved)
+
+
 @pytest.fixture(scope="session")
 def store_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A store made once a session (per xdist worker) by `Store.init`; the `store` fixture

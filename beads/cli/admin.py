@@ -101,6 +101,7 @@ def doctor(rebuild_index: bool, restore_view: bool, compact: bool, no_git: bool)
         f"{p.kind}: {p.path}: {p.message}{' (fixed)' if p.fixed else ''}" for p in report.problems
     ]
     lines += [f"fixed: {line}" for line in report.fixed]
+    lines += [f"notice: {line}" for line in report.notices]
     error = None
     if not report.problems:
         summary = "store is healthy"
@@ -115,6 +116,7 @@ def doctor(rebuild_index: bool, restore_view: bool, compact: bool, no_git: bool)
             "healthy": report.ok,
             "problems": [p.to_json() for p in report.problems],
             "fixed": report.fixed,
+            "notices": report.notices,
             "beads": report.beads,
         },
         "\n".join([*lines, summary]),
@@ -178,5 +180,15 @@ def config_set(key: str, value: str, local: bool) -> None:
 
         parsed = set_local(open_store().root / ".git", key, parsed)
     else:
-        open_store().set_setting(key, parsed)
+        from beads.trust import within
+
+        store = open_store()
+        store.set_setting(key, parsed)
+        waits = sorted(k for k in getattr(store.config, "held", {}) if within(k, key))
+        if waits:  # an agent's change of a guarded setting: committed, not yet in force
+            text = (f"Set {key} = {json.dumps(parsed, ensure_ascii=False)} in config.yaml; "
+                    f"held until a person approves it on this machine with gc trust "
+                    f"({', '.join(waits)})")  # fmt: skip
+            emit({"key": key, "value": parsed, "held": waits}, text)
+            return
     emit({"key": key, "value": parsed}, f"Set {key} = {json.dumps(parsed, ensure_ascii=False)}")

@@ -49,6 +49,12 @@ def _run(program: str) -> int | str | None:
     from beads import files
 
     files.own_umask = True  # a program of our own: its umask may follow the store's modes
+    if sys.argv[1:3] == ["hook", "run"]:
+        import os
+
+        from beads.person import HOOK_ENV
+
+        os.environ[HOOK_ENV] = "1"  # what a hook runs is an agent's, never a person's
     direct = DIRECT.get(tuple(sys.argv[1:])) if program == "gc" else None
     if direct is not None:
         module, function = direct

@@ -30,6 +30,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "log": ("beads.cli.admin", "log", "Show who changed what, from the store's git history."),
     "config": ("beads.cli.admin", "config", "Show or change config.yaml."),
     "doctor": ("beads.cli.admin", "doctor", "Check the store and repair derived files."),
+    "trust": ("beads.cli.trust", "trust", "Approve synced settings that run programs here."),
     "remote": ("beads.cli.sync", "remote", "Add, remove and list remotes (other machines)."),
     "clone": ("beads.cli.sync", "clone", "Make a store here from a store on a remote."),
     "sync": ("beads.cli.sync", "sync", "Fetch, merge and push the store with a remote."),
