@@ -171,7 +171,8 @@ def destructive(tool: Any, tool_input: Any, cwd: str, settings: dict) -> tuple[s
             return "ask", "gc destructive-op: the Bash call holds no command the gate can read"
         from gates.prescreen import undecided
 
-        if undecided(command):
+        # The screen knows the built-in rules only: configured patterns need the parser.
+        if not settings.get("patterns") and undecided(command):
             return None, ""
         from gates.destructive import judge
 

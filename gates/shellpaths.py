@@ -70,10 +70,12 @@ ANY_CHILD = "\x05any"  # a name no pattern matches by its letters: only a wildca
 Verdict = tuple  # (level, reason)
 
 
-def trust_dir() -> str:
-    """The approvals folder of `gc trust` (machine-local)."""
-    base = os.environ.get("XDG_DATA_HOME") or os.path.join(home(), ".local", "share")
-    return os.path.join(base, "gc-beads", "trust")
+def trust_dirs() -> tuple[str, ...]:
+    """The approvals folder `gc trust` uses here, and the default one (both guarded)."""
+    from beads.approvals import trust_dir
+
+    default = os.path.join(home(), ".local", "share", "gc-beads", "trust")
+    return tuple(dict.fromkeys((os.path.realpath(trust_dir()), default)))
 
 
 def home() -> str:
@@ -152,7 +154,7 @@ def removal(word: str, cwd: str | None, tree: str) -> Verdict:
         return DENY, f"it removes {shown(word)!r}, which holds the work tree {tree}"
     if hits(here) or hits(here + "/" + ANY_CHILD) or os.path.dirname(path) == here:
         return DENY, f"it removes {shown(word)!r}: the home directory or a folder of it"
-    if any(hits(t) or hits(t + "/" + ANY_CHILD) for t in (trust_dir(),)):
+    if any(hits(t) or hits(t + "/" + ANY_CHILD) for t in trust_dirs()):
         return DENY, f"it removes {shown(word)!r}, the approvals of gc trust"
     if path.startswith(tree + "/"):
         if hits(tree + "/" + ANY_CHILD):
@@ -200,7 +202,7 @@ def protected_file(path: str, shown_as: str, *, file_tool: bool = False) -> Verd
         return DENY, f"it writes to the device {shown_as}"
     if any(may_be(n, ".beads") for n in names):
         return DENY, f"it writes into the store's .beads/ ({shown_as}); use gc commands"
-    if _under(glob, trust_dir()):
+    if any(_under(glob, folder) for folder in trust_dirs()):
         return DENY, f"it writes to the approvals of gc trust ({shown_as})"
     for index, name in enumerate(names[:-1]):
         if may_be(name, ".claude") and fnmatchcase(names[index + 1], "settings*.json"):
