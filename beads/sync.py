@@ -248,6 +248,7 @@ def status(store: Store, remote: str | None = None) -> dict[str, Any]:
 def clone(url: str, path: str | Path, *, agent: str | None = None) -> Path:
     """Make a store under `path` from the store at `url`; returns its root. Built under a
     temporary name and renamed into place, as `gc init` does: a failed clone leaves nothing."""
+    from beads import approvals
     from beads.gitrepo import init_bare
     from beads.initstore import _exclude, _remove_tree
     from beads.record import DEFAULT_MAX_BODY_BYTES, acting_agent
@@ -281,6 +282,10 @@ def clone(url: str, path: str | Path, *, agent: str | None = None) -> Path:
             set_tracking(git, DEFAULT_REMOTE, head)
         finally:
             git.close()
+        # The remote is a stranger's: this machine has approved none of its settings that
+        # run programs or weaken a protection (`gc trust` shows them), unlike a first run of
+        # a store already here, whose settings were in force before.
+        approvals.record(root, {}, how="clone", changes=[])
         os.rename(building, root / ".git")
     except BaseException:
         _remove_tree(building)

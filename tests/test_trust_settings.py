@@ -210,6 +210,29 @@ def test_an_exec_mail_provider_from_the_remote_stops_mail_until_approved(
     assert "hello" in store.read_text()
 
 
+def test_a_clone_approves_none_of_the_remotes_guarded_settings(
+    pair: tuple[GcRunner, GcRunner], tmp_path: Path
+) -> None:
+    """A first run of a store already here keeps what was in force; a clone brings a
+    stranger's settings, so nothing guarded of them is in force until a person approves."""
+    a, _ = pair
+    ok(a("config", "set", "gates.disabled", '["destructive-op"]'))
+    ok(a("config", "set", "mail.provider", f"exec:{MAILSCRIPT}"))
+    ok(a("sync"))
+    (tmp_path / "c").mkdir()
+    c = GcRunner(tmp_path / "c")
+    ok(c("clone", str(tmp_path / "remote.git")))
+    ok(c("bead", "list"))  # the store's first run here: it approves nothing of the remote's
+    assert denied(pre_tool(c, RM_ROOT))
+    refused = c("mail", "inbox")
+    assert refused.returncode == 30 and "gc trust" in refused.stderr
+    shown = c.json("trust", "--show")
+    assert {ch["key"] for ch in shown["changes"]} >= {"gates.disabled", "mail.provider"}
+    code, output = in_terminal(c, "trust", answer="yes")
+    assert code == 0, output
+    assert not denied(pre_tool(c, RM_ROOT))
+
+
 def test_changes_that_only_strengthen_take_effect_at_once(pair: tuple[GcRunner, GcRunner]) -> None:
     a, b = pair
     ok(a("config", "set", "gates.disabled", '["destructive-op"]'))  # a person here: approved
