@@ -553,3 +553,154 @@ def test_a_delta_on_a_base_we_lack_is_fetched_again_whole(store: Store) -> None:
     store.git.store_objects([base])  # once we hold the base, the same pack is taken
     remote._store_pack(store.git, pack_received(), "test", thin=True)
     assert store.git.has_object(target.id)
+
+
+# -- the gate for incoming trees (beads/treegate.py) ----------------------------------------
+
+
+def plumb(repo: Path, *args: str, data: bytes | None = None) -> str:
+    """Real git plumbing in `repo` (a bare repository), as a hostile machine would use it."""
+    env = {**os.environ, "GIT_AUTHOR_NAME": "m", "GIT_AUTHOR_EMAIL": "m@x",
+           "GIT_COMMITTER_NAME": "m", "GIT_COMMITTER_EMAIL": "m@x"}  # fmt: skip
+    return (
+        subprocess.run(
+            ["git", "-C", str(repo), *args], input=data, capture_output=True, check=True, env=env
+        )
+        .stdout.decode()
+        .strip()
+    )
+
+
+def raw_tree(repo: Path, entries: list[tuple[str, bytes, str]]) -> str:
+    """A tree object written as given (mode, name, object id): git's checks are skipped, as
+    a hostile machine can skip them; entries sorted as git sorts them."""
+    ordered = sorted(entries, key=lambda e: e[1] + (b"/" if e[0] == "40000" else b""))
+    data = b"".join(m.encode() + b" " + n + b"\0" + bytes.fromhex(s) for m, n, s in ordered)
+    return plumb(repo, "hash-object", "-t", "tree", "--literally", "-w", "--stdin", data=data)
+
+
+def raw_blob(repo: Path, data: bytes) -> str:
+    return plumb(repo, "hash-object", "-w", "--stdin", data=data)
+
+
+def root_entries(repo: Path, rev: str = "main") -> list[tuple[str, bytes, str]]:
+    listed = plumb(repo, "ls-tree", "-z", rev).split("\0")
+    out = []
+    for line in filter(None, listed):
+        info, name = line.split("\t", 1)
+        mode, _kind, sha = info.split()
+        out.append((mode, name.encode(), sha))
+    return out
+
+
+def commit_tree(repo: Path, tree_id: str, message: str, ref: str = "main") -> str:
+    """Commit `tree_id` on top of `ref` and move `ref` to it (a ref moved by hand)."""
+    parent = plumb(repo, "rev-parse", ref)
+    sha = plumb(repo, "commit-tree", tree_id, "-p", parent, "-m", message)
+    plumb(repo, "update-ref", f"refs/heads/{ref}", sha)
+    return sha
+
+
+def nested(repo: Path, parts: list[bytes], leaf: tuple[str, str]) -> tuple[str, bytes, str]:
+    """The root entry of a chain of trees `parts[0]/parts[1]/...` ending in `leaf` (mode,
+    object id) named `parts[-1]`."""
+    mode, sha = leaf
+    for name in reversed(parts[1:]):
+        sha = raw_tree(repo, [(mode, name, sha)])
+        mode = "40000"
+    return (mode, parts[0], sha)
+
+
+def hostile_entry(repo: Path, kind: str, outside: Path) -> tuple[str, bytes, str]:
+    """A root entry of the hostile kind `kind`; `outside`: a file outside the store."""
+    payload = raw_blob(repo, b"[core]\n\tfsmonitor = touch pwned\n")
+    if kind == "dotdot-name":  # one entry whose name is a path out of the store
+        return ("100644", b"../.git/config", payload)
+    if kind == "dotdot-parts":  # ../.git/config as trees named ".." and ".git"
+        return nested(repo, [b"..", b".git", b"config"], ("100644", payload))
+    if kind == "gitlink":
+        return ("160000", b"vendor", "1" * 40)
+    if kind == "absolute":
+        return ("100644", str(outside).encode(), payload)
+    if kind == "symlink":
+        return ("120000", b"tasks", raw_blob(repo, str(outside).encode()))
+    raise AssertionError(kind)
+
+
+def outside_files(top: Path) -> dict[str, bytes]:
+    """Every file under `top` that is not inside a store's `.beads/` or a bare remote."""
+    found = {}
+    for path in top.rglob("*"):
+        rel = path.relative_to(top).as_posix()
+        if ".beads" in path.parts or ".git/objects" in rel or path.is_dir():
+            continue
+        if any(part.endswith(".git") and part != ".git" for part in path.parts):
+            continue
+        found[rel] = path.read_bytes() if not path.is_symlink() else b"link"
+    return found
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> tuple[GcRunner, Path]:
+    """Machine a: a project's git work tree holding a store, synced to a bare remote."""
+    remote = bare(tmp_path / "remote.git")
+    a = machine(tmp_path, "a")
+    git("init", "-q", "-b", "main", str(a.cwd))
+    assert a("init").returncode == 0
+    assert a("remote", "add", "origin", str(remote)).returncode == 0
+    assert a("sync").returncode == 0
+    return a, remote
+
+
+@pytest.mark.parametrize("kind", ["dotdot-name", "dotdot-parts", "gitlink", "absolute", "symlink"])
+def test_a_hostile_remote_tree_is_refused_by_sync_and_clone_and_nothing_is_written_outside(
+    tmp_path: Path, project: tuple[GcRunner, Path], kind: str
+) -> None:
+    a, remote = project
+    outside = tmp_path / "a" / "victim.txt"
+    outside.write_text("mine\n")
+    entry = hostile_entry(remote, kind, outside)
+    bad = commit_tree(remote, raw_tree(remote, [*root_entries(remote), entry]), "hostile")
+    before = outside_files(tmp_path)
+    ours = head(a)
+    result = a("sync")
+    assert result.returncode == 30, result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert bad[:12] in result.stderr and "nothing was merged" in result.stderr
+    assert "a commit that removes the entry" in result.stderr
+    assert head(a) == ours
+    status = a.json("sync", "--status")["status"]
+    assert status["refused"]["commit"] == bad and status["remote_head"] != bad
+    assert "refused: commit" in a("sync", "--status").stdout
+    # The store keeps working locally: writes, mail, reads.
+    made = make_id(a, "--title", "still works")
+    assert a("mail", "send", "dog", "-m", "hi", env={"GC_AGENT": "mayor"}).returncode == 0
+    assert a.json("bead", "show", made)["bead"]["title"] == "still works"
+    assert a("sync").returncode == 30  # still refused: nothing was pushed either
+    assert plumb(remote, "rev-parse", "main") == bad
+    # A clone of that remote makes nothing at all.
+    c = machine(tmp_path, "c")
+    cloned = c("clone", str(remote))
+    assert cloned.returncode == 30 and bad[:12] in cloned.stderr
+    assert not (c.cwd / ".beads").exists()
+    assert outside_files(tmp_path) == before
+    assert outside.read_text() == "mine\n"
+
+
+def test_a_refused_commit_is_refused_even_when_a_later_commit_removes_its_entry(
+    tmp_path: Path, project: tuple[GcRunner, Path]
+) -> None:
+    a, remote = project
+    clean = root_entries(remote)
+    bad = commit_tree(
+        remote, raw_tree(remote, [*clean, hostile_entry(remote, "gitlink", tmp_path)]), "bad"
+    )
+    commit_tree(remote, raw_tree(remote, clean), "remove it again")
+    result = a("sync")
+    assert result.returncode == 30 and bad[:12] in result.stderr
+    # Repaired as the message says: the history rewritten without it, then synced.
+    plumb(remote, "update-ref", "refs/heads/main", plumb(remote, "rev-parse", f"{bad}^"))
+    made = make_id(a, "--title", "after the repair")
+    assert a("sync").returncode == 0
+    assert a.json("sync", "--status")["status"]["refused"] is None
+    assert f"{made}.yaml" in plumb(remote, "ls-tree", "-r", "--name-only", "main")
