@@ -26,6 +26,7 @@ from beads.gitrepair import (
     clear_stale_files,
     restore_branch,
 )
+from beads.historycheck import check_history
 from beads.ids import parse_bead_path
 from beads.problems import Problem, Report
 from beads.reconcile import tree_files
@@ -96,6 +97,8 @@ def doctor(
             report.problems.append(Problem("repository", path, "the file's object is missing"))
         step("checking the index")
         _check_index(store, tree, report, rebuilt=rebuild_index)
+        if head is not None:
+            check_history(store, head, report)
         step("checking the view")
         pruned = store.view.prune(store.index)
         if pruned:

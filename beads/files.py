@@ -36,6 +36,26 @@ own_umask = False
 started_umask = -1
 
 
+def contained(path: str) -> bool:
+    """Whether `path` (relative, `/`-separated, as a git tree names it) is a place under the
+    store's directory outside `.git` and `.runtime`: no absolute, empty, `.` or `..` part,
+    no backslash or NUL, no `.git` part in any case. The view writes and removes nothing
+    else, whatever a tree says."""
+    if not path or path.startswith("/") or "\\" in path or "\0" in path:
+        return False
+    parts = path.split("/")
+    if any(part in ("", ".", "..") or is_dot_git(part.encode()) for part in parts):
+        return False
+    return parts[0].rstrip(". ").casefold() not in (".git", ".runtime")
+
+
+def is_dot_git(name: bytes) -> bool:
+    """Whether a file system could take `name` for `.git`: in any case, with the trailing
+    dots and spaces Windows drops, or by its short name."""
+    folded = name.rstrip(b". ").lower()
+    return folded in (b".git", b"git~1")
+
+
 def modes(root: str) -> tuple[int, int]:
     """`(directory mode, file mode)` of the store at `root`, from its directory's mode."""
     found = _modes.get(root)

@@ -30,6 +30,7 @@ from typing import Protocol
 
 from beads.config import CONFIG_PATH
 from beads.errors import InvalidInput
+from beads.files import is_dot_git
 from beads.ids import ID_RE
 from beads.record import TYPE_RE
 
@@ -126,24 +127,6 @@ def layout_problem(path: str) -> str | None:
         if why is not None:
             return why
     return None
-
-
-def contained(path: str) -> bool:
-    """Whether `path` (relative, `/`-separated) names a place under the store's directory
-    outside `.git` and `.runtime`: no absolute, empty, `.` or `..` part, no backslash or
-    NUL, no `.git` part in any case. The view writes and removes nothing else."""
-    if not path or path.startswith("/") or "\\" in path or "\0" in path:
-        return False
-    parts = path.split("/")
-    if any(part in ("", ".", "..") or _is_dot_git(part.encode()) for part in parts):
-        return False
-    return parts[0].rstrip(". ").casefold() not in (".git", ".runtime")
-
-
-def _is_dot_git(name: bytes) -> bool:
-    # Windows drops trailing dots and spaces and knows `.git` by its short name too.
-    folded = name.rstrip(b". ").lower()
-    return folded == b".git" or folded == b"git~1"
 
 
 class _Checker:
@@ -272,7 +255,7 @@ def _name_problem(name: bytes, level: int, parents: list[bytes], raw: bool) -> s
         return "a backslash in a name"
     if name in (b".", b".."):
         return f"a {name.decode()!r} part"
-    if _is_dot_git(name):
+    if is_dot_git(name):
         return "a '.git' part (in any case)"
     if len(name) > MAX_NAME:
         return f"a name of {len(name)} bytes (at most {MAX_NAME})"

@@ -589,7 +589,7 @@ def root_entries(repo: Path, rev: str = "main") -> list[tuple[str, bytes, str]]:
     for line in filter(None, listed):
         info, name = line.split("\t", 1)
         mode, _kind, sha = info.split()
-        out.append((mode, name.encode(), sha))
+        out.append((mode.lstrip("0"), name.encode(), sha))  # ls-tree shows 40000 as 040000
     return out
 
 
@@ -623,7 +623,7 @@ def hostile_entry(repo: Path, kind: str, outside: Path) -> tuple[str, bytes, str
     if kind == "absolute":
         return ("100644", str(outside).encode(), payload)
     if kind == "symlink":
-        return ("120000", b"tasks", raw_blob(repo, str(outside).encode()))
+        return ("120000", b"notes", raw_blob(repo, str(outside).encode()))
     raise AssertionError(kind)
 
 
@@ -704,3 +704,74 @@ def test_a_refused_commit_is_refused_even_when_a_later_commit_removes_its_entry(
     assert a("sync").returncode == 0
     assert a.json("sync", "--status")["status"]["refused"] is None
     assert f"{made}.yaml" in plumb(remote, "ls-tree", "-r", "--name-only", "main")
+
+
+def test_a_store_whose_history_holds_bad_entries_stays_usable_and_touches_nothing_outside(
+    tmp_path: Path, project: tuple[GcRunner, Path]
+) -> None:
+    # A ref moved by hand (or a history from before the gate) holds every hostile kind at
+    # once: commands go on with the valid beads; nothing outside `.beads/` is written, and
+    # a later commit removing the entries deletes nothing outside.
+    a, _remote = project
+    repo = a.cwd / ".beads" / ".git"
+    made = make_id(a, "--title", "valid")
+    victim = a.cwd / ".git" / "config"
+    outside = tmp_path / "a" / "victim.txt"
+    outside.write_text("mine\n")
+    clean = root_entries(repo)
+    kinds = ["dotdot-name", "dotdot-parts", "gitlink", "absolute", "symlink"]
+    hostile = [hostile_entry(repo, kind, outside) for kind in kinds]
+    before = outside_files(tmp_path)
+    project_config = victim.read_bytes()
+    bad = commit_tree(repo, raw_tree(repo, [*clean, *hostile]), "hostile, by hand")
+    assert a.json("bead", "show", made)["bead"]["title"] == "valid"
+    other = make_id(a, "--title", "made after")
+    assert a("mail", "send", "dog", "-m", "hi", env={"GC_AGENT": "mayor"}).returncode == 0
+    assert len(a.json("bead", "list")["beads"]) >= 2
+    assert outside_files(tmp_path) == before and victim.read_bytes() == project_config
+    # gc doctor names the bad commit and the way back; it never says healthy.
+    report = a("doctor")
+    assert report.returncode != 0 and "healthy" not in report.stdout.split("\n")[-1]
+    assert bad[:12] in report.stdout
+    assert f"gc doctor --reset-to {plumb(repo, 'rev-parse', bad + '^')[:12]}" in report.stdout
+    repaired = a("doctor", "--rebuild-index", "--restore-view")
+    assert "index rebuilt from git" in repaired.stdout, repaired.stderr
+    assert a.json("bead", "show", other)["bead"]["title"] == "made after"
+    # A commit that removes the entries again deletes nothing outside.
+    now = root_entries(repo)
+    commit_tree(repo, raw_tree(repo, [e for e in now if e not in hostile]), "remove them")
+    assert a.json("bead", "show", made)["bead"]["title"] == "valid"
+    assert a("doctor", "--rebuild-index", "--restore-view").returncode in (0, 50)
+    assert outside_files(tmp_path) == before and outside.read_text() == "mine\n"
+
+
+def test_doctor_reset_to_leaves_a_refused_commit_and_the_store_is_healthy_again(
+    tmp_path: Path, project: tuple[GcRunner, Path]
+) -> None:
+    a, remote = project
+    repo = a.cwd / ".beads" / ".git"
+    kept = make_id(a, "--title", "before")
+    good = head(a)
+    bad = commit_tree(
+        repo, raw_tree(repo, [*root_entries(repo), hostile_entry(repo, "gitlink", tmp_path)]), "x"
+    )
+    left = make_id(a, "--title", "after the bad commit")
+    found = a.json("doctor")
+    assert not found["healthy"]
+    assert [p["kind"] for p in found["problems"]] == ["history"]
+    assert bad[:12] in found["problems"][0]["message"]
+    # Not an ancestor, not a commit, a bad commit itself: refused, nothing moves.
+    assert a("doctor", "--reset-to", "zz").returncode == 30
+    assert a("doctor", "--reset-to", "0" * 40).returncode == 40
+    assert a("doctor", "--reset-to", bad[:12]).returncode == 30
+    assert head(a) != good
+    reset = a.json("doctor", "--reset-to", good[:12])
+    assert reset["healthy"], reset
+    assert reset["reset"]["to"] == good and len(reset["reset"]["left"]) == 2
+    assert head(a) == good
+    assert a.json("bead", "show", kept)["bead"]["title"] == "before"
+    assert a("bead", "show", left).returncode == 40
+    assert "doctor: reset to" in git("-C", str(repo), "reflog", "main")  # reviewable
+    assert a.json("doctor")["healthy"]
+    assert a("sync").returncode == 0  # nothing refused goes to the remote
+    assert plumb(remote, "rev-parse", "main") == good
