@@ -267,6 +267,7 @@ def clone(url: str, path: str | Path, *, agent: str | None = None) -> Path:
     temporary name and renamed into place, as `gc init` does: a failed clone leaves nothing."""
     from beads.gitrepo import init_bare
     from beads.initstore import _exclude, _remove_tree
+    from beads.receivehook import install as install_hook
     from beads.record import acting_agent
 
     root = store_dir_for(Path(path).expanduser().absolute())
@@ -284,6 +285,7 @@ def clone(url: str, path: str | Path, *, agent: str | None = None) -> Path:
     _remove_tree(building)
     try:
         git = init_bare(building)
+        install_hook(building)
         try:
             head = fetch(git, url, [])
             if head is None:

@@ -217,7 +217,11 @@ class _Checker:
                 )
                 out.append((_shown(path), why))
                 continue
-            why = _name_problem(name, level, parts, True) or _mode_problem(mode, level, name)
+            why = (
+                _odd_mode(mode)
+                or _name_problem(name, level, parts, True)
+                or _mode_problem(mode, level, name)
+            )
             if why is not None:
                 out.append((_shown(path), why))
                 continue
@@ -279,6 +283,13 @@ def _name_problem(name: bytes, level: int, parents: list[bytes], raw: bool) -> s
             return f"a bead at the wrong shard (its id belongs under {shard})"
         return None
     return outside
+
+
+def _odd_mode(mode: bytes) -> str | None:
+    """Why a mode that is neither a regular file's nor a directory's is refused."""
+    if mode in (FILE_MODE, DIR_MODE):
+        return None
+    return _KINDS.get(mode, f"an entry of mode {mode.decode('ascii', 'replace')!r}")
 
 
 def _mode_problem(mode: bytes, level: int, name: bytes) -> str | None:

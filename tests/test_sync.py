@@ -775,3 +775,49 @@ def test_doctor_reset_to_leaves_a_refused_commit_and_the_store_is_healthy_again(
     assert a.json("doctor")["healthy"]
     assert a("sync").returncode == 0  # nothing refused goes to the remote
     assert plumb(remote, "rev-parse", "main") == good
+
+
+def test_a_plain_git_push_into_the_store_goes_through_the_same_gate(
+    tmp_path: Path, project: tuple[GcRunner, Path]
+) -> None:
+    a, _remote = project
+    store_git = a.cwd / ".beads" / ".git"
+    hook = store_git / "hooks" / "pre-receive"
+    assert "beads.receivehook" in hook.read_text()
+    made = make_id(a, "--title", "before")
+    work = tmp_path / "work"
+    git("clone", "-q", str(store_git), str(work))
+    ours = head(a)
+
+    def push() -> subprocess.CompletedProcess[str]:
+        git("-c", "user.name=p", "-c", "user.email=p@x", "commit", "-qam", "x", cwd=work)
+        return subprocess.run(["git", "push", "origin", "HEAD:main"], cwd=work,
+                              capture_output=True, text=True)  # fmt: skip
+
+    # A symbolic link, then a file outside the layout: each push refused whole.
+    (work / "tasks" / "link.yaml").symlink_to("/etc/passwd")
+    git("add", "-A", cwd=work)
+    refused = push()
+    assert refused.returncode != 0 and "pre-receive hook declined" in refused.stderr
+    assert "a symbolic link" in refused.stderr and "gc-beads: refused" in refused.stderr
+    assert head(a) == ours
+    git("reset", "-q", "--hard", "origin/main", cwd=work)
+    (work / "notes.txt").write_text("hi\n")
+    git("add", "-A", cwd=work)
+    assert "outside the store's layout" in push().stderr and head(a) == ours
+    # A person's edit of a bead with plain git is taken.
+    git("reset", "-q", "--hard", "origin/main", cwd=work)
+    path = next(work.rglob(f"{made}.yaml"))
+    path.write_text(path.read_text().replace("title: before", "title: by git"))
+    accepted = push()
+    assert accepted.returncode == 0, accepted.stderr
+    assert a.json("bead", "show", made)["bead"]["title"] == "by git"
+    # A hook that is not gc's is kept and reported by gc doctor; a missing one is written.
+    hook.write_text("#!/bin/sh\nexit 0\n")
+    report = a.json("doctor")
+    assert hook.read_text() == "#!/bin/sh\nexit 0\n"
+    assert [p["kind"] for p in report["problems"]] == ["hook"]
+    hook.unlink()
+    report = a.json("doctor")
+    assert report["healthy"] and "beads.receivehook" in hook.read_text()
+    assert any("pre-receive" in line for line in report["fixed"])
