@@ -205,17 +205,15 @@ class _Checker:
             key = _fold(name)
             other = seen.get(key)
             seen.setdefault(key, name)
+            path = parts + [name]
+            if other == name:  # git's trees never hold a name twice: a forged tree
+                out.append((_shown(path), "the same name twice in one directory"))
+                continue
             if entry in before:
                 continue
-            path = parts + [name]
             if other is not None and not (other in old_names and name in old_names):
-                why = (
-                    "the same name twice in one directory"
-                    if other == name
-                    else f"collides with {_shown([other])} after case folding or Unicode "
-                    "normalisation"
-                )
-                out.append((_shown(path), why))
+                why = "collides with " + _shown([other])
+                out.append((_shown(path), why + " after case folding or Unicode normalisation"))
                 continue
             why = (
                 _odd_mode(mode)
@@ -357,13 +355,12 @@ def _parse_commit(raw: tuple[int, bytes] | None) -> tuple[int, bytes, list[bytes
 
 
 def holds_config(objects: ObjectReader, commit: bytes) -> bool:
-    """Whether the commit's root holds `config.yaml` as a file: a branch without one is not
-    a store at all (told apart from a store's history that breaks the layout)."""
+    """Whether the commit's root holds an entry `config.yaml` (of any kind: the gate judges
+    it): a branch without one is not a store at all, told apart from a store's history that
+    breaks the layout."""
     checker = _Checker(objects)
     parsed = checker._commit(commit)
     if isinstance(parsed, str):
         return False
     entries = checker.tree(parsed[1])
-    return isinstance(entries, list) and any(
-        name == CONFIG_PATH.encode() and mode == FILE_MODE for mode, name, _sha in entries
-    )
+    return isinstance(entries, list) and any(e[1] == CONFIG_PATH.encode() for e in entries)
