@@ -198,21 +198,22 @@ class _Checker:
             if isinstance(listed, list):
                 before.update(listed)
                 old_names.update(name for _m, name, _s in listed)
-        seen: dict[str, bytes] = {}
+        folded: dict[str, list[bytes]] = {}
+        for _mode, name, _sha in entries:
+            folded.setdefault(_fold(name), []).append(name)
         level = len(parts)
         for entry in entries:
             mode, name, sha = entry
-            key = _fold(name)
-            other = seen.get(key)
-            seen.setdefault(key, name)
+            alike = folded[_fold(name)]
             path = parts + [name]
-            if other == name:  # git's trees never hold a name twice: a forged tree
+            if alike.count(name) > 1:  # git's trees never hold a name twice: a forged tree
                 out.append((_shown(path), "the same name twice in one directory"))
                 continue
             if entry in before:
                 continue
-            if other is not None and not (other in old_names and name in old_names):
-                why = "collides with " + _shown([other])
+            others = [other for other in alike if other != name]
+            if others and not all(other in old_names for other in [name, *others]):
+                why = "collides with " + _shown(others[:1])
                 out.append((_shown(path), why + " after case folding or Unicode normalisation"))
                 continue
             why = (

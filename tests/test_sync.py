@@ -624,6 +624,16 @@ def hostile_entry(repo: Path, kind: str, outside: Path) -> tuple[str, bytes, str
         return ("100644", str(outside).encode(), payload)
     if kind == "symlink":
         return ("120000", b"notes", raw_blob(repo, str(outside).encode()))
+    if kind == "case-collision":  # beside the store's own `tasks`
+        return ("40000", b"Tasks", plumb(repo, "rev-parse", "main:tasks"))
+    if kind == "nfd-collision":  # `café.yaml` twice: NFC at the root, NFD beside it
+        return ("100644", "cafe\u0301s".encode(), payload)
+    if kind == "wrong-shard":
+        return nested(repo, [b"tasks", b"00", b"00", b"gc-aaaaaaaa.yaml"], ("100644", payload))
+    if kind == "executable":
+        return nested(repo, [b"tasks", b"ad", b"7c", b"gc-aaaaaaaa.yaml"], ("100755", payload))
+    if kind == "config-tree":
+        return nested(repo, [b"config.yaml", b"x"], ("100644", payload))
     raise AssertionError(kind)
 
 
@@ -685,6 +695,35 @@ def test_a_hostile_remote_tree_is_refused_by_sync_and_clone_and_nothing_is_writt
     assert not (c.cwd / ".beads").exists()
     assert outside_files(tmp_path) == before
     assert outside.read_text() == "mine\n"
+
+
+@pytest.mark.parametrize(
+    ("kind", "reason"),
+    [
+        ("case-collision", "collides with 'tasks' after case folding"),
+        ("nfd-collision", "collides with 'cafés' after case folding or Unicode normalisation"),
+        ("wrong-shard", "a bead at the wrong shard (its id belongs under ad/7c)"),
+        ("executable", "an executable file (mode 100755"),
+        ("config-tree", "a directory where a file belongs"),
+    ],
+)
+def test_entries_that_break_the_layout_in_subtler_ways_are_refused_by_name(
+    project: tuple[GcRunner, Path], kind: str, reason: str
+) -> None:
+    a, remote = project
+    make_id(a, "--title", "one")  # the store's own tasks/ directory
+    assert a("sync").returncode == 0
+    entries = root_entries(remote)
+    if kind == "nfd-collision":
+        entries.append(("100644", "caf\u00e9s".encode(), raw_blob(remote, b"x")))
+    replaced = {"config-tree": b"config.yaml", "wrong-shard": b"tasks", "executable": b"tasks"}
+    entries = [e for e in entries if e[1] != replaced.get(kind)]
+    bad = commit_tree(
+        remote, raw_tree(remote, [*entries, hostile_entry(remote, kind, remote)]), "x"
+    )
+    result = a("sync")
+    assert result.returncode == 30 and bad[:12] in result.stderr
+    assert reason in result.stderr, result.stderr
 
 
 def test_a_refused_commit_is_refused_even_when_a_later_commit_removes_its_entry(
