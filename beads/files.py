@@ -104,7 +104,10 @@ def apply_shared(root: str, shared: object) -> None:
                 elif stat.S_ISREG(info.st_mode):
                     # git's objects are read-only: keep them so, within the new modes
                     writable = info.st_mode & stat.S_IWUSR
-                    os.chmod(path, wanted[1] if writable else wanted[1] & 0o444)
+                    mode = wanted[1] if writable else wanted[1] & 0o444
+                    if info.st_mode & stat.S_IXUSR:  # the store's git hook stays runnable
+                        mode |= (wanted[1] & 0o440) >> 2  # x wherever r is
+                    os.chmod(path, mode)
             except OSError:
                 pass  # gone meanwhile, or not ours to change: the next write fixes it
 

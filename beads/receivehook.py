@@ -53,7 +53,8 @@ def install(git_dir: Path) -> str | None:
     path.parent.mkdir(parents=True, exist_ok=True)
     temp = path.with_name(f".{HOOK}.{os.getpid()}.tmp")
     temp.write_text(wanted)
-    temp.chmod(0o755)
+    # Executable by whoever may write the store: its owner, and its group in a group store.
+    temp.chmod(0o770 if git_dir.stat().st_mode & 0o070 == 0o070 else 0o700)
     os.replace(temp, path)
     return "installed"
 
