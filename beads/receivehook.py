@@ -48,8 +48,8 @@ def install(git_dir: Path) -> str | None:
         current = None
     if path.is_symlink() or (current is not None and MARK not in current):
         return "foreign"
-    if current == wanted and os.access(path, os.X_OK):
-        return None
+    if current is not None and _runs(current) and os.access(path, os.X_OK):
+        return None  # gc's, naming a Python and a package that are still there
     path.parent.mkdir(parents=True, exist_ok=True)
     temp = path.with_name(f".{HOOK}.{os.getpid()}.tmp")
     temp.write_text(wanted)
@@ -57,6 +57,18 @@ def install(git_dir: Path) -> str | None:
     temp.chmod(0o770 if git_dir.stat().st_mode & 0o070 == 0o070 else 0o700)
     os.replace(temp, path)
     return "installed"
+
+
+def _runs(text: str) -> bool:
+    """Whether gc's hook `text` names a Python that is there and a folder holding this
+    package (another Python of the same install, as a console script names it, will do)."""
+    try:
+        words = shlex.split(text.strip().splitlines()[-1])
+        home = words[0].partition("=")[2].split("${", 1)[0]
+        python = words[words.index("exec") + 1]
+    except (ValueError, IndexError):
+        return False
+    return os.access(python, os.X_OK) and (Path(home) / "beads" / "treegate.py").is_file()
 
 
 class _CatFile:
