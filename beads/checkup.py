@@ -26,6 +26,7 @@ from beads.gitrepair import (
     clear_stale_files,
     restore_branch,
 )
+from beads.historycheck import check_history
 from beads.ids import parse_bead_path
 from beads.problems import Problem, Report
 from beads.reconcile import tree_files
@@ -61,6 +62,7 @@ def doctor(
         check_loose_objects(store, report)
         if not restore_branch(store, report):
             return report
+        _check_hook(store, report)
         repacked = None
         if compact:  # first: the checks then read one small pack, not what the writers left
             step("packing objects")
@@ -97,6 +99,8 @@ def doctor(
             report.problems.append(Problem("repository", path, "the file's object is missing"))
         step("checking the index")
         _check_index(store, tree, report, rebuilt=rebuild_index)
+        if head is not None:
+            check_history(store, head, report)
         step("checking the view")
         pruned = store.view.prune(store.index)
         if pruned:
@@ -116,6 +120,31 @@ def doctor(
                 report.fixed.append(f"dropped {expired} reflog entries older than 90 days")
         report.beads = store.index.count()
     return report
+
+
+def _check_hook(store: Store, report: Report) -> None:
+    """gc's `pre-receive` hook (`beads.receivehook`) is in place, written if it is not; a
+    hook that is not gc's is left as it is and reported."""
+    from beads.receivehook import HOOK, install
+
+    try:
+        done = install(store.root / ".git")
+    except OSError as exc:
+        done = f"cannot write it: {exc.strerror or exc}"
+    if done == "installed":
+        report.fixed.append("installed the pre-receive hook (the gate for a plain git push)")
+    elif done == "foreign":
+        report.problems.append(
+            Problem(
+                "hook",
+                f".git/hooks/{HOOK}",
+                "a pre-receive hook that is not gc's is there (left as it is): a plain git "
+                "push into the store is not checked by the gate for incoming trees; add the "
+                "line 'python -m beads.receivehook' to it, or move it away and run gc doctor",
+            )
+        )
+    elif done is not None:
+        report.problems.append(Problem("hook", f".git/hooks/{HOOK}", done))
 
 
 def doctor_steps(compact: bool) -> int:

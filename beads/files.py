@@ -36,6 +36,26 @@ own_umask = False
 started_umask = -1
 
 
+def contained(path: str) -> bool:
+    """Whether `path` (relative, `/`-separated, as a git tree names it) is a place under the
+    store's directory outside `.git` and `.runtime`: no absolute, empty, `.` or `..` part,
+    no backslash or NUL, no `.git` part in any case. The view writes and removes nothing
+    else, whatever a tree says."""
+    if not path or path.startswith("/") or "\\" in path or "\0" in path:
+        return False
+    parts = path.split("/")
+    if any(part in ("", ".", "..") or is_dot_git(part.encode()) for part in parts):
+        return False
+    return parts[0].rstrip(". ").casefold() not in (".git", ".runtime")
+
+
+def is_dot_git(name: bytes) -> bool:
+    """Whether a file system could take `name` for `.git`: in any case, with the trailing
+    dots and spaces Windows drops, or by its short name."""
+    folded = name.rstrip(b". ").lower()
+    return folded in (b".git", b"git~1")
+
+
 def modes(root: str) -> tuple[int, int]:
     """`(directory mode, file mode)` of the store at `root`, from its directory's mode."""
     found = _modes.get(root)
@@ -84,7 +104,10 @@ def apply_shared(root: str, shared: object) -> None:
                 elif stat.S_ISREG(info.st_mode):
                     # git's objects are read-only: keep them so, within the new modes
                     writable = info.st_mode & stat.S_IWUSR
-                    os.chmod(path, wanted[1] if writable else wanted[1] & 0o444)
+                    mode = wanted[1] if writable else wanted[1] & 0o444
+                    if info.st_mode & stat.S_IXUSR:  # the store's git hook stays runnable
+                        mode |= (wanted[1] & 0o440) >> 2  # x wherever r is
+                    os.chmod(path, mode)
             except OSError:
                 pass  # gone meanwhile, or not ours to change: the next write fixes it
 

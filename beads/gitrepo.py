@@ -160,7 +160,8 @@ class GitRepo(BranchRef):
         if tree is None:
             return
         for entry in iter_tree_contents(self.objects, tree):
-            yield entry.path.decode(), entry.sha
+            if _is_file(entry.mode):
+                yield entry.path.decode(), entry.sha
 
     def changes(
         self,
@@ -180,7 +181,12 @@ class GitRepo(BranchRef):
             self.tree_of(old_commit),
             self.tree_of(new_commit),
         ):
-            old, new = change.old, change.new
+            # Only files: a gitlink or a symbolic link (in a history from before the gate for
+            # incoming trees, `beads.treegate`) is no file of the store's.
+            old = change.old if change.old is not None and _is_file(change.old.mode) else None
+            new = change.new if change.new is not None and _is_file(change.new.mode) else None
+            if old is None and new is None:
+                continue
             path = (new.path if new is not None and new.path is not None else old.path).decode()
             yield FileChange(path, old.sha if old else None, new.sha if new else None)
 
@@ -352,6 +358,11 @@ class GitRepo(BranchRef):
         self.trees.forget(tree_id)  # the version this commit replaces
         self.trees.keep(obj.id, tree)
         return obj.id
+
+
+def _is_file(mode: int | None) -> bool:
+    """A regular file's mode (a gitlink, a link or a directory is not one)."""
+    return mode is not None and mode & 0o170000 == 0o100000
 
 
 class _TreesKept:

@@ -21,6 +21,7 @@ from beads.location import (
     is_store,
     store_dir_for,
 )
+from beads.receivehook import install as install_hook
 from beads.record import acting_agent
 
 
@@ -58,6 +59,7 @@ def create_store(
     building = root / f"{INIT_PREFIX}{os.getpid()}"
     _remove_tree(building)
     git = init_bare(building)
+    install_hook(building)
     message = "init: gc-beads store"
     commit, objects = git.build_commit(None, {CONFIG_PATH: dump_data(settings)}, message, author)
     git.store_objects(objects)

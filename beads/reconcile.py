@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from beads.config import CONFIG_PATH, parse_config
 from beads.errors import InvalidInput, StorageError
 from beads.faults import fault
+from beads.files import contained
 from beads.ids import parse_bead_path
 from beads.view import git_blob_sha
 
@@ -127,8 +128,10 @@ def _git_program(git_dir: Path) -> tuple[list[str], dict[str, str]]:
 
 
 def tree_files(git: GitRepo, commit: bytes | None) -> dict[str, bytes]:
-    """Every file of `commit` (none for None), path -> blob sha: listed by `git ls-tree` when
-    it can (a tenth of a second at 100k files, dulwich's tree walk ~3 s), else by dulwich."""
+    """Every file of `commit` (none for None) the view may hold, path -> blob sha: listed by
+    `git ls-tree` when it can (a tenth of a second at 100k files, dulwich's tree walk ~3 s),
+    else by dulwich. Paths out of the store (`files.contained`) are left out: `gc doctor`
+    reports them from the history (`beads.historycheck`)."""
     import subprocess
 
     if commit is None:
@@ -142,12 +145,12 @@ def tree_files(git: GitRepo, commit: bytes | None) -> dict[str, bytes]:
         found = {}
         for entry in listed.split(b"\0")[:-1]:
             info, _, path = entry.partition(b"\t")
-            _mode, kind, sha = info.split(b" ")
-            if kind == b"blob":
+            mode, kind, sha = info.split(b" ")
+            if kind == b"blob" and mode.startswith(b"100"):  # files: no symbolic links
                 found[path.decode()] = sha
-        return found
     except (GitUnavailable, OSError, subprocess.CalledProcessError, ValueError, UnicodeError):
-        return dict(git.files(commit))
+        found = dict(git.files(commit))
+    return {path: sha for path, sha in found.items() if contained(path)}
 
 
 def git_file_contents(git_dir: Path, commit: bytes) -> Iterator[tuple[str, bytes, bytes]]:
@@ -184,8 +187,8 @@ def git_file_contents(git_dir: Path, commit: bytes) -> Iterator[tuple[str, bytes
                     shas = []
                     for entry in entries:
                         info, _, path = entry.partition(b"\t")
-                        _mode, kind, sha = info.split(b" ")
-                        if kind == b"blob":
+                        mode, kind, sha = info.split(b" ")
+                        if kind == b"blob" and mode.startswith(b"100"):  # no links
                             paths.append((path.decode(), sha))
                             shas.append(sha)
                     if shas:

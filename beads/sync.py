@@ -60,16 +60,35 @@ class SyncResult:
 
 def sync(store: Store, remote: str | None = None, *, retries: int = RETRIES) -> SyncResult:
     """Fetch, integrate and push; see the module's docstring."""
+    from beads.treegate import RefusedHistory
+
     name = remote or ""
     try:
         name, url = remote_url(store.root / ".git", remote)
         result = SyncResult(name, url)
         _sync(store, result, retries)
+    except RefusedHistory as exc:
+        record_state(store.root, remote=name, error=exc.message, refused=exc.found[0].to_json())
+        raise
     except GcError as exc:
         record_state(store.root, remote=name, error=exc.message)
         raise
     record_state(store.root, remote=name, error=None)
     return result
+
+
+def check_incoming(
+    git: GitRepo, theirs: bytes, ours: bytes | None, url: str, prefix: str | None
+) -> None:
+    """Refuse the remote's commit `theirs` unless it is a store (of our `prefix`, when given)
+    whose every commit we lack keeps to the layout (`beads.treegate`): before anything of it
+    is merged, written or indexed."""
+    from beads.treegate import check_commits, holds_config
+
+    if not holds_config(git.objects, theirs):
+        raise NotFound(f"the remote {url} is not a gc-beads store (no config.yaml on main)")
+    check_commits(git.objects, only_in(git, theirs, ours), source=f"the remote {url}")
+    check_remote_store(git, theirs, url, prefix)
 
 
 def _sync(store: Store, result: SyncResult, retries: int) -> None:
@@ -79,7 +98,7 @@ def _sync(store: Store, result: SyncResult, retries: int) -> None:
         limit = object_limit(store.max_body)
         theirs = fetch(git, result.url, known_heads(git), store.locked, max_object=limit)
         if theirs is not None:
-            check_remote_store(git, theirs, result.url, store.prefix)
+            check_incoming(git, theirs, git.head(), result.url, store.prefix)
             set_tracking(git, result.remote, theirs)
         _integrate(store, theirs, result)
         head = git.head()
@@ -177,10 +196,13 @@ def state_path(root: Path) -> Path:
     return root / ".runtime" / STATE_DIR / "state.json"
 
 
-def record_state(root: Path, *, remote: str, error: str | None) -> None:
+def record_state(
+    root: Path, *, remote: str, error: str | None, refused: dict[str, str] | None = None
+) -> None:
     """Remember the outcome of a sync with `remote` (`gc sync --status`), each remote's
     apart; the file's mtime is the time of the last attempt with any, which the hooks compare
-    with `sync.interval`."""
+    with `sync.interval`. `refused`: the entry for which the remote's history was refused
+    (kept, per remote, until a sync of that remote gets past the gate)."""
     path = state_path(root)
     state = read_state(root)
     now = time.time()
@@ -189,6 +211,12 @@ def record_state(root: Path, *, remote: str, error: str | None) -> None:
     if error is None:
         mine["last_sync"] = now
     state.update({"remote": remote, "last_attempt": now})
+    held = state.get("refused") if isinstance(state.get("refused"), dict) else {}
+    if refused is not None:
+        held[remote] = refused
+    elif error is None:
+        held.pop(remote, None)
+    state["refused"] = held
     path.parent.mkdir(parents=True, exist_ok=True)
     temp = path.with_name(f".state.{os.getpid()}.tmp")
     temp.write_text(json.dumps(state))
@@ -239,7 +267,16 @@ def status(store: Store, remote: str | None = None) -> dict[str, Any]:
         "last_sync": mine.get("last_sync"),
         "last_attempt": mine.get("last_attempt"),
         "last_error": mine.get("last_error"),
+        "refused": refused(store.root, name),
     }
+
+
+def refused(root: Path, remote: str) -> dict[str, str] | None:
+    """The entry for which remote `remote`'s history was refused by its last sync, if it was
+    (`beads.treegate`): until a sync gets past it, commands that need the remote exit 30."""
+    held = read_state(root).get("refused")
+    found = held.get(remote) if isinstance(held, dict) else None
+    return found if isinstance(found, dict) else None
 
 
 # -- clone --------------------------------------------------------------------------------
@@ -251,6 +288,7 @@ def clone(url: str, path: str | Path, *, agent: str | None = None) -> Path:
     from beads import approvals
     from beads.gitrepo import init_bare
     from beads.initstore import _exclude, _remove_tree
+    from beads.receivehook import install as install_hook
     from beads.record import DEFAULT_MAX_BODY_BYTES, acting_agent
 
     root = store_dir_for(Path(path).expanduser().absolute())
@@ -268,6 +306,7 @@ def clone(url: str, path: str | Path, *, agent: str | None = None) -> Path:
     _remove_tree(building)
     try:
         git = init_bare(building)
+        install_hook(building)
         try:
             head = fetch(git, url, [], max_object=object_limit(DEFAULT_MAX_BODY_BYTES))
             if head is None:
@@ -275,7 +314,7 @@ def clone(url: str, path: str | Path, *, agent: str | None = None) -> Path:
                     f"the remote {url} is empty: no store to clone. Make one with 'gc init', "
                     "then 'gc remote add' and 'gc sync' to push it there"
                 )
-            check_remote_store(git, head, url, None)
+            check_incoming(git, head, None, url, None)
             author = acting_agent(agent)
             git.swap_head(None, head, f"clone: from {url}", author)
             add_remote(building, DEFAULT_REMOTE, url)

@@ -180,6 +180,8 @@ class View:
         # reads half a file, and a killed process loses nothing (the page cache survives it).
         # Directories are checked once per process (never through a link), so a batch of
         # thousands of files pays a set lookup per file.
+        if not files.contained(path):
+            return  # outside the store, or inside its .git or .runtime: never written
         if self.mode != "full" and not self.keeps(path, data):
             self.remove(path)
             return
@@ -189,6 +191,8 @@ class View:
 
     def remove(self, path: str) -> bool:
         """Remove the view's file `path`; returns whether there was one."""
+        if not files.contained(path):
+            return False  # never outside the store, nor inside its .git or .runtime
         target = os.path.join(self._root, path)
         parent = os.path.dirname(target)
         if not files.real_dir(self._root, parent):
@@ -209,6 +213,8 @@ class View:
 
     def read(self, path: str) -> bytes | None:
         """The view's file, or None when missing or behind a link (never followed)."""
+        if not files.contained(path):
+            return None
         target = os.path.join(self._root, path)
         if not files.real_dir(self._root, os.path.dirname(target)):
             return None

@@ -553,3 +553,310 @@ def test_a_delta_on_a_base_we_lack_is_fetched_again_whole(store: Store) -> None:
     store.git.store_objects([base])  # once we hold the base, the same pack is taken
     remote._store_pack(store.git, pack_received(), "test", thin=True)
     assert store.git.has_object(target.id)
+
+
+# -- the gate for incoming trees (beads/treegate.py) ----------------------------------------
+
+
+def plumb(repo: Path, *args: str, data: bytes | None = None) -> str:
+    """Real git plumbing in `repo` (a bare repository), as a hostile machine would use it."""
+    env = {**os.environ, "GIT_AUTHOR_NAME": "m", "GIT_AUTHOR_EMAIL": "m@x",
+           "GIT_COMMITTER_NAME": "m", "GIT_COMMITTER_EMAIL": "m@x"}  # fmt: skip
+    return (
+        subprocess.run(
+            ["git", "-C", str(repo), *args], input=data, capture_output=True, check=True, env=env
+        )
+        .stdout.decode()
+        .strip()
+    )
+
+
+def raw_tree(repo: Path, entries: list[tuple[str, bytes, str]]) -> str:
+    """A tree object written as given (mode, name, object id): git's checks are skipped, as
+    a hostile machine can skip them; entries sorted as git sorts them."""
+    ordered = sorted(entries, key=lambda e: e[1] + (b"/" if e[0] == "40000" else b""))
+    data = b"".join(m.encode() + b" " + n + b"\0" + bytes.fromhex(s) for m, n, s in ordered)
+    return plumb(repo, "hash-object", "-t", "tree", "--literally", "-w", "--stdin", data=data)
+
+
+def raw_blob(repo: Path, data: bytes) -> str:
+    return plumb(repo, "hash-object", "-w", "--stdin", data=data)
+
+
+def root_entries(repo: Path, rev: str = "main") -> list[tuple[str, bytes, str]]:
+    listed = plumb(repo, "ls-tree", "-z", rev).split("\0")
+    out = []
+    for line in filter(None, listed):
+        info, name = line.split("\t", 1)
+        mode, _kind, sha = info.split()
+        out.append((mode.lstrip("0"), name.encode(), sha))  # ls-tree shows 40000 as 040000
+    return out
+
+
+def commit_tree(repo: Path, tree_id: str, message: str, ref: str = "main") -> str:
+    """Commit `tree_id` on top of `ref` and move `ref` to it (a ref moved by hand)."""
+    parent = plumb(repo, "rev-parse", ref)
+    sha = plumb(repo, "commit-tree", tree_id, "-p", parent, "-m", message)
+    plumb(repo, "update-ref", f"refs/heads/{ref}", sha)
+    return sha
+
+
+def nested(repo: Path, parts: list[bytes], leaf: tuple[str, str]) -> tuple[str, bytes, str]:
+    """The root entry of a chain of trees `parts[0]/parts[1]/...` ending in `leaf` (mode,
+    object id) named `parts[-1]`."""
+    mode, sha = leaf
+    for name in reversed(parts[1:]):
+        sha = raw_tree(repo, [(mode, name, sha)])
+        mode = "40000"
+    return (mode, parts[0], sha)
+
+
+def hostile_entry(repo: Path, kind: str, outside: Path) -> tuple[str, bytes, str]:
+    """A root entry of the hostile kind `kind`; `outside`: a file outside the store."""
+    payload = raw_blob(repo, b"[core]\n\tfsmonitor = touch pwned\n")
+    if kind == "dotdot-name":  # one entry whose name is a path out of the store
+        return ("100644", b"../.git/config", payload)
+    if kind == "dotdot-parts":  # ../.git/config as trees named ".." and ".git"
+        return nested(repo, [b"..", b".git", b"config"], ("100644", payload))
+    if kind == "gitlink":
+        return ("160000", b"vendor", "1" * 40)
+    if kind == "absolute":
+        return ("100644", str(outside).encode(), payload)
+    if kind == "symlink":
+        return ("120000", b"notes", raw_blob(repo, str(outside).encode()))
+    if kind == "case-collision":  # beside the store's own `tasks`
+        return ("40000", b"Tasks", plumb(repo, "rev-parse", "main:tasks"))
+    if kind == "nfd-collision":  # `café.yaml` twice: NFC at the root, NFD beside it
+        return ("100644", "cafe\u0301s".encode(), payload)
+    if kind == "wrong-shard":
+        return nested(repo, [b"tasks", b"00", b"00", b"gc-aaaaaaaa.yaml"], ("100644", payload))
+    if kind == "executable":
+        return nested(repo, [b"tasks", b"ad", b"7c", b"gc-aaaaaaaa.yaml"], ("100755", payload))
+    if kind == "config-tree":
+        return nested(repo, [b"config.yaml", b"x"], ("100644", payload))
+    raise AssertionError(kind)
+
+
+def outside_files(top: Path) -> dict[str, bytes]:
+    """Every file under `top` that is not inside a store's `.beads/` or a bare remote."""
+    found = {}
+    for path in top.rglob("*"):
+        rel = path.relative_to(top).as_posix()
+        if ".beads" in path.parts or ".git/objects" in rel or path.is_dir():
+            continue
+        if any(part.endswith(".git") and part != ".git" for part in path.parts):
+            continue
+        found[rel] = path.read_bytes() if not path.is_symlink() else b"link"
+    return found
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> tuple[GcRunner, Path]:
+    """Machine a: a project's git work tree holding a store, synced to a bare remote."""
+    remote = bare(tmp_path / "remote.git")
+    a = machine(tmp_path, "a")
+    git("init", "-q", "-b", "main", str(a.cwd))
+    assert a("init").returncode == 0
+    assert a("remote", "add", "origin", str(remote)).returncode == 0
+    assert a("sync").returncode == 0
+    return a, remote
+
+
+@pytest.mark.parametrize("kind", ["dotdot-name", "dotdot-parts", "gitlink", "absolute", "symlink"])
+def test_a_hostile_remote_tree_is_refused_by_sync_and_clone_and_nothing_is_written_outside(
+    tmp_path: Path, project: tuple[GcRunner, Path], kind: str
+) -> None:
+    a, remote = project
+    outside = tmp_path / "a" / "victim.txt"
+    outside.write_text("mine\n")
+    entry = hostile_entry(remote, kind, outside)
+    bad = commit_tree(remote, raw_tree(remote, [*root_entries(remote), entry]), "hostile")
+    before = outside_files(tmp_path)
+    ours = head(a)
+    result = a("sync")
+    assert result.returncode == 30, result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert bad[:12] in result.stderr and "nothing was merged" in result.stderr
+    assert "a commit that removes the entry" in result.stderr
+    assert head(a) == ours
+    status = a.json("sync", "--status")["status"]
+    assert status["refused"]["commit"] == bad and status["remote_head"] != bad
+    assert "refused: commit" in a("sync", "--status").stdout
+    # The store keeps working locally: writes, mail, reads.
+    made = make_id(a, "--title", "still works")
+    assert a("mail", "send", "dog", "-m", "hi", env={"GC_AGENT": "mayor"}).returncode == 0
+    assert a.json("bead", "show", made)["bead"]["title"] == "still works"
+    assert a("sync").returncode == 30  # still refused: nothing was pushed either
+    assert plumb(remote, "rev-parse", "main") == bad
+    # A clone of that remote makes nothing at all.
+    c = machine(tmp_path, "c")
+    cloned = c("clone", str(remote))
+    assert cloned.returncode == 30 and bad[:12] in cloned.stderr
+    assert not (c.cwd / ".beads").exists()
+    assert outside_files(tmp_path) == before
+    assert outside.read_text() == "mine\n"
+
+
+@pytest.mark.parametrize(
+    ("kind", "reason"),
+    [
+        ("case-collision", "collides with 'tasks' after case folding"),
+        ("nfd-collision", "collides with 'cafés' after case folding or Unicode normalisation"),
+        ("wrong-shard", "a bead at the wrong shard (its id belongs under ad/7c)"),
+        ("executable", "an executable file (mode 100755"),
+        ("config-tree", "a directory where a file belongs"),
+    ],
+)
+def test_entries_that_break_the_layout_in_subtler_ways_are_refused_by_name(
+    project: tuple[GcRunner, Path], kind: str, reason: str
+) -> None:
+    a, remote = project
+    make_id(a, "--title", "one")  # the store's own tasks/ directory
+    assert a("sync").returncode == 0
+    entries = root_entries(remote)
+    if kind == "nfd-collision":
+        entries.append(("100644", "caf\u00e9s".encode(), raw_blob(remote, b"x")))
+    replaced = {"config-tree": b"config.yaml", "wrong-shard": b"tasks", "executable": b"tasks"}
+    entries = [e for e in entries if e[1] != replaced.get(kind)]
+    bad = commit_tree(
+        remote, raw_tree(remote, [*entries, hostile_entry(remote, kind, remote)]), "x"
+    )
+    result = a("sync")
+    assert result.returncode == 30 and bad[:12] in result.stderr
+    assert reason in result.stderr, result.stderr
+
+
+def test_a_refused_commit_is_refused_even_when_a_later_commit_removes_its_entry(
+    tmp_path: Path, project: tuple[GcRunner, Path]
+) -> None:
+    a, remote = project
+    clean = root_entries(remote)
+    bad = commit_tree(
+        remote, raw_tree(remote, [*clean, hostile_entry(remote, "gitlink", tmp_path)]), "bad"
+    )
+    commit_tree(remote, raw_tree(remote, clean), "remove it again")
+    result = a("sync")
+    assert result.returncode == 30 and bad[:12] in result.stderr
+    # Repaired as the message says: the history rewritten without it, then synced.
+    plumb(remote, "update-ref", "refs/heads/main", plumb(remote, "rev-parse", f"{bad}^"))
+    made = make_id(a, "--title", "after the repair")
+    assert a("sync").returncode == 0
+    assert a.json("sync", "--status")["status"]["refused"] is None
+    assert f"{made}.yaml" in plumb(remote, "ls-tree", "-r", "--name-only", "main")
+
+
+def test_a_store_whose_history_holds_bad_entries_stays_usable_and_touches_nothing_outside(
+    tmp_path: Path, project: tuple[GcRunner, Path]
+) -> None:
+    # A ref moved by hand (or a history from before the gate) holds every hostile kind at
+    # once: commands go on with the valid beads; nothing outside `.beads/` is written, and
+    # a later commit removing the entries deletes nothing outside.
+    a, _remote = project
+    repo = a.cwd / ".beads" / ".git"
+    made = make_id(a, "--title", "valid")
+    victim = a.cwd / ".git" / "config"
+    outside = tmp_path / "a" / "victim.txt"
+    outside.write_text("mine\n")
+    clean = root_entries(repo)
+    kinds = ["dotdot-name", "dotdot-parts", "gitlink", "absolute", "symlink"]
+    hostile = [hostile_entry(repo, kind, outside) for kind in kinds]
+    before = outside_files(tmp_path)
+    project_config = victim.read_bytes()
+    bad = commit_tree(repo, raw_tree(repo, [*clean, *hostile]), "hostile, by hand")
+    assert a.json("bead", "show", made)["bead"]["title"] == "valid"
+    other = make_id(a, "--title", "made after")
+    assert a("mail", "send", "dog", "-m", "hi", env={"GC_AGENT": "mayor"}).returncode == 0
+    assert len(a.json("bead", "list")["beads"]) >= 2
+    assert outside_files(tmp_path) == before and victim.read_bytes() == project_config
+    # gc doctor names the bad commit and the way back; it never says healthy.
+    report = a("doctor")
+    assert report.returncode != 0 and "healthy" not in report.stdout.split("\n")[-1]
+    assert bad[:12] in report.stdout
+    assert f"gc doctor --reset-to {plumb(repo, 'rev-parse', bad + '^')[:12]}" in report.stdout
+    repaired = a("doctor", "--rebuild-index", "--restore-view")
+    assert "index rebuilt from git" in repaired.stdout, repaired.stderr
+    assert a.json("bead", "show", other)["bead"]["title"] == "made after"
+    # A commit that removes the entries again deletes nothing outside.
+    now = root_entries(repo)
+    commit_tree(repo, raw_tree(repo, [e for e in now if e not in hostile]), "remove them")
+    assert a.json("bead", "show", made)["bead"]["title"] == "valid"
+    assert a("doctor", "--rebuild-index", "--restore-view").returncode in (0, 50)
+    assert outside_files(tmp_path) == before and outside.read_text() == "mine\n"
+
+
+def test_doctor_reset_to_leaves_a_refused_commit_and_the_store_is_healthy_again(
+    tmp_path: Path, project: tuple[GcRunner, Path]
+) -> None:
+    a, remote = project
+    repo = a.cwd / ".beads" / ".git"
+    kept = make_id(a, "--title", "before")
+    good = head(a)
+    bad = commit_tree(
+        repo, raw_tree(repo, [*root_entries(repo), hostile_entry(repo, "gitlink", tmp_path)]), "x"
+    )
+    left = make_id(a, "--title", "after the bad commit")
+    found = a.json("doctor")
+    assert not found["healthy"]
+    assert [p["kind"] for p in found["problems"]] == ["history"]
+    assert bad[:12] in found["problems"][0]["message"]
+    # Not an ancestor, not a commit, a bad commit itself: refused, nothing moves.
+    assert a("doctor", "--reset-to", "zz").returncode == 30
+    assert a("doctor", "--reset-to", "0" * 40).returncode == 40
+    assert a("doctor", "--reset-to", bad[:12]).returncode == 30
+    assert head(a) != good
+    reset = a.json("doctor", "--reset-to", good[:12])
+    assert reset["healthy"], reset
+    assert reset["reset"]["to"] == good and len(reset["reset"]["left"]) == 2
+    assert head(a) == good
+    assert a.json("bead", "show", kept)["bead"]["title"] == "before"
+    assert a("bead", "show", left).returncode == 40
+    assert "doctor: reset to" in git("-C", str(repo), "reflog", "main")  # reviewable
+    assert a.json("doctor")["healthy"]
+    assert a("sync").returncode == 0  # nothing refused goes to the remote
+    assert plumb(remote, "rev-parse", "main") == good
+
+
+def test_a_plain_git_push_into_the_store_goes_through_the_same_gate(
+    tmp_path: Path, project: tuple[GcRunner, Path]
+) -> None:
+    a, _remote = project
+    store_git = a.cwd / ".beads" / ".git"
+    hook = store_git / "hooks" / "pre-receive"
+    assert "beads.receivehook" in hook.read_text()
+    made = make_id(a, "--title", "before")
+    work = tmp_path / "work"
+    git("clone", "-q", str(store_git), str(work))
+    ours = head(a)
+
+    def push() -> subprocess.CompletedProcess[str]:
+        git("-c", "user.name=p", "-c", "user.email=p@x", "commit", "-qam", "x", cwd=work)
+        return subprocess.run(["git", "push", "origin", "HEAD:main"], cwd=work,
+                              capture_output=True, text=True)  # fmt: skip
+
+    # A symbolic link, then a file outside the layout: each push refused whole.
+    (work / "tasks" / "link.yaml").symlink_to("/etc/passwd")
+    git("add", "-A", cwd=work)
+    refused = push()
+    assert refused.returncode != 0 and "pre-receive hook declined" in refused.stderr
+    assert "a symbolic link" in refused.stderr and "gc-beads: refused" in refused.stderr
+    assert head(a) == ours
+    git("reset", "-q", "--hard", "origin/main", cwd=work)
+    (work / "notes.txt").write_text("hi\n")
+    git("add", "-A", cwd=work)
+    assert "outside the store's layout" in push().stderr and head(a) == ours
+    # A person's edit of a bead with plain git is taken.
+    git("reset", "-q", "--hard", "origin/main", cwd=work)
+    path = next(work.rglob(f"{made}.yaml"))
+    path.write_text(path.read_text().replace("title: before", "title: by git"))
+    accepted = push()
+    assert accepted.returncode == 0, accepted.stderr
+    assert a.json("bead", "show", made)["bead"]["title"] == "by git"
+    # A hook that is not gc's is kept and reported by gc doctor; a missing one is written.
+    hook.write_text("#!/bin/sh\nexit 0\n")
+    report = a.json("doctor")
+    assert hook.read_text() == "#!/bin/sh\nexit 0\n"
+    assert [p["kind"] for p in report["problems"]] == ["hook"]
+    hook.unlink()
+    report = a.json("doctor")
+    assert report["healthy"] and "beads.receivehook" in hook.read_text()
+    assert any("pre-receive" in line for line in report["fixed"])

@@ -81,13 +81,25 @@ def log_lines(entries: list[LogEntry]) -> str:
     is_flag=True,
     help="With --gc: repack without the git program even where it is installed.",
 )
+@click.option(
+    "--reset-to",
+    metavar="COMMIT",
+    help="Move the branch back to COMMIT (before a commit the history check refuses).",
+)
 @global_options
-def doctor(rebuild_index: bool, restore_view: bool, compact: bool, no_git: bool) -> None:
+def doctor(
+    rebuild_index: bool, restore_view: bool, compact: bool, no_git: bool, reset_to: str | None
+) -> None:
     """Check the repository, the index and the view against HEAD; exit 0 when clean."""
     from beads.checkup import doctor as run_doctor
     from beads.checkup import doctor_steps
 
     store = open_store()
+    reset = None
+    if reset_to is not None:
+        from beads.historycheck import reset_to as reset_branch
+
+        reset = reset_branch(store, reset_to)
     with progress_bar(doctor_steps(compact), "gc doctor") as advance:
         report = run_doctor(
             store,
@@ -102,6 +114,12 @@ def doctor(rebuild_index: bool, restore_view: bool, compact: bool, no_git: bool)
     ]
     lines += [f"fixed: {line}" for line in report.fixed]
     lines += [f"notice: {line}" for line in report.notices]
+    if reset is not None:
+        lines.insert(
+            0,
+            f"reset: the branch moved from {reset['from'][:12]} to {reset['to'][:12]}, leaving "
+            f"{len(reset['left'])} commits (still in the reflog: git -C .beads reflog main)",
+        )
     error = None
     if not report.problems:
         summary = "store is healthy"
@@ -118,6 +136,7 @@ def doctor(rebuild_index: bool, restore_view: bool, compact: bool, no_git: bool)
             "fixed": report.fixed,
             "notices": report.notices,
             "beads": report.beads,
+            **({"reset": reset} if reset is not None else {}),
         },
         "\n".join([*lines, summary]),
         error=error,

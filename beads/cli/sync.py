@@ -134,4 +134,11 @@ def _status_lines(found: dict) -> str:
     lines.append(f"last sync: {when}")
     if found["last_error"]:
         lines.append(f"last error: {found['last_error']}")
+    refused = found.get("refused")
+    if refused:
+        lines.append(
+            f"refused: commit {refused['commit'][:12]} holds {refused['path']}: "
+            f"{refused['reason']}; nothing of it was merged, and 'gc sync' exits 30 until a "
+            "person repairs the remote's history"
+        )
     return "\n".join(lines)
