@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import textwrap
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from beads.cli.main import main as cli_main
+from beads.errors import StorageError
 from beads.reader import branch_head
 from beads.store import Store
 from mail.beadmail import BeadMail
@@ -424,3 +426,51 @@ def test_an_id_of_another_type_is_the_one_wrong_type_error(tmp_path: Path, gc) -
     result = gc("thread", "claim", "--agent", "w", "--thread", task)
     assert result.returncode == 30
     assert result.stderr.strip() == f"gc: {task} is a task, not a thread"
+
+
+def closed_port() -> int:
+    """A port on 127.0.0.1 nothing listens on (bound, then released)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_a_claim_the_remote_cannot_confirm_exits_50_unconfirmed_and_is_released(
+    tmp_path: Path, gc
+) -> None:
+    assert gc("init").returncode == 0
+    url = f"git://127.0.0.1:{closed_port()}/shared.git"
+    assert gc("remote", "add", "origin", url).returncode == 0
+    thr = gc.json("thread", "send", "--from", "leader", "--subject", "Far away")["thread"]
+    thr = thr["thread_id"]
+    failed = gc("thread", "claim", "--agent", "w1", "--thread", thr, "--json")
+    assert failed.returncode == 50, failed.stderr
+    error = json.loads(failed.stdout)["error"]
+    assert (error["code"], error["confirmed"]) == ("storage_error", False)
+    assert len(failed.stderr.strip().splitlines()) == 1 and "released" in failed.stderr
+    # The claim is withdrawn by a commit of its own: the thread is claimable again here.
+    shown = gc.json("thread", "show", "--thread", thr)
+    assert shown["thread"]["lease"] is None and shown["thread"]["status"] == "pending"
+    assert shown["thread"]["claimable"] is True
+    events = [m["payload_json"] for m in shown["messages"] if m["kind"] == "event"]
+    assert [(e["event"], e["to"]) for e in events] == [
+        ("claimed", "claimed"),
+        ("released", "pending"),
+    ]
+    assert events[1]["reason"] == "unconfirmed"
+    log = subprocess.run(
+        ["git", "log", "--format=%s", "-2", "main"],
+        cwd=tmp_path / ".beads" / ".git",
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    assert log[0].startswith(f"thread release {thr}") and log[1].startswith(f"thread claim {thr}")
+    # The Python API says the same.
+    with Store.open(tmp_path, agent="leader") as store:
+        api = Threads(store)
+        with pytest.raises(StorageError) as raised:
+            api.claim("w2", thr)
+        assert raised.value.details["confirmed"] is False
+        assert api.get(thr).lease is None
+        api.close()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import time
 
+from beads.errors import GcError
 from beads.record import check_agent
 from beads.times import now_stamp, stamp_at
 from inbox.follow import Change
@@ -67,14 +68,25 @@ class ThreadLeases(ThreadWriter):
 
     def _confirm(self, thread_id: str, lease: Lease) -> None:
         """With a remote, a claim stands once the remote accepted it: a sync whose merge gave
-        the thread to another machine's claim (one the remote accepted first) is a LeaseConflict."""
+        the thread to another machine's claim (one the remote accepted first) is a
+        LeaseConflict. A sync that fails (the remote unreachable, refused, interrupted) leaves
+        the claim unconfirmed: it is released by a follow-up commit before the error goes on,
+        marked `confirmed: false`, so no unconfirmed lease outlives the call."""
         from beads.autosync import has_remote
 
         if not has_remote(self.store.root / ".git"):
             return  # one machine: the commit under the write lock is the claim
         from beads.sync import sync
 
-        sync(self.store)
+        try:
+            sync(self.store)
+        except (GcError, KeyboardInterrupt) as exc:
+            withdrawn = self._withdraw(thread_id, lease)
+            if isinstance(exc, GcError):
+                exc.details["confirmed"] = False
+                if withdrawn:
+                    exc.message += "; the claim was not confirmed and is released"
+            raise
         held = Thread.from_bead(self._thread_bead(thread_id)).lease
         if held is None or held.token != lease.token:
             raise LeaseConflict(
@@ -83,6 +95,25 @@ class ThreadLeases(ThreadWriter):
                 holder=held.agent if held else None,
                 expires_at=held.expires_at if held else None,
             )
+
+    def _withdraw(self, thread_id: str, lease: Lease) -> bool:
+        """Release an unconfirmed claim (one commit, an event saying why); False when the
+        thread no longer carries that lease (a merge gave it to another claim)."""
+        with self._writing(thread_id) as w:
+            held = w.thread.lease
+            if held is None or held.token != lease.token or w.thread.status not in HELD:
+                return False
+            change = {
+                "event": "released",
+                "from": w.thread.status,
+                "to": "pending",
+                "reason": "unconfirmed",
+                "lease": lease.to_json(),
+            }
+            text = "claim not confirmed by the remote: released"
+            w.change(lease.agent, change, status="pending", unset=("lease",), summary=text)
+            w.describe("release", lease.agent, text)
+        return True
 
     def renew(
         self, agent: str, thread: str, *, lease_seconds: float = DEFAULT_LEASE_SECONDS
