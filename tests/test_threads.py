@@ -474,3 +474,86 @@ def test_a_claim_the_remote_cannot_confirm_exits_50_unconfirmed_and_is_released(
         assert raised.value.details["confirmed"] is False
         assert api.get(thr).lease is None
         api.close()
+
+
+def wait_until_claimable(api: Threads, thread: str, deadline: float = 30.0) -> None:
+    """Wait (polling, generous deadline) until the thread's lease has run out."""
+    ends = time.monotonic() + deadline
+    while not api.get(thread).claimable(time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime())):
+        assert time.monotonic() < ends, "the lease never ran out"
+        time.sleep(0.05)
+
+
+def test_a_stale_process_of_the_same_agent_cannot_write_after_a_newer_claim(
+    tmp_path: Path, threads: Threads
+) -> None:
+    thr = threads.send("leader", subject="Re-claimed")[0].thread_id
+    stale = Threads(threads.store)  # one worker process of agent w
+    old = stale.claim("w", thr, lease_seconds=1)
+    wait_until_claimable(threads, thr)
+    # A newer process of the same agent name takes the thread over, through the CLI.
+    newer = inbox_json(tmp_path, "claim", "--agent", "w", "--thread", thr)["lease"]
+    assert newer["agent"] == "w" and newer["token"] != old.token
+    head = branch_head(tmp_path / ".beads")
+    with pytest.raises(LeaseConflict) as refused:
+        stale.done("w", thr, summary="stale result")
+    assert refused.value.details["holder"] == "w"
+    for call in (
+        lambda: stale.update("w", thr, summary="still mine?"),
+        lambda: stale.renew("w", thr),
+        lambda: stale.release("w", thr),
+        lambda: stale.fail("w", thr),
+        lambda: stale.reply("w", thr, summary="hello"),
+        lambda: stale.cancel("w", thr),
+    ):
+        with pytest.raises(LeaseConflict):
+            call()
+    # The stale token given on the command line is refused too, and nothing was written.
+    given = inbox_json(
+        tmp_path, "done", "--agent", "w", "--thread", thr, "--lease-token", old.token, check=20
+    )
+    assert given["error"]["code"] == "lease_conflict" and given["error"]["holder"] == "w"
+    assert branch_head(tmp_path / ".beads") == head
+    # The newer process finishes with the token its claim kept (no option needed).
+    done = inbox_json(tmp_path, "done", "--agent", "w", "--thread", thr, "--summary", "ok")
+    assert done["thread"]["status"] == "done"
+    stale.close()
+
+
+@pytest.mark.parametrize(
+    "verb",
+    ["renew", "update", "done", "fail", "release", "reply --from w", "cancel"],
+)
+def test_every_holder_write_checks_a_given_lease_token(
+    verb: str, tmp_path: Path, threads: Threads, capsys: pytest.CaptureFixture[str]
+) -> None:
+    thr = threads.send("leader", to="w", subject=f"token for {verb}")[0].thread_id
+    where = ("--beads-dir", str(tmp_path), "--json")
+    code, out, _err = in_process(capsys, "claim", "--agent", "w", "--thread", thr, *where)
+    token = json.loads(out)["lease"]["token"]
+    head = branch_head(tmp_path / ".beads")
+    words = [*verb.split(), "--thread", thr, *where]
+    if not verb.startswith("reply"):
+        words += ["--agent", "w"]
+    code, out, err = in_process(capsys, *words, "--lease-token", "0" * 16)
+    assert code == 20, (out, err)
+    assert json.loads(out)["error"]["code"] == "lease_conflict"
+    assert len(err.strip().splitlines()) == 1
+    assert branch_head(tmp_path / ".beads") == head
+    code, out, err = in_process(capsys, *words, "--lease-token", token)
+    assert code == 0, (out, err)
+    assert branch_head(tmp_path / ".beads") != head
+
+
+def test_anyone_may_still_reply_and_cancel_without_a_token(
+    tmp_path: Path, threads: Threads
+) -> None:
+    thr = threads.send("leader", to="w", subject="Overridden")[0].thread_id
+    inbox_json(tmp_path, "claim", "--agent", "w", "--thread", thr)
+    sent = inbox_json(tmp_path, "reply", "--from", "leader", "--thread", thr, "--summary", "hi")
+    assert sent["message"]["to_agent"] == "w"
+    assert inbox_json(tmp_path, "reply", "--from", "w", "--thread", thr)["message"]["kind"]
+    cancelled = inbox_json(tmp_path, "cancel", "--agent", "leader", "--thread", thr)
+    assert cancelled["thread"]["status"] == "cancelled"
+    with pytest.raises(LeaseConflict):  # a token given for a thread nobody holds
+        threads.reply("w", thr, summary="late", lease_token="0" * 16)
