@@ -557,3 +557,75 @@ def test_anyone_may_still_reply_and_cancel_without_a_token(
     assert cancelled["thread"]["status"] == "cancelled"
     with pytest.raises(LeaseConflict):  # a token given for a thread nobody holds
         threads.reply("w", thr, summary="late", lease_token="0" * 16)
+
+
+def test_a_holder_waiting_for_a_reply_stops_when_its_lease_is_gone(
+    tmp_path: Path, threads: Threads
+) -> None:
+    thr = threads.send("leader", to="w", subject="Waiting worker")[0].thread_id
+    token = inbox_json(tmp_path, "claim", "--agent", "w", "--thread", thr)["lease"]["token"]
+    inbox_json(tmp_path, "update", "--agent", "w", "--thread", thr, "--status", "in_progress")
+    wait = [INBOX, "wait-reply", "--thread", thr, "--timeout-seconds", "60", "--json"]
+    # While the lease holds, an answer wakes the holder as before.
+    cursor = str(threads.last_event())
+    waiter = subprocess.Popen(
+        [*wait, "--lease-token", token, "--after-event", cursor],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    answer = threads.reply("leader", thr, summary="go on")
+    woke = json.loads(waiter.communicate(timeout=60)[0])
+    assert waiter.returncode == 0 and woke["message"]["message_id"] == answer.message_id
+    # The leader cancels the thread: the holder's wait ends in lease_conflict, not a timeout.
+    waiter = subprocess.Popen(
+        [*wait, "--lease-token", token], cwd=tmp_path, stdout=subprocess.PIPE, text=True
+    )
+    threads.reply("leader", thr, kind="progress", summary="not what it waits for")
+    threads.cancel("leader", thr, reason="no longer needed")
+    ended = json.loads(waiter.communicate(timeout=60)[0])
+    assert waiter.returncode == 20, ended
+    assert (ended["error"]["code"], ended["error"]["status"]) == ("lease_conflict", "cancelled")
+    # A token that is not the thread's lease is refused at once, as in the API.
+    refused = inbox_json(tmp_path, *wait[1:-1], "--lease-token", "0" * 16, check=20)
+    assert refused["error"]["code"] == "lease_conflict"
+    with pytest.raises(LeaseConflict):
+        threads.wait_reply(thr, lease_token=token, timeout=60)
+
+
+def test_a_holder_on_another_machine_cannot_renew_or_finish_after_a_takeover(
+    tmp_path: Path,
+) -> None:
+    # Two machines, one agent name: a's lease ran out and b took the thread over (confirmed
+    # by the remote). a has not synced: its renewal is a claim again and loses; its other
+    # writes are refused by the token its claim kept.
+    from tests.conftest import GcRunner
+
+    remote = tmp_path / "shared.git"
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(remote)], check=True)
+    a, b = GcRunner(tmp_path / "a"), GcRunner(tmp_path / "b")
+    a.cwd.mkdir()
+    b.cwd.mkdir()
+    assert a("init").returncode == 0 and a("remote", "add", "origin", str(remote)).returncode == 0
+    thr = a.json("thread", "send", "--from", "leader", "--subject", "Shared")["thread"]
+    thr = thr["thread_id"]
+    assert a("sync").returncode == 0 and b("clone", str(remote)).returncode == 0
+    claim = ("thread", "claim", "--agent", "w", "--thread", thr)
+    old = a.json(*claim, "--lease-seconds", "1")["lease"]
+    assert b("sync").returncode == 0
+    with Store.open(b.cwd, agent="leader") as store:
+        api = Threads(store)
+        wait_until_claimable(api, thr)
+        api.close()
+    new = b.json(*claim)["lease"]
+    assert new["token"] != old["token"]
+    renewed = a("thread", "renew", "--agent", "w", "--thread", thr, "--json")
+    assert renewed.returncode == 20, renewed.stderr
+    assert json.loads(renewed.stdout)["error"]["code"] == "lease_conflict"
+    assert a.json("thread", "show", "--thread", thr)["thread"]["lease"] == new
+    finished = a("thread", "done", "--agent", "w", "--thread", thr, "--json")
+    assert finished.returncode == 20, finished.stderr
+    assert json.loads(finished.stdout)["error"]["holder"] == "w"
+    assert b.json("thread", "done", "--agent", "w", "--thread", thr)["thread"]["status"] == "done"
+    assert b("sync").returncode == 0 and a("sync").returncode == 0
+    assert a.json("thread", "show", "--thread", thr)["thread"]["status"] == "done"

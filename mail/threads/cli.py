@@ -460,6 +460,11 @@ def watch(statuses: str | None, after_event: int | None, timeout_seconds: float)
 @click.option("--after-message", help="Wait for messages after this one (any machine).")
 @click.option("--kinds", default=",".join(REPLY_KINDS), show_default=True, help="A comma list.")
 @timeout_option
+@click.option(
+    "--lease-token",
+    help="The holder's token: stop waiting (exit 20 lease_conflict) once the thread no "
+    "longer carries this lease.",
+)
 @global_options
 def wait_reply(
     thread_id: str,
@@ -467,6 +472,7 @@ def wait_reply(
     after_message: str | None,
     kinds: str,
     timeout_seconds: float,
+    lease_token: str | None,
 ) -> None:
     """Block until a reply of these kinds comes in the thread; exit 10 on timeout."""
     wake = threads().wait_reply(
@@ -475,6 +481,7 @@ def wait_reply(
         after_message=after_message,
         kinds=parse_list(kinds, KINDS, "--kinds") or (),
         timeout=timeout_seconds,
+        lease_token=lease_token,
     )
     emit_wake(wake, lambda: message_line(wake.message) if wake.message else "")
 

@@ -154,10 +154,15 @@ class ThreadLeases(ThreadWriter):
             if w.thread.status not in HELD:
                 raise w.refuse("renew")
             held = held_by(w.thread, agent, self._token(agent, w.thread.thread_id, lease_token))
+            expired = not held.live(now_stamp())
             lease = Lease(agent, held.token, held.claimed_at, stamp_at(time.time() + seconds))
             bead = w.batch.update(w.thread.thread_id, meta={"lease": lease.to_json()})
             w.changes.append(Change(bead))
             w.describe("renew", agent, f"lease until {lease.expires_at}")
+        if expired:
+            # A lease that ran out may have been claimed on another machine meanwhile:
+            # renewing it is a claim again, and stands only once the remote accepted it.
+            self._confirm(w.thread.thread_id, lease)
         return lease
 
     def release(
