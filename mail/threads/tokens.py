@@ -14,10 +14,10 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from urllib.parse import quote
 
 from beads import files
 from beads.errors import Conflict
+from beads.record import check_agent
 from beads.store import Store
 
 LEASES_DIR = "leases"
@@ -26,8 +26,9 @@ LOCK_TIMEOUT = 30.0
 
 
 def token_file(store: Store, agent: str) -> Path:
-    """The agent's file (an agent `rig/name` is one file name: `rig%2Fname.json`)."""
-    return store.runtime / LEASES_DIR / f"{quote(agent, safe='')}.json"
+    """The agent's file (an agent `rig/name` is one file name: `rig%2Fname.json`; agent
+    names are checked, `beads.record.check_agent`: letters, digits, `.`, `_`, `-`, one `/`)."""
+    return store.runtime / LEASES_DIR / f"{check_agent(agent).replace('/', '%2F')}.json"
 
 
 def read_tokens(store: Store, agent: str) -> dict[str, str]:
