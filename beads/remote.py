@@ -151,7 +151,9 @@ def _fetch(
             received.seek(0, 2)
             with locked() if locked is not None else contextlib.nullcontext():
                 _store_pack(git, received, url, thin)
-    refs = {k: v for k, v in (result_refs or seen).items() if v is not None}
+    # The refs `wants` saw are those the pack was made for: dulwich's local client reads the
+    # refs again after packing, when a push may have moved the branch to a commit not sent.
+    refs = {k: v for k, v in (seen or result_refs or {}).items() if v is not None}
     head = refs.get(BRANCH.encode())
     if head is None:
         if any(name.startswith(b"refs/heads/") for name in refs):
@@ -286,11 +288,17 @@ def push(git: GitRepo, url: str, expected: bytes | None, new: bytes) -> bool:
         objects = objects_since(git, new, expected)
         return pack_objects_to_data([(obj, None) for obj in objects], ofs_delta=False)
 
+    from dulwich.file import FileLocked
+
     try:
         with deadline(timeout, timer=_needs_timer(client)) as progress:
             result = client.send_pack(path, update_refs, pack_data, progress=progress)
     except GcError:
         raise
+    except FileLocked:
+        # A local-path or file:// remote whose branch another push holds locked right now:
+        # that push moves the branch, so ours is stale, as a refused compare-and-swap is.
+        return False
     except Exception as exc:
         raise transport_error(url, exc, timeout) from None
     if stale:
@@ -298,12 +306,29 @@ def push(git: GitRepo, url: str, expected: bytes | None, new: bytes) -> bool:
     status = (result.ref_status or {}).get(BRANCH.encode())
     if status is not None:
         text = status.decode() if isinstance(status, bytes) else str(status)
-        if "stale" in text or "non-fast-forward" in text or "fetch first" in text:
-            return False
-        if "lock" in text:
+        if any(word in text for word in _MOVED) or _moved(client, path, expected):
             return False
         raise StorageError(f"the remote {url} refused the push: {text}")
     return True
+
+
+def _moved(client: GitClient, path: str, expected: bytes | None) -> bool:
+    """Whether the remote's branch is no longer `expected`: a refusal worded otherwise
+    (git's "failed to update ref" when another push moved the branch under its lock) is a
+    lost race only then."""
+    try:
+        refs = client.get_refs(path)
+    except Exception:  # the remote answered the push; a second question failing says nothing
+        return False
+    current = (refs.refs or {}).get(BRANCH.encode())
+    return (None if current == b"0" * 40 else current) != expected
+
+
+# Words of a refused ref update that mean "the branch moved or is moving": another push won
+# the race, so fetch and merge again. git's receive-pack says stale, non-fast-forward, fetch
+# first or "failed to lock"; dulwich's local client "unable to set" when its compare-and-swap
+# of the ref found another value.
+_MOVED = ("stale", "non-fast-forward", "fetch first", "lock", "unable to set")
 
 
 def only_in(git: GitRepo, new: bytes, known: bytes | None) -> list[bytes]:

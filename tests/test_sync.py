@@ -860,3 +860,57 @@ def test_a_plain_git_push_into_the_store_goes_through_the_same_gate(
     report = a.json("doctor")
     assert report["healthy"] and "beads.receivehook" in hook.read_text()
     assert any("pre-receive" in line for line in report["fixed"])
+
+
+@pytest.mark.parametrize("kind", ["path", "file", "git"])
+def test_racing_claims_on_separate_machines_end_in_one_winner_and_clean_conflicts(
+    tmp_path: Path, kind: str, request: pytest.FixtureRequest
+) -> None:
+    # Several machines claim one thread at once, each pushing to the one remote: for every
+    # kind of remote one claim stands and the others are exit 20 lease_conflict. A local-path
+    # remote's ref lock, its compare-and-swap and its refs read after packing were exit 50.
+    from tests.conftest import gc_program
+
+    if kind == "git":
+        url = f"{request.getfixturevalue('daemon')}/shared.git"
+    else:
+        where = bare(tmp_path / "shared.git")
+        url = str(where) if kind == "path" else where.as_uri()
+    machines = [machine(tmp_path, f"m{n}") for n in range(5)]
+    first = machines[0]
+    assert first("init").returncode == 0
+    assert first("remote", "add", "origin", url).returncode == 0
+    assert first("sync").returncode == 0
+    for other in machines[1:]:
+        assert other("clone", url).returncode == 0
+    for round_ in range(3):
+        made = first.json("thread", "send", "--from", "leader", "--subject", f"race {round_}")
+        thread = made["thread"]["thread_id"]
+        for side in machines:
+            assert side("sync").returncode == 0
+        claim = [gc_program(), "thread", "claim", "--thread", thread, "--json"]
+        racers = [
+            subprocess.Popen(
+                [*claim, "--agent", f"w{n}"],
+                cwd=side.cwd,
+                env=side.env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for n, side in enumerate(machines)
+        ]
+        ended = [(p.wait(timeout=120), *p.communicate()) for p in racers]
+        codes = sorted(code for code, _out, _err in ended)
+        assert codes == [0] + [20] * (len(machines) - 1), [e for e in ended if e[0] != 20]
+        winner = next(json.loads(out) for code, out, _err in ended if code == 0)["lease"]
+        for code, out, _err in ended:
+            if code:
+                error = json.loads(out)["error"]
+                assert (error["code"], error["holder"]) == ("lease_conflict", winner["agent"])
+        for side in machines:
+            assert side("sync").returncode == 0
+            held = side.json("thread", "show", "--thread", thread)["thread"]["lease"]
+            assert held == winner
+    served = tmp_path / ("srv" if kind == "git" else "") / "shared.git"
+    git("fsck", "--strict", cwd=served)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from beads.cli.main import main as cli_main
+from beads.errors import StorageError
 from beads.reader import branch_head
 from beads.store import Store
 from mail.beadmail import BeadMail
@@ -543,3 +545,206 @@ def test_an_index_of_the_older_schema_hands_its_event_ids_to_the_event_log(
     newer = gc_json(tmp_path, "thread", "reply", "--from", "leader", "--thread", thr,
                     "--summary", "b")["message"]  # fmt: skip
     assert newer["event_id"] == 121
+
+
+def closed_port() -> int:
+    """A port on 127.0.0.1 nothing listens on (bound, then released)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_a_claim_the_remote_cannot_confirm_exits_50_unconfirmed_and_is_released(
+    tmp_path: Path, gc
+) -> None:
+    assert gc("init").returncode == 0
+    url = f"git://127.0.0.1:{closed_port()}/shared.git"
+    assert gc("remote", "add", "origin", url).returncode == 0
+    thr = gc.json("thread", "send", "--from", "leader", "--subject", "Far away")["thread"]
+    thr = thr["thread_id"]
+    failed = gc("thread", "claim", "--agent", "w1", "--thread", thr, "--json")
+    assert failed.returncode == 50, failed.stderr
+    error = json.loads(failed.stdout)["error"]
+    assert (error["code"], error["confirmed"]) == ("storage_error", False)
+    assert len(failed.stderr.strip().splitlines()) == 1 and "released" in failed.stderr
+    # The claim is withdrawn by a commit of its own: the thread is claimable again here.
+    shown = gc.json("thread", "show", "--thread", thr)
+    assert shown["thread"]["lease"] is None and shown["thread"]["status"] == "pending"
+    assert shown["thread"]["claimable"] is True
+    events = [m["payload_json"] for m in shown["messages"] if m["kind"] == "event"]
+    assert [(e["event"], e["to"]) for e in events] == [
+        ("claimed", "claimed"),
+        ("released", "pending"),
+    ]
+    assert events[1]["reason"] == "unconfirmed"
+    log = subprocess.run(
+        ["git", "log", "--format=%s", "-2", "main"],
+        cwd=tmp_path / ".beads" / ".git",
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    assert log[0].startswith(f"thread release {thr}") and log[1].startswith(f"thread claim {thr}")
+    # The Python API says the same.
+    with Store.open(tmp_path, agent="leader") as store:
+        api = Threads(store)
+        with pytest.raises(StorageError) as raised:
+            api.claim("w2", thr)
+        assert raised.value.details["confirmed"] is False
+        assert api.get(thr).lease is None
+        api.close()
+
+
+def wait_until_claimable(api: Threads, thread: str, deadline: float = 30.0) -> None:
+    """Wait (polling, generous deadline) until the thread's lease has run out."""
+    ends = time.monotonic() + deadline
+    while not api.get(thread).claimable(time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime())):
+        assert time.monotonic() < ends, "the lease never ran out"
+        time.sleep(0.05)
+
+
+def test_a_stale_process_of_the_same_agent_cannot_write_after_a_newer_claim(
+    tmp_path: Path, threads: Threads
+) -> None:
+    thr = threads.send("leader", subject="Re-claimed")[0].thread_id
+    stale = Threads(threads.store)  # one worker process of agent w
+    old = stale.claim("w", thr, lease_seconds=1)
+    wait_until_claimable(threads, thr)
+    # A newer process of the same agent name takes the thread over, through the CLI.
+    newer = inbox_json(tmp_path, "claim", "--agent", "w", "--thread", thr)["lease"]
+    assert newer["agent"] == "w" and newer["token"] != old.token
+    head = branch_head(tmp_path / ".beads")
+    with pytest.raises(LeaseConflict) as refused:
+        stale.done("w", thr, summary="stale result")
+    assert refused.value.details["holder"] == "w"
+    for call in (
+        lambda: stale.update("w", thr, summary="still mine?"),
+        lambda: stale.renew("w", thr),
+        lambda: stale.release("w", thr),
+        lambda: stale.fail("w", thr),
+        lambda: stale.reply("w", thr, summary="hello"),
+        lambda: stale.cancel("w", thr),
+    ):
+        with pytest.raises(LeaseConflict):
+            call()
+    # The stale token given on the command line is refused too, and nothing was written.
+    given = inbox_json(
+        tmp_path, "done", "--agent", "w", "--thread", thr, "--lease-token", old.token, check=20
+    )
+    assert given["error"]["code"] == "lease_conflict" and given["error"]["holder"] == "w"
+    assert branch_head(tmp_path / ".beads") == head
+    # The newer process finishes with the token its claim kept (no option needed).
+    done = inbox_json(tmp_path, "done", "--agent", "w", "--thread", thr, "--summary", "ok")
+    assert done["thread"]["status"] == "done"
+    stale.close()
+
+
+@pytest.mark.parametrize(
+    "verb",
+    ["renew", "update", "done", "fail", "release", "reply --from w", "cancel"],
+)
+def test_every_holder_write_checks_a_given_lease_token(
+    verb: str, tmp_path: Path, threads: Threads, capsys: pytest.CaptureFixture[str]
+) -> None:
+    thr = threads.send("leader", to="w", subject=f"token for {verb}")[0].thread_id
+    where = ("--beads-dir", str(tmp_path), "--json")
+    code, out, _err = in_process(capsys, "claim", "--agent", "w", "--thread", thr, *where)
+    token = json.loads(out)["lease"]["token"]
+    head = branch_head(tmp_path / ".beads")
+    words = [*verb.split(), "--thread", thr, *where]
+    if not verb.startswith("reply"):
+        words += ["--agent", "w"]
+    code, out, err = in_process(capsys, *words, "--lease-token", "0" * 16)
+    assert code == 20, (out, err)
+    assert json.loads(out)["error"]["code"] == "lease_conflict"
+    assert len(err.strip().splitlines()) == 1
+    assert branch_head(tmp_path / ".beads") == head
+    code, out, err = in_process(capsys, *words, "--lease-token", token)
+    assert code == 0, (out, err)
+    assert branch_head(tmp_path / ".beads") != head
+
+
+def test_anyone_may_still_reply_and_cancel_without_a_token(
+    tmp_path: Path, threads: Threads
+) -> None:
+    thr = threads.send("leader", to="w", subject="Overridden")[0].thread_id
+    inbox_json(tmp_path, "claim", "--agent", "w", "--thread", thr)
+    sent = inbox_json(tmp_path, "reply", "--from", "leader", "--thread", thr, "--summary", "hi")
+    assert sent["message"]["to_agent"] == "w"
+    assert inbox_json(tmp_path, "reply", "--from", "w", "--thread", thr)["message"]["kind"]
+    cancelled = inbox_json(tmp_path, "cancel", "--agent", "leader", "--thread", thr)
+    assert cancelled["thread"]["status"] == "cancelled"
+    with pytest.raises(LeaseConflict):  # a token given for a thread nobody holds
+        threads.reply("w", thr, summary="late", lease_token="0" * 16)
+
+
+def test_a_holder_waiting_for_a_reply_stops_when_its_lease_is_gone(
+    tmp_path: Path, threads: Threads
+) -> None:
+    thr = threads.send("leader", to="w", subject="Waiting worker")[0].thread_id
+    token = inbox_json(tmp_path, "claim", "--agent", "w", "--thread", thr)["lease"]["token"]
+    inbox_json(tmp_path, "update", "--agent", "w", "--thread", thr, "--status", "in_progress")
+    wait = [INBOX, "wait-reply", "--thread", thr, "--timeout-seconds", "60", "--json"]
+    # While the lease holds, an answer wakes the holder as before.
+    cursor = str(threads.last_event())
+    waiter = subprocess.Popen(
+        [*wait, "--lease-token", token, "--after-event", cursor],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    answer = threads.reply("leader", thr, summary="go on")
+    woke = json.loads(waiter.communicate(timeout=60)[0])
+    assert waiter.returncode == 0 and woke["message"]["message_id"] == answer.message_id
+    # The leader cancels the thread: the holder's wait ends in lease_conflict, not a timeout.
+    waiter = subprocess.Popen(
+        [*wait, "--lease-token", token], cwd=tmp_path, stdout=subprocess.PIPE, text=True
+    )
+    threads.reply("leader", thr, kind="progress", summary="not what it waits for")
+    threads.cancel("leader", thr, reason="no longer needed")
+    ended = json.loads(waiter.communicate(timeout=60)[0])
+    assert waiter.returncode == 20, ended
+    assert (ended["error"]["code"], ended["error"]["status"]) == ("lease_conflict", "cancelled")
+    # A token that is not the thread's lease is refused at once, as in the API.
+    refused = inbox_json(tmp_path, *wait[1:-1], "--lease-token", "0" * 16, check=20)
+    assert refused["error"]["code"] == "lease_conflict"
+    with pytest.raises(LeaseConflict):
+        threads.wait_reply(thr, lease_token=token, timeout=60)
+
+
+def test_a_holder_on_another_machine_cannot_renew_or_finish_after_a_takeover(
+    tmp_path: Path,
+) -> None:
+    # Two machines, one agent name: a's lease ran out and b took the thread over (confirmed
+    # by the remote). a has not synced: its renewal is a claim again and loses; its other
+    # writes are refused by the token its claim kept.
+    from tests.conftest import GcRunner
+
+    remote = tmp_path / "shared.git"
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(remote)], check=True)
+    a, b = GcRunner(tmp_path / "a"), GcRunner(tmp_path / "b")
+    a.cwd.mkdir()
+    b.cwd.mkdir()
+    assert a("init").returncode == 0 and a("remote", "add", "origin", str(remote)).returncode == 0
+    thr = a.json("thread", "send", "--from", "leader", "--subject", "Shared")["thread"]
+    thr = thr["thread_id"]
+    assert a("sync").returncode == 0 and b("clone", str(remote)).returncode == 0
+    claim = ("thread", "claim", "--agent", "w", "--thread", thr)
+    old = a.json(*claim, "--lease-seconds", "1")["lease"]
+    assert b("sync").returncode == 0
+    with Store.open(b.cwd, agent="leader") as store:
+        api = Threads(store)
+        wait_until_claimable(api, thr)
+        api.close()
+    new = b.json(*claim)["lease"]
+    assert new["token"] != old["token"]
+    renewed = a("thread", "renew", "--agent", "w", "--thread", thr, "--json")
+    assert renewed.returncode == 20, renewed.stderr
+    assert json.loads(renewed.stdout)["error"]["code"] == "lease_conflict"
+    assert a.json("thread", "show", "--thread", thr)["thread"]["lease"] == new
+    finished = a("thread", "done", "--agent", "w", "--thread", thr, "--json")
+    assert finished.returncode == 20, finished.stderr
+    assert json.loads(finished.stdout)["error"]["holder"] == "w"
+    assert b.json("thread", "done", "--agent", "w", "--thread", thr)["thread"]["status"] == "done"
+    assert b("sync").returncode == 0 and a("sync").returncode == 0
+    assert a.json("thread", "show", "--thread", thr)["thread"]["status"] == "done"

@@ -104,9 +104,11 @@ class Threads(ThreadLeases):
         body: str = "",
         payload: dict[str, Any] | None = None,
         artifacts: Sequence[dict[str, Any]] = (),
+        lease_token: str | None = None,
     ) -> tuple[Thread, ThreadMessage]:
         """Report on a held thread: a `progress` message, or with `status` blocked a
-        `question` (to the thread's creator); a status change also writes its event."""
+        `question` (to the thread's creator); a status change also writes its event.
+        `lease_token` (else this object's own claim's) must be the live lease's."""
         check_agent(agent)
         if status is not None:
             check_status(status, ("in_progress", "blocked"), "--status")
@@ -119,7 +121,7 @@ class Threads(ThreadLeases):
             }[status]
             if current.status not in allowed:
                 raise w.refuse(f"update --status {status}" if status else "update")
-            held_by(current, agent)
+            held_by(current, agent, self._token(agent, current.thread_id, lease_token))
             kind = "question" if status == "blocked" else "progress"
             to = _other(current, agent) if kind == "question" else None
             text = summary_line(summary, f"{kind}: {current.subject}")
@@ -142,14 +144,18 @@ class Threads(ThreadLeases):
         body: str = "",
         payload: dict[str, Any] | None = None,
         artifacts: Sequence[dict[str, Any]] = (),
+        lease_token: str | None = None,
     ) -> ThreadMessage:
         """A message in the thread, to `to` (default: the other side: the assignee when the
-        creator writes, else the creator). Changes no status."""
+        creator writes, else the creator). Changes no status. The holder's reply is checked
+        as its other writes are (`lease_token`, else its own claim's); anyone else's is not,
+        unless it gives a token."""
         check_agent(sender, what="sender")
         if to is not None:
             check_agent(to, what="recipient")
         check_kind(kind)
         with self._writing(thread) as w:
+            self._as_holder(w.thread, sender, lease_token)
             to = to if to is not None else _other(w.thread, sender)
             text = summary_line(summary, f"{kind}: {w.thread.subject}")
             made = w.message(sender, to, kind, text, body, payload, artifacts)
@@ -174,6 +180,7 @@ class Threads(ThreadLeases):
         body: str = "",
         payload: dict[str, Any] | None = None,
         artifacts: Sequence[dict[str, Any]] = (),
+        lease_token: str | None = None,
     ) -> tuple[Thread, ThreadMessage]:
         check_agent(agent)
         verb = "done" if status == "done" else "fail"
@@ -181,13 +188,14 @@ class Threads(ThreadLeases):
             current = w.thread
             if current.status not in HELD:
                 raise w.refuse("finish (done)" if verb == "done" else "fail")
-            held_by(current, agent)
+            held_by(current, agent, self._token(agent, current.thread_id, lease_token))
             text = summary_line(summary, f"{status}: {current.subject}")
             to = _other(current, agent)
             made = w.message(agent, to, "result", text, body, payload, artifacts)
             change = {"event": "status", "from": current.status, "to": status}
             bead = w.change(agent, change, status=status, unset=("lease",))
             w.describe(verb, agent, text)
+        self.own_tokens.pop((agent, current.thread_id), None)
         return Thread.from_bead(bead), self._shown(made)
 
     def cancel(
@@ -197,13 +205,16 @@ class Threads(ThreadLeases):
         *,
         reason: str | None = None,
         artifacts: Sequence[dict[str, Any]] = (),
+        lease_token: str | None = None,
     ) -> Thread:
-        """Cancel a thread that is not finished (anyone may: a leader's override)."""
+        """Cancel a thread that is not finished (anyone may: a leader's override; the
+        holder's cancel is checked as its other writes are)."""
         check_agent(agent)
         with self._writing(thread) as w:
             current = w.thread
             if current.status in TERMINAL:
                 raise w.refuse("cancel")
+            self._as_holder(current, agent, lease_token)
             change: dict[str, Any] = {"event": "status", "from": current.status, "to": "cancelled"}
             if current.lease is not None:
                 change["lease"] = current.lease.to_json()
@@ -216,7 +227,17 @@ class Threads(ThreadLeases):
                 artifacts=artifacts,
             )
             w.describe("cancel", agent, reason or "")
+        self.own_tokens.pop((agent, current.thread_id), None)
         return Thread.from_bead(bead)
+
+    def _as_holder(self, thread: Thread, agent: str, lease_token: str | None) -> None:
+        """For writes anyone may make (reply, cancel): a given token must be the live
+        lease's; without one, the lease's agent acting is checked against its own claim."""
+        token = self._token(agent, thread.thread_id, lease_token)
+        if token is None:
+            return
+        if lease_token is not None or (thread.lease is not None and thread.lease.agent == agent):
+            held_by(thread, agent, token)
 
 
 def _check_name(value: str, what: str) -> str:

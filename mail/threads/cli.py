@@ -31,6 +31,7 @@ from mail.threads.model import (
     parse_list,
     parse_object,
 )
+from mail.threads.tokens import keep_token, read_tokens
 
 
 @click.group()
@@ -51,6 +52,22 @@ def threads(sender: str | None = None) -> Threads:
 
 def me() -> str:
     return acting_agent(settings().agent)
+
+
+def as_holder(api: Threads, agent: str) -> Threads:
+    """`api`, knowing the tokens this machine's claims of `agent` got (`.runtime/leases/`):
+    a write without --lease-token must match the agent's last claim of its thread."""
+    for thread_id, token in read_tokens(api.store, agent).items():
+        api.remember(agent, thread_id, token)
+    return api
+
+
+def lease_token_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option(
+        "--lease-token",
+        help="The token `claim` returned: refused (exit 20 lease_conflict) unless it is the "
+        "live lease's. Default: the agent's last claim of the thread on this machine.",
+    )(func)
 
 
 # -- shared options ------------------------------------------------------------------------
@@ -242,22 +259,28 @@ def fetch(statuses: str, limit: int, unread: bool) -> None:
 def claim(thread_id: str, lease_seconds: float) -> None:
     """Take the thread's lease (exit 20 lease_conflict while another agent holds one)."""
     api = threads()
-    _emit_lease(api, thread_id, api.claim(me(), thread_id, lease_seconds=lease_seconds), "Claimed")
+    agent = me()
+    lease = api.claim(agent, thread_id, lease_seconds=lease_seconds)
+    held = api.get(thread_id)
+    keep_token(api.store, agent, held.thread_id, lease.token)
+    _emit_lease(held, lease, "Claimed")
 
 
 @thread.command()
 @thread_option
 @lease_seconds_option
+@lease_token_option
 @global_options
-def renew(thread_id: str, lease_seconds: float) -> None:
+def renew(thread_id: str, lease_seconds: float, lease_token: str | None) -> None:
     """Extend the lease you hold."""
-    api = threads()
-    _emit_lease(api, thread_id, api.renew(me(), thread_id, lease_seconds=lease_seconds), "Renewed")
+    agent = me()
+    api = as_holder(threads(), agent)
+    lease = api.renew(agent, thread_id, lease_seconds=lease_seconds, lease_token=lease_token)
+    _emit_lease(api.get(thread_id), lease, "Renewed")
 
 
-def _emit_lease(api: Threads, thread_id: str, lease: Lease, verb: str) -> None:
+def _emit_lease(held: Thread, lease: Lease, verb: str) -> None:
     """The reply of claim and renew: the thread as it now stands, and the lease."""
-    held = api.get(thread_id)
     emit(
         {"thread": held.to_json(now_stamp()), "lease": lease.to_json()},
         f"{verb} {held.thread_id} until {lease.expires_at}",
@@ -267,10 +290,14 @@ def _emit_lease(api: Threads, thread_id: str, lease: Lease, verb: str) -> None:
 @thread.command()
 @thread_option
 @click.option("--reason", help="Why (the event's summary).")
+@lease_token_option
 @global_options
-def release(thread_id: str, reason: str | None) -> None:
+def release(thread_id: str, reason: str | None, lease_token: str | None) -> None:
     """Give the lease back: the thread is pending again."""
-    released = threads().release(me(), thread_id, reason=reason)
+    agent = me()
+    api = as_holder(threads(), agent)
+    released = api.release(agent, thread_id, reason=reason, lease_token=lease_token)
+    keep_token(api.store, agent, released.thread_id, None)
     emit_thread(released, None, f"Released {released.thread_id}")
 
 
@@ -278,11 +305,15 @@ def release(thread_id: str, reason: str | None) -> None:
 @thread_option
 @click.option("--status", help="in_progress|blocked")
 @content_options
+@lease_token_option
 @global_options
-def update(thread_id: str, status: str | None, **message: Any) -> None:
+def update(thread_id: str, status: str | None, lease_token: str | None, **message: Any) -> None:
     """Report progress on a thread you hold; --status blocked asks the creator a question."""
-    api = threads()
-    changed, sent = api.update(me(), thread_id, status=status, **content(api, **message))
+    agent = me()
+    api = as_holder(threads(), agent)
+    changed, sent = api.update(
+        agent, thread_id, status=status, lease_token=lease_token, **content(api, **message)
+    )
     emit_thread(changed, sent, f"Updated {changed.thread_id}: {changed.status}")
 
 
@@ -292,18 +323,35 @@ def update(thread_id: str, status: str | None, **message: Any) -> None:
 @thread_option
 @click.option("--kind", default="answer", show_default=True, help="|".join(KINDS))
 @content_options
+@lease_token_option
 @global_options
-def reply(sender: str | None, to: str | None, thread_id: str, kind: str, **message: Any) -> None:
+def reply(
+    sender: str | None,
+    to: str | None,
+    thread_id: str,
+    kind: str,
+    lease_token: str | None,
+    **message: Any,
+) -> None:
     """Reply inside a thread (an answer, a question, progress, a control message)."""
     api = threads(sender)
-    sent = api.reply(sender or me(), thread_id, to=to, kind=kind, **content(api, **message))
+    author = sender or me()
+    as_holder(api, author)
+    sent = api.reply(
+        author, thread_id, to=to, kind=kind, lease_token=lease_token, **content(api, **message)
+    )
     emit({"message": sent.to_json()}, f"Sent {sent.kind} {sent.message_id}")
 
 
 def _finish(verb: str) -> Callable[..., None]:
-    def command(thread_id: str, **message: Any) -> None:
-        api = threads()
-        finished, sent = getattr(api, verb)(me(), thread_id, **content(api, **message))
+    def command(thread_id: str, lease_token: str | None, **message: Any) -> None:
+        agent = me()
+        api = as_holder(threads(), agent)
+        finish = getattr(api, verb)
+        finished, sent = finish(
+            agent, thread_id, lease_token=lease_token, **content(api, **message)
+        )
+        keep_token(api.store, agent, finished.thread_id, None)
         emit_thread(finished, sent, f"{finished.thread_id} is {finished.status}")
 
     return command
@@ -311,20 +359,26 @@ def _finish(verb: str) -> Callable[..., None]:
 
 done = thread.command(
     "done", help="Finish a thread you hold with its result (to the thread's creator)."
-)(global_options(content_options(thread_option(_finish("done")))))
+)(global_options(lease_token_option(content_options(thread_option(_finish("done"))))))
 fail = thread.command("fail", help="End a thread you hold as failed, saying why.")(
-    global_options(content_options(thread_option(_finish("fail"))))
+    global_options(lease_token_option(content_options(thread_option(_finish("fail")))))
 )
 
 
 @thread.command()
 @thread_option
 @click.option("--reason", help="Why.")
+@lease_token_option
 @global_options
-def cancel(thread_id: str, reason: str | None, **refs: Any) -> None:
+def cancel(thread_id: str, reason: str | None, lease_token: str | None, **refs: Any) -> None:
     """Cancel a thread that is not finished (a leader's override)."""
     found = artifacts(refs["artifact_paths"], refs["artifact_kinds"], refs["artifact_metadata"])
-    cancelled = threads().cancel(me(), thread_id, reason=reason, artifacts=found)
+    agent = me()
+    api = as_holder(threads(), agent)
+    cancelled = api.cancel(
+        agent, thread_id, reason=reason, artifacts=found, lease_token=lease_token
+    )
+    keep_token(api.store, agent, cancelled.thread_id, None)
     emit_thread(cancelled, None, f"Cancelled {cancelled.thread_id}")
 
 
@@ -406,6 +460,11 @@ def watch(statuses: str | None, after_event: int | None, timeout_seconds: float)
 @click.option("--after-message", help="Wait for messages after this one (any machine).")
 @click.option("--kinds", default=",".join(REPLY_KINDS), show_default=True, help="A comma list.")
 @timeout_option
+@click.option(
+    "--lease-token",
+    help="The holder's token: stop waiting (exit 20 lease_conflict) once the thread no "
+    "longer carries this lease.",
+)
 @global_options
 def wait_reply(
     thread_id: str,
@@ -413,6 +472,7 @@ def wait_reply(
     after_message: str | None,
     kinds: str,
     timeout_seconds: float,
+    lease_token: str | None,
 ) -> None:
     """Block until a reply of these kinds comes in the thread; exit 10 on timeout."""
     wake = threads().wait_reply(
@@ -421,6 +481,7 @@ def wait_reply(
         after_message=after_message,
         kinds=parse_list(kinds, KINDS, "--kinds") or (),
         timeout=timeout_seconds,
+        lease_token=lease_token,
     )
     emit_wake(wake, lambda: message_line(wake.message) if wake.message else "")
 

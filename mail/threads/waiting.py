@@ -21,6 +21,7 @@ from mail.threads.model import (
     POOL,
     REPLY_KINDS,
     THREAD,
+    LeaseConflict,
     Thread,
     ThreadMessage,
     Wake,
@@ -47,15 +48,21 @@ class ThreadWaits(ThreadQueries):
         after_message: str | None = None,
         kinds: Iterable[str] = REPLY_KINDS,
         timeout: float = 60.0,
+        lease_token: str | None = None,
     ) -> Wake:
         """Block until the thread has a message of one of `kinds` after the cursor (an event
         id, or a message id, which means the same on every machine; default: now), or
-        `timeout` seconds pass (`woke` False)."""
+        `timeout` seconds pass (`woke` False). With `lease_token` (a holder waiting for an
+        answer), the wait ends in LeaseConflict once the thread no longer carries that lease
+        (claimed by another, released, finished or cancelled), rather than waiting on."""
         wanted = tuple(check_kind(k) for k in kinds)
-        thread_id = self._thread_bead(thread).id
+        bead = self._thread_bead(thread)
+        thread_id = bead.id
         cursor = self._cursor(after_event, after_message)
         branch = BranchWatch(self.store.root)
         state = {"cursor": cursor}
+        if lease_token is not None:
+            _still_held(Thread.from_bead(bead), lease_token)
 
         def check() -> Wake | None:
             if not branch.moved():
@@ -68,6 +75,8 @@ class ThreadWaits(ThreadQueries):
                 message = ThreadMessage.from_bead(bead, seq)
                 if message.kind in wanted:
                     return Wake(True, seq, message=message, messages=[message])
+            if lease_token is not None:
+                _still_held(Thread.from_bead(self._thread_bead(thread_id)), lease_token)
             return None
 
         found = wait_until(check, check_seconds(timeout, minimum=0.0))
@@ -171,3 +180,20 @@ class ThreadWaits(ThreadQueries):
                 )
             return after_event
         return self.last_event()
+
+
+def _still_held(thread: Thread, token: str) -> None:
+    """LeaseConflict unless `thread` still carries the lease of `token` (an expired one
+    nobody took over counts)."""
+    lease = thread.lease
+    if lease is not None and lease.token == token and thread.status in HELD:
+        return
+    if lease is None:
+        why = f"it is {thread.status}, with no lease"
+    else:
+        why = f"it is claimed by {lease.agent} until {lease.expires_at} under another lease"
+    raise LeaseConflict(
+        f"thread {thread.thread_id} is no longer held under this lease: {why}",
+        holder=lease.agent if lease else None,
+        status=thread.status,
+    )
