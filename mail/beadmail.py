@@ -73,15 +73,8 @@ class BeadMail(Provider):
     def known_agents(self) -> list[str]:
         return self.store.known_agents()
 
-    def strict_recipients(self) -> bool:
-        value = (self.store.config.get("mail") or {}).get("strict_recipients", False)
-        if type(value) is not bool:  # `yes` in YAML 1.2 is text: never silently off
-            raise InvalidInput(f"mail.strict_recipients must be true or false, not {shown(value)}")
-        return value
-
-    def rigs(self) -> dict[str, list[str]]:
-        rigs = self.store.config.get("rigs") or {}
-        return {name: list(members or []) for name, members in rigs.items()}
+    def settings(self) -> dict[str, Any]:
+        return self.store.config
 
     def delivery(self) -> Delivery:
         """The store's delivery database, opened once per provider: a long-lived sender then

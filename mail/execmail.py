@@ -22,10 +22,10 @@ import logging
 import math
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from beads.errors import InvalidInput
+from beads.errors import InvalidInput, NotFound
 from beads.process import OutputTooLarge, run_bounded
 from mail.message import (
     AlreadyArchived,
@@ -56,12 +56,29 @@ class ExecMail(Provider):
 
     name = "exec"  # declares no capabilities: the protocol has no priority, archive or agents
 
-    def __init__(self, program: str, *, timeout: float = DEFAULT_TIMEOUT) -> None:
+    def __init__(
+        self,
+        program: str,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        config: Callable[[], dict[str, Any]] | None = None,
+    ) -> None:
         if not program:
             raise InvalidInput("exec mail provider needs a program: GC_MAIL=exec:<program>")
         self.program = program
         self.timeout = timeout
+        self._config = config
         self._started = False
+
+    def settings(self) -> dict[str, Any]:
+        """config.yaml, when there is a store (`mail.strict_recipients`, its agents and rigs
+        hold under exec too); `{}` without one: the program alone decides."""
+        if self._config is None:
+            return {}
+        try:
+            return self._config()
+        except NotFound:
+            return {}
 
     # -- the protocol ------------------------------------------------------------------------
 
