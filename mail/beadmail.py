@@ -12,8 +12,8 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from beads.errors import InvalidInput, NotFound
-from beads.record import MAX_TITLE_CHARS, Bead, check_agent, expect_type, shorten, shown
+from beads.errors import NotFound
+from beads.record import MAX_TITLE_CHARS, Bead, check_agent, expect_type, shorten
 from beads.store import Store
 from inbox.follow import Change, followed_batch, open_delivery
 from inbox.items import is_moot
