@@ -314,7 +314,7 @@ class BeadMail(Provider):
         try:
             bead = self.store.get(message_id)
         except NotFound:
-            raise MessageNotFound(f"no message {message_id}") from None
+            raise MessageNotFound.of(message_id) from None
         return expect_type(bead, MESSAGE)
 
 
