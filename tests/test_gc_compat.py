@@ -74,6 +74,17 @@ def test_acting_agent_order_is_gas_citys(town: GcRunner) -> None:
     assert sender(everything, "--agent", "cat") == "cat"  # --agent wins
 
 
+def test_agent_help_and_installed_skill_name_the_order_the_agent_is_found_in(
+    gc: GcRunner, tmp_path: Path
+) -> None:
+    help_text = " ".join(gc("mail", "send", "--help").stdout.split())
+    assert "(else $GC_ALIAS, $GC_SESSION_ID, $GC_AGENT, human)" in help_text
+    assert gc("skill", "install", "--dir", str(tmp_path / "skills")).returncode == 0
+    skill = " ".join((tmp_path / "skills" / "gc-mail" / "SKILL.md").read_text().split())
+    assert "else `$GC_ALIAS`, `$GC_SESSION_ID`, `$GC_AGENT`, `human`." in skill
+    assert "{identity_order}" not in skill
+
+
 def test_the_hook_resolves_the_agent_by_the_same_rule(town: GcRunner) -> None:
     gc = town
     event = {"session_id": "s9", "cwd": str(gc.cwd), "hook_event_name": "SessionStart"}
