@@ -553,3 +553,75 @@ def test_a_server_started_by_ensure_running_lives_on_after_the_command(
         os.kill(server, 0)  # still running once gc has exited
     finally:
         os.kill(server, signal.SIGKILL)
+
+
+# -- the city: found as gc finds it, its store, its recipients --------------------------------
+
+
+def make_city(gc: GcRunner, where: Path, agents: str = "mayor") -> Path:
+    where.mkdir(parents=True, exist_ok=True)
+    lines = [f'[workspace]\nname = "{where.name}"\n']
+    lines += [f'[[agent]]\nname = "{name}"\n' for name in agents.split()]
+    (where / "city.toml").write_text("\n".join(lines))
+    assert gc("init", cwd=where).returncode == 0
+    return where
+
+
+def test_the_citys_store_is_found_from_anywhere_the_city_is_named(
+    gc: GcRunner, tmp_path: Path
+) -> None:
+    town = make_city(gc, tmp_path / "town")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    assert gc("init", cwd=elsewhere).returncode == 0  # a nearer store of its own
+    gc("mail", "send", "mayor", "in town", cwd=town)
+    rig = town / "rigs" / "deep" / "er"
+    rig.mkdir(parents=True)
+
+    def count(env: dict[str, str], *args: str, cwd: Path = elsewhere) -> str:
+        result = gc(*args, "mail", "count", "mayor", env=env, cwd=cwd)
+        assert result.returncode == 0, result.stderr
+        return result.stdout
+
+    in_town, at_home = "1 total, 1 unread for mayor\n", "0 total, 0 unread for mayor\n"
+    assert count({}, cwd=rig) == in_town  # a city.toml above the working directory
+    assert count({}) == at_home
+    for name in ("GC_CITY", "GC_CITY_PATH", "GC_CITY_ROOT"):
+        assert count({name: str(town)}) == in_town  # before the store walking up finds
+    assert count({"GC_DIR": str(rig)}) == in_town  # the city around $GC_DIR
+    assert count({}, "--city", str(town)) == in_town
+    assert count({"GC_CITY": str(tmp_path / "nowhere"), "GC_DIR": str(rig)}) == in_town
+    assert count({"GC_CITY": str(town), "GC_BEADS_DIR": str(elsewhere / ".beads")}) == at_home
+    refused = gc("--city", str(elsewhere), "mail", "count", "mayor", cwd=elsewhere)
+    assert refused.returncode == 30 and "not a city directory" in refused.stderr
+
+
+def test_inside_a_city_only_its_agents_config_agents_and_human_get_mail(
+    gc: GcRunner, tmp_path: Path
+) -> None:
+    town = make_city(gc, tmp_path / "town", "mayor deacon")
+    gc("config", "set", "agents.dog", "{}", cwd=town)
+    for name in ("mayor", "deacon", "dog", "human"):
+        assert gc("mail", "send", name, "hi", cwd=town).returncode == 0, name
+    before = gc.json("mail", "count", "mayor", cwd=town)["total"]
+    refused = gc("mail", "send", "mayorr", "hi", cwd=town)
+    assert refused.returncode == 30
+    assert refused.stderr.startswith('gc: unknown recipient "mayorr" (did you mean mayor')
+    assert gc.json("mail", "count", "mayor", cwd=town)["total"] == before
+    # An exec provider is held to the same list inside a city.
+    env = {"GC_MAIL": f"exec:{SCRIPT}", "JSONMAIL_FILE": str(tmp_path / "m.json")}
+    assert gc("mail", "send", "team@example.org", "hi", env=env, cwd=town).returncode == 30
+    assert gc("mail", "send", "deacon", "hi", env=env, cwd=town).returncode == 0
+    assert not (tmp_path / "m.json").exists() or "team@" not in (tmp_path / "m.json").read_text()
+
+
+def test_strict_recipients_holds_under_exec_outside_a_city(gc: GcRunner, tmp_path: Path) -> None:
+    assert gc("init").returncode == 0
+    env = {"GC_MAIL": f"exec:{SCRIPT}", "JSONMAIL_FILE": str(tmp_path / "m.json")}
+    assert gc("mail", "send", "stranger", "hi", env=env).stderr == ""  # the script decides
+    gc("config", "set", "agents.dog", "{}")
+    gc("config", "set", "mail.strict_recipients", "true")
+    refused = gc("mail", "send", "stranger", "hi", env=env)
+    assert refused.returncode == 30 and 'unknown recipient "stranger"' in refused.stderr
+    assert gc("mail", "send", "dog", "hi", env=env).returncode == 0
+    assert gc.json("mail", "count", "stranger", env=env)["total"] == 1  # only the first
