@@ -290,10 +290,27 @@ FREE_FORM = ("gates.session.*",)
 
 
 def mail_provider_spec(mail_settings: Callable[[], dict[str, Any]]) -> str:
-    """The mail provider to use: `$GC_MAIL`, else `mail.provider` of the config (read, through
-    `mail_settings`, only then), else `beadmail`. Here rather than in `mail` so that the hook,
-    which must not import `mail`, resolves it the same way."""
-    return os.environ.get("GC_MAIL") or mail_settings().get("provider") or "beadmail"
+    """The mail provider to use: `$GC_MAIL`, else the `[mail] provider` of the city's
+    `city.toml` (Gas City's order; trusted as the project's own file), else `mail.provider` of
+    the config (read, through `mail_settings`, only then), else `beadmail`. Here rather than
+    in `mail` so that the hook, which must not import `mail`, resolves it the same way."""
+    return (
+        os.environ.get("GC_MAIL") or city_mail_provider() or mail_settings().get("provider")
+        or "beadmail"
+    )  # fmt: skip
+
+
+def city_mail_provider() -> str | None:
+    """The `[mail] provider` of the city this command runs in (`beads.city`), if any."""
+    from beads.city import current_city
+
+    city = current_city()
+    if city is None:
+        return None
+    provider = city.section("mail").get("provider")
+    if provider is not None and not isinstance(provider, str):
+        raise InvalidInput(f"{city.path}/city.toml: [mail] provider must be text")
+    return provider or None
 
 
 UNSET: Any = object()  # `with_setting`'s value that removes the key

@@ -1,8 +1,11 @@
 """Where the store is: discovery, and keeping it out of the surrounding project's git.
 
-Order: an explicit directory (`--beads-dir`), `$GC_BEADS_DIR`, a `.beads/` found walking up
-from the working directory, then the `.beads/` of the main worktree of the git repository
-around it (so linked worktrees share one store). A `.beads/` made by another tool is refused.
+Order: an explicit directory (`--beads-dir`), `$GC_BEADS_DIR`, the `.beads/` of the Gas City
+city this command runs in (`beads.city`: `--city`, `$GC_CITY`..., `$GC_DIR`, or a `city.toml`
+above the working directory; so an agent anywhere under the city finds its store), a
+`.beads/` found walking up from the working directory, then the `.beads/` of the main worktree
+of the git repository around it (so linked worktrees share one store). A `.beads/` made by
+another tool is refused.
 """
 
 from __future__ import annotations
@@ -118,6 +121,9 @@ def find_store_dir(explicit: str | os.PathLike[str] | None = None, cwd: str | No
             raise InvalidInput(f"cannot use the store directory {shown}: {exc.strerror}") from None
         raise NotFound(f"no gc-beads store at {path}; run 'gc init' to create one")
     start = os.path.abspath(cwd or os.getcwd())
+    in_city = _city_store(start)
+    if in_city is not None:
+        return in_city
     for directory in _up_from(start):
         candidate = os.path.join(directory, STORE_DIR)
         if _exists(candidate):
@@ -133,6 +139,23 @@ def find_store_dir(explicit: str | os.PathLike[str] | None = None, cwd: str | No
     if main is not None and is_store(os.path.join(main, STORE_DIR)):
         return check_owner(os.path.join(main, STORE_DIR))
     raise NotFound("no gc-beads store here or above; run 'gc init' to create one")
+
+
+def _city_store(start: str) -> str | None:
+    """The store of the city around `start` (`beads.city`), if it has one: a city without a
+    store yet leaves the search to go on."""
+    from beads import city
+
+    found = city.find_city_dir(start)
+    if found is None:
+        return None
+    candidate = os.path.join(found, STORE_DIR)
+    if not _exists(candidate):
+        return None
+    check_not_foreign(candidate)
+    if not is_store(candidate):
+        return None
+    return check_owner(candidate) if city.found_by_walking(found) else candidate
 
 
 def _up_from(start: str) -> list[str]:

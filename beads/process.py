@@ -1,10 +1,13 @@
 """Running a user's program: never through a shell, bounded in time, children included.
 
-The program gets a process group of its own, and the whole group is killed when the call
-ends: on time out, and also after a normal exit, so a child it left behind (holding our pipes
-or not) never outlives the call. A program meant to leave a server running must detach it
-(`setsid`, a daemon). After the program exits, output still held open by such a child is read
-for at most `DRAIN_AFTER_EXIT` seconds.
+The program gets a process group of its own. By default the whole group is killed when the
+call ends: on time out, and also after a normal exit, so a child it left behind (holding our
+pipes or not) never outlives the call; after the program exits, output still held open by
+such a child is read for at most `DRAIN_AFTER_EXIT` seconds. With `leave_children` (an exec
+mail program, whose `ensure-running` may start a server with a plain `server &`, as under Gas
+City) the group is killed only when the call runs out of time, and output is read until the
+program itself exits: what it wrote is then in the pipes, and a child still holding them is
+never waited for.
 
 A command that runs several programs (a check per session gate, a `gh` per bead gate) runs
 them inside `budget(seconds)`: they share that time, so ten hanging checks cost one timeout.
@@ -46,12 +49,14 @@ def run_bounded(
     *,
     stdin: bytes = b"",
     max_output: int | None = None,
+    leave_children: bool = False,
 ) -> tuple[int, bytes, bytes]:
     """Run `argv` with `stdin` as its input; returns `(exit code, stdout, stderr)`.
 
     Past `timeout` the program's group is killed and TimeoutExpired raised; past `max_output`
     bytes on either stream, OutputTooLarge. OSError (missing, not executable) propagates for
-    the caller to word.
+    the caller to word. With `leave_children`, what the program started outlives a call that
+    ends in time (see the module's docstring).
     """
     deadline = _deadline.get()
     if deadline is not None:
@@ -67,13 +72,17 @@ def run_bounded(
         start_new_session=True,
         umask=files.started_umask,
     )
+    finished = False
     try:
-        out, err, finished = _collect(process, stdin, time.monotonic() + timeout, max_output)
+        out, err, finished = _collect(
+            process, stdin, time.monotonic() + timeout, max_output, 0.0 if leave_children else None
+        )
     finally:
         # Killed while the program's pid (running, or exited but not yet reaped) still names
         # the group, so the signal can never reach another process that reused the number.
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(process.pid, signal.SIGKILL)
+        if not (leave_children and finished):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, signal.SIGKILL)
         process.wait()
         for pipe in (process.stdin, process.stdout, process.stderr):
             if pipe is not None:
@@ -98,10 +107,17 @@ def budget(seconds: float) -> Iterator[None]:
 
 
 def _collect(
-    process: subprocess.Popen[bytes], data: bytes, deadline: float, max_output: int | None
+    process: subprocess.Popen[bytes],
+    data: bytes,
+    deadline: float,
+    max_output: int | None,
+    drain: float | None = None,
 ) -> tuple[bytes, bytes, bool]:
     """Feed stdin and read both outputs until the program exited and its pipes are done (or
-    DRAIN_AFTER_EXIT passed since it exited); `(stdout, stderr, finished before deadline)`."""
+    `drain` seconds, default DRAIN_AFTER_EXIT, passed since it exited: with 0, what is in the
+    pipes when it exits is read and nothing more is waited for); `(stdout, stderr, finished
+    before deadline)`."""
+    drain = DRAIN_AFTER_EXIT if drain is None else drain
     assert process.stdout is not None and process.stderr is not None
     out_fd, err_fd = process.stdout.fileno(), process.stderr.fileno()
     chunks: dict[int, list[bytes]] = {out_fd: [], err_fd: []}
@@ -121,7 +137,9 @@ def _collect(
             if exited_at is None and _exited(process):
                 exited_at = now
             reading = any(fd in chunks for fd in selector.get_map())
-            if exited_at is not None and (not reading or now - exited_at > DRAIN_AFTER_EXIT):
+            if exited_at is not None and (not reading or now - exited_at >= drain):
+                if reading and not drain:
+                    _read_ready(selector, chunks, sizes, max_output)
                 finished = True
                 break
             if now >= deadline:
@@ -133,15 +151,44 @@ def _collect(
                 if key.events & selectors.EVENT_WRITE:
                     pending = _feed(process, selector, pending)
                     continue
-                chunk = os.read(key.fd, 65536)
-                if not chunk:
-                    selector.unregister(key.fd)
-                    continue
-                chunks[key.fd].append(chunk)
-                sizes[key.fd] += len(chunk)
-                if max_output is not None and sizes[key.fd] > max_output:
-                    raise OutputTooLarge(f"more than {max_output} bytes of output")
+                _read(selector, key.fd, chunks, sizes, max_output)
     return b"".join(chunks[out_fd]), b"".join(chunks[err_fd]), finished
+
+
+def _read(
+    selector: selectors.BaseSelector,
+    fd: int,
+    chunks: dict[int, list[bytes]],
+    sizes: dict[int, int],
+    max_output: int | None,
+) -> bool:
+    """Read one chunk of `fd` into `chunks`; False when nothing more is there now (at its
+    end, unregistered, or none written yet)."""
+    try:
+        chunk = os.read(fd, 65536)
+    except BlockingIOError:
+        return False
+    if not chunk:
+        selector.unregister(fd)
+        return False
+    chunks[fd].append(chunk)
+    sizes[fd] += len(chunk)
+    if max_output is not None and sizes[fd] > max_output:
+        raise OutputTooLarge(f"more than {max_output} bytes of output")
+    return True
+
+
+def _read_ready(
+    selector: selectors.BaseSelector,
+    chunks: dict[int, list[bytes]],
+    sizes: dict[int, int],
+    max_output: int | None,
+) -> None:
+    """Read what the outputs hold now, without waiting for more (the program has exited: all
+    it wrote is there; a child of it may hold the pipes open for as long as it lives)."""
+    for fd in [fd for fd in chunks if fd in selector.get_map()]:
+        while _read(selector, fd, chunks, sizes, max_output):
+            pass
 
 
 def _feed(

@@ -347,6 +347,12 @@ def _check_meta_value(key: str, value: Any, budget: list[int], depth: int = 0) -
 IDENTITY_ENV = ("GC_ALIAS", "GC_SESSION_ID", "GC_AGENT")
 
 
+def identity_order() -> str:
+    """`acting_agent`'s order in words, for help texts and skills: "$GC_ALIAS, $GC_SESSION_ID,
+    $GC_AGENT, human" (made from the one list it reads, so the text cannot drift from it)."""
+    return ", ".join([*(f"${name}" for name in IDENTITY_ENV), "human"])
+
+
 def acting_agent(explicit: str | None = None) -> str:
     """Who is acting: `explicit` (an empty one is refused), else the first of $GC_ALIAS,
     $GC_SESSION_ID, $GC_AGENT that is set (trimmed), else `human`. The one rule: every

@@ -3,7 +3,8 @@
 `send` checks the names, expands `to_all` to every agent the provider knows but the sender,
 sends one copy per recipient (a name given twice, or as `to` and `cc`, gets one), refuses an
 unknown recipient when `mail.strict_recipients` is on (else warns, naming the nearest known
-agents), and with `notify` nudges each recipient now. `reply` refuses an empty reply, as
+agents; inside a Gas City city, or under any provider with the setting, refuses it), and with
+`notify` nudges each recipient now. `reply` refuses an empty reply, as
 `send` does. `inbox` and `check` list in Gas City's order (oldest first, then id). `change`
 archives, deletes or marks several messages all or nothing. Warnings come back as data
 (`Sent.warnings`); the CLI prints them.
@@ -128,15 +129,28 @@ def recipient(provider: Provider, name: str, *, what: str = "recipient") -> str:
 def recipient_warnings(
     provider: Provider, names: Sequence[str], known: Sequence[str] | None = None
 ) -> list[str]:
-    """A warning for each name the provider does not know; InvalidInput instead when its
-    recipients are strict. Providers that know no agents (exec) accept every non-empty name.
-    `rig/name` is known when config.yaml's `rigs` lists `name` in `rig`."""
+    """A warning for each name nobody knows; InvalidInput instead inside a Gas City city
+    (`beads.city`: known are its `city.toml` agents and named sessions, config.yaml's agents
+    and `human`, whatever the provider, as gc refuses) or when `mail.strict_recipients` is on.
+    `rig/name` is known when config.yaml's `rigs` lists `name` in `rig`. Outside a city, an
+    exec provider's recipients are the program's to judge unless the setting is on."""
+    from beads.city import current_city
+
     for name in names:
         recipient(provider, name)
-    if DIRECTORY not in provider.capabilities:
-        return []  # an exec backend knows its own recipients
-    known = provider.known_agents() if known is None else known
+    city = current_city()
     strict = provider.strict_recipients()
+    if city is not None:
+        known = sorted(city.known() | {*provider.configured_agents()})
+        why = f"not an agent or named session of the city {city.name} nor in config.yaml"
+    elif DIRECTORY in provider.capabilities:
+        known = provider.known_agents() if known is None else known
+        why = "mail.strict_recipients is on"
+    elif strict:
+        known = [*provider.configured_agents(), "human"]
+        why = "mail.strict_recipients is on"
+    else:
+        return []  # an exec backend knows its own recipients
     rigs = provider.rigs()
     warnings = []
     for name in dict.fromkeys(names):
@@ -147,10 +161,8 @@ def recipient_warnings(
 
         near = difflib.get_close_matches(name, known, n=3)
         hint = f" (did you mean {', '.join(near)}?)" if near else ""
-        if strict:
-            raise InvalidInput(
-                f"unknown recipient {json.dumps(name)}{hint}; mail.strict_recipients is on"
-            )
+        if strict or city is not None:
+            raise InvalidInput(f"unknown recipient {json.dumps(name)}{hint}: {why}")
         warnings.append(f"unknown recipient {json.dumps(name)}{hint}")
     return warnings
 

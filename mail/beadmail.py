@@ -12,8 +12,8 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from beads.errors import InvalidInput, NotFound
-from beads.record import MAX_TITLE_CHARS, Bead, check_agent, expect_type, shorten, shown
+from beads.errors import NotFound
+from beads.record import MAX_TITLE_CHARS, Bead, check_agent, expect_type, shorten
 from beads.store import Store
 from inbox.follow import Change, followed_batch, open_delivery
 from inbox.items import is_moot
@@ -73,15 +73,8 @@ class BeadMail(Provider):
     def known_agents(self) -> list[str]:
         return self.store.known_agents()
 
-    def strict_recipients(self) -> bool:
-        value = (self.store.config.get("mail") or {}).get("strict_recipients", False)
-        if type(value) is not bool:  # `yes` in YAML 1.2 is text: never silently off
-            raise InvalidInput(f"mail.strict_recipients must be true or false, not {shown(value)}")
-        return value
-
-    def rigs(self) -> dict[str, list[str]]:
-        rigs = self.store.config.get("rigs") or {}
-        return {name: list(members or []) for name, members in rigs.items()}
+    def settings(self) -> dict[str, Any]:
+        return self.store.config
 
     def delivery(self) -> Delivery:
         """The store's delivery database, opened once per provider: a long-lived sender then
@@ -321,7 +314,7 @@ class BeadMail(Provider):
         try:
             bead = self.store.get(message_id)
         except NotFound:
-            raise MessageNotFound(f"no message {message_id}") from None
+            raise MessageNotFound.of(message_id) from None
         return expect_type(bead, MESSAGE)
 
 

@@ -177,27 +177,27 @@ VERBOSE = click.option("-v", "--verbose", is_flag=True, help="Also show cc, thre
 
 
 @mail.command()
-@click.argument("message_id")
+@click.argument("message_id", required=False)
 @VERBOSE
 @global_options
-def read(message_id: str, verbose: bool) -> None:
+def read(message_id: str | None, verbose: bool) -> None:
     """Show a message and mark it read."""
-    message = provider().read(message_id)
+    message = provider().read(given(message_id))
     emit({"message": message.to_json()}, lambda: _block(message, verbose))
 
 
 @mail.command()
-@click.argument("message_id")
+@click.argument("message_id", required=False)
 @VERBOSE
 @global_options
-def peek(message_id: str, verbose: bool) -> None:
+def peek(message_id: str | None, verbose: bool) -> None:
     """Show a message without marking it read."""
-    message = provider().get(message_id)
+    message = provider().get(given(message_id))
     emit({"message": message.to_json()}, lambda: _block(message, verbose))
 
 
 @mail.command()
-@click.argument("message_id")
+@click.argument("message_id", required=False)
 @click.argument("words", nargs=-1)
 @click.option("-s", "--subject", default="", help="The subject (default: Re: the original's).")
 @click.option("-m", "--message", "body_option", help="The body; else the remaining words.")
@@ -205,7 +205,7 @@ def peek(message_id: str, verbose: bool) -> None:
 @click.option("--notify", is_flag=True, help="Nudge the recipient now.")
 @global_options
 def reply(
-    message_id: str,
+    message_id: str | None,
     words: tuple[str, ...],
     subject: str,
     body_option: str | None,
@@ -213,6 +213,7 @@ def reply(
     notify: bool,
 ) -> None:
     """Answer a message's sender, in its thread."""
+    message_id = given(message_id)
     chosen = provider()
     body = body_of(list(words), body_option, body_stdin, chosen.max_body)
     sent, warnings = api.reply(chosen, message_id, me(), subject, body,
@@ -226,16 +227,29 @@ def reply(
     )
 
 
+def given(message_id: str | None, what: str = "message") -> str:
+    """The id argument, or gc's line for its absence (exit 30)."""
+    if not message_id:
+        raise InvalidInput(f"missing {what} ID")
+    return message_id
+
+
 def _for_each(op: str, done: str, already: str | None, ids: tuple[str, ...]) -> None:
+    if not ids:
+        given(None)
     result = api.change(provider(), op, ids)
+    warn(result.get("warnings", []))
     lines = [done.format(id=i) for i in result["done"]]
     lines += [f"{already} {i}" for i in result["already"]]
     key = {"archive": "archived", "delete": "deleted"}.get(op, "marked")
-    emit({key: result["done"], "already": result["already"]}, "\n".join(lines))
+    payload = {key: result["done"], "already": result["already"]}
+    if result.get("warnings"):
+        payload["warnings"] = result["warnings"]
+    emit(payload, "\n".join(lines))
 
 
 @mail.command()
-@click.argument("ids", nargs=-1, required=True)
+@click.argument("ids", nargs=-1)
 @global_options
 def archive(ids: tuple[str, ...]) -> None:
     """Archive messages (they leave the mailbox and stay in the store and its history)."""
@@ -243,7 +257,7 @@ def archive(ids: tuple[str, ...]) -> None:
 
 
 @mail.command()
-@click.argument("ids", nargs=-1, required=True)
+@click.argument("ids", nargs=-1)
 @global_options
 def delete(ids: tuple[str, ...]) -> None:
     """Delete messages (an archive recorded as a deletion; history keeps them)."""
@@ -251,7 +265,7 @@ def delete(ids: tuple[str, ...]) -> None:
 
 
 @mail.command("mark-read")
-@click.argument("ids", nargs=-1, required=True)
+@click.argument("ids", nargs=-1)
 @global_options
 def mark_read(ids: tuple[str, ...]) -> None:
     """Mark messages read."""
@@ -259,7 +273,7 @@ def mark_read(ids: tuple[str, ...]) -> None:
 
 
 @mail.command("mark-unread")
-@click.argument("ids", nargs=-1, required=True)
+@click.argument("ids", nargs=-1)
 @global_options
 def mark_unread(ids: tuple[str, ...]) -> None:
     """Mark messages unread."""
@@ -267,10 +281,11 @@ def mark_unread(ids: tuple[str, ...]) -> None:
 
 
 @mail.command()
-@click.argument("thread_or_message_id")
+@click.argument("thread_or_message_id", required=False)
 @global_options
-def thread(thread_or_message_id: str) -> None:
+def thread(thread_or_message_id: str | None) -> None:
     """Show a thread, by its id or the id of any message in it."""
+    thread_or_message_id = given(thread_or_message_id, "thread")
     chosen = provider()
     messages = chosen.thread(thread_or_message_id)
     if not messages:  # a message id: show the thread it belongs to
@@ -327,16 +342,16 @@ def check(recipient: str | None, inject: bool) -> None:
 
 def _inject(recipient: str | None) -> None:
     # A hook must never break the agent: any failure prints nothing and exits 0.
-    from mail.render import render
+    from mail.render import context_cap, inject
 
     try:
         chosen = provider()
         who = api.recipient(chosen, recipient or me())
-        text = render(who, api.check(chosen, who))
+        text = inject(api.check(chosen, who), context_cap(chosen.settings()))
     except Exception as exc:  # noqa: BLE001 - fail open, say why on stderr
         click.echo(f"gc: mail check --inject: {exc}", err=True)
         return
-    emit({"recipient": who, "text": text}, text or None)
+    emit({"recipient": who, "text": text}, text.rstrip("\n") or None)
 
 
 @mail.command()

@@ -8,8 +8,10 @@ ignored. Stdout holds one JSON message (send, reply, get, read), a JSON array or
 exit 2 "operation not supported" (a no-op where the operation returns nothing, an error where
 a result is needed), anything else an error carrying the program's stderr, in which
 `already archived` and `gc-mail-error:not-found` mean AlreadyArchived and MessageNotFound.
-Each call runs in a process group of its own, killed with everything in it when the call
-ends (a server started by `ensure-running` must detach itself). A command has one time budget
+Each call runs in a process group of its own, killed with everything in it only when the call
+runs out of time: a server `ensure-running` starts (`server &`) outlives the call, as under
+gc, and output is read until the program exits, never until a child lets go of the pipes. A
+command has one time budget
 (30 s): `ensure-running` and the operation share it. Output that breaks the protocol (invalid
 JSON, a malformed message, a number like 1e400) is invalid input (exit 30); in a list, only
 the malformed message is skipped, with a warning.
@@ -22,10 +24,10 @@ import logging
 import math
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from beads.errors import InvalidInput
+from beads.errors import InvalidInput, NotFound
 from beads.process import OutputTooLarge, run_bounded
 from mail.message import (
     AlreadyArchived,
@@ -33,7 +35,6 @@ from mail.message import (
     MessageNotFound,
     OutOfRange,
     ProviderError,
-    reply_subject,
 )
 from mail.provider import Counts, Provider
 
@@ -56,12 +57,30 @@ class ExecMail(Provider):
 
     name = "exec"  # declares no capabilities: the protocol has no priority, archive or agents
 
-    def __init__(self, program: str, *, timeout: float = DEFAULT_TIMEOUT) -> None:
+    def __init__(
+        self,
+        program: str,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        config: Callable[[], dict[str, Any]] | None = None,
+    ) -> None:
         if not program:
             raise InvalidInput("exec mail provider needs a program: GC_MAIL=exec:<program>")
         self.program = program
         self.timeout = timeout
+        self._config = config
         self._started = False
+        self.unsupported: list[str] = []  # operations answered "not supported" (`change`)
+
+    def settings(self) -> dict[str, Any]:
+        """config.yaml, when there is a store (`mail.strict_recipients`, its agents and rigs
+        hold under exec too); `{}` without one: the program alone decides."""
+        if self._config is None:
+            return {}
+        try:
+            return self._config()
+        except NotFound:
+            return {}
 
     # -- the protocol ------------------------------------------------------------------------
 
@@ -88,13 +107,10 @@ class ExecMail(Provider):
         return sent
 
     def reply(self, message_id: str, sender: str, subject: str, body: str) -> Message:
-        deadline = time.monotonic() + self.timeout
-        if not subject:  # as beadmail does (gc passes "" on, and a script may not default it)
-            original = self._call("get", message_id, None, deadline)
-            if original is not None:  # a program without `get` gets "", as from gc
-                subject = reply_subject(self._parsed("get", original).subject)
+        # No subject is passed on as none, as gc does: the program decides what a reply's
+        # subject is (beadmail's default, `Re: <original>`, is beadmail's own).
         payload = {"from": sender, "subject": subject, "body": body}
-        return self._message("reply", message_id, payload, deadline)
+        return self._message("reply", message_id, payload)
 
     def inbox(self, recipient: str) -> list[Message]:
         return self._messages("inbox", recipient)
@@ -115,16 +131,32 @@ class ExecMail(Provider):
         return self._message("read", message_id)
 
     def mark_read(self, message_id: str) -> None:
-        self._call("mark-read", message_id)
+        self._change("mark-read", message_id)
 
     def mark_unread(self, message_id: str) -> None:
-        self._call("mark-unread", message_id)
+        self._change("mark-unread", message_id)
 
     def archive(self, message_id: str) -> None:
-        self._call("archive", message_id)
+        self._change("archive", message_id)
 
     def delete(self, message_id: str) -> None:
-        self._call("delete", message_id)
+        self._change("delete", message_id)
+
+    def change(self, op: str, ids: list[str]) -> dict[str, list[str]]:
+        """As `Provider.change`, with a warning for each operation the program answered
+        "not supported" (exit 2): gc prints its usual line, and so do we, but nothing
+        changed, and the caller is told so."""
+        self.unsupported.clear()
+        result = super().change(op, ids)
+        result["warnings"] = [
+            f"{name} is not supported by {self.program}; nothing changed"
+            for name in dict.fromkeys(self.unsupported)
+        ]
+        return result
+
+    def _change(self, op: str, message_id: str) -> None:
+        if self._call(op, message_id) is None:
+            self.unsupported.append(op)
 
     def count(self, recipient: str) -> Counts:
         out = self._call("count", recipient)
@@ -204,7 +236,7 @@ class ExecMail(Provider):
             return None
         detail = " ".join(err.decode("utf-8", "replace").split())
         if "gc-mail-error:not-found" in detail:
-            raise MessageNotFound(f"no message {arg}")
+            raise MessageNotFound.of(arg or "")
         if op in ("archive", "delete") and "already archived" in detail.lower():
             raise AlreadyArchived(f"Already archived {arg}", id=arg)
         raise ProviderError(
@@ -218,7 +250,11 @@ class ExecMail(Provider):
         stdin = go_json(payload) if payload is not None else b""
         try:
             return run_bounded(
-                argv, deadline - time.monotonic(), stdin=stdin, max_output=MAX_OUTPUT
+                argv,
+                deadline - time.monotonic(),
+                stdin=stdin,
+                max_output=MAX_OUTPUT,
+                leave_children=True,  # a server `ensure-running` starts lives on, as under gc
             )
         except FileNotFoundError:
             raise ProviderError(f"mail program not found: {self.program}") from None

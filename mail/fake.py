@@ -73,7 +73,7 @@ class FakeProvider(Provider):
 
     def get(self, message_id: str) -> Message:
         if message_id not in self._messages:
-            raise MessageNotFound(f"no message {message_id}")
+            raise MessageNotFound.of(message_id)
         return replace(self._messages[message_id])
 
     def read(self, message_id: str) -> Message:

@@ -11,6 +11,12 @@ from beads.errors import GcError, InvalidInput, NotFound
 class MessageNotFound(NotFound):
     """No message with that id (exit 40)."""
 
+    @classmethod
+    def of(cls, message_id: str) -> MessageNotFound:
+        """The error for `message_id`, worded as gc words it (`bead not found`), whatever
+        the provider, so a script reading gc's line reads ours."""
+        return cls(f"message {message_id}: bead not found")
+
 
 class AlreadyArchived(InvalidInput):
     """The message is archived already (the CLI reports it and exits 0)."""

@@ -5,8 +5,10 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from beads.errors import GcError, InvalidInput
+from beads.record import shown
 from mail.message import AlreadyArchived, Message, PartialChange
 
 DEFAULT_MAX_BODY = 1024 * 1024
@@ -95,13 +97,26 @@ class Provider(ABC):
         """The agents this provider knows, sorted (`DIRECTORY` providers; others know none)."""
         return []
 
+    def settings(self) -> dict[str, Any]:
+        """The store's config.yaml as this provider reads it (`{}` when it has none)."""
+        return {}
+
     def strict_recipients(self) -> bool:
-        """True when sending to an agent it does not know is an error, not a warning."""
-        return False
+        """True when sending to an agent it does not know is an error, not a warning
+        (`mail.strict_recipients`, with any provider)."""
+        value = (self.settings().get("mail") or {}).get("strict_recipients", False)
+        if type(value) is not bool:  # `yes` in YAML 1.2 is text: never silently off
+            raise InvalidInput(f"mail.strict_recipients must be true or false, not {shown(value)}")
+        return value
+
+    def configured_agents(self) -> list[str]:
+        """The agents config.yaml lists (`agents`), with any provider, sorted."""
+        return sorted(self.settings().get("agents") or {})
 
     def rigs(self) -> dict[str, list[str]]:
-        """The rigs and their agents (`DIRECTORY` providers; others know none)."""
-        return {}
+        """The rigs of config.yaml and their agents, with any provider."""
+        rigs = self.settings().get("rigs") or {}
+        return {name: list(members or []) for name, members in rigs.items()}
 
     def change(self, op: str, ids: list[str]) -> dict[str, list[str]]:
         """`op` (archive, delete, mark_read, mark_unread) on each of `ids` (`mail.api.change`).

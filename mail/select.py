@@ -60,7 +60,9 @@ def open_provider(
                 timeout = mail_settings().get("exec_timeout")
             except NotFound:
                 pass  # no store: the default
-        return ExecMail(chosen[len("exec:") :], timeout=exec_timeout(timeout, DEFAULT_TIMEOUT))
+        return ExecMail(
+            chosen[len("exec:") :], timeout=exec_timeout(timeout, DEFAULT_TIMEOUT), config=read
+        )
     raise InvalidInput(f"unknown mail provider {chosen!r}: use beadmail or exec:<program>")
 
 

@@ -114,16 +114,42 @@ def test_check_inject_caps_previews_and_strips_tags(town: GcRunner) -> None:
     result = gc("mail", "check", "dog", "--inject")
     assert result.returncode == 0
     text = result.stdout
-    assert text.startswith("<system-reminder>\nYou have 4 unread message(s).")
+    assert text.startswith("<system-reminder>\nYou have 4 unread message(s).\n\n- gc-")
+    assert text.endswith(
+        "\n\nRun 'gc mail read <id>' for full details, or 'gc mail inbox' to see all.\n"
+        "</system-reminder>\n"
+    )  # gc's layout: a blank line after the header and before the footer
     assert text.count("<system-reminder>") == 1 and text.count("</system-reminder>") == 1
     lines = [line for line in text.splitlines() if line.startswith("- gc-")]
-    # gc's order, oldest first (a hook's drain orders by priority instead)
-    assert [line.split("[")[1][:2] for line in lines] == ["p3", "p0", "p2"]
+    # gc's order, oldest first (a hook's drain orders by priority instead), every message
+    assert [line.split("[")[1][:2] for line in lines] == ["p3", "p0", "p2", "p4"]
     assert all(
         len(line.split("]: ", 1)[1]) <= 240 + len(" ... [preview truncated]") for line in lines
     )
-    assert "Showing the first 3" in text
     assert gc("mail", "check", "dog").returncode == 0  # inject marked nothing read
+
+
+def test_check_inject_lists_what_the_context_cap_holds_then_counts_the_rest(
+    town: GcRunner,
+) -> None:
+    gc = town
+    gc("config", "set", "hooks.max_context_chars", "1000")
+    for n in range(12):
+        gc("mail", "send", "dog", "-s", f"m{n}", "-m", f"message {n} " + "padding " * 20)
+    text = gc("mail", "check", "dog", "--inject").stdout
+    assert len(text) <= 1000
+    shown = [line for line in text.splitlines() if line.startswith("- gc-")]
+    assert 0 < len(shown) < 12
+    assert [line.split("[")[1].split("]")[0] for line in shown] == [
+        f"m{n}" for n in range(len(shown))
+    ]  # oldest first, none skipped
+    more = f"... and {12 - len(shown)} more unread message(s): run 'gc mail inbox' to see all."
+    assert text.splitlines()[-4:] == [
+        more,
+        "",
+        "Run 'gc mail read <id>' for full details, or 'gc mail inbox' to see all.",
+        "</system-reminder>",
+    ]
 
 
 def test_bad_mail_input(town: GcRunner) -> None:

@@ -338,6 +338,41 @@ def test_lists_come_in_pages(tmp_path: Path) -> None:
         store.close()
 
 
+def test_every_page_the_site_links_to_answers_a_pool_tasks_message_included(
+    tmp_path: Path,
+) -> None:
+    # A work-thread task sent to no one in particular (any agent of the pool may claim it)
+    # is a message bead with no mailbox: its conversation page answered 500.
+    store, _ = Store.init(tmp_path, agent="mayor")
+    _work, task = Threads(store).send("mayor", to=None, subject="Pool task", body="anyone")
+    server = serve(store)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = url_of(server).rstrip("/")
+        seen: dict[str, int] = {}
+        waiting = ["/", "/work"]
+        while waiting and len(seen) < 300:
+            path = waiting.pop()
+            if path in seen:
+                continue
+            status, _headers, text = fetch(url + path)
+            seen[path] = status
+            if status == 200:
+                waiting += [
+                    link
+                    for link in re.findall(r'href="(/[^"#]*)"', text)
+                    if not link.startswith("/static/") and link not in seen
+                ]
+        assert f"/mail/{task.message_id}" in seen
+        assert {path: code for path, code in seen.items() if code != 200} == {}
+        page = fetch(f"{url}/mail/{task.message_id}")[2]
+        assert "anyone (a pool task)" in page
+    finally:
+        server.shutdown()
+        server.server_close()
+        store.close()
+
+
 def test_loopback_answers_only_to_localhost_names(site: Site) -> None:
     port = site.server.port
     for host in ("evil.example", f"evil.example:{port}", "192.168.1.9", "localhost.evil.example"):

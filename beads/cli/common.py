@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 import click
 
 from beads.errors import GcError, InvalidInput
-from beads.record import shown
+from beads.record import identity_order, shown
 
 if TYPE_CHECKING:
     from beads.store import Store
@@ -33,6 +33,7 @@ class Settings:
 
     def __init__(self) -> None:
         self.beads_dir: str | None = None
+        self.city: str | None = None
         self.json = False
         self.agent: str | None = None
         self.debug = False
@@ -50,6 +51,10 @@ def settings(ctx: click.Context | None = None) -> Settings:
 def _remember(ctx: click.Context, param: click.Parameter, value: Any) -> None:
     if value not in (None, False):
         setattr(settings(ctx), param.name or "", value)
+    if param.name == "city" and value is not None:
+        from beads.city import use_city
+
+        use_city(value)  # every later look for the city or its store starts here
     if param.name == "json" and value:
         from beads import reconcile
 
@@ -74,6 +79,14 @@ def _global_options() -> list[click.Option]:
                     "working directory).",
                 ),
                 click.Option(
+                    ["--city"],
+                    type=click.Path(file_okay=False),
+                    expose_value=False,
+                    callback=_remember,
+                    help="The Gas City city directory (else $GC_CITY, $GC_CITY_PATH, "
+                    "$GC_CITY_ROOT, $GC_DIR, else a city.toml found from the working directory).",
+                ),
+                click.Option(
                     ["--json", "json"],
                     is_flag=True,
                     expose_value=False,
@@ -85,7 +98,7 @@ def _global_options() -> list[click.Option]:
                     ["--agent"],
                     expose_value=False,
                     callback=_remember,
-                    help="Act as this agent (else $GC_AGENT, $GC_ALIAS, $GC_SESSION_ID, human).",
+                    help=f"Act as this agent (else {identity_order()}).",
                 ),
                 click.Option(
                     ["--no-pager", "no_pager"],
@@ -108,7 +121,8 @@ def _global_options() -> list[click.Option]:
 
 
 def global_options(func: F) -> F:
-    """Add `--json`, `--agent`, `--beads-dir`, `--no-pager` and `--debug` to a command."""
+    """Add `--json`, `--agent`, `--beads-dir`, `--city`, `--no-pager` and `--debug` to a
+    command."""
     if isinstance(func, click.Command):
         func.params.extend(_global_options())
         return func

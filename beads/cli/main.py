@@ -99,6 +99,9 @@ def main(argv: list[str] | None = None, program: str = "gc") -> None:
         sys.exit(shell_complete(cli, {}, "gc", "_GC_COMPLETE", instruction))
     ctx_settings = None
     sys.unraisablehook = _quiet_unraisable
+    from beads.city import forget_chosen
+
+    forget_chosen()  # a `--city` of an earlier command run in this process is not this one's
     try:
         check_arguments(args)
         root = cli

@@ -2,7 +2,7 @@
 
 `inbox` is this same command group as a program of its own, so the seed's examples run as
 written: `--db PATH` is another name for `--beads-dir`, and `inbox init` is `gc init`.
-The acting agent is `--agent` (else $GC_AGENT, $GC_ALIAS, $GC_SESSION_ID, `human`); `--from`
+The acting agent is `--agent` (else `beads.record.acting_agent`'s order); `--from`
 names the sender of `send` and `reply` (default: the acting agent).
 """
 
