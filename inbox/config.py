@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from beads.agents import canonical_agent, rig_members, rig_of, spellings
 from beads.errors import InvalidInput, NotFound
 from beads.record import check_agent
 from beads.times import parse_duration
@@ -60,19 +61,33 @@ class ConfigMixin:
             raise InvalidInput("hooks.max_context_chars must be an integer 1000..1000000")
         return value
 
+    def agent_of(self, name: str) -> str:
+        """The full name of agent `name` (`beads.agents`: `mayor` of rig `gastown` is
+        `gastown/mayor`): every name delivery stores or looks up goes through it."""
+        return canonical_agent(name, self.store_config())
+
+    def spellings(self, name: str) -> tuple[str, ...]:
+        """Every name agent `name` may be stored under, its full name first."""
+        return spellings(name, self.store_config())
+
+    def rig_of(self, name: str) -> str | None:
+        """The rig of agent `name` as config.yaml gives it, or None."""
+        return rig_of(name, self.store_config())
+
     def recipients(self, to: str | None = None, rig: str | None = None) -> list[str]:
-        """The agents an item for `to` (an agent or `all`) or `rig` goes to: `all` is every
-        agent config.yaml lists, the store knows, or a session was registered for."""
+        """The agents (full names) an item for `to` (an agent or `all`) or `rig` goes to:
+        `all` is every agent config.yaml lists, the store knows, or a session was registered
+        for."""
         config = self.store_config()
         if rig is not None:
-            members = (config.get("rigs") or {}).get(rig)
+            members = rig_members(rig, config)
             if not members:
                 raise NotFound(f"no rig {rig!r} in config.yaml")
-            return [check_agent(str(m), what="rig member") for m in members]
+            return [check_agent(m, what="rig member") for m in members]
         if to is None:
             raise InvalidInput("give a recipient: --to AGENT, --to all or --rig RIG")
         if to == "all":
             named = set(config.get("agents") or {}) | set(self.reader.index.agents())
             named |= self.session_agents()
-            return sorted(named)
-        return [check_agent(to, what="recipient")]
+            return sorted({self.agent_of(n) for n in named if n != "all"})
+        return [self.agent_of(check_agent(to, what="recipient"))]

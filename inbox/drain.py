@@ -66,6 +66,7 @@ class DrainMixin:
             if known is None:
                 raise NotFound(f"no session {session!r}; give the agent or register the session")
             agent = known.agent
+        agent = self.own(agent)
         self.follow()
         if (
             SessionQueue(self.runtime, session).empty()
@@ -146,6 +147,7 @@ class DrainMixin:
         condition (mail read or archived since); returns how many. Every reader of pending
         items calls it first (drain, `wait`, `gc inbox list`), so a moot item is never shown
         as pending nor wakes anyone."""
+        agent = self.own(agent)
         moot = [
             item.key
             for item in self.items(agent, ("pending", "delivering"))
@@ -160,6 +162,8 @@ class DrainMixin:
     def wait(self, agent: str, timeout: float, poll: float = 0.05) -> bool:
         """Block until `agent` has a pending item (True) or `timeout` seconds pass (False)."""
         from beads.waiting import wait_until
+
+        agent = self.own(agent)
 
         def pending() -> bool | None:
             self.follow()  # mail committed meanwhile (a crashed send, a push) wakes it too

@@ -36,6 +36,7 @@ from nats.js import api
 from nats.js.errors import NotFoundError
 
 from beads import files
+from beads.agents import rig_members
 from beads.errors import Conflict, InvalidInput
 from inbox.broadcast import copy_for, stand
 from inbox.delivery import Delivery
@@ -103,7 +104,7 @@ def consumer_config(settings: Settings, ack_wait: float) -> api.ConsumerConfig:
     return api.ConsumerConfig(
         durable_name=settings.consumer,
         deliver_subject=f"_GC_RELAY.{settings.consumer}",
-        filter_subjects=subjects.consumer_filters(settings.agents),
+        filter_subjects=subjects.consumer_filters(settings.names),
         ack_policy=api.AckPolicy.EXPLICIT,
         deliver_policy=api.DeliverPolicy.ALL,  # a new machine gets what the stream still has
         ack_wait=ack_wait,
@@ -149,7 +150,7 @@ class Relay:
         self.settings = settings
         self.ack_wait = ack_wait
         self.log = log
-        self.here = frozenset(settings.agents)
+        self.here = frozenset(settings.names)  # every spelling of this machine's agents
         self.delivery = Delivery(root, config=self._config)
         # What this relay receives is for its own agents: never sent out again.
         self.delivery._outbox = outbox.Outbox(self.here)
@@ -425,8 +426,8 @@ class Relay:
     def _members(self, group: str) -> list[str]:
         """This machine's agents of a broadcast's group."""
         if group == "@all":
-            return sorted(self.here)
-        members = (self._config().get("rigs") or {}).get(group[5:]) or []
+            return list(self.settings.full)
+        members = rig_members(group[5:], self._config())
         return [agent for agent in members if agent in self.here]
 
     # -- out: the outbox ------------------------------------------------------------------

@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from beads.agents import canonical_agent, spellings
 from beads.autosync import read_local
 from beads.errors import InvalidInput
 from beads.localconfig import local_settings, machine_id, machine_name
@@ -35,6 +36,13 @@ class Settings:
         self.tls = {k: local.get(f"delivery.nats.tls_{k}") for k in ("ca", "cert", "key")}
         self.agents: list[str] = list(
             dict.fromkeys(agents if agents is not None else local.get("delivery.nats.agents", []))
+        )
+        # The one identity rule (beads/agents.py): the full names of this machine's agents,
+        # and every spelling they may arrive under (a relay of an older release publishes
+        # `inbox.agent.mayor` for `gastown/mayor`: both subjects are taken for one release).
+        self.full: list[str] = list(dict.fromkeys(canonical_agent(a, config) for a in self.agents))
+        self.names: list[str] = list(
+            dict.fromkeys(n for a in self.agents for n in (a, *spellings(a, config)))
         )
         git = root / ".git"
         self.machine: str = machine_name(read_local(git))
