@@ -21,10 +21,28 @@ DEFAULTS: dict[str, Any] = {
     "session_idle_timeout": "8h",  # a session silent this long is no longer live
     "nudge_interval": "60s",  # an agent is nudged at most once per interval
     "nudge_timeout": "10s",  # a nudge command running longer is killed
-    "keep_delivered": "7d",  # delivered, expired and moot items are reaped after this
+    # Settled (delivered, expired, moot) items lose their content after this (seed 001: 24 h);
+    # their rows, which hold the dedup keys, stay at least `keep_keys`.
+    "keep_delivered": "24h",
     "reconcile_interval": "10m",  # a hook reconciles every producer and reaps at most this often
     "broadcast_ttl": "24h",  # a broadcast (`--to all`, `--rig`) given no TTL lasts this long
 }
+
+
+# The NATS stream's limits (`delivery.nats.*`, the same on every machine; seed 001).
+NATS_DEFAULTS: dict[str, Any] = {"max_age": "3d", "dedup_window": "2m", "max_msgs": 10_000}
+
+
+def nats_setting(config: dict[str, Any], name: str) -> float:
+    """A `delivery.nats.<name>` setting of `config`: durations as seconds, `max_msgs` a
+    count."""
+    shared = (config.get("delivery") or {}).get("nats") or {}
+    value = shared.get(name, NATS_DEFAULTS[name])
+    if name == "max_msgs":
+        if type(value) is not int or value < 1:
+            raise InvalidInput("delivery.nats.max_msgs must be a positive integer")
+        return value
+    return float(value) if isinstance(value, int | float) else parse_duration(str(value))
 
 
 class ConfigMixin:
@@ -50,6 +68,14 @@ class ConfigMixin:
                 raise InvalidInput("delivery.max_items must be a positive integer")
             return value
         return float(value) if isinstance(value, int | float) else parse_duration(str(value))
+
+    def keep_keys(self) -> float:
+        """How long a settled item's row (its dedup key) is kept: `delivery.keep_delivered`,
+        and at least the stream's max age plus its dedup window, so a message the stream
+        still holds, delivered again, finds its key and is not handed out twice."""
+        config = self.store_config()
+        stream = nats_setting(config, "max_age") + nats_setting(config, "dedup_window")
+        return max(self.setting("keep_delivered"), stream)
 
     def context_cap(self) -> int:
         """`hooks.max_context_chars`: the most a drain's text may hold (Claude Code cuts a

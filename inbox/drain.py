@@ -13,8 +13,7 @@ import time
 from collections import namedtuple
 
 from beads.errors import NotFound
-from inbox.broadcast import NOT_STANDING
-from inbox.items import ITEM_COLUMNS, Item, from_row, is_moot
+from inbox.items import ITEM_COLUMNS, Item, forget_settled, from_row, is_moot
 from inbox.queue import SessionQueue, check_session
 
 # A session that claimed items and died before its output was out gets them again at its next
@@ -78,7 +77,7 @@ class DrainMixin:
         cap = self.context_cap()
         from inbox.render import fit  # lazy: a hook with nothing pending renders nothing
 
-        keep = self.setting("keep_delivered")
+        keep, keep_keys = self.setting("keep_delivered"), self.keep_keys()
         problems = self.take_queue(session, agent)
         settled = self.settle_moot(agent)
         now = time.time()
@@ -111,11 +110,7 @@ class DrainMixin:
                 "UPDATE items SET state = ?, session = ?, settled_at = ? WHERE id = ?",
                 [(state, session, now, item.id) for item in chosen],
             )
-            db.execute(
-                "DELETE FROM items WHERE agent = ? AND state NOT IN ('pending', 'delivering') "
-                f"AND settled_at < ? AND {NOT_STANDING}",
-                (agent, now - keep),
-            )
+            forget_settled(db, now - keep, now - keep_keys, agent)
         for item in chosen:
             item.state, item.session, item.settled_at = state, session, now
         return Drained(

@@ -364,10 +364,9 @@ class ItemsMixin:
             )
 
     def reap(self) -> int:
-        """Remove expired pending items (and broadcasts), and settled items past
-        `delivery.keep_delivered` (but the copies of a broadcast that still stands)."""
-        from inbox.broadcast import NOT_STANDING
-
+        """Remove expired pending items (and broadcasts); empty the content of settled items
+        past `delivery.keep_delivered`, and remove their rows past `keep_keys` (but the copies
+        of a broadcast that still stands); returns how many rows were removed or emptied."""
         now = time.time()
         with self.write() as db:
             expired = db.execute(
@@ -375,12 +374,32 @@ class ItemsMixin:
                 "AND expires_at IS NOT NULL AND expires_at <= ?",
                 (now,),
             ).rowcount
-            old = db.execute(
-                "DELETE FROM items WHERE state NOT IN ('pending', 'delivering', 'standing') "
-                f"AND settled_at < ? AND {NOT_STANDING}",
-                (now - self.setting("keep_delivered"),),
-            ).rowcount
-        return expired + old
+            return expired + forget_settled(
+                db, now - self.setting("keep_delivered"), now - self.keep_keys()
+            )
+
+
+def forget_settled(
+    db: sqlite3.Connection, content_before: float, key_before: float, agent: str | None = None
+) -> int:
+    """Settled items (of `agent`, or all) settled before `content_before` lose their content;
+    those settled before `key_before` lose their row (the dedup key); a copy of a standing
+    broadcast keeps both. Returns how many rows changed."""
+    from inbox.broadcast import NOT_STANDING
+
+    settled = "state NOT IN ('pending', 'delivering', 'standing')"
+    whose = " AND agent = ?" if agent is not None else ""
+    extra = (agent,) if agent is not None else ()
+    gone = db.execute(
+        f"DELETE FROM items WHERE {settled} AND settled_at < ? AND {NOT_STANDING}{whose}",
+        (key_before, *extra),
+    ).rowcount
+    emptied = db.execute(
+        f"UPDATE items SET content = '' WHERE {settled} AND settled_at < ? AND content != '' "
+        f"AND {NOT_STANDING}{whose}",
+        (content_before, *extra),
+    ).rowcount
+    return gone + emptied
 
 
 def insert_row(db: sqlite3.Connection, item: Item) -> bool:

@@ -144,7 +144,8 @@ class Machine:
 
     def keys(self, agent: str) -> list[str]:
         """Every item key `agent` has here, in whatever state."""
-        rows = self.delivery.db.execute("SELECT key FROM items WHERE agent = ?", (agent,))
+        full = self.delivery.own(agent)  # `b1` of rig crew is `crew/b1` (beads/agents.py)
+        rows = self.delivery.db.execute("SELECT key FROM items WHERE agent = ?", (full,))
         return [key for (key,) in rows]
 
     def drain_all(self, agent: str) -> list[str]:
