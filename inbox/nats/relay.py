@@ -344,10 +344,9 @@ class Relay:
             self.status["last_error"] = f"checking for gaps: {type(exc).__name__}: {exc}"
             return
         caught_up = not consumer.num_pending and not consumer.num_ack_pending
-        delivered = consumer.delivered.stream_seq if consumer.delivered else 0
         state = stream.state
         floor, lost, span = gaps.check(
-            self.status["floor"], state.first_seq, state.last_seq, delivered or 0, caught_up
+            self.status["floor"], state.first_seq, state.last_seq, caught_up
         )
         changes: dict[str, Any] = {"floor": floor}
         if lost and span is not None:
@@ -389,7 +388,8 @@ class Relay:
                 else:
                     await msg.ack()
             self._set(received=self.status["received"] + len(messages),
-                      last_received_at=time.time())  # fmt: skip
+                      last_received_at=time.time(),
+                      floor=gaps.received(self.status["floor"], _sequences(messages)))  # fmt: skip
             messages = []
 
     def store(self, messages: list[Any]) -> list[Any]:
@@ -526,6 +526,15 @@ class Relay:
             files.write_atomic(
                 str(self.root), str(path), json.dumps(data).encode(), str(path.parent)
             )
+
+
+def _sequences(messages: list[Any]) -> list[int]:
+    """The stream sequences of delivered messages (those that carry one)."""
+    found = []
+    for msg in messages:
+        with contextlib.suppress(Exception):  # a message with no JetStream metadata
+            found.append(int(msg.metadata.sequence.stream))
+    return found
 
 
 def _last_status(root: Path) -> dict[str, Any]:
