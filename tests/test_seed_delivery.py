@@ -315,3 +315,35 @@ def test_items_recovered_by_reconciliation_nudge_an_idle_session(gc: GcRunner) -
         time.sleep(0.1)
     (line,) = log.read_text().splitlines()
     assert line.startswith("s1 ") and "lost item" in line
+
+
+def test_delivered_content_is_reaped_after_a_day_and_its_key_kept_past_the_stream(
+    delivery: Delivery,
+) -> None:
+    delivery.push(["dog"], "deploy done", key="k1")
+    assert [i.key for i in delivery.drain("s1", "dog").items] == ["k1"]
+    assert delivery.keep_keys() == 3 * 86400 + 120  # the stream's max age + dedup window
+
+    def settled(seconds_ago: float) -> None:
+        with delivery.write() as db:
+            db.execute("UPDATE items SET settled_at = ?", (time.time() - seconds_ago,))
+
+    settled(23 * 3600)
+    delivery.reap()
+    assert [i.content for i in delivery.items("dog", ("delivered",))] == ["deploy done"]
+    settled(25 * 3600)  # past delivery.keep_delivered (24 h): the content goes, the key stays
+    delivery.reap()
+    assert [i.content for i in delivery.items("dog", ("delivered",))] == [""]
+    ((_, created),) = delivery.push(["dog"], "deploy done", key="k1")
+    assert not created and delivery.drain("s1", "dog").items == []
+    settled(3 * 86400 + 121)  # past the stream's window: nothing can bring it again
+    delivery.reap()
+    assert delivery.items("dog", ("delivered",)) == []
+
+
+def test_the_key_window_follows_the_streams_settings(store: Store) -> None:
+    config = {"delivery": {"keep_delivered": "1h", "nats": {"max_age": "7d", "dedup_window": 60}}}
+    with Delivery(store.root, config=lambda: config) as delivery:
+        assert delivery.keep_keys() == 7 * 86400 + 60
+        config["delivery"]["keep_delivered"] = "30d"
+        assert delivery.keep_keys() == 30 * 86400
