@@ -347,3 +347,32 @@ def test_the_key_window_follows_the_streams_settings(store: Store) -> None:
         assert delivery.keep_keys() == 7 * 86400 + 60
         config["delivery"]["keep_delivered"] = "30d"
         assert delivery.keep_keys() == 30 * 86400
+
+
+def test_the_seeds_own_decision_line_is_derived_from_its_bead(gc: GcRunner) -> None:
+    import sqlite3
+
+    _rig_store(gc)  # the requester is mayor of rig gastown: the line's agent is the session's
+    made = gc.json("decision", "create", "--prompt", "Deploy to prod?", "--option", "yes",
+                   "--option", "no", env={"GC_AGENT": "mayor"})  # fmt: skip
+    decision = made["bead"]["id"]
+    gc("decision", "respond", decision, "--select", "yes")
+    root = gc.cwd / ".beads"
+    with sqlite3.connect(root / ".runtime" / "delivery.sqlite3") as db:  # not here yet
+        db.execute("DELETE FROM items WHERE key = ?", (f"decision:{decision}",))
+    # Seed 001's example line, as written, with a real decision's id, and as written.
+    seed_line = {"id": "uuid", "type": "decision", "source": "bd decision respond",
+                 "content": "<system-reminder>Decision X resolved: Y</system-reminder>",
+                 "priority": 2, "timestamp": int(time.time() * 1000),
+                 "dedup_key": f"decision:{decision}", "ttl_seconds": 600}  # fmt: skip
+    unknown = {**seed_line, "dedup_key": "decision:hq-abc123"}
+    queue = SessionQueue(root / ".runtime", "s-mayor")
+    queue.append(seed_line)
+    queue.append(unknown)
+    drained = gc.json("inbox", "drain", "--session", "s-mayor", env={"GC_AGENT": "mayor"})
+    (item,) = drained["items"]
+    assert item["agent"] == "gastown/mayor" and item["key"] == f"decision:{decision}"
+    assert "Deploy to prod?" in item["content"] and "Decision X" not in item["content"]
+    assert item["source"] != "bd decision respond"
+    aside = (root / ".runtime" / "inject-queue" / "s-mayor.bad.jsonl").read_text()
+    assert "hq-abc123" in aside and f"decision:{decision}" not in aside
