@@ -103,8 +103,11 @@ def start(root: Path) -> None:
         os.close(fd)  # released: the syncer takes it itself
     import subprocess
 
+    from beads.arrivals import registered
+
     subprocess.Popen(
-        [sys.executable, "-m", "beads.autosync", str(root)],
+        # The announcers of this process's layers (beads/arrivals.py), for the syncer to call.
+        [sys.executable, "-m", "beads.autosync", str(root), *registered()],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -145,4 +148,8 @@ def run(root: Path) -> None:
 
 
 if __name__ == "__main__":
+    from beads import arrivals
+
+    for spec in sys.argv[2:]:
+        arrivals.register(spec)
     run(Path(sys.argv[1]))

@@ -273,6 +273,7 @@ SETTINGS: dict[str, Any] = {
     "delivery.nats.stream": _stream_name,
     "delivery.nats.max_age": _duration,
     "delivery.nats.dedup_window": _duration,
+    "delivery.nats.max_msgs": _count,
     "hooks.max_context_chars": _context_chars,
     "gates.max_stop_blocks": _count,
     "gates.require_decision": _flag,

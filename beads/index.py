@@ -292,14 +292,29 @@ class Index:
     @_guarded
     def query(self, q: Query) -> list[Bead]:
         """Beads matching every filter of `q`, in its order, at most `q.limit`."""
-        sql, params = select("b.data", q)
+        sql, params = select("b.data", self._by_identity(q))
         return [_bead(row[0]) for row in self.db.execute(sql, params)]
 
     @_guarded
     def count_matching(self, q: Query) -> int:
         """How many beads match the filters of `q` (its order and limit are ignored)."""
-        sql, params = select("count(*)", q, ordered=False)
+        sql, params = select("count(*)", self._by_identity(q), ordered=False)
         return self.db.execute(sql, params).fetchone()[0]
+
+    def _by_identity(self, q: Query) -> Query:
+        """`q` with its assignee and sender widened to every spelling of the agent
+        (`beads.agents`: `mayor` of rig `gastown` is `gastown/mayor`, old beads included)."""
+        if q.assignee is None and q.sender is None:
+            return q
+        from beads.agents import spellings
+
+        config = self.config() or {}
+        changes: dict[str, Any] = {}
+        for field in ("assignee", "sender"):
+            name = getattr(q, field)
+            if isinstance(name, str) and (names := spellings(name, config)) != (name,):
+                changes[field] = names
+        return q.replace(**changes) if changes else q
 
     @_guarded
     def agents(self) -> list[str]:

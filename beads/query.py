@@ -75,8 +75,10 @@ class Query:
         if status not in (None, "open", "closed"):
             raise InvalidInput(f"status must be open or closed, not {status!r}")
         for what, name in (("assignee", assignee), ("from", sender)):
-            if name is not None:
-                check_agent(name, what=what)
+            # A tuple: every spelling of one agent (`beads.agents.spellings`, the index's own).
+            for one in name if isinstance(name, tuple) and name else (name,):
+                if one is not None:
+                    check_agent(one, what=what)
         if label is not None:
             check_label(label)
         for ref in (thread, parent):
@@ -124,7 +126,10 @@ def select(what: str, q: Query, *, ordered: bool = True) -> tuple[str, list[Any]
     where, params = [], []
     for column in _COLUMNS:
         value = getattr(q, column)
-        if value is not None:
+        if isinstance(value, tuple):
+            where.append(f"b.{column} IN ({', '.join('?' for _ in value)})")
+            params.extend(value)
+        elif value is not None:
             where.append(f"b.{column} = ?")
             params.append(value)
     if q.since is not None:

@@ -74,6 +74,10 @@ def sync(store: Store, remote: str | None = None, *, retries: int = RETRIES) -> 
         record_state(store.root, remote=name, error=exc.message)
         raise
     record_state(store.root, remote=name, error=None)
+    if result.action != "none":  # commits came in: the layers above tell whom they concern
+        from beads import arrivals
+
+        arrivals.announce(store.root)
     return result
 
 

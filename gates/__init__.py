@@ -23,16 +23,32 @@ program that drains, or sends mail, with the library directly.
 
 from __future__ import annotations
 
+TYPE_CHECKING = False  # importing typing costs a hook ~7 ms
+if TYPE_CHECKING:
+    from pathlib import Path
+
 
 def register_producers() -> None:
     """Declare the built-in producers (mail, decisions, bead gates) to delivery; imports
     none of them (each is imported when first needed). Safe to call more than once."""
+    from beads import arrivals
     from inbox import producers
 
     producers.declare(
         {"message": _mail, "decision": _decisions, "gate": _bead_gates},
         sections={"mail": _mail_section},
     )
+    # A sync's commits announced as a local write's are: items derived, idle sessions nudged.
+    arrivals.register("gates:announce_arrivals")
+
+
+def announce_arrivals(root: Path) -> None:
+    """What a sync brought into the store at `root`, told to the agents here (the
+    announcer `register_producers` registers with `beads.arrivals`)."""
+    register_producers()  # the background syncer's process has not declared them yet
+    from inbox.arrivals import announce
+
+    announce(root)
 
 
 def _mail() -> None:

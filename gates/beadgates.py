@@ -383,9 +383,9 @@ def reconcile(delivery: Delivery, agent: str) -> int:
     """Record `agent`'s items of gates resolved or escalated lately (idempotent: dedup keys;
     `gc inbox drain --reconcile`, SessionStart and the hooks' heartbeat run it); returns how
     many it derived."""
-    items = [
-        item for item in derive(recent_changes(delivery, (GATE, "decision"))) if item.agent == agent
-    ]
+    agent = delivery.agent_of(agent)
+    changes = recent_changes(delivery, (GATE, "decision"))
+    items = [item for item in derive(changes) if delivery.agent_of(item.agent) == agent]
     record(delivery, items)
     return len(items)
 

@@ -188,7 +188,9 @@ def reconcile(delivery: Delivery, agent: str) -> int:
     """Record the answers of `agent`'s decisions answered lately (idempotent: dedup keys;
     `gc inbox drain --reconcile`, SessionStart and the hooks' heartbeat run it); returns how
     many it derived."""
-    items = [item for item in derive(recent_changes(delivery, (DECISION,))) if item.agent == agent]
+    agent = delivery.agent_of(agent)
+    changes = recent_changes(delivery, (DECISION,))
+    items = [item for item in derive(changes) if delivery.agent_of(item.agent) == agent]
     record(delivery, items)
     return len(items)
 

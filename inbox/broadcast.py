@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 
+from beads.agents import rig_members, rig_of
 from beads.errors import InvalidInput
 from beads.record import acting_agent
 from inbox.items import ITEM_COLUMNS, Item, from_row, insert_row, refuse_producer_type
@@ -64,6 +65,7 @@ class BroadcastMixin:
     def take_broadcasts(self, agent: str) -> int:
         """Give `agent` its copy of every standing broadcast of its groups it has not had;
         returns how many (one indexed query when there is none: drains call it)."""
+        agent = self.own(agent)
         now = time.time()
         sql = (
             f"SELECT {ITEM_COLUMNS} FROM items AS b WHERE {_GROUPS} AND state = 'standing' "
@@ -73,8 +75,12 @@ class BroadcastMixin:
         standing = [from_row(row) for row in self.db.execute(sql, (now, agent))]
         if not standing:
             return 0
-        rigs = self.store_config().get("rigs") or {}
-        groups = {"@all"} | {f"@rig:{r}" for r, members in rigs.items() if agent in (members or [])}
+        config = self.store_config()
+        rigs = config.get("rigs") or {}
+        groups = {"@all"} | {f"@rig:{r}" for r in rigs if agent in rig_members(r, config)}
+        rig = rig_of(agent, config)
+        if rig is not None:  # `rig/name` is of its rig, listed or not
+            groups.add(f"@rig:{rig}")
         copies = [copy_for(item, agent) for item in standing if item.agent in groups]
         if not copies:
             return 0

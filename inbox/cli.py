@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from beads.agents import acting_rig
 from beads.cli.common import (
     answer_no,
     emit,
@@ -65,7 +66,9 @@ def inbox() -> None:
 @inbox.command()
 @click.argument("text")
 @click.option(
-    "--to", "to", help="An agent, or 'all' (default: you); 'all' stands for later agents."
+    "--to",
+    "to",
+    help="An agent (rig/name for another rig's), or 'all' (default: every agent of your rig).",
 )
 @click.option("--rig", help="Every agent of this rig (config.yaml rigs), later ones too.")
 @click.option("--type", "type_", type=click.Choice(TYPES), default="event", show_default=True)
@@ -73,7 +76,9 @@ def inbox() -> None:
 @click.option(
     "--ttl", help="Drop the item if undelivered after this long (e.g. 10m; a broadcast: 24h)."
 )
-@click.option("--dedup", "dedup", help="One item per key per agent (default: a new key).")
+@click.option(
+    "--dedup", "dedup", help="One item per key per agent: retry with the same key (default: new)."
+)
 @hidden_alias("--dedup-key", "dedup")
 @click.option("--source", help="Who or what the item is from (default: you).")
 @click.option("--session", "session", help="Append to this session's queue instead.")
@@ -89,23 +94,37 @@ def push(
     source: str | None,
     session: str | None,
 ) -> None:
-    """Push TEXT to an agent, a rig or all (or onto one session's queue)."""
-    if sum(x is not None for x in (to, rig, session)) > 1:
+    """Push TEXT to an agent, a rig or all (or onto one session's queue); with no target, to
+    every agent of the current rig ($GC_RIG, else yours)."""
+    if rig is not None and to is not None:
+        raise InvalidInput(
+            f"choose one target: --to {rig}/{to} for agent {to} of rig {rig}, "
+            f"or --rig {rig} for every agent of the rig"
+        )
+    if session is not None and (to is not None or rig is not None):
         raise InvalidInput("give one of --to, --rig and --session")
     delivery = open_delivery()
-    key = dedup or f"cli:{uuid.uuid4().hex}"
+    source = source or me()
     seconds = parse_duration(ttl) if ttl else None
     if session is not None:
-        item = delivery.enqueue(session, text, key=key, type=type_, source=source or me(),
+        key = dedup or f"cli:{uuid.uuid4().hex}"
+        item = delivery.enqueue(session, text, key=key, type=type_, source=source,
                                 priority=priority, ttl=seconds, pusher=me())  # fmt: skip
         emit({"items": [item_json(item)]}, f"Queued item for session {session}")
         return
-    fields = {"key": key, "type": type_, "source": source or me(), "priority": priority,
+    if to is None and rig is None:  # seed 001: the default scope is the current rig
+        rig = acting_rig(me(), delivery.store_config())
+        if rig is None:
+            raise InvalidInput(
+                "no rig to push to: give --to AGENT (or --to all), --rig RIG, or set $GC_RIG"
+            )
+    key = dedup or default_key(type_, source, to, rig)
+    fields = {"key": key, "type": type_, "source": source, "priority": priority,
               "ttl": seconds, "pusher": me()}  # fmt: skip
     if to == "all" or rig is not None:  # also stands for the group's agents that start later
         results = delivery.broadcast(text, to=to, rig=rig, **fields)
     else:
-        results = delivery.push(delivery.recipients(to or me()), text, **fields)
+        results = delivery.push(delivery.recipients(to), text, **fields)
     emit(
         {"items": [dict(item_json(item), created=created) for item, created in results]},
         "\n".join(
@@ -123,6 +142,21 @@ def push(
     )
 
 
+def default_key(type_: str, source: str, to: str | None, rig: str | None) -> str:
+    """A push's dedup key when none is given, as seed 001 names them: `broadcast:{id}`,
+    `rig:{rig}:{source}:{ms}`, `alert:{source}:{ms}`, else `cli:{id}`. Each push makes a new
+    one (a retry of the same push is a second item): `--dedup KEY` makes a retry a no-op."""
+    ms = int(time.time() * 1000)
+    short = source[:100]  # a key holds at most 200 characters
+    if to == "all":
+        return f"broadcast:{uuid.uuid4().hex}"
+    if rig is not None:
+        return f"rig:{rig}:{short}:{ms}"
+    if type_ == "alert":
+        return f"alert:{short}:{ms}"
+    return f"cli:{uuid.uuid4().hex}"
+
+
 @inbox.command("list")
 @click.option("--all", "show_all", is_flag=True, help="Every state, not only pending.")
 @click.option("--delivered", is_flag=True, help="Delivered items only.")
@@ -136,8 +170,8 @@ def list_items(show_all: bool, delivered: bool, limit: int | None) -> None:
     states = ("pending", "delivering", "delivered", "expired", "moot") if show_all else (
         ("delivered",) if delivered else ("pending", "delivering")
     )  # fmt: skip
-    who = me()
     delivery = open_delivery()
+    who = delivery.agent_of(me())
     delivery.follow()
     delivery.settle_moot(who)
     items = delivery.items(who, states)[:limit]
@@ -183,8 +217,8 @@ def drain(session: str | None, reconcile: bool) -> None:
 @global_options
 def wait(timeout: str) -> None:
     """Block until an item is pending for --agent (default: you); exit 10 on timeout."""
-    who = me()
     delivery = open_delivery()
+    who = delivery.agent_of(me())
     if not delivery.wait(who, parse_duration(timeout)):
         answer_no({"agent": who, "woke": False, "items": []}, f"No item for {who} within {timeout}")
     items = delivery.items(who, ("pending", "delivering"))

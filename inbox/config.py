@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from beads.agents import canonical_agent, rig_members, rig_of, spellings
 from beads.errors import InvalidInput, NotFound
 from beads.record import check_agent
 from beads.times import parse_duration
@@ -20,10 +21,28 @@ DEFAULTS: dict[str, Any] = {
     "session_idle_timeout": "8h",  # a session silent this long is no longer live
     "nudge_interval": "60s",  # an agent is nudged at most once per interval
     "nudge_timeout": "10s",  # a nudge command running longer is killed
-    "keep_delivered": "7d",  # delivered, expired and moot items are reaped after this
+    # Settled (delivered, expired, moot) items lose their content after this (seed 001: 24 h);
+    # their rows, which hold the dedup keys, stay at least `keep_keys`.
+    "keep_delivered": "24h",
     "reconcile_interval": "10m",  # a hook reconciles every producer and reaps at most this often
     "broadcast_ttl": "24h",  # a broadcast (`--to all`, `--rig`) given no TTL lasts this long
 }
+
+
+# The NATS stream's limits (`delivery.nats.*`, the same on every machine; seed 001).
+NATS_DEFAULTS: dict[str, Any] = {"max_age": "3d", "dedup_window": "2m", "max_msgs": 10_000}
+
+
+def nats_setting(config: dict[str, Any], name: str) -> float:
+    """A `delivery.nats.<name>` setting of `config`: durations as seconds, `max_msgs` a
+    count."""
+    shared = (config.get("delivery") or {}).get("nats") or {}
+    value = shared.get(name, NATS_DEFAULTS[name])
+    if name == "max_msgs":
+        if type(value) is not int or value < 1:
+            raise InvalidInput("delivery.nats.max_msgs must be a positive integer")
+        return value
+    return float(value) if isinstance(value, int | float) else parse_duration(str(value))
 
 
 class ConfigMixin:
@@ -50,6 +69,14 @@ class ConfigMixin:
             return value
         return float(value) if isinstance(value, int | float) else parse_duration(str(value))
 
+    def keep_keys(self) -> float:
+        """How long a settled item's row (its dedup key) is kept: `delivery.keep_delivered`,
+        and at least the stream's max age plus its dedup window, so a message the stream
+        still holds, delivered again, finds its key and is not handed out twice."""
+        config = self.store_config()
+        stream = nats_setting(config, "max_age") + nats_setting(config, "dedup_window")
+        return max(self.setting("keep_delivered"), stream)
+
     def context_cap(self) -> int:
         """`hooks.max_context_chars`: the most a drain's text may hold (Claude Code cuts a
         hook's injected context near 10,000 characters)."""
@@ -60,19 +87,33 @@ class ConfigMixin:
             raise InvalidInput("hooks.max_context_chars must be an integer 1000..1000000")
         return value
 
+    def agent_of(self, name: str) -> str:
+        """The full name of agent `name` (`beads.agents`: `mayor` of rig `gastown` is
+        `gastown/mayor`): every name delivery stores or looks up goes through it."""
+        return canonical_agent(name, self.store_config())
+
+    def spellings(self, name: str) -> tuple[str, ...]:
+        """Every name agent `name` may be stored under, its full name first."""
+        return spellings(name, self.store_config())
+
+    def rig_of(self, name: str) -> str | None:
+        """The rig of agent `name` as config.yaml gives it, or None."""
+        return rig_of(name, self.store_config())
+
     def recipients(self, to: str | None = None, rig: str | None = None) -> list[str]:
-        """The agents an item for `to` (an agent or `all`) or `rig` goes to: `all` is every
-        agent config.yaml lists, the store knows, or a session was registered for."""
+        """The agents (full names) an item for `to` (an agent or `all`) or `rig` goes to:
+        `all` is every agent config.yaml lists, the store knows, or a session was registered
+        for."""
         config = self.store_config()
         if rig is not None:
-            members = (config.get("rigs") or {}).get(rig)
+            members = rig_members(rig, config)
             if not members:
                 raise NotFound(f"no rig {rig!r} in config.yaml")
-            return [check_agent(str(m), what="rig member") for m in members]
+            return [check_agent(m, what="rig member") for m in members]
         if to is None:
             raise InvalidInput("give a recipient: --to AGENT, --to all or --rig RIG")
         if to == "all":
             named = set(config.get("agents") or {}) | set(self.reader.index.agents())
             named |= self.session_agents()
-            return sorted(named)
-        return [check_agent(to, what="recipient")]
+            return sorted({self.agent_of(n) for n in named if n != "all"})
+        return [self.agent_of(check_agent(to, what="recipient"))]

@@ -22,8 +22,9 @@ if TYPE_CHECKING:
 
 # Version 1 (`PRAGMA user_version`): items record their pusher; the `follow` table holds the
 # last commit of the store's branch that items were derived from (see inbox/follow.py).
-# Today's databases are version 0 and are upgraded in place by MIGRATIONS.
-SCHEMA_VERSION = 1
+# Version 2: durable entries carry a structured payload (JSON), seed 003's item data.
+# Older databases are upgraded in place by MIGRATIONS.
+SCHEMA_VERSION = 2
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS items(
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -36,7 +37,7 @@ CREATE INDEX IF NOT EXISTS items_by_state ON items(agent, state, priority, creat
 CREATE TABLE IF NOT EXISTS entries(
     seq INTEGER PRIMARY KEY AUTOINCREMENT, agent TEXT NOT NULL, kind TEXT NOT NULL,
     sender TEXT, content TEXT NOT NULL, created_at REAL NOT NULL,
-    handed_out INTEGER NOT NULL DEFAULT 0);
+    handed_out INTEGER NOT NULL DEFAULT 0, payload TEXT);
 CREATE INDEX IF NOT EXISTS entries_by_agent ON entries(agent, seq);
 CREATE TABLE IF NOT EXISTS follow(one INTEGER PRIMARY KEY CHECK (one = 1), head TEXT);
 """
@@ -45,6 +46,9 @@ MIGRATIONS = {
     0: """
 ALTER TABLE items ADD COLUMN pusher TEXT;
 CREATE TABLE IF NOT EXISTS follow(one INTEGER PRIMARY KEY CHECK (one = 1), head TEXT);
+""",
+    1: """
+ALTER TABLE entries ADD COLUMN payload TEXT;
 """,
 }
 

@@ -13,8 +13,7 @@ import time
 from collections import namedtuple
 
 from beads.errors import NotFound
-from inbox.broadcast import NOT_STANDING
-from inbox.items import ITEM_COLUMNS, Item, from_row, is_moot
+from inbox.items import ITEM_COLUMNS, Item, forget_settled, from_row, is_moot
 from inbox.queue import SessionQueue, check_session
 
 # A session that claimed items and died before its output was out gets them again at its next
@@ -66,6 +65,7 @@ class DrainMixin:
             if known is None:
                 raise NotFound(f"no session {session!r}; give the agent or register the session")
             agent = known.agent
+        agent = self.own(agent)
         self.follow()
         if (
             SessionQueue(self.runtime, session).empty()
@@ -77,7 +77,7 @@ class DrainMixin:
         cap = self.context_cap()
         from inbox.render import fit  # lazy: a hook with nothing pending renders nothing
 
-        keep = self.setting("keep_delivered")
+        keep, keep_keys = self.setting("keep_delivered"), self.keep_keys()
         problems = self.take_queue(session, agent)
         settled = self.settle_moot(agent)
         now = time.time()
@@ -110,11 +110,7 @@ class DrainMixin:
                 "UPDATE items SET state = ?, session = ?, settled_at = ? WHERE id = ?",
                 [(state, session, now, item.id) for item in chosen],
             )
-            db.execute(
-                "DELETE FROM items WHERE agent = ? AND state NOT IN ('pending', 'delivering') "
-                f"AND settled_at < ? AND {NOT_STANDING}",
-                (agent, now - keep),
-            )
+            forget_settled(db, now - keep, now - keep_keys, agent)
         for item in chosen:
             item.state, item.session, item.settled_at = state, session, now
         return Drained(
@@ -146,6 +142,7 @@ class DrainMixin:
         condition (mail read or archived since); returns how many. Every reader of pending
         items calls it first (drain, `wait`, `gc inbox list`), so a moot item is never shown
         as pending nor wakes anyone."""
+        agent = self.own(agent)
         moot = [
             item.key
             for item in self.items(agent, ("pending", "delivering"))
@@ -160,6 +157,8 @@ class DrainMixin:
     def wait(self, agent: str, timeout: float, poll: float = 0.05) -> bool:
         """Block until `agent` has a pending item (True) or `timeout` seconds pass (False)."""
         from beads.waiting import wait_until
+
+        agent = self.own(agent)
 
         def pending() -> bool | None:
             self.follow()  # mail committed meanwhile (a crashed send, a push) wakes it too

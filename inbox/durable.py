@@ -6,14 +6,20 @@
         handle(entry)
         inbox.ack(entry)                                      # done: never replayed
 
-Entries live in the delivery database. An entry handed out and not acked when the worker dies
-is replayed when the inbox is opened again, after a synthetic `restore` entry that says so.
-Consecutive `message` entries from one sender that nobody has taken yet merge into one entry
-(and one record). `steering` entries are transient (never stored) and jump the queue.
+Entries live in the delivery database. An entry carries text `content` and, optionally, a
+structured `payload` (any JSON value: a mapping, a list, text, a number, true/false or null),
+which comes back exactly as posted, replays included. Opening an inbox that holds entries (a
+restart, or entries posted while no worker ran) hands out a synthetic `restore` entry first,
+then every stored entry in order, those handed out and not acked before included
+(at-least-once); its payload counts them. Consecutive `message` entries from one sender,
+without payloads, that nobody has taken yet merge into one entry (and one record). `steering`
+entries are transient (never stored) and jump the queue.
 """
 
 from __future__ import annotations
 
+import json
+import math
 import os
 import time
 from collections import deque
@@ -43,9 +49,37 @@ class Entry:
     content: str
     sender: str | None
     created_at: float
+    payload: Any = None  # a JSON value, as posted
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
+
+
+def _encode_payload(payload: Any) -> str | None:
+    """`payload` as stored (None for none); InvalidInput if it is not plain JSON data."""
+    if payload is None:
+        return None
+    try:
+        text = json.dumps(payload, ensure_ascii=False, allow_nan=False, sort_keys=False)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInput(f"an entry's payload must be JSON data: {exc}") from None
+    if json.loads(text) != payload or _has_nan(payload):  # tuples, non-text keys: not kept
+        raise InvalidInput("an entry's payload must be JSON data (dicts with text keys, lists)")
+    return text
+
+
+def _has_nan(value: Any) -> bool:
+    if isinstance(value, float):
+        return not math.isfinite(value)
+    if isinstance(value, dict):
+        return any(_has_nan(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_has_nan(v) for v in value)
+    return False
+
+
+def _decode_payload(text: str | None) -> Any:
+    return json.loads(text) if text is not None else None
 
 
 class AgentInbox:
@@ -55,18 +89,21 @@ class AgentInbox:
         # A path is not a Store, though it has a `root` too (its anchor, "/").
         is_path = store is None or isinstance(store, str | os.PathLike)
         root = find_store(store) if is_path else store.root
-        self.agent = check_agent(agent)
         self.delivery = Delivery(Path(root))
+        self.agent = self.delivery.own(check_agent(agent))  # one name per agent (beads/agents.py)
         self._steering: deque[Entry] = deque()
-        replay = self.delivery.db.execute(
-            "SELECT COUNT(*) FROM entries WHERE agent = ? AND handed_out = 1",
+        stored, unacked = self.delivery.db.execute(
+            "SELECT COUNT(*), COALESCE(SUM(handed_out), 0) FROM entries WHERE agent = ?",
             (self.agent,),
-        ).fetchone()[0]
-        if replay:
-            note = f"restored after a restart: {replay} unacknowledged entries follow"
-            self._restore: Entry | None = Entry(None, self.agent, RESTORE, note, None, time.time())
-        else:
-            self._restore = None
+        ).fetchone()
+        self._restore: Entry | None = None
+        if stored:  # seed 003: the restore entry is always first when anything is replayed
+            note = (
+                f"restored after a restart: {stored} stored entries follow "
+                f"({unacked} handed out before and not acknowledged)"
+            )
+            counts = {"entries": stored, "unacknowledged": unacked}
+            self._restore = Entry(None, self.agent, RESTORE, note, None, time.time(), counts)
         self._after = 0  # entries up to this seq were handed out by this instance
 
     def close(self) -> None:
@@ -78,38 +115,45 @@ class AgentInbox:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def post(self, kind: str, content: str, *, sender: str | None = None) -> Entry:
-        """Add an entry; stored durably before this returns (except `steering`)."""
+    def post(
+        self, kind: str, content: str = "", *, sender: str | None = None, payload: Any = None
+    ) -> Entry:
+        """Add an entry; stored durably before this returns (except `steering`). `payload`:
+        structured data (JSON values) handed back as posted."""
         if not isinstance(kind, str) or not TYPE_RE.fullmatch(kind) or kind == RESTORE:
             raise InvalidInput(f"invalid entry kind {kind!r}")
         if sender is not None:
             check_agent(sender, what="sender")
         if not isinstance(content, str) or "\x00" in content:
             raise InvalidInput("entry content must be text without NUL characters")
-        if len(content.encode("utf-8", "surrogatepass")) > MAX_CONTENT_BYTES:
+        stored = _encode_payload(payload)
+        size = len(content.encode("utf-8", "surrogatepass")) + len((stored or "").encode())
+        if size > MAX_CONTENT_BYTES:
             raise InvalidInput(f"entry content is larger than {MAX_CONTENT_BYTES} bytes")
+        payload = _decode_payload(stored)  # the caller's object is not shared with the entry
         now = time.time()
         if kind == STEERING:
-            entry = Entry(None, self.agent, kind, content, sender, now)
+            entry = Entry(None, self.agent, kind, content, sender, now, payload)
             self._steering.append(entry)
             return entry
         with self.delivery.write() as db:
-            if kind == MESSAGE:
+            if kind == MESSAGE and stored is None:  # a payload is never merged into another
                 last = db.execute(
-                    "SELECT seq, kind, sender, content, created_at, handed_out FROM entries "
-                    "WHERE agent = ? ORDER BY seq DESC LIMIT 1",
+                    "SELECT seq, kind, sender, content, created_at, handed_out, payload "
+                    "FROM entries WHERE agent = ? ORDER BY seq DESC LIMIT 1",
                     (self.agent,),
                 ).fetchone()
-                if last and last[1] == MESSAGE and last[2] == sender and not last[5]:
+                if (last and last[1] == MESSAGE and last[2] == sender and not last[5]
+                        and last[6] is None):  # fmt: skip
                     merged = f"{last[3]}\n{content}"
                     db.execute("UPDATE entries SET content = ? WHERE seq = ?", (merged, last[0]))
                     return Entry(last[0], self.agent, kind, merged, sender, last[4])
             cursor = db.execute(
-                "INSERT INTO entries(agent, kind, sender, content, created_at) "
-                "VALUES (?, ?, ?, ?, ?)",
-                (self.agent, kind, sender, content, now),
+                "INSERT INTO entries(agent, kind, sender, content, created_at, payload) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (self.agent, kind, sender, content, now, stored),
             )
-        return Entry(cursor.lastrowid, self.agent, kind, content, sender, now)
+        return Entry(cursor.lastrowid, self.agent, kind, content, sender, now, payload)
 
     def next(self, timeout: float | None = None, poll: float = 0.05) -> Entry | None:
         """The next entry (steering first, then in order), or None when there is none.
@@ -131,7 +175,7 @@ class AgentInbox:
             return entry
         with self.delivery.write() as db:
             row = db.execute(
-                "SELECT seq, kind, content, sender, created_at FROM entries "
+                "SELECT seq, kind, content, sender, created_at, payload FROM entries "
                 "WHERE agent = ? AND seq > ? ORDER BY seq LIMIT 1",
                 (self.agent, self._after),
             ).fetchone()
@@ -139,7 +183,7 @@ class AgentInbox:
                 return None
             db.execute("UPDATE entries SET handed_out = 1 WHERE seq = ?", (row[0],))
         self._after = row[0]
-        return Entry(row[0], self.agent, row[1], row[2], row[3], row[4])
+        return Entry(row[0], self.agent, row[1], row[2], row[3], row[4], _decode_payload(row[5]))
 
     def __iter__(self) -> Iterator[Entry]:
         """Entries until none is left (use `next(timeout=...)` to wait for more)."""

@@ -257,6 +257,8 @@ class ItemsMixin:
         """Store items of any type in one transaction (`then` runs inside it); the producers
         reach it through `inbox.follow.record`, everyone else through `push_items`."""
         results: list[tuple[Item, bool]] = []
+        for item in items:  # one name per agent (beads/agents.py), whoever made the item
+            item.agent = self.own(item.agent)
         outbox = self.outbox()
         with self.write() as db:
             for item in items:
@@ -286,8 +288,37 @@ class ItemsMixin:
         if self._outbox is False:
             from inbox.nats.outbox import outbox_of
 
-            self._outbox = outbox_of(self.root)
+            self._outbox = outbox_of(self.root, self.spellings)  # type: ignore[attr-defined]
         return self._outbox
+
+    def own(self, name: str) -> str:
+        """The full name of agent `name` (`agent_of`), once what this database holds under
+        its other spellings (items, durable entries and sessions from before its rig was
+        listed: `mayor` for `gastown/mayor`) is moved to it; cheap after the first call."""
+        if name.startswith("@"):  # a broadcast's group row
+            return name
+        names = self.spellings(name)  # type: ignore[attr-defined]
+        full, others = names[0], names[1:]
+        adopted: set[str] = self.__dict__.setdefault("_adopted", set())
+        if not others or full in adopted:
+            return full
+        marks = ", ".join("?" for _ in others)
+        held = self.db.execute(
+            f"SELECT 1 FROM items WHERE agent IN ({marks}) UNION ALL "
+            f"SELECT 1 FROM entries WHERE agent IN ({marks}) LIMIT 1",
+            (*others, *others),
+        ).fetchone()
+        if held:
+            with self.write() as db:
+                for other in others:
+                    # A key the full name already has is a duplicate: the full name's wins.
+                    db.execute("UPDATE OR IGNORE items SET agent = ? WHERE agent = ?",
+                               (full, other))  # fmt: skip
+                    db.execute("DELETE FROM items WHERE agent = ?", (other,))
+                    db.execute("UPDATE entries SET agent = ? WHERE agent = ?", (full, other))
+        self.adopt_sessions(full, others)  # type: ignore[attr-defined]
+        adopted.add(full)
+        return full
 
     def _item_by_key(self, agent: str, key: str) -> Item | None:
         row = self.db.execute(
@@ -302,7 +333,7 @@ class ItemsMixin:
         params: list[Any] = list(states)
         if agent is not None:
             sql += " AND agent = ?"
-            params.append(agent)
+            params.append(self.own(agent))
         sql += " ORDER BY priority, created_at, id"
         return [from_row(row) for row in self.db.execute(sql, params)]
 
@@ -313,7 +344,7 @@ class ItemsMixin:
         row = self.db.execute(
             "SELECT 1 FROM items WHERE agent = ? AND state IN ('pending', 'delivering') "
             "AND (expires_at IS NULL OR expires_at > ?) LIMIT 1",
-            (agent, now),
+            (self.own(agent), now),
         ).fetchone()
         return row is not None
 
@@ -321,6 +352,7 @@ class ItemsMixin:
         """Settle `agent`'s undelivered items of these keys (a producer says they are moot:
         for items with no bead to check); returns how many."""
         now = time.time()
+        agent = self.own(agent)
         with self.write() as db:
             return sum(
                 db.execute(
@@ -332,10 +364,9 @@ class ItemsMixin:
             )
 
     def reap(self) -> int:
-        """Remove expired pending items (and broadcasts), and settled items past
-        `delivery.keep_delivered` (but the copies of a broadcast that still stands)."""
-        from inbox.broadcast import NOT_STANDING
-
+        """Remove expired pending items (and broadcasts); empty the content of settled items
+        past `delivery.keep_delivered`, and remove their rows past `keep_keys` (but the copies
+        of a broadcast that still stands); returns how many rows were removed or emptied."""
         now = time.time()
         with self.write() as db:
             expired = db.execute(
@@ -343,12 +374,32 @@ class ItemsMixin:
                 "AND expires_at IS NOT NULL AND expires_at <= ?",
                 (now,),
             ).rowcount
-            old = db.execute(
-                "DELETE FROM items WHERE state NOT IN ('pending', 'delivering', 'standing') "
-                f"AND settled_at < ? AND {NOT_STANDING}",
-                (now - self.setting("keep_delivered"),),
-            ).rowcount
-        return expired + old
+            return expired + forget_settled(
+                db, now - self.setting("keep_delivered"), now - self.keep_keys()
+            )
+
+
+def forget_settled(
+    db: sqlite3.Connection, content_before: float, key_before: float, agent: str | None = None
+) -> int:
+    """Settled items (of `agent`, or all) settled before `content_before` lose their content;
+    those settled before `key_before` lose their row (the dedup key); a copy of a standing
+    broadcast keeps both. Returns how many rows changed."""
+    from inbox.broadcast import NOT_STANDING
+
+    settled = "state NOT IN ('pending', 'delivering', 'standing')"
+    whose = " AND agent = ?" if agent is not None else ""
+    extra = (agent,) if agent is not None else ()
+    gone = db.execute(
+        f"DELETE FROM items WHERE {settled} AND settled_at < ? AND {NOT_STANDING}{whose}",
+        (key_before, *extra),
+    ).rowcount
+    emptied = db.execute(
+        f"UPDATE items SET content = '' WHERE {settled} AND settled_at < ? AND content != '' "
+        f"AND {NOT_STANDING}{whose}",
+        (content_before, *extra),
+    ).rowcount
+    return gone + emptied
 
 
 def insert_row(db: sqlite3.Connection, item: Item) -> bool:

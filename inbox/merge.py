@@ -85,6 +85,8 @@ class MergeMixin:
                 from inbox.rederive import rederive
 
                 derived, refused = rederive(self, list(asked))  # type: ignore[arg-type]
+                for item in derived:  # the session's agent, by its full name (beads/agents.py)
+                    item.agent = agent
                 items += derived
                 for refusal in refused:
                     record = asked[(refusal.agent, refusal.key)]

@@ -34,7 +34,11 @@ def nudge_command(delivery: Delivery, agent: str) -> list[str] | None:
     a list of strings with plain `{session}`, `{agent}`, `{text}` substitutions (an older
     config.yaml may hold one that `gc config set` now refuses)."""
     agents = delivery.store_config().get("agents")
-    entry = agents.get(agent) if isinstance(agents, dict) else None
+    entry = None
+    for name in delivery.spellings(agent):  # `agents.mayor` configures `gastown/mayor`
+        entry = agents.get(name) if isinstance(agents, dict) else None
+        if entry is not None:
+            break
     spec = entry.get("nudge") if isinstance(entry, dict) else None
     if spec is None:
         return None

@@ -76,7 +76,9 @@ def rederive(
             except InvalidInput as exc:
                 refused.append(Refused(agent, key, f"{bead_id} makes no item: {exc.message}"))
                 continue
-        match = next((i for i in made if i.agent == agent and i.key == key), None)
+        full = delivery.agent_of(agent)
+        match = next((i for i in made if delivery.agent_of(i.agent) == full and i.key == key),
+                     None)  # fmt: skip
         if match is None:
             why = f"{bead_id} (a {bead.type}) makes no item {key} for {agent} now"
             refused.append(Refused(agent, key, why))

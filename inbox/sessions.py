@@ -120,10 +120,23 @@ class SessionsMixin:
             self._drop_sessions(exc)
             raise
 
+    def adopt_sessions(self, full: str, others: tuple[str, ...]) -> None:
+        """Sessions registered under another spelling of agent `full` become its own."""
+        marks = ", ".join("?" for _ in others)
+        held = self.on_sessions(
+            lambda db: db.execute(
+                f"SELECT 1 FROM sessions WHERE agent IN ({marks}) LIMIT 1", others
+            ).fetchone()
+        )
+        if held:
+            self._update_sessions(f"UPDATE sessions SET agent = ? WHERE agent IN ({marks})",
+                                  (full, *others))  # fmt: skip
+
     def register(self, session: str, agent: str, *, cwd: str | None = None) -> Session:
-        """Start (or restart) `session` for `agent`; it is live and busy."""
+        """Start (or restart) `session` for `agent` (stored by its full name); it is live and
+        busy."""
         check_session(session)
-        check_agent(agent)
+        agent = self.own(check_agent(agent))  # type: ignore[attr-defined]
         now = time.time()
         self._update_sessions(
             "INSERT INTO sessions(session, agent, state, cwd, started_at, last_hook, "
@@ -138,6 +151,7 @@ class SessionsMixin:
     def hook_seen(self, session: str, agent: str, event: str, *, state: str | None = None) -> None:
         """Record a hook of a session (registering it if its SessionStart was missed)."""
         check_session(session)
+        agent = self.own(agent)  # type: ignore[attr-defined]
         now = time.time()
         self._update_sessions(
             "INSERT INTO sessions(session, agent, state, started_at, last_hook, last_hook_at)"
@@ -182,6 +196,7 @@ class SessionsMixin:
 
     def live_sessions(self, agent: str) -> list[Session]:
         """`agent`'s live sessions, newest first."""
+        agent = self.own(agent)  # type: ignore[attr-defined]
         return [s for s in self.sessions() if s.agent == agent]
 
     def session_agents(self) -> set[str]:

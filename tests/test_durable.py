@@ -17,6 +17,8 @@ import os, signal, sys
 from inbox import AgentInbox
 inbox = AgentInbox(sys.argv[1], "worker")
 for entry in inbox:
+    if entry.kind == "restore":  # first whenever stored entries are replayed
+        continue
     with open(sys.argv[2], "a") as log:
         log.write(entry.content + "\\n")
     if entry.content == "task 3":
@@ -67,7 +69,7 @@ def test_steering_is_transient_and_jumps_the_queue(store: Store) -> None:
         assert entry is not None and entry.kind == "steering" and entry.seq is None
         assert inbox.pending() == 1
     with AgentInbox(store, "worker") as inbox:
-        assert [e.content for e in inbox] == ["first"]
+        assert [(e.kind, e.content) for e in inbox][1:] == [("task", "first")]
 
 
 def test_entries_are_per_agent_and_removed_on_retire(store: Store) -> None:
@@ -101,3 +103,44 @@ def test_bad_entries_are_refused(store: Store, kind: str, content: str, sender: 
         with pytest.raises(InvalidInput):
             inbox.post(kind, content, sender=sender)
         assert inbox.pending() == 0
+
+
+PAYLOADS = {
+    "message": {"text": "hi", "files": ["a.py", "b.py"], "urgent": True},
+    "system_message": {"level": "warn", "lines": [1, 2.5, None]},
+    "signal": {"name": "SIGUSR1", "number": 10},
+    "reset": None,
+    "compact": {"keep_last": 20, "nested": {"deep": {"deeper": ["x"]}}},
+}
+
+
+def test_entries_carry_a_structured_payload_that_round_trips(store: Store) -> None:
+    with AgentInbox(store, "worker") as inbox:
+        for kind, payload in PAYLOADS.items():
+            inbox.post(kind, f"a {kind}", sender="mayor", payload=payload)
+        # Messages with payloads stay apart: each keeps its own data.
+        inbox.post("message", "second", sender="mayor", payload={"n": 2})
+        fresh = [(e.kind, e.payload) for e in inbox]
+    assert fresh == [*PAYLOADS.items(), ("message", {"n": 2})]
+    with AgentInbox(store, "worker") as inbox:  # replayed after a restart: the same data
+        replayed = [(e.kind, e.payload) for e in inbox]
+    assert replayed[0] == ("restore", {"entries": 6, "unacknowledged": 6})
+    assert replayed[1:] == fresh
+
+
+@pytest.mark.parametrize("payload", [{1, 2}, {"x": float("nan")}, {1: "int key"}, object()])
+def test_a_payload_that_is_not_json_data_is_refused(store: Store, payload: object) -> None:
+    with AgentInbox(store, "worker") as inbox:
+        with pytest.raises(InvalidInput, match="payload"):
+            inbox.post("task", "x", payload=payload)
+        assert inbox.pending() == 0
+
+
+def test_every_reopen_that_replays_starts_with_restore(store: Store) -> None:
+    with AgentInbox(store, "worker") as inbox:
+        inbox.post("task", "t1")
+        inbox.post("task", "t2")  # never taken
+    with AgentInbox(store, "worker") as inbox:
+        got = [(e.kind, e.content) for e in inbox]
+    assert got[0][0] == "restore" and got[1:] == [("task", "t1"), ("task", "t2")]
+    assert "2 stored entries" in got[0][1]

@@ -144,7 +144,8 @@ class Machine:
 
     def keys(self, agent: str) -> list[str]:
         """Every item key `agent` has here, in whatever state."""
-        rows = self.delivery.db.execute("SELECT key FROM items WHERE agent = ?", (agent,))
+        full = self.delivery.own(agent)  # `b1` of rig crew is `crew/b1` (beads/agents.py)
+        rows = self.delivery.db.execute("SELECT key FROM items WHERE agent = ?", (full,))
         return [key for (key,) in rows]
 
     def drain_all(self, agent: str) -> list[str]:
@@ -777,3 +778,52 @@ def test_the_relay_says_so_when_the_server_is_open(
     wait_until(lambda: "requires no authentication" in a.log.read_text(), what=relay_logs(a))
     status = gc("nats", "status", "--beads-dir", str(a.root))
     assert "server: requires no authentication" in status.stdout
+
+
+def test_the_stream_is_capped_and_a_gap_is_reported_as_lost_items(
+    machines: tuple[Machine, Machine], gc: GcRunner
+) -> None:
+    a, b = machines
+    for machine in (a, b):  # config.yaml is shared in a real project; these are two stores
+        with machine.store.batch() as batch:
+            nats = {"max_msgs": 5}
+            batch.set_config({**machine.store.config, "delivery": {"nats": nats}})
+    a.start_relay()
+    b.start_relay()
+    a.delivery.push(["b3"], "seen", key="seen")
+    wait_until(lambda: b.keys("b3") == ["seen"], what=relay_logs(a, b))
+    wait_until(lambda: relay_status(gc, b).get("floor"), what=relay_logs(a, b))
+    b.stop_relay()
+    for n in range(20):  # B's relay is down: the stream keeps the last 5 only
+        a.delivery.push(["b3"], f"item {n}", key=f"k{n}", nudge=False)
+    wait_until(lambda: a.outbox_size() == 0, what=relay_logs(a))
+    status = gc.json("nats", "status", "--beads-dir", str(a.root))
+    assert status["stream"]["max_msgs"] == 5 and status["stream"]["messages"] == 5
+    b.start_relay()
+    wait_until(lambda: len(b.keys("b3")) == 6, what=lambda: f"{b.keys('b3')} {relay_logs(b)}")
+    wait_until(lambda: relay_status(gc, b).get("lost"), what=lambda: str(relay_status(gc, b)))
+    assert relay_status(gc, b)["lost"] == 15
+    shown = gc("nats", "status", "--beads-dir", str(b.root)).stdout
+    assert "LOST up to 15 item(s)" in shown and "stream sequences 2..16" in shown
+
+
+def test_a_relay_takes_both_subjects_of_a_rig_agent_for_one_release(
+    machines: tuple[Machine, Machine], nats_server: NatsServer, gc: GcRunner
+) -> None:
+    from inbox.nats.relay import consumer_config
+    from inbox.nats.settings import Settings
+
+    _a, b = machines
+    settings = Settings(b.root, b.store.config)
+    filters = consumer_config(settings, 1.0).filter_subjects
+    # b1 is in rig crew: `crew/b1` now, `b1` as an older relay publishes it.
+    for name in ("crew/b1", "b1", "crew/b2", "b2", "b3"):
+        assert subjects.agent_subject(name) in filters
+    assert settings.full == ["crew/b1", "crew/b2", "b3"]
+    # A message on the bare subject still reaches the agent's sessions.
+    b.start_relay()
+    wait_until(lambda: relay_status(gc, b).get("connected"), what=relay_logs(b))
+    publish(nats_server, "inbox.agent.b1", {"agent": "b1", "key": "old-relay", "content": "hi",
+                                            "type": "event", "source": "old"})  # fmt: skip
+    wait_until(lambda: b.keys("b1") == ["old-relay"], what=relay_logs(b))
+    assert b.drain_all("b1") == ["old-relay"]

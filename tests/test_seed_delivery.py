@@ -213,3 +213,166 @@ def test_a_gate_waits_for_a_bead_of_another_named_store(store: Store, tmp_path) 
         assert store.get(gate.id).status == "closed"
     finally:
         other.close()
+
+
+def _rig_store(gc: GcRunner) -> None:
+    gc("init")
+    assert gc("config", "set", "rigs.gastown", '["mayor", "dog"]').returncode == 0
+
+
+def test_a_push_without_to_goes_to_every_agent_of_the_current_rig(gc: GcRunner) -> None:
+    _rig_store(gc)
+    # The pushing agent's rig (config.yaml lists mayor in gastown).
+    pushed = gc.json("inbox", "push", "--type", "alert", "CI build failed on main",
+                     env={"GC_AGENT": "mayor"})  # fmt: skip
+    assert sorted(i["agent"] for i in pushed["items"]) == ["gastown/dog", "gastown/mayor"]
+    assert all(i["key"].startswith("rig:gastown:mayor:") for i in pushed["items"])
+    # $GC_RIG names the rig of a pusher in none (a CI script).
+    pushed = gc.json("inbox", "push", "deploy done", env={"GC_RIG": "gastown"})
+    assert sorted(i["agent"] for i in pushed["items"]) == ["gastown/dog", "gastown/mayor"]
+
+
+def test_a_push_without_to_and_no_rig_known_is_refused_naming_to(gc: GcRunner) -> None:
+    _rig_store(gc)
+    refused = gc("inbox", "push", "--type", "alert", "CI build failed on main")
+    assert refused.returncode == 30 and "--to" in refused.stderr
+    assert gc.json("inbox", "list", "--all")["items"] == []  # not even to the pusher
+
+
+def test_rig_and_to_together_are_refused_naming_the_full_name(gc: GcRunner) -> None:
+    _rig_store(gc)
+    refused = gc("inbox", "push", "--rig", "gastown", "--to", "mayor", "Deploy failed")
+    assert refused.returncode == 30 and "--to gastown/mayor" in refused.stderr
+    assert gc.json("inbox", "list", "--all", env={"GC_AGENT": "mayor"})["items"] == []
+
+
+def _session_start(gc: GcRunner, session: str, agent: str) -> str:
+    event = json.dumps({"session_id": session, "hook_event_name": "SessionStart",
+                        "source": "startup"})  # fmt: skip
+    out = gc("hook", "run", input=event, env={"GC_AGENT": agent}).stdout
+    return json.loads(out)["hookSpecificOutput"]["additionalContext"] if out else ""
+
+
+def test_rig_slash_name_reaches_the_session_registered_by_its_bare_name(gc: GcRunner) -> None:
+    gc("init")
+    # Written before the rig was listed: the old item and mail are under the bare name.
+    gc("inbox", "push", "--to", "mayor", "old item", "--dedup", "old")
+    gc("mail", "send", "mayor", "-s", "old mail", "-m", "from before the rig")
+    gc("config", "set", "rigs.gastown", '["mayor", "dog"]')
+    pushed = gc.json("inbox", "push", "--to", "gastown/mayor", "Deploy failed")
+    assert [i["agent"] for i in pushed["items"]] == ["gastown/mayor"]
+    context = _session_start(gc, "s-mayor", "mayor")
+    assert "Deploy failed" in context and "old item" in context and "old mail" in context
+    sessions = gc.json("session", "list")["sessions"]
+    assert [(s["session"], s["agent"]) for s in sessions] == [("s-mayor", "gastown/mayor")]
+    # Mail read by either name: the same mailbox.
+    for name in ("mayor", "gastown/mayor"):
+        inbox = gc.json("mail", "inbox", env={"GC_AGENT": name})
+        assert [m["subject"] for m in inbox["messages"]] == ["old mail"]
+    # Another rig's agent of the same bare name is someone else.
+    assert _session_start(gc, "s-other", "web/mayor") == ""
+
+
+def test_default_keys_follow_the_seed_and_only_dedup_makes_a_retry_idempotent(
+    gc: GcRunner,
+) -> None:
+    gc("init")
+    alert = gc.json("inbox", "push", "--to", "dog", "--type", "alert", "--source", "ci", "red")
+    assert alert["items"][0]["key"].startswith("alert:ci:")
+    gc("inbox", "push", "--to", "all", "maintenance")
+    drained = gc.json("inbox", "drain", "--session", "s-new", env={"GC_AGENT": "newbie"})
+    assert [i["key"][:10] for i in drained["items"]] == ["broadcast:"]
+    # The default is not an idempotent retry: the same push twice is two items.
+    for _ in range(2):
+        gc("inbox", "push", "--to", "cat", "same text")
+    assert len(gc.json("inbox", "list", env={"GC_AGENT": "cat"})["items"]) == 2
+    for _ in range(2):
+        gc("inbox", "push", "--to", "owl", "same text", "--dedup", "retry-1")
+    assert len(gc.json("inbox", "list", env={"GC_AGENT": "owl"})["items"]) == 1
+
+
+def test_items_recovered_by_reconciliation_nudge_an_idle_session(gc: GcRunner) -> None:
+    import sqlite3
+
+    import gates
+    from inbox.arrivals import announce
+
+    gc("init")
+    log = gc.cwd / "nudges.log"
+    argv = ["sh", "-c", f'echo "$0 $1" >> {log}', "{session}", "{text}"]
+    gc("config", "set", "agents.dog.nudge", json.dumps(argv))
+    _session_start(gc, "s1", "dog")
+    gc("mail", "send", "dog", "-s", "lost item", "-m", "body")  # busy: no nudge
+    stop = json.dumps({"session_id": "s1", "hook_event_name": "Stop", "stop_hook_active": False})
+    gc("hook", "run", input=stop, env={"GC_AGENT": "dog"})
+    root = gc.cwd / ".beads"
+    with sqlite3.connect(root / ".runtime" / "delivery.sqlite3") as db:
+        assert db.execute("DELETE FROM items WHERE agent = 'dog'").rowcount == 1
+    gates.register_producers()
+    announce(root)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and not (log.exists() and log.read_text().strip()):
+        time.sleep(0.1)
+    (line,) = log.read_text().splitlines()
+    assert line.startswith("s1 ") and "lost item" in line
+
+
+def test_delivered_content_is_reaped_after_a_day_and_its_key_kept_past_the_stream(
+    delivery: Delivery,
+) -> None:
+    delivery.push(["dog"], "deploy done", key="k1")
+    assert [i.key for i in delivery.drain("s1", "dog").items] == ["k1"]
+    assert delivery.keep_keys() == 3 * 86400 + 120  # the stream's max age + dedup window
+
+    def settled(seconds_ago: float) -> None:
+        with delivery.write() as db:
+            db.execute("UPDATE items SET settled_at = ?", (time.time() - seconds_ago,))
+
+    settled(23 * 3600)
+    delivery.reap()
+    assert [i.content for i in delivery.items("dog", ("delivered",))] == ["deploy done"]
+    settled(25 * 3600)  # past delivery.keep_delivered (24 h): the content goes, the key stays
+    delivery.reap()
+    assert [i.content for i in delivery.items("dog", ("delivered",))] == [""]
+    ((_, created),) = delivery.push(["dog"], "deploy done", key="k1")
+    assert not created and delivery.drain("s1", "dog").items == []
+    settled(3 * 86400 + 121)  # past the stream's window: nothing can bring it again
+    delivery.reap()
+    assert delivery.items("dog", ("delivered",)) == []
+
+
+def test_the_key_window_follows_the_streams_settings(store: Store) -> None:
+    config = {"delivery": {"keep_delivered": "1h", "nats": {"max_age": "7d", "dedup_window": 60}}}
+    with Delivery(store.root, config=lambda: config) as delivery:
+        assert delivery.keep_keys() == 7 * 86400 + 60
+        config["delivery"]["keep_delivered"] = "30d"
+        assert delivery.keep_keys() == 30 * 86400
+
+
+def test_the_seeds_own_decision_line_is_derived_from_its_bead(gc: GcRunner) -> None:
+    import sqlite3
+
+    _rig_store(gc)  # the requester is mayor of rig gastown: the line's agent is the session's
+    made = gc.json("decision", "create", "--prompt", "Deploy to prod?", "--option", "yes",
+                   "--option", "no", env={"GC_AGENT": "mayor"})  # fmt: skip
+    decision = made["bead"]["id"]
+    gc("decision", "respond", decision, "--select", "yes")
+    root = gc.cwd / ".beads"
+    with sqlite3.connect(root / ".runtime" / "delivery.sqlite3") as db:  # not here yet
+        db.execute("DELETE FROM items WHERE key = ?", (f"decision:{decision}",))
+    # Seed 001's example line, as written, with a real decision's id, and as written.
+    seed_line = {"id": "uuid", "type": "decision", "source": "bd decision respond",
+                 "content": "<system-reminder>Decision X resolved: Y</system-reminder>",
+                 "priority": 2, "timestamp": int(time.time() * 1000),
+                 "dedup_key": f"decision:{decision}", "ttl_seconds": 600}  # fmt: skip
+    unknown = {**seed_line, "dedup_key": "decision:hq-abc123"}
+    queue = SessionQueue(root / ".runtime", "s-mayor")
+    queue.append(seed_line)
+    queue.append(unknown)
+    drained = gc.json("inbox", "drain", "--session", "s-mayor", env={"GC_AGENT": "mayor"})
+    (item,) = drained["items"]
+    assert item["agent"] == "gastown/mayor" and item["key"] == f"decision:{decision}"
+    assert "Deploy to prod?" in item["content"] and "Decision X" not in item["content"]
+    assert item["source"] != "bd decision respond"
+    aside = (root / ".runtime" / "inject-queue" / "s-mayor.bad.jsonl").read_text()
+    assert "hq-abc123" in aside and f"decision:{decision}" not in aside

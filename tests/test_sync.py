@@ -914,3 +914,24 @@ def test_racing_claims_on_separate_machines_end_in_one_winner_and_clean_conflict
             assert held == winner
     served = tmp_path / ("srv" if kind == "git" else "") / "shared.git"
     git("fsck", "--strict", cwd=served)
+
+
+def test_a_sync_that_brings_mail_nudges_the_idle_session_here(
+    tmp_path: Path, pair: tuple[GcRunner, GcRunner, Path]
+) -> None:
+    a, b, _remote = pair
+    log = tmp_path / "nudges.log"
+    argv = ["sh", "-c", f'echo "$0 $1" >> {log}', "{session}", "{text}"]
+    assert b("config", "set", "agents.dog.nudge", json.dumps(argv)).returncode == 0
+    prompt_hook(b, "dog", "SessionStart")
+    stop = {"session_id": "s-dog", "hook_event_name": "Stop", "stop_hook_active": False}
+    assert b("hook", "run", input=json.dumps(stop), env={"GC_AGENT": "dog"}).returncode == 0
+    a.json("mail", "send", "dog", "-s", "From A", "-m", "across machines",
+           env={"GC_AGENT": "mayor"})  # fmt: skip
+    assert a("sync").returncode == 0
+    assert b.json("sync")["sync"]["action"] != "none"
+    wait_for(lambda: log.exists() and log.read_text().strip())
+    (line,) = log.read_text().splitlines()
+    assert line.startswith("s-dog ") and "From A" in line
+    # The item is there for the session's next hook, as a local send's is.
+    assert "across machines" in prompt_hook(b, "dog")

@@ -158,7 +158,8 @@ def status() -> None:
         out["stream"] = {"name": config.stream, "messages": state.messages,
                          "bytes": state.bytes, "first_seq": state.first_seq,
                          "last_seq": state.last_seq, "max_age": info.config.max_age,
-                         "dedup_window": info.config.duplicate_window}  # fmt: skip
+                         "dedup_window": info.config.duplicate_window,
+                         "max_msgs": info.config.max_msgs}  # fmt: skip
         try:
             consumer = await js.consumer_info(config.stream, config.consumer)
         except NotFoundError:
@@ -231,6 +232,8 @@ def _relay_line(relay: dict[str, Any] | None) -> str:
     text = (
         f"relay {relay.get('consumer')} ({state}, pid {relay.get('pid')}): {published}; {received}"
     )
+    if relay.get("lost"):  # the stream dropped items before they got here (gaps.py)
+        text += f"; LOST up to {relay['lost']} item(s), last: {relay.get('last_lost')}"
     if relay.get("refused"):
         text += f"; {relay['refused']} refused, last: {relay.get('last_refused')}"
     if relay.get("last_error"):

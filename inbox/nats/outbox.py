@@ -18,7 +18,7 @@ from beads.autosync import read_local
 TYPE_CHECKING = False  # importing typing costs a hook ~7 ms
 if TYPE_CHECKING:
     import sqlite3
-    from collections.abc import Iterable, Sequence
+    from collections.abc import Callable, Iterable, Sequence
     from pathlib import Path
 
     from inbox.items import Item
@@ -51,13 +51,16 @@ class Outbox:
             )
 
 
-def outbox_of(root: Path) -> Outbox | None:
+def outbox_of(root: Path, spell: Callable[[str], Iterable[str]] | None = None) -> Outbox | None:
     """The outbox hook of the store at `root` (its `.beads/`), or None when this machine has
-    no `delivery.nats.url`: one read of the store's small git config, nothing more."""
+    no `delivery.nats.url`: one read of the store's small git config, nothing more.
+    `spell(agent)` gives every name a local agent goes by (`Delivery.spellings`), so an item
+    for `gastown/mayor` stays here when `mayor` lives here."""
     local = read_local(root / ".git")
     if not local.get("delivery.nats.url"):
         return None
-    return Outbox(a.strip() for a in local.get("delivery.nats.agents", "").split(",") if a.strip())
+    here = [a.strip() for a in local.get("delivery.nats.agents", "").split(",") if a.strip()]
+    return Outbox(n for a in here for n in (a, *(spell(a) if spell else ())))
 
 
 def encode(item: Item) -> str:

@@ -36,11 +36,12 @@ from nats.js import api
 from nats.js.errors import NotFoundError
 
 from beads import files
+from beads.agents import rig_members
 from beads.errors import Conflict, InvalidInput
 from inbox.broadcast import copy_for, stand
 from inbox.delivery import Delivery
 from inbox.items import PRODUCER_TYPES, Item
-from inbox.nats import machines, outbox, subjects, trust
+from inbox.nats import gaps, machines, outbox, subjects, trust
 from inbox.nats.settings import Settings, status_path
 
 BATCH = 1000  # items per transaction, and per round of publishing
@@ -49,13 +50,15 @@ POLL = 0.005  # seconds between looks at the outbox when it is empty
 MIN_BACKOFF, MAX_BACKOFF = 0.1, 2.0
 STATUS_EVERY = 1.0  # seconds between writes of the status file
 CONFIG_EVERY = 5.0  # seconds a read of config.yaml (rigs, nudges) is reused
+GAP_EVERY = 2.0  # seconds between looks for messages the stream dropped (gaps.py)
 
 
 async def ensure_stream(js: Any, settings: Settings, *, update: bool) -> str:
     """Create the stream if it is missing; with `update`, bring an existing one's retention
     and dedup window to the settings. Returns what it did, in words."""
-    wanted = {"max_age": settings.max_age, "duplicate_window": settings.dedup_window}
-    wanted_text = describe(settings.max_age, settings.dedup_window)
+    wanted = {"max_age": settings.max_age, "duplicate_window": settings.dedup_window,
+              "max_msgs": settings.max_msgs}  # fmt: skip
+    wanted_text = describe(settings.max_age, settings.dedup_window, settings.max_msgs)
     try:
         info = await js.stream_info(settings.stream)
     except NotFoundError:
@@ -80,13 +83,14 @@ async def ensure_stream(js: Any, settings: Settings, *, update: bool) -> str:
     if not update:
         return f"stream {settings.stream} differs from the settings (gc nats setup updates it)"
     await js.update_stream(config.evolve(**differs))
-    was = describe(config.max_age, config.duplicate_window)
+    was = describe(config.max_age, config.duplicate_window, config.max_msgs)
     return f"updated stream {settings.stream}: {was} -> {wanted_text}"
 
 
-def describe(max_age: float | None, window: float | None) -> str:
+def describe(max_age: float | None, window: float | None, max_msgs: int | None = None) -> str:
     spans = f"max age {_span(max_age)}, dedup window {_span(window)}"
-    return f"subjects {subjects.STREAM_SUBJECTS}, {spans}"
+    cap = f", max {max_msgs} messages" if max_msgs and max_msgs > 0 else ", no message cap"
+    return f"subjects {subjects.STREAM_SUBJECTS}, {spans}{cap}"
 
 
 def _span(seconds: float | None) -> str:
@@ -103,7 +107,7 @@ def consumer_config(settings: Settings, ack_wait: float) -> api.ConsumerConfig:
     return api.ConsumerConfig(
         durable_name=settings.consumer,
         deliver_subject=f"_GC_RELAY.{settings.consumer}",
-        filter_subjects=subjects.consumer_filters(settings.agents),
+        filter_subjects=subjects.consumer_filters(settings.names),
         ack_policy=api.AckPolicy.EXPLICIT,
         deliver_policy=api.DeliverPolicy.ALL,  # a new machine gets what the stream still has
         ack_wait=ack_wait,
@@ -149,7 +153,7 @@ class Relay:
         self.settings = settings
         self.ack_wait = ack_wait
         self.log = log
-        self.here = frozenset(settings.agents)
+        self.here = frozenset(settings.names)  # every spelling of this machine's agents
         self.delivery = Delivery(root, config=self._config)
         # What this relay receives is for its own agents: never sent out again.
         self.delivery._outbox = outbox.Outbox(self.here)
@@ -174,6 +178,11 @@ class Relay:
             "refused": 0,
             "last_refused": None,
             "server_open": None,  # True: the server asks no credentials of anyone
+            # Items the stream dropped before they got here (inbox/nats/gaps.py); the floor
+            # carries over from the relay's last run.
+            "floor": _last_status(root).get("floor"),
+            "lost": 0,
+            "last_lost": None,
         }
         self._status_at = 0.0
         self._sync_lock = asyncio.Lock()
@@ -279,7 +288,9 @@ class Relay:
                 manual_ack=True,
                 pending_msgs_limit=8 * BATCH,
             )
+            await self._check_gap(js)
             tasks = [
+                asyncio.ensure_future(self._gaps(js)),
                 asyncio.ensure_future(self._receive(arrived)),
                 asyncio.ensure_future(self._publish(js)),
                 asyncio.ensure_future(self._watch(nc, lost)),
@@ -318,6 +329,33 @@ class Relay:
             )
         self.status["server_open"] = is_open
 
+    async def _gaps(self, js: Any) -> None:
+        while True:
+            await asyncio.sleep(GAP_EVERY)
+            await self._check_gap(js)
+
+    async def _check_gap(self, js: Any) -> None:
+        """Compare the stream's first sequence with this relay's floor: a gap is reported
+        (log, status, `gc nats status`) as items lost (inbox/nats/gaps.py)."""
+        try:
+            stream = await js.stream_info(self.settings.stream)
+            consumer = await js.consumer_info(self.settings.stream, self.settings.consumer)
+        except Exception as exc:  # noqa: BLE001 - the next look tries again
+            self.status["last_error"] = f"checking for gaps: {type(exc).__name__}: {exc}"
+            return
+        caught_up = not consumer.num_pending and not consumer.num_ack_pending
+        state = stream.state
+        floor, lost, span = gaps.check(
+            self.status["floor"], state.first_seq, state.last_seq, caught_up
+        )
+        changes: dict[str, Any] = {"floor": floor}
+        if lost and span is not None:
+            line = gaps.describe(lost, span)
+            self.log(line)
+            self.delivery.note_fault(f"nats relay: {line}")
+            changes.update(lost=self.status["lost"] + lost, last_lost=line)
+        self._set(**changes)
+
     async def _watch(self, nc: Any, lost: asyncio.Event) -> None:
         """Return once the connection is gone: its callbacks say so, or (older nats-py, which
         reports a dropped connection only to `error_cb`) its state does."""
@@ -350,7 +388,8 @@ class Relay:
                 else:
                     await msg.ack()
             self._set(received=self.status["received"] + len(messages),
-                      last_received_at=time.time())  # fmt: skip
+                      last_received_at=time.time(),
+                      floor=gaps.received(self.status["floor"], _sequences(messages)))  # fmt: skip
             messages = []
 
     def store(self, messages: list[Any]) -> list[Any]:
@@ -425,8 +464,8 @@ class Relay:
     def _members(self, group: str) -> list[str]:
         """This machine's agents of a broadcast's group."""
         if group == "@all":
-            return sorted(self.here)
-        members = (self._config().get("rigs") or {}).get(group[5:]) or []
+            return list(self.settings.full)
+        members = rig_members(group[5:], self._config())
         return [agent for agent in members if agent in self.here]
 
     # -- out: the outbox ------------------------------------------------------------------
@@ -487,6 +526,24 @@ class Relay:
             files.write_atomic(
                 str(self.root), str(path), json.dumps(data).encode(), str(path.parent)
             )
+
+
+def _sequences(messages: list[Any]) -> list[int]:
+    """The stream sequences of delivered messages (those that carry one)."""
+    found = []
+    for msg in messages:
+        with contextlib.suppress(Exception):  # a message with no JetStream metadata
+            found.append(int(msg.metadata.sequence.stream))
+    return found
+
+
+def _last_status(root: Path) -> dict[str, Any]:
+    """What the relay's last run wrote of itself ({} when none)."""
+    try:
+        said = json.loads(status_path(root).read_text())
+    except (OSError, ValueError):
+        return {}
+    return said if isinstance(said, dict) else {}
 
 
 def decode(subject: str, data: bytes) -> Item:

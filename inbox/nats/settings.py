@@ -7,14 +7,19 @@ import re
 from pathlib import Path
 from typing import Any
 
+from beads.agents import canonical_agent, spellings
 from beads.autosync import read_local
 from beads.errors import InvalidInput
 from beads.localconfig import local_settings, machine_id, machine_name
 from beads.times import parse_duration
+from inbox.config import NATS_DEFAULTS, nats_setting
 
 STREAM = "INBOX_EVENTS"
-MAX_AGE = "3d"  # below delivery.keep_delivered (7d): a redelivery finds its item still there
-DEDUP_WINDOW = "2m"
+# A settled item's key is kept at least max_age + dedup_window (Delivery.keep_keys): a
+# redelivery finds its item still there.
+MAX_AGE = NATS_DEFAULTS["max_age"]
+DEDUP_WINDOW = NATS_DEFAULTS["dedup_window"]
+MAX_MSGS = NATS_DEFAULTS["max_msgs"]
 _STREAM_RE = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
@@ -36,6 +41,13 @@ class Settings:
         self.agents: list[str] = list(
             dict.fromkeys(agents if agents is not None else local.get("delivery.nats.agents", []))
         )
+        # The one identity rule (beads/agents.py): the full names of this machine's agents,
+        # and every spelling they may arrive under (a relay of an older release publishes
+        # `inbox.agent.mayor` for `gastown/mayor`: both subjects are taken for one release).
+        self.full: list[str] = list(dict.fromkeys(canonical_agent(a, config) for a in self.agents))
+        self.names: list[str] = list(
+            dict.fromkeys(n for a in self.agents for n in (a, *spellings(a, config)))
+        )
         git = root / ".git"
         self.machine: str = machine_name(read_local(git))
         # This clone's identity, written into its consumer (inbox/nats/machines.py).
@@ -46,6 +58,7 @@ class Settings:
             raise InvalidInput(f"delivery.nats.stream: {self.stream!r} is not a stream name")
         self.max_age = _seconds(shared.get("max_age", MAX_AGE))
         self.dedup_window = _seconds(shared.get("dedup_window", DEDUP_WINDOW))
+        self.max_msgs = int(nats_setting(config, "max_msgs"))  # the stream's cap (seed 001)
 
     @property
     def shown_servers(self) -> list[str]:

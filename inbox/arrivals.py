@@ -1,0 +1,27 @@
+"""A sync's arrivals, announced here as a local write's are (seed 001: wake an idle agent).
+
+Commits that come in by `gc sync` (or the background syncer) carry mail, decisions and gate
+resolutions for agents of this machine. Without this, nothing would derive their items, nor
+nudge an idle session, until that session's next hook. `announce` derives the items of the
+new commits (`Delivery.follow`, which nudges idle recipients as a push does), then runs every
+producer's reconciler for the agents of idle sessions here, so items recovered by
+reconciliation wake them too.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def announce(root: Path) -> int:
+    """Derive the items of commits new to the delivery database of the store at `root`, then
+    reconcile the agents of its idle sessions (each push nudging as usual); returns how many
+    items were new. The producers must be declared (`inbox.producers`)."""
+    from inbox.delivery import Delivery
+
+    with Delivery(root) as delivery:
+        made = delivery.follow()
+        idle = dict.fromkeys(s.agent for s in delivery.sessions() if s.state == "idle")
+        for agent in idle:
+            delivery.reconcile(agent)
+    return made
