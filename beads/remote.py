@@ -86,6 +86,12 @@ def transport_error(url: str, exc: BaseException, timeout: float | None = None) 
 
     if timeout is not None and is_timeout(exc):
         return timed_out(url, timeout)
+    if isinstance(exc, KeyError) and exc.args and isinstance(exc.args[0], bytes):
+        missing = exc.args[0].decode(errors="replace")  # an object id the remote's tree names
+        return StorageError(
+            f"the remote {url} cannot send object {missing}, which its own history names: "
+            "its repository is damaged (git fsck there); nothing was merged"
+        )
     text = " ".join(str(exc).split()) or type(exc).__name__
     if isinstance(exc, NotGitRepository | FileNotFoundError) or "not found" in text.lower():
         return NotFound(f"no git repository at {url}: {text}")

@@ -271,3 +271,25 @@ def test_status_of_a_remote_never_reached_says_never_synced(
     spare = a.json("sync", "--status", "spare")["status"]
     assert (spare["synced"], spare["ahead"], spare["behind"]) == (True, 0, 0)
     assert spare["last_sync"] is not None
+
+
+def test_a_remote_missing_an_object_its_history_names_is_refused_in_words(
+    tmp_path: Path,
+) -> None:
+    remote = bare(tmp_path / "remote.git")
+    (tmp_path / "a").mkdir()
+    a = GcRunner(tmp_path / "a")
+    assert a("init").returncode == 0
+    assert a("remote", "add", "origin", str(remote)).returncode == 0
+    assert a("sync").returncode == 0
+    listing = git("ls-tree", "main", cwd=remote) + "\n100644 blob " + "3" * 40 + "\tnotes.yaml\n"
+    tree = subprocess.run(["git", "mktree", "--missing"], cwd=remote, input=listing, text=True,
+                          capture_output=True, check=True).stdout.strip()  # fmt: skip
+    commit = git("-c", "user.name=m", "-c", "user.email=m@x", "commit-tree", tree, "-p", "main",
+                 "-m", "damaged", cwd=remote)  # fmt: skip
+    git("update-ref", "refs/heads/main", commit, cwd=remote)
+    (tmp_path / "c").mkdir()
+    cloned = GcRunner(tmp_path / "c")("clone", str(remote))
+    assert cloned.returncode == 50
+    assert "cannot send object " + "3" * 40 in cloned.stderr and "b'" not in cloned.stderr
+    assert not (tmp_path / "c" / ".beads").exists()
