@@ -97,7 +97,7 @@ def build_server(agent_store: AgentStore) -> Server[Any]:
             contents=[types.TextResourceContents(uri=uri, text=text, mime_type="application/json")]
         )
 
-    return Server(
+    server: Server[Any] = Server(
         NAME,
         version="0.1.0",
         instructions=(
@@ -111,6 +111,10 @@ def build_server(agent_store: AgentStore) -> Server[Any]:
         on_list_resources=list_resources,
         on_read_resource=read_resource,
     )
+    # The SDK's OpenTelemetry middleware makes a span per message: nothing here exports them,
+    # and a stdio call pays for it on both sides of every tool call.
+    server.middleware.clear()
+    return server
 
 
 async def wait_reply(agent_store: AgentStore, args: Any) -> dict[str, Any]:
