@@ -165,7 +165,8 @@ def test_hooks_load_nothing_heavy(project: Path, gc: GcRunner, event: str) -> No
     # An open decision with a default, not due: the hook answers nothing and loads no git.
     decision = ["--prompt", "Ship?", "--option", "y", "--option", "n", "--default", "n"]
     gc("decision", "create", *decision, "--timeout", "1h")
-    heavy = ["click", "dulwich", "ruamel", "mail", "typing", "dataclasses", "nats"]
+    heavy = ["click", "dulwich", "ruamel", "mail", "typing", "dataclasses", "nats", "mcp"]
+    heavy += ["mcpserver", "mcp_types", "pydantic", "anyio"]  # nor the MCP server (gc mcp)
     if event == "UserPromptSubmit":  # no gate of its own to run: no subprocess (~4 ms), and
         heavy += ["subprocess", "hashlib"]  # no hashing (~3 ms, OpenSSL) of queue lines
     code = (
