@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from beads.config import CONFIG_PATH, parse_config
 from beads.deadline import deadline, is_timeout, timed_out
 from beads.errors import GcError, InvalidInput, NotFound, StorageError
+from beads.faults import fault
 from beads.localconfig import DEFAULT_MAX_FETCH_BYTES, DEFAULT_TIMEOUT, local_settings
 from beads.reader import BRANCH, is_sha
 from beads.record import shown
@@ -233,6 +234,8 @@ def _store_pack(git: GitRepo, received: Any, url: str, thin: bool = True) -> Non
     from dulwich.objects import sha_to_hex
     from dulwich.pack import PackData, PackInflater, UnresolvedDeltas
 
+    from beads.gitrepo import PACK_OBJECTS_AT
+
     def base(sha: bytes) -> tuple[int, list[bytes]]:
         # dulwich names an external base by its binary id, and takes a KeyError as "not
         # ours, perhaps later in the pack"; any other error would end the unpacking.
@@ -253,7 +256,37 @@ def _store_pack(git: GitRepo, received: Any, url: str, thin: bool = True) -> Non
         raise StorageError(f"the remote {url} sent deltas on objects it did not send") from None
     except Exception as exc:  # a damaged or truncated pack: dulwich raises several kinds
         raise StorageError(f"the remote {url} sent a pack that does not read: {exc}") from None
-    git.store_objects([obj for obj in objects if not git.has_object(obj.id)])
+    ordered = referenced_first([obj for obj in objects if not git.has_object(obj.id)])
+    if len(ordered) >= PACK_OBJECTS_AT:
+        git.store_objects(ordered)  # one pack, its index last: all or nothing
+        return
+    half = len(ordered) // 2  # loose, one by one: a kill can fall between any two
+    git.store_objects(ordered[:half])
+    fault("fetch-half-stored")
+    git.store_objects(ordered[half:])
+
+
+def referenced_first(objects: list[Any]) -> list[Any]:
+    """`objects` in an order where each comes after what it names: blobs and trees before
+    any commit, a commit after its parents. Written loose one by one, a fetch killed midway
+    then leaves no commit without its tree or its parents: the next fetch, which asks for
+    the remote's commit only when it is missing here, sends everything again."""
+    commits = {obj.id: obj for obj in objects if obj.type_name == b"commit"}
+    ordered = [obj for obj in objects if obj.type_name not in (b"commit", b"tag")]
+    placed: set[bytes] = set()
+    for start in commits:
+        stack = [(start, False)]
+        while stack:  # depth first, parents before children, without recursion
+            sha, parents_done = stack.pop()
+            if sha in placed:
+                continue
+            if parents_done:
+                placed.add(sha)
+                ordered.append(commits[sha])
+                continue
+            stack.append((sha, True))
+            stack += [(p, False) for p in commits[sha].parents if p in commits and p not in placed]
+    return ordered + [obj for obj in objects if obj.type_name == b"tag"]
 
 
 def check_remote_store(git: GitRepo, head: bytes, url: str, prefix: str | None) -> None:

@@ -293,3 +293,27 @@ def test_a_remote_missing_an_object_its_history_names_is_refused_in_words(
     assert cloned.returncode == 50
     assert "cannot send object " + "3" * 40 in cloned.stderr and "b'" not in cloned.stderr
     assert not (tmp_path / "c" / ".beads").exists()
+
+
+@pytest.mark.parametrize("remote_at", ["local", "daemon"])
+def test_a_sync_killed_while_storing_what_it_fetched_is_finished_by_the_next(
+    tmp_path: Path, remote_at: str, request: pytest.FixtureRequest
+) -> None:
+    """Killed with half the received objects written, a sync leaves no commit without its
+    tree or its parents: the next sync fetches again, and the gate finds nothing missing."""
+    url = request.getfixturevalue("daemon") + "/shared.git" if remote_at == "daemon" else None
+    remote = str(bare(tmp_path / "remote.git")) if url is None else url
+    a, b = machine(tmp_path, "a"), machine(tmp_path, "b")
+    assert a("init").returncode == 0
+    assert a("remote", "add", "origin", remote).returncode == 0
+    assert a("sync").returncode == 0
+    assert b("clone", remote).returncode == 0
+    made = [make_id(a, "--title", f"bead {n}") for n in range(6)]
+    assert a("sync").returncode == 0
+    killed = b.subprocess("sync", env={"GC_FAULT_POINT": "fetch-half-stored"})
+    assert killed.returncode == -9
+    finished = b("sync")
+    assert finished.returncode == 0, finished.stderr
+    assert head(b) == head(a)
+    assert {bead["id"] for bead in b.json("bead", "list")["beads"]} >= set(made)
+    git("-C", str(tmp_path / "b" / ".beads" / ".git"), "fsck", "--strict", "--no-dangling")
