@@ -1,4 +1,4 @@
-"""What CI runs: the README's test line, hypothesis's `ci` profile, the declared floors."""
+"""What CI runs: the README's test command, hypothesis's `ci` profile, the declared floors."""
 
 from __future__ import annotations
 
@@ -33,11 +33,14 @@ def test_ci_runs_the_suite_on_exactly_the_declared_floors() -> None:
     assert "floors.txt" in (ROOT / ".ci" / "run").read_text()
 
 
-def test_ci_runs_the_readmes_test_line_with_the_ci_profile() -> None:
+def test_ci_runs_the_readmes_test_command_with_the_ci_profile() -> None:
     readme = (ROOT / "README.md").read_text()
-    test_line = readme.split("And the whole test suite")[1].split("```")[1].strip()
+    test_command = readme.split("**2. Run the tests.**")[1].split("```")[1].strip()
+    assert test_command == "./test.sh"
     lines = (ROOT / ".ci" / "run").read_text().splitlines()
-    assert test_line in lines  # verbatim
-    export = next(n for n, line in enumerate(lines) if line.startswith("export HYPOTHESIS_"))
-    assert lines[export].split("=")[1].split()[0] == "ci" and export < lines.index(test_line)
+    assert test_command in lines  # verbatim
+    for variable, value in (("HYPOTHESIS_PROFILE", "ci"), ("CI", "true")):
+        export = next(n for n, line in enumerate(lines) if line.startswith(f"export {variable}="))
+        assert lines[export].split("=")[1].split()[0] == value
+        assert export < lines.index(test_command)
     assert settings.get_profile("ci").max_examples > settings.get_profile("default").max_examples
