@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import importlib.util
 import re
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
+from typing import Any
 
+import pytest
 from hypothesis import settings
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -44,3 +49,48 @@ def test_ci_runs_the_readmes_test_command_with_the_ci_profile() -> None:
         assert lines[export].split("=")[1].split()[0] == value
         assert export < lines.index(test_command)
     assert settings.get_profile("ci").max_examples > settings.get_profile("default").max_examples
+
+
+def _generator() -> Any:
+    """docs/gen.py, the generator of the command and settings references, as a module."""
+    spec = importlib.util.spec_from_file_location("docs_gen", ROOT / "docs" / "gen.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_generated_references_are_up_to_date() -> None:
+    result = subprocess.run([sys.executable, str(ROOT / "docs" / "gen.py"), "--check"],
+                            capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert result.returncode == 0, result.stderr  # it names the command that regenerates them
+
+
+def test_a_stale_reference_fails_the_check_and_names_the_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    gen = _generator()
+    stale = tmp_path / "cli.md"
+    stale.write_text(gen.cli_reference().replace("## `gc mail send`", "## `gc mail post`"))
+    config_md = tmp_path / "config.md"
+    config_md.write_text(gen.config_reference())
+    monkeypatch.setattr(gen, "CLI_MD", stale)
+    monkeypatch.setattr(gen, "CONFIG_MD", config_md)
+    monkeypatch.setattr(gen, "ROOT", tmp_path)
+    assert gen.main(["--check"]) == 1
+    assert capsys.readouterr().err == "cli.md is stale: run python docs/gen.py\n"
+
+
+def test_the_references_hold_every_command_and_setting() -> None:
+    from beads.cli.main import COMMANDS
+    from beads.config import SETTINGS
+    from beads.localconfig import LOCAL_KEYS
+
+    cli_md = (ROOT / "docs" / "cli.md").read_text()
+    for name in COMMANDS:
+        assert f"## `gc {name}`" in cli_md
+    for sub in ("gc thread claim", "gc mail conformance", "gc gate watch", "inbox wait-reply"):
+        assert f"## `{sub}`" in cli_md
+    config_md = (ROOT / "docs" / "config.md").read_text()
+    for key in [*SETTINGS, *LOCAL_KEYS]:
+        assert f"| `{key}` |" in config_md
