@@ -35,25 +35,39 @@ FILE_TOOLS = frozenset(("Write", "Edit", "MultiEdit", "NotebookEdit"))
 MAX_INPUT_BYTES = 1024 * 1024
 
 
-def main(*, beads_dir: str | None = None, agent: str | None = None, debug: bool = False) -> int:
+def main(
+    *,
+    beads_dir: str | None = None,
+    agent: str | None = None,
+    debug: bool = False,
+    event: str | None = None,
+) -> int:
     """`gc hook run` without click: PreToolUse here, every other event in `gates.hooks`
     (which reads the same bytes). Other faults fail open (logged, exit 0); a PreToolUse the
-    destructive-op gate cannot read or judge is "ask", never silence."""
+    destructive-op gate cannot read or judge is "ask", never silence.
+
+    `event` is the event the settings entry names (`gc hook run --event PreToolUse`, as
+    `gc hook install` writes it): then any payload is judged as a tool call, and one it cannot
+    read is "ask". Without it, a payload that names PreToolUse in a spelling the hook cannot
+    trust, or carries a tool call under no known event, is "ask" too."""
     payload: Any = None
-    raw = b""
+    pretool = event == "PreToolUse"
     try:
         raw = sys.stdin.buffer.read(MAX_INPUT_BYTES + 1)
-        try:
-            payload = json.loads(raw) if len(raw) <= MAX_INPUT_BYTES else None
-        except ValueError:
-            payload = None  # gates.hooks words the error
-        if payload is None and b"PreToolUse" in raw:
-            _reply(ask_reply("the tool call is larger than the gate reads, or not JSON"))
-            return 0
-        if not (isinstance(payload, dict) and payload.get("hook_event_name") == "PreToolUse"):
-            from gates.hooks import main as run_other
+        payload = read_payload(raw)
+        if not pretool:
+            kind = event_kind(payload, raw)
+            if kind == "other":
+                from gates.hooks import main as run_other
 
-            return run_other(beads_dir=beads_dir, agent=agent, debug=debug, raw=raw)
+                return run_other(beads_dir=beads_dir, agent=agent, debug=debug, raw=raw)
+            pretool = True
+            if kind == "untrusted":
+                _reply(ask_reply(UNTRUSTED))
+                return 0
+        if not isinstance(payload, dict):
+            _reply(ask_reply(UNREADABLE))
+            return 0
         cwd = payload.get("cwd")
         root = store_dir(beads_dir, cwd if isinstance(cwd, str) and cwd else None)
         if root:
@@ -71,11 +85,57 @@ def main(*, beads_dir: str | None = None, agent: str | None = None, debug: bool 
         from gates.hooks import log_failure
 
         log_failure(beads_dir, payload if isinstance(payload, dict) else None, exc)
-        if isinstance(payload, dict) and payload.get("hook_event_name") == "PreToolUse":
+        if pretool:
             _reply(ask_reply(f"the gate failed to judge this call ({type(exc).__name__})"))
     except KeyboardInterrupt:
         return 130
     return 0
+
+
+def main_pretooluse() -> int:
+    """`gc hook run --event PreToolUse` without click (the entry `gc hook install` writes)."""
+    return main(event="PreToolUse")
+
+
+UNREADABLE = "the tool call is larger than the gate reads, or not a JSON object"
+UNTRUSTED = "the call names PreToolUse, or carries a tool call, in a form the gate cannot trust"
+# Claude Code's hook events other than PreToolUse: a payload naming one exactly is not ours.
+OTHER_EVENTS = frozenset(
+    (
+        "SessionStart", "UserPromptSubmit", "PostToolUse", "PostToolUseFailure",
+        "PermissionRequest", "Notification", "Stop", "SubagentStart", "SubagentStop",
+        "PreCompact", "SessionEnd",
+    )
+)  # fmt: skip
+
+
+def read_payload(raw: bytes) -> Any:
+    """The payload's JSON (None when it is over the size read, not JSON, or nested deeper
+    than Python's parser goes)."""
+    if len(raw) > MAX_INPUT_BYTES:
+        return None
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
+
+
+def event_kind(payload: Any, raw: bytes) -> str:
+    """The kind of call, for a hook run without `--event`: "pretool" (a PreToolUse call to
+    judge), "untrusted" (a tool call the hook cannot trust: answered "ask") or "other" (an
+    event for `gates.hooks`)."""
+    if not isinstance(payload, dict):
+        # Unreadable: if it might be a tool call, ask; other events fail open in gates.hooks.
+        return "untrusted" if b"pretooluse" in raw.lower() or b"tool_" in raw else "other"
+    named = payload.get("hook_event_name")
+    if named == "PreToolUse":
+        return "pretool"
+    if isinstance(named, str) and named in OTHER_EVENTS:
+        return "other"
+    spelled = "".join(c for c in str(named).lower() if c.isalnum())
+    if "pretool" in spelled or "tool_name" in payload or "tool_input" in payload:
+        return "untrusted"
+    return "other"
 
 
 def _reply(reply: dict[str, Any]) -> None:

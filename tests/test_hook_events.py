@@ -309,6 +309,69 @@ def test_a_bash_call_the_gate_cannot_read_is_asked_about(project: Path, gc: GcRu
     assert answer(reply) == "ask"
 
 
+UNREADABLE_PAYLOADS = [
+    b"",
+    b"{not json",
+    b"[]",
+    b"null",
+    b'{"tool_name":"Bash","tool_input":{"command":"ls\x00"}}',  # a raw NUL byte
+    b'{"x":' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+]
+
+
+@pytest.mark.parametrize("raw", UNREADABLE_PAYLOADS, ids=["empty", "not-json", "array", "null",
+                                                         "raw-nul", "too-deep"])  # fmt: skip
+def test_a_payload_the_pre_tool_use_entry_cannot_read_is_asked_about(
+    project: Path, gc: GcRunner, raw: bytes
+) -> None:
+    result = gc("hook", "run", "--event", "PreToolUse", input=raw)
+    assert result.returncode == 0, result.stderr
+    reply = json.loads(result.stdout)
+    check_pre_tool_use_shape(reply)
+    assert answer(reply) == "ask"
+
+
+def test_the_pre_tool_use_entry_judges_a_call_whatever_event_it_names(
+    project: Path, gc: GcRunner
+) -> None:
+    for named in ({}, {"hook_event_name": None}, {"hook_event_name": "PostToolUse"}):
+        payload = {"cwd": str(project), "tool_name": "Bash",
+                   "tool_input": {"command": "rm -rf /"}, **named}  # fmt: skip
+        result = gc("hook", "run", "--event", "PreToolUse", input=json.dumps(payload))
+        assert denied(json.loads(result.stdout)), named
+    quiet = {"cwd": str(project), "tool_name": "Bash", "tool_input": {"command": "ls -la"}}
+    assert gc("hook", "run", "--event", "PreToolUse", input=json.dumps(quiet)).stdout == ""
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        {"tool_name": "Bash", "tool_input": {"command": "rm -rf /"}},
+        {"hook_event_name": None, "tool_name": "Bash", "tool_input": {"command": "ls"}},
+        {"hook_event_name": "pretooluse", "tool_name": "Bash", "tool_input": {"command": "ls"}},
+        {"hook_event_name": "Pre_Tool_Use", "tool_input": {"command": "rm -rf /"}},
+        {"hook_event_name": "Other", "tool_name": "Bash", "tool_input": {"command": "ls"}},
+        {"hook_event_name": ["PreToolUse"], "tool_name": "Bash"},
+    ],
+)
+def test_a_tool_call_under_an_event_name_the_old_entry_cannot_trust_is_asked_about(
+    project: Path, gc: GcRunner, payload: dict
+) -> None:
+    result = gc("hook", "run", input=json.dumps({"cwd": str(project), **payload}))
+    assert result.returncode == 0, result.stderr
+    assert answer(json.loads(result.stdout)) == "ask"
+
+
+def test_the_old_entry_still_judges_pre_tool_use_and_leaves_other_events_alone(
+    project: Path, gc: GcRunner
+) -> None:
+    assert gc("hook", "run", input=b'{"x":' + b"[" * 100_000 + b"]" * 100_000 + b"}").stdout == ""
+    assert gc("hook", "run", input=b"{not json").stdout == ""  # not a tool call: fails open
+    assert denied(bash(gc, "rm -rf /"))
+    post = hook(gc, "PostToolUse", tool_name="Bash", tool_input={"command": "rm -rf /"})
+    assert answer(post) is None
+
+
 @pytest.mark.parametrize(
     ("command", "parser"), [("ls -la && git status", False), ("sudo rm -rf / && ls", True)]
 )
