@@ -33,6 +33,11 @@ if TYPE_CHECKING:
 WRITERS = frozenset(("rm", "mv", "cp", "touch", "mkdir", "tee", "ln", "chmod", "chown", "install"))
 FILE_TOOLS = frozenset(("Write", "Edit", "MultiEdit", "NotebookEdit"))
 MAX_INPUT_BYTES = 1024 * 1024
+# The soft sandbox-boundary gate reads commands up to this size (its split is linear but
+# slow per character); a longer one is the strict gate's alone.
+SANDBOX_MAX_BYTES = 16 * 1024
+MAX_TARGETS = 256  # write targets the sandbox gate places (it names three at most)
+PATH_MAX = 4096  # no file system takes a longer path
 
 
 def main(
@@ -187,7 +192,7 @@ def pre_tool_use(payload: dict[str, Any], root: str | None, config: dict[str, An
     tool_input = tool_input if isinstance(tool_input, dict) else {}
     command = tool_input.get("command") if tool == "Bash" else None
     command = command if isinstance(command, str) else None
-    if "sandbox-boundary" not in disabled:
+    if "sandbox-boundary" not in disabled and len(command or "") <= SANDBOX_MAX_BYTES:
         outside = _outside(tool, tool_input, command, cwd, settings.get("sandbox") or {})
         if outside:
             warnings.append(
@@ -229,6 +234,11 @@ def destructive(tool: Any, tool_input: Any, cwd: str, settings: dict) -> tuple[s
         command = tool_input.get("command") if isinstance(tool_input, dict) else None
         if not isinstance(command, str):
             return "ask", "gc destructive-op: the Bash call holds no command the gate can read"
+        from gates.destructive import unreadable
+
+        unread = unreadable(command)
+        if unread:  # before any other work: an oversized command costs one scan
+            return "ask", message(command, unread)
         from gates.prescreen import undecided
 
         # The screen knows the built-in rules only: configured patterns need the parser.
@@ -308,7 +318,9 @@ def _outside(
         if isinstance(root, str) and root:
             roots.append(os.path.realpath(os.path.expanduser(root)))
     outside = []
-    for target in targets:
+    for target in targets[:MAX_TARGETS]:
+        if len(target) > PATH_MAX:
+            continue  # no such path can be written; resolving it costs per component
         if "$" in target or target.startswith("/dev/"):
             continue  # a variable we cannot know; a device is destructive-op's business
         path = os.path.realpath(os.path.join(cwd, os.path.expanduser(target)))

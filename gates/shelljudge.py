@@ -145,6 +145,13 @@ class Judge:
         if level > self.level:
             self.level, self.reason = level, reason
 
+    def in_time(self) -> None:
+        """Stop ("ask") once the deadline has passed: the rules' own work, per command and
+        per redirection, counts against the budget as the walk does."""
+        if monotonic() > self.deadline:
+            self.note(ASK, "it is too large to read within the gate's budget")
+            raise Stop
+
     def script(self, source: str, depth: int = 0) -> None:
         """Judge a shell script (a command line, a `-c` string, a heredoc)."""
         if depth > MAX_DEPTH:
@@ -205,6 +212,7 @@ class Judge:
 
         if not items:
             return
+        self.in_time()
         if self.settings.get("allow") or self.settings.get("patterns"):
             if self.configured(items):
                 return
@@ -322,6 +330,7 @@ class Judge:
     def file_redirect(self, node: Any) -> None:
         from gates.shellpaths import write_target
 
+        self.in_time()
         operator = next((c.type for c in node.children if not c.is_named), "")
         target = node.child_by_field_name("destination")
         if target is None or operator not in WRITES:

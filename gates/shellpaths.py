@@ -36,6 +36,7 @@ SYSTEM_DIRS = (
     "/snap",
 )
 TEMP_DIRS = ("/tmp", "/var/tmp")
+PATH_MAX = 4096  # no file system takes a longer path
 REMOVAL_GUARDED = (".git", ".beads", ".claude")
 STARTUP_FILES = (
     ".bashrc",
@@ -86,6 +87,8 @@ def pattern(word: str, cwd: str | None) -> tuple[str | None, str]:
     """The absolute path pattern a word names (None: it cannot be placed), and why not."""
     if word.startswith(UNKNOWN):
         return None, f"its target {shown(word)!r} is a variable or substitution"
+    if len(word) > PATH_MAX:  # matching it against patterns would cost per character
+        return None, f"its target is longer than any path ({PATH_MAX} characters)"
     if word.startswith(TILDE):
         rest = word[1:]
         if rest and not rest.startswith("/"):
@@ -106,7 +109,7 @@ def pattern(word: str, cwd: str | None) -> tuple[str | None, str]:
 
 
 def _safe_realpath(folder: str) -> bool:
-    return bool(folder) and len(folder) < 4096
+    return bool(folder) and len(folder) < PATH_MAX
 
 
 def _glob(path: str) -> str:

@@ -525,6 +525,28 @@ def test_a_nul_byte_a_huge_command_and_a_huge_payload_are_asked_about(
     assert answer(json.loads(result.stdout)) == "ask"
 
 
+def test_an_oversized_command_is_asked_about_before_any_other_gate_reads_it(
+    project: Path, gc: GcRunner
+) -> None:
+    # Each is under the payload's 1 MiB and over the command's 256 KiB: the answer comes from
+    # the size alone, and the sandbox-boundary gate (whose split and path resolution cost per
+    # character) does not read it.
+    for command in ("rm -rf ~ /" + "x/" * 500_000, "echo " + "/x" * 500_000 + "; rm -rf ~",
+                    "ls" + " /x" * 300_000):  # fmt: skip
+        reply = bash(gc, command)
+        assert answer(reply) == "ask"
+        assert "256 KiB" in reply["hookSpecificOutput"]["permissionDecisionReason"]
+        assert "systemMessage" not in reply
+
+
+def test_a_removal_target_longer_than_any_path_is_asked_about(project: Path, gc: GcRunner) -> None:
+    from gates.destructive import judge
+
+    answer_given, reason = judge("rm -rf build/" + "x/" * 3000, str(project))
+    assert answer_given == "ask" and "longer than any path" in reason
+    assert judge("rm -rf build/x/y", str(project)) == (None, "")
+
+
 def test_a_cwd_with_no_store_above_it_gets_the_built_in_rules(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
