@@ -157,6 +157,16 @@ class Judge:
         if depth > MAX_DEPTH:
             self.note(ASK, f"its commands nest more than {MAX_DEPTH} shells deep")
             return
+        self.parsed(source, depth)
+        joined = join_continuations(source)
+        if joined != source:
+            # Bash drops each backslash-newline before it splits words (`r\<newline>m -rf /`
+            # is `rm -rf /`); the parser keeps it inside the word. Judged both ways, the
+            # stricter answer stands (the join also ignores quotes: it can only add stops).
+            self.parsed(joined, depth)
+
+    def parsed(self, source: str, depth: int) -> None:
+        """Parse `source` and walk its tree."""
         data = source.encode("utf-8", "surrogatepass")
         tree = shellwords.parse(data, self.deadline)
         if tree is None:
@@ -339,6 +349,15 @@ class Judge:
             return  # `2>&1`: a copy of a descriptor, no file
         level, reason = write_target(value(target), self.cwd)
         self.note(level, reason)
+
+
+def join_continuations(source: str) -> str:
+    """`source` with each unescaped backslash-newline removed, as bash joins lines."""
+    if "\\\n" not in source:
+        return source
+    import re
+
+    return re.sub(r"\\(.)", lambda m: "" if m[1] == "\n" else m[0], source, flags=re.DOTALL)
 
 
 def _children(node: Any, parent: Any, grand: Any) -> list[tuple]:

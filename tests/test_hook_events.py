@@ -501,6 +501,23 @@ def test_the_hook_gives_the_gates_answer_as_claude_code_reads_it(
     assert answer(reply) != "allow"
 
 
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("r\\\nm -rf /", "deny"),
+        ("rm -rf \\\n/", "deny"),
+        ("git re\\\nset --ha\\\nrd", "deny"),
+        ("ls \\\n  -la \\\n  src", None),
+        ("echo 'a\\\nb'", None),
+    ],
+)
+def test_a_backslash_newline_is_joined_as_bash_joins_it(
+    project: Path, gc: GcRunner, command: str, expected: str | None
+) -> None:
+    (project / "file.txt").write_text("a change not committed\n")
+    assert answer(bash(gc, command)) == expected
+
+
 def test_a_removal_the_gate_cannot_judge_is_denied_when_unjudged_is_deny(
     project: Path, gc: GcRunner
 ) -> None:
