@@ -15,7 +15,7 @@ from fnmatch import fnmatchcase
 
 from gates import options
 from gates.shelljudge import Item, Judge, Stdin
-from gates.shellpaths import ASK, DENY, may_be, pattern, removal, write_target
+from gates.shellpaths import ASK, DENY, guarded, may_be, pattern, removal, write_target
 from gates.shellwords import UNKNOWN, shown
 
 TYPE_CHECKING = False
@@ -338,7 +338,11 @@ def _chmod(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth
         return
     skip = 0 if read.has("reference") else 1  # the mode or the owner
     for index in read.positionals[skip:]:
-        level, reason = removal(items[1 + index].word, j.cwd, j.tree)
+        word = items[1 + index].word
+        path, _why = pattern(word, j.cwd)
+        if path and (path == j.tree or path.startswith(j.tree + "/")) and not guarded(path):
+            continue  # modes inside the work tree: its own business (.git's are git's)
+        level, reason = removal(word, j.cwd, j.tree)
         if level:
             j.note(DENY, reason.replace("it removes", f"{program} -R changes"))
 
@@ -476,11 +480,26 @@ def _sql(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth: 
     for word in words:
         if word in ("-f", "--file", "-init", "-i", "--init") or (word or "").startswith("--file="):
             j.note(ASK, f"{program} runs SQL from a file, which the gate cannot read")
-    _sql_text(j, program, " ".join(i.word.replace(UNKNOWN, " ") for i in items[1:]))
+    pieces = [_sql_piece(i.word.replace(UNKNOWN, " ")) for i in items[1:]]
+    for piece in pieces:  # each `-c` on its own: a WHERE in another does not count
+        _sql_text(j, program, piece)
+    _sql_text(j, program, " ".join(pieces))
     _fed(j, program, stdin, depth, "sql")
 
 
+def _sql_piece(word: str) -> str:
+    """The SQL a client's argument may carry: an option's value (`--command=...`, `-c'...'`,
+    `-e"..."`, any abbreviation), else the word itself."""
+    if word.startswith("--"):
+        return word.partition("=")[2]
+    if word.startswith("-"):
+        return word[2:]
+    return word
+
+
 def _sql_text(j: Judge, program: str, text: str) -> None:
+    # String literals and quoted identifiers hold no keywords (`WHERE name = 'DROP TABLE'`).
+    text = re.sub(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|\$\$.*?\$\$", " x ", text, flags=re.S)
     plain = re.sub(r"/\*.*?\*/|--[^\n]*|#[^\n]*", " ", text, flags=re.S).upper()
     plain = re.sub(r"\s+", " ", plain)
     if SQL_DESTRUCTIVE.search(plain):

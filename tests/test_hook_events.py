@@ -455,7 +455,7 @@ def corpus_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return home
 
 
-ENTRIES = [*corpus("destructive"), *corpus("harmless")]
+ENTRIES = [*corpus("destructive"), *corpus("harmless"), *corpus("attacks")]
 
 
 @pytest.mark.parametrize(("expected", "command"), ENTRIES, ids=[c[:60] for _, c in ENTRIES])
@@ -466,6 +466,9 @@ def test_the_gate_answers_each_corpus_command_as_written_down(
     from gates.prescreen import undecided
 
     answer_given, reason = judge(command, str(corpus_tree))
+    if expected.startswith("miss-"):  # a known miss: once caught, its answer is written down
+        assert answer_given is None, f"now {answer_given}: write it in attacks.txt ({reason})"
+        return
     assert (answer_given or "none") == expected, reason
     assert bool(reason) == (answer_given is not None)
     if undecided(command):  # the pre-screen lets it through only where the parser does
@@ -477,6 +480,11 @@ def test_the_corpus_is_large_and_its_destructive_half_is_all_stopped() -> None:
     assert len(destructive) >= 200 and len(harmless) >= 200
     assert {answer for answer, _ in destructive} == {"deny", "ask"}
     assert {answer for answer, _ in harmless} == {"none"}
+    attacks = corpus("attacks")
+    assert {answer for answer, _ in attacks} <= {"deny", "ask", "none", "miss-deny", "miss-ask"}
+    stopped = [a for a, _ in attacks if a in ("deny", "ask", "miss-deny", "miss-ask")]
+    missed = [a for a in stopped if a.startswith("miss-")]
+    assert len(attacks) >= 900 and len(missed) <= len(stopped) // 5
 
 
 @pytest.mark.parametrize(
@@ -554,6 +562,18 @@ def test_an_oversized_command_is_asked_about_before_any_other_gate_reads_it(
         assert answer(reply) == "ask"
         assert "256 KiB" in reply["hookSpecificOutput"]["permissionDecisionReason"]
         assert "systemMessage" not in reply
+
+
+def test_a_cache_deep_under_a_home_in_a_system_directory_is_asked_about_not_denied(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gates.destructive import judge
+
+    monkeypatch.setenv("HOME", "/root")  # a home inside a system directory, as root's is
+    answer_given, reason = judge("rm -rf ~/.cache/pip", str(tmp_path))
+    assert answer_given == "ask" and "system directory" not in reason
+    assert judge("rm -rf ~/.cache", str(tmp_path))[0] == "deny"  # a folder of home itself
+    assert judge("rm -rf /root/../etc", str(tmp_path))[0] == "deny"
 
 
 def test_a_removal_target_longer_than_any_path_is_asked_about(project: Path, gc: GcRunner) -> None:
