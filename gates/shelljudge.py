@@ -28,6 +28,15 @@ if TYPE_CHECKING:
 MAX_DEPTH = 8  # nested shells, `eval`s and `-c` strings
 MAX_NODES = 40_000  # nodes visited over all the parses of one judgement
 MAX_WORDS = 4_000  # words of one simple command
+AFTER_BODY = object()  # a walk entry: judge this redirected statement's redirections now
+# Variables whose value programs run as a command line (git, ssh, editors, pagers, shells).
+RUNS_VARIABLES = frozenset(
+    (
+        "GIT_SSH_COMMAND", "GIT_SSH", "GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "GIT_PAGER",
+        "GIT_EXTERNAL_DIFF", "GIT_ASKPASS", "SSH_ASKPASS", "EDITOR", "VISUAL", "PAGER",
+        "BASH_ENV", "ENV", "PROMPT_COMMAND", "LESSOPEN",
+    )
+)  # fmt: skip
 # Node types whose children are simply visited (the grammar's named and anonymous
 # structure); a named type outside this set and the handled ones is "ask".
 CONTAINERS = frozenset(
@@ -184,6 +193,9 @@ class Judge:
         stack = [(root, None, None, None, None)]
         while stack:
             node, parent, grand, great, before = stack.pop()
+            if parent is AFTER_BODY:
+                self.redirects(node)
+                continue
             self.nodes += 1
             if self.nodes > MAX_NODES or (self.nodes & 255 == 0 and monotonic() > self.deadline):
                 self.note(ASK, "it is too large to read within the gate's budget")
@@ -194,7 +206,9 @@ class Judge:
             elif kind == "command":
                 self.command(node, (parent, grand, great, before), depth)
             elif kind == "redirected_statement":
-                self.redirects(node)
+                # After its body: tree-sitter hangs `cd D && echo x > f`'s redirection on the
+                # whole list, and the `cd` moves where `f` lands.
+                stack.append((node, AFTER_BODY, None, None, None))
             elif node.is_named and kind not in CONTAINERS:
                 self.note(ASK, f"it uses shell syntax the gate does not read ({kind})")
             stack.extend(_children(node, parent, grand))
@@ -214,7 +228,17 @@ class Judge:
         for child in node.children:  # `>file cmd`: redirections inside the command
             if child.type in ("file_redirect",):
                 self.file_redirect(child)
+            elif child.type == "variable_assignment":
+                self.assignment(child, depth)
         self.argv(items, self.stdin_of(node, *ancestors), depth)
+
+    def assignment(self, node: Any, depth: int) -> None:
+        """`GIT_SSH_COMMAND='rm -rf ~' git fetch`: a variable the program runs as a command."""
+        name = node.child_by_field_name("name")
+        given = node.child_by_field_name("value")
+        if name is None or given is None or shellwords.text(name) not in RUNS_VARIABLES:
+            return
+        self.nested(Item(value(given), given).script(), depth)
 
     def argv(self, items: list[Item], stdin: Stdin | None, depth: int) -> None:
         """Judge one command given as words."""
@@ -329,7 +353,8 @@ class Judge:
         if program in ("echo", "printf") and all(literal(w) is not None for w in words):
             shown = [w for w in words if not (program == "echo" and w in ("-n", "-e", "-E"))]
             text = " ".join(shown)
-            return text.replace("\\n", "\n") if program == "printf" or "-e" in words else text
+            # printf and `echo -e` decode escapes (`\\x72\\x6d` is `rm`), as `$'...'` does.
+            return shellwords.ansi_c(text) if program == "printf" or "-e" in words else text
         return None
 
     def redirects(self, node: Any) -> None:
