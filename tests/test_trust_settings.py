@@ -263,11 +263,11 @@ def test_rules_decide_each_guarded_key_by_what_weakens() -> None:
         "gates.disabled": ["commit-push"],
         "gates.destructive.protected_branches": ["release"],
         "gates.session.lint": {"hook": "Stop", "mode": "soft", "check": "make lint"},
-        "store.max_body_bytes": 1000,
+        "store.max_body_bytes": 2_000_000,
     }
     committed = {
         "format": 1,
-        "store": {"max_body_bytes": 500, "shared": "group"},
+        "store": {"max_body_bytes": 1_000_000, "shared": "group"},
         "mail": {"provider": "beadmail"},
         "gates": {
             "disabled": ["destructive-op"],
@@ -287,7 +287,7 @@ def test_rules_decide_each_guarded_key_by_what_weakens() -> None:
     assert gates["require_decision"] is True
     assert gates["session"]["lint"]["mode"] == "strict"  # made strict: at once
     assert "marker" in gates["session"] and "probe" not in gates["session"]
-    assert settings["store"]["max_body_bytes"] == 500  # lowered: at once
+    assert settings["store"]["max_body_bytes"] == 1_000_000  # lowered: at once
     assert settings["store"].get("shared", "private") == "private"  # group access waits
     assert set(held) == {
         "gates.disabled", "gates.destructive.protected_branches", "gates.session.probe",
