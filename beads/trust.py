@@ -179,6 +179,17 @@ def in_force(root: str | os.PathLike[str], committed: dict[str, Any]) -> InForce
     return InForce(settings, held, ignored)
 
 
+def first_run(root: str | os.PathLike[str], committed: dict[str, Any]) -> None:
+    """Record `committed`, the settings a store was just made with here, as the first run
+    (when no approval file is there yet; bounded as every record is)."""
+    try:
+        if approvals.read(root) is None:
+            mine = approvals.bounded(snapshot(checked(committed)[0]))
+            approvals.record(root, mine, how="first run", changes=[])
+    except (approvals.Damaged, OSError):
+        pass  # in_force fails closed on a damaged file; an unwritable one is tried again
+
+
 def follow_team(root: str | os.PathLike[str]) -> bool:
     """`trust.follow_team` of this machine (the store's git config): take every change."""
     from pathlib import Path
