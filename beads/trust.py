@@ -375,8 +375,7 @@ def _approve_keys(
     root: str | os.PathLike[str], approved: dict[str, Any], new: dict[str, Any], how: str
 ) -> bool:
     """Record `new` (key -> value approved now; _MISSING: approved absent) for its keys."""
-    new = {k: v for k, v in new.items() if approved.get(k, _MISSING) is not v
-           and not (k in approved and approved[k] == v)}  # fmt: skip
+    new = {k: v for k, v in new.items() if approved.get(k, _MISSING) != v}
     if not new:
         return False
     values = {k: v for k, v in new.items() if v is not _MISSING}
