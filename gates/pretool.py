@@ -173,7 +173,7 @@ def pre_tool_use(payload: dict[str, Any], root: str | None, config: dict[str, An
     """The reply to a PreToolUse event (None: no decision, Claude Code's own rules apply)."""
     settings = config.get("gates") or {}
     settings = settings if isinstance(settings, dict) else {}
-    disabled = set(settings.get("disabled") or ())
+    disabled = _names(settings.get("disabled"))
     tool = payload.get("tool_name")
     tool_input = payload.get("tool_input")
     cwd = payload.get("cwd")
@@ -182,7 +182,7 @@ def pre_tool_use(payload: dict[str, Any], root: str | None, config: dict[str, An
     asks: list[str] = []
     warnings: list[str] = []
     if "destructive-op" not in disabled:
-        answer, reason = destructive(tool, tool_input, cwd, settings.get("destructive") or {})
+        answer, reason = destructive(tool, tool_input, cwd, _mapping(settings.get("destructive")))
         if answer == "ask" and unjudged(root) == "deny":
             answer, reason = "deny", reason + UNJUDGED_DENY
         if answer == "deny":
@@ -193,7 +193,7 @@ def pre_tool_use(payload: dict[str, Any], root: str | None, config: dict[str, An
     command = tool_input.get("command") if tool == "Bash" else None
     command = command if isinstance(command, str) else None
     if "sandbox-boundary" not in disabled and len(command or "") <= SANDBOX_MAX_BYTES:
-        outside = _outside(tool, tool_input, command, cwd, settings.get("sandbox") or {})
+        outside = _outside(tool, tool_input, command, cwd, _mapping(settings.get("sandbox")))
         if outside:
             warnings.append(
                 f"gc: soft gate sandbox-boundary: {tool} writes outside the project {cwd}: "
@@ -201,7 +201,7 @@ def pre_tool_use(payload: dict[str, Any], root: str | None, config: dict[str, An
             )
     registered = [
         (gate_id, spec)
-        for gate_id, spec in sorted((settings.get("session") or {}).items())
+        for gate_id, spec in sorted(_mapping(settings.get("session")).items())
         if isinstance(spec, dict) and spec.get("hook") == "PreToolUse"
     ]
     if registered:
@@ -224,6 +224,16 @@ UNJUDGED_DENY = (
     "variables or substitutions in what it removes, one plain command per call; or leave "
     "it to a person."
 )
+
+
+def _mapping(value: Any) -> dict:
+    """A setting expected to be a mapping; anything else is ignored (its default)."""
+    return value if isinstance(value, dict) else {}
+
+
+def _names(value: Any) -> set[str]:
+    """A setting expected to be a list of names; anything else is ignored (none)."""
+    return {x for x in value if isinstance(x, str)} if isinstance(value, list) else set()
 
 
 def destructive(tool: Any, tool_input: Any, cwd: str, settings: dict) -> tuple[str | None, str]:
