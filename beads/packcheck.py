@@ -64,7 +64,10 @@ class _Stream:
                     data = inflater.unconsumed_tail
         except zlib.error as exc:
             raise _Damaged(f"an object does not inflate: {exc}") from None
-        self.buffer = inflater.unused_data + data
+        # At the stream's end every input byte past it is in `unused_data`; CPython may
+        # leave the same bytes in `unconsumed_tail` too (when the end came inside a call
+        # limited by `max_length`), so the tail is never added to it.
+        self.buffer = inflater.unused_data
         return head
 
 

@@ -10,6 +10,7 @@ never answer.
 from __future__ import annotations
 
 import json
+import random
 import socket
 import subprocess
 import sys
@@ -128,6 +129,39 @@ def test_an_object_over_the_size_limit_is_refused_before_it_is_inflated_and_noth
     assert not (tmp_path / "c").exists()
     # The store goes on working locally.
     assert b("bead", "create", "--type", "task", "--title", "still usable").returncode == 0
+
+
+def big_bodies(tmp_path: Path, side: GcRunner, count: int, tag: str) -> dict[str, str]:
+    """`count` beads whose bodies (~320 KB of words from a few, ~30 KB deflated) inflate
+    past one read chunk of a pack (64 KiB) from less than one: their ids and bodies."""
+    words = ["alpha", "beta", "gamma", "delta", "eps", tag]
+    pick = random.Random(f"{tag}{count}").choice
+    made = {}
+    for n in range(count):
+        body = "".join(" ".join(pick(words) for _ in range(12)) + "\n" for _ in range(4800))
+        path = tmp_path / f"body-{tag}-{n}.txt"
+        path.write_text(body)
+        made[make_id(side, "--title", f"{tag} {n}", "--body-file", str(path))] = body
+    return made
+
+
+def test_beads_with_bodies_over_a_pack_chunk_sync_and_clone(
+    tmp_path: Path, remote_kind: str | None
+) -> None:
+    _remote, url = served(tmp_path, remote_kind, "big")
+    a, b = machine(tmp_path, "a"), machine(tmp_path, "b")
+    assert a("init").returncode == 0 and a("remote", "add", "origin", url).returncode == 0
+    first = big_bodies(tmp_path, a, 3, "first")
+    assert a("sync").returncode == 0
+    cloned = b("clone", url)
+    assert cloned.returncode == 0, cloned.stderr
+    later = big_bodies(tmp_path, a, 3, "later")
+    assert a("sync").returncode == 0
+    synced = b("sync")
+    assert synced.returncode == 0, synced.stderr
+    assert head(b) == head(a)
+    for made, body in {**first, **later}.items():
+        assert b.json("bead", "show", made)["bead"]["body"] == body
 
 
 def test_a_fetch_larger_than_sync_max_fetch_bytes_is_refused(pair_remote: tuple) -> None:
