@@ -37,6 +37,16 @@ SKEW_SLACK = 5
 # holds its body and the rest of its fields), plus this much, before it is refused.
 OBJECT_LIMIT_FACTOR = 4
 OBJECT_LIMIT_SLACK = 64 * 1024
+# What the objects of one fetch may inflate to, in all: this many times
+# `sync.max_fetch_bytes` (a store's history deflates well: each commit rewrites a few trees
+# of 256 entries, sent as small deltas).
+INFLATED_FACTOR = 4
+INFLATED_NAME = f"{INFLATED_FACTOR} x sync.max_fetch_bytes"
+# The most refs a remote may list: a store's remote needs only refs/heads/main.
+MAX_REFS = 10_000
+# A fetch writes its blobs and trees in batches of about this many bytes as it inflates
+# them, so what it holds stays near this, whatever the pack inflates to.
+STORE_BATCH_BYTES = 8 * 1024 * 1024
 
 
 def object_limit(max_body_bytes: int) -> int:
@@ -154,10 +164,12 @@ def _fetch(
         if received.tell():
             from beads.packcheck import check_pack
 
-            check_pack(received, max_object, f"the remote {url}")
+            max_total = INFLATED_FACTOR * max_fetch
+            what = f"the remote {url}"
+            check_pack(received, max_object, what, max_total=max_total, total_name=INFLATED_NAME)
             received.seek(0, 2)
             with locked() if locked is not None else contextlib.nullcontext():
-                _store_pack(git, received, url, thin)
+                _store_pack(git, received, url, thin, max_total)
     # The refs `wants` saw are those the pack was made for: dulwich's local client reads the
     # refs again after packing, when a push may have moved the branch to a commit not sent.
     refs = {k: v for k, v in (seen or result_refs or {}).items() if v is not None}
@@ -192,6 +204,11 @@ def _receive(
     size = [0]
 
     def wants(refs: dict[bytes, bytes], depth: int | None = None) -> list[bytes]:
+        if len(refs) > MAX_REFS:  # only main is read: a flood of tags is no store's
+            raise InvalidInput(
+                f"the remote {url} lists {len(refs)} refs, over the {MAX_REFS} a store's "
+                "remote may list (only refs/heads/main is read); nothing was merged"
+            )
         seen.update(refs)
         sha = refs.get(BRANCH.encode())
         return [sha] if sha is not None and not git.has_object(sha) else []
@@ -227,9 +244,14 @@ def _receive(
         raise transport_error(url, exc, timeout) from None
 
 
-def _store_pack(git: GitRepo, received: Any, url: str, thin: bool = True) -> None:
+def _store_pack(
+    git: GitRepo, received: Any, url: str, thin: bool = True, max_total: int | None = None
+) -> None:
     """Unpack a received pack (deltas resolved against its own objects or ours) into the
-    store's objects."""
+    store's objects, streaming: blobs and trees are written as they are inflated, a batch of
+    at most `STORE_BATCH_BYTES` at a time (unreachable and harmless until a commit names
+    them); only the commits (and tags) are kept, then written last, parents first
+    (`referenced_first`). At most `max_total` bytes are inflated (InvalidInput past it)."""
     from dulwich.object_format import DEFAULT_OBJECT_FORMAT
     from dulwich.objects import sha_to_hex
     from dulwich.pack import PackData, PackInflater, UnresolvedDeltas
@@ -247,16 +269,38 @@ def _store_pack(git: GitRepo, received: Any, url: str, thin: bool = True) -> Non
 
     size = received.tell()
     received.seek(0)
+    batch: list[Any] = []  # blobs and trees not written yet
+    batch_bytes = inflated = 0
+    last: list[Any] = []  # commits and tags: written once everything they name is
     try:
         data = PackData.from_file(received, DEFAULT_OBJECT_FORMAT, size)
-        objects = list(PackInflater.for_pack_data(data, resolve_ext_ref=base))
+        for obj in PackInflater.for_pack_data(data, resolve_ext_ref=base):
+            raw_size = obj.raw_length()
+            inflated += raw_size
+            if max_total is not None and inflated > max_total:
+                raise InvalidInput(
+                    f"the remote {url} sent objects that inflate to more than {max_total} "
+                    f"bytes in one fetch ({INFLATED_NAME}); nothing was merged"
+                )
+            if git.has_object(obj.id):
+                continue
+            if obj.type_name in (b"commit", b"tag"):
+                last.append(obj)
+                continue
+            batch.append(obj)
+            batch_bytes += raw_size
+            if batch_bytes >= STORE_BATCH_BYTES:
+                git.store_objects(batch)
+                batch, batch_bytes = [], 0
     except UnresolvedDeltas:
         if thin:
             raise _UnresolvedBase() from None
         raise StorageError(f"the remote {url} sent deltas on objects it did not send") from None
+    except GcError:
+        raise
     except Exception as exc:  # a damaged or truncated pack: dulwich raises several kinds
         raise StorageError(f"the remote {url} sent a pack that does not read: {exc}") from None
-    ordered = referenced_first([obj for obj in objects if not git.has_object(obj.id)])
+    ordered = batch + referenced_first(last)
     if len(ordered) >= PACK_OBJECTS_AT:
         git.store_objects(ordered)  # one pack, its index last: all or nothing
         return
