@@ -483,7 +483,7 @@ def _decide(pattern: str, old: Any, new: Any) -> tuple[Any, bool]:
 def _default(pattern: str) -> Any:
     """What an absent `pattern` means (_MISSING: nothing this module can compare)."""
     if pattern == "store.max_body_bytes":
-        from beads.record import DEFAULT_MAX_BODY_BYTES  # lazy: the hook never needs it
+        from beads.limits import DEFAULT_MAX_BODY_BYTES
 
         return DEFAULT_MAX_BODY_BYTES
     return DEFAULTS.get(pattern, _MISSING)
