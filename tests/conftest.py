@@ -43,6 +43,30 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     return len(os.sched_getaffinity(0)) + 1
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--shuffle",
+        type=int,
+        metavar="SEED",
+        help="run the tests in an order shuffled by SEED (files and tests within them), to "
+        "find tests that depend on the order they run in",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """`--shuffle SEED`: every xdist worker draws the same order from the same seed."""
+    seed = config.getoption("shuffle")
+    if seed is not None:
+        import random
+
+        random.Random(seed).shuffle(items)
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    seed = config.getoption("shuffle")
+    return None if seed is None else f"test order shuffled with --shuffle {seed}"
+
+
 def gc_program() -> str:
     """The installed `gc` console script of this Python (never another `gc` on PATH)."""
     beside = Path(sys.executable).parent / "gc"
