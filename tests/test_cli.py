@@ -16,7 +16,7 @@ from typing import Any
 import click
 import pytest
 
-from beads.cli.main import COMMANDS
+from gc_beads.commands import COMMANDS
 from tests.conftest import GcRunner, git
 
 
@@ -325,7 +325,7 @@ def test_a_fault_of_gc_fails_the_test_that_meets_it(
     def broken(args: object) -> None:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr("beads.cli.main.check_arguments", broken)
+    monkeypatch.setattr("gc_beads.cli.check_arguments", broken)
     with pytest.raises(AssertionError, match="internal error: RuntimeError: boom"):
         gc("bead", "list")
     assert gc("bead", "list", internal_error=True).returncode == 50

@@ -1,5 +1,5 @@
 """The inbox layer knows no layer above it: producers register with `inbox.producers`, the
-composition root (`gates.register_producers`) declares them, and the Stop hook's loop counter
+program (`gc_beads.producers`) declares them, and the Stop hook's loop counter
 is gates' own table."""
 
 from __future__ import annotations
@@ -49,8 +49,8 @@ def test_a_delivery_follows_git_only_once_the_producers_are_declared(store: Stor
         f"d = Delivery(Path({str(store.root)!r}))\n"
         "before = watermark(d)\n"
         "print(d.follow(), watermark(d) == before)\n"  # nothing derived, nothing skipped
-        "from gates import register_producers\n"
-        "register_producers()\n"
+        "from gc_beads.producers import default_producers\n"
+        "default_producers()\n"
         "print(d.follow(), [i.key for i in d.items('dog')])\n"
     )
     lines = python(code, store.root).splitlines()
@@ -61,8 +61,8 @@ def test_declared_producers_are_imported_on_first_need(tmp_path: Path) -> None:
     code = (
         "import sys\n"
         "from inbox import producers\n"
-        "from gates import register_producers\n"
-        "register_producers()\n"
+        "from gc_beads.producers import default_producers\n"
+        "default_producers()\n"
         "print(sorted(producers.derived_types()), 'mail.notify' in sys.modules)\n"
         "derive = producers.deriver('message')\n"
         "print(derive.__module__, 'gates.beadgates' in sys.modules)\n"
