@@ -139,3 +139,22 @@ def test_a_producer_shows_its_items_its_own_way(store: Store) -> None:
     assert "gc inbox: 1 new item(s)." in text and "lunch at noon" in text
     assert text.index("lunch at noon") < text.index("1 alert(s): see the board")
     assert "main is red" not in text  # the section said it its own way
+
+
+def test_the_former_register_producers_still_declares_them_and_warns(tmp_path: Path) -> None:
+    code = (
+        "import warnings\n"
+        "warnings.simplefilter('error')\n"
+        "from inbox import producers\n"
+        "import gates\n"
+        "try:\n"
+        "    gates.register_producers()\n"
+        "except DeprecationWarning as warned:\n"
+        "    print('warned:', warned)\n"
+        "warnings.simplefilter('ignore')\n"
+        "gates.register_producers()\n"
+        "print(producers.declared(), sorted(producers.derived_types()))\n"
+    )
+    lines = python(code, tmp_path).splitlines()
+    assert lines[0].startswith("warned: gates.register_producers() is deprecated")
+    assert lines[1] == "True ['decision', 'gate', 'message']"
