@@ -36,7 +36,8 @@ PROGRAMS: dict[str, tuple[str, str]] = {"inbox": ("mail.threads.cli", "inbox")}
 
 # Exact argument lists of `gc` served without click: Claude Code runs `gc hook run` on every
 # prompt and every stop, and importing click alone costs about as much as the hook's own
-# work. Exact arguments -> (module, function returning the exit code).
+# work. Exact arguments -> (module, function returning the exit code, called with
+# `prepare`: what to set up before an event that drains).
 DIRECT: dict[tuple[str, ...], tuple[str, str]] = {
     ("hook", "run"): ("gates.pretool", "main"),
     ("hook", "run", "--event", "PreToolUse"): ("gates.pretool", "main_pretooluse"),

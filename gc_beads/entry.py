@@ -58,7 +58,6 @@ def _run_command(program: str) -> int | str | None:
     import importlib
 
     from gc_beads.commands import DIRECT
-    from gc_beads.producers import default_producers
 
     if sys.argv[1:3] == ["hook", "run"]:
         import os
@@ -68,9 +67,9 @@ def _run_command(program: str) -> int | str | None:
         os.environ[HOOK_ENV] = "1"  # what a hook runs is an agent's, never a person's
     direct = DIRECT.get(tuple(sys.argv[1:])) if program == "gc" else None
     if direct is not None:
-        default_producers()  # a drain derives the items of mail, decisions and gates
         module, function = direct
-        return getattr(importlib.import_module(module), function)()
+        # Before an event that drains: the producers (a tool call declares none).
+        return getattr(importlib.import_module(module), function)(prepare=_declare_producers)
     from gc_beads.cli import main as click_main
 
     try:
@@ -78,6 +77,12 @@ def _run_command(program: str) -> int | str | None:
     except SystemExit as exc:  # click_main always ends this way, with its exit code
         return exc.code
     return 0
+
+
+def _declare_producers() -> None:
+    from gc_beads.producers import default_producers
+
+    default_producers()  # a drain derives the items of mail, decisions and gates
 
 
 def _finish(code: int | str | None, program: str) -> int | str | None:
