@@ -1,11 +1,11 @@
 """`config.yaml`: the store's settings, committed like every bead.
 
-Sections: `store` (id prefix, body limit), `mail`, `agents` (name: rig, nudge argv), `rigs`,
-`delivery`, `gates`, `hooks`. Each layer reads its own section. `check_config` checks what
-opening a store needs (the format, plain data, sections as mappings, the `store` section);
-`config_problems` checks the values of the settings every layer documents (SETTINGS, data
-naming the higher layers' keys, never importing them): `gc config set` refuses a bad new
-value, `gc doctor` reports the bad values of an older config.yaml, which still opens.
+Sections: `store` (id prefix, body limit), `agents` (name: rig, nudge argv), `rigs`, and
+those the layers above register (`beads.settings.register_section`). Each layer reads its own
+section. `check_config` checks what opening a store needs (the format, plain data, registered
+sections as mappings, the `store` section); `config_problems` checks the values of the
+settings every layer registered: `gc config set` refuses a bad new value, `gc doctor` reports
+the bad values of an older config.yaml, which still opens.
 """
 
 from __future__ import annotations
@@ -13,38 +13,28 @@ from __future__ import annotations
 import copy
 import math
 import os
-import re
 
 from beads.errors import InvalidInput, NotFound
 from beads.files import SHARED_VALUES
 from beads.ids import check_prefix
-from beads.record import AGENT_RE, DEFAULT_MAX_BODY_BYTES, MAX_INT, check_text, shown
+from beads.record import MAX_INT, check_text, shown
+from beads.settings import (  # noqa: F401 - the settings' names, also offered from here
+    DEFAULTS,
+    FORMAT,
+    FREE_FORM,
+    SETTINGS,
+    STALE_LOCK_SECONDS,
+    TEMPLATE_FIELDS,
+    check_argv_template,
+    register_section,
+)
 
 TYPE_CHECKING = False  # importing typing costs a hook ~7 ms
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-FORMAT = 1
 CONFIG_PATH = "config.yaml"
-# A git lock file (`*.lock` under .git) older than this many seconds, found by a writer that
-# holds the write lock, was left by a dead writer and is removed (`store.stale_lock_seconds`).
-STALE_LOCK_SECONDS = 5
-
-_DEFAULTS: dict[str, Any] = {
-    "format": FORMAT,
-    "store": {
-        "prefix": "gc",
-        "max_body_bytes": DEFAULT_MAX_BODY_BYTES,
-        "stale_lock_seconds": STALE_LOCK_SECONDS,
-    },
-    "mail": {"provider": "beadmail", "strict_recipients": False},
-    "agents": {},
-    "rigs": {},
-    "delivery": {},
-    "gates": {},
-    "hooks": {},
-}
 
 
 class NewerFormat(InvalidInput):
@@ -54,7 +44,7 @@ class NewerFormat(InvalidInput):
 
 def default_config(prefix: str = "gc") -> dict[str, Any]:
     """A fresh store's configuration."""
-    config = copy.deepcopy(_DEFAULTS)
+    config = copy.deepcopy(DEFAULTS)
     config["store"]["prefix"] = check_prefix(prefix)
     return config
 
@@ -72,13 +62,13 @@ def check_config(data: Any) -> dict[str, Any]:
             "upgrade gc-beads"
         )
     _check_plain(data, "", 0)
-    config = copy.deepcopy(_DEFAULTS)
+    config = copy.deepcopy(DEFAULTS)
     for key, value in data.items():
-        if key in _DEFAULTS and key != "format" and not isinstance(value, dict | None):
+        if key in DEFAULTS and key != "format" and not isinstance(value, dict | None):
             raise InvalidInput(f"config section {key!r} must be a mapping, not {shown(value)}")
         if isinstance(value, dict) and isinstance(config.get(key), dict):
             config[key].update(value)
-        elif value is not None or key not in _DEFAULTS:
+        elif value is not None or key not in DEFAULTS:
             config[key] = value
     check_prefix(config["store"]["prefix"])
     if config["store"].get("shared", "private") not in SHARED_VALUES:
@@ -154,140 +144,6 @@ def _check_plain(value: Any, where: str, depth: int) -> None:
             raise InvalidInput(f"config {where} must be a finite number")
     else:
         raise InvalidInput(f"config {where} must be text, a number, a boolean, a list or a mapping")
-
-
-# -- settings: each documented key and the kind of value it takes ------------------------------
-
-TEMPLATE_FIELDS = ("session", "agent", "text")
-
-
-def check_argv_template(template: Any, fields: tuple[str, ...] = TEMPLATE_FIELDS) -> list[str]:
-    """Return `template` if it is an argv template: a non-empty list of strings whose only
-    substitutions are plain `{field}`s of `fields` (`{{` and `}}` for literal braces).
-
-    A format spec or conversion (`{text:>3000000000}`, `{text!r}`), an attribute or index
-    (`{text.x}`) or an unknown name is refused: a width alone made a nudge allocate 11 GB.
-    """
-    import string
-
-    if not (isinstance(template, list) and template and all(isinstance(a, str) for a in template)):
-        raise InvalidInput("must be a list of strings (an argv template)")
-    allowed = ", ".join("{" + name + "}" for name in fields)
-    for part in template:
-        try:
-            parsed = list(string.Formatter().parse(part))
-        except ValueError as exc:
-            raise InvalidInput(f"{shown(part)}: {exc} (write {{{{ and }}}} for braces)") from None
-        for _literal, name, spec, conversion in parsed:
-            if name is None:
-                continue
-            if name not in fields or spec or conversion:
-                raise InvalidInput(
-                    f"{shown(part)}: only plain {allowed} are substituted "
-                    "(write {{ and }} for literal braces)"
-                )
-    return template
-
-
-def _duration(value: Any) -> None:
-    from beads.times import parse_duration
-
-    if isinstance(value, bool) or not isinstance(value, int | float | str):
-        raise InvalidInput("must be a duration such as 30s, 10m or 8h")
-    if isinstance(value, str):
-        parse_duration(value)
-    elif not 0 <= value <= MAX_INT:
-        raise InvalidInput("must be a number of seconds, not negative")
-
-
-def _count(value: Any) -> None:
-    if type(value) is not int or not 1 <= value <= 1_000_000:
-        raise InvalidInput("must be an integer 1..1000000")
-
-
-def _context_chars(value: Any) -> None:
-    if type(value) is not int or not 1000 <= value <= 1_000_000:
-        raise InvalidInput("must be an integer 1000..1000000")
-
-
-def _flag(value: Any) -> None:
-    if type(value) is not bool:  # `yes`, `on`, `1` too: YAML 1.1 and 1.2 disagree on them
-        raise InvalidInput("must be true or false")
-
-
-def _text(value: Any) -> None:
-    if not isinstance(value, str) or not value:
-        raise InvalidInput("must be non-empty text")
-
-
-def _stream_name(value: Any) -> None:
-    """A JetStream stream name (`delivery.nats.stream`): no dots, wildcards or spaces."""
-    if not isinstance(value, str) or not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", value):
-        raise InvalidInput("must be a stream name: letters, digits, _ and - (at most 64)")
-
-
-def _mapping(value: Any) -> None:
-    if not isinstance(value, dict):
-        raise InvalidInput("must be a mapping")
-
-
-def _names(value: Any) -> None:
-    if not isinstance(value, list) or not all(isinstance(n, str) and n for n in value):
-        raise InvalidInput("must be a list of names")
-
-
-def _opened(value: Any) -> None:
-    """The `store` settings: `check_config` checks them whenever a config is committed."""
-
-
-def _agent_names(value: Any) -> None:
-    if not isinstance(value, list) or not all(
-        isinstance(n, str) and AGENT_RE.fullmatch(n) for n in value
-    ):
-        raise InvalidInput("must be a list of agent names")
-
-
-# Dotted key (`*` = any one name) -> its check. The settings of the layers above `beads` are
-# named here as data, as `beads.cli.main` names their commands.
-SETTINGS: dict[str, Any] = {
-    "store.prefix": _opened,
-    "store.max_body_bytes": _opened,
-    "store.stale_lock_seconds": _opened,
-    "store.shared": _opened,
-    "store.view": _opened,
-    "store.view_days": _opened,
-    "mail.provider": _text,
-    "mail.strict_recipients": _flag,
-    "mail.exec_timeout": _duration,
-    "agents.*": _mapping,
-    "agents.*.nudge": check_argv_template,
-    "agents.*.rig": _text,
-    "rigs.*": _agent_names,
-    "delivery.max_items": _count,
-    "delivery.session_idle_timeout": _duration,
-    "delivery.nudge_interval": _duration,
-    "delivery.nudge_timeout": _duration,
-    "delivery.keep_delivered": _duration,
-    "delivery.reconcile_interval": _duration,
-    "delivery.broadcast_ttl": _duration,
-    "delivery.nats.stream": _stream_name,
-    "delivery.nats.max_age": _duration,
-    "delivery.nats.dedup_window": _duration,
-    "delivery.nats.max_msgs": _count,
-    "hooks.max_context_chars": _context_chars,
-    "gates.max_stop_blocks": _count,
-    "gates.require_decision": _flag,
-    "gates.gh_path": _text,
-    "gates.disabled": _names,
-    "gates.session.*": _mapping,
-    "gates.destructive.patterns": _names,
-    "gates.destructive.allow": _names,
-    "gates.destructive.protected_branches": _names,
-    "gates.sandbox.roots": _names,
-    "gates.stale_context_after": _duration,
-}
-# Settings whose value is a mapping of the user's own keys (a session gate's spec).
-FREE_FORM = ("gates.session.*",)
 
 
 def mail_provider_spec(mail_settings: Callable[[], dict[str, Any]]) -> str:

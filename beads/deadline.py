@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import signal
-import socket
 import threading
 from collections.abc import Callable, Iterator
 
@@ -36,7 +35,7 @@ def is_timeout(exc: BaseException) -> bool:
     seen: set[int] = set()
     while exc is not None and id(exc) not in seen:
         seen.add(id(exc))
-        if isinstance(exc, TimeoutError | TimedOut | socket.timeout):
+        if isinstance(exc, TimeoutError | TimedOut):  # socket.timeout is TimeoutError
             return True
         if "timed out" in str(exc).lower() or "timeout" in type(exc).__name__.lower():
             return True
@@ -48,6 +47,8 @@ def is_timeout(exc: BaseException) -> bool:
 def deadline(seconds: float, *, timer: bool) -> Iterator[Callable[..., None]]:
     """Bound an exchange by `seconds` without progress; yields the function to call when a
     piece arrives. `timer`: also arm the main thread's timer (ssh, local paths)."""
+    import socket  # only an exchange with a remote needs it
+
     previous = socket.getdefaulttimeout()
     socket.setdefaulttimeout(seconds)
     armed = timer and threading.current_thread() is threading.main_thread()

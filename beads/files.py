@@ -2,8 +2,9 @@
 
 Every directory gc writes into is checked component by component from the store's directory
 (`lstat`: a link is never followed) and made when missing; a directory checked once is trusted
-for the rest of the process, so a batch writing thousands of view files pays a set lookup per
-file. Files are opened with O_NOFOLLOW; temporary files are new (O_EXCL) under a random name.
+for the rest of the run (`beads.runtime`), so a batch writing thousands of view files pays a
+set lookup per file. Files are opened with O_NOFOLLOW; temporary files are new (O_EXCL) under
+a random name.
 A link met in the view (derived from git) is replaced by a real directory; one met under
 `.runtime/` is refused, and `gc doctor` reports both.
 
@@ -18,6 +19,7 @@ import errno
 import os
 import stat
 
+from beads import runtime
 from beads.errors import StorageError
 
 PRIVATE = (0o700, 0o600)
@@ -25,15 +27,13 @@ GROUP = (0o2770, 0o660)
 SHARED_VALUES = ("private", "group")
 
 _NOFOLLOW = os.O_NOFOLLOW | os.O_CLOEXEC
-_checked: set[str] = set()
-_modes: dict[str, tuple[int, int]] = {}
-# Set by the `gc` program (never by the library inside someone else's process): the process
-# umask then follows the store's mode, so what dulwich and sqlite create is covered too.
-own_umask = False
-# The umask the process started with, once `own_umask` replaced it (-1 before): the programs
-# gc runs (mail scripts, checks, nudges) get it back, so their own files are as their user
-# expects.
-started_umask = -1
+
+
+def started_umask() -> int:
+    """The umask the process started with, for the programs gc runs (mail scripts, checks,
+    nudges), so their own files are as their user expects; -1 while gc has not changed it
+    (the runtime's `own_umask`: the program's, never a library caller's)."""
+    return runtime.current().started_umask
 
 
 def contained(path: str) -> bool:
@@ -58,18 +58,18 @@ def is_dot_git(name: bytes) -> bool:
 
 def modes(root: str) -> tuple[int, int]:
     """`(directory mode, file mode)` of the store at `root`, from its directory's mode."""
-    found = _modes.get(root)
+    run = runtime.current()
+    found = run.modes.get(root)
     if found is None:
         try:
             shared = os.stat(root).st_mode & 0o070 == 0o070
         except OSError:
             shared = False
-        found = _modes[root] = GROUP if shared else PRIVATE
-        if own_umask:
-            global started_umask
+        found = run.modes[root] = GROUP if shared else PRIVATE
+        if run.own_umask:
             previous = os.umask(0o007 if shared else 0o077)
-            if started_umask == -1:
-                started_umask = previous
+            if run.started_umask == -1:
+                run.started_umask = previous
     return found
 
 
@@ -85,7 +85,7 @@ def apply_shared(root: str, shared: object) -> None:
         current = stat.S_IMODE(os.stat(root).st_mode)
     except OSError:
         return
-    _modes.pop(root, None)
+    runtime.current().modes.pop(root, None)
     if current == wanted[0]:
         modes(root)
         return
@@ -115,7 +115,8 @@ def apply_shared(root: str, shared: object) -> None:
 def make_dirs(root: str, directory: str, *, replace_links: bool = False) -> bool:
     """Make sure `directory` (a path under `root`) is a real directory, making what is
     missing; True when a link had to be replaced (only with `replace_links`)."""
-    if directory in _checked or directory == root:
+    checked = runtime.current().checked_dirs
+    if directory in checked or directory == root:
         return False
     parent = os.path.dirname(directory)
     if len(parent) < len(root):
@@ -134,13 +135,14 @@ def make_dirs(root: str, directory: str, *, replace_links: bool = False) -> bool
     if not stat.S_ISDIR(info.st_mode):
         what = "a symbolic link" if stat.S_ISLNK(info.st_mode) else "not a directory"
         raise _refused(directory, what)
-    _checked.add(directory)
+    checked.add(directory)
     return replaced
 
 
 def real_dir(root: str, directory: str) -> bool:
     """True when `directory` under `root` exists and no component of it is a link."""
-    if directory in _checked or directory == root:
+    checked = runtime.current().checked_dirs
+    if directory in checked or directory == root:
         return True
     try:
         if not stat.S_ISDIR(os.lstat(directory).st_mode):
@@ -149,7 +151,7 @@ def real_dir(root: str, directory: str) -> bool:
         return False
     if not real_dir(root, os.path.dirname(directory)):
         return False
-    _checked.add(directory)
+    checked.add(directory)
     return True
 
 
@@ -169,8 +171,9 @@ def links(top: str, skip: frozenset[str] = frozenset()) -> list[str]:
 
 def forget(directory: str) -> None:
     """`directory` was removed: check it (and what held it) again before the next write."""
-    while directory in _checked:
-        _checked.discard(directory)
+    checked = runtime.current().checked_dirs
+    while directory in checked:
+        checked.discard(directory)
         directory = os.path.dirname(directory)
 
 

@@ -70,7 +70,7 @@ def run_bounded(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=True,
-        umask=files.started_umask,
+        umask=files.started_umask(),
     )
     finished = False
     try:

@@ -15,7 +15,6 @@ refuses the whole push and nothing of it enters the store.
 from __future__ import annotations
 
 import os
-import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -28,6 +27,8 @@ _TYPES = {b"commit": 1, b"tree": 2, b"blob": 3, b"tag": 4}
 
 def hook_text() -> str:
     """The hook script: this machine's Python, with this package on its path."""
+    import shlex  # only when the hook is written: a store opens without it
+
     home = str(Path(__file__).resolve().parent.parent)
     return (
         f"#!/bin/sh\n{MARK}: written by gc init and gc doctor; machine-local.\n"
@@ -62,6 +63,8 @@ def install(git_dir: Path) -> str | None:
 def _runs(text: str) -> bool:
     """Whether gc's hook `text` names a Python that is there and a folder holding this
     package (another Python of the same install, as a console script names it, will do)."""
+    import shlex
+
     try:
         words = shlex.split(text.strip().splitlines()[-1])
         home = words[0].partition("=")[2].split("${", 1)[0]

@@ -249,18 +249,20 @@ def _read_bead(
 
 
 PROGRESS_EVERY = 1000  # files between two progress reports
-SHOW_PROGRESS = True  # False: never (the command line's --json sets it)
 _PROGRESS_AFTER = 1.0  # seconds: a rebuild shorter than this shows nothing
 
 
 def terminal_progress() -> Callable[[int], None]:
     """A progress report for a long rebuild: a line on stderr, rewritten in place, when
-    stderr is a terminal (nothing otherwise, nor for the first second); -1 ends it."""
+    stderr is a terminal and the runtime shows progress (not under --json; nothing either for
+    the first second); -1 ends it."""
     import sys
     import time
 
+    from beads.runtime import current
+
     stream = sys.stderr
-    if not SHOW_PROGRESS or stream is None or not stream.isatty():
+    if not current().progress or stream is None or not stream.isatty():
         return lambda done: None
     started = time.monotonic()
     shown = [False]

@@ -26,8 +26,10 @@ sys.path.insert(0, str(ROOT))
 import click  # noqa: E402
 
 from beads import config, localconfig  # noqa: E402
-from beads.cli.main import PROGRAMS, cli  # noqa: E402
 from beads.errors import GcError  # noqa: E402
+from gc_beads import settings  # noqa: E402, F401 - every layer's settings
+from gc_beads.cli import cli  # noqa: E402
+from gc_beads.commands import PROGRAMS  # noqa: E402
 
 CLI_MD = ROOT / "docs" / "cli.md"
 CLICK_STAMP = "written with click "

@@ -14,11 +14,9 @@
 The command-line groups (`gc gate`, `gc decision`, `gc hook`) are thin over these, in
 `gates.cli` and `gates.hook_cli`.
 
-It is also the composition root of delivery's producers: mail and the gates register how they
-derive inbox items with `inbox.producers` when imported, and `register_producers()` declares
-where they are, so each is imported only when a change of its bead type is to be derived. `gc`
-(beads/cli/main.py) and `gc hook run` (gates/hooks.py) call it before they run; so does a Python
-program that drains, or sends mail, with the library directly.
+Mail and the gates register how they derive inbox items with `inbox.producers` when
+imported; the program declares where they are (its producer set). `register_producers()` is
+the former way to declare them, kept for one release: it warns.
 """
 
 from __future__ import annotations
@@ -29,11 +27,20 @@ if TYPE_CHECKING:
 
 
 def register_producers() -> None:
-    """Declare the built-in producers (mail, decisions, bead gates) to delivery; imports
-    none of them (each is imported when first needed). Safe to call more than once."""
+    """Deprecated: the program declares the producers (its producer set, which a `Delivery`
+    made without producers loads too). Declares the built-in producers (mail, decisions,
+    bead gates) to delivery as before; imports none of them."""
+    import warnings
+
     from beads import arrivals
     from inbox import producers
 
+    warnings.warn(
+        "gates.register_producers() is deprecated: the gc-beads program declares the "
+        "producers (its default producer set)",
+        DeprecationWarning,
+        stacklevel=2,
+    )
     producers.declare(
         {"message": _mail, "decision": _decisions, "gate": _bead_gates},
         sections={"mail": _mail_section},
@@ -44,8 +51,12 @@ def register_producers() -> None:
 
 def announce_arrivals(root: Path) -> None:
     """What a sync brought into the store at `root`, told to the agents here (the
-    announcer `register_producers` registers with `beads.arrivals`)."""
-    register_producers()  # the background syncer's process has not declared them yet
+    announcer the deprecated `register_producers` registers with `beads.arrivals`)."""
+    import warnings
+
+    with warnings.catch_warnings():  # a syncer started by a program that used the old way
+        warnings.simplefilter("ignore", DeprecationWarning)
+        register_producers()
     from inbox.arrivals import announce
 
     announce(root)

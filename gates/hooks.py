@@ -36,7 +36,6 @@ from beads.errors import GcError, InvalidInput
 from beads.faults import fault
 from beads.location import find_store
 from beads.record import acting_agent
-from gates import register_producers
 from gates.pretool import MAX_INPUT_BYTES
 from inbox.delivery import Delivery, Drained
 
@@ -147,7 +146,6 @@ def run_hook(
     delivered only then, so a hook killed or cut off before can hand them out again
     (at-least-once). Without `output` they are marked delivered before this returns.
     """
-    register_producers()  # each imported only if a drain must derive its items
     cwd = payload.get("cwd")
     root = find_store(beads_dir, cwd=Path(cwd) if isinstance(cwd, str) and cwd else None)
     with Delivery(root) as delivery:

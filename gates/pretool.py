@@ -28,6 +28,7 @@ import sys
 
 TYPE_CHECKING = False  # importing typing costs a hook ~7 ms
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 WRITERS = frozenset(("rm", "mv", "cp", "touch", "mkdir", "tee", "ln", "chmod", "chown", "install"))
@@ -46,10 +47,12 @@ def main(
     agent: str | None = None,
     debug: bool = False,
     event: str | None = None,
+    prepare: Callable[[], object] | None = None,
 ) -> int:
     """`gc hook run` without click: PreToolUse here, every other event in `gates.hooks`
-    (which reads the same bytes). Other faults fail open (logged, exit 0); a PreToolUse the
-    destructive-op gate cannot read or judge is "ask", never silence.
+    (which reads the same bytes), after `prepare()` (the program declares its producers: a
+    tool call needs none of them, and loads none). Other faults fail open (logged, exit 0);
+    a PreToolUse the destructive-op gate cannot read or judge is "ask", never silence.
 
     `event` is the event the settings entry names (`gc hook run --event PreToolUse`, as
     `gc hook install` writes it): then any payload is judged as a tool call, and one it cannot
@@ -63,6 +66,8 @@ def main(
         if not pretool:
             kind = event_kind(payload, raw)
             if kind == "other":
+                if prepare is not None:
+                    prepare()
                 from gates.hooks import main as run_other
 
                 return run_other(beads_dir=beads_dir, agent=agent, debug=debug, raw=raw)
@@ -97,8 +102,9 @@ def main(
     return 0
 
 
-def main_pretooluse() -> int:
-    """`gc hook run --event PreToolUse` without click (the entry `gc hook install` writes)."""
+def main_pretooluse(prepare: Callable[[], object] | None = None) -> int:
+    """`gc hook run --event PreToolUse` without click (the entry `gc hook install` writes);
+    a tool call needs nothing `prepare` would set up."""
     return main(event="PreToolUse")
 
 

@@ -120,7 +120,7 @@ def nudge(delivery: Delivery, agent: str, text: str, *, since: float | None = No
         stderr=subprocess.DEVNULL,
         start_new_session=True,
         close_fds=True,
-        umask=files.started_umask,  # the user's, not the one gc keeps for the store
+        umask=files.started_umask(),  # the user's, not the one gc keeps for the store
     )
     return session
 

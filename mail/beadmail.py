@@ -8,7 +8,6 @@ The thread id is the id of the thread's first message.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +24,6 @@ if TYPE_CHECKING:
     from inbox.delivery import Delivery
 
 MESSAGE = "message"
-log = logging.getLogger("gc.mail")
 
 
 # THE rule "unread": a message bead is unread in its recipient's mailbox while each field holds

@@ -20,10 +20,10 @@ from hypothesis import settings
 
 from beads.example import init_example
 from beads.store import Store
-from gates import register_producers
+from gc_beads.producers import default_producers
 
-# As `gc` and the hook do: in-process sends and drains derive items from git.
-register_producers()
+# As the program does: in-process sends and drains derive items from git.
+default_producers()
 
 # Hypothesis: ~100 examples a property on a developer's run; `HYPOTHESIS_PROFILE=ci` (what
 # .ci/run sets) tries many more. A test's own `max_examples` overrides both.
@@ -83,7 +83,7 @@ PROCESS_ONLY_ENV = ("GC_FAULT_POINT",)
 class GcRunner:
     """Runs `gc` in `cwd` with a clean identity, as a user would.
 
-    By default the command runs in this process (`beads.cli.entry.main`, exactly what the
+    By default the command runs in this process (`gc_beads.entry.main`, exactly what the
     installed `gc` calls, with its own argv, environment, cwd, stdin and captured output):
     a subprocess costs ~0.2 s of start-up, and the suite runs hundreds of commands.
     `process=True` (or `gc.subprocess(...)`, or the `gc_process` marker on a test) runs the
@@ -157,10 +157,10 @@ def _run_in_process(
     args: tuple[str, ...], data: bytes | None, env: dict[str, str], cwd: Path
 ) -> tuple[int, bytes, bytes]:
     """`gc args` through the program's own entry point, with what a fresh process would have:
-    its argv, environment, cwd, streams (pipes: no terminal), umask, logging without handlers
-    and empty caches; all of it restored afterwards."""
-    from beads import files
-    from beads.cli import entry
+    its argv, environment, cwd, streams (pipes: no terminal), umask and logging without
+    handlers; all of it restored afterwards. (The run's policies and caches are its own
+    `beads.runtime.Runtime`, made by the entry point and gone when it returns.)"""
+    from gc_beads import entry
 
     out, err = _Pipe(), _Pipe()
     model = sys.__stdout__ or sys.stdout  # a subprocess's streams: this locale's encoding
@@ -172,7 +172,6 @@ def _run_in_process(
     saved_env, saved_cwd, saved_argv = dict(os.environ), os.getcwd(), sys.argv
     saved_streams = sys.stdin, sys.stdout, sys.stderr
     saved_hook, saved_sigint = sys.unraisablehook, signal.getsignal(signal.SIGINT)
-    saved_files = files.own_umask, files.started_umask, set(files._checked), dict(files._modes)
     root_logger = logging.getLogger()
     saved_logging = root_logger.handlers[:], root_logger.level
     umask = os.umask(0o077)
@@ -181,8 +180,6 @@ def _run_in_process(
     try:
         root_logger.handlers.clear()  # no handler, as in a fresh process: warnings to stderr
         root_logger.setLevel(logging.WARNING)
-        files._checked.clear()
-        files._modes.clear()
         os.environ.clear()
         os.environ.update(env)
         os.chdir(cwd)
@@ -207,11 +204,6 @@ def _run_in_process(
         root_logger.setLevel(saved_logging[1])
         signal.signal(signal.SIGINT, saved_sigint)
         sys.unraisablehook = saved_hook
-        files.own_umask, files.started_umask = saved_files[:2]
-        files._checked.clear()
-        files._checked.update(saved_files[2])
-        files._modes.clear()
-        files._modes.update(saved_files[3])
     if code is None:
         code = 0
     elif not isinstance(code, int):  # sys.exit("text"): Python prints it and exits 1

@@ -16,7 +16,7 @@ from typing import Any
 import click
 import pytest
 
-from beads.cli.main import COMMANDS
+from gc_beads.commands import COMMANDS
 from tests.conftest import GcRunner, git
 
 
@@ -325,7 +325,51 @@ def test_a_fault_of_gc_fails_the_test_that_meets_it(
     def broken(args: object) -> None:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr("beads.cli.main.check_arguments", broken)
+    monkeypatch.setattr("gc_beads.cli.check_arguments", broken)
     with pytest.raises(AssertionError, match="internal error: RuntimeError: boom"):
         gc("bead", "list")
     assert gc("bead", "list", internal_error=True).returncode == 50
+
+
+def test_a_run_of_gc_leaves_the_library_runtime_as_it_found_it(project: GcRunner) -> None:
+    # `gc` runs under a runtime of its own (its umask policy, its output mode, its caches);
+    # the library's defaults in this process are the same after it, even after --json.
+    from beads import runtime
+
+    before = os.umask(0o022)
+    try:
+        assert project("--json", "bead", "list").returncode == 0
+        assert project("bead", "create", "--type", "task", "--title", "t").returncode == 0
+        library = runtime.current()
+        assert library is runtime.LIBRARY
+        assert (library.own_umask, library.output, library.progress) == (False, "plain", True)
+        assert library.started_umask == -1
+    finally:
+        os.umask(before)
+
+
+PROBED: list[tuple[str, bool, bool]] = []
+
+
+@click.command()
+def runtime_probe() -> None:
+    """What a command sees of the run's runtime (test_json_output_turns_...)."""
+    from beads.cli.common import settings
+    from beads.runtime import current
+
+    run = settings().runtime
+    PROBED.append((run.output, run.progress, run is current()))
+
+
+def test_json_output_turns_the_runs_progress_line_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    from beads.runtime import Runtime, using
+    from gc_beads.cli import main
+
+    monkeypatch.setitem(COMMANDS, "runtime-probe", (__name__, "runtime_probe", "probe"))
+    PROBED.clear()
+    with using(Runtime(own_umask=True)) as program:
+        for args in (["runtime-probe"], ["--json", "runtime-probe"]):
+            with pytest.raises(SystemExit):
+                main(args)
+    assert PROBED == [("plain", True, True), ("json", False, True)]
+    assert program.output == "json"  # the entry point's runtime is the one carried

@@ -38,7 +38,7 @@ def _leaves(command: click.Command, path: str) -> Iterator[tuple[str, click.Comm
 
 
 def test_every_command_and_group_takes_the_global_options() -> None:
-    from beads.cli.main import cli
+    from gc_beads.cli import cli
 
     ctx = click.Context(cli)
     for name in cli.list_commands(ctx):
@@ -254,7 +254,7 @@ def test_piped_list_is_never_cut(gc: GcRunner) -> None:
 
 
 def test_every_list_takes_limit(gc: GcRunner) -> None:
-    from beads.cli.main import cli
+    from gc_beads.cli import cli
 
     ctx = click.Context(cli)
     lists = [
@@ -360,7 +360,7 @@ def test_consistent_flags_and_hidden_old_names(gc: GcRunner) -> None:
 def test_an_abort_is_interrupted_130(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from beads.cli import main
+    from gc_beads import cli as main
 
     def abort(ctx: click.Context) -> None:
         raise click.exceptions.Abort()

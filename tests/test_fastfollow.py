@@ -27,7 +27,7 @@ from tests.conftest import GcRunner, git
 # Runs the hook in this interpreter, then says which heavy modules it loaded.
 HOOK = (
     "import sys; sys.argv = ['gc', 'hook', 'run']\n"
-    "from beads.cli.entry import main\n"
+    "from gc_beads.entry import main\n"
     "try:\n    main()\nexcept SystemExit:\n    pass\n"
     "print('dulwich' in sys.modules, 'ruamel' in sys.modules)"
 )

@@ -2,7 +2,7 @@
 
 The commands are enumerated from the click tree itself (the lazily loaded groups of mail,
 inbox, gates included), so a new option is fuzzed without editing this file. Each value runs
-in-process through `beads.cli.main.main`, the function the real `gc` runs, so errors map to
+in-process through `gc_beads.cli.main`, the function the real `gc` runs, so errors map to
 exit codes exactly as they do for a user. A rejected value must exit 30 or 40 with one line
 and leave the store as it was (HEAD, the view, the delivery items); nothing may exit 50,
 print a traceback or say "internal error". A few of the worst values also run through the
@@ -28,10 +28,10 @@ from dulwich.refs import DiskRefsContainer
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from beads.cli.main import cli
-from beads.cli.main import main as gc_main
 from beads.store import Store
 from beads.times import MAX_DURATION
+from gc_beads.cli import cli
+from gc_beads.cli import main as gc_main
 from tests.conftest import THOROUGH, GcRunner
 
 GLOBAL = {"beads_dir", "json", "agent", "debug", "help", "version"}

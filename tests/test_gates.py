@@ -225,7 +225,7 @@ def test_answer_survives_a_requester_restart(tmp_path: Path, gc: GcRunner) -> No
 def test_wait_returns_on_answer(tmp_path: Path, gc: GcRunner) -> None:
     gc("init")
     waiter = subprocess.Popen(
-        [sys.executable, "-m", "beads.cli.main", "decision", "create", "--prompt", "Go?",
+        [sys.executable, "-m", "gc_beads", "decision", "create", "--prompt", "Go?",
          "--option", "yes", "--option", "no", "--wait", "--timeout", "60", "--json"],
         cwd=tmp_path, stdout=subprocess.PIPE, text=True, env={**gc.env, "GC_AGENT": "mayor"},
     )  # fmt: skip

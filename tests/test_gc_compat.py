@@ -478,7 +478,7 @@ def test_exec_commands_read_the_config_the_fast_way(gc: GcRunner, tmp_path: Path
     gc("init")
     gc("config", "set", "mail.provider", f"exec:{SCRIPT}")
     probe = (
-        "import sys\nfrom beads.cli.entry import main\ntry:\n    main()\nexcept SystemExit:\n"
+        "import sys\nfrom gc_beads.entry import main\ntry:\n    main()\nexcept SystemExit:\n"
         "    pass\nheavy = [m for m in ('beads.store', 'dulwich', 'ruamel') if m in sys.modules]\n"
         "print(heavy, file=sys.stderr)\n"
     )

@@ -385,7 +385,7 @@ def test_pre_tool_use_loads_only_its_own_path(
     light = "" if parser else ", 'typing', 'pathlib'"
     code = (
         "import json, sys; sys.argv = ['gc', 'hook', 'run']\n"
-        "from beads.cli.entry import main\n"
+        "from gc_beads.entry import main\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
         "heavy = ('click', 'dulwich', 'ruamel', 'mail', 'inbox', 'dataclasses', 'subprocess',\n"
         f"         'gates.hooks', 'gates.events', 'gates.session_gates', 'beads.record',\n"

@@ -171,7 +171,7 @@ def test_hooks_load_nothing_heavy(project: Path, gc: GcRunner, event: str) -> No
         heavy += ["subprocess", "hashlib"]  # no hashing (~3 ms, OpenSSL) of queue lines
     code = (
         "import json, sys; sys.argv = ['gc', 'hook', 'run']\n"
-        "from beads.cli.entry import main\n"
+        "from gc_beads.entry import main\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
         f"heavy = {tuple(heavy)!r}\n"
         "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in heavy)))"

@@ -1,12 +1,11 @@
-"""The inbox layer knows no layer above it: producers register with `inbox.producers`, the
-composition root (`gates.register_producers`) declares them, and the Stop hook's loop counter
-is gates' own table."""
+"""The inbox layer knows no layer above it (tests/test_layers.py): producers register with
+`inbox.producers`, the program (`gc_beads.producers`) declares them, and the Stop hook's loop
+counter is gates' own table."""
 
 from __future__ import annotations
 
 import json
 import os
-import re
 import sqlite3
 import subprocess
 import sys
@@ -17,17 +16,6 @@ from gates.hooks import run_hook
 from inbox import Delivery
 
 INBOX = Path(__file__).resolve().parent.parent / "inbox"
-
-
-def test_inbox_names_no_layer_above_it_not_even_in_strings() -> None:
-    # An import, or a "module:function" / "module.name" string handed to importlib.
-    upward = re.compile(r"""^\s*(from|import)\s+(mail|gates)\b|["'](mail|gates)[.:]\w""", re.M)
-    found = {
-        f"{path.name}: {match.group(0).strip()}"
-        for path in INBOX.glob("*.py")
-        for match in upward.finditer(path.read_text())
-    }
-    assert found == set()
 
 
 def python(code: str, cwd: Path) -> str:
@@ -49,8 +37,8 @@ def test_a_delivery_follows_git_only_once_the_producers_are_declared(store: Stor
         f"d = Delivery(Path({str(store.root)!r}))\n"
         "before = watermark(d)\n"
         "print(d.follow(), watermark(d) == before)\n"  # nothing derived, nothing skipped
-        "from gates import register_producers\n"
-        "register_producers()\n"
+        "from gc_beads.producers import default_producers\n"
+        "default_producers()\n"
         "print(d.follow(), [i.key for i in d.items('dog')])\n"
     )
     lines = python(code, store.root).splitlines()
@@ -61,8 +49,8 @@ def test_declared_producers_are_imported_on_first_need(tmp_path: Path) -> None:
     code = (
         "import sys\n"
         "from inbox import producers\n"
-        "from gates import register_producers\n"
-        "register_producers()\n"
+        "from gc_beads.producers import default_producers\n"
+        "default_producers()\n"
         "print(sorted(producers.derived_types()), 'mail.notify' in sys.modules)\n"
         "derive = producers.deriver('message')\n"
         "print(derive.__module__, 'gates.beadgates' in sys.modules)\n"
@@ -151,3 +139,22 @@ def test_a_producer_shows_its_items_its_own_way(store: Store) -> None:
     assert "gc inbox: 1 new item(s)." in text and "lunch at noon" in text
     assert text.index("lunch at noon") < text.index("1 alert(s): see the board")
     assert "main is red" not in text  # the section said it its own way
+
+
+def test_the_former_register_producers_still_declares_them_and_warns(tmp_path: Path) -> None:
+    code = (
+        "import warnings\n"
+        "warnings.simplefilter('error')\n"
+        "from inbox import producers\n"
+        "import gates\n"
+        "try:\n"
+        "    gates.register_producers()\n"
+        "except DeprecationWarning as warned:\n"
+        "    print('warned:', warned)\n"
+        "warnings.simplefilter('ignore')\n"
+        "gates.register_producers()\n"
+        "print(producers.declared(), sorted(producers.derived_types()))\n"
+    )
+    lines = python(code, tmp_path).splitlines()
+    assert lines[0].startswith("warned: gates.register_producers() is deprecated")
+    assert lines[1] == "True ['decision', 'gate', 'message']"

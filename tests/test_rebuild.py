@@ -183,7 +183,6 @@ def test_progress_is_shown_on_a_terminal_only(
 
     monkeypatch.setattr("sys.stderr", Terminal())
     monkeypatch.setattr(reconcile, "_PROGRESS_AFTER", 0.0)
-    monkeypatch.setattr(reconcile, "SHOW_PROGRESS", True)  # (a --json command turns it off)
     with store.locked():
         reconcile.rebuild_index(store.git, store.index, store.git.head())
     assert "\rgc: indexing the store: 30 files" in Terminal.text and Terminal.text.endswith("\n")

@@ -400,3 +400,56 @@ def test_the_package_names_its_public_surface_even_after_its_modules_load() -> N
     from beads import doctor
 
     assert doctor.__module__ == "beads.checkup"
+
+
+def test_a_store_opened_without_the_program_keeps_sections_it_does_not_know(
+    tmp_path: Path,
+) -> None:
+    # A Python user of `beads` alone: no layer above has registered its settings.
+    code = f"""
+import sys
+from pathlib import Path
+from beads.store import Store
+root = Path({str(tmp_path)!r})
+store = Store.init(root, agent="tester", config={{
+    "format": 1, "store": {{"prefix": "gc"}},
+    "mail": {{"provider": "exec:/bin/x", "custom": [1]}}, "robots": "any text"}})[0]
+bead = store.create(type="task", title="works")
+print(store.get(bead.id).title, store.config["mail"], store.config["robots"])
+print(sorted(m for m in sys.modules if m.split(".")[0] in ("mail", "inbox", "gates")))
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "works {'provider': 'exec:/bin/x', 'custom': [1]} any text"
+    assert lines[1] == "[]"
+
+
+def test_a_registered_section_is_a_new_stores_default_and_its_settings_are_checked() -> None:
+    from beads import config
+    from beads.settings import DEFAULTS, FREE_FORM, SETTINGS, count, register_section
+
+    saved = dict(DEFAULTS), dict(SETTINGS), list(FREE_FORM)
+    try:
+        register_section("robots", {"arms": 2}, {"robots.arms": count, "robots.tools.*": count})
+        assert config.default_config()["robots"] == {"arms": 2}
+        assert config.with_setting(config.default_config(), "robots.arms", 4)["robots"] == {
+            "arms": 4
+        }
+        with pytest.raises(InvalidInput, match="robots.arms is 0: must be an integer"):
+            config.with_setting(config.default_config(), "robots.arms", 0)
+        with pytest.raises(InvalidInput, match="unknown setting robots.legs"):
+            config.with_setting(config.default_config(), "robots.legs", 1)
+        bad = {**config.default_config(), "robots": {"arms": "many", "tools": {"saw": 0}}}
+        assert [key for key, _ in config.config_problems(bad)] == [
+            "robots.arms",
+            "robots.tools.saw",
+        ]
+        with pytest.raises(ValueError, match="not in section"):
+            register_section("robots", {}, {"gates.arms": count})
+    finally:
+        DEFAULTS.clear()
+        DEFAULTS.update(saved[0])
+        SETTINGS.clear()
+        SETTINGS.update(saved[1])
+        FREE_FORM[:] = saved[2]

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from beads.cli.main import main as cli_main
 from beads.errors import StorageError
 from beads.reader import branch_head
 from beads.store import Store
+from gc_beads.cli import main as cli_main
 from mail.beadmail import BeadMail
 from mail.threads import InvalidTransition, LeaseConflict, Threads
 

@@ -407,7 +407,7 @@ def test_after_mail_gate_and_decision_commands_a_hook_loads_no_git(
     gc("decision", "create", "--prompt", "Ship?", "--option", "yes", "--option", "no")
     code = (
         "import sys; sys.argv = ['gc', 'hook', 'run']\n"
-        "from beads.cli.entry import main\n"
+        "from gc_beads.entry import main\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
         "print('dulwich' in sys.modules, 'ruamel' in sys.modules)"
     )

@@ -322,14 +322,14 @@ def test_an_error_quoting_control_characters_stays_one_line(project: GcRunner) -
 def test_an_interrupt_while_importing_exits_130_with_one_line(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from beads.cli import entry
+    from gc_beads import entry
 
     class Interrupting:
         def find_spec(self, name: str, *args: object) -> None:
-            if name == "beads.cli.main":
+            if name == "gc_beads.cli":
                 raise KeyboardInterrupt
 
-    monkeypatch.delitem(sys.modules, "beads.cli.main", raising=False)
+    monkeypatch.delitem(sys.modules, "gc_beads.cli", raising=False)
     monkeypatch.setattr(sys, "meta_path", [Interrupting(), *sys.meta_path])
     monkeypatch.setattr(sys, "argv", ["gc", "bead", "list"])
     with pytest.raises(SystemExit) as stopped:
@@ -342,7 +342,7 @@ def test_ctrl_c_early_never_shows_a_traceback_of_gc(project: GcRunner) -> None:
     """SIGINT at moments from 0 to ~100 ms. Once gc's `main()` runs: exit 130 and one line.
 
     Before it, Python itself is starting (the interpreter, `site`, then the console script
-    pip generated: its `import re` and its import of `beads.cli.entry`), out of gc's reach; a
+    pip generated: its `import re` and its import of `gc_beads.entry`), out of gc's reach; a
     traceback from there is tolerated, one through `main()` is the defect.
     """
     reached = 0
@@ -391,7 +391,7 @@ def test_ctrl_c_wrapped_by_python_in_another_error_is_still_an_interruption(
 ) -> None:
     # Python 3.11 turns a KeyboardInterrupt raised in `__set_name__` during an import into
     # "RuntimeError: Error calling __set_name__" (seen in CI: ipaddress, on an early Ctrl-C).
-    from beads.cli import main as cli_main
+    from gc_beads import cli as cli_main
 
     def interrupted_import(*args: object, **kwargs: object) -> None:
         try:

@@ -415,7 +415,7 @@ def test_the_pretooluse_approval_check_imports_nothing_heavy(gc_store: GcRunner)
     )
     probe = (
         "import sys, runpy; sys.argv = ['gc', 'hook', 'run'];"
-        "from beads.cli import entry\n"
+        "from gc_beads import entry\n"
         "try: entry.main()\nexcept SystemExit: pass\n"
         "heavy = [m for m in ('dulwich', 'ruamel.yaml', 'click', 'hashlib', 'tempfile')"
         " if m in sys.modules]\n"

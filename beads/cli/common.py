@@ -18,6 +18,7 @@ import click
 
 from beads.errors import GcError, InvalidInput
 from beads.record import identity_order, shown
+from beads.runtime import Runtime
 
 if TYPE_CHECKING:
     from beads.store import Store
@@ -29,9 +30,11 @@ class Settings:
     """Global options, whichever side of the subcommand they were given on.
 
     A plain class rather than a dataclass: every command pays for building it at start-up.
+    `runtime` is the program's (`beads.runtime`), which `--json` switches to JSON output.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, runtime: Runtime | None = None) -> None:
+        self.runtime = runtime if runtime is not None else Runtime()
         self.beads_dir: str | None = None
         self.city: str | None = None
         self.json = False
@@ -41,6 +44,7 @@ class Settings:
 
 
 def settings(ctx: click.Context | None = None) -> Settings:
+    """The global options of the command running in `ctx` (the current one by default)."""
     ctx = ctx or click.get_current_context()
     root = ctx.find_root()
     if root.obj is None:
@@ -56,9 +60,7 @@ def _remember(ctx: click.Context, param: click.Parameter, value: Any) -> None:
 
         use_city(value)  # every later look for the city or its store starts here
     if param.name == "json" and value:
-        from beads import reconcile
-
-        reconcile.SHOW_PROGRESS = False  # an index rebuild's progress line, like the bars
+        settings(ctx).runtime.set_output("json")  # no progress line either, like the bars
 
 
 _GLOBAL_OPTIONS: list[click.Option] = []

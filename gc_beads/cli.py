@@ -1,8 +1,8 @@
 """The `gc` command: one click group whose sub-groups live with their layer.
 
 Sub-groups are imported only when invoked (and `gc --help` imports none of them), so each
-command pays only for what it uses. The table below names them by module path; it is the one
-place the bottom layer mentions the layers above, as data, never as an import.
+command pays only for what it uses (`gc_beads.commands` names them by module path). Before
+a command runs, the program declares its producer set and registers every layer's settings.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import Any
 import click
 
 from beads.cli.common import (
+    Settings,
     check_arguments,
     global_options,
     one_line,
@@ -22,40 +23,8 @@ from beads.cli.common import (
     settings,
 )
 from beads.errors import GcError, Interrupted, InvalidInput, StorageError, is_interruption
-
-# name -> (module, attribute, one-line help)
-COMMANDS: dict[str, tuple[str, str, str]] = {
-    "init": ("beads.cli.admin", "init", "Create a store (.beads/) here or under PATH."),
-    "bead": ("beads.cli.bead", "bead", "Create, show, list, change and close beads."),
-    "log": ("beads.cli.admin", "log", "Show who changed what, from the store's git history."),
-    "config": ("beads.cli.admin", "config", "Show or change config.yaml."),
-    "doctor": ("beads.cli.admin", "doctor", "Check the store and repair derived files."),
-    "trust": ("beads.cli.trust", "trust", "Approve synced settings that run programs here."),
-    "remote": ("beads.cli.sync", "remote", "Add, remove and list remotes (other machines)."),
-    "clone": ("beads.cli.sync", "clone", "Make a store here from a store on a remote."),
-    "sync": ("beads.cli.sync", "sync", "Fetch, merge and push the store with a remote."),
-    "mail": ("mail.cli", "mail", "Send, read, reply to and archive mail between agents."),
-    "inbox": ("inbox.cli", "inbox", "Push, list, drain and wait for delivery items."),
-    "session": ("inbox.cli", "session", "Agent sessions as the hooks report them."),
-    "nats": ("inbox.nats.cli", "nats_group", "Real-time delivery across machines (NATS)."),
-    "hook": ("gates.hook_cli", "hook", "Claude Code hooks: run an event, install the entries."),
-    "gate": ("gates.cli", "gate", "Session gates and bead gates: register, mark, check, resolve."),
-    "decision": ("gates.cli", "decision", "Ask a human; the answer comes back to your inbox."),
-    "thread": (
-        "mail.threads.cli",
-        "thread",
-        "Work threads: claim with leases, report, wait-reply.",
-    ),
-    "skill": ("mail.threads.skills", "skill", "Install SKILL.md files that teach agents gc."),
-    "web": ("web.cli", "web", "Serve a read-only site of the store for the team (gc-beads[web])."),
-    "mcp": ("mcpserver.cli", "mcp", "Serve the store to agents over MCP (gc-beads[mcp])."),
-}
-# Run before any command: the top layer's composition root, which declares the producers of
-# inbox items to delivery (inbox/producers.py) without importing them.
-SETUP = ("gates", "register_producers")
-
-# Programs other than `gc` served by this entry point: name -> (module, root group).
-PROGRAMS: dict[str, tuple[str, str]] = {"inbox": ("mail.threads.cli", "inbox")}
+from beads.runtime import LIBRARY, Runtime, current, using
+from gc_beads.commands import COMMANDS, PROGRAMS
 
 
 class LazyGroup(click.Group):
@@ -67,8 +36,7 @@ class LazyGroup(click.Group):
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name not in COMMANDS:
             return None
-        setup_module, setup = SETUP
-        getattr(importlib.import_module(setup_module), setup)()
+        prepare_program()
         module, attribute, _help = COMMANDS[cmd_name]
         return prepare_command(getattr(importlib.import_module(module), attribute))
 
@@ -89,9 +57,26 @@ def cli() -> None:
     """
 
 
+def prepare_program() -> None:
+    """What every command of the program needs before it runs: the producer set declared
+    (delivery derives inbox items from git) and every layer's settings registered. Imports
+    no producer and no command."""
+    from gc_beads import settings
+    from gc_beads.producers import default_producers
+
+    settings.load()
+    default_producers()
+
+
 def main(argv: list[str] | None = None, program: str = "gc") -> None:
     """Run `gc` (or another of PROGRAMS), mapping every failure to one stderr line and its
-    exit code."""
+    exit code; under the entry point's runtime, or one of its own when called directly."""
+    runtime = current()
+    with using(Runtime() if runtime is LIBRARY else runtime):
+        _main(argv, program)
+
+
+def _main(argv: list[str] | None, program: str) -> None:
     args = sys.argv[1:] if argv is None else argv
     instruction = os.environ.get("_GC_COMPLETE")
     if instruction:  # the shell asks for completions (README: Shell completion)
@@ -107,9 +92,11 @@ def main(argv: list[str] | None = None, program: str = "gc") -> None:
         check_arguments(args)
         root = cli
         if program in PROGRAMS:
+            prepare_program()
             module, attribute = PROGRAMS[program]
             root = getattr(importlib.import_module(module), attribute)
-        with root.make_context(program, list(args)) as ctx:
+        obj = Settings(current())
+        with root.make_context(program, list(args), obj=obj) as ctx:
             ctx_settings = settings(ctx)
             root.invoke(ctx)
         sys.exit(0)

@@ -1,32 +1,28 @@
-"""The `gc` program's entry point.
+"""The `gc` and `inbox` programs' entry points (`[project.scripts]` in pyproject.toml).
 
-A few exact argument lists are served without click: Claude Code runs `gc hook run` on every
-prompt and every stop, and importing click alone costs about as much as the hook's own work.
-Every other command line, and `gc hook run` with any option, goes through the click CLI of
-`beads.cli.main`. The table names modules of higher layers as data, never as imports.
+The run's `beads.runtime.Runtime` is made here: a program of our own, whose umask may follow
+the store's modes. A few exact argument lists are served without click
+(`gc_beads.commands.DIRECT`: `gc hook run`, which Claude Code runs on every prompt and every
+stop); every other command line goes through the click root of `gc_beads.cli`.
 
-Everything runs inside one handler, imports included: Ctrl-C at any moment ends `gc` with
-exit 130 and one line, and a reader that went away (`gc bead list | head`) ends it quietly.
-This module imports only `sys` before that handler is in place.
+Everything runs inside one handler, imports included: Ctrl-C at any moment once `main` runs
+ends `gc` with exit 130 and one line, and a reader that went away (`gc bead list | head`) ends
+it quietly. This module imports only `sys` before that handler is in place. (Before `main`,
+the script pip writes imports `re`, `sys` and this module: a Ctrl-C there is Python's own, out
+of gc's reach, and ends the process as an interrupted Python program does.)
 """
 
 from __future__ import annotations
 
 import sys
 
-# exact arguments -> (module, function returning the exit code)
-DIRECT: dict[tuple[str, ...], tuple[str, str]] = {
-    ("hook", "run"): ("gates.pretool", "main"),
-    ("hook", "run", "--event", "PreToolUse"): ("gates.pretool", "main_pretooluse"),
-}
-
 
 def main(program: str = "gc") -> None:
-    """Run `gc` (or `inbox`, the other program of `beads.cli.main.PROGRAMS`)."""
-    import _signal
-
+    """Run `gc` (or another program of `gc_beads.commands.PROGRAMS`) with `sys.argv`."""
     try:
-        # The launcher leaves Ctrl-C to the signal's default action until this handler is in.
+        import _signal
+
+        # Python's own handler may have been replaced (a test's process): Ctrl-C is ours now.
         _signal.signal(_signal.SIGINT, _signal.default_int_handler)
         code = _run(program)
     except KeyboardInterrupt:
@@ -44,12 +40,25 @@ def main(program: str = "gc") -> None:
     sys.exit(_finish(code, program))
 
 
+def inbox() -> None:
+    """Run `inbox`: work threads (seed 002), `gc thread` as a program of its own."""
+    main("inbox")
+
+
 def _run(program: str) -> int | str | None:
+    from beads.runtime import Runtime, using
+
+    # A program of our own: its umask may follow the store's modes. The runtime is this
+    # run's alone (its caches too); the one before is back when the run ends.
+    with using(Runtime(own_umask=True)):
+        return _run_command(program)
+
+
+def _run_command(program: str) -> int | str | None:
     import importlib
 
-    from beads import files
+    from gc_beads.commands import DIRECT
 
-    files.own_umask = True  # a program of our own: its umask may follow the store's modes
     if sys.argv[1:3] == ["hook", "run"]:
         import os
 
@@ -59,14 +68,21 @@ def _run(program: str) -> int | str | None:
     direct = DIRECT.get(tuple(sys.argv[1:])) if program == "gc" else None
     if direct is not None:
         module, function = direct
-        return getattr(importlib.import_module(module), function)()
-    from beads.cli.main import main as click_main
+        # Before an event that drains: the producers (a tool call declares none).
+        return getattr(importlib.import_module(module), function)(prepare=_declare_producers)
+    from gc_beads.cli import main as click_main
 
     try:
         click_main(program=program)
     except SystemExit as exc:  # click_main always ends this way, with its exit code
         return exc.code
     return 0
+
+
+def _declare_producers() -> None:
+    from gc_beads.producers import default_producers
+
+    default_producers()  # a drain derives the items of mail, decisions and gates
 
 
 def _finish(code: int | str | None, program: str) -> int | str | None:

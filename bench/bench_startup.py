@@ -1,0 +1,90 @@
+#!/usr/bin/env python
+"""CLI start-up: `gc mail send` and `gc thread claim` against `python -c "import click,
+sqlite3"`, in alternating rounds of the same run (issue 27: each <= 2.0x).
+
+    python bench/bench_startup.py             # 15 rounds
+    python bench/bench_startup.py --rounds 30
+
+Each round runs the three in turn (the order rotates from round to round), each a fresh
+process of this Python: a real send to a real store, and a real claim of a thread made for it
+beforehand (not timed). The store is a temporary one made by `gc init` and removed at the
+end. Byte-compiled files are written and used, as an installed gc uses them
+(PYTHONDONTWRITEBYTECODE is removed from the children's environment). Prints each median
+and the ratios to the baseline; always exits 0 (it is a report).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+BIN = Path(sys.executable).parent
+TARGET = 2.0
+
+
+def main() -> int:
+    """Measure and print the figures."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=15)
+    rounds = max(parser.parse_args().rounds, 10)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GC_")}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["GC_AGENT"] = "mayor"
+    gc = str(BIN / "gc")
+    work = Path(tempfile.mkdtemp(prefix="bench-startup-"))
+    try:
+        run = lambda *args: subprocess.run(  # noqa: E731
+            args, cwd=work, env=env, capture_output=True, text=True, check=True
+        )
+        run(gc, "init")
+        for _ in range(3):  # warm: byte-compile every module a command imports
+            run(gc, "mail", "send", "dog", "--subject", "warm", "--message", "up")
+        threads = [
+            json.loads(run(gc, "thread", "send", "--json", "--to", "mayor", "--subject",
+                           f"t{n}", "--body", "b").stdout)["thread"]["thread_id"]
+            for n in range(rounds + 1)
+        ]  # fmt: skip
+        run(gc, "thread", "claim", "--thread", threads.pop())
+        commands = {
+            "baseline": lambda n: [sys.executable, "-c", "import click, sqlite3"],
+            "gc mail send": lambda n: [
+                gc,
+                "mail",
+                "send",
+                "dog",
+                "--subject",
+                f"s{n}",
+                "--message",
+                "hello",
+            ],  # fmt: skip
+            "gc thread claim": lambda n: [gc, "thread", "claim", "--thread", threads[n]],
+        }
+        times: dict[str, list[float]] = {name: [] for name in commands}
+        names = list(commands)
+        for n in range(rounds):
+            for name in names[n % 3 :] + names[: n % 3]:
+                started = time.perf_counter()
+                run(*commands[name](n))
+                times[name].append(time.perf_counter() - started)
+        base = statistics.median(times["baseline"])
+        print(f"{rounds} rounds, alternating; medians:")
+        for name, samples in times.items():
+            median = statistics.median(samples)
+            ratio = median / base
+            verdict = "" if name == "baseline" else (" ok" if ratio <= TARGET else " OVER")
+            print(f"  {name:16} {median * 1000:7.1f} ms  {ratio:4.2f}x{verdict}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,24 @@
+"""The gates' settings in `config.yaml`: the `gates` section. Registered with `beads.settings`
+on import; the program imports it."""
+
+from __future__ import annotations
+
+from beads.settings import count, duration, flag, mapping, names, register_section, text
+
+register_section(
+    "gates",
+    {},
+    {
+        "gates.max_stop_blocks": count,
+        "gates.require_decision": flag,
+        "gates.gh_path": text,
+        "gates.disabled": names,
+        "gates.session.*": mapping,
+        "gates.destructive.patterns": names,
+        "gates.destructive.allow": names,
+        "gates.destructive.protected_branches": names,
+        "gates.sandbox.roots": names,
+        "gates.stale_context_after": duration,
+    },
+    free_form=["gates.session.*"],
+)
