@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 
-from beads.yamlwrite import dump_text
+from beads.yamlwrite import dump_text, scalar, simple_key
 
 TYPE_CHECKING = False  # typing costs a hook ~7 ms to import; annotations are strings anyway
 if TYPE_CHECKING:
@@ -33,9 +33,9 @@ _UNESCAPED = {
     "r": "\r", "e": "\x1b", '"': '"', "\\": "\\", "N": "\x85", "L": "\u2028", "P": "\u2029",
     " ": " ",
 }  # fmt: skip
-# A `key: scalar` line (its text after the indentation) -> (key, value): most lines of a
-# store repeat (`status: open`, `thread: null`), so most cost a lookup.
-_LINES: dict[str, tuple[str, Any]] = {}
+# A top-level entry's text, checked -> (key, value), for entries of a scalar or a list or
+# mapping of scalars (`load` returns a copy of those: never a shared container).
+_ENTRIES: dict[str, tuple[str, Any]] = {}
 _CACHE_MAX = 8192
 
 
@@ -44,21 +44,93 @@ class _NotOurs(Exception):
 
 
 def load(text: str) -> dict[str, Any] | None:
-    """The mapping `text` holds, when it is exactly what the writer writes; else None."""
+    """The mapping `text` holds, when it is exactly what the writer writes; else None.
+
+    The writer writes each top-level entry on lines of its own, the same whatever the other
+    entries, so each is read and checked alone, and an entry met before (`status: open`,
+    `thread: null`: most of a store's lines repeat) costs a lookup."""
     if not text.endswith("\n") or "\u2028" in text or "\u2029" in text:
         return None
     if text == "{}\n":
         return {}
     lines = text.split("\n")
     lines.pop()  # the text's final line break
+    total = len(lines)
+    out: dict[str, Any] = {}
+    known = _ENTRIES
+    at = 0
+    while at < total:
+        end = at + 1  # the entry's lines: up to the next line with a key in column 0
+        while end < total and (
+            not lines[end] or lines[end][0] == " " or lines[end][:2] in ("- ", ": ", ":")
+        ):
+            end += 1  # (`: ` after a `? key`, `- ` items of a list)
+        entry = lines[at] if end == at + 1 else "\n".join(lines[at:end])
+        found = known.get(entry)
+        if found is None:
+            found = _one_line(entry) if end == at + 1 else None
+            if found is None:
+                found = _entry(lines[at:end], entry)
+                if found is None:
+                    return None
+            if _flat(found[1]):
+                if len(known) >= _CACHE_MAX:
+                    known.clear()
+                known[entry] = found
+        key, value = found
+        if key in out:
+            return None  # a duplicate key
+        kind = type(value)
+        out[key] = value.copy() if kind is list or kind is dict else value  # never shared
+        at = end
+    return out
+
+
+def _flat(value: Any) -> bool:
+    """Whether `value` is a scalar, or a list or mapping of scalars (a copy is then a new
+    value: what the entry cache may hold)."""
+    kind = type(value)
+    if kind is list:
+        return all(type(item) not in (list, dict) for item in value)
+    if kind is dict:
+        return all(type(item) not in (list, dict) for item in value.values())
+    return True
+
+
+def _one_line(line: str) -> tuple[str, Any] | None:
+    """A `key: scalar` line of a plain key and a plain or single-quoted scalar (an id, a
+    title, a time: most entries a store has once), read and checked without the general
+    parser; None for any other line."""
+    split = line.find(": ")
+    if split <= 0 or line[0] in "'\"?":
+        return None
+    key = line[:split]
+    token = line[split + 2 :]
+    first = token[:1]
+    if first == "'":
+        if len(token) < 2 or token[-1] != "'":
+            return None
+        value: Any = token[1:-1].replace("''", "'")
+    elif first in ("", '"', "|", "{", "["):
+        return None
+    else:
+        value = _plain(token)
+    if simple_key(key) != key or scalar(value, split + 2, 2) != token:
+        return None
+    return key, value
+
+
+def _entry(lines: list[str], text: str) -> tuple[str, Any] | None:
+    """The one `key: value` of a top-level entry's `lines`, if the writer writes it so."""
     data: dict[str, Any] = {}
     try:
         end = _mapping(lines, 0, 0, None, data, 0)
+        if end != len(lines) or len(data) != 1 or dump_text(data) != text + "\n":
+            return None
     except (_NotOurs, IndexError, ValueError, TypeError, OverflowError, RecursionError):
         return None
-    if end != len(lines) or dump_text(data) != text:
-        return None
-    return data
+    ((key, value),) = data.items()
+    return key, value
 
 
 def _unescape(match: re.Match[str]) -> str:
@@ -172,25 +244,21 @@ def _mapping(
         raise _NotOurs
     pad = " " * indent
     total = len(lines)
-    known = _LINES
     while True:
         if head is not None:
             body = head
             head = None
-        elif (
-            at < total
-            and lines[at].startswith(pad)
-            and lines[at][indent : indent + 1] not in (" ", "")
-            and lines[at][indent : indent + 2] != "- "  # an item of a list in this mapping
-        ):
-            body = lines[at][indent:]
-            at += 1
         else:
-            return at
-        found = known.get(body)
-        if found is not None:
-            out[found[0]] = found[1]
-            continue
+            if at >= total:
+                return at
+            body = lines[at]
+            if indent:
+                if not body.startswith(pad):
+                    return at
+                body = body[indent:]
+            if body[:1] in (" ", "") or body[:2] == "- ":  # deeper, or an item of a list
+                return at
+            at += 1
         if body[:2] == "? ":
             key, at = _node_scalar(body[2:], lines, at, indent + 2)
             if at >= total or lines[at][: indent + 1] != pad + ":":
@@ -224,12 +292,7 @@ def _mapping(
                 elif token[:1] == "|":
                     value, at = _block(token, lines, at, indent + 2)
                 else:
-                    before = at
                     value, at = _flow_scalar(token, lines, at, indent + 2)
-                    if at == before and len(body) < 200:
-                        if len(known) >= _CACHE_MAX:
-                            known.clear()
-                        known[body] = (key, value)
         out[key] = value
 
 

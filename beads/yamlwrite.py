@@ -336,19 +336,19 @@ def scalar(value: Any, column: int, indent: int) -> str:
 
 # -- keys ---------------------------------------------------------------------------------
 
-_KEYS: dict[str, str | None] = {}  # key -> how it is written, None: a `? key` one
+_KEYS: dict[str, str] = {}  # key -> how it is written before `:`, "" for a `? key` one
 
 
-def simple_key(key: Any) -> str | None:
-    """How `key` is written before `:`, or None when it is written `? key` (multi-line, or
+def simple_key(key: Any) -> str:
+    """How `key` is written before `:`, or "" when it is written `? key` (multi-line, or
     longer than MAX_SIMPLE_KEY bytes)."""
-    known = _KEYS.get(key, "")
-    if known != "":
+    known = _KEYS.get(key)
+    if known is not None:
         return known
     if not isinstance(key, str):
         raise TypeError(f"canonical YAML keys are text, not {type(key).__name__}")
     if any(b in key for b in BREAKS) or len(key.encode("utf-8")) > MAX_SIMPLE_KEY:
-        written = None
+        written = ""
     elif key == "":
         written = "''"
     elif not _NOT_ONE_LINE.search(key):
@@ -384,15 +384,32 @@ def _mapping(data: dict[str, Any], indent: int, head: str | None, lines: list[st
     """A block mapping whose keys sit at column `indent`; `head` is what precedes its first
     key on that key's line (`- `, `: `), None for a line of its own."""
     pad = " " * indent
+    keys = _KEYS
+    known = _ONE_LINE
+    append = lines.append
     for key, value in data.items():
         start = pad if head is None else head
         head = None
-        name = simple_key(key)
-        if name is not None:
-            _value(value, indent, start + name + ":", False, lines)
-        else:
-            lines.append(start + "? " + text_scalar(key, indent + 2, indent + 2))
+        name = keys.get(key) or simple_key(key)
+        if not name:
+            append(f"{start}? {text_scalar(key, indent + 2, indent + 2)}")
             _value(value, indent, pad + ":", True, lines)
+            continue
+        # The common values inline (a call per key is a good part of a bead's dump).
+        kind = type(value)
+        if kind is str:
+            text = known.get(value)
+            if text is None or indent + len(name) + len(text) + 2 > BEST_WIDTH:
+                text = text_scalar(value, len(start) + len(name) + 2, indent + 2)
+            append(f"{start}{name}: {text}")
+        elif value is None:
+            append(f"{start}{name}: null")
+        elif kind is bool:
+            append(f"{start}{name}: {'true' if value else 'false'}")
+        elif kind is int:
+            append(f"{start}{name}: {value}")
+        else:
+            _value(value, indent, f"{start}{name}:", False, lines)
 
 
 def _value(value: Any, indent: int, line: str, complex_key: bool, lines: list[str]) -> None:
@@ -433,5 +450,11 @@ def _sequence(data: list[Any], indent: int, head: str | None, lines: list[str]) 
                 _sequence(item, indent + 2, start + " ", lines)
             else:
                 lines.append(start + " []")
+        elif (
+            type(item) is str
+            and item in _ONE_LINE
+            and indent + 2 + len(_ONE_LINE[item]) <= BEST_WIDTH
+        ):
+            lines.append(f"{start} {_ONE_LINE[item]}")  # a label, an agent: known text
         else:
             lines.append(start + " " + scalar(item, indent + 2, indent + 2))

@@ -553,3 +553,18 @@ def test_reading_a_plain_bead_never_imports_ruamel() -> None:
     out = subprocess.run([sys.executable, "-c", code], input=dump_bead(bead), capture_output=True,
                          check=True).stdout  # fmt: skip
     assert out.decode().strip() == "[]"
+
+
+def test_two_reads_of_one_file_never_share_a_list_or_a_mapping() -> None:
+    # The reader remembers entries it has checked; what it returns is each caller's own.
+    text = dump_bead(
+        Bead(id="gc-abcdefgh", type="task", title="t", sender="mayor", labels=["a"],
+             created_at="2026-01-01T00:00:00.000000Z", updated_at="2026-01-01T00:00:00.000000Z",
+             meta={"read": True})
+    ).decode()  # fmt: skip
+    first = yamlread.load(text)
+    assert first is not None
+    first["labels"].append("b")
+    first["meta"]["read"] = False
+    second = yamlread.load(text)
+    assert second is not None and second["labels"] == ["a"] and second["meta"] == {"read": True}
