@@ -1,114 +1,50 @@
 """YAML codec: one bead per file, canonical field order, `|` block scalars for multi-line text.
 
-ruamel.yaml's safe mode is used with its C emitter and parser when ruamel.yaml.clib is
-installed (about 5x faster than the pure-Python round-trip mode; comments are never kept
-because files are always rewritten by gc in canonical form).
-
-`dump_bead` and `load_data` first try the direct writer and reader (`beads.directyaml`: the
-bytes libyaml writes for the common shape of a bead, without ruamel); anything else goes
-through ruamel. ruamel itself is imported only when a file must be parsed or a bead is not of
-that shape: importing it costs a command about as much as the rest of a mail send.
+Every file gc writes is written by `beads.yamlwrite`, whose bytes are the canonical ones (no
+emitter, no ruamel: the bytes do not depend on what is installed). Text in that canonical
+form is read back by `beads.yamlread`; anything else (a file edited by hand, pushed by
+another tool) by ruamel.yaml's safe loader, with its C parser when ruamel.yaml.clib is
+installed. ruamel itself is imported only when such a file must be parsed: importing it
+costs a command about as much as the rest of a mail send.
 """
 
 from __future__ import annotations
 
-import functools
-import io
 from typing import TYPE_CHECKING, Any
 
-from beads import directyaml
-from beads.directyaml import MAX_DEPTH
+from beads import yamlread, yamlwrite
 from beads.errors import InvalidInput
 from beads.record import Bead
+from beads.yamlread import MAX_DEPTH
 
 if TYPE_CHECKING:
     from ruamel.yaml import YAML
-
-
-_STR_TAG = "tag:yaml.org,2002:str"
-
-
-def _represent_str(representer: Any, data: str) -> Any:
-    # Multi-line text reads best as a literal block; the emitter falls back to a quoted
-    # style by itself when the text cannot be a block (trailing spaces, special characters).
-    style = "|" if "\n" in data else None
-    return representer.represent_scalar(_STR_TAG, data, style=style)
-
-
-def _share_tags(representer: Any) -> None:
-    """Give every node of one tag the same `Tag` object.
-
-    ruamel makes a new `Tag` per node and decodes its name again each time (about half of
-    the time of a dump); a shared `Tag` decodes once. Tags are never changed on output.
-    """
-    from ruamel.yaml.tag import Tag
-
-    shared: dict[str, Tag] = {}
-
-    def shared_tag(tag: Any) -> Any:
-        if isinstance(tag, str):
-            found = shared.get(tag)
-            if found is None:
-                found = shared[tag] = Tag(suffix=tag)
-            return found
-        return tag
-
-    for name in ("represent_scalar", "represent_sequence", "represent_mapping"):
-        method = getattr(representer, name)
-        setattr(representer, name, lambda tag, *a, _m=method, **k: _m(shared_tag(tag), *a, **k))
-
-
-def _make_yaml() -> YAML:
-    from ruamel.yaml import YAML
-
-    yaml = YAML(typ="safe", pure=False)
-    yaml.default_flow_style = False
-    yaml.allow_unicode = True
-    yaml.width = 4096  # don't fold long lines: a one-word change stays a one-line diff
-    yaml.representer.sort_base_mapping_type_on_output = False
-    yaml.representer.add_representer(str, _represent_str)
-    # A container (or text) met twice is written in full each time, never as `&id001` and
-    # `*id001`: files of the store never hold anchors or aliases, which `load_data` refuses.
-    yaml.representer.ignore_aliases = lambda data: True
-    _share_tags(yaml.representer)
-    return yaml
 
 
 _YAML: YAML | None = None
 
 
 def _yaml() -> YAML:
-    """The configured ruamel instance, made on first use."""
+    """The ruamel loader for text that is not canonical, made on first use."""
     global _YAML
     if _YAML is None:
-        _YAML = _make_yaml()
+        from ruamel.yaml import YAML
+
+        _YAML = YAML(typ="safe", pure=False)
     return _YAML
 
 
-@functools.cache
-def _fast() -> bool:
-    """Whether the direct reader and writer may be used: they mirror libyaml, so without
-    ruamel.yaml.clib (its C emitter, the module `_ruamel_yaml`) ruamel's pure emitter
-    decides. Found once, without importing either (and not at import: it costs a command
-    a search of the path)."""
-    import importlib.util
-
-    return importlib.util.find_spec("_ruamel_yaml") is not None
-
-
-def dump_data(data: Any) -> bytes:
-    """Serialise plain data (mappings keep their order) to UTF-8 YAML."""
-    out = io.StringIO()
-    _yaml().dump(data, out)
-    return out.getvalue().encode("utf-8")
+def dump_data(data: dict[str, Any]) -> bytes:
+    """Serialise a mapping of plain data (mappings keep their order) to canonical YAML."""
+    return yamlwrite.dump(data)
 
 
 def load_data(raw: bytes | str, *, what: str = "YAML") -> Any:
     """Parse YAML; malformed input raises InvalidInput naming `what`.
 
-    Text in the canonical shape gc writes is read by `directyaml.load` (the direct reader);
-    anything else by ruamel. Anchors and aliases (`&a`, `*a`) are refused: gc never writes
-    them, and a few hundred bytes of nested aliases expand into gigabytes (an "alias bomb").
+    Canonical text (what gc writes) is read by `yamlread.load`; anything else by ruamel.
+    Anchors and aliases (`&a`, `*a`) are refused: gc never writes them, and a few hundred
+    bytes of nested aliases expand into gigabytes (an "alias bomb").
     Without them, what a parse builds is bounded by the size of its input; nesting is bounded
     by `MAX_DEPTH` (libyaml's composer recurses in C: 30,000 `[` crash the process).
     """
@@ -116,7 +52,7 @@ def load_data(raw: bytes | str, *, what: str = "YAML") -> Any:
         text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
     except UnicodeError:
         raise InvalidInput(f"{what} is not valid UTF-8") from None
-    fast = directyaml.load(text) if _fast() else None
+    fast = yamlread.load(text)
     if fast is not None:
         return fast
     from ruamel.yaml.error import YAMLError
@@ -167,10 +103,8 @@ def _check_events(text: str, what: str) -> None:
 
 
 def dump_bead(bead: Bead) -> bytes:
-    """The bead's file content (the same bytes as `dump_data(bead.to_dict())`)."""
-    data = bead.to_dict()
-    fast = directyaml.dump(data) if _fast() else None
-    return fast if fast is not None else dump_data(data)
+    """The bead's file content: its canonical bytes (those of `dump_data(bead.to_dict())`)."""
+    return yamlwrite.dump(bead.to_dict())
 
 
 def load_bead(raw: bytes | str, *, what: str = "bead file", max_body: int | None = None) -> Bead:

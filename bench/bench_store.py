@@ -431,6 +431,32 @@ def figure3(store: Store, work: Workload, n: int) -> None:
     )  # fmt: skip
 
 
+def dump_times(store: Store, sample: int = 500) -> None:
+    """One line: a bead's dump by the canonical writer against ruamel's emitter (C where
+    installed) configured to write the same bytes, best of alternating rounds."""
+    from io import StringIO
+
+    from ruamel.yaml import YAML
+
+    yaml = YAML(typ="safe", pure=False)
+    yaml.default_flow_style, yaml.allow_unicode, yaml.width = False, True, 4096
+    yaml.representer.sort_base_mapping_type_on_output = False
+    yaml.representer.add_representer(str, lambda rep, text: rep.represent_scalar(
+        "tag:yaml.org,2002:str", text, style="|" if "\n" in text else None))  # fmt: skip
+    data = [bead.to_dict() for bead in store.list(limit=sample)]
+    best = {"direct": float("inf"), "ruamel": float("inf")}
+    for _ in range(3):
+        for name, dump in (("direct", dump_bead), ("ruamel", lambda d: yaml.dump(d, StringIO()))):
+            items = [Bead.from_dict(d) for d in data] if name == "direct" else data
+            t0 = perf()
+            for item in items:
+                dump(item)
+            best[name] = min(best[name], (perf() - t0) / len(items))
+    out(f"bead dump: canonical writer {best['direct'] * 1e6:.1f} us, ruamel "
+        f"{yaml.Emitter.__name__} {best['ruamel'] * 1e6:.1f} us "
+        f"({best['ruamel'] / best['direct']:.0f}x), over {len(data)} beads")  # fmt: skip
+
+
 def figure4(large: Store, n_large: int, rng: random.Random) -> None:
     found = large.list(assignee=TARGET, status="open")  # warm-up and check
     if len(found) != TARGET_OPEN or any(b.assignee != TARGET or b.status != "open" for b in found):
@@ -673,6 +699,7 @@ def main() -> None:
             figure3(large, work, n_large)
         with figure(f"Figure 4: list one assignee's open beads @{size_label(n_large)}"):
             figure4(large, n_large, work.rng)
+            dump_times(large)
         if args.profile:
             with figure(f"Profile: single creates @{size_label(n_large)}"):
                 profile_creates(large, work, n_large)

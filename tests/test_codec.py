@@ -1,15 +1,20 @@
-"""The YAML codec: canonical files and load(dump(b)) == b for every valid bead."""
+"""The YAML codec: canonical files and load(dump(b)) == b for every valid bead; the canonical
+writer (`beads.yamlwrite`) against the bytes gc wrote before, and its reader."""
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
-from hypothesis import event, given
+import pytest
+from hypothesis import assume, event, given
 from hypothesis import strategies as st
 
-from beads import codec, directyaml
+from beads import codec, yamlread, yamlwrite
 from beads.codec import dump_bead, dump_data, load_bead
 from beads.record import FIELD_ORDER, Bead
 from beads.store import Store
@@ -121,152 +126,236 @@ def test_a_one_word_change_is_a_one_line_diff() -> None:
     assert len([1 for a, b in zip(before, after, strict=True) if a != b]) == 1
 
 
-# -- the direct writer (`_fast_dump`) must write exactly what ruamel writes -------------------
+# -- the canonical bytes: what gc wrote before, for every value it could write ---------------
+#
+# Before the writer wrote every value itself, gc's files were libyaml's (ruamel's C emitter's)
+# bytes. tests/data/canonical/ruamel-c.json holds samples of them, frozen from that emitter:
+# [value, file text] pairs over text on every edge of its choices (plain, quoted, escaped,
+# `|` blocks, folded lines, `? key` entries), numbers, nested lists and mappings. Where the
+# C emitter is installed, hypothesis compares the writer with it too.
 
-# Text that sits on every edge of libyaml's choice between plain, single- and double-quoted.
+SAMPLES = Path(__file__).parent / "data" / "canonical" / "ruamel-c.json"
+EXAMPLE = Path(__file__).parent.parent / ".beads-example"
+HAS_CLIB = importlib.util.find_spec("_ruamel_yaml") is not None
+
+
+def libyaml_dump(data: dict[str, Any]) -> bytes:
+    """`data` as gc wrote it before: ruamel's C emitter, configured as gc configured it."""
+    from ruamel.yaml import YAML
+
+    yaml = YAML(typ="safe", pure=False)
+    assert "CEmitter" in yaml.Emitter.__name__
+    yaml.default_flow_style = False
+    yaml.allow_unicode = True
+    yaml.width = 4096
+    yaml.representer.sort_base_mapping_type_on_output = False
+    yaml.representer.add_representer(
+        str,
+        lambda rep, text: rep.represent_scalar(
+            "tag:yaml.org,2002:str", text, style="|" if "\n" in text else None
+        ),
+    )
+    yaml.representer.ignore_aliases = lambda data: True
+    out = __import__("io").StringIO()
+    yaml.dump(data, out)
+    return out.getvalue().encode("utf-8")
+
+
+needs_clib = pytest.mark.skipif(not HAS_CLIB, reason="ruamel.yaml.clib (libyaml) not installed")
+
+
+def libyaml_wrote_it(value: Any) -> bool:
+    """Whether the writer writes `value` as libyaml did: everything but multi-line text
+    holding U+2028 or U+2029, which libyaml put in a `|` block that ruamel's pure Python
+    reader cannot read back (the writer double-quotes it)."""
+    if isinstance(value, str):
+        return "\n" not in value or ("\u2028" not in value and "\u2029" not in value)
+    if isinstance(value, dict):
+        return all(libyaml_wrote_it(k) and libyaml_wrote_it(v) for k, v in value.items())
+    if isinstance(value, list):
+        return all(libyaml_wrote_it(item) for item in value)
+    return True
+
+
+def frozen_samples() -> list[tuple[dict, str]]:
+    """The frozen samples the writer writes as libyaml did."""
+    samples = [(data, text) for data, text in json.loads(SAMPLES.read_text())]
+    kept = [(data, text) for data, text in samples if libyaml_wrote_it(data)]
+    assert len(samples) >= 400 and len(kept) >= 360
+    return kept
+
+
+def test_the_writer_writes_the_frozen_bytes_of_the_previous_writer() -> None:
+    for data, text in frozen_samples():
+        assert yamlwrite.dump(data) == text.encode("utf-8"), data
+
+
+def test_multi_line_text_with_unicode_line_separators_is_double_quoted() -> None:
+    # libyaml's `|` block of such text is not read back by ruamel's pure Python reader.
+    data = {"body": "a\u2028b\nc\n", "k": ["\u2029\n"]}
+    written = dump_data(data)
+    assert written == b'body: "a\\Lb\\nc\\n"\nk:\n- "\\P\\n"\n'
+    from ruamel.yaml import YAML
+
+    for pure in (False, True):
+        assert YAML(typ="safe", pure=pure).load(written) == data
+    assert codec.load_data(written) == data
+
+
+def test_every_example_bead_is_written_as_it_is_stored() -> None:
+    files = sorted(EXAMPLE.rglob("*.yaml"))
+    assert len(files) >= 7  # config.yaml and a bead of each type
+    for path in files:
+        raw = path.read_bytes()
+        data = yamlread.load(raw.decode())
+        assert data is not None, path  # the direct reader reads every stored file
+        assert dump_data(data) == raw, path
+        if path.name != "config.yaml":
+            assert dump_bead(Bead.from_dict(data)) == raw
+
+
+# Text that sits on every edge of the choice between plain, single-, double-quoted and `|`.
 # fmt: off
 EDGY = st.sampled_from(
     [
         "", " ", "  ", "a ", " a", "a  b", "'", "''", "it's", 'a"b', "a\tb", "a\x85b", "\u2028",
-        "\u2029", "a\ufeffb", "\xa0", "\xa0x", "x\xa0", "\ufffd", "\ufffe", "\U0001f600", "-",
-        "--", "---", "---x", "...", "..", ".. x", "-a", "- a", "-- x", "?", "?x", "? x", ":",
-        ":a", "x:", "x: ", "a:b", "a: b", "a#b", "a #b", "#a", "a -", "a ?", "1:20", "@x", "%x",
-        "!x", "&x", "*x", "|x", ">x", "[x", "x]", "{x", "x}", "x,y", "x, y", "`x", "=", "<<",
-        "~", "null", "Null", "NULL", "nULL", "true", "True", "FALSE", "fAlse", "yes", "no", "on",
-        "off", "y", "n", "123", "-3", "+1", "1.5", "-.5", ".5", "1e3", "1_000", "0x1f", "0o7",
-        "0b1", ".inf", "-.inf", ".nan", ".NaN", "NaN", "2026-01-01",
-        "2026-01-31T12:00:00.000000Z", "2026-01-31 12:00:00", "é", "a" * 999, "a" * 1001,
+        "\u2029", "a\u2028b", "a\u2029 b", "a\ufeffb", "\xa0", "\xa0x", "x\xa0", "\ufffd", "\ufffe",
+        "\U0001f600", "-", "--", "---", "---x", "...", "..", ".. x", "-a", "- a", "-- x", "?",
+        "?x", "? x", ":", ":a", "x:", "x: ", "a:b", "a: b", "a#b", "a #b", "#a", "a -", "a ?",
+        "1:20", "@x", "%x", "!x", "&x", "*x", "|x", ">x", "[x", "x]", "{x", "x}", "x,y", "x, y",
+        "`x", "=", "<<", "~", "null", "Null", "NULL", "nULL", "true", "True", "FALSE", "fAlse",
+        "yes", "no", "on", "off", "y", "n", "123", "-3", "+1", "1.5", "-.5", ".5", "1e3", "1_000",
+        "0x1f", "0o7", "0b1", ".inf", "-.inf", ".nan", ".NaN", "NaN", "2026-01-01",
+        "2026-01-31T12:00:00.000000Z", "2026-01-31 12:00:00", "é", "a\\b", "\x00", "\x07\x1b",
+        "\r", "x\r\ny", "\x7f", "\x9f", "\n", "\n\n", "x\n", "x\n\n", "x\n\n\n", " x\n", "\nx",
+        "x \ny", "x\n y", "x\ny ", "x\ty\n", "a\u2028b\n", "a\nb\u2028", "a\n\u2028b\n",
+        "\u2028\n", "\ud7ff\ue000", "a" * 999, "a" * 1001, "x\t", "\tx",
     ]
 )
 # fmt: on
-FAST_TEXT = EDGY | TEXT | st.text(st.sampled_from(" -:#?'\"ab1.,[]{}!&*|>%@`\xa0\t\n"), max_size=8)
-FAST_SCALAR = st.none() | st.booleans() | st.integers() | FAST_TEXT
-FAST_KEY = META_KEY | EDGY
-FAST_META = st.dictionaries(
-    FAST_KEY,
+CHARS = st.sampled_from(list(" -:#?'\"ab1.,[]{}!&*|>%@`\xa0\t\n\r\u2028\u2029\x85\U0001f600é\\"))
+# Lines longer than the folding column (4096): a short pattern repeated, so a space falls on
+# every column near it.
+LONG = st.builds(
+    lambda pattern, times, end: (pattern * times)[:9000] + end,
+    st.text(st.sampled_from("ab '\"\t\u2028é"), min_size=2, max_size=12),
+    st.integers(350, 2500),
+    st.sampled_from(["", " ", "\n", "x"]),
+)
+ANY_TEXT = (
+    EDGY
+    | st.text(CHARS, max_size=12)
+    | st.text(st.characters(blacklist_categories=("Cs",)), max_size=30)
+    | LONG
+)
+ANY_SCALAR = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**63 - 1)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | ANY_TEXT
+)
+ANY_KEY = META_KEY | EDGY | st.text(CHARS, max_size=6) | st.text("kéx\n", min_size=60, max_size=140)
+ANY_DATA = st.dictionaries(
+    ANY_KEY,
     st.recursive(
-        FAST_SCALAR,
-        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(FAST_KEY, inner, max_size=3),
+        ANY_SCALAR,
+        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(ANY_KEY, inner, max_size=3),
         max_leaves=8,
     ),
     max_size=5,
 )
 
 
-def check_direct_writer(data: dict) -> None:
-    """The direct writer writes what ruamel writes, or leaves `data` to ruamel, whose output
-    then reads back as `data`."""
-    fast = directyaml.dump(data)
-    event("direct" if fast is not None else "ruamel")
-    written = dump_data(data)
-    if fast is not None:
-        assert fast == written
+@needs_clib
+@given(ANY_DATA)
+def test_the_writer_writes_what_libyaml_wrote(data: dict) -> None:
+    assume(libyaml_wrote_it(data))
+    assert yamlwrite.dump(data) == libyaml_dump(data)
+
+
+@needs_clib
+@given(beads(), ANY_TEXT, ANY_TEXT, ANY_DATA)
+def test_a_bead_of_any_text_is_written_as_libyaml_wrote_it(
+    bead: Bead, body: str, reason: str, meta: dict
+) -> None:
+    data = bead.to_dict()
+    data.update(body=body, close_reason=reason, meta=meta)
+    assume(libyaml_wrote_it(data))
+    assert yamlwrite.dump(data) == libyaml_dump(data)
+
+
+@needs_clib
+@given(beads())
+def test_dump_bead_is_libyamls_bytes(bead: Bead) -> None:
+    assume(libyaml_wrote_it(bead.to_dict()))
+    assert dump_bead(bead) == libyaml_dump(bead.to_dict())
+
+
+# -- round trips: through the writer's own reader and through ruamel ------------------------
+
+
+def same(a: Any, b: Any) -> bool:
+    """Equal values of equal types all the way down (1 == 1.0 == True are not the same)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, float):
+        return repr(a) == repr(b)  # -0.0 is not 0.0
+    return a == b
+
+
+@given(ANY_DATA)
+def test_what_the_writer_writes_its_reader_reads_back(data: dict) -> None:
+    text = yamlwrite.dump_text(data)
+    read = yamlread.load(text)
+    if "\u2028" in text or "\u2029" in text:
+        assert read is None  # documented: such text is left to ruamel
+        event("left to ruamel")
     else:
-        assert codec.load_data(written) == data
+        assert read is not None and same(read, data)
+    assert same(codec.load_data(text.encode()), data)
 
 
-@given(beads(), FAST_TEXT, FAST_TEXT, FAST_META)
-def test_the_direct_writer_writes_what_ruamel_writes(
-    bead: Bead, title: str, reason: str, meta: dict
-) -> None:
-    data = bead.to_dict()
-    data.update(title=title, close_reason=reason, body=title, meta=meta)
-    check_direct_writer(data)
+@pytest.mark.parametrize("pure", [False, True], ids=["ruamel-c", "ruamel-pure"])
+@given(data=ANY_DATA)
+def test_what_the_writer_writes_ruamel_reads_back(pure: bool, data: dict) -> None:
+    from ruamel.yaml import YAML
 
-
-BLOCK_TEXT = st.text(st.sampled_from(" \n\n\nab#:-|>'\"é\t\xa0"), min_size=1, max_size=30)
-
-
-@given(beads(), BLOCK_TEXT, BLOCK_TEXT)
-def test_multi_line_text_is_written_as_ruamel_writes_it(bead: Bead, body: str, note: str) -> None:
-    data = bead.to_dict()
-    data.update(body=body, meta={"note": note, "deeper": {"note": note}})
-    check_direct_writer(data)
-
-
-# What the direct writer must take (never leave to ruamel): text of printable characters up
-# to its length limit, lines without trailing spaces, plain keys; None, bools, ints, lists
-# of those, nested mappings. Only floats, long or unprinted text and odd keys go to ruamel.
-CANON_TEXT = st.text(
-    st.characters(min_codepoint=0x20, max_codepoint=0xFFFD, blacklist_categories=("Cs", "Cc"),
-                  blacklist_characters="\u2028\u2029\ufeff"),
-    max_size=60,
-)  # fmt: skip
-CANON_LINE = CANON_TEXT.map(str.rstrip)
-CANON_BLOCK = st.builds(  # lines, a last one not empty, and at most one final line break
-    lambda lines, last, end: "\n".join([*lines, last]) + end,
-    st.lists(CANON_LINE, min_size=1, max_size=4),
-    CANON_LINE.filter(bool),
-    st.sampled_from(["", "\n"]),
-)
-CANON_KEY = st.from_regex(r"[a-z_][a-z0-9_]{0,15}", fullmatch=True).filter(
-    lambda k: k not in ("null", "true", "false")
-)
-CANON_SCALAR = st.none() | st.booleans() | st.integers() | CANON_TEXT
-CANON_META = st.dictionaries(
-    CANON_KEY,
-    st.recursive(
-        CANON_SCALAR | CANON_BLOCK,
-        lambda inner: st.lists(CANON_SCALAR, max_size=3) | st.dictionaries(CANON_KEY, inner),
-        max_leaves=6,
-    ),
-    max_size=4,
-)
-
-
-@given(beads(), CANON_TEXT.filter(str.strip), CANON_BLOCK | CANON_TEXT, CANON_META)
-def test_the_direct_writer_takes_every_canonical_bead(
-    bead: Bead, title: str, body: str, meta: dict
-) -> None:
-    data = bead.to_dict()
-    data.update(title=title, body=body, meta=meta)
-    if data["close_reason"] is not None:
-        data["close_reason"] = title
-    fast = directyaml.dump(data)
-    assert fast is not None, data
-    assert fast == dump_data(data)
+    assert same(YAML(typ="safe", pure=pure).load(yamlwrite.dump(data)), data)
 
 
 @given(beads())
-def test_dump_bead_is_ruamel_byte_for_byte(bead: Bead) -> None:
-    assert dump_bead(bead) == dump_data(bead.to_dict())
-
-
-def test_a_gate_takes_the_direct_writer() -> None:
-    bead = Bead(
-        id="gc-abcdefgh",
-        type="gate",
-        title="after gc-bcdefghi",
-        sender="mayor",
-        status="closed",
-        created_at="2026-01-01T00:00:00.000000Z",
-        updated_at="2026-01-01T00:00:00.000000Z",
-        closed_at="2026-01-01T00:00:00.000000Z",
-        close_reason="resolved: gc-bcdefghi closed",
-        meta={"guarded": True, "await_type": "bead", "waiters": ["dog"], "timeout": None,
-              "state": "resolved", "n": -3, "nested": {"e": {}, "l": []}},
-    )  # fmt: skip
-    assert codec._fast(), "ruamel.yaml.clib is a dependency: its C emitter should be in use"
-    assert "CEmitter" in codec._yaml().Emitter.__name__  # the emitter the writer mirrors
-    fast = directyaml.dump(bead.to_dict())
-    assert fast is not None and fast == dump_data(bead.to_dict())
-    assert load_bead(fast) == bead
+def test_a_bead_file_is_read_by_the_direct_reader(bead: Bead) -> None:
+    written = dump_bead(bead).decode()
+    read = yamlread.load(written)
+    assert read is not None and Bead.from_dict(read) == bead
+    assert load_bead(written) == bead
 
 
 def test_shared_containers_are_written_in_full_never_as_aliases() -> None:
-    # The store's reader refuses anchors and aliases (issue 10): the writers never make them.
+    # The store's reader refuses anchors and aliases (issue 10): the writer never makes them.
     shared = ["a", "b"]
     empty: list = []
     data = {"meta": {"x": shared, "y": shared, "e": empty, "f": empty}}
     written = dump_data(data)
     assert b"&" not in written and b"*" not in written
-    assert directyaml.dump(data) == written
     assert codec.load_data(written) == data
 
 
-def test_the_copied_resolver_rules_are_ruamels() -> None:
-    # The direct writer quotes what ruamel's resolver would read back as a non-string; it
-    # keeps its own copy of the rules so a dump never imports ruamel. Same rules, same flags.
+def test_a_value_yaml_cannot_hold_is_refused_not_written() -> None:
+    with pytest.raises(TypeError):
+        yamlwrite.dump({"a": object()})
+    with pytest.raises(TypeError):
+        yamlwrite.dump({1: "a"})
+
+
+def test_the_plain_scalar_rules_are_ruamels_resolver() -> None:
+    # Plain text is written only when it reads back as text: the writer's rules are those of
+    # the resolver ruamel reads with (YAML 1.2 plus times, `<<`, `=`); same rules, same flags.
     from ruamel.yaml.resolver import Resolver
 
     theirs = {
@@ -275,10 +364,53 @@ def test_the_copied_resolver_rules_are_ruamels() -> None:
     }
     ours = {
         first: [(tag, rx.pattern, rx.flags) for tag, rx in zip(
-            [rule[0] for rule in rules], directyaml._implicit(first), strict=True)]
-        for first, rules in directyaml.IMPLICIT_RULES.items()
+            [rule[0] for rule in rules], yamlwrite.implicit(first), strict=True)]
+        for first, rules in yamlwrite.IMPLICIT_RULES.items()
     }  # fmt: skip
     assert ours == theirs
+
+
+@given(st.text(alphabet="0123456789abcdefxoXOBeEtTzZ_.:+- \tgq", max_size=25), st.integers(0, 9))
+def test_the_digit_shortcut_agrees_with_the_resolver_rules(rest: str, digit: int) -> None:
+    # Text starting with a digit skips the number and time rules when it has a letter none
+    # of them allows: it must decide as the rules would.
+    text = f"{digit}{rest}"
+    if text[-1] == " " or ": " in text or " #" in text or text[-1] == ":":
+        return
+    by_rules = not any(rule.match(text) for rule in yamlwrite.implicit(text[0]))
+    assert yamlwrite.plain_allowed(text) == by_rules
+
+
+# -- the writer never needs ruamel: its bytes cannot depend on what is installed ------------
+
+_NO_RUAMEL = (
+    "import sys\n"
+    "class Refuse:\n"
+    "    def find_spec(self, name, path=None, target=None):\n"
+    "        if name.split('.')[0] in ('ruamel', '_ruamel_yaml'):\n"
+    "            raise ImportError('ruamel is not installed here')\n"
+    "sys.meta_path.insert(0, Refuse())\n"
+)
+
+
+def test_the_writer_writes_the_same_bytes_without_ruamel_installed(tmp_path: Path) -> None:
+    # Every frozen sample (floats, control characters, folded lines, `? key` entries) in a
+    # process where ruamel cannot be imported at all, C extension or not.
+    samples = tmp_path / "samples.json"
+    samples.write_text(json.dumps(frozen_samples()))
+    code = _NO_RUAMEL + (
+        "import json\n"
+        "from beads.codec import dump_data, load_data\n"
+        "bad = 0\n"
+        "for data, text in json.load(open(sys.argv[1])):\n"
+        "    bad += dump_data(data) != text.encode()\n"
+        "    if '\\u2028' not in text and '\\u2029' not in text:\n"
+        "        bad += load_data(text) != data\n"
+        "print(bad)"
+    )
+    out = subprocess.run([sys.executable, "-c", code, str(samples)], capture_output=True,
+                         text=True, check=True).stdout  # fmt: skip
+    assert out.strip() == "0"
 
 
 def test_writing_a_plain_bead_never_imports_ruamel(tmp_path: Path) -> None:
@@ -296,68 +428,64 @@ def test_writing_a_plain_bead_never_imports_ruamel(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True,
                          text=True, check=True).stdout  # fmt: skip
     assert out.strip() == "[]"
-    with Store.open(tmp_path) as store:  # and the file is what ruamel would have written
+    with Store.open(tmp_path) as store:  # and the file is the canonical one
         message = store.list(type="message")[0]
-        assert store.view.read(store.index.location(message.id)[0]) == dump_data(message.to_dict())
+        assert store.view.read(store.index.location(message.id)[0]) == dump_bead(message)
 
 
-@given(st.text(alphabet="0123456789abcdefxoXOBeEtTzZ_.:+- \tgq", max_size=25), st.integers(0, 9))
-def test_the_digit_shortcut_agrees_with_the_resolver_rules(rest: str, digit: int) -> None:
-    # Text starting with a digit skips the number and time rules when it has a letter none
-    # of them allows: it must decide as the rules would.
-    text = f"{digit}{rest}"
-    if text[-1] == " " or ": " in text or " #" in text or text[-1] == ":":
-        return
-    by_rules = not any(rule.match(text) for rule in directyaml._implicit(text[0]))
-    assert directyaml._plain_allowed(text) == by_rules
+def test_a_bead_of_floats_control_characters_and_long_lines_is_written_without_ruamel(
+    tmp_path: Path,
+) -> None:
+    # What the writer once left to ruamel's emitter: it writes it itself, and reads it back.
+    code = _NO_RUAMEL + (
+        "from beads.store import Store\n"
+        "with Store.open(sys.argv[1], agent='dog') as store:\n"
+        "    bead = store.create('task', 'tabs\\there', 'x ' * 3000 + '\\x07 trailing \\n',\n"
+        "                        meta={'ratio': 0.25, 'big': 1e300, 'emoji': '\\U0001f600',\n"
+        "                              'nested': [[1.5, {'k': 'a\\u2028b'}], []]})\n"
+        "    print(bead.id)\n"
+    )
+    Store.init(tmp_path, agent="dog")[0].close()
+    bead_id = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True,
+                             text=True, check=True).stdout.strip()  # fmt: skip
+    with Store.open(tmp_path) as store:
+        bead = store.get(bead_id)
+        raw = store.view.read(store.index.location(bead_id)[0])
+    assert bead.meta["ratio"] == 0.25 and bead.body.startswith("x x")
+    assert raw == dump_bead(bead) and load_bead(raw) == bead
+    if HAS_CLIB:
+        assert raw == libyaml_dump(bead.to_dict())
 
 
-# -- the direct reader (`_fast_load`) must read exactly what ruamel reads ---------------------
+# -- the direct reader reads canonical text only; anything else is ruamel's -----------------
 
 
 def ruamel_load(text: str) -> object:
     return codec._yaml().load(text)
 
 
-@given(beads(), FAST_TEXT, CANON_BLOCK | CANON_TEXT, FAST_META)
-def test_the_direct_reader_reads_what_ruamel_reads(
-    bead: Bead, title: str, body: str, meta: dict
-) -> None:
-    data = bead.to_dict()
-    data.update(title=title, body=body, meta=meta)
-    written = dump_data(data)
-    fast = directyaml.load(written.decode())
-    event("direct" if fast is not None else "ruamel")
-    if directyaml.dump(data) is not None:
-        assert fast is not None  # whatever the direct writer writes, the direct reader reads
-    if fast is not None:
-        assert fast == ruamel_load(written.decode())
-        assert [type(v) for v in fast.values()] == [type(v) for v in data.values()]
-
-
-@given(beads())
-def test_a_bead_file_is_read_by_the_direct_reader(bead: Bead) -> None:
-    written = dump_bead(bead).decode()
-    fast = directyaml.load(written)
-    if directyaml.dump(bead.to_dict()) is not None:
-        assert fast is not None and Bead.from_dict(fast) == bead
-    assert load_bead(written) == bead
-
-
 def agrees_or_declines(text: str) -> None:
     """The direct reader either declines `text` or reads what ruamel reads; it never accepts
-    what ruamel refuses."""
-    fast = directyaml.load(text)
+    what ruamel refuses, and what it accepts is what the writer writes."""
+    fast = yamlread.load(text)
     event("direct" if fast is not None else "declined")
     if fast is None:
         return
-    assert fast == ruamel_load(text)
-    assert directyaml.dump(fast) == text.encode()  # what it accepts, the writer writes
+    assert same(fast, ruamel_load(text))
+    assert yamlwrite.dump_text(fast) == text
+
+
+@given(beads(), ANY_TEXT, ANY_DATA)
+def test_the_direct_reader_reads_what_ruamel_reads(bead: Bead, body: str, meta: dict) -> None:
+    data = bead.to_dict()
+    data.update(body=body, meta=meta)
+    agrees_or_declines(yamlwrite.dump_text(data))
 
 
 MUTATION = st.sampled_from(
-    ["", " ", "  ", "\n", ":", ": ", "- ", "'", "''", "|", "|-", "|2", "&a ", "*a", "#", "{}",
-     "[]", "null", "~", "1.5", "0x1", "true", "yes", "\t", "key: v\n", "  k: v\n", "- x\n"]
+    ["", " ", "  ", "\n", ":", ": ", "- ", "'", "''", "|", "|-", "|+", "|2", "&a ", "*a", "#",
+     "{}", "[]", "null", "~", "1.5", "1e3", "0x1", "true", "yes", "\t", "key: v\n", "  k: v\n",
+     "- x\n", "? ", '"', "\\", '\\"', "\\x41"]
 )  # fmt: skip
 
 
@@ -370,35 +498,52 @@ def test_mutated_bead_files_are_declined_or_read_as_ruamel_reads_them(
     agrees_or_declines(text[:at] + insert + text[at + cut :])
 
 
-@given(st.text(st.sampled_from("ab:- '|\n#&*{}[]2\t1"), max_size=40))
+@given(ANY_DATA, st.integers(0, 10_000), st.integers(0, 3), MUTATION)
+def test_mutated_canonical_files_are_declined_or_read_as_ruamel_reads_them(
+    data: dict, where: int, cut: int, insert: str
+) -> None:
+    text = yamlwrite.dump_text(data)
+    at = where % (len(text) + 1)
+    mutated = text[:at] + insert + text[at + cut :]
+    try:
+        ruamel_load(mutated)
+    except Exception:
+        assert yamlread.load(mutated) is None  # ruamel refuses it: never accepted here
+        return
+    agrees_or_declines(mutated)
+
+
+@given(st.text(st.sampled_from("ab:- '|\n#&*{}[]2\t1?\"\\"), max_size=40))
 def test_arbitrary_text_is_declined_or_read_as_ruamel_reads_it(text: str) -> None:
     try:
         ruamel_load(text)
     except Exception:
-        assert directyaml.load(text) is None  # ruamel refuses it: never accepted here
+        assert yamlread.load(text) is None  # ruamel refuses it: never accepted here
         return
     agrees_or_declines(text)
 
 
 def test_hostile_text_is_left_to_ruamels_checks() -> None:
-    import pytest
-
     from beads.errors import InvalidInput
 
     for text in ("a: &x 1\nb: *x\n", "a: !!python/object 1\n", "a:\n" + "  a:\n" * 80 + "  b: 1\n"):
-        assert directyaml.load(text) is None
+        assert yamlread.load(text) is None
     with pytest.raises(InvalidInput, match="anchor or alias"):
         codec.load_data("a: &x [1]\nb: *x\n")
     deep = "".join(f"{'  ' * i}k:\n" for i in range(100)) + "  " * 100 + "k: 1\n"
-    assert directyaml.load(deep) is None  # past MAX_DEPTH: ruamel's checks decide
+    assert yamlread.load(deep) is None  # past MAX_DEPTH: ruamel's checks decide
     with pytest.raises(InvalidInput, match="deeper"):
         codec.load_data("x: " + "[" * 70 + "]" * 70 + "\n")
+    deep_lists = "".join(f"{'  ' * i}- \n" for i in range(100))
+    assert yamlread.load("k:\n" + "- " * 100 + "1\n") is None
+    assert yamlread.load("k:\n" + deep_lists) is None
 
 
 def test_reading_a_plain_bead_never_imports_ruamel() -> None:
     stamp = "2026-01-01T00:00:00.000000Z"
     bead = Bead(id="gc-abcdefgh", type="task", title="t", sender="mayor", body="a\nb\n",
-                created_at=stamp, updated_at=stamp)  # fmt: skip
+                created_at=stamp, updated_at=stamp,
+                meta={"ratio": 0.5, "bell": "\x07"})  # fmt: skip
     code = (
         "import sys\n"
         "from beads.codec import load_bead\n"
@@ -408,3 +553,18 @@ def test_reading_a_plain_bead_never_imports_ruamel() -> None:
     out = subprocess.run([sys.executable, "-c", code], input=dump_bead(bead), capture_output=True,
                          check=True).stdout  # fmt: skip
     assert out.decode().strip() == "[]"
+
+
+def test_two_reads_of_one_file_never_share_a_list_or_a_mapping() -> None:
+    # The reader remembers entries it has checked; what it returns is each caller's own.
+    text = dump_bead(
+        Bead(id="gc-abcdefgh", type="task", title="t", sender="mayor", labels=["a"],
+             created_at="2026-01-01T00:00:00.000000Z", updated_at="2026-01-01T00:00:00.000000Z",
+             meta={"read": True})
+    ).decode()  # fmt: skip
+    first = yamlread.load(text)
+    assert first is not None
+    first["labels"].append("b")
+    first["meta"]["read"] = False
+    second = yamlread.load(text)
+    assert second is not None and second["labels"] == ["a"] and second["meta"] == {"read": True}
