@@ -108,5 +108,5 @@ def pre_compact(ctx: HookContext) -> dict[str, Any] | None:
         gate = session_gates.SessionGate("dirty-work", "PreCompact", "soft", "", builtin=True)
         status = session_gates.commit_push_status(gate, where)
         if not status.satisfied:
-            warnings.append(f"gc: soft gate dirty-work: {status.how} before compaction")
+            warnings.append(f"gc: soft gate dirty-work is not satisfied: {status.how}")
     return {"systemMessage": "\n".join(warnings)} if warnings else None

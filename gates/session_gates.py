@@ -231,12 +231,29 @@ def judged(
         line = f"{gate.id} ({gate.description or gate.check or 'no description'}): {status.how}"
         if status.satisfied:
             if status.how.startswith("broken check"):
-                warnings.append(f"gc: gate {line}")
+                broken = status.how.removeprefix("broken check: ")
+                warnings.append(
+                    f"gc: gate {gate.id} counts as satisfied because its check is broken: {broken}"
+                )
         elif gate.mode == "strict":
             strict.append(line)
         else:
-            warnings.append(f"gc: soft gate {line}")
+            warnings.append(f"gc: soft gate {gate.id} is not satisfied{_why_not(status)}")
     return strict, warnings
+
+
+def _why_not(status: GateStatus) -> str:
+    """The end of a failing soft gate's warning sentence: what is missing, in plain words."""
+    gate, how = status.gate, status.how
+    if gate.id == "bead-update" and gate.builtin:
+        stale = how.removeprefix("not updated this session: ")
+        return f": these open beads of yours were not updated this session: {stale}"
+    if gate.builtin:
+        return f": {how}"
+    said = f" ({gate.description})" if gate.description else ""
+    if how == "not marked":
+        return f"{said}: it is not marked for this session"
+    return f"{said}: its {how}" if how.startswith("check exited") else f"{said}: {how}"
 
 
 def session_cwd(delivery: Delivery, session: str) -> Path:
@@ -295,20 +312,21 @@ def stale_beads(delivery: Delivery, session: str) -> list[str]:
 
 
 def commit_push_status(gate: SessionGate, cwd: Path) -> GateStatus:
-    """`commit-push`: the git work tree at `cwd` is clean."""
+    """`commit-push`: the git work tree at `cwd` holds no uncommitted work (gc's own hook
+    entries in Claude Code's settings aside: `gates.worktree`)."""
     import subprocess  # lazy, here and below: a Stop hook whose gates need no check skips it
 
-    from beads.process import run_bounded
+    from gates.worktree import NotAWorkTree, uncommitted
 
     try:
-        code, out, _err = run_bounded(["git", "status", "--porcelain"], CHECK_TIMEOUT, cwd)
+        changed = uncommitted(cwd, CHECK_TIMEOUT)
     except (OSError, subprocess.TimeoutExpired):
         return GateStatus(gate, True, "broken check: git did not run")
-    if code != 0:
+    except NotAWorkTree:
         return GateStatus(gate, True, "not a git work tree")
-    changed = len(out.splitlines())
     if changed:
-        return GateStatus(gate, False, f"{changed} uncommitted change(s)")
+        noun = "change" if changed == 1 else "changes"
+        return GateStatus(gate, False, f"the work tree has {changed} uncommitted {noun}")
     return GateStatus(gate, True, "check")
 
 

@@ -386,7 +386,7 @@ def test_session_gate_checks_of_one_stop_share_one_budget(
         started = time.monotonic()
         verdict = stop_gates(ctx)
     assert time.monotonic() - started < 2.0  # one budget: four take at least 2.4 s
-    assert verdict is not None and sum("broken check" in w for w in verdict.warnings) == 4
+    assert verdict is not None and sum("its check is broken" in w for w in verdict.warnings) == 4
 
 
 def test_gh_runs_of_one_gate_check_share_one_budget(
