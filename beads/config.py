@@ -20,7 +20,7 @@ from beads.files import SHARED_VALUES
 from beads.ids import check_prefix
 from beads.record import AGENT_RE, DEFAULT_MAX_BODY_BYTES, MAX_INT, check_text, shown
 
-TYPE_CHECKING = False  # importing typing costs a hook ~7 ms
+TYPE_CHECKING = False  # the hooks never import typing (tests/test_hooks.py)
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any

@@ -4,9 +4,9 @@ common shape of a bead, written and read without ruamel.
 `dump` writes text, multi-line text as `|` blocks, ints, booleans, nulls, nested mappings and
 lists of scalars exactly as ruamel would, and gives up (None) on anything else (floats,
 control characters, very long lines, trailing spaces); `load` reads back only what `dump`
-writes. `beads.codec` tries them first and falls back to ruamel. They exist for speed: ruamel's
-representer costs ~0.8 ms a bead, `dump` ~40 us; ruamel's loader ~350 us, `load` ~20 us; and
-importing ruamel costs a command about as much as the rest of a mail send.
+writes. `beads.codec` tries them first and falls back to ruamel. They exist for speed: each
+is more than ten times as fast as ruamel's representer or loader on a bead, and importing
+ruamel costs a command about as much as the rest of a mail send (docs/design.md).
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ MAX_DEPTH = 64  # nested collections; a bead needs 10 (meta nests at most 8 deep
 # A character libyaml does not print as it is with allow_unicode: tabs and other control
 # characters, line breaks (U+0085, U+2028 and U+2029 are breaks to YAML), surrogates, U+FEFF
 # and everything past U+FFFD (ruamel escapes it). A line holding one needs a double-quoted
-# scalar, left to ruamel. Spelled as what is refused: the class of what is allowed costs 5 ms
-# to compile, this one 1 ms, on every command that writes.
+# scalar, left to ruamel. Spelled as what is refused: the class of what is allowed is several
+# times slower to compile, on every command that writes.
 _UNPRINTED = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufeff\ufffe-\U0010ffff]")
 # Far below the emitter's width (4096) even nested 8 deep under 64-character keys, so
 # libyaml never folds the line.
@@ -129,7 +129,7 @@ def _text_scalar(text: str) -> str | None:
 _DIGITS = frozenset("0123456789")
 # Text starting with a digit is read back as a number or a time only if its letters are those
 # of 0b/0o/0x prefixes, exponents and times; anything else (a hex token, "3 apples") is a
-# string, which spares compiling the number and time rules (~4 ms) for such text.
+# string, which spares compiling the number and time rules for such text.
 _NOT_A_NUMBER = re.compile(r"[^0-9_.:+\- \teEtTzZbBoOxX]")
 
 
@@ -258,7 +258,7 @@ def _literal_block(text: str, indent: str) -> list[str] | None:
 # ruamel, and ruamel's load of its own dump against the data), so nothing the reader accepts
 # can differ from ruamel's reading; anything else (other layouts, anchors, flow collections,
 # floats, comments, deep nesting) returns None and goes to ruamel and its checks. ruamel's
-# loader costs ~350 us a bead, this ~20 us: ruamel was 71% of an index rebuild.
+# loader is more than ten times slower a bead, and most of an index rebuild's time.
 
 _INT_TEXT = re.compile(r"-?[0-9]{1,4000}")  # as str(int) writes them: int() takes 4,300 digits
 # A `key: scalar` line (its text after the indentation) -> (key, value), once checked: most

@@ -35,7 +35,7 @@ from pathlib import Path
 from beads.errors import GcError, InvalidInput, NotFound
 from inbox.queue import check_session
 
-TYPE_CHECKING = False  # importing typing costs a hook ~7 ms
+TYPE_CHECKING = False  # the hooks never import typing (tests/test_hooks.py)
 if TYPE_CHECKING:
     from typing import Any
 
@@ -59,7 +59,7 @@ EVENT_BUILTIN = {
 
 
 # namedtuples, not dataclasses: the Stop hook builds them, and importing `dataclasses`
-# costs a hook about 20 ms.
+# would slow every hook.
 
 
 class SessionGate(
@@ -205,7 +205,7 @@ def gate_statuses(
     gates = [g for g in session_gates(config)
              if (hook is None or g.hook == hook) and g.id not in skip]  # fmt: skip
     if not gates:
-        return []  # the common prompt: no gate, and none of subprocess's ~4 ms of imports
+        return []  # the common prompt: no gate, so subprocess is not imported
     from beads.process import budget  # lazy, as the checks that need it
 
     where = cwd or session_cwd(delivery, session)

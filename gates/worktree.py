@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from beads.process import run_bounded
 
-TYPE_CHECKING = False  # the Stop hook imports this module: typing is not loaded there
+TYPE_CHECKING = False  # the Stop hook imports this module, and never typing
 if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
