@@ -231,15 +231,22 @@ def judged(
         line = f"{gate.id} ({gate.description or gate.check or 'no description'}): {status.how}"
         if status.satisfied:
             if status.how.startswith("broken check"):
-                broken = status.how.removeprefix("broken check: ")
-                warnings.append(
-                    f"gc: gate {gate.id} counts as satisfied because its check is broken: {broken}"
-                )
+                warnings.append(warning(status))
         elif gate.mode == "strict":
             strict.append(line)
         else:
-            warnings.append(f"gc: soft gate {gate.id} is not satisfied{_why_not(status)}")
+            warnings.append(warning(status))
     return strict, warnings
+
+
+def warning(status: GateStatus) -> str:
+    """The one-sentence warning of a failing soft gate, or of a gate let by for a broken
+    check."""
+    gate = status.gate
+    if status.satisfied:
+        broken = status.how.removeprefix("broken check: ")
+        return f"gc: gate {gate.id} counts as satisfied because its check is broken: {broken}"
+    return f"gc: soft gate {gate.id} is not satisfied{_why_not(status)}"
 
 
 def _why_not(status: GateStatus) -> str:

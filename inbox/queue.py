@@ -125,8 +125,9 @@ class SessionQueue:
                 for line in bad:
                     self.set_aside(line.decode("utf-8", "replace"), "not a JSON object")
                 if bad:
+                    lines = "1 line" if len(bad) == 1 else f"{len(bad)} lines"
                     problems.append(
-                        f"{len(bad)} unparsable line(s) in {self.path.name} set aside in "
+                        f"{lines} of {self.path.name} could not be read and went to "
                         f"{self.bad_path.name}"
                     )
                 problems += store(records)
