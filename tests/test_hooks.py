@@ -253,7 +253,7 @@ def test_hung_nudge_is_killed_and_reported(project: Path, gc: GcRunner) -> None:
     hook(gc, "Stop", stop_hook_active=False)
     started = time.monotonic()
     assert gc("inbox", "push", "--to", "dog", "wake up").returncode == 0
-    assert time.monotonic() - started < 5  # the producer never waits for the nudge
+    assert time.monotonic() - started < 40  # never waits for the nudge's 60 s
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
         session = gc.json("session", "list", process=False)["sessions"][0]
