@@ -127,8 +127,8 @@ class SessionQueue:
                 if bad:
                     lines = "1 line" if len(bad) == 1 else f"{len(bad)} lines"
                     problems.append(
-                        f"{lines} of {self.path.name} could not be read and went to "
-                        f"{self.bad_path.name}"
+                        f"{lines} of {self.path.name} could not be read and "
+                        f"{'was' if len(bad) == 1 else 'were'} set aside in {self.bad_path.name}"
                     )
                 problems += store(records)
                 handle.truncate(0)

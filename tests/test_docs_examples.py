@@ -322,6 +322,8 @@ def test_every_example_not_run_says_why() -> None:
     for page in PAGES:
         lines = page.read_text(encoding="utf-8").splitlines()
         for number, line in enumerate(lines, 1):
+            if line.startswith("    "):
+                continue  # an indented code block: an example of a marker, not one
             for match in MARKER.finditer(line):
                 marked.append((f"{page.name}:{number}", match.group(1).strip()))
                 after = next((text for text in lines[number:] if text.strip()), "")
