@@ -15,7 +15,7 @@ import os
 
 from beads.errors import InvalidInput, NotFound
 
-TYPE_CHECKING = False  # pathlib costs the PreToolUse hook ~3 ms: paths here are os.path's
+TYPE_CHECKING = False  # the PreToolUse hook avoids pathlib: paths here are os.path's
 if TYPE_CHECKING:
     from pathlib import Path
     from typing import TypeVar

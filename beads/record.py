@@ -18,7 +18,7 @@ from beads.errors import InvalidInput
 from beads.ids import check_id
 from beads.limits import DEFAULT_MAX_BODY_BYTES
 
-TYPE_CHECKING = False  # typing costs hooks ~7 ms to import; annotations are strings anyway
+TYPE_CHECKING = False  # the hooks never import typing; annotations are strings anyway
 if TYPE_CHECKING:
     from typing import Any
 
@@ -65,7 +65,7 @@ class Bead:
     """One record of the store. `sender` is the YAML/JSON key `from`.
 
     A plain class rather than a dataclass: hooks build beads on every prompt, and importing
-    `dataclasses` (which loads `inspect`) would cost them about 20 ms.
+    `dataclasses` (which loads `inspect`) would slow every one of them.
     """
 
     __slots__ = tuple("sender" if key == "from" else key for key in FIELD_ORDER)

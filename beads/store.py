@@ -43,7 +43,8 @@ if TYPE_CHECKING:
     from beads.gitrepo import GitRepo, LogEntry
 
 LOCK_TIMEOUT = 30.0
-# filelock's 50 ms default poll would stall bursts of writers; a few ms keeps them moving.
+# filelock's default poll (a twentieth of a second) would stall bursts of writers; a short
+# poll keeps them moving.
 LOCK_POLL = 0.002
 
 
@@ -302,7 +303,7 @@ class Store:
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:
         """Hold the store's write lock (re-entrant within this Store)."""
-        # Lazy: importing filelock costs 15-30 ms, and a command that only reads never locks.
+        # Lazy: importing filelock is slow, and a command that only reads never locks.
         import filelock
 
         lock = self._lock

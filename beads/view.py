@@ -45,7 +45,7 @@ def git_blob_sha(data: bytes) -> bytes:
 
 # A bead file's status and last change, read from its canonical text without parsing it (top
 # level keys sit in the first column; a block scalar's lines are indented). Compiled on first
-# use: only a `recent` view needs them, and compiling costs every command that writes ~2 ms.
+# use: only a `recent` view needs them, and compiling them would slow every command that writes.
 _FIELDS: list[re.Pattern[bytes]] = []
 
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from gates import session_gates
 
-TYPE_CHECKING = False  # importing typing costs a hook ~7 ms
+TYPE_CHECKING = False  # the hooks never import typing (tests/test_hooks.py)
 if TYPE_CHECKING:
     from typing import Any
 
@@ -53,6 +53,10 @@ def _block(ctx: HookContext, strict: list[str], warnings: list[str]) -> dict[str
     return reply
 
 
+def _items(count: int) -> str:
+    return "1 more item" if count == 1 else f"{count} more items"
+
+
 def _disabled(ctx: HookContext) -> set[str]:
     return set((ctx.config.get("gates") or {}).get("disabled") or ())
 
@@ -68,8 +72,8 @@ def user_prompt_submit(ctx: HookContext) -> dict[str, Any] | None:
     notes = list(warnings)
     if drained.deferred and "context-injection" not in disabled:
         notes.append(
-            f"gc: soft gate context-injection: {drained.deferred} more item(s) wait for the "
-            "next prompt; see them now with `gc inbox list`"
+            f"gc: soft gate context-injection: {_items(drained.deferred)} wait for the next "
+            "prompt; see them now with `gc inbox list`"
         )
     if drained.items and "stale-context" not in disabled:
         after = (ctx.config.get("gates") or {}).get("stale_context_after", DEFAULT_STALE_AFTER)
@@ -108,5 +112,5 @@ def pre_compact(ctx: HookContext) -> dict[str, Any] | None:
         gate = session_gates.SessionGate("dirty-work", "PreCompact", "soft", "", builtin=True)
         status = session_gates.commit_push_status(gate, where)
         if not status.satisfied:
-            warnings.append(f"gc: soft gate dirty-work: {status.how} before compaction")
+            warnings.append(f"gc: soft gate dirty-work is not satisfied: {status.how}")
     return {"systemMessage": "\n".join(warnings)} if warnings else None

@@ -26,7 +26,7 @@ import json
 import os
 import sys
 
-TYPE_CHECKING = False  # importing typing costs a hook ~7 ms
+TYPE_CHECKING = False  # the hooks never import typing (tests/test_hooks.py)
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
@@ -297,7 +297,7 @@ def _registered(
     from pathlib import Path
 
     from beads.process import budget
-    from gates.session_gates import CHECK_TIMEOUT, SessionGate, run_check
+    from gates.session_gates import CHECK_TIMEOUT, SessionGate, run_check, warning
 
     with budget(CHECK_TIMEOUT):
         for gate_id, spec in gates:
@@ -307,11 +307,11 @@ def _registered(
             line = f"{gate.id} ({gate.description or gate.check or 'no check'}): {status.how}"
             if status.satisfied:
                 if status.how.startswith("broken check"):
-                    warnings.append(f"gc: gate {line}")
+                    warnings.append(warning(status))
             elif gate.mode == "strict":
                 denials.append(f"gc gate {line}")
             else:
-                warnings.append(f"gc: soft gate {line}")
+                warnings.append(warning(status))
 
 
 def _outside(

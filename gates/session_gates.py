@@ -35,7 +35,7 @@ from pathlib import Path
 from beads.errors import GcError, InvalidInput, NotFound
 from inbox.queue import check_session
 
-TYPE_CHECKING = False  # importing typing costs a hook ~7 ms
+TYPE_CHECKING = False  # the hooks never import typing (tests/test_hooks.py)
 if TYPE_CHECKING:
     from typing import Any
 
@@ -59,7 +59,7 @@ EVENT_BUILTIN = {
 
 
 # namedtuples, not dataclasses: the Stop hook builds them, and importing `dataclasses`
-# costs a hook about 20 ms.
+# would slow every hook.
 
 
 class SessionGate(
@@ -205,7 +205,7 @@ def gate_statuses(
     gates = [g for g in session_gates(config)
              if (hook is None or g.hook == hook) and g.id not in skip]  # fmt: skip
     if not gates:
-        return []  # the common prompt: no gate, and none of subprocess's ~4 ms of imports
+        return []  # the common prompt: no gate, so subprocess is not imported
     from beads.process import budget  # lazy, as the checks that need it
 
     where = cwd or session_cwd(delivery, session)
@@ -231,12 +231,36 @@ def judged(
         line = f"{gate.id} ({gate.description or gate.check or 'no description'}): {status.how}"
         if status.satisfied:
             if status.how.startswith("broken check"):
-                warnings.append(f"gc: gate {line}")
+                warnings.append(warning(status))
         elif gate.mode == "strict":
             strict.append(line)
         else:
-            warnings.append(f"gc: soft gate {line}")
+            warnings.append(warning(status))
     return strict, warnings
+
+
+def warning(status: GateStatus) -> str:
+    """The one-sentence warning of a failing soft gate, or of a gate let by for a broken
+    check."""
+    gate = status.gate
+    if status.satisfied:
+        broken = status.how.removeprefix("broken check: ")
+        return f"gc: gate {gate.id} counts as satisfied because its check is broken: {broken}"
+    return f"gc: soft gate {gate.id} is not satisfied{_why_not(status)}"
+
+
+def _why_not(status: GateStatus) -> str:
+    """The end of a failing soft gate's warning sentence: what is missing, in plain words."""
+    gate, how = status.gate, status.how
+    if gate.id == "bead-update" and gate.builtin:
+        stale = how.removeprefix("not updated this session: ")
+        return f": these open beads of yours were not updated this session: {stale}"
+    if gate.builtin:
+        return f": {how}"
+    said = f" ({gate.description})" if gate.description else ""
+    if how == "not marked":
+        return f"{said}: it is not marked for this session"
+    return f"{said}: its {how}" if how.startswith("check exited") else f"{said}: {how}"
 
 
 def session_cwd(delivery: Delivery, session: str) -> Path:
@@ -295,20 +319,21 @@ def stale_beads(delivery: Delivery, session: str) -> list[str]:
 
 
 def commit_push_status(gate: SessionGate, cwd: Path) -> GateStatus:
-    """`commit-push`: the git work tree at `cwd` is clean."""
+    """`commit-push`: the git work tree at `cwd` holds no uncommitted work (gc's own hook
+    entries in Claude Code's settings aside: `gates.worktree`)."""
     import subprocess  # lazy, here and below: a Stop hook whose gates need no check skips it
 
-    from beads.process import run_bounded
+    from gates.worktree import NotAWorkTree, uncommitted
 
     try:
-        code, out, _err = run_bounded(["git", "status", "--porcelain"], CHECK_TIMEOUT, cwd)
+        changed = uncommitted(cwd, CHECK_TIMEOUT)
     except (OSError, subprocess.TimeoutExpired):
         return GateStatus(gate, True, "broken check: git did not run")
-    if code != 0:
+    except NotAWorkTree:
         return GateStatus(gate, True, "not a git work tree")
-    changed = len(out.splitlines())
     if changed:
-        return GateStatus(gate, False, f"{changed} uncommitted change(s)")
+        noun = "change" if changed == 1 else "changes"
+        return GateStatus(gate, False, f"the work tree has {changed} uncommitted {noun}")
     return GateStatus(gate, True, "check")
 
 

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from beads.query import Query
 from gates import session_gates
 
-TYPE_CHECKING = False  # importing typing costs a hook ~7 ms
+TYPE_CHECKING = False  # the hooks never import typing (tests/test_hooks.py)
 if TYPE_CHECKING:
     import sqlite3
 
@@ -36,7 +36,7 @@ class StopVerdict(namedtuple("StopVerdict", "block warnings allow", defaults=(No
     """What one Stop handler says: block with a reason (`block`), warn (`warnings`), or let
     the agent stop now, skipping later handlers (`allow`, the loop detector).
 
-    A namedtuple, not a dataclass: importing `dataclasses` costs a hook about 20 ms."""
+    A namedtuple, not a dataclass: importing `dataclasses` would slow every hook."""
 
     __slots__ = ()
 

@@ -10,7 +10,7 @@ from beads.errors import InvalidInput, NotFound
 from beads.record import check_agent
 from beads.times import parse_duration
 
-TYPE_CHECKING = False  # importing typing costs a hook ~7 ms
+TYPE_CHECKING = False  # the hooks never import typing (tests/test_hooks.py)
 if TYPE_CHECKING:
     from typing import Any
 

@@ -21,7 +21,7 @@ from inbox.queue import SessionQueue, check_session
 CLAIM_SECONDS = 60.0
 
 
-# A namedtuple, not a dataclass: importing `dataclasses` costs a hook about 20 ms.
+# A namedtuple, not a dataclass: importing `dataclasses` would slow every hook.
 class Drained(
     namedtuple("Drained", "session agent items text deferred dropped problems", defaults=(0, 0, ()))
 ):

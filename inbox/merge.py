@@ -20,7 +20,7 @@ from beads.record import acting_agent
 from inbox.items import PRODUCER_TYPES, Item, insert_row, refuse_producer_type
 from inbox.queue import SessionQueue, check_session
 
-TYPE_CHECKING = False  # importing typing costs a hook ~7 ms
+TYPE_CHECKING = False  # the hooks never import typing (tests/test_hooks.py)
 if TYPE_CHECKING:
     from typing import Any
 
@@ -114,7 +114,7 @@ def ours(record: dict[str, Any]) -> dict[str, Any]:
     if not key and record.get("id"):
         key = f"queue:{record['id']}"
     elif not key:
-        import hashlib  # lazy: ~3 ms (OpenSSL), and only a seed line without key or id needs it
+        import hashlib  # lazy: it loads OpenSSL, and only a seed line without key or id needs it
 
         text = json.dumps(record, sort_keys=True, ensure_ascii=False)
         key = f"queue:{hashlib.sha256(text.encode()).hexdigest()[:32]}"

@@ -69,9 +69,9 @@ def nudge_now(delivery: Delivery, agent: str, text: str, since: float) -> str | 
     except InvalidInput as exc:
         return exc.message
     if template is None:
-        return f"no nudge command (agents.{agent}.nudge in config.yaml)"
+        return f"it has no nudge command; set agents.{agent}.nudge in config.yaml"
     if not any(s.state == "idle" for s in delivery.live_sessions(agent)):
-        return "no idle session (a busy one sees its mail at its next prompt)"
+        return "it has no idle session, and a busy one sees its mail at its next prompt"
     nudge(delivery, agent, text, since=since)
     return None
 

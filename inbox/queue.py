@@ -21,7 +21,7 @@ from pathlib import Path
 from beads import files
 from beads.errors import InvalidInput
 
-TYPE_CHECKING = False  # importing typing costs a hook ~7 ms
+TYPE_CHECKING = False  # the hooks never import typing (tests/test_hooks.py)
 if TYPE_CHECKING:
     from typing import Any
 
@@ -125,9 +125,10 @@ class SessionQueue:
                 for line in bad:
                     self.set_aside(line.decode("utf-8", "replace"), "not a JSON object")
                 if bad:
+                    lines = "1 line" if len(bad) == 1 else f"{len(bad)} lines"
                     problems.append(
-                        f"{len(bad)} unparsable line(s) in {self.path.name} set aside in "
-                        f"{self.bad_path.name}"
+                        f"{lines} of {self.path.name} could not be read and "
+                        f"{'was' if len(bad) == 1 else 'were'} set aside in {self.bad_path.name}"
                     )
                 problems += store(records)
                 handle.truncate(0)

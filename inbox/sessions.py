@@ -20,7 +20,7 @@ from beads.record import check_agent
 from inbox.database import DatabaseDamaged, connect, transaction
 from inbox.queue import check_session
 
-TYPE_CHECKING = False  # importing typing costs a hook ~7 ms
+TYPE_CHECKING = False  # the hooks never import typing (tests/test_hooks.py)
 if TYPE_CHECKING:
     import sqlite3
     from typing import Any
@@ -38,7 +38,7 @@ CREATE TABLE IF NOT EXISTS nudges(agent TEXT PRIMARY KEY, last_at REAL NOT NULL)
 
 
 # A namedtuple, not a dataclass: hooks build them, and importing `dataclasses` (which loads
-# `inspect`) costs a hook about 20 ms.
+# `inspect`) would slow every hook.
 class Session(
     namedtuple(
         "Session",

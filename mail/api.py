@@ -110,7 +110,7 @@ def nudge(delivery: Delivery, names: Sequence[str], text: str, since: float) -> 
             continue  # as gc: a person is not nudged
         problem = nudge_now(delivery, name, text, since)
         if problem:
-            warnings.append(f"not nudged {name}: {problem}")
+            warnings.append(f"{name} was not nudged: {problem}")
     return warnings
 
 

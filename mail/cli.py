@@ -59,7 +59,10 @@ def notified(chosen: Provider, notify: bool) -> Delivery | None:
     try:
         delivery = Delivery(find_store(settings().beads_dir))
     except NotFound:
-        click.echo("gc: warning: --notify: no store, so no nudge commands", err=True)
+        click.echo(
+            "gc: warning: --notify nudges no one, as there is no store to name nudge commands",
+            err=True,
+        )
         return None
     click.get_current_context().call_on_close(delivery.close)
     return delivery

@@ -209,8 +209,8 @@ class ExecMail(Provider):
             except ProviderError as exc:
                 shown = item.get("id") if isinstance(item, dict) else None
                 which = f" {shown}" if isinstance(shown, str) else ""
-                log.warning("gc: warning: %s %s: skipped message%s: %s",
-                            self.program, op, which, exc.message)  # fmt: skip
+                log.warning("gc: warning: skipped message%s, which %s %s returned malformed: %s",
+                            which, self.program, op, exc.message)  # fmt: skip
         return messages
 
     def _call(

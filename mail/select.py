@@ -68,7 +68,7 @@ def open_provider(
 
 def read_config(beads_dir: str | None = None) -> dict[str, Any]:
     """config.yaml as the index holds it, as the hooks read it: no dulwich, no YAML parser
-    (ruamel alone costs an exec command ~35 ms); NotFound without a store."""
+    (importing ruamel would slow every exec command); NotFound without a store."""
     from beads.location import find_store
     from beads.reader import IndexReader
 

@@ -138,7 +138,7 @@ wait
     started = time.monotonic()
     with pytest.raises(ProviderError, match="timed out after 1s and was killed"):
         ExecMail(prog, timeout=1).inbox("b")
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < 60  # never waits for the children's 300 s
     assert gone([int(pid) for pid in pids.read_text().split()])
 
 
@@ -160,7 +160,7 @@ exit 0
     )
     started = time.monotonic()
     assert ExecMail(prog).inbox("b") == []
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < 25  # never waits for the server's 30 s
 
 
 def test_missing_and_non_executable_programs(tmp_path: Path) -> None:

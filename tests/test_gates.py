@@ -8,6 +8,7 @@ import stat
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,7 @@ from beads.times import now_stamp, stamp_at
 from gates import beadgates, decisions, session_gates
 from inbox import Delivery
 from mail.beadmail import BeadMail
-from tests.conftest import GcRunner
+from tests.conftest import GcRunner, git
 
 
 def items(store: Store, agent: str) -> list:
@@ -326,7 +327,7 @@ def test_broken_gate_check_never_traps_the_agent(tmp_path: Path, gc: GcRunner) -
     gc("gate", "register", "broken", "--mode", "strict", "--check", "/no/such/program --x")
     reply = stop(gc)  # a warning, never a block
     assert reply is not None and "decision" not in reply
-    assert "broken check" in reply["systemMessage"]
+    assert "counts as satisfied because its check is broken" in reply["systemMessage"]
 
 
 def test_stop_decision_handler_says_what_to_run(tmp_path: Path, gc: GcRunner) -> None:
@@ -413,8 +414,10 @@ def test_gate_status_and_the_stop_hook_agree_on_bead_update(tmp_path: Path, gc: 
         return {g["id"]: (g["satisfied"], g["how"]) for g in gates}
 
     assert status()["bead-update"] == (False, f"not updated this session: {task['id']}")
-    assert f"bead-update (your open beads were updated this session): not updated this " \
-        f"session: {task['id']}" in stop(gc)["systemMessage"]  # fmt: skip
+    assert stop(gc)["systemMessage"] == (
+        "gc: soft gate bead-update is not satisfied: these open beads of yours were not "
+        f"updated this session: {task['id']}"
+    )
     gc("bead", "update", task["id"], "--title", "Fix the build now")
     assert status()["bead-update"] == (True, "check")
     assert stop(gc) is None
@@ -456,3 +459,78 @@ def test_register_and_unregister_through_the_config_api(store: Store) -> None:
         session_gates.unregister(store, "tests-pass")
     with pytest.raises(InvalidInput):  # the config API checks what a setting holds
         store.set_setting("gates.session.docs", "not a mapping")
+
+
+# -- the commit-push gate and gc's own hook entries ----------------------------------------
+
+
+def project_with_hooks(tmp_path: Path, gc: GcRunner, committed: dict | None) -> Path:
+    """A git project with a store, `committed` as its committed `.claude/settings.json`
+    (None: no such file), then `gc hook install` run in it."""
+    git("init", "-q", "-b", "main", str(tmp_path), cwd=tmp_path)
+    gc("init")
+    settings = tmp_path / ".claude" / "settings.json"
+    if committed is not None:
+        settings.parent.mkdir()
+        settings.write_text(json.dumps(committed, indent=2))
+        git("add", ".claude/settings.json", cwd=tmp_path)
+    git("commit", "-q", "--allow-empty", "-m", "the project", cwd=tmp_path)
+    assert gc("hook", "install").returncode == 0
+    return settings
+
+
+def commit_push_warning(gc: GcRunner) -> str:
+    reply = stop(gc) or {}
+    return "\n".join(w for w in reply.get("systemMessage", "").splitlines() if "commit-push" in w)
+
+
+def edit(settings: Path, change: Callable[[dict], None]) -> None:
+    data = json.loads(settings.read_text())
+    change(data)
+    settings.write_text(json.dumps(data, indent=2))
+
+
+@pytest.mark.parametrize("committed", [None, {"permissions": {"allow": ["Bash(ls)"]}}])
+def test_the_commit_push_gate_ignores_only_the_hook_entries_gc_installed(
+    tmp_path: Path, gc: GcRunner, committed: dict | None
+) -> None:
+    settings = project_with_hooks(tmp_path, gc, committed)
+    assert git("status", "--porcelain", cwd=tmp_path).strip()  # git sees the change
+    assert commit_push_warning(gc) == ""
+    local = tmp_path / ".claude" / "settings.local.json"
+    assert gc("hook", "install", "--settings", str(local)).returncode == 0
+    assert commit_push_warning(gc) == ""
+
+    edit(settings, lambda data: data.setdefault("env", {}).update({"DEBUG": "1"}))
+    assert commit_push_warning(gc) == (
+        "gc: soft gate commit-push is not satisfied: the work tree has 1 uncommitted change"
+    )
+
+
+def test_a_changed_or_added_hook_beside_gcs_still_counts_as_uncommitted_work(
+    tmp_path: Path, gc: GcRunner
+) -> None:
+    settings = project_with_hooks(tmp_path, gc, {"hooks": {}})
+    assert commit_push_warning(gc) == ""
+    mine = {"type": "command", "command": "./lint.sh"}
+    edit(settings, lambda data: data["hooks"]["Stop"][0]["hooks"].append(mine))
+    assert "1 uncommitted change" in commit_push_warning(gc)
+    edit(settings, lambda data: data["hooks"]["Stop"][0]["hooks"].remove(mine))
+    assert commit_push_warning(gc) == ""
+    entry = {"type": "command", "command": "gc hook run", "timeout": 5, "async": True}
+    edit(settings, lambda data: data["hooks"]["Stop"][0]["hooks"].__setitem__(0, entry))
+    assert "1 uncommitted change" in commit_push_warning(gc)  # no longer only gc's entry
+
+
+def test_other_uncommitted_files_count_beside_gcs_settings(tmp_path: Path, gc: GcRunner) -> None:
+    project_with_hooks(tmp_path, gc, None)
+    (tmp_path / "notes.txt").write_text("draft\n")
+    (tmp_path / ".claude" / "agents.md").write_text("mine\n")
+    assert commit_push_warning(gc) == (
+        "gc: soft gate commit-push is not satisfied: the work tree has 2 uncommitted changes"
+    )
+    payload = {"session_id": "s1", "hook_event_name": "PreCompact", "cwd": str(tmp_path)}
+    result = gc("hook", "run", input=json.dumps(payload), env={"GC_AGENT": "dog"})
+    assert json.loads(result.stdout)["systemMessage"] == (
+        "gc: soft gate dirty-work is not satisfied: the work tree has 2 uncommitted changes"
+    )

@@ -167,9 +167,9 @@ def test_notify_nudges_the_recipient_now(town: GcRunner) -> None:
     assert notified.returncode == 0 and notified.stderr == ""
     assert nudges(2) == 2
     reply = gc("mail", "reply", sent_id(first), "-m", "ok", "--notify", "--agent", "dog")
-    assert reply.returncode == 0 and "not nudged human" not in reply.stderr
+    assert reply.returncode == 0 and "human was not nudged" not in reply.stderr
     unnudgeable = gc("mail", "send", "mayor", "x", "--notify")
-    assert unnudgeable.returncode == 0 and "not nudged mayor: no nudge command" in (
+    assert unnudgeable.returncode == 0 and "mayor was not nudged: it has no nudge command" in (
         unnudgeable.stderr
     )
 

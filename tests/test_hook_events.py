@@ -240,7 +240,7 @@ def test_context_injection_says_what_waits(project: Path, gc: GcRunner) -> None:
     assert set(out) == {"hookEventName", "additionalContext"}
     assert out["hookEventName"] == "UserPromptSubmit"
     assert "item 0" in out["additionalContext"]
-    assert "context-injection: 2 more item(s)" in out["additionalContext"]
+    assert "context-injection: 2 more items" in out["additionalContext"]
 
 
 def test_stale_context_when_items_waited_past_the_setting(project: Path, gc: GcRunner) -> None:

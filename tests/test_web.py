@@ -407,7 +407,7 @@ def test_off_loopback_no_request_succeeds_without_the_token(tmp_path: Path) -> N
         # would keep a bare readline waiting for good).
         assert select.select([server.stderr], [], [], 30)[0], "nothing said on stderr"
         said = server.stderr.readline()  # type: ignore[union-attr]
-        assert said.startswith("gc web: 0.0.0.0 is not loopback: made the token ")
+        assert said.startswith("gc web: 0.0.0.0 is not a loopback address, so the site needs the ")
         assert token in said and started["url"] in said
         base = f"http://127.0.0.1:{started['port']}/"
         for path in ("", "agents/mayor", "history.json", "head", "static/style.css", "nope"):

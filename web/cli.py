@@ -41,7 +41,11 @@ def web(host: str, port: int, token: str | None, open_browser: bool) -> None:
     server = serve(open_store(), host, port, token)
     url = url_of(server, token)
     if made:  # the one place it is shown: whoever started the site passes it on
-        click.echo(f"gc web: {host} is not loopback: made the token {token}; open {url}", err=True)
+        click.echo(
+            f"gc web: {host} is not a loopback address, so the site needs the token made "
+            f"for it: open {url}",
+            err=True,
+        )
     emit({"url": url, "host": host, "port": server.port, "token": token}, f"Serving {url}")
     if open_browser:
         import webbrowser

@@ -68,7 +68,7 @@ _GLOBAL_OPTIONS: list[click.Option] = []
 
 def _global_options() -> list[click.Option]:
     """The global options, made once and shared by every command: they hold no state of their
-    own, and making 5 options for each of ~100 commands cost a command ~1 ms of start-up."""
+    own, and making 5 options for each of about 100 commands would slow every start-up."""
     if not _GLOBAL_OPTIONS:
         _GLOBAL_OPTIONS.extend(
             [
@@ -380,7 +380,7 @@ def show(text: str) -> None:
 
 
 def _terminal_lines() -> int:
-    import shutil  # only on a terminal: it pulls in bz2 and lzma (~2 ms of every command)
+    import shutil  # only on a terminal: it pulls in bz2 and lzma, which every command would pay for
 
     return shutil.get_terminal_size().lines
 
