@@ -6,8 +6,8 @@ accepts the text only when the writer writes the result back as exactly that tex
 the text is canonical, and the writer's round trip (checked with ruamel in
 tests/test_codec.py) says every YAML reader reads it as this value. Anything else (a file
 edited by hand, anchors, flow collections, comments, nesting past MAX_DEPTH) returns None
-and goes to ruamel and its checks in `beads.codec`. ruamel's loader costs ~350 us a bead,
-this ~20 us: ruamel was 71% of an index rebuild.
+and goes to ruamel and its checks in `beads.codec`. It exists for speed: ruamel's loader is
+an order of magnitude slower a bead, and most of an index rebuild (bench/bench_rebuild.py).
 
 Canonical text holding U+2028 or U+2029 (line breaks to YAML, which the writer prints as
 they are) is left to ruamel too: the reader splits lines on line feeds only.
@@ -19,7 +19,7 @@ import re
 
 from beads.yamlwrite import dump_text, scalar, simple_key
 
-TYPE_CHECKING = False  # typing costs a hook ~7 ms to import; annotations are strings anyway
+TYPE_CHECKING = False  # the hooks never import typing (tests/test_hooks.py)
 if TYPE_CHECKING:
     from typing import Any
 

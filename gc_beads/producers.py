@@ -8,7 +8,7 @@ set as `gc`.
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # importing typing costs a hook ~7 ms
+TYPE_CHECKING = False  # the hooks never import typing (tests/test_hooks.py)
 if TYPE_CHECKING:
     from pathlib import Path
 
