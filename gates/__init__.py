@@ -14,11 +14,11 @@
 The command-line groups (`gc gate`, `gc decision`, `gc hook`) are thin over these, in
 `gates.cli` and `gates.hook_cli`.
 
-It is also the composition root of delivery's producers: mail and the gates register how they
-derive inbox items with `inbox.producers` when imported, and `register_producers()` declares
-where they are, so each is imported only when a change of its bead type is to be derived. `gc`
-(beads/cli/main.py) and `gc hook run` (gates/hooks.py) call it before they run; so does a Python
-program that drains, or sends mail, with the library directly.
+It is also, for now, the composition root of delivery's producers: `default_producers()` is the
+program's default `inbox.producers.ProducerSet` (mail, decisions, bead gates), which
+`Delivery(root)` finds through the entry point `gc_beads.producers:default`; each producer is
+imported only when a change of its bead type is to be derived. `register_arrivals()` (which
+`gc` calls before a command runs) has a sync's arrivals announced to the agents here.
 """
 
 from __future__ import annotations
@@ -27,41 +27,71 @@ TYPE_CHECKING = False  # importing typing costs a hook ~7 ms
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from inbox.producers import ProducerSet
 
-def register_producers() -> None:
-    """Declare the built-in producers (mail, decisions, bead gates) to delivery; imports
-    none of them (each is imported when first needed). Safe to call more than once."""
-    from beads import arrivals
-    from inbox import producers
 
-    producers.declare(
-        {"message": _mail, "decision": _decisions, "gate": _bead_gates},
+def default_producers() -> ProducerSet:
+    """The built-in producers (mail, decisions, bead gates) as a new `ProducerSet`; imports
+    none of them (each is imported when first needed)."""
+    from inbox.producers import ProducerSet
+
+    return ProducerSet(
+        # In this order, reconcilers run mail's first, then the gates', then the decisions'.
+        {"message": _mail, "gate": _bead_gates, "decision": _decisions},
         sections={"mail": _mail_section},
     )
-    # A sync's commits announced as a local write's are: items derived, idle sessions nudged.
+
+
+def register_arrivals() -> None:
+    """Have every sync of this process announce its arrivals (`announce_arrivals`) to the
+    agents here: items derived, idle sessions nudged. Safe to call more than once."""
+    from beads import arrivals
+
     arrivals.register("gates:announce_arrivals")
+
+
+def register_producers() -> None:
+    """Deprecated: `Delivery(root)` derives with the program's default producer set (the
+    `gc_beads.producers` entry point) without it; this registers the sync announcer
+    (`register_arrivals`) as it did."""
+    import warnings
+
+    warnings.warn(
+        "gates.register_producers() is deprecated: Delivery(root) uses the installed "
+        "producer set (or give it one: Delivery(root, gates.default_producers()))",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    register_arrivals()
 
 
 def announce_arrivals(root: Path) -> None:
     """What a sync brought into the store at `root`, told to the agents here (the
-    announcer `register_producers` registers with `beads.arrivals`)."""
-    register_producers()  # the background syncer's process has not declared them yet
+    announcer `register_arrivals` registers with `beads.arrivals`)."""
     from inbox.arrivals import announce
 
     announce(root)
 
 
-def _mail() -> None:
-    import mail.notify  # noqa: F401 - registers the message deriver and the reconciler
+def _mail(producers: ProducerSet) -> None:
+    from mail import notify
+
+    notify.add_to(producers)
 
 
-def _mail_section() -> None:
-    import mail.section  # noqa: F401 - registers how a drain shows mail
+def _mail_section(producers: ProducerSet) -> None:
+    from mail import section
+
+    section.add_to(producers)
 
 
-def _decisions() -> None:
-    import gates.decisions  # noqa: F401 - registers the decision deriver
+def _decisions(producers: ProducerSet) -> None:
+    from gates import decisions
+
+    decisions.add_to(producers)
 
 
-def _bead_gates() -> None:
-    import gates.beadgates  # noqa: F401 - registers the gate deriver
+def _bead_gates(producers: ProducerSet) -> None:
+    from gates import beadgates
+
+    beadgates.add_to(producers)

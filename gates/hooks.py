@@ -36,7 +36,7 @@ from beads.errors import GcError, InvalidInput
 from beads.faults import fault
 from beads.location import find_store
 from beads.record import acting_agent
-from gates import register_producers
+from gates import default_producers, register_arrivals
 from gates.pretool import MAX_INPUT_BYTES
 from inbox.delivery import Delivery, Drained
 
@@ -147,10 +147,12 @@ def run_hook(
     delivered only then, so a hook killed or cut off before can hand them out again
     (at-least-once). Without `output` they are marked delivered before this returns.
     """
-    register_producers()  # each imported only if a drain must derive its items
+    register_arrivals()  # a sync started here (`sync.auto`) announces what it brings
     cwd = payload.get("cwd")
     root = find_store(beads_dir, cwd=Path(cwd) if isinstance(cwd, str) and cwd else None)
-    with Delivery(root) as delivery:
+    # The program's producers, handed over as `gc` has them: looking them up through the
+    # entry point (inbox/producers.py) would load importlib.metadata on the hook's path.
+    with Delivery(root, default_producers()) as delivery:
         ctx = HookContext(
             event=payload["hook_event_name"],
             session=payload["session_id"],

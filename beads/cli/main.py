@@ -50,9 +50,10 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "web": ("web.cli", "web", "Serve a read-only site of the store for the team (gc-beads[web])."),
     "mcp": ("mcpserver.cli", "mcp", "Serve the store to agents over MCP (gc-beads[mcp])."),
 }
-# Run before any command: the top layer's composition root, which declares the producers of
-# inbox items to delivery (inbox/producers.py) without importing them.
-SETUP = ("gates", "register_producers")
+# Run before any command: the top layer's composition root, which has a sync's arrivals
+# announced to the agents here (the producers of inbox items are found by delivery itself,
+# through the `gc_beads.producers` entry point: inbox/producers.py).
+SETUP = ("gates", "register_arrivals")
 
 # Programs other than `gc` served by this entry point: name -> (module, root group).
 PROGRAMS: dict[str, tuple[str, str]] = {"inbox": ("mail.threads.cli", "inbox")}
