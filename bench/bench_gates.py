@@ -28,11 +28,9 @@ from pathlib import Path
 import bench_store as b
 
 from beads.store import Store
-from gates import register_producers
 from gates.beadgates import GATE, check_gates, gate_meta
 from gates.session_gates import mark
 
-register_producers()  # as `gc` does: a check records its items and moves the watermark
 perf = time.perf_counter
 ROUNDS = 20
 SESSION_GATES = 10
