@@ -29,7 +29,6 @@ for one release, whose registrations join the default set of every `Delivery(roo
 from __future__ import annotations
 
 import sys
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 
 TYPE_CHECKING = False  # importing typing costs a hook ~7 ms
@@ -205,6 +204,8 @@ _legacy_declared = False
 
 
 def _deprecated(name: str, instead: str) -> None:
+    import warnings  # lazy: only the deprecated names need it
+
     warnings.warn(
         f"inbox.producers.{name} is deprecated: {instead}", DeprecationWarning, stacklevel=3
     )
@@ -240,6 +241,8 @@ def declare(
 
     def adapt(load: Callable[[], None]) -> Loader:
         def run(producers: ProducerSet) -> None:
+            import warnings
+
             with warnings.catch_warnings():  # the caller was told once, here
                 warnings.simplefilter("ignore", DeprecationWarning)
                 load()

@@ -98,6 +98,25 @@ def test_a_delivery_without_producers_follows_git_with_the_default_set(store: St
         assert [i.key for i in delivery.drain("s1", "dog").items] == [f"mail:{bead_id}"]
 
 
+def test_a_drain_with_nothing_new_does_not_look_the_default_set_up(store: Store) -> None:
+    Delivery(store.root).close()  # the database starts following at the current commit
+    code = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from beads.store import Store\n"
+        "from inbox import Delivery\n"
+        f"root = Path({str(store.root)!r})\n"
+        "with Delivery(root) as d:\n"
+        "    d.drain('s1', 'dog')\n"
+        "    print('importlib.metadata' in sys.modules)\n"
+        "    with Store.open(root, agent='mayor') as store:\n"
+        "        store.create('message', 'hi', assignee='dog', meta={'read': False})\n"
+        "    keys = [i.key for i in d.drain('s1', 'dog').items]\n"
+        "    print('importlib.metadata' in sys.modules, len(keys))\n"
+    )
+    assert python(code, store.root).splitlines() == ["False", "True 1"]
+
+
 def items_of_tasks(changes: Sequence[Change]) -> list[Item]:
     """A producer of these tests: an item for each new task's assignee."""
     return [
