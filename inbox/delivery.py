@@ -34,6 +34,7 @@ from beads import files
 from beads.errors import StorageError
 from beads.location import find_store
 from beads.reader import IndexReader, branch_head
+from beads.record import check_agent
 from inbox.broadcast import Broadcasts
 from inbox.config import DeliveryConfig
 from inbox.database import MIGRATIONS, SCHEMA, SCHEMA_VERSION, connect, transaction
@@ -43,6 +44,7 @@ from inbox.items import ItemTable
 from inbox.merge import Queues
 from inbox.names import AgentNames
 from inbox.producers import ProducerSet, default_producers
+from inbox.queue import check_session
 from inbox.sessions import Session, Sessions
 
 TYPE_CHECKING = False  # importing typing costs a hook ~7 ms
@@ -431,7 +433,9 @@ class Delivery:
     def register(self, session: str, agent: str, *, cwd: str | None = None) -> Session:
         """Start (or restart) `session` for `agent` (stored by its full name); it is live and
         busy."""
-        return self.session_table.register(session, self.names.own(agent), cwd=cwd)
+        check_session(session)  # a bad session id is named before a bad agent
+        full = self.names.own(check_agent(agent))
+        return self.session_table.register(session, full, cwd=cwd)
 
     def hook_seen(self, session: str, agent: str, event: str, *, state: str | None = None) -> None:
         """Record a hook of a session (registering it if its SessionStart was missed)."""
