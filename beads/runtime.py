@@ -12,6 +12,7 @@ from __future__ import annotations
 
 TYPE_CHECKING = False  # the hooks never import typing (tests/test_hooks.py)
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from types import TracebackType
 
 OUTPUT_MODES = ("plain", "json")
@@ -23,10 +24,23 @@ class Runtime:
     A plain class rather than a dataclass: every command pays for importing dataclasses.
     """
 
-    __slots__ = ("checked_dirs", "modes", "output", "own_umask", "progress", "started_umask")
+    __slots__ = (
+        "checked_dirs",
+        "modes",
+        "output",
+        "own_umask",
+        "producers",
+        "progress",
+        "started_umask",
+    )
 
     def __init__(
-        self, *, own_umask: bool = False, output: str = "plain", progress: bool = True
+        self,
+        *,
+        own_umask: bool = False,
+        output: str = "plain",
+        progress: bool = True,
+        producers: Callable[[], object] | None = None,
     ) -> None:
         if output not in OUTPUT_MODES:
             raise ValueError(f"output must be one of {OUTPUT_MODES}, not {output!r}")
@@ -34,6 +48,10 @@ class Runtime:
         # so what dulwich and sqlite create is covered too (never in someone else's process).
         self.own_umask = own_umask
         self.output = output
+        # The program's producer set for delivery (a function making an
+        # `inbox.producers.ProducerSet`), handed over so no lookup of installed entry points
+        # runs on a command's path; None: delivery looks the installed set up.
+        self.producers = producers
         # An index rebuild's progress line on a terminal's stderr (off under --json).
         self.progress = progress and output == "plain"
         # The umask the process started with, once `own_umask` replaced it (-1 before): the

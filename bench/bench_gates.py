@@ -30,9 +30,7 @@ import bench_store as b
 from beads.store import Store
 from gates.beadgates import GATE, check_gates, gate_meta
 from gates.session_gates import mark
-from gc_beads.producers import default_producers
 
-default_producers()  # as `gc` does: a check records its items and moves the watermark
 perf = time.perf_counter
 ROUNDS = 20
 SESSION_GATES = 10

@@ -36,10 +36,8 @@ from beads.ids import bead_path, new_id
 from beads.record import Bead
 from beads.store import Store
 from beads.times import now_stamp
-from gc_beads.producers import default_producers
 from mail.beadmail import BeadMail
 
-default_producers()  # as `gc` does: an API send records its items and moves the watermark
 perf = time.perf_counter
 
 SMALL = 1_000

@@ -39,7 +39,6 @@ from typing import Any
 
 from beads.localconfig import set_local
 from beads.store import Store
-from gc_beads.producers import default_producers
 from inbox.delivery import Delivery
 from inbox.items import Item
 from inbox.nats import outbox
@@ -227,7 +226,6 @@ def mail_across(tmp: Path, url: str, relays: list[subprocess.Popen[bytes]], roun
         set_local(beads / ".git", "delivery.nats.machine", f"bench-{side}")
         roots.append(beads)
         relays.append(relay(beads, tmp / f"{side}.log"))
-    default_producers()  # as `gc` does: a send derives its "you have mail" items
     store = Store.open(roots[0], agent="ma1")
     mail = BeadMail(store)
     b = Delivery(roots[1])

@@ -45,10 +45,8 @@ import bench_store as b
 
 from beads.repack import packs_of, wait_idle
 from beads.store import Store
-from gc_beads.producers import default_producers
 from mail.beadmail import BeadMail
 
-default_producers()  # as `gc` does: an API send records its items
 perf = time.perf_counter
 
 SMALL = 1_000

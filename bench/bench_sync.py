@@ -39,7 +39,7 @@ from pathlib import Path
 
 from beads.autosync import fetch_if_due
 from beads.store import Store
-from gc_beads.producers import default_producers
+from gc_beads.producers import register_arrivals
 from mail.beadmail import BeadMail
 
 GC = str(Path(sys.executable).parent / "gc")
@@ -159,7 +159,7 @@ def figure_2(work: Path) -> tuple[str, bool]:
     (where / "srv").mkdir(parents=True)
     subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(where / "srv" / "s.git")],
                    check=True)  # fmt: skip
-    default_producers()
+    register_arrivals()  # as `gc` does: a sync announces what it brings
     delays = []
     with git_daemon(where / "srv") as base:
         a, b = machines(where, f"{base}/s.git", 100)

@@ -14,9 +14,9 @@
 The command-line groups (`gc gate`, `gc decision`, `gc hook`) are thin over these, in
 `gates.cli` and `gates.hook_cli`.
 
-Mail and the gates register how they derive inbox items with `inbox.producers` when
-imported; the program declares where they are (its producer set). `register_producers()` is
-the former way to declare them, kept for one release: it warns.
+The program (`gc_beads`) puts the producers of inbox items together (its producer set:
+mail, decisions, bead gates) and hands them to delivery. `register_producers()`, the former
+way to declare them, is kept for one release: it warns, and has a sync's arrivals announced.
 """
 
 from __future__ import annotations
@@ -27,52 +27,24 @@ if TYPE_CHECKING:
 
 
 def register_producers() -> None:
-    """Deprecated: the program declares the producers (its producer set, which a `Delivery`
-    made without producers loads too). Declares the built-in producers (mail, decisions,
-    bead gates) to delivery as before; imports none of them."""
+    """Deprecated: `Delivery(root)` derives with the program's producer set without it. Has
+    every sync of this process announce its arrivals to the agents here, as it did."""
     import warnings
 
     from beads import arrivals
-    from inbox import producers
 
     warnings.warn(
-        "gates.register_producers() is deprecated: the gc-beads program declares the "
-        "producers (its default producer set)",
+        "gates.register_producers() is deprecated: Delivery(root) uses the installed "
+        "producer set (or give it one: Delivery(root, producers))",
         DeprecationWarning,
         stacklevel=2,
     )
-    producers.declare(
-        {"message": _mail, "decision": _decisions, "gate": _bead_gates},
-        sections={"mail": _mail_section},
-    )
-    # A sync's commits announced as a local write's are: items derived, idle sessions nudged.
     arrivals.register("gates:announce_arrivals")
 
 
 def announce_arrivals(root: Path) -> None:
-    """What a sync brought into the store at `root`, told to the agents here (the
-    announcer the deprecated `register_producers` registers with `beads.arrivals`)."""
-    import warnings
-
-    with warnings.catch_warnings():  # a syncer started by a program that used the old way
-        warnings.simplefilter("ignore", DeprecationWarning)
-        register_producers()
+    """What a sync brought into the store at `root`, told to the agents here (the announcer
+    the deprecated `register_producers` registers with `beads.arrivals`)."""
     from inbox.arrivals import announce
 
     announce(root)
-
-
-def _mail() -> None:
-    import mail.notify  # noqa: F401 - registers the message deriver and the reconciler
-
-
-def _mail_section() -> None:
-    import mail.section  # noqa: F401 - registers how a drain shows mail
-
-
-def _decisions() -> None:
-    import gates.decisions  # noqa: F401 - registers the decision deriver
-
-
-def _bead_gates() -> None:
-    import gates.beadgates  # noqa: F401 - registers the gate deriver

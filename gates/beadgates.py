@@ -27,13 +27,14 @@ from beads.query import Query
 from beads.record import Bead, check_agent, expect_type
 from beads.store import Store
 from beads.times import now_stamp, parse_duration, stamp_at, to_stamp
-from inbox import producers
-from inbox.follow import Change, followed_batch, record
+from inbox.commits import followed_batch
+from inbox.follow import Change, record
 from inbox.items import Item, clip
 
 if TYPE_CHECKING:
     from beads.store import Batch
     from inbox.delivery import Delivery
+    from inbox.producers import ProducerSet
 
 GATE = "gate"
 AWAIT_TYPES = ("timer", "human", "mail", "bead", "gh:run", "gh:pr")
@@ -390,5 +391,7 @@ def reconcile(delivery: Delivery, agent: str) -> int:
     return len(items)
 
 
-producers.register_deriver(GATE, derive)
-producers.register_reconciler(reconcile)
+def add_to(producers: ProducerSet) -> None:
+    """Add the bead gates' deriver (bead type `gate`) and reconciler to `producers`."""
+    producers.add_deriver(GATE, derive)
+    producers.add_reconciler(reconcile)

@@ -27,10 +27,11 @@ from gates.beadgates import (
     gate_meta,
     recent_changes,
 )
-from inbox import producers
+from inbox.commits import followed_batch
 from inbox.delivery import Delivery
-from inbox.follow import Change, followed_batch, record
+from inbox.follow import Change, record
 from inbox.items import Item, clip
+from inbox.producers import ProducerSet
 from inbox.queue import check_session
 
 DECISION = "decision"
@@ -195,8 +196,10 @@ def reconcile(delivery: Delivery, agent: str) -> int:
     return len(items)
 
 
-producers.register_deriver(DECISION, derive)
-producers.register_reconciler(reconcile)
+def add_to(producers: ProducerSet) -> None:
+    """Add the decisions' deriver (bead type `decision`) and reconciler to `producers`."""
+    producers.add_deriver(DECISION, derive)
+    producers.add_reconciler(reconcile)
 
 
 def push_answer(store: Store, decision: Bead) -> None:

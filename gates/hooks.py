@@ -148,6 +148,7 @@ def run_hook(
     """
     cwd = payload.get("cwd")
     root = find_store(beads_dir, cwd=Path(cwd) if isinstance(cwd, str) and cwd else None)
+    # The producers: the runtime's (`gc` hands its set over there), else the installed set.
     with Delivery(root) as delivery:
         ctx = HookContext(
             event=payload["hook_event_name"],

@@ -2,7 +2,7 @@
 
 Sub-groups are imported only when invoked (and `gc --help` imports none of them), so each
 command pays only for what it uses (`gc_beads.commands` names them by module path). Before
-a command runs, the program declares its producer set and registers every layer's settings.
+a command runs, the program registers every layer's settings.
 """
 
 from __future__ import annotations
@@ -58,21 +58,25 @@ def cli() -> None:
 
 
 def prepare_program() -> None:
-    """What every command of the program needs before it runs: the producer set declared
-    (delivery derives inbox items from git) and every layer's settings registered. Imports
-    no producer and no command."""
+    """What every command of the program needs before it runs: every layer's settings
+    registered, and a sync's arrivals announced to the agents here. Imports no producer and
+    no command (delivery gets the producer set from the run's runtime, `gc_beads.entry`)."""
     from gc_beads import settings
-    from gc_beads.producers import default_producers
+    from gc_beads.producers import register_arrivals
 
     settings.load()
-    default_producers()
+    register_arrivals()
 
 
 def main(argv: list[str] | None = None, program: str = "gc") -> None:
     """Run `gc` (or another of PROGRAMS), mapping every failure to one stderr line and its
     exit code; under the entry point's runtime, or one of its own when called directly."""
     runtime = current()
-    with using(Runtime() if runtime is LIBRARY else runtime):
+    if runtime is LIBRARY:  # called directly (tests, other programs): the program's set too
+        from gc_beads.producers import default_producers
+
+        runtime = Runtime(producers=default_producers)
+    with using(runtime):
         _main(argv, program)
 
 

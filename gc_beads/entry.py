@@ -47,10 +47,12 @@ def inbox() -> None:
 
 def _run(program: str) -> int | str | None:
     from beads.runtime import Runtime, using
+    from gc_beads.producers import default_producers
 
-    # A program of our own: its umask may follow the store's modes. The runtime is this
-    # run's alone (its caches too); the one before is back when the run ends.
-    with using(Runtime(own_umask=True)):
+    # A program of our own: its umask may follow the store's modes; delivery derives with the
+    # program's producers. The runtime is this run's alone (its caches too); the one before
+    # is back when the run ends.
+    with using(Runtime(own_umask=True, producers=default_producers)):
         return _run_command(program)
 
 
@@ -68,8 +70,8 @@ def _run_command(program: str) -> int | str | None:
     direct = DIRECT.get(tuple(sys.argv[1:])) if program == "gc" else None
     if direct is not None:
         module, function = direct
-        # Before an event that drains: the producers (a tool call declares none).
-        return getattr(importlib.import_module(module), function)(prepare=_declare_producers)
+        # Before an event that drains (a tool call needs nothing of it).
+        return getattr(importlib.import_module(module), function)(prepare=_prepare_hook)
     from gc_beads.cli import main as click_main
 
     try:
@@ -79,10 +81,10 @@ def _run_command(program: str) -> int | str | None:
     return 0
 
 
-def _declare_producers() -> None:
-    from gc_beads.producers import default_producers
+def _prepare_hook() -> None:
+    from gc_beads.producers import register_arrivals
 
-    default_producers()  # a drain derives the items of mail, decisions and gates
+    register_arrivals()  # a sync the hook starts (`sync.auto`) announces what it brings
 
 
 def _finish(code: int | str | None, program: str) -> int | str | None:

@@ -1,9 +1,9 @@
 """The program's producer set: how delivery derives inbox items from what mail, decisions and
 bead gates commit, without importing any of them until a change of theirs is to be derived.
 
-Declared in pyproject.toml as the entry point `default` of the group `gc_beads.producers`, so
-a `Delivery(root)` made without producers (a Python program using the library) finds the same
-set as `gc`.
+`gc` hands this set to delivery through the run's runtime (`gc_beads.entry`). It is also the
+entry point `default` of the group `gc-beads.producers` (pyproject.toml), so a
+`Delivery(root)` made by a Python program without producers finds the same set.
 """
 
 from __future__ import annotations
@@ -12,47 +12,56 @@ TYPE_CHECKING = False  # the hooks never import typing (tests/test_hooks.py)
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from inbox.producers import ProducerSet
 
-def default_producers() -> None:
-    """Declare the built-in producers (mail, decisions, bead gates) and the announcer of a
-    sync's arrivals; imports none of the producers. Safe to call more than once.
 
-    Returns None for now: delivery still keeps the declared producers in `inbox.producers`
-    (its `declare`); once delivery receives its producers as a value (`ProducerSet`), this
-    returns that value built from the same loaders and sections.
-    """
-    from beads import arrivals
-    from inbox import producers
+def default_producers() -> ProducerSet:
+    """The built-in producers (mail, decisions, bead gates) as a new `ProducerSet`; imports
+    none of them (each is imported when a change of its bead type is first derived)."""
+    from inbox.producers import ProducerSet
 
-    producers.declare(
-        {"message": _mail, "decision": _decisions, "gate": _bead_gates},
+    return ProducerSet(
+        # In this order, reconcilers run mail's first, then the gates', then the decisions'.
+        {"message": _mail, "gate": _bead_gates, "decision": _decisions},
         sections={"mail": _mail_section},
     )
-    # A sync's commits announced as a local write's are: items derived, idle sessions nudged.
+
+
+def register_arrivals() -> None:
+    """Have every sync of this process announce what it brings to the agents here (items
+    derived, idle sessions nudged). Safe to call more than once."""
+    from beads import arrivals
+
     arrivals.register("gc_beads.producers:announce_arrivals")
 
 
 def announce_arrivals(root: Path) -> None:
-    """What a sync brought into the store at `root`, told to the agents here (the
-    announcer `default_producers` registers with `beads.arrivals`; a detached background
-    syncer calls it in a process of its own, which has not declared the producers yet)."""
-    default_producers()
+    """What a sync brought into the store at `root`, told to the agents here (the announcer
+    `register_arrivals` registers with `beads.arrivals`)."""
     from inbox.arrivals import announce
 
     announce(root)
 
 
-def _mail() -> None:
-    import mail.notify  # noqa: F401 - registers the message deriver and the reconciler
+def _mail(producers: ProducerSet) -> None:
+    from mail import notify
+
+    notify.add_to(producers)
 
 
-def _mail_section() -> None:
-    import mail.section  # noqa: F401 - registers how a drain shows mail
+def _mail_section(producers: ProducerSet) -> None:
+    from mail import section
+
+    section.add_to(producers)
 
 
-def _decisions() -> None:
-    import gates.decisions  # noqa: F401 - registers the decision deriver
+def _decisions(producers: ProducerSet) -> None:
+    from gates import decisions
+
+    decisions.add_to(producers)
 
 
-def _bead_gates() -> None:
-    import gates.beadgates  # noqa: F401 - registers the gate deriver
+def _bead_gates(producers: ProducerSet) -> None:
+    from gates import beadgates
+
+    beadgates.add_to(producers)

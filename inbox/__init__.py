@@ -1,9 +1,9 @@
 """Delivery: inbox items pushed to agents, drained into their sessions, nudges, durable inbox.
 
 Public surface: `Delivery` (push, drain, items, wait, sessions), `Item`, `Drained`, `Session`,
-`AgentInbox` and its `Entry`, `render`. Loaded on first use, so a hook importing one module
-does not pay for the others. The layers above register their producers of items with
-`inbox.producers` (a program declares them with `gates.register_producers()`).
+`AgentInbox` and its `Entry`, `render`, `ProducerSet`. Loaded on first use, so a hook
+importing one module does not pay for the others. The layers above make items through a
+`ProducerSet` (inbox/producers.py): the one a Delivery is given, or the program's default.
 """
 
 from __future__ import annotations
@@ -15,9 +15,19 @@ if TYPE_CHECKING:
     from inbox.delivery import Delivery, Drained, Session
     from inbox.durable import AgentInbox, Entry
     from inbox.items import Item
+    from inbox.producers import ProducerSet
     from inbox.render import render
 
-__all__ = ["AgentInbox", "Delivery", "Drained", "Entry", "Item", "Session", "render"]
+__all__ = [
+    "AgentInbox",
+    "Delivery",
+    "Drained",
+    "Entry",
+    "Item",
+    "ProducerSet",
+    "Session",
+    "render",
+]
 
 _LAZY = {
     "Delivery": "inbox.delivery",
@@ -26,6 +36,7 @@ _LAZY = {
     "AgentInbox": "inbox.durable",
     "Entry": "inbox.durable",
     "Item": "inbox.items",
+    "ProducerSet": "inbox.producers",
     "render": "inbox.render",
 }
 

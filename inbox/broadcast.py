@@ -15,23 +15,51 @@ import time
 from beads.agents import rig_members, rig_of
 from beads.errors import InvalidInput
 from beads.record import acting_agent
-from inbox.items import ITEM_COLUMNS, Item, from_row, insert_row, refuse_producer_type
+from inbox.items import (
+    GROUPS,
+    ITEM_COLUMNS,
+    NOT_STANDING,
+    Item,
+    from_row,
+    insert_row,
+    refuse_producer_type,
+)
 
 TYPE_CHECKING = False  # the hooks never import typing (tests/test_hooks.py)
 if TYPE_CHECKING:
+    import contextlib
     import sqlite3
+    from collections.abc import Callable, Sequence
     from typing import Any
 
-# Group rows sort between digits and letters: agent names start with a letter or a digit.
-_GROUPS = "agent >= '@' AND agent < 'A'"
-# A settled copy of a standing broadcast is kept while the broadcast stands (a reaped copy
-# would be handed out again).
-NOT_STANDING = f"key NOT IN (SELECT key FROM items WHERE {_GROUPS} AND state = 'standing')"
+    from inbox.config import DeliveryConfig
+    from inbox.items import ItemTable
+    from inbox.names import AgentNames
+
+__all__ = ["NOT_STANDING", "Broadcasts", "copy_for", "stand"]
 
 
-class BroadcastMixin:
-    """`Delivery`'s broadcasts. A part of the facade: it uses `write`, `recipients`,
-    `push_items`, `outbox`, `setting` and `store_config`."""
+class Broadcasts:
+    """Items for `all` or a rig, standing for the group's agents that drain later."""
+
+    def __init__(
+        self,
+        db: sqlite3.Connection,
+        write: Callable[[], contextlib.AbstractContextManager[sqlite3.Connection]],
+        settings: DeliveryConfig,
+        names: AgentNames,
+        items: ItemTable,
+        outbox: Callable[[], Callable[[sqlite3.Connection, Sequence[Item]], None] | None],
+    ) -> None:
+        """`db` and `write()`: the delivery database; `settings`: config.yaml; `names`: who
+        the group's agents are; `items`: where their copies go; `outbox()`: as `ItemTable`
+        takes it."""
+        self.db = db
+        self.write = write
+        self.settings = settings
+        self.names = names
+        self.items = items
+        self.outbox = outbox
 
     def broadcast(
         self,
@@ -49,8 +77,8 @@ class BroadcastMixin:
         if (to == "all") == (rig is not None):
             raise InvalidInput("a broadcast goes to all or to one rig")
         group = "@all" if rig is None else f"@rig:{rig}"
-        recipients = self.recipients(to, rig)  # NotFound for an unknown rig
-        ttl = self.setting("broadcast_ttl") if ttl is None else ttl
+        recipients = self.names.recipients(to, rig)  # NotFound for an unknown rig
+        ttl = self.settings.setting("broadcast_ttl") if ttl is None else ttl
         standing = Item.new(acting_agent(), content, key=key, ttl=ttl, **fields)
         refuse_producer_type(standing.type)
         standing.agent, standing.state = group, "standing"
@@ -60,22 +88,22 @@ class BroadcastMixin:
             if stand(db, standing) and outbox is not None:
                 outbox(db, [standing])  # other machines' relays make their agents' copies
         copies = [copy_for(standing, agent) for agent in recipients]
-        return self.push_items(copies) if copies else []
+        return self.items.push_items(copies) if copies else []
 
-    def take_broadcasts(self, agent: str) -> int:
+    def take(self, agent: str) -> int:
         """Give `agent` its copy of every standing broadcast of its groups it has not had;
         returns how many (one indexed query when there is none: drains call it)."""
-        agent = self.own(agent)
+        agent = self.names.own(agent)
         now = time.time()
         sql = (
-            f"SELECT {ITEM_COLUMNS} FROM items AS b WHERE {_GROUPS} AND state = 'standing' "
+            f"SELECT {ITEM_COLUMNS} FROM items AS b WHERE {GROUPS} AND state = 'standing' "
             "AND expires_at > ? AND NOT EXISTS "
             "(SELECT 1 FROM items WHERE items.agent = ? AND items.key = b.key)"
         )
         standing = [from_row(row) for row in self.db.execute(sql, (now, agent))]
         if not standing:
             return 0
-        config = self.store_config()
+        config = self.settings.store_config()
         rigs = config.get("rigs") or {}
         groups = {"@all"} | {f"@rig:{r}" for r in rigs if agent in rig_members(r, config)}
         rig = rig_of(agent, config)

@@ -190,7 +190,7 @@ def drain(session: str | None, reconcile: bool) -> None:
     agent = known.agent if known and not settings().agent else me()
     if known is None:
         delivery.register(session, agent)
-    if reconcile:  # the producers registered with delivery (`gc` declares them: main.py)
+    if reconcile:  # the producers of the delivery's set (inbox/producers.py)
         delivery.reconcile(agent)
     drained = delivery.drain(session, agent, deliver=False)
     for problem in drained.problems:

@@ -1,21 +1,19 @@
-"""Delivery's part of `config.yaml`: the `delivery.*` settings, and who an item goes to
-(an agent, a rig's members, or `all`)."""
+"""Delivery's part of `config.yaml`: the `delivery.*` settings and agents' names
+(`DeliveryConfig`)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from beads.agents import canonical_agent, rig_members, rig_of, spellings
-from beads.errors import InvalidInput, NotFound
-from beads.record import check_agent
+from beads.agents import canonical_agent, rig_of, spellings
+from beads.errors import InvalidInput
 from beads.times import parse_duration
 
 TYPE_CHECKING = False  # the hooks never import typing (tests/test_hooks.py)
 if TYPE_CHECKING:
     from typing import Any
 
-    from beads.reader import IndexReader
-
+MAX_CONTEXT_CHARS = 10_000  # `hooks.max_context_chars`: Claude Code caps a hook's context
 DEFAULTS: dict[str, Any] = {
     "max_items": 20,  # per drain; priority 0 is never deferred
     "session_idle_timeout": "8h",  # a session silent this long is no longer live
@@ -45,19 +43,22 @@ def nats_setting(config: dict[str, Any], name: str) -> float:
     return float(value) if isinstance(value, int | float) else parse_duration(str(value))
 
 
-class ConfigMixin:
-    """`Delivery`'s configuration: the store's config.yaml, settings, recipients."""
+class DeliveryConfig:
+    """The store's configuration as delivery reads it: config.yaml, settings, agent names."""
 
-    reader: IndexReader
-    _config_source: Callable[[], dict[str, Any]] | None
-    _config: dict[str, Any] | None
+    def __init__(self, read: Callable[[], dict[str, Any]], *, fresh: bool = False) -> None:
+        """`read()` gives the store's config.yaml; with `fresh` it is called at each use (a
+        caller's own cached reader: `Store.config`), else once."""
+        self._read = read
+        self._fresh = fresh
+        self._config: dict[str, Any] | None = None
 
     def store_config(self) -> dict[str, Any]:
         """The store's `config.yaml` (read from the index: no YAML parser on this path)."""
-        if self._config_source is not None:
-            return self._config_source()
+        if self._fresh:
+            return self._read()
         if self._config is None:
-            self._config = self.reader.config()
+            self._config = self._read()
         return self._config
 
     def setting(self, name: str) -> Any:
@@ -80,9 +81,8 @@ class ConfigMixin:
     def context_cap(self) -> int:
         """`hooks.max_context_chars`: the most a drain's text may hold (Claude Code cuts a
         hook's injected context near 10,000 characters)."""
-        from inbox.render import MAX_CONTEXT_CHARS
-
-        value = (self.store_config().get("hooks") or {}).get("max_context_chars", MAX_CONTEXT_CHARS)
+        hooks = self.store_config().get("hooks") or {}
+        value = hooks.get("max_context_chars", MAX_CONTEXT_CHARS)
         if type(value) is not int or not 1000 <= value <= 1_000_000:
             raise InvalidInput("hooks.max_context_chars must be an integer 1000..1000000")
         return value
@@ -99,21 +99,3 @@ class ConfigMixin:
     def rig_of(self, name: str) -> str | None:
         """The rig of agent `name` as config.yaml gives it, or None."""
         return rig_of(name, self.store_config())
-
-    def recipients(self, to: str | None = None, rig: str | None = None) -> list[str]:
-        """The agents (full names) an item for `to` (an agent or `all`) or `rig` goes to:
-        `all` is every agent config.yaml lists, the store knows, or a session was registered
-        for."""
-        config = self.store_config()
-        if rig is not None:
-            members = rig_members(rig, config)
-            if not members:
-                raise NotFound(f"no rig {rig!r} in config.yaml")
-            return [check_agent(m, what="rig member") for m in members]
-        if to is None:
-            raise InvalidInput("give a recipient: --to AGENT, --to all or --rig RIG")
-        if to == "all":
-            named = set(config.get("agents") or {}) | set(self.reader.index.agents())
-            named |= self.session_agents()
-            return sorted({self.agent_of(n) for n in named if n != "all"})
-        return [self.agent_of(check_agent(to, what="recipient"))]

@@ -16,6 +16,22 @@ from beads.errors import NotFound
 from inbox.items import ITEM_COLUMNS, Item, forget_settled, from_row, is_moot
 from inbox.queue import SessionQueue, check_session
 
+TYPE_CHECKING = False  # importing typing costs a hook ~7 ms
+if TYPE_CHECKING:
+    import contextlib
+    import sqlite3
+    from collections.abc import Callable
+    from pathlib import Path
+
+    from beads.reader import IndexReader
+    from inbox.broadcast import Broadcasts
+    from inbox.config import DeliveryConfig
+    from inbox.items import ItemTable
+    from inbox.merge import Queues
+    from inbox.names import AgentNames
+    from inbox.render import Sections
+    from inbox.sessions import Sessions
+
 # A session that claimed items and died before its output was out gets them again at its next
 # drain; another session of the agent only after this long (it may still be writing them).
 CLAIM_SECONDS = 60.0
@@ -31,10 +47,39 @@ class Drained(
     __slots__ = ()
 
 
-class DrainMixin:
-    """`Delivery`'s consumer side: `drain`, `delivered`, `wait`. A part of the facade: it
-    uses `write`, `follow`, `items`, `has_pending`, `setting`, `session`, `take_queue` and
-    `take_broadcasts`."""
+class Drainer:
+    """The consumer side of delivery: `drain`, `delivered`, `settle_moot`, `wait`."""
+
+    def __init__(
+        self,
+        runtime: Path,
+        write: Callable[[], contextlib.AbstractContextManager[sqlite3.Connection]],
+        *,
+        settings: DeliveryConfig,
+        names: AgentNames,
+        items: ItemTable,
+        sessions: Sessions,
+        queues: Queues,
+        broadcasts: Broadcasts,
+        follow: Callable[[], int],
+        reader: Callable[[], IndexReader],
+        sections: Sections,
+    ) -> None:
+        """`runtime`: the store's `.runtime/`; `write()`: a write transaction on the delivery
+        database; the collaborators whose parts a drain takes (`follow()` derives what git
+        has that the database has not; `reader()` is the store's index, for moot items;
+        `sections(type)` how a producer shows its items)."""
+        self.runtime = runtime
+        self.write = write
+        self.settings = settings
+        self.names = names
+        self.items = items
+        self.sessions = sessions
+        self.queues = queues
+        self.broadcasts = broadcasts
+        self.follow = follow
+        self.reader = reader
+        self.sections = sections
 
     def drain(
         self,
@@ -60,25 +105,26 @@ class DrainMixin:
         of the agent get them after CLAIM_SECONDS).
         """
         check_session(session)
-        known = self.session(session)
+        known = self.sessions.session(session)
         if agent is None:
             if known is None:
                 raise NotFound(f"no session {session!r}; give the agent or register the session")
             agent = known.agent
-        agent = self.own(agent)
+        agent = self.names.own(agent)
         self.follow()
         if (
             SessionQueue(self.runtime, session).empty()
-            and not self.take_broadcasts(agent)
-            and not self.has_pending(agent)
+            and not self.broadcasts.take(agent)
+            and not self.items.has_pending(agent)
         ):
             return Drained(session=session, agent=agent, items=[], text="")  # the common case
-        limit = limit if limit is not None else self.setting("max_items")
-        cap = self.context_cap()
+        settings = self.settings
+        limit = limit if limit is not None else settings.setting("max_items")
+        cap = settings.context_cap()
         from inbox.render import fit  # lazy: a hook with nothing pending renders nothing
 
-        keep, keep_keys = self.setting("keep_delivered"), self.keep_keys()
-        problems = self.take_queue(session, agent)
+        keep, keep_keys = settings.setting("keep_delivered"), settings.keep_keys()
+        problems = self.queues.take(session, agent)
         settled = self.settle_moot(agent)
         now = time.time()
         state = "delivered" if deliver else "delivering"
@@ -101,7 +147,7 @@ class DrainMixin:
                     live.append(item)
             urgent = [item for item in live if item.priority == 0]
             rest = [item for item in live if item.priority != 0]
-            chosen, text = fit(urgent + rest[: max(0, limit - len(urgent))], cap)
+            chosen, text = fit(urgent + rest[: max(0, limit - len(urgent))], cap, self.sections)
             db.executemany(
                 "UPDATE items SET state = ?, settled_at = ? WHERE id = ?",
                 [(why, now, item_id) for why, item_id in dropped],
@@ -142,28 +188,29 @@ class DrainMixin:
         condition (mail read or archived since); returns how many. Every reader of pending
         items calls it first (drain, `wait`, `gc inbox list`), so a moot item is never shown
         as pending nor wakes anyone."""
-        agent = self.own(agent)
+        agent = self.names.own(agent)
         moot = [
             item.key
-            for item in self.items(agent, ("pending", "delivering"))
+            for item in self.items.items(agent, ("pending", "delivering"))
             if item.ref_bead and item.moot_when and self._is_moot(item)
         ]
-        return self.settle(agent, moot) if moot else 0
+        return self.items.settle(agent, moot) if moot else 0
 
     def _is_moot(self, item: Item) -> bool:
-        bead = self.reader.get(item.ref_bead or "")
+        bead = self.reader().get(item.ref_bead or "")
         return bead is not None and is_moot(bead.to_dict(), item.moot_when or [])
 
     def wait(self, agent: str, timeout: float, poll: float = 0.05) -> bool:
         """Block until `agent` has a pending item (True) or `timeout` seconds pass (False)."""
         from beads.waiting import wait_until
 
-        agent = self.own(agent)
+        agent = self.names.own(agent)
+        has_pending = self.items.has_pending
 
         def pending() -> bool | None:
             self.follow()  # mail committed meanwhile (a crashed send, a push) wakes it too
-            self.take_broadcasts(agent)
-            if self.has_pending(agent) and (not self.settle_moot(agent) or self.has_pending(agent)):
+            self.broadcasts.take(agent)
+            if has_pending(agent) and (not self.settle_moot(agent) or has_pending(agent)):
                 return True
             return None
 

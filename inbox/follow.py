@@ -13,65 +13,48 @@ applied from, with the bead types changed, and a complete chain of links from th
 to the watermark that names none of those types moves the watermark at once.
 
 The rules stay with their layer: a deriver is a function of the producer's module from the
-changes of one commit range to items, registered with `inbox.producers` (which see: nothing
-is followed until the producers are declared). A producer is imported only when a change of
-its bead type is to be derived, so a hook that finds the watermark at the branch pays two
-cheap reads.
+changes of one commit range to items, found in the Delivery's `ProducerSet`
+(inbox/producers.py: with none given and none installed, nothing is followed). A producer is
+imported only when a change of its bead type is to be derived, and the default set is looked
+up only then too, so a hook that finds the watermark at the branch pays two cheap reads.
+
+`Follower` does this for one delivery database; a producer's own commit goes through
+`inbox.commits.followed_batch`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import sqlite3
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from beads.errors import GcError, InvalidInput
 from beads.faults import fault
 from beads.index import Index
 from beads.reader import branch_head
 from beads.record import Bead
-from inbox import producers
+from inbox.producers import Change, ProducerSet
 
 TYPE_CHECKING = False  # the hooks never import typing (tests/test_hooks.py)
 if TYPE_CHECKING:
+    from typing import Protocol
+
     from beads.gitrepo import GitRepo
-    from beads.store import Batch, Store
-    from inbox.delivery import Delivery
-    from inbox.items import Item
+    from inbox.items import Item, ItemTable
+
+    class Following(Protocol):
+        """What has a `Follower` (a `Delivery`)."""
+
+        follower: Follower
 
 
-class Change:
-    """One bead changed by a commit range: `new` (None when deleted) and `old` (None when
-    created; read from git only when a deriver asks for it)."""
-
-    __slots__ = ("new", "created", "_old", "_load")
-
-    def __init__(
-        self,
-        new: Bead | None,
-        old: Bead | None = None,
-        load_old: Callable[[], Bead | None] | None = None,
-    ) -> None:
-        self.new = new
-        self.created = old is None and load_old is None  # the bead is new in the range
-        self._old = old
-        self._load = load_old
-
-    @property
-    def old(self) -> Bead | None:
-        if self._load is not None:
-            self._old, self._load = self._load(), None
-        return self._old
+__all__ = ["Change", "Follower", "committed", "derive", "record", "watermark"]
 
 
-def watermark(delivery: Delivery) -> bytes | None:
-    """The last commit the delivery database derived items from."""
-    row = delivery.db.execute("SELECT head FROM follow").fetchone()
-    return row[0].encode() if row and row[0] else None
-
-
-def derive(changes: Sequence[Change], log: Callable[[str], None]) -> list[Item]:
-    """The items the producers make of these changes (each producer imported on first need).
+def derive(
+    changes: Sequence[Change], producers: ProducerSet, log: Callable[[str], None]
+) -> list[Item]:
+    """The items `producers` make of these changes (each producer loaded on first need).
 
     A bead no item can be made of (say, a waiter's name edited into something invalid) is
     logged and skipped, change by change: it must never stop the watermark, or every later
@@ -81,7 +64,7 @@ def derive(changes: Sequence[Change], log: Callable[[str], None]) -> list[Item]:
     items: list[Item] = []
     for bead_type in (t for t in types if t in derived):
         deriver = producers.deriver(bead_type)
-        if deriver is None:  # declared, and its loader registered none: nothing to make
+        if deriver is None:  # declared, and its loader added none: nothing to make
             continue
         try:
             items += deriver(changes)
@@ -95,193 +78,200 @@ def derive(changes: Sequence[Change], log: Callable[[str], None]) -> list[Item]:
     return items
 
 
+class Follower:
+    """The items of one delivery database derived from the store's commits, and its
+    watermark: the last commit it derived items from (table `follow`)."""
+
+    def __init__(
+        self,
+        root: Path,
+        db: sqlite3.Connection,
+        items: ItemTable,
+        producers: Callable[[], ProducerSet | None],
+        log: Callable[[str], None],
+    ) -> None:
+        """`root`: the store's `.beads/`; `db`: the delivery database; `items`: where items
+        are recorded; `producers()`: the producer set (None: following is off); `log`: where
+        a fault that must not fail the caller goes."""
+        self.root = root
+        self.db = db
+        self.items = items
+        self.producers = producers
+        self.log = log
+
+    def watermark(self) -> bytes | None:
+        """The last commit the delivery database derived items from."""
+        row = self.db.execute("SELECT head FROM follow").fetchone()
+        return row[0].encode() if row and row[0] else None
+
+    def record(
+        self,
+        items: Sequence[Item],
+        *,
+        advance: tuple[bytes | None, bytes | None] | None = None,
+    ) -> list[tuple[Item, bool]]:
+        """Store items of a producer (the one path for mail, decision and gate items) and,
+        with `advance=(parent, commit)`, move the watermark to `commit` if it stands at
+        `parent`, in the same transaction; returns `(item, created)` per item. Idle
+        recipients are nudged. Without a producer set the watermark stays where it is: a
+        later follow, which knows them all, derives what this caller could not."""
+        if advance is not None and self.producers() is None:
+            advance = None
+
+        def move(db: sqlite3.Connection) -> None:
+            parent, commit = advance  # type: ignore[misc]
+            if commit is not None:
+                db.execute(
+                    "UPDATE follow SET head = ? WHERE head IS ?",
+                    (commit.decode(), parent.decode() if parent else None),
+                )
+
+        return self.items.insert(items, then=move if advance else None)
+
+    def committed(
+        self, parent: bytes | None, commit: bytes | None, changes: Sequence[Change]
+    ) -> list[tuple[Item, bool]]:
+        """After a producer's commit: derive the items of its changes and record them."""
+        producers = self.producers()
+        if producers is None:
+            return []  # following is off: a process that knows the producers derives them
+        made = derive(changes, producers, self.log)
+        return self.record(made, advance=(parent, commit))
+
+    def follow(self) -> int:
+        """Derive the items of the commits past the watermark; returns how many were new.
+
+        Cheap when the watermark is at the branch (the ref file and one row), or when the
+        index's links show that the commits since change no bead of a type with a deriver (a
+        row a commit); otherwise the index catches up and the tree diff names the beads to
+        look at.
+        """
+        head = branch_head(self.root)
+        mark = self.watermark()
+        if head is None or mark == head:
+            return 0
+        producers = self.producers()
+        if producers is None:
+            return 0  # see inbox/producers.py: moving the watermark now could lose items
+        if mark is None or self._derives_nothing(producers, mark, head):
+            # Made before the branch had a commit, or only commits that change no bead of a
+            # type with a deriver (a task created, a config set) since: nothing was missed.
+            self.record([], advance=(mark, head))
+            return 0
+        return self._catch_up(producers, mark)
+
+    def _derives_nothing(self, producers: ProducerSet, mark: bytes, head: bytes) -> bool:
+        """True when the index's links show that no commit from `mark` to `head` changed a
+        bead of a type with a deriver: one sqlite read a commit, no git, no store."""
+        path = self.root / ".runtime" / "index.sqlite3"
+        if not path.exists():  # never made here: the slow path builds it
+            return False
+        try:
+            index = Index(path)  # no recover: a damaged file takes the slow path, which rebuilds
+            try:
+                types = index.types_changed(mark, head)
+            finally:
+                index.close()
+        except (GcError, sqlite3.Error):
+            return False
+        return types is not None and not types.intersection(producers.derived_types())
+
+    def _catch_up(self, producers: ProducerSet, mark: bytes) -> int:
+        from beads.codec import load_bead
+        from beads.gitrepo import GitRepo
+        from beads.ids import parse_bead_path
+        from beads.reader import IndexReader
+
+        # The index brought to the branch (opening the store only if it is behind), and git
+        # for the tree diff: the store itself, with its lock and view, is not needed.
+        with IndexReader(self.root) as reader:
+            head = reader.index.head()
+            git = GitRepo(self.root / ".git")
+            try:
+                if not git.has_object(mark):
+                    # The commit it stood at is gone (the branch was replaced): go on from here.
+                    gone = mark.decode()
+                    self.log(f"follow: watermark {gone} not in the store; now at HEAD")
+                    return _created(self.record([], advance=(mark, head)))
+                changes = []
+                paths: dict[str, str] = {}  # bead id -> its path, to find where it was changed
+                derived = producers.derived_types()
+                for change in git.changes(mark, head):
+                    located = parse_bead_path(change.path)
+                    if located is None or located[0] not in derived or change.new_sha is None:
+                        continue
+                    paths[located[1]] = change.path
+                    new = reader.get(located[1])  # the bead at `head` (None if unreadable)
+                    if new is None:
+                        continue
+
+                    def load_old(
+                        sha: bytes | None = change.old_sha, path: str = change.path
+                    ) -> Bead | None:
+                        try:
+                            return load_bead(git.read(sha), what=path, max_body=1 << 62)
+                        except InvalidInput:
+                            return None
+
+                    changes.append(Change(new, load_old=load_old if change.old_sha else None))
+                items = derive(changes, producers, self.log)
+                self._mark_foreign(git, head, mark, items, paths)
+                fault("follow-derived")
+                made = self.record(items, advance=(mark, head))
+            finally:
+                git.close()
+        return _created(made)
+
+    def _mark_foreign(
+        self,
+        git: GitRepo,
+        head: bytes,
+        mark: bytes,
+        items: Sequence[Item],
+        paths: dict[str, str],
+    ) -> None:
+        """Put the origin in front of each item whose bead was last changed on another
+        machine (it came by sync: inbox/origin.py). An origin informs: a fault reading one is
+        logged."""
+        if not items:
+            return
+        from beads.localconfig import machine_id
+        from inbox.origin import foreign_origins
+        from inbox.origin import mark as mark_origin
+
+        try:
+            here = machine_id(self.root / ".git")
+            origins = foreign_origins(git, head, mark, paths.values(), here)
+        except (GcError, OSError, KeyError) as exc:
+            self.log(f"origin of followed items not read: {exc}")
+            return
+        for item in items:
+            bead_id = item.key.split(":")[1] if item.key.count(":") else ""
+            origin = origins.get(paths.get(bead_id, ""))
+            if origin is not None:
+                mark_origin(item, origin)
+
+
+def watermark(delivery: Following) -> bytes | None:
+    """The last commit `delivery`'s database derived items from."""
+    return delivery.follower.watermark()
+
+
 def record(
-    delivery: Delivery,
+    delivery: Following,
     items: Sequence[Item],
     *,
     advance: tuple[bytes | None, bytes | None] | None = None,
 ) -> list[tuple[Item, bool]]:
-    """Store items of a producer (the one path for mail, decision and gate items) and, with
-    `advance=(parent, commit)`, move the watermark to `commit` if it stands at `parent`, in
-    the same transaction; returns `(item, created)` per item. Idle recipients are nudged.
-    The watermark stays where it is until the producers are declared (`inbox.producers`):
-    a later follow, which knows them all, derives what this caller could not."""
-    if not producers.declared():
-        advance = None
-
-    def move(db: sqlite3.Connection) -> None:
-        parent, commit = advance  # type: ignore[misc]
-        if commit is not None:
-            db.execute(
-                "UPDATE follow SET head = ? WHERE head IS ?",
-                (commit.decode(), parent.decode() if parent else None),
-            )
-
-    return delivery.insert_items(items, then=move if advance else None)
+    """`Follower.record` of `delivery`: a producer's items (a reconciler's, say)."""
+    return delivery.follower.record(items, advance=advance)
 
 
 def committed(
-    delivery: Delivery, parent: bytes | None, commit: bytes | None, changes: Sequence[Change]
+    delivery: Following, parent: bytes | None, commit: bytes | None, changes: Sequence[Change]
 ) -> list[tuple[Item, bool]]:
-    """After a producer's commit: derive the items of its changes and record them."""
-    return record(delivery, derive(changes, delivery.note_fault), advance=(parent, commit))
-
-
-def open_delivery(store: Store) -> Delivery | None:
-    """The store's delivery database for a producer's writes, or None when it cannot be
-    opened (a full disk, a read-only file): a write never fails for it, since the next drain
-    derives the same items from git."""
-    from inbox.delivery import Delivery
-
-    try:
-        return Delivery(store.root, config=lambda: store.config)
-    except Exception:  # noqa: BLE001 - see above
-        return None
-
-
-@contextlib.contextmanager
-def followed_batch(
-    store: Store, delivery: Delivery | None = None, message: str | None = None
-) -> Iterator[tuple[Batch, list[Change]]]:
-    """`store.batch()` for a producer: append a `Change` for each bead the batch changes, and
-    once the commit is in, its items are recorded and the watermark moves past it.
-
-    The delivery database is opened before the commit, so one made now starts following at
-    the parent: even the first commit is announced if the process dies before its items are
-    written. A delivery fault never undoes the commit: it is logged, and the next drain
-    derives the same items from git.
-    """
-    own = delivery is None
-    if delivery is None:
-        delivery = open_delivery(store)
-    changes: list[Change] = []
-    try:
-        with store.batch(message) as batch:
-            yield batch, changes
-        if delivery is not None and batch.commit_id is not None:
-            try:
-                committed(delivery, batch.base, batch.commit_id, changes)
-            except Exception as exc:  # noqa: BLE001 - see above
-                commit = batch.commit_id.decode()
-                delivery.note_fault(f"items of commit {commit} not recorded: {exc}")
-    finally:
-        if own and delivery is not None:
-            delivery.close()
-
-
-def follow(delivery: Delivery) -> int:
-    """Derive the items of the commits past the watermark; returns how many were new.
-
-    Cheap when the watermark is at the branch (the ref file and one row), or when the
-    index's links show that the commits since change no bead of a type with a deriver (a
-    row a commit); otherwise the index catches up and the tree diff names the beads to look
-    at.
-    """
-    if not producers.declared():
-        return 0  # see inbox/producers.py: moving the watermark now could lose items
-    head = branch_head(delivery.root)
-    mark = watermark(delivery)
-    if head is None or mark == head:
-        return 0
-    if mark is None or _derives_nothing(delivery, mark, head):
-        # Made before the branch had a commit, or only commits that change no bead of a type
-        # with a deriver (a task created, a config set) since: nothing was missed.
-        record(delivery, [], advance=(mark, head))
-        return 0
-    return _catch_up(delivery, mark)
-
-
-def _derives_nothing(delivery: Delivery, mark: bytes, head: bytes) -> bool:
-    """True when the index's links show that no commit from `mark` to `head` changed a bead
-    of a type with a deriver: one sqlite read a commit, no git, no store."""
-    path = delivery.root / ".runtime" / "index.sqlite3"
-    if not path.exists():  # never made here: the slow path builds it
-        return False
-    try:
-        index = Index(path)  # no recover: a damaged file takes the slow path, which rebuilds
-        try:
-            types = index.types_changed(mark, head)
-        finally:
-            index.close()
-    except (GcError, sqlite3.Error):
-        return False
-    return types is not None and not types.intersection(producers.derived_types())
-
-
-def _catch_up(delivery: Delivery, mark: bytes) -> int:
-    from beads.codec import load_bead
-    from beads.gitrepo import GitRepo
-    from beads.ids import parse_bead_path
-    from beads.reader import IndexReader
-
-    # The index brought to the branch (opening the store only if it is behind), and git for
-    # the tree diff: the store itself, with its lock and view, is not needed.
-    with IndexReader(delivery.root) as reader:
-        head = reader.index.head()
-        git = GitRepo(delivery.root / ".git")
-        try:
-            if not git.has_object(mark):
-                # The commit it stood at is gone (the branch was replaced): go on from here.
-                gone = mark.decode()
-                delivery.note_fault(f"follow: watermark {gone} not in the store; now at HEAD")
-                return _created(record(delivery, [], advance=(mark, head)))
-            changes = []
-            paths: dict[str, str] = {}  # bead id -> its path, to find where it was changed
-            derived = producers.derived_types()
-            for change in git.changes(mark, head):
-                located = parse_bead_path(change.path)
-                if located is None or located[0] not in derived or change.new_sha is None:
-                    continue
-                paths[located[1]] = change.path
-                new = reader.get(located[1])  # the bead at `head` (None if unreadable)
-                if new is None:
-                    continue
-
-                def load_old(
-                    sha: bytes | None = change.old_sha, path: str = change.path
-                ) -> Bead | None:
-                    try:
-                        return load_bead(git.read(sha), what=path, max_body=1 << 62)
-                    except InvalidInput:
-                        return None
-
-                changes.append(Change(new, load_old=load_old if change.old_sha else None))
-            items = derive(changes, delivery.note_fault)
-            _mark_foreign(delivery, git, head, mark, items, paths)
-            fault("follow-derived")
-            made = record(delivery, items, advance=(mark, head))
-        finally:
-            git.close()
-    return _created(made)
-
-
-def _mark_foreign(
-    delivery: Delivery,
-    git: GitRepo,
-    head: bytes,
-    mark: bytes,
-    items: Sequence[Item],
-    paths: dict[str, str],
-) -> None:
-    """Put the origin in front of each item whose bead was last changed on another machine
-    (it came by sync: inbox/origin.py). An origin informs: a fault reading one is logged."""
-    if not items:
-        return
-    from beads.localconfig import machine_id
-    from inbox.origin import foreign_origins
-    from inbox.origin import mark as mark_origin
-
-    try:
-        here = machine_id(delivery.root / ".git")
-        origins = foreign_origins(git, head, mark, paths.values(), here)
-    except (GcError, OSError, KeyError) as exc:
-        delivery.note_fault(f"origin of followed items not read: {exc}")
-        return
-    for item in items:
-        bead_id = item.key.split(":")[1] if item.key.count(":") else ""
-        origin = origins.get(paths.get(bead_id, ""))
-        if origin is not None:
-            mark_origin(item, origin)
+    """`Follower.committed` of `delivery`: the items of a producer's commit, recorded."""
+    return delivery.follower.committed(parent, commit, changes)
 
 
 def _created(results: list[tuple[Item, bool]]) -> int:

@@ -1,5 +1,5 @@
 """Inbox items: one notification for one agent, the checks its fields must pass, and its
-rows in the delivery database (pushing, listing, settling, reaping)."""
+rows in the delivery database (`ItemTable`: pushing, listing, settling, reaping)."""
 
 from __future__ import annotations
 
@@ -14,9 +14,12 @@ from beads.record import acting_agent, check_agent, check_text
 
 TYPE_CHECKING = False  # the hooks never import typing (tests/test_hooks.py)
 if TYPE_CHECKING:
+    import contextlib
     import sqlite3
-    from pathlib import Path
     from typing import Any
+
+    from inbox.config import DeliveryConfig
+    from inbox.names import AgentNames
 
 TYPES = ("decision", "alert", "event", "agent", "mail", "gate", "system")
 # Items of these types come only from their producers (mail, decisions, gates), through
@@ -25,6 +28,12 @@ TYPES = ("decision", "alert", "event", "agent", "mail", "gate", "system")
 PRODUCER_TYPES = ("mail", "decision", "gate")
 MAX_CONTENT_BYTES = 64 * 1024
 MAX_KEY_CHARS = 200
+# A broadcast's standing row has a group for agent (`@all`, `@rig:<rig>`, inbox/broadcast.py).
+# Group rows sort between digits and letters: agent names start with a letter or a digit.
+GROUPS = "agent >= '@' AND agent < 'A'"
+# A settled copy of a standing broadcast is kept while the broadcast stands (a reaped copy
+# would be handed out again).
+NOT_STANDING = f"key NOT IN (SELECT key FROM items WHERE {GROUPS} AND state = 'standing')"
 ITEM_COLUMNS = (
     "id, agent, key, type, source, content, priority, created_at, expires_at, ref_bead, "
     "moot_when, state, session, settled_at, pusher"
@@ -193,13 +202,28 @@ def refuse_producer_type(type: str) -> None:
         )
 
 
-class ItemsMixin:
-    """`Delivery`'s items: push (with nudges), list, settle, reap. A part of the facade: it
-    uses `write`, `note_fault` (inbox/delivery.py) and `store_config`, `setting`."""
+class ItemTable:
+    """The items table of the delivery database: push (with nudges), list, settle, reap."""
 
-    db: sqlite3.Connection
-    root: Path
-    _outbox: Any = False  # not read yet (see `outbox`)
+    def __init__(
+        self,
+        db: sqlite3.Connection,
+        write: Callable[[], contextlib.AbstractContextManager[sqlite3.Connection]],
+        names: AgentNames,
+        settings: DeliveryConfig,
+        outbox: Callable[[], Callable[[sqlite3.Connection, Sequence[Item]], None] | None],
+        nudge: Callable[[list[Item]], None],
+    ) -> None:
+        """`db` and `write()` (one write transaction): the delivery database; `names`: who
+        an agent is (`own`); `settings`: `delivery.*`; `outbox()`: the hook that also
+        writes items for agents of other machines (None: none); `nudge(items)`: run once
+        new items are committed (it must not raise)."""
+        self.db = db
+        self.write = write
+        self.names = names
+        self.settings = settings
+        self.outbox = outbox
+        self.nudge = nudge
 
     def push(
         self,
@@ -245,9 +269,9 @@ class ItemsMixin:
         for item in items:
             refuse_producer_type(item.type)
             item.pusher = item.pusher or acting_agent()
-        return self.insert_items(items, nudge=nudge)
+        return self.insert(items, nudge=nudge)
 
-    def insert_items(
+    def insert(
         self,
         items: Sequence[Item],
         *,
@@ -255,72 +279,27 @@ class ItemsMixin:
         then: Callable[[sqlite3.Connection], None] | None = None,
     ) -> list[tuple[Item, bool]]:
         """Store items of any type in one transaction (`then` runs inside it); the producers
-        reach it through `inbox.follow.record`, everyone else through `push_items`."""
+        reach it through `Follower.record`, everyone else through `push_items`."""
         results: list[tuple[Item, bool]] = []
         for item in items:  # one name per agent (beads/agents.py), whoever made the item
-            item.agent = self.own(item.agent)
+            item.agent = self.names.own(item.agent)
         outbox = self.outbox()
         with self.write() as db:
             for item in items:
                 created = insert_row(db, item)
                 if not created:
-                    item = self._item_by_key(item.agent, item.key) or item
+                    item = self.by_key(item.agent, item.key) or item
                 results.append((item, created))
             if then is not None:
                 then(db)
             if outbox is not None:  # items for agents of other machines: the relay's to send
                 outbox(db, [item for item, created in results if created])
         if nudge:
-            try:
-                # Nudge commands live under `agents` in config.yaml: without any, skip loading
-                # the nudge module (and subprocess) on every push.
-                if self.store_config().get("agents"):
-                    from inbox.nudge import nudge_agents
-
-                    nudge_agents(self, [item for item, created in results if created])
-            except Exception as exc:  # the items are committed: a nudge must not undo that
-                self.note_fault(f"nudge failed: {type(exc).__name__}: {exc}")
+            self.nudge([item for item, created in results if created])
         return results
 
-    def outbox(self) -> Callable[[sqlite3.Connection, Sequence[Item]], None] | None:
-        """The hook that also writes items for agents of other machines to the outbox
-        (inbox/nats/outbox.py); None, read once, when this machine has no `delivery.nats.url`."""
-        if self._outbox is False:
-            from inbox.nats.outbox import outbox_of
-
-            self._outbox = outbox_of(self.root, self.spellings)  # type: ignore[attr-defined]
-        return self._outbox
-
-    def own(self, name: str) -> str:
-        """The full name of agent `name` (`agent_of`), once what this database holds under
-        its other spellings (items, durable entries and sessions from before its rig was
-        listed: `mayor` for `gastown/mayor`) is moved to it; cheap after the first call."""
-        if name.startswith("@"):  # a broadcast's group row
-            return name
-        names = self.spellings(name)  # type: ignore[attr-defined]
-        full, others = names[0], names[1:]
-        adopted: set[str] = self.__dict__.setdefault("_adopted", set())
-        if not others or full in adopted:
-            return full
-        marks = ", ".join("?" for _ in others)
-        held = self.db.execute(
-            f"SELECT 1 FROM items WHERE agent IN ({marks}) UNION ALL "
-            f"SELECT 1 FROM entries WHERE agent IN ({marks}) LIMIT 1",
-            (*others, *others),
-        ).fetchone()
-        if held:
-            with self.write() as db:
-                for other in others:
-                    # A key the full name already has is a duplicate: the full name's wins.
-                    db.execute("UPDATE OR IGNORE items SET agent = ? WHERE agent = ?",
-                               (full, other))  # fmt: skip
-                    db.execute("DELETE FROM items WHERE agent = ?", (other,))
-                    db.execute("UPDATE entries SET agent = ? WHERE agent = ?", (full, other))
-        self.adopt_sessions(full, others)  # type: ignore[attr-defined]
-        adopted.add(full)
-        return full
-
-    def _item_by_key(self, agent: str, key: str) -> Item | None:
+    def by_key(self, agent: str, key: str) -> Item | None:
+        """The item of `agent` (its full name) with this dedup key, or None."""
         row = self.db.execute(
             f"SELECT {ITEM_COLUMNS} FROM items WHERE agent = ? AND key = ?", (agent, key)
         ).fetchone()
@@ -333,7 +312,7 @@ class ItemsMixin:
         params: list[Any] = list(states)
         if agent is not None:
             sql += " AND agent = ?"
-            params.append(self.own(agent))
+            params.append(self.names.own(agent))
         sql += " ORDER BY priority, created_at, id"
         return [from_row(row) for row in self.db.execute(sql, params)]
 
@@ -344,7 +323,7 @@ class ItemsMixin:
         row = self.db.execute(
             "SELECT 1 FROM items WHERE agent = ? AND state IN ('pending', 'delivering') "
             "AND (expires_at IS NULL OR expires_at > ?) LIMIT 1",
-            (self.own(agent), now),
+            (self.names.own(agent), now),
         ).fetchone()
         return row is not None
 
@@ -352,7 +331,7 @@ class ItemsMixin:
         """Settle `agent`'s undelivered items of these keys (a producer says they are moot:
         for items with no bead to check); returns how many."""
         now = time.time()
-        agent = self.own(agent)
+        agent = self.names.own(agent)
         with self.write() as db:
             return sum(
                 db.execute(
@@ -375,7 +354,9 @@ class ItemsMixin:
                 (now,),
             ).rowcount
             return expired + forget_settled(
-                db, now - self.setting("keep_delivered"), now - self.keep_keys()
+                db,
+                now - self.settings.setting("keep_delivered"),
+                now - self.settings.keep_keys(),
             )
 
 
@@ -385,7 +366,6 @@ def forget_settled(
     """Settled items (of `agent`, or all) settled before `content_before` lose their content;
     those settled before `key_before` lose their row (the dedup key); a copy of a standing
     broadcast keeps both. Returns how many rows changed."""
-    from inbox.broadcast import NOT_STANDING
 
     settled = "state NOT IN ('pending', 'delivering', 'standing')"
     whose = " AND agent = ?" if agent is not None else ""

@@ -22,14 +22,34 @@ from inbox.queue import SessionQueue, check_session
 
 TYPE_CHECKING = False  # the hooks never import typing (tests/test_hooks.py)
 if TYPE_CHECKING:
+    import contextlib
+    import sqlite3
+    from collections.abc import Callable, Sequence
     from typing import Any
 
+    from inbox.rederive import Refused
+    from inbox.sessions import Sessions
 
-class MergeMixin:
-    """`Delivery`'s session queues: append to one (`enqueue`), take one into the database.
-    A part of the facade: it uses `write` and `session`."""
+    Rederive = Callable[[Sequence[tuple[str, str]]], tuple[list[Item], list[Refused]]]
 
-    runtime: Path
+
+class Queues:
+    """Session queues: append to one (`enqueue`), take one into the delivery database."""
+
+    def __init__(
+        self,
+        runtime: Path,
+        write: Callable[[], contextlib.AbstractContextManager[sqlite3.Connection]],
+        sessions: Sessions,
+        rederive: Rederive,
+    ) -> None:
+        """`runtime`: the store's `.runtime/`; `write()`: a write transaction on the delivery
+        database; `sessions`: whose agent a session is; `rederive(wanted)`: the items the
+        producers make of beads a queue line names (inbox/rederive.py)."""
+        self.runtime = runtime
+        self.write = write
+        self.sessions = sessions
+        self.rederive = rederive
 
     def enqueue(
         self,
@@ -46,7 +66,7 @@ class MergeMixin:
         """Append an item to one session's JSONL queue (the merge buffer the next drain of
         that session takes; the database is not touched, dedup happens at the drain)."""
         refuse_producer_type(type)
-        known = self.session(check_session(session))
+        known = self.sessions.session(check_session(session))
         agent = known.agent if known else "queued"  # the drain fills in the session's agent
         item = Item.new(agent, content, key=key, ttl=ttl, type=type, source=source,
                         priority=priority, pusher=acting_agent(pusher))  # fmt: skip
@@ -56,7 +76,7 @@ class MergeMixin:
         SessionQueue(self.runtime, session).append(record)
         return item
 
-    def take_queue(self, session: str, agent: str) -> list[str]:
+    def take(self, session: str, agent: str) -> list[str]:
         """Move the session's queue into the database (committed before the file empties)."""
         queue = SessionQueue(self.runtime, session)
         if queue.empty():
@@ -82,9 +102,7 @@ class MergeMixin:
                     queue.set_aside(json.dumps(record), str(exc))
                     problems.append(f"queue item set aside: {exc}")
             if asked:
-                from inbox.rederive import rederive
-
-                derived, refused = rederive(self, list(asked))  # type: ignore[arg-type]
+                derived, refused = self.rederive(list(asked))
                 for item in derived:  # the session's agent, by its full name (beads/agents.py)
                     item.agent = agent
                 items += derived

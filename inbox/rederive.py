@@ -12,17 +12,18 @@ up to date from its remote first.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from beads.errors import GcError, InvalidInput
 from beads.ids import bead_path, check_id
-from inbox import producers
-from inbox.follow import Change
+from inbox.producers import Change
 
 TYPE_CHECKING = False  # the hooks never import typing (tests/test_hooks.py)
 if TYPE_CHECKING:
-    from inbox.delivery import Delivery
+    from beads.reader import IndexReader
     from inbox.items import Item
+    from inbox.producers import ProducerSet
 
 
 class Refused:
@@ -47,16 +48,27 @@ def named_bead(key: str) -> str:
 
 
 def rederive(
-    delivery: Delivery, wanted: Sequence[tuple[str, str]]
+    wanted: Sequence[tuple[str, str]],
+    *,
+    root: Path,
+    reader: Callable[[], IndexReader],
+    producers: Callable[[], ProducerSet | None],
+    agent_of: Callable[[str], str],
+    log: Callable[[str], None],
 ) -> tuple[list[Item], list[Refused]]:
     """For each `(agent, key)` asked for: the item the named bead's producer makes of the bead
     now (marked with its origin when the bead's last change was made on another machine,
-    inbox/origin.py), or why none (see the module's docstring)."""
+    inbox/origin.py), or why none (see the module's docstring).
+
+    `root`: the store's `.beads/`; `reader()`: its index, caught up; `producers()`: who
+    derives (None: nobody, every request is refused); `agent_of(name)`: an agent's full
+    name; `log`: where a fault reading an origin goes."""
     items: list[Item] = []
     refused: list[Refused] = []
     if not wanted:
         return items, refused
-    reader = delivery.fresh_reader()
+    index = reader()
+    known = producers()
     found: list[tuple[Item, str]] = []
     for agent, key in wanted:
         try:
@@ -64,11 +76,11 @@ def rederive(
         except InvalidInput as exc:
             refused.append(Refused(agent, key, exc.message))
             continue
-        bead = reader.get(bead_id)
+        bead = index.get(bead_id)
         if bead is None:
             refused.append(Refused(agent, key, f"no bead {bead_id} in this store"))
             continue
-        deriver = producers.deriver(bead.type)
+        deriver = known.deriver(bead.type) if known is not None else None
         made: list[Item] = []
         if deriver is not None:
             try:
@@ -76,19 +88,19 @@ def rederive(
             except InvalidInput as exc:
                 refused.append(Refused(agent, key, f"{bead_id} makes no item: {exc.message}"))
                 continue
-        full = delivery.agent_of(agent)
-        match = next((i for i in made if delivery.agent_of(i.agent) == full and i.key == key),
+        full = agent_of(agent)
+        match = next((i for i in made if agent_of(i.agent) == full and i.key == key),
                      None)  # fmt: skip
         if match is None:
             why = f"{bead_id} (a {bead.type}) makes no item {key} for {agent} now"
             refused.append(Refused(agent, key, why))
             continue
         found.append((match, bead_path(bead.type, bead.id)))
-    _mark_origins(delivery, found)
+    _mark_origins(root, found, log)
     return [item for item, _ in found], refused
 
 
-def _mark_origins(delivery: Delivery, found: list[tuple[Item, str]]) -> None:
+def _mark_origins(root: Path, found: list[tuple[Item, str]], log: Callable[[str], None]) -> None:
     """Put the origin in front of each item whose bead was last changed elsewhere."""
     if not found:
         return
@@ -97,15 +109,15 @@ def _mark_origins(delivery: Delivery, found: list[tuple[Item, str]]) -> None:
     from beads.reader import branch_head
     from inbox.origin import foreign_origins, mark
 
-    head = branch_head(delivery.root)
+    head = branch_head(root)
     if head is None:
         return
-    git = GitRepo(delivery.root / ".git")
+    git = GitRepo(root / ".git")
     try:
-        here = machine_id(delivery.root / ".git")
+        here = machine_id(root / ".git")
         origins = foreign_origins(git, head, None, {path for _, path in found}, here)
     except (GcError, OSError, KeyError) as exc:  # an origin informs: never stop delivery
-        delivery.note_fault(f"origin of re-derived items not read: {exc}")
+        log(f"origin of re-derived items not read: {exc}")
         return
     finally:
         git.close()

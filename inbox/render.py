@@ -2,23 +2,29 @@
 
 Every field is stripped of `<system-reminder>` tags until none remain, so an item cannot close
 the block it sits in and speak as the system. A producer may show its items its own way
-(`inbox.producers.register_section`: mail shows at most 3 messages, in its own words); other
-items are listed one line each.
+(a section of its `ProducerSet`, inbox/producers.py: mail shows at most 3 messages, in its own
+words); other items are listed one line each.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+
+from inbox.config import MAX_CONTEXT_CHARS
 
 TYPE_CHECKING = False  # the hooks never import typing (tests/test_hooks.py)
 if TYPE_CHECKING:
     from inbox.items import Item
 
+    # The section of an item type, or None (`ProducerSet.section`).
+    Sections = Callable[[str], Callable[[Sequence[Item]], list[str]] | None]
+
+__all__ = ["MAX_CONTEXT_CHARS", "fit", "preview", "render", "strip_tags"]
+
 PREVIEW_CHARS = 240
 MAX_ITEM_CHARS = 2000
 MIN_ITEM_CHARS = 80  # an item shortened to fit the cap keeps at least this much of its text
-MAX_CONTEXT_CHARS = 10_000  # `hooks.max_context_chars`: Claude Code caps a hook's context
 _TAG = re.compile(r"</?system-reminder>", re.IGNORECASE)
 _SPACE = re.compile(r"[\s\x00-\x1f\x7f]+")
 PRIORITY_NAMES = ("P0 critical", "P1 high", "P2", "P3 low", "P4 lowest")
@@ -72,25 +78,25 @@ def shown_source(item: Item) -> str:
     return source
 
 
-def render(items: Sequence[Item], item_chars: int = MAX_ITEM_CHARS) -> str:
+def render(
+    items: Sequence[Item], item_chars: int = MAX_ITEM_CHARS, sections: Sections | None = None
+) -> str:
     """The `<system-reminder>` block for delivered `items` (most urgent first); "" if none:
     first the items no producer shows its own way (each content cut at `item_chars`, with a
-    pointer to the whole), then one section per item type that has one (in the order of first
-    appearance)."""
+    pointer to the whole), then one section per item type that `sections(type)` gives one for
+    (in the order of first appearance)."""
     if not items:
         return ""
-    from inbox import producers
-
     generic: list[Item] = []
-    sections: dict[str, list[Item]] = {}
+    shown: dict[str, list[Item]] = {}
     for item in items:
-        if item.type in sections or producers.section(item.type) is not None:
-            sections.setdefault(item.type, []).append(item)
+        if item.type in shown or (sections is not None and sections(item.type) is not None):
+            shown.setdefault(item.type, []).append(item)
         else:
             generic.append(item)
     blocks = [generic_section(generic, item_chars)] if generic else []
-    for item_type, own in sections.items():
-        section = producers.section(item_type)
+    for item_type, own in shown.items():
+        section = sections(item_type) if sections is not None else None
         assert section is not None
         blocks.append(section(own))
     lines = ["<system-reminder>"]
@@ -111,25 +117,28 @@ def generic_section(items: Sequence[Item], item_chars: int = MAX_ITEM_CHARS) -> 
     return lines
 
 
-def fit(items: Sequence[Item], cap: int = MAX_CONTEXT_CHARS) -> tuple[list[Item], str]:
+def fit(
+    items: Sequence[Item], cap: int = MAX_CONTEXT_CHARS, sections: Sections | None = None
+) -> tuple[list[Item], str]:
     """The items to deliver now and their block, at most `cap` characters (Claude Code cuts a
     hook's context near 10,000 and the rest would be lost while counted as delivered).
 
     `items` come most urgent first. Priority 0 items are all taken (with nothing urgent, the
     first item is, so a drain always makes progress); while they alone exceed the cap, the
     contents are shortened (each with its pointer). Then the others follow in order while
-    their block fits; the rest stay pending for the next drain."""
+    their block fits; the rest stay pending for the next drain. `sections`: as `render`
+    takes them."""
     must = [item for item in items if item.priority == 0] or list(items[:1])
     limit = MAX_ITEM_CHARS
-    text = render(must, limit)
+    text = render(must, limit, sections)
     while len(text) > cap and limit > MIN_ITEM_CHARS:
         # Shorten every generic content by its share of the excess (producers' own sections
         # are bounded by their producers; see mail/section.py).
         limit = max(MIN_ITEM_CHARS, limit - (len(text) - cap) // len(must) - 1)
-        text = render(must, limit)
+        text = render(must, limit, sections)
     taken = list(must)
     for item in items[len(must) :]:
-        more = render([*taken, item], limit)
+        more = render([*taken, item], limit, sections)
         if len(more) > cap:
             break
         taken, text = [*taken, item], more

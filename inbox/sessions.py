@@ -61,31 +61,40 @@ class Session(
 SESSION_COLUMNS = ", ".join(Session._fields)
 
 
-class SessionsMixin:
-    """`Delivery`'s sessions: registering, hook by hook, listing, nudge outcomes."""
+class Sessions:
+    """The sessions database: registering, hook by hook, listing, nudge outcomes. Agents are
+    given by their full names (the caller's `AgentNames.own`)."""
 
-    runtime: Path
-    _sessions_db: sqlite3.Connection | None
+    def __init__(self, runtime: Path, idle_timeout: Callable[[], float]) -> None:
+        """`runtime`: the store's `.runtime/`; `idle_timeout()`: seconds after which a silent
+        session is no longer live (`delivery.session_idle_timeout`)."""
+        self.runtime = runtime
+        self.idle_timeout = idle_timeout
+        self._db: sqlite3.Connection | None = None
 
     @property
-    def sessions_db(self) -> sqlite3.Connection:
+    def db(self) -> sqlite3.Connection:
         """The sessions database, opened on first use (a push with no nudges never needs it)."""
-        if self._sessions_db is None:
+        if self._db is None:
             path = self.runtime / "sessions.sqlite3"
             try:
-                self._sessions_db = connect(path, "OFF", SESSIONS_SCHEMA, "nudges")
+                self._db = connect(path, "OFF", SESSIONS_SCHEMA, "nudges")
             except DatabaseDamaged as exc:
-                self._drop_sessions(exc)
-                self._sessions_db = connect(path, "OFF", SESSIONS_SCHEMA, "nudges")
-        return self._sessions_db
+                self._drop(exc)
+                self._db = connect(path, "OFF", SESSIONS_SCHEMA, "nudges")
+        return self._db
 
-    def _drop_sessions(self, damaged: DatabaseDamaged) -> None:
+    def close(self) -> None:
+        """Close the database if it was opened."""
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+
+    def _drop(self, damaged: DatabaseDamaged) -> None:
         """Delete a damaged sessions file, so the next use starts a fresh session list: it is
         never synced (a power cut may garble it), and only sessions are lost. Only for damage:
         a busy, read-only or full database, or a newer gc's, is kept as it is."""
-        if self._sessions_db is not None:
-            self._sessions_db.close()
-            self._sessions_db = None
+        self.close()
         path = self.runtime / "sessions.sqlite3"
         if dbfile.file_id(path) == damaged.file_id:  # not one another process remade meanwhile
             for suffix in ("", "-wal", "-shm"):
@@ -95,12 +104,12 @@ class SessionsMixin:
         """`use(sessions_db)` (each statement its own transaction); when it meets a damaged
         page, once more on a fresh file."""
         try:
-            return use(self.sessions_db)
+            return use(self.db)
         except DatabaseDamaged as exc:
-            self._drop_sessions(exc)
-        return use(self.sessions_db)
+            self._drop(exc)
+        return use(self.db)
 
-    def _update_sessions(self, sql: str, parameters: tuple[Any, ...]) -> None:
+    def _update(self, sql: str, parameters: tuple[Any, ...]) -> None:
         """One statement in its own transaction on the sessions database."""
 
         def run(db: sqlite3.Connection) -> None:
@@ -110,17 +119,17 @@ class SessionsMixin:
         self.on_sessions(run)
 
     @contextlib.contextmanager
-    def write_sessions(self) -> Iterator[sqlite3.Connection]:
+    def write(self) -> Iterator[sqlite3.Connection]:
         """One write transaction on the sessions database (a damaged file is dropped: the
         next use starts a fresh one)."""
         try:
-            with transaction(self.sessions_db, "sessions.sqlite3") as db:
+            with transaction(self.db, "sessions.sqlite3") as db:
                 yield db
         except DatabaseDamaged as exc:
-            self._drop_sessions(exc)
+            self._drop(exc)
             raise
 
-    def adopt_sessions(self, full: str, others: tuple[str, ...]) -> None:
+    def adopt(self, full: str, others: tuple[str, ...]) -> None:
         """Sessions registered under another spelling of agent `full` become its own."""
         marks = ", ".join("?" for _ in others)
         held = self.on_sessions(
@@ -129,16 +138,15 @@ class SessionsMixin:
             ).fetchone()
         )
         if held:
-            self._update_sessions(f"UPDATE sessions SET agent = ? WHERE agent IN ({marks})",
+            self._update(f"UPDATE sessions SET agent = ? WHERE agent IN ({marks})",
                                   (full, *others))  # fmt: skip
 
     def register(self, session: str, agent: str, *, cwd: str | None = None) -> Session:
-        """Start (or restart) `session` for `agent` (stored by its full name); it is live and
-        busy."""
+        """Start (or restart) `session` for `agent` (its full name); it is live and busy."""
         check_session(session)
-        agent = self.own(check_agent(agent))  # type: ignore[attr-defined]
+        check_agent(agent)
         now = time.time()
-        self._update_sessions(
+        self._update(
             "INSERT INTO sessions(session, agent, state, cwd, started_at, last_hook, "
             "last_hook_at) VALUES (?, ?, 'busy', ?, ?, 'SessionStart', ?) "
             "ON CONFLICT(session) DO UPDATE SET agent = excluded.agent, state = 'busy', "
@@ -151,9 +159,8 @@ class SessionsMixin:
     def hook_seen(self, session: str, agent: str, event: str, *, state: str | None = None) -> None:
         """Record a hook of a session (registering it if its SessionStart was missed)."""
         check_session(session)
-        agent = self.own(agent)  # type: ignore[attr-defined]
         now = time.time()
-        self._update_sessions(
+        self._update(
             "INSERT INTO sessions(session, agent, state, started_at, last_hook, last_hook_at)"
             " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(session) DO UPDATE SET "
             "state = CASE WHEN ? IS NULL THEN sessions.state ELSE ? END, "
@@ -166,7 +173,7 @@ class SessionsMixin:
         """SessionEnd: the session is no longer live."""
         check_session(session)
         now = time.time()
-        self._update_sessions(
+        self._update(
             "UPDATE sessions SET state = 'ended', ended_at = ?, last_hook = 'SessionEnd', "
             "last_hook_at = ? WHERE session = ?",
             (now, now, session),
@@ -191,12 +198,11 @@ class SessionsMixin:
         found = [Session(*row) for row in rows]
         if include_ended:
             return found
-        oldest = time.time() - self.setting("session_idle_timeout")
+        oldest = time.time() - self.idle_timeout()
         return [s for s in found if s.state != "ended" and s.last_hook_at >= oldest]
 
     def live_sessions(self, agent: str) -> list[Session]:
-        """`agent`'s live sessions, newest first."""
-        agent = self.own(agent)  # type: ignore[attr-defined]
+        """`agent`'s (its full name) live sessions, newest first."""
         return [s for s in self.sessions() if s.agent == agent]
 
     def session_agents(self) -> set[str]:
@@ -208,7 +214,7 @@ class SessionsMixin:
 
     def record_nudge(self, session: str, outcome: str, detail: str) -> None:
         """The outcome of a nudge on its session (shown by `gc session list`)."""
-        self._update_sessions(
+        self._update(
             "UPDATE sessions SET nudged_at = ?, nudge_outcome = ?, nudge_detail = ? "
             "WHERE session = ?",
             (time.time(), outcome, detail[:500], session),

@@ -102,13 +102,11 @@ def _check_content(subject: str, body: str) -> None:
 def nudge(delivery: Delivery, names: Sequence[str], text: str, since: float) -> list[str]:
     """Nudge each of `names` now (`--notify`), unless a nudge already went out since `since`
     (the send's own items nudge idle recipients); a warning for each that could not be."""
-    from inbox.nudge import nudge_now
-
     warnings = []
     for name in dict.fromkeys(names):
         if name == "human":
             continue  # as gc: a person is not nudged
-        problem = nudge_now(delivery, name, text, since)
+        problem = delivery.nudger().nudge_now(name, text, since)
         if problem:
             warnings.append(f"{name} was not nudged: {problem}")
     return warnings

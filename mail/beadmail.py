@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 from beads.errors import NotFound
 from beads.record import MAX_TITLE_CHARS, Bead, check_agent, expect_type, shorten
 from beads.store import Store
-from inbox.follow import Change, followed_batch, open_delivery
+from inbox.commits import followed_batch, open_delivery
+from inbox.follow import Change
 from inbox.items import is_moot
 from mail.message import AlreadyArchived, Message, MessageNotFound, reply_subject
 from mail.provider import ARCHIVED, DIRECTORY, PRIORITY, Counts, Provider
@@ -209,7 +210,7 @@ class BeadMail(Provider):
 
     def _delivery_or_none(self) -> Delivery | None:
         """The delivery database for a write, kept open; None never stops a send (see
-        `inbox.follow.open_delivery`)."""
+        `inbox.commits.open_delivery`)."""
         if self._delivery is None:
             self._delivery = open_delivery(self.store)
         return self._delivery

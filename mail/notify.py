@@ -15,10 +15,10 @@ from collections.abc import Sequence
 
 from beads.errors import InvalidInput
 from beads.record import Bead
-from inbox import producers
 from inbox.delivery import Delivery
 from inbox.follow import Change, record
 from inbox.items import Item
+from inbox.producers import ProducerSet
 from mail.beadmail import MESSAGE, SETTLED_WHEN, bead_message, is_unread
 from mail.message import Message
 from mail.render import message_line
@@ -104,5 +104,7 @@ def reconcile(delivery: Delivery, agent: str) -> int:
     return len(messages)
 
 
-producers.register_deriver(MESSAGE, derive)
-producers.register_reconciler(reconcile)
+def add_to(producers: ProducerSet) -> None:
+    """Add mail's deriver (bead type `message`) and reconciler to `producers`."""
+    producers.add_deriver(MESSAGE, derive)
+    producers.add_reconciler(reconcile)

@@ -32,7 +32,7 @@ def render(recipient: str, messages: Sequence[Message]) -> str:
     as a hook would show them; "" if none."""
     from inbox.render import render as render_items
     from mail.notify import mail_item
-    from mail.section import mail_section  # noqa: F401 - registers the section, if not yet
+    from mail.section import mail_section
 
     items = []
     for message in messages:
@@ -40,7 +40,7 @@ def render(recipient: str, messages: Sequence[Message]) -> str:
             items.append(mail_item(recipient, message, in_store=False))
         except InvalidInput:  # an id no item key can hold: a hook never shows it either
             continue
-    return render_items(items)
+    return render_items(items, sections={"mail": mail_section}.get)
 
 
 FOOTER = "Run 'gc mail read <id>' for full details, or 'gc mail inbox' to see all."

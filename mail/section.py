@@ -1,7 +1,7 @@
 """How a drain shows mail items: the count, at most 3 messages, and what to run next.
 
-Registered with `inbox.producers` (declared by `gates.register_producers`), so the inbox layer
-names no mail wording; imported by a hook only when it shows mail. Each item's line was
+Added to a `ProducerSet` (`add_to`, as the program's producer set declares it), so the inbox
+layer names no mail wording; imported by a hook only when it shows mail. Each item's line was
 written by the mail producer (`mail.render.message_line`); it is previewed again here, capped.
 """
 
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from inbox import producers
 from inbox.items import Item
+from inbox.producers import ProducerSet
 from inbox.render import preview
 
 MAX_MAIL = 3
@@ -27,4 +27,6 @@ def mail_section(items: Sequence[Item]) -> list[str]:
     return lines
 
 
-producers.register_section("mail", mail_section)
+def add_to(producers: ProducerSet) -> None:
+    """Add how a drain shows mail (item type `mail`) to `producers`."""
+    producers.add_section("mail", mail_section)

@@ -20,10 +20,6 @@ from hypothesis import settings
 
 from beads.example import init_example
 from beads.store import Store
-from gc_beads.producers import default_producers
-
-# As the program does: in-process sends and drains derive items from git.
-default_producers()
 
 # Hypothesis: ~100 examples a property on a developer's run; `HYPOTHESIS_PROFILE=ci` (what
 # .ci/run sets) tries many more. A test's own `max_examples` overrides both.

@@ -254,7 +254,7 @@ def test_wait_wakes_at_the_first_look_after_another_process_pushes(store: Store)
     )
     with Delivery(store.root) as delivery:
         looks: list[bool] = []
-        look = delivery.has_pending
+        look = delivery.item_table.has_pending
 
         def look_then_push_once(agent: str) -> bool:
             found = look(agent)
@@ -263,7 +263,7 @@ def test_wait_wakes_at_the_first_look_after_another_process_pushes(store: Store)
                 subprocess.run([sys.executable, "-c", push, str(store.root)], check=True)
             return found
 
-        delivery.has_pending = look_then_push_once  # type: ignore[method-assign]
+        delivery.item_table.has_pending = look_then_push_once  # type: ignore[method-assign]
         assert delivery.wait("dog", timeout=60)
         assert looks == [False, True]  # woken by the next look, not by the timeout
         assert not delivery.wait("cat", timeout=0.1)

@@ -288,9 +288,6 @@ def test_items_of_beads_that_arrived_by_sync_say_who_and_where(
     assert a("init").returncode == 0 and a("remote", "add", "origin", url).returncode == 0
     assert a("config", "set", "--local", "delivery.nats.machine", "build-01").returncode == 0
     assert a("sync").returncode == 0 and b("clone", url).returncode == 0
-    from gc_beads.producers import default_producers
-
-    default_producers()
     drained = Delivery(tmp_path / "b" / ".beads")  # B follows its branch from here
     try:
         there = a.json("mail", "send", "dog", "-s", "From afar", "-m", "hi", "--agent", "mayor")

@@ -144,9 +144,7 @@ def test_the_heartbeat_reaps(delivery: Delivery) -> None:
 
 def test_reconcile_brings_back_lost_decision_and_gate_items(store: Store) -> None:
     from gates import beadgates, decisions
-    from gc_beads.producers import default_producers
 
-    default_producers()
     decision, _gate = decisions.create_decision(store, "Ship?", ["y", "n"])
     requester = decision.meta.get("requested_by") or decision.sender
     decisions.respond(store, decision.id, "y")
@@ -295,7 +293,6 @@ def test_default_keys_follow_the_seed_and_only_dedup_makes_a_retry_idempotent(
 def test_items_recovered_by_reconciliation_nudge_an_idle_session(gc: GcRunner) -> None:
     import sqlite3
 
-    from gc_beads.producers import default_producers
     from inbox.arrivals import announce
 
     gc("init")
@@ -309,7 +306,6 @@ def test_items_recovered_by_reconciliation_nudge_an_idle_session(gc: GcRunner) -
     root = gc.cwd / ".beads"
     with sqlite3.connect(root / ".runtime" / "delivery.sqlite3") as db:
         assert db.execute("DELETE FROM items WHERE agent = 'dog'").rowcount == 1
-    default_producers()
     announce(root)
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline and not (log.exists() and log.read_text().strip()):

@@ -154,9 +154,8 @@ class Relay:
         self.ack_wait = ack_wait
         self.log = log
         self.here = frozenset(settings.names)  # every spelling of this machine's agents
-        self.delivery = Delivery(root, config=self._config)
         # What this relay receives is for its own agents: never sent out again.
-        self.delivery._outbox = outbox.Outbox(self.here)
+        self.delivery = Delivery(root, config=self._config, outbox=outbox.Outbox(self.here))
         self._config_at = 0.0
         self._config_value: dict[str, Any] = {}
         self.stopping = asyncio.Event()
@@ -396,8 +395,6 @@ class Relay:
         """Write the items of `messages` into the delivery database in one transaction:
         plain items as a local push takes them, hints as their beads make them (trust.py).
         Returns the messages to deliver again later (hints whose bead is not here yet)."""
-        from inbox.rederive import rederive
-
         now = time.time()
         items: list[Item] = []
         groups: list[Item] = []
@@ -424,7 +421,7 @@ class Relay:
                 items.append(item)
 
         again: list[Any] = []
-        derived, refused = rederive(self.delivery, list(hints))
+        derived, refused = self.delivery.rederive(list(hints))
         items += derived
         for refusal in refused:
             msg = hints[(refusal.agent, refusal.key)]

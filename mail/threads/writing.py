@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 from beads import events
 from beads.record import Bead
 from beads.store import Batch, Store
-from inbox.follow import Change, followed_batch, open_delivery
+from inbox.commits import followed_batch, open_delivery
+from inbox.follow import Change
 from mail.threads.model import (
     MESSAGE,
     POOL,
