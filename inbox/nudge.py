@@ -82,9 +82,9 @@ class Nudger:
         except InvalidInput as exc:
             return exc.message
         if template is None:
-            return f"no nudge command (agents.{agent}.nudge in config.yaml)"
+            return f"it has no nudge command; set agents.{agent}.nudge in config.yaml"
         if not any(s.state == "idle" for s in self._live(agent)):
-            return "no idle session (a busy one sees its mail at its next prompt)"
+            return "it has no idle session, and a busy one sees its mail at its next prompt"
         self.nudge(agent, text, since=since)
         return None
 
