@@ -17,6 +17,7 @@ import re
 
 from beads.errors import InvalidInput, NotFound
 from beads.files import SHARED_VALUES
+from beads.git.refs import STALE_LOCK_SECONDS
 from beads.ids import check_prefix
 from beads.record import AGENT_RE, DEFAULT_MAX_BODY_BYTES, MAX_INT, check_text, shown
 
@@ -27,9 +28,8 @@ if TYPE_CHECKING:
 
 FORMAT = 1
 CONFIG_PATH = "config.yaml"
-# A git lock file (`*.lock` under .git) older than this many seconds, found by a writer that
+# A git lock file (`*.lock` under .git) older than STALE_LOCK_SECONDS, found by a writer that
 # holds the write lock, was left by a dead writer and is removed (`store.stale_lock_seconds`).
-STALE_LOCK_SECONDS = 5
 
 _DEFAULTS: dict[str, Any] = {
     "format": FORMAT,

@@ -15,7 +15,7 @@ REF_POINTS = ("ref-locked", "ref-written")
 # Writing a pack (halfway through its objects; before its `.idx`), and packing loose objects
 # (the pack in place, the loose copies not yet deleted).
 PACK_POINTS = ("mid-pack", "before-idx", "loose-packed")
-# Merging packs (`beads/repack.py`): halfway through the entries; the pack in place, its
+# Merging packs (`beads/git/maintenance.py`): halfway through the entries; the pack in place, its
 # `.idx` not yet; both in place, nothing removed; the first old pack removed.
 REPACK_POINTS = ("repack-mid", "repack-before-idx", "repack-written", "repack-mid-remove")
 # `Store.init`: the repository half built under its temporary name; renamed into place but

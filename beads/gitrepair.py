@@ -12,8 +12,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from beads import files
-from beads.gitobjects import read_loose
-from beads.gitrefs import GC_LOCK_MTIME, lock_age
+from beads.git.objects import loose_ids, loose_path, read_loose
+from beads.git.refs import GC_LOCK_MTIME, lock_age
 from beads.initstore import remove_dead_builds
 from beads.problems import Problem, Report, remove_file, shown_path
 from beads.reader import BRANCH, branch_problem, is_sha
@@ -38,7 +38,7 @@ def clear_stale_files(store: Store, report: Report) -> None:
         age = _age_once_stale(lock, stale_after)
         if age is None:
             continue
-        dated_by_gc = time.time() - age < GC_LOCK_MTIME + 1  # see gitrefs.GC_LOCK_MTIME
+        dated_by_gc = time.time() - age < GC_LOCK_MTIME + 1  # see beads.git.refs.GC_LOCK_MTIME
         writer = "a killed gc writer" if dated_by_gc else f"a writer gone for {age:.0f}s"
         if remove_file(lock):
             report.problems.append(
@@ -46,7 +46,8 @@ def clear_stale_files(store: Store, report: Report) -> None:
                     "stale_lock", shown_path(store, lock), f"a lock left by {writer}; removed", True
                 )
             )
-    _clear_old_temp_files(store, report, git_dir.glob("objects/**/tmp_*"))
+    # git's `tmp_obj_*` and `tmp_pack_*`, dulwich's `tmp*.pack` (a pack it had not finished).
+    _clear_old_temp_files(store, report, git_dir.glob("objects/**/tmp*"))
     for pack in sorted(git_dir.glob("objects/pack/pack-*.pack")):
         # A pack counts once its `.idx` exists, and the `.idx` is written last: one without
         # it is a dead writer's, unless a push is between the two (milliseconds).
@@ -182,11 +183,11 @@ def check_loose_objects(store: Store, report: Report) -> None:
     power cut, a disk fault) and
     repair those whose content exists elsewhere: in a pack, or as a view file."""
     git = store.git
-    objects = git.objects
-    for sha in list(objects._iter_loose_objects()):
-        if read_loose(objects.path, sha) is not None:
+    objects_dir = str(git.git_dir / "objects")
+    for sha in list(loose_ids(objects_dir)):
+        if read_loose(objects_dir, sha) is not None:
             continue
-        path = Path(objects._get_shafile_path(sha))
+        path = Path(loose_path(objects_dir, sha))
         shown = shown_path(store, path)
         # Moved aside: an unreadable file hides any good copy and blocks rewriting it.
         aside = store.runtime / "corrupt-objects" / sha.decode()
@@ -195,7 +196,7 @@ def check_loose_objects(store: Store, report: Report) -> None:
             os.replace(path, aside)
         except FileNotFoundError:
             continue  # packed meanwhile by the background repack
-        if sha in objects:
+        if git.has_object(sha):
             message, fixed = "unreadable; moved aside (a pack holds the object)", True
         else:
             fixed = _restore_blob_from_view(store, sha)
@@ -215,7 +216,7 @@ def _restore_blob_from_view(store: Store, sha: bytes) -> bool:
     data = store.view.read(path) if path is not None else None
     if data is None or git_blob_sha(data) != sha:
         return False
-    store.git.objects.add_object(Blob.from_string(data))
+    store.git.add_loose(Blob.from_string(data))
     return True
 
 

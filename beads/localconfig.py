@@ -369,6 +369,16 @@ def machine_name(local: dict[str, str]) -> str:
     return host if MACHINE_RE.fullmatch(host) else "machine"
 
 
+def committer(git_dir: Path) -> bytes:
+    """This machine as the committer of the commits made in the store at `git_dir`:
+    `<machine name> <<machine id>@gc-beads>`, so a commit that arrived by sync says where
+    it was made (`GitRepo` asks for it on its first commit)."""
+    from beads.autosync import read_local
+
+    name = machine_name(read_local(git_dir))
+    return f"{name} <{machine_id(git_dir)}@gc-beads>".encode()
+
+
 def machine_id(git_dir: Path) -> str:
     """This clone's machine id (`machine.id`), made on first use: random, machine-local
     (the store's git config, never synced). Host names repeat (cloned VMs, containers); the

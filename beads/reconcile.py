@@ -19,7 +19,7 @@ from beads.ids import parse_bead_path
 from beads.view import git_blob_sha
 
 if TYPE_CHECKING:
-    from beads.gitrepo import GitRepo
+    from beads.git import GitRepo
     from beads.index import Index
     from beads.record import Bead
     from beads.view import View

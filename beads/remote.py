@@ -27,7 +27,7 @@ from beads.record import shown
 if TYPE_CHECKING:
     from dulwich.client import GitClient
 
-    from beads.gitrepo import GitRepo
+    from beads.git import GitRepo
 
 # Seconds of clock difference between machines a history walk allows for (`only_in`): one
 # machine's commits are never older than their parents, and 1 s covers commits of a second.

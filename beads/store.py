@@ -33,7 +33,7 @@ from beads.view import View
 if TYPE_CHECKING:
     import filelock
 
-    from beads.gitrepo import GitRepo, LogEntry
+    from beads.git import GitRepo, LogEntry
 
 LOCK_TIMEOUT = 30.0
 # filelock's 50 ms default poll would stall bursts of writers; a few ms keeps them moving.
@@ -116,10 +116,11 @@ class Store:
         """The git repository, opened on first use: reads that a fresh index serves never
         load dulwich (the branch head comes from the ref file)."""
         if self._git is None:
-            from beads.gitrepo import GitRepo
+            from beads.git import GitRepo
+            from beads.localconfig import committer
 
             stale = self.config["store"]["stale_lock_seconds"]
-            self._git = GitRepo(self.root / ".git", stale_lock_seconds=stale)
+            self._git = GitRepo(self.root / ".git", stale_lock_seconds=stale, committer=committer)
         return self._git
 
     def __enter__(self) -> Store:

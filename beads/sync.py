@@ -23,11 +23,17 @@ from typing import TYPE_CHECKING, Any
 
 from beads.errors import Conflict, GcError, InvalidInput, NotFound
 from beads.localconfig import DEFAULT_REMOTE, add_remote, remote_url, tracking_ref
-from beads.location import INIT_PREFIX, check_not_foreign, is_store, store_dir_for
+from beads.location import (
+    INIT_PREFIX,
+    MARKER_SECTION,
+    check_not_foreign,
+    is_store,
+    store_dir_for,
+)
 from beads.remote import check_remote_store, fetch, object_limit, only_in, push
 
 if TYPE_CHECKING:
-    from beads.gitrepo import GitRepo
+    from beads.git import GitRepo
     from beads.store import Store
 
 RETRIES = 6
@@ -290,8 +296,9 @@ def clone(url: str, path: str | Path, *, agent: str | None = None) -> Path:
     """Make a store under `path` from the store at `url`; returns its root. Built under a
     temporary name and renamed into place, as `gc init` does: a failed clone leaves nothing."""
     from beads import approvals
-    from beads.gitrepo import init_bare
+    from beads.git import init_bare
     from beads.initstore import _exclude, _remove_tree
+    from beads.localconfig import committer
     from beads.receivehook import install as install_hook
     from beads.record import DEFAULT_MAX_BODY_BYTES, acting_agent
 
@@ -309,7 +316,7 @@ def clone(url: str, path: str | Path, *, agent: str | None = None) -> Path:
     building = root / f"{INIT_PREFIX}{os.getpid()}"
     _remove_tree(building)
     try:
-        git = init_bare(building)
+        git = init_bare(building, marker=MARKER_SECTION, committer=committer)
         install_hook(building)
         try:
             head = fetch(git, url, [], max_object=object_limit(DEFAULT_MAX_BODY_BYTES))

@@ -34,7 +34,7 @@ from inbox import producers
 
 TYPE_CHECKING = False  # importing typing costs a hook ~7 ms
 if TYPE_CHECKING:
-    from beads.gitrepo import GitRepo
+    from beads.git import GitRepo
     from beads.store import Batch, Store
     from inbox.delivery import Delivery
     from inbox.items import Item
@@ -210,7 +210,7 @@ def _derives_nothing(delivery: Delivery, mark: bytes, head: bytes) -> bool:
 
 def _catch_up(delivery: Delivery, mark: bytes) -> int:
     from beads.codec import load_bead
-    from beads.gitrepo import GitRepo
+    from beads.git import GitRepo
     from beads.ids import parse_bead_path
     from beads.reader import IndexReader
 
