@@ -340,6 +340,23 @@ def test_the_library_keeps_its_own_files_private(tmp_path: Path, umask_022) -> N
     assert not ours
 
 
+def test_a_loose_object_the_library_writes_is_readable_by_its_owner_alone(
+    tmp_path: Path, umask_022
+) -> None:
+    from beads.store import Store
+
+    with Store.init(tmp_path)[0] as store:
+        for number in range(3):
+            store.create("message", f"hi {number}", "secret")
+    objects = tmp_path / ".beads" / ".git" / "objects"
+    loose = {
+        str(path.relative_to(objects)): stat.S_IMODE(path.stat().st_mode)
+        for path in objects.glob("[0-9a-f][0-9a-f]/*")
+    }
+    assert len(loose) >= 3 * 6  # each write's blob, trees and commit
+    assert {name: oct(mode) for name, mode in loose.items() if mode != 0o400} == {}
+
+
 @pytest.mark.gc_process
 def test_a_group_store_shares_with_the_group_only(gc: GcRunner, tmp_path: Path, umask_022) -> None:
     assert gc("init").returncode == 0
