@@ -88,6 +88,31 @@ def test_many_writes_keep_the_packs_geometric_and_few(store: Store) -> None:
     git("fsck", "--strict", "--no-dangling", cwd=store.root)
 
 
+def test_a_write_whose_new_pack_git_takes_in_at_once_still_succeeds(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A background `git repack` may take a new pack in, and remove it, as soon as its
+    `.idx` is there, while dulwich still reads it back: the write that made it succeeds."""
+    from dulwich.pack import Pack
+
+    batch_of(store, 25, "first")
+    check = Pack.check_length_and_checksum
+    repacked: list[str] = []
+
+    def git_repacks_first(pack: Pack) -> None:
+        if not repacked:  # the interleaving a background repack makes, made here for sure
+            git("repack", "-d", "-q", "--geometric=2", cwd=store.root)
+            repacked.append("done")
+        check(pack)
+
+    monkeypatch.setattr(Pack, "check_length_and_checksum", git_repacks_first)
+    batch_of(store, 25, "second")
+    assert repacked and len(pack_counts(store)) == 1
+    monkeypatch.undo()
+    assert len(store.list()) == 50
+    git("fsck", "--strict", "--no-dangling", cwd=store.root)
+
+
 def test_loose_objects_past_the_threshold_are_packed_in_the_background(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:

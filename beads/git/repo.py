@@ -362,7 +362,7 @@ class GitRepo(BranchRef):
         leaves no pack without its index under a pack's name). The fault points `points`
         are passed halfway through the objects and once they are all written. Returns the
         pack's path without its suffix (None for no objects)."""
-        from dulwich.pack import full_unpacked_object
+        from dulwich.pack import PackFileDisappeared, full_unpacked_object
 
         unique = list({obj.id: obj for obj in objects}.values())
         mid, written = points
@@ -374,20 +374,30 @@ class GitRepo(BranchRef):
                 yield full_unpacked_object(obj)
             fault(written)
 
-        from dulwich.pack import PackFileDisappeared
-
-        # dulwich compares the new pack with every pack it holds open before moving it in:
-        # they are dropped first, so one a background repack removed is not among them
-        # (and should one vanish meanwhile, the write is made once more).
-        self.objects.close()
-        try:
-            pack = self.objects.add_pack_data(len(unique), records())  # type: ignore[arg-type]
-        except PackFileDisappeared:
+        for attempt in range(2):
+            # dulwich compares the new pack with every pack it holds open, and reads the new
+            # one back, before it returns: the packs are dropped first, so one a background
+            # repack removed is not among them. That repack may also take in and remove the
+            # new pack itself as soon as its `.idx` is there: its objects are then in the
+            # repack's pack, which is all a write needs.
             self.objects.close()
-            pack = self.objects.add_pack_data(len(unique), records())  # type: ignore[arg-type]
+            try:
+                pack = self.objects.add_pack_data(len(unique), records())  # type: ignore[arg-type]
+                break
+            except (PackFileDisappeared, FileNotFoundError):
+                self.objects.close()
+                if all(self.has_object(obj.id) for obj in unique):
+                    return None
+                if attempt:
+                    raise StorageError(
+                        "cannot write a pack: its files vanished as it was written; retry"
+                    ) from None
         if pack is None:
             return None
-        return str(self.git_dir / "objects" / "pack" / ("pack-" + pack.name().decode()))
+        try:
+            return str(self.git_dir / "objects" / "pack" / ("pack-" + pack.name().decode()))
+        except PackFileDisappeared:  # already taken in by a background repack
+            return None
 
     def discard_commit(self, commit_id: bytes) -> None:
         """Delete the loose object of a commit whose ref update failed: the writer was told
