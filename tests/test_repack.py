@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from dulwich.objects import Blob
 
 import beads.git.maintenance as repack
 from beads import doctor
@@ -110,6 +111,35 @@ def test_a_write_whose_new_pack_git_takes_in_at_once_still_succeeds(
     assert repacked and len(pack_counts(store)) == 1
     monkeypatch.undo()
     assert len(store.list()) == 50
+    git("fsck", "--strict", "--no-dangling", cwd=store.root)
+
+
+def test_a_write_whose_object_directory_git_removes_meanwhile_still_succeeds(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`git repack` removes a fan-out directory of loose objects it emptied (prune-packed),
+    perhaps just after a writer found it there: the write makes it again."""
+    first = store.create("task", "first", "body\n")
+    store.git.pack_loose_objects()  # the fan-out directories are left empty
+    objects = store.git.git_dir / "objects"
+    real_mkdir = os.mkdir
+    removed: list[str] = []
+
+    def found_then_pruned(path: str, *args: object, **kwargs: object) -> None:
+        try:
+            real_mkdir(path, *args, **kwargs)  # type: ignore[arg-type]
+        finally:
+            parent = Path(path)
+            if not removed and parent.parent == objects and not any(parent.iterdir()):
+                parent.rmdir()  # as git's prune-packed does, between the look and the write
+                removed.append(parent.name)
+
+    monkeypatch.setattr(os, "mkdir", found_then_pruned)
+    store.git.add_loose(Blob.from_string(b"written while git prunes\n"))
+    second = store.create("task", "second", "body\n")
+    monkeypatch.undo()
+    assert removed
+    assert sorted(b.id for b in store.list()) == sorted([first.id, second.id])
     git("fsck", "--strict", "--no-dangling", cwd=store.root)
 
 

@@ -37,6 +37,8 @@ PACK_OBJECTS_AT = 64
 # lives only until the next repack, which compresses it into the pack, and a write's trees
 # (mostly 20-byte ids, 8 KiB at 256 entries) shrink by under a fifth for the time it takes.
 LOOSE_COMPRESSION = 0
+# Tries at writing one loose object (see `GitRepo.add_loose`).
+ADD_ATTEMPTS = 3
 # Who made a commit when the opener named no committer.
 DEFAULT_COMMITTER = b"gc-beads <gc-beads@localhost>"
 
@@ -337,14 +339,26 @@ class GitRepo(BranchRef):
         place, so no reader sees half an object), readable by the store's users only."""
         from dulwich.file import FileLocked
 
-        try:
-            self.objects.add_object(obj)
-        except FileLocked as exc:
-            # We hold the store's write lock: the lock file is a killed writer's (git itself
-            # writes objects under other temporary names). Removed, and the object written.
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(exc.lockfilename)
-            self.objects.add_object(obj)
+        for attempt in range(ADD_ATTEMPTS):
+            try:
+                self.objects.add_object(obj)
+                break
+            except FileLocked as exc:
+                # We hold the store's write lock: the lock file is a killed writer's (git
+                # writes objects under other temporary names). Removed, and written again.
+                if attempt == ADD_ATTEMPTS - 1:
+                    raise StorageError(
+                        f"cannot write git objects: {exc.lockfilename!s} stays locked; "
+                        "nothing was changed"
+                    ) from None
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(exc.lockfilename)
+            except FileNotFoundError:
+                # `git repack` (its prune-packed) removes a fan-out directory it emptied,
+                # perhaps between dulwich making sure it is there and writing into it: git
+                # itself makes it again and retries, and so does this.
+                if attempt == ADD_ATTEMPTS - 1:
+                    raise
         if self._chmod_needed():
             with contextlib.suppress(OSError):  # another member's object, in a group store
                 os.chmod(loose_path(str(self.objects.path), obj.id), self.object_mode())
