@@ -161,6 +161,8 @@ def main() -> None:
         load = f"load {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
         print(f"{args.rounds} rounds, alternating; {args.rebuilds} rebuilds; {load}")
         for figure in [*(name for name, _ in figures), "index rebuild"]:
+            if not all(side.times.get(figure) for side in sides):
+                continue  # not measured in this run (--rounds 0, --rebuilds 0)
             before, after = (med(side.times[figure]) for side in sides)
             ratio = after / before
             verdict = "PASS" if ratio <= TARGET else "FAIL"
