@@ -157,6 +157,23 @@ def test_loose_objects_past_the_threshold_are_packed_in_the_background(
     assert len(store.list()) == 12
 
 
+def test_a_writer_that_finds_a_repack_running_asks_it_to_look_again(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import beads.batch
+
+    monkeypatch.setattr(beads.batch, "PACK_LOOSE_AT", 30)
+    git_dir = store.git.git_dir
+    with repack.locked(git_dir):  # a repack runs: the writers leave the work to it
+        for number in range(12):
+            store.create("task", f"single {number}")
+        assert (git_dir / repack.MORE_NAME).exists()
+    repack.background(git_dir)  # the running one, planning again before it ends
+    assert not (git_dir / repack.MORE_NAME).exists()
+    assert not loose_of(store) and pack_counts(store)
+    assert len(store.list()) == 12
+
+
 def test_a_repack_running_for_one_store_does_not_hold_off_another_stores(
     store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -55,6 +55,8 @@ BACKGROUND_ROUNDS = 4
 # The background repack's niceness (0-19): it runs beside the writers it keeps fast.
 BACKGROUND_NICE = 10
 LOCK_NAME = "gc-repack"
+# Left by a writer that found a repack running and wanted more packed than it will see.
+MORE_NAME = "gc-repack-more"
 # Without git, `gc doctor --gc` searches deltas (in Python) up to this many objects; past it
 # the pack holds whole objects.
 DELTIFY_AT_MOST = 50_000
@@ -134,7 +136,9 @@ def after_write(git: GitRepo, *, loose: bool = False) -> None:
     if not loose and not rollup([pack.count for pack in packs_of(git.git_dir)]):
         return
     lock = _try_lock(git.git_dir, 0)
-    if lock is None:
+    if lock is None:  # a repack runs: it is asked to look again before it ends
+        with contextlib.suppress(OSError):
+            (git.git_dir / MORE_NAME).touch()
         return
     lock.release()  # type: ignore[attr-defined]
     spawn(git.git_dir)
@@ -174,15 +178,26 @@ def background(git_dir: Path) -> None:
     if lock is None:
         return
     try:
+        _take_request(git_dir)  # this run sees what is there now
         for _round in range(BACKGROUND_ROUNDS):
             geometric(git_dir)
             # Writers that added packs or crossed their threshold meanwhile left the work to
             # this run (the lock was held): it plans again before it ends.
+            asked = _take_request(git_dir)
             packs = [pack.count for pack in packs_of(git_dir)]
-            if count_loose(git_dir) < LOOSE_LEFT_OVER and not rollup(packs):
+            if not asked and count_loose(git_dir) < LOOSE_LEFT_OVER and not rollup(packs):
                 return
     finally:
         lock.release()  # type: ignore[attr-defined]
+
+
+def _take_request(git_dir: Path) -> bool:
+    """Whether a writer asked this run to look again (and the request, now taken)."""
+    try:
+        (git_dir / MORE_NAME).unlink()
+    except OSError:
+        return False
+    return True
 
 
 def geometric(git_dir: Path) -> None:
