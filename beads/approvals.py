@@ -26,6 +26,20 @@ FORMAT = 1
 MAX_LOG = 200  # the oldest entries go first; the first-run entry is always kept
 MAX_NAME = 200  # a file name longer than this is cut and given a checksum of the whole path
 MAX_FILE = 4 * 1024 * 1024  # an approval file larger than this is damage, not approvals
+MAX_VALUE = 64 * 1024  # an approved key and value encoded larger than this is not recorded
+MAX_APPROVED = 1024 * 1024  # the approved values of one store, encoded, at most
+MAX_LOGGED = 1024  # a value in a log entry encoded larger than this is logged by its size
+MAX_CHANGES = 100  # the changes one log entry lists at most
+
+
+class Damaged(Exception):
+    """An approval file that exists but cannot be taken for approvals (unreadable, too
+    large, damaged, another store's): never a first run, the caller fails closed."""
+
+    def __init__(self, path: str, why: str) -> None:
+        super().__init__(f"{path}: {why}")
+        self.path = path
+        self.why = why
 
 
 def trust_dir() -> str:
@@ -64,30 +78,49 @@ def approval_path(root: str | os.PathLike[str]) -> str:
 
 def read(root: str | os.PathLike[str]) -> dict[str, Any] | None:
     """The approvals of this store (`{"store", "approved", "log"}`), or None when there is no
-    file yet (or one of another store, or damaged: the caller records anew)."""
+    file yet (a first run). `Damaged` when a file is there that cannot be read or taken for
+    this store's approvals: that is never a first run."""
     path = approval_path(root)
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
-    except OSError:
+    except FileNotFoundError:
         return None
+    except OSError as exc:
+        raise Damaged(path, exc.strerror or "cannot be opened") from None
     try:
         raw = os.read(fd, MAX_FILE + 1)
-    except OSError:
-        return None
+    except OSError as exc:
+        raise Damaged(path, exc.strerror or "cannot be read") from None
     finally:
         os.close(fd)
+    if len(raw) > MAX_FILE:
+        raise Damaged(path, f"larger than {MAX_FILE} bytes")
     try:
-        data = json.loads(raw) if len(raw) <= MAX_FILE else None
+        data = json.loads(raw)
     except ValueError:
-        return None
+        raise Damaged(path, "not valid JSON") from None
     if not (
         isinstance(data, dict)
         and data.get("store") == store_key(root)
         and isinstance(data.get("approved"), dict)
         and isinstance(data.get("log"), list)
     ):
-        return None
+        raise Damaged(path, "not the approvals of this store")
     return data
+
+
+def bounded(approved: dict[str, Any]) -> dict[str, Any]:
+    """`approved` without the values too large to record (`MAX_VALUE` each, `MAX_APPROVED`
+    in all, in key order): what is left out stays unapproved, never approved wholesale."""
+    out: dict[str, Any] = {}
+    total = 0
+    for key in sorted(approved):
+        size = _size([key, approved[key]])
+        if size > MAX_VALUE or total + size > MAX_APPROVED:
+            continue
+        out[key] = approved[key]
+        total += size
+    return out
 
 
 def stamp(root: str | os.PathLike[str]) -> tuple[int, int] | None:
@@ -121,10 +154,14 @@ def record(
                       | os.O_CLOEXEC, 0o600)  # fmt: skip
     try:
         fcntl.flock(lock_fd, fcntl.LOCK_EX)
-        current = read(root)
-        first = current is None
+        try:
+            current = read(root)
+            first = current is None
+        except Damaged:  # replaced by what a person approves now: never a first run
+            current, first = None, False
         data = current or {"format": FORMAT, "store": store_key(root), "approved": {}, "log": []}
-        if keys is None or first:
+        approved = bounded(approved)
+        if keys is None or current is None:
             data["approved"] = dict(approved)
         else:
             for key in list(data["approved"]):
@@ -135,18 +172,41 @@ def record(
             "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "how": "first run" if first else how,
             "by": _user(),
-            "changes": changes,
+            "changes": [_logged(change) for change in changes[:MAX_CHANGES]],
         }
+        if len(changes) > MAX_CHANGES:
+            entry["more_changes"] = len(changes) - MAX_CHANGES
         if commit:
             entry["commit"] = commit
         log = [*data["log"], entry]
         if len(log) > MAX_LOG:  # keep the first entry: when approvals began on this machine
             log = [log[0], *log[len(log) - MAX_LOG + 1 :]]
         data["log"] = log
-        _write(approval_path(root), json.dumps(data, indent=1, sort_keys=True).encode())
+        encoded = json.dumps(data, indent=1, sort_keys=True).encode()
+        while len(encoded) > MAX_FILE // 2 and len(data["log"]) > 2:  # bounded: never damage
+            del data["log"][1]
+            encoded = json.dumps(data, indent=1, sort_keys=True).encode()
+        _write(approval_path(root), encoded)
         return data
     finally:
         os.close(lock_fd)
+
+
+def _size(value: Any) -> int:
+    return len(json.dumps(value, ensure_ascii=False, sort_keys=True))
+
+
+def _logged(change: dict[str, Any]) -> dict[str, Any]:
+    """A change as a log entry keeps it: a large value by its size only."""
+    out = dict(change)
+    for side in ("approved", "committed"):
+        size = _size(out.get(side))
+        if size > MAX_LOGGED:
+            out[side] = f"({size} bytes, not logged)"
+    key = str(out.get("key"))
+    if len(key) > MAX_LOGGED:
+        out["key"] = key[:MAX_LOGGED] + "..."
+    return out
 
 
 def _under(key: str, keys: list[str]) -> bool:

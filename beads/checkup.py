@@ -31,7 +31,7 @@ from beads.ids import parse_bead_path
 from beads.problems import Problem, Report
 from beads.reconcile import tree_files
 from beads.store import Store
-from beads.trust import notice
+from beads.trust import notices
 from beads.view import git_blob_sha
 from beads.viewscan import ViewScan
 
@@ -194,10 +194,15 @@ def _check_index(store: Store, tree: dict[str, bytes], report: Report, *, rebuil
     for key, problem in config_problems(store.committed_config):
         fix = f"{key} {problem}; set it again with gc config set {key} VALUE"
         report.problems.append(Problem("config", CONFIG_PATH, fix))
-    # Guarded settings that changed and wait for a person here: told, not a fault of the store.
-    waiting = notice(getattr(store.config, "held", None) or {})
-    if waiting:
-        report.notices.append(waiting.removeprefix("gc: "))
+    # A guarded setting of a type no reader can use: ignored (its default is in force).
+    in_force = store.config
+    for key in getattr(in_force, "ignored", None) or []:
+        why = f"{key} has the wrong type and is ignored; set it again with gc config set {key}"
+        report.problems.append(Problem("config", CONFIG_PATH, why))
+    # Guarded settings that wait for a person here, or an approval file that cannot be read:
+    # told, not a fault of the store.
+    for line in notices(in_force, types=False):
+        report.notices.append(line.removeprefix("gc: "))
 
 
 class _ViewScan:

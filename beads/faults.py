@@ -24,6 +24,8 @@ INIT_POINTS = ("mid-init", "init-renamed")
 # Catching up with commits made elsewhere: the index brought forward, the view not yet; the
 # view halfway (`Store.sync`); notifications derived, not yet recorded (`inbox/follow.py`).
 CATCH_UP_POINTS = ("caught-up-index", "mid-view-catch-up", "follow-derived")
+# A fetch storing what it received as loose objects: half of them written.
+FETCH_POINTS = ("fetch-half-stored",)
 _ARMED = os.environ.get("GC_FAULT_POINT")
 
 

@@ -64,7 +64,10 @@ class _Stream:
                     data = inflater.unconsumed_tail
         except zlib.error as exc:
             raise _Damaged(f"an object does not inflate: {exc}") from None
-        self.buffer = inflater.unused_data + data
+        # At the stream's end every input byte past it is in `unused_data`; CPython may
+        # leave the same bytes in `unconsumed_tail` too (when the end came inside a call
+        # limited by `max_length`), so the tail is never added to it.
+        self.buffer = inflater.unused_data
         return head
 
 
@@ -124,19 +127,36 @@ def too_large(what: str, size: int, limit: int) -> InvalidInput:
     )
 
 
-def check_pack(file: BinaryIO, limit: int, what: str, *, id_length: int = 20) -> None:
+def check_pack(
+    file: BinaryIO,
+    limit: int,
+    what: str,
+    *,
+    id_length: int = 20,
+    max_total: int | None = None,
+    total_name: str = "",
+) -> None:
     """Refuse (InvalidInput) a pack holding an object, or a delta making one, larger than
-    `limit` bytes; StorageError for bytes that are not a pack. Reads `file` from its start;
-    an entry's data is only inflated once its header passed (a delta's, to read its sizes
-    and to step over it)."""
+    `limit` bytes, or (with `max_total`) whose objects together inflate to more than
+    `max_total` bytes (`total_name` names that limit); StorageError for bytes that are not
+    a pack. Reads `file` from its start; an entry's data is only inflated once its header
+    passed (a delta's, to read its sizes and to step over it)."""
     file.seek(0)
     stream = _Stream(file)
+    total = 0
     try:
         header = stream.take(12)
         if header[:4] != b"PACK" or int.from_bytes(header[4:8], "big") not in (2, 3):
             raise _Damaged("no pack header")
         for _ in range(int.from_bytes(header[8:12], "big")):
-            _kind, _size, target = _entry(stream, id_length, limit, what)
+            _kind, size, target = _entry(stream, id_length, limit, what)
+            # Sizes from headers: dulwich checks each object inflates to its header's size.
+            total += size if target is None else target
+            if max_total is not None and total > max_total:
+                raise InvalidInput(
+                    f"{what} sent objects that inflate to more than {max_total} bytes in one "
+                    f"fetch ({total_name}); nothing was merged"
+                )
             if target is None:  # a whole object within the limit: step over its data
                 stream.inflate_head(0)
     except _Damaged as exc:

@@ -16,6 +16,7 @@ import re
 
 from beads.errors import InvalidInput
 from beads.ids import check_id
+from beads.limits import DEFAULT_MAX_BODY_BYTES
 
 TYPE_CHECKING = False  # typing costs hooks ~7 ms to import; annotations are strings anyway
 if TYPE_CHECKING:
@@ -31,7 +32,6 @@ TIME_RE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0
 RESERVED_AGENTS = frozenset({"all"})
 STATUSES = ("open", "closed")
 MAX_TITLE_CHARS = 500
-DEFAULT_MAX_BODY_BYTES = 1024 * 1024
 MAX_LIST_ITEMS = 100  # labels, cc
 # Meta is bounded like the body: at most this many values (keys, items, scalars), their text
 # at most store.max_body_bytes, integers within 64 bits (what sqlite and JSON readers take).

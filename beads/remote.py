@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from beads.config import CONFIG_PATH, parse_config
 from beads.deadline import deadline, is_timeout, timed_out
 from beads.errors import GcError, InvalidInput, NotFound, StorageError
+from beads.faults import fault
 from beads.localconfig import DEFAULT_MAX_FETCH_BYTES, DEFAULT_TIMEOUT, local_settings
 from beads.reader import BRANCH, is_sha
 from beads.record import shown
@@ -36,6 +37,16 @@ SKEW_SLACK = 5
 # holds its body and the rest of its fields), plus this much, before it is refused.
 OBJECT_LIMIT_FACTOR = 4
 OBJECT_LIMIT_SLACK = 64 * 1024
+# What the objects of one fetch may inflate to, in all: this many times
+# `sync.max_fetch_bytes` (a store's history deflates well: each commit rewrites a few trees
+# of 256 entries, sent as small deltas).
+INFLATED_FACTOR = 4
+INFLATED_NAME = f"{INFLATED_FACTOR} x sync.max_fetch_bytes"
+# The most refs a remote may list: a store's remote needs only refs/heads/main.
+MAX_REFS = 10_000
+# A fetch writes its blobs and trees in batches of about this many bytes as it inflates
+# them, so what it holds stays near this, whatever the pack inflates to.
+STORE_BATCH_BYTES = 8 * 1024 * 1024
 
 
 def object_limit(max_body_bytes: int) -> int:
@@ -86,6 +97,12 @@ def transport_error(url: str, exc: BaseException, timeout: float | None = None) 
 
     if timeout is not None and is_timeout(exc):
         return timed_out(url, timeout)
+    if isinstance(exc, KeyError) and exc.args and isinstance(exc.args[0], bytes):
+        missing = exc.args[0].decode(errors="replace")  # an object id the remote's tree names
+        return StorageError(
+            f"the remote {url} cannot send object {missing}, which its own history names: "
+            "its repository is damaged (git fsck there); nothing was merged"
+        )
     text = " ".join(str(exc).split()) or type(exc).__name__
     if isinstance(exc, NotGitRepository | FileNotFoundError) or "not found" in text.lower():
         return NotFound(f"no git repository at {url}: {text}")
@@ -147,10 +164,12 @@ def _fetch(
         if received.tell():
             from beads.packcheck import check_pack
 
-            check_pack(received, max_object, f"the remote {url}")
+            max_total = INFLATED_FACTOR * max_fetch
+            what = f"the remote {url}"
+            check_pack(received, max_object, what, max_total=max_total, total_name=INFLATED_NAME)
             received.seek(0, 2)
             with locked() if locked is not None else contextlib.nullcontext():
-                _store_pack(git, received, url, thin)
+                _store_pack(git, received, url, thin, max_total)
     # The refs `wants` saw are those the pack was made for: dulwich's local client reads the
     # refs again after packing, when a push may have moved the branch to a commit not sent.
     refs = {k: v for k, v in (seen or result_refs or {}).items() if v is not None}
@@ -185,6 +204,11 @@ def _receive(
     size = [0]
 
     def wants(refs: dict[bytes, bytes], depth: int | None = None) -> list[bytes]:
+        if len(refs) > MAX_REFS:  # only main is read: a flood of tags is no store's
+            raise InvalidInput(
+                f"the remote {url} lists {len(refs)} refs, over the {MAX_REFS} a store's "
+                "remote may list (only refs/heads/main is read); nothing was merged"
+            )
         seen.update(refs)
         sha = refs.get(BRANCH.encode())
         return [sha] if sha is not None and not git.has_object(sha) else []
@@ -220,12 +244,19 @@ def _receive(
         raise transport_error(url, exc, timeout) from None
 
 
-def _store_pack(git: GitRepo, received: Any, url: str, thin: bool = True) -> None:
+def _store_pack(
+    git: GitRepo, received: Any, url: str, thin: bool = True, max_total: int | None = None
+) -> None:
     """Unpack a received pack (deltas resolved against its own objects or ours) into the
-    store's objects."""
+    store's objects, streaming: blobs and trees are written as they are inflated, a batch of
+    at most `STORE_BATCH_BYTES` at a time (unreachable and harmless until a commit names
+    them); only the commits (and tags) are kept, then written last, parents first
+    (`referenced_first`). At most `max_total` bytes are inflated (InvalidInput past it)."""
     from dulwich.object_format import DEFAULT_OBJECT_FORMAT
     from dulwich.objects import sha_to_hex
     from dulwich.pack import PackData, PackInflater, UnresolvedDeltas
+
+    from beads.git.repo import PACK_OBJECTS_AT
 
     def base(sha: bytes) -> tuple[int, list[bytes]]:
         # dulwich names an external base by its binary id, and takes a KeyError as "not
@@ -238,16 +269,68 @@ def _store_pack(git: GitRepo, received: Any, url: str, thin: bool = True) -> Non
 
     size = received.tell()
     received.seek(0)
+    batch: list[Any] = []  # blobs and trees not written yet
+    batch_bytes = inflated = 0
+    last: list[Any] = []  # commits and tags: written once everything they name is
     try:
         data = PackData.from_file(received, DEFAULT_OBJECT_FORMAT, size)
-        objects = list(PackInflater.for_pack_data(data, resolve_ext_ref=base))
+        for obj in PackInflater.for_pack_data(data, resolve_ext_ref=base):
+            raw_size = obj.raw_length()
+            inflated += raw_size
+            if max_total is not None and inflated > max_total:
+                raise InvalidInput(
+                    f"the remote {url} sent objects that inflate to more than {max_total} "
+                    f"bytes in one fetch ({INFLATED_NAME}); nothing was merged"
+                )
+            if git.has_object(obj.id):
+                continue
+            if obj.type_name in (b"commit", b"tag"):
+                last.append(obj)
+                continue
+            batch.append(obj)
+            batch_bytes += raw_size
+            if batch_bytes >= STORE_BATCH_BYTES:
+                git.store_objects(batch)
+                batch, batch_bytes = [], 0
     except UnresolvedDeltas:
         if thin:
             raise _UnresolvedBase() from None
         raise StorageError(f"the remote {url} sent deltas on objects it did not send") from None
+    except GcError:
+        raise
     except Exception as exc:  # a damaged or truncated pack: dulwich raises several kinds
         raise StorageError(f"the remote {url} sent a pack that does not read: {exc}") from None
-    git.store_objects([obj for obj in objects if not git.has_object(obj.id)])
+    ordered = batch + referenced_first(last)
+    if len(ordered) >= PACK_OBJECTS_AT:
+        git.store_objects(ordered)  # one pack, its index last: all or nothing
+        return
+    half = len(ordered) // 2  # loose, one by one: a kill can fall between any two
+    git.store_objects(ordered[:half])
+    fault("fetch-half-stored")
+    git.store_objects(ordered[half:])
+
+
+def referenced_first(objects: list[Any]) -> list[Any]:
+    """`objects` in an order where each comes after what it names: blobs and trees before
+    any commit, a commit after its parents. Written loose one by one, a fetch killed midway
+    then leaves no commit without its tree or its parents: the next fetch, which asks for
+    the remote's commit only when it is missing here, sends everything again."""
+    commits = {obj.id: obj for obj in objects if obj.type_name == b"commit"}
+    ordered = [obj for obj in objects if obj.type_name not in (b"commit", b"tag")]
+    placed: set[bytes] = set()
+    for start in commits:
+        stack = [(start, False)]
+        while stack:  # depth first, parents before children, without recursion
+            sha, parents_done = stack.pop()
+            if sha in placed:
+                continue
+            if parents_done:
+                placed.add(sha)
+                ordered.append(commits[sha])
+                continue
+            stack.append((sha, True))
+            stack += [(p, False) for p in commits[sha].parents if p in commits and p not in placed]
+    return ordered + [obj for obj in objects if obj.type_name == b"tag"]
 
 
 def check_remote_store(git: GitRepo, head: bytes, url: str, prefix: str | None) -> None:

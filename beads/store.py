@@ -17,7 +17,14 @@ from typing import TYPE_CHECKING, Any
 from beads import files
 from beads.autosync import after_write
 from beads.batch import Batch
-from beads.config import CONFIG_PATH, FORMAT, check_config, parse_config, view_policy
+from beads.config import (
+    CONFIG_PATH,
+    FORMAT,
+    check_config,
+    default_config,
+    parse_config,
+    view_policy,
+)
 from beads.errors import Conflict, InvalidInput, NotFound, StorageError
 from beads.faults import fault
 from beads.ids import ID_RE, check_id_prefix
@@ -104,6 +111,10 @@ class Store:
         commit (`config.yaml`) is in, so a crash never leaves a half-made store.
         """
         root, created = create_store(path, prefix=prefix, agent=agent, config=config)
+        if created:  # the settings it was made with are this machine's own: the first run
+            from beads.trust import first_run
+
+            first_run(root, check_config(config if config is not None else default_config()))
         return cls(root, agent=agent), created
 
     def close(self) -> None:

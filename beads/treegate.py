@@ -135,7 +135,8 @@ class _Checker:
         self.trees: dict[bytes, list[tuple[bytes, bytes, bytes]] | str] = {}
         self.commits: dict[bytes, tuple[int, bytes, list[bytes]] | str] = {}
 
-    def _read(self, sha: bytes) -> tuple[int, bytes] | None:
+    def read(self, sha: bytes) -> tuple[int, bytes] | None:
+        """The type and bytes of object `sha`, or None when it is absent or unreadable."""
         try:
             return self.objects.get_raw(sha)
         except Exception:  # absent or unreadable: dulwich raises several kinds
@@ -145,7 +146,7 @@ class _Checker:
         """`(time, tree, parents)` of a commit, or why it cannot be read."""
         found = self.commits.get(sha)
         if found is None:
-            found = self.commits[sha] = _parse_commit(self._read(sha))
+            found = self.commits[sha] = _parse_commit(self.read(sha))
         return found
 
     def commit_time(self, sha: bytes) -> int:
@@ -156,7 +157,7 @@ class _Checker:
         """A tree's entries `(mode, name, hex sha)` in order, or why it cannot be read."""
         found = self.trees.get(sha)
         if found is None:
-            raw = self._read(sha)
+            raw = self.read(sha)
             if raw is None:
                 found = "its tree object is missing"
             elif raw[0] != TREE:
@@ -228,7 +229,7 @@ class _Checker:
                 subs = [self._child(old, name) for old in olds]
                 self._walk(sha, [s for s in subs if s is not None], path, out)
             else:
-                raw = self._read(sha)
+                raw = self.read(sha)
                 if raw is None:
                     out.append((_shown(path), "its object is missing"))
                 elif raw[0] != BLOB:
@@ -331,24 +332,51 @@ def _parse_tree(raw: bytes) -> list[tuple[bytes, bytes, bytes]] | str:
 
 
 def _parse_commit(raw: tuple[int, bytes] | None) -> tuple[int, bytes, list[bytes]] | str:
-    """`(commit time, tree, parents)` from a commit's header, or why it is not a commit."""
+    """`(commit time, tree, parents)` from a commit's header, or why it is not a commit.
+
+    Only a header in git's canonical order is taken: `tree`, the `parent` lines, `author`,
+    `committer`, then other headers (`encoding`, `gpgsig`, `mergetag`...). git and dulwich
+    take as parents only the `parent` lines right after `tree`; a `parent` placed elsewhere
+    would be a parent to a reader that takes every one and none to git, so the commit
+    would be checked against a tree git never diffs it with: such a commit is refused."""
     if raw is None:
         return "the commit object is missing"
     if raw[0] != COMMIT:
         return "not a commit object"
     header = raw[1].split(b"\n\n", 1)[0].split(b"\n")
     tree, parents, when = b"", [], 0
+    last = b""  # the key of the header line before (continuation lines excluded)
     for line in header:
+        if line.startswith(b" "):
+            if not last:
+                return "a damaged commit object"
+            continue  # a continuation of the header before (a signature, a merge tag)
         key, _, value = line.partition(b" ")
-        if key == b"tree" and not tree:
+        if key == b"tree" and last == b"":
             tree = value
-        elif key == b"parent":
+        elif key == b"parent" and last in (b"tree", b"parent"):
             parents.append(value)
-        elif key == b"committer":
+        elif key == b"author" and last in (b"tree", b"parent"):
+            pass
+        elif key == b"committer" and last == b"author":
             try:
                 when = int(value.rsplit(b" ", 2)[-2])
             except (ValueError, IndexError):
                 when = 0
+        elif key in (b"tree", b"parent", b"author", b"committer") or last in (
+            b"",
+            b"tree",
+            b"parent",
+            b"author",
+        ):
+            shown_key = key.decode("ascii", "replace")
+            return (
+                f"a commit whose header lines are out of git's order ({shown_key!r} where git "
+                "expects tree, then parents, author, committer)"
+            )
+        last = key
+    if last in (b"", b"tree", b"parent", b"author"):
+        return "a damaged commit object (no author or committer)"
     hexes = [tree, *parents]
     if not all(len(h) == 40 and re.fullmatch(rb"[0-9a-f]{40}", h) for h in hexes):
         return "a damaged commit object"
@@ -360,8 +388,12 @@ def holds_config(objects: ObjectReader, commit: bytes) -> bool:
     it): a branch without one is not a store at all, told apart from a store's history that
     breaks the layout."""
     checker = _Checker(objects)
-    parsed = checker._commit(commit)
-    if isinstance(parsed, str):
+    raw = checker.read(commit)
+    if raw is None or raw[0] != COMMIT:
         return False
-    entries = checker.tree(parsed[1])
+    # The tree as git reads it (the first line), whatever the gate then says of the rest.
+    first = raw[1].split(b"\n", 1)[0]
+    if not first.startswith(b"tree "):
+        return False
+    entries = checker.tree(first[5:])
     return isinstance(entries, list) and any(e[1] == CONFIG_PATH.encode() for e in entries)

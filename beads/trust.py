@@ -6,22 +6,31 @@ every reader of the settings goes through (`Store.config`, `IndexReader.config`,
 PreToolUse hook): it lays this machine's approved values (`beads.approvals`) over the
 committed ones, key by key, by the rule of each guarded key (GUARDED):
 
-- `program`: any change waits (`mail.provider`, `gates.gh_path`);
+- `program`: any change waits (`mail.provider`, `gates.gh_path`, and any key under `gates`
+  or under an agent that this version does not recognise: unknown is held);
 - `nudge`: a command added or changed waits, one removed goes at once (`agents.*.nudge`);
 - `gate`: a registered session gate removed, loosened (strict to soft, another event) or
-  given another check command waits; one added without a check, or made strict, goes at once;
+  given another check command or any other field waits; one added without a check, made
+  strict, or given another description goes at once;
 - `fewer`: a list where fewer is stronger (`gates.disabled`, `gates.destructive.allow`,
   `gates.sandbox.roots`): entries removed go at once, entries added wait;
 - `more`: a list where more is stronger (`gates.destructive.patterns`,
   `gates.destructive.protected_branches`): entries added go at once, entries removed wait;
 - `on`: a switch where on is stronger (`gates.require_decision`);
 - `private`: `store.shared` (group access waits; private goes at once);
-- `lower`: a bound where lower is stronger (`store.max_body_bytes`).
+- `lower`: a bound where lower is stronger (`store.max_body_bytes`), down to a floor
+  (`MIN_BODY_BYTES`): lowered below it, or raised, waits.
 
+Keys are found by walking the mapping: a gate id or an agent name is one name even when it
+holds a dot (its dotted key quotes it: `gates.session."lint.ci"`). A guarded value of a type
+no reader can use is ignored (`InForce.ignored`: the default is in force, `gc doctor` says
+so). An approval file that cannot be read (too large, damaged, unreadable) is never a first
+run: nothing is approved, the defaults are in force and the notice names the file.
 What waits keeps its approved value in force; the settings returned carry what waits
 (`InForce.held`), so the person is told (SessionStart's `systemMessage`, `gc trust`,
 `gc doctor`) and mail refuses to switch provider halfway. The first time a store is read
-here, the values then committed are recorded as approved (`gc trust --log` shows it). A
+here, the values then committed are recorded as approved, each bounded in size
+(`beads.approvals.bounded`: a larger one stays held; `gc trust --log` shows it). A
 machine-local `trust.follow_team true` takes every change as it comes (and records it).
 
 This runs in every hook: no YAML, no dulwich, a few dictionary looks.
@@ -37,24 +46,58 @@ TYPE_CHECKING = False  # importing typing costs a hook ~7 ms
 if TYPE_CHECKING:
     from typing import Any
 
-# Dotted key (`*`: any one name) -> its rule (see the module's docstring).
-GUARDED: dict[str, str] = {
+# Dotted key (`*`: any one name; `other`: any name not listed beside it) -> its rule (see the
+# module's docstring). A rule of None: recognised as harmless, not guarded. Keys are found by
+# walking the mapping (`SHAPE`), never by splitting names: a gate id or an agent name may hold
+# a dot. Under `gates` and under each agent, what is not recognised is held (`program`).
+GUARDED: dict[str, str | None] = {
     "mail.provider": "program",
     "gates.gh_path": "program",
     "agents.*.nudge": "nudge",
+    "agents.*.rig": None,
+    "agents.*.other": "program",
     "gates.session.*": "gate",
     "gates.disabled": "fewer",
     "gates.destructive.allow": "fewer",
     "gates.sandbox.roots": "fewer",
     "gates.destructive.patterns": "more",
     "gates.destructive.protected_branches": "more",
+    "gates.destructive.other": "program",
+    "gates.sandbox.other": "program",
     "gates.require_decision": "on",
+    "gates.max_stop_blocks": None,
+    "gates.stale_context_after": None,
+    "gates.other": "program",
     "store.shared": "private",
     "store.max_body_bytes": "lower",
 }
+# The shape a reader expects of each guarded section: a value of another type is ignored by
+# every reader (the default is in force) and reported by `gc doctor`.
+TYPES: dict[str, str] = {
+    "gates": "mapping",
+    "gates.session": "mapping",
+    "gates.session.*": "mapping",
+    "gates.destructive": "mapping",
+    "gates.sandbox": "mapping",
+    "gates.disabled": "names",
+    "gates.destructive.allow": "names",
+    "gates.destructive.patterns": "names",
+    "gates.destructive.protected_branches": "names",
+    "gates.sandbox.roots": "names",
+    "gates.require_decision": "flag",
+    "gates.gh_path": "text",
+    "agents": "mapping",
+    "agents.*": "mapping",
+    "agents.*.nudge": "names",
+    "mail.provider": "text",
+}
+# The smallest `store.max_body_bytes` taken from another machine without approval: a bound
+# lowered below it waits, as a raised one does (it would refuse every ordinary body).
+MIN_BODY_BYTES = 64 * 1024
 # What an absent key means, where the rule must compare it (a value equal to its default is
-# recorded as absent). `protected_branches` is the destructive gate's default (an empty list
-# means it too); `sandbox.roots` has none here (the temporary directory: compared whole).
+# recorded as absent). `protected_branches` is the destructive gate's default; an empty list
+# is recorded as itself (it removes every protected branch); `sandbox.roots` has none here
+# (the temporary directory: compared whole).
 DEFAULTS: dict[str, Any] = {
     "mail.provider": "beadmail",
     "gates.disabled": [],
@@ -67,39 +110,84 @@ DEFAULTS: dict[str, Any] = {
 FOLLOW_TEAM = "trust.follow-team"  # `trust.follow_team` as the store's git config keeps it
 _MISSING: Any = object()
 MODE_RANK = {"soft": 0, "strict": 1}
+HARMLESS_GATE_FIELDS = ("description", "mode")  # a gate's other fields are compared whole
+
+
+def _shape(patterns: Any) -> dict[str, Any]:
+    """The tree of `patterns` (dotted) for walking a config: name -> subtree or pattern."""
+    tree: dict[str, Any] = {}
+    for pattern in patterns:
+        node = tree
+        *parents, leaf = pattern.split(".")
+        for part in parents:
+            node = node.setdefault(part, {})
+        node.setdefault(leaf, pattern)
+    return tree
+
+
+SHAPE = _shape(GUARDED)
 
 
 class InForce(dict):
     """A store's settings as in force on this machine; `held` maps each guarded key whose
-    committed value waits for approval to that committed value (absent: None)."""
+    committed value waits for approval to that committed value (absent: None); `ignored`
+    names the guarded values of the wrong type (readers see the default); `damaged` is the
+    approval file that could not be read (None: read, or a first run)."""
 
     held: dict[str, Any]
+    ignored: list[str]
+    damaged: str | None
 
-    def __init__(self, settings: dict[str, Any], held: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        settings: dict[str, Any],
+        held: dict[str, Any] | None = None,
+        ignored: list[str] | None = None,
+        damaged: str | None = None,
+    ) -> None:
         super().__init__(settings)
         self.held = held or {}
+        self.ignored = ignored or []
+        self.damaged = damaged
 
 
 def in_force(root: str | os.PathLike[str], committed: dict[str, Any]) -> InForce:
     """The settings in force for the store at `root` (its `.beads/`), given those committed
     in its `config.yaml`: the one door for every reader of a guarded setting."""
+    committed, ignored = checked(committed)
     mine = snapshot(committed)
-    found = approvals.read(root)
-    if found is None:  # the first run here: what is committed now is what was in force
+    try:
+        found = approvals.read(root)
+    except approvals.Damaged as exc:  # never a first run: nothing is approved, the defaults
+        settings, held = combine(committed, {}, mine)
+        return InForce(settings, held, ignored, damaged=f"{exc.path} ({exc.why})")
+    if found is None:  # the first run here: what is committed now was in force (bounded)
+        approved = approvals.bounded(mine)
         try:
-            approvals.record(root, mine, how="first run", changes=[])
+            approvals.record(root, approved, how="first run", changes=[])
         except OSError:
             pass  # a data folder we cannot write: the next run tries again
-        return InForce(committed)
-    settings, held = combine(committed, found["approved"], mine)
-    if held and follow_team(root):
+    else:
+        approved = found["approved"]
+    settings, held = combine(committed, approved, mine)
+    if held and found is not None and follow_team(root):
         try:
-            approvals.record(root, mine, how="follow_team",
-                             changes=changes(found["approved"], mine))  # fmt: skip
+            approvals.record(root, mine, how="follow_team", changes=changes(approved, mine))
         except OSError:
             pass
-        return InForce(committed)
-    return InForce(settings, held)
+        settings, held = combine(committed, approvals.bounded(mine), mine)
+    return InForce(settings, held, ignored)
+
+
+def first_run(root: str | os.PathLike[str], committed: dict[str, Any]) -> None:
+    """Record `committed`, the settings a store was just made with here, as the first run
+    (when no approval file is there yet; bounded as every record is)."""
+    try:
+        if approvals.read(root) is None:
+            mine = approvals.bounded(snapshot(checked(committed)[0]))
+            approvals.record(root, mine, how="first run", changes=[])
+    except (approvals.Damaged, OSError):
+        pass  # in_force fails closed on a damaged file; an unwritable one is tried again
 
 
 def follow_team(root: str | os.PathLike[str]) -> bool:
@@ -112,18 +200,33 @@ def follow_team(root: str | os.PathLike[str]) -> bool:
     return value.strip().lower() in ("true", "yes", "on", "1")
 
 
+def checked(config: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """`(config, ignored)`: `config` without the guarded values of a type no reader can use
+    (`TYPES`; a name that is not text under a guarded section too), and their keys."""
+    bad: list[tuple[Any, ...]] = []
+    for parts, pattern, value in _walk(config):
+        if not isinstance(parts[-1], str) or not _typed(TYPES.get(pattern), value):
+            bad.append(parts)
+    if not bad:
+        return config, []
+    import copy
+
+    config = copy.deepcopy(config)
+    ignored = []
+    for parts in bad:
+        _put(config, parts, _MISSING)
+        ignored.append(_join(parts))
+    return config, ignored
+
+
 def snapshot(config: dict[str, Any]) -> dict[str, Any]:
-    """The guarded keys of `config`, dotted key -> value (a value equal to its default, or
-    an empty protected-branch list, is left out: absent means the default)."""
+    """The guarded keys of `config`, dotted key -> value (a value equal to its default is
+    left out: absent means the default)."""
     out: dict[str, Any] = {}
-    for pattern in GUARDED:
-        for key, value in _found(config, pattern.split("."), ""):
-            default = _default(pattern)
-            if value is None or value == default:
-                continue
-            if pattern == "gates.destructive.protected_branches" and not value:
-                continue
-            out[key] = value
+    for parts, pattern, value in _walk(config):
+        if GUARDED.get(pattern) is None or value is None or value == _default(pattern):
+            continue
+        out[_join(parts)] = value
     return out
 
 
@@ -156,7 +259,7 @@ def combine(
 
     settings = copy.deepcopy(committed)
     for key, value in chosen.items():
-        _put(settings, key, value if value is _MISSING else copy.deepcopy(value))
+        _put(settings, _split(key), value if value is _MISSING else copy.deepcopy(value))
     return settings, held
 
 
@@ -179,44 +282,108 @@ def changes(approved: dict[str, Any], committed: dict[str, Any]) -> list[dict[st
 
 
 def approve_setting(root: str | os.PathLike[str], key: str, committed: dict[str, Any]) -> bool:
-    """After a change of `config.yaml` at `key` made on this machine (`gc config set`, `gc
-    gate register`): a person's change of a guarded key is approved here as it is made; an
-    agent's (`beads.person.agent_session`) waits for `gc trust` like a synced change. True
-    when something was approved."""
+    """After `gc config set` of the dotted `key` on this machine: a person's change is
+    approved here as it is made, exactly the key written (a field of a session gate
+    approves that field, the rest of the gate stays as approved); an agent's
+    (`beads.person.agent_session`) waits for `gc trust` like a synced change. True when
+    something was approved."""
     from beads.person import agent_session
 
-    if not _touches(key) or agent_session():
+    written = key.split(".")
+    if not _touches(written) or agent_session():
         return False
-    found = approvals.read(root)
-    mine = snapshot(committed)
-    old = {k: v for k, v in (found or {}).get("approved", {}).items() if within(k, key)}
-    new = {k: v for k, v in mine.items() if within(k, key)}
-    if found is not None and old == new:
+    found = _readable(root)
+    if found is False:
         return False
-    return _approve(root, mine, [key], f"set {key} here", changes(old, new))
+    approved = (found or {}).get("approved", {})
+    mine = snapshot(checked(committed)[0])
+    new: dict[str, Any] = {}
+    for guarded in set(mine) | set(approved):
+        parts = list(_split(guarded))
+        if parts[: len(written)] == written:  # the key written holds it: written whole
+            value = mine.get(guarded, _MISSING)
+        elif written[: len(parts)] == parts:  # a field inside it was written: that field
+            value = _patched(approved.get(guarded, _MISSING), mine.get(guarded, _MISSING),
+                             [written[len(parts)]])  # fmt: skip
+        else:
+            continue
+        if value is not _MISSING:
+            new[guarded] = value
+        elif guarded in approved:
+            new[guarded] = _MISSING
+    return _approve_keys(root, approved, new, f"set {key} here")
 
 
 def approve_written(
     root: str | os.PathLike[str], before: dict[str, Any], after: dict[str, Any]
 ) -> bool:
     """After `config.yaml` was written on this machine (`Batch.set_config`) from `before` to
-    `after`: the guarded keys it changed are approved when a person wrote it; an agent's
+    `after`: what the writing changed is approved when a person wrote it, and only that (a
+    field written in a session gate held for approval leaves the gate held); an agent's
     change waits. True when something was approved."""
     from beads.person import agent_session
 
-    mine = snapshot(after)
-    diff = changes(snapshot(before), mine)
-    if not diff or agent_session():
+    if agent_session():
         return False
-    keys = [change["key"] for change in diff]
-    return _approve(root, mine, keys, f"written here: {', '.join(keys)}", diff)
+    old, mine = snapshot(checked(before)[0]), snapshot(checked(after)[0])
+    diff = changes(old, mine)
+    if not diff:
+        return False
+    found = _readable(root)
+    if found is False:
+        return False
+    approved = (found or {}).get("approved", {})
+    new: dict[str, Any] = {}
+    for change in diff:
+        key = change["key"]
+        was, now = old.get(key, _MISSING), mine.get(key, _MISSING)
+        if isinstance(was, dict) and isinstance(now, dict):
+            fields = [
+                f for f in set(was) | set(now) if was.get(f, _MISSING) != now.get(f, _MISSING)
+            ]
+            value = _patched(approved.get(key, _MISSING), now, fields)
+        else:
+            value = now  # a value written whole
+        new[key] = value
+    return _approve_keys(root, approved, new, "written here")
 
 
-def _approve(
-    root: str | os.PathLike[str], mine: dict[str, Any], keys: list[str], how: str, diff: list
-) -> bool:
+def _readable(root: str | os.PathLike[str]) -> dict[str, Any] | None | bool:
+    """The approvals (None: none yet), or False when the file is damaged (nothing is
+    approved by a write then: `gc trust` replaces the file)."""
     try:
-        approvals.record(root, mine, how=how, changes=diff, keys=keys)
+        return approvals.read(root)
+    except approvals.Damaged:
+        return False
+
+
+def _patched(approved: Any, committed: Any, fields: list[Any]) -> Any:
+    """The approved session gate (or other mapping) with only `fields` taken from the
+    committed one; _MISSING when nothing is approved to patch (the whole stays held)."""
+    if not isinstance(approved, dict) or not isinstance(committed, dict):
+        return _MISSING if not isinstance(approved, dict) else approved
+    out = dict(approved)
+    for field in fields:
+        if field in committed:
+            out[field] = committed[field]
+        else:
+            out.pop(field, None)
+    return out
+
+
+def _approve_keys(
+    root: str | os.PathLike[str], approved: dict[str, Any], new: dict[str, Any], how: str
+) -> bool:
+    """Record `new` (key -> value approved now; _MISSING: approved absent) for its keys."""
+    new = {k: v for k, v in new.items() if approved.get(k, _MISSING) != v}
+    if not new:
+        return False
+    values = {k: v for k, v in new.items() if v is not _MISSING}
+    diff = changes({k: approved[k] for k in new if k in approved}, values)
+    keys = sorted(new)
+    try:
+        approvals.record(root, values, how=f"{how}: {', '.join(keys)}", changes=diff,
+                         keys=keys)  # fmt: skip
     except OSError:
         return False  # a data folder we cannot write: the change waits, as a synced one
     return True
@@ -232,6 +399,30 @@ def notice(held: dict[str, Any]) -> str | None:
         f"on this machine ({keys}); the approved values stay in force. Review and approve "
         "them with 'gc trust' in your own terminal."
     )
+
+
+def notices(config: dict[str, Any], *, types: bool = True) -> list[str]:
+    """Every line a person is told about the guarded settings of `config` (an `InForce`):
+    a damaged approval file, values of the wrong type ignored (unless `types` is False:
+    `gc doctor` reports them as problems), settings that wait."""
+    out = []
+    damaged = getattr(config, "damaged", None)
+    if damaged:
+        out.append(
+            f"gc: the approval file {damaged} cannot be used: no guarded setting of "
+            "config.yaml is approved on this machine (the defaults are in force); review "
+            "them with 'gc trust' in your own terminal, which writes it anew."
+        )
+    ignored = getattr(config, "ignored", None)
+    if ignored and types:
+        out.append(
+            f"gc: config.yaml holds setting(s) of the wrong type, ignored (the defaults are "
+            f"in force): {', '.join(ignored)}"
+        )
+    waiting = notice(getattr(config, "held", None) or {})
+    if waiting:
+        out.append(waiting)
+    return out
 
 
 def provider_waits(config: dict[str, Any]) -> str | None:
@@ -284,15 +475,15 @@ def _decide(pattern: str, old: Any, new: Any) -> tuple[Any, bool]:
     elif rule == "lower":
         a = default if old is _MISSING else old
         b = default if new is _MISSING else new
-        if all(type(v) is int for v in (a, b)) and b <= a:
-            return new, False
+        if all(type(v) is int for v in (a, b)) and MIN_BODY_BYTES <= b <= a:
+            return new, False  # lowered, not below the floor: stronger
     return old, True  # `program`, and what no rule can judge: the approved value stays
 
 
 def _default(pattern: str) -> Any:
     """What an absent `pattern` means (_MISSING: nothing this module can compare)."""
     if pattern == "store.max_body_bytes":
-        from beads.record import DEFAULT_MAX_BODY_BYTES  # lazy: the hook never needs it
+        from beads.limits import DEFAULT_MAX_BODY_BYTES
 
         return DEFAULT_MAX_BODY_BYTES
     return DEFAULTS.get(pattern, _MISSING)
@@ -300,21 +491,23 @@ def _default(pattern: str) -> Any:
 
 def _gate(old: Any, new: Any) -> tuple[Any, bool]:
     """A registered session gate: adding one without a check, making one strict, or changing
-    its description goes at once; anything that runs another program or loosens it waits."""
+    its description goes at once; any other change (another check, hook or field: what may
+    run another program or loosen it) waits."""
     if old is _MISSING:
         if isinstance(new, dict) and not new.get("check"):
             return new, False
         return old, True
     if new is _MISSING or not (isinstance(old, dict) and isinstance(new, dict)):
         return old, True
-    same = all(old.get(k) == new.get(k) for k in ("check", "hook"))
+    fields = (set(old) | set(new)) - set(HARMLESS_GATE_FIELDS)
+    same = all(old.get(k, _MISSING) == new.get(k, _MISSING) for k in fields)
     stricter = MODE_RANK.get(new.get("mode", "soft"), -1) >= MODE_RANK.get(
         old.get("mode", "soft"), 0
     )
     return (new, False) if same and stricter else (old, True)
 
 
-# -- dotted keys -----------------------------------------------------------------------------
+# -- keys ------------------------------------------------------------------------------------
 
 
 def within(guarded: str, key: str) -> bool:
@@ -322,46 +515,110 @@ def within(guarded: str, key: str) -> bool:
     return guarded == key or guarded.startswith(key + ".") or key.startswith(guarded + ".")
 
 
-def _touches(key: str) -> bool:
-    """Whether setting the dotted `key` can change a guarded setting."""
-    parts = key.split(".")
-    for pattern in GUARDED:
-        wanted = pattern.split(".")
-        if all(w in ("*", p) for w, p in zip(wanted, parts, strict=False)):
-            return True
-    return False
-
-
-def _pattern(key: str) -> str | None:
-    parts = key.split(".")
-    for pattern in GUARDED:
-        wanted = pattern.split(".")
-        if len(wanted) != len(parts):
-            continue
-        if all(w in ("*", p) for w, p in zip(wanted, parts, strict=True)):
-            return pattern
-    return None
-
-
-def _found(node: Any, parts: list[str], prefix: str) -> list[tuple[str, Any]]:
-    if not parts:
-        return [(prefix, node)]
+def _walk(
+    node: Any, shape: dict[str, Any] | None = None, parts: tuple[Any, ...] = (), at: str = ""
+) -> list[tuple[tuple[Any, ...], str, Any]]:
+    """Every node of `node` under a guarded section, `(names, pattern, value)`, parents
+    first: mapping keys are names (a dot in one is part of the name), matched against
+    `SHAPE` by name, else `*`, else `other`."""
+    shape = SHAPE if shape is None else shape
+    out: list[tuple[tuple[Any, ...], str, Any]] = []
     if not isinstance(node, dict):
-        return []
-    head, rest = parts[0], parts[1:]
-    if head == "*":
-        names = [name for name in node if isinstance(name, str)]
-    else:
-        names = [head] if head in node else []
-    out = []
-    for name in names:
-        out += _found(node[name], rest, f"{prefix}.{name}" if prefix else name)
+        return out
+    for name, value in node.items():
+        if isinstance(name, str) and name in shape:
+            step = name
+        elif "*" in shape:
+            step = "*"
+        elif "other" in shape:
+            step = "other"
+        else:
+            continue
+        pattern = f"{at}.{step}" if at else step
+        out.append(((*parts, name), pattern, value))
+        if isinstance(shape[step], dict) and isinstance(value, dict):
+            out += _walk(value, shape[step], (*parts, name), pattern)
     return out
 
 
-def _put(config: dict[str, Any], key: str, value: Any) -> None:
-    """Set (or, for _MISSING, remove) the dotted `key` in `config` in place."""
-    *parents, leaf = key.split(".")
+def _typed(kind: str | None, value: Any) -> bool:
+    """Whether `value` has the type a reader of a guarded setting expects (None: any)."""
+    if kind is None or value is None:
+        return True
+    if kind == "mapping":
+        return isinstance(value, dict)
+    if kind == "names":
+        return isinstance(value, list) and all(isinstance(x, str) for x in value)
+    if kind == "flag":
+        return isinstance(value, bool)
+    return isinstance(value, str)  # text
+
+
+def _join(parts: tuple[Any, ...] | list[Any]) -> str:
+    """The dotted key of `parts`: a name holding a dot (or a quote, or empty) is quoted."""
+    import json
+
+    return ".".join(
+        p if p and "." not in p and not p.startswith('"') else json.dumps(p)
+        for p in map(str, parts)
+    )
+
+
+def _split(key: str) -> tuple[str, ...]:
+    """The names of a dotted key `_join` made."""
+    if '"' not in key:
+        return tuple(key.split("."))
+    import json
+
+    decoder = json.JSONDecoder()
+    parts: list[str] = []
+    at = 0
+    while at <= len(key):
+        if key.startswith('"', at):
+            try:
+                name, at = decoder.raw_decode(key, at)
+            except ValueError:
+                name, at = key[at:], len(key)
+            parts.append(str(name))
+            at += 1  # the dot after it
+        else:
+            end = key.find(".", at)
+            end = len(key) if end < 0 else end
+            parts.append(key[at:end])
+            at = end + 1
+    return tuple(parts)
+
+
+def _pattern(key: str) -> str | None:
+    """The guarded pattern a dotted key falls under (None: not a guarded key)."""
+    shape: Any = SHAPE
+    at = ""
+    for name in _split(key):
+        if not isinstance(shape, dict):
+            return None
+        step = name if name in shape else "*" if "*" in shape else "other"
+        if step not in shape:
+            return None
+        shape, at = shape[step], f"{at}.{step}" if at else step
+    return at if isinstance(shape, str) and GUARDED.get(at) else None
+
+
+def _touches(written: list[str]) -> bool:
+    """Whether setting the key of names `written` can change a guarded setting."""
+    shape: Any = SHAPE
+    for name in written:
+        if not isinstance(shape, dict):
+            return True  # inside a guarded value
+        step = name if name in shape else "*" if "*" in shape else "other"
+        if step not in shape:
+            return False
+        shape = shape[step]
+    return True
+
+
+def _put(config: dict[str, Any], parts: tuple[Any, ...], value: Any) -> None:
+    """Set (or, for _MISSING, remove) the key of names `parts` in `config` in place."""
+    *parents, leaf = parts
     node = config
     for part in parents:
         child = node.get(part)

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 from beads import files
-from beads.config import DEFAULT_VIEW, DEFAULT_VIEW_DAYS
+from beads.config import CONFIG_PATH, DEFAULT_VIEW, DEFAULT_VIEW_DAYS
 from beads.ids import parse_bead_path
 from beads.record import TIME_RE
 from beads.times import stamp_at
@@ -58,6 +58,11 @@ def _closed_at(data: bytes) -> str | None:
     if status is None or updated is None or status.group(1) != b"closed":
         return None
     return updated.group(1).decode("ascii", "replace")
+
+
+def in_layout(path: str) -> bool:
+    """Whether `path` is one the store's layout holds: `config.yaml` or a bead file."""
+    return path == CONFIG_PATH or parse_bead_path(path) is not None
 
 
 class View:
@@ -101,11 +106,11 @@ class View:
 
     def expected(self, paths: Iterable[str], index: Index) -> set[str]:
         """Which of HEAD's `paths` the view holds, judged by the index (the lock held, the
-        index up to date)."""
+        index up to date); a name outside the layout never (`write` refuses it)."""
         if self.mode == "full":
-            return set(paths)
+            return {path for path in paths if in_layout(path)}
         kept = set(index.recent_paths(self.cutoff)) if self.mode == "recent" else set()
-        return {path for path in paths if parse_bead_path(path) is None or path in kept}
+        return {path for path in paths if path == CONFIG_PATH or path in kept}
 
     def prune(self, index: Index) -> int:
         """Remove the files of beads that aged out of a `recent` view: closed, last changed
@@ -180,8 +185,11 @@ class View:
         # reads half a file, and a killed process loses nothing (the page cache survives it).
         # Directories are checked once per process (never through a link), so a batch of
         # thousands of files pays a set lookup per file.
-        if not files.contained(path):
-            return  # outside the store, or inside its .git or .runtime: never written
+        if not files.contained(path) or not in_layout(path):
+            # Outside the store, inside its .git or .runtime, or a name the store's layout
+            # does not hold (a `city.toml` would be read as the project's own file): never
+            # written, whatever HEAD's tree says.
+            return
         if self.mode != "full" and not self.keeps(path, data):
             self.remove(path)
             return

@@ -369,9 +369,9 @@ def main() -> int:
         lost_mail = 0
         ids = sorted({bead for _, bead in ledger.mail})
         for m in machines:
-            for bead in ids:
-                if gc("bead", "show", bead, "--json", cwd=m.dir).returncode != 0:
-                    lost_mail += 1
+            listed = must("bead", "list", "--type", "message", "--all", cwd=m.dir)
+            present = {bead["id"] for bead in listed.get("beads", [])}
+            lost_mail += sum(1 for bead in ids if bead not in present)
         doubles = {t: holders for t, holders in ledger.claims.items() if len(holders) > 1}
         wrong_holder = 0
         for thread, holders in ledger.claims.items():

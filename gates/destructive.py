@@ -37,14 +37,9 @@ def judge(command: str, cwd: str, settings: dict[str, Any] | None = None) -> tup
     from time import monotonic
 
     started = monotonic()
-    import re  # loaded already with json: one scan in C rather than a loop per character
-
-    if re.search("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]", command):
-        return "ask", "it holds a NUL or another control character, which the gate cannot read"
-    if len(command) > MAX_COMMAND_BYTES or len(command.encode("utf-8", "replace")) > (
-        MAX_COMMAND_BYTES
-    ):
-        return "ask", f"it is longer than the {MAX_COMMAND_BYTES // 1024} KiB the gate reads"
+    unread = unreadable(command)
+    if unread:
+        return "ask", unread
     from gates.shelljudge import Judge, Stop
 
     judging = Judge(work_tree(cwd), os.path.realpath(cwd), settings or {}, started + BUDGET)
@@ -55,6 +50,20 @@ def judge(command: str, cwd: str, settings: dict[str, Any] | None = None) -> tup
     except RecursionError:
         judging.note(2 if judging.level == 2 else 1, "it nests too deeply to read")
     return ANSWERS[judging.level], judging.reason
+
+
+def unreadable(command: str) -> str | None:
+    """Why the gate will not read `command` at all (None: it will): checked before any other
+    work, so an oversized command costs one scan."""
+    if len(command) > MAX_COMMAND_BYTES or len(command.encode("utf-8", "replace")) > (
+        MAX_COMMAND_BYTES
+    ):
+        return f"it is longer than the {MAX_COMMAND_BYTES // 1024} KiB the gate reads"
+    import re  # loaded already with json: one scan in C rather than a loop per character
+
+    if re.search("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]", command):
+        return "it holds a NUL or another control character, which the gate cannot read"
+    return None
 
 
 def work_tree(cwd: str) -> str:

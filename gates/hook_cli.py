@@ -16,13 +16,18 @@ def hook() -> None:
 
 
 @hook.command()
+@click.option(
+    "--event",
+    help="The event this entry is for (PreToolUse: any payload is judged as a tool call, and "
+    "one the gate cannot read is asked about).",
+)
 @global_options
-def run() -> None:
+def run(event: str | None) -> None:
     """Handle one Claude Code hook event (its JSON on stdin). Never fails the agent."""
-    from gates.hooks import main
+    from gates.pretool import main
 
     options = settings()
-    code = main(beads_dir=options.beads_dir, agent=options.agent, debug=options.debug)
+    code = main(beads_dir=options.beads_dir, agent=options.agent, debug=options.debug, event=event)
     if code:
         click.get_current_context().exit(code)
 

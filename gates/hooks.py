@@ -215,10 +215,10 @@ def _trust_notice(ctx: HookContext) -> str | None:
     """At SessionStart: the line telling the person that synced settings wait for them."""
     if ctx.event != "SessionStart":
         return None
-    from beads.trust import notice
+    from beads.trust import notices
 
     try:
-        return notice(getattr(ctx.config, "held", None) or {})
+        return " ".join(notices(ctx.config)) or None
     except Exception as exc:  # a notice must never cost the session its context
         log_failure(str(ctx.root), ctx.payload, exc)
         return None

@@ -2,7 +2,13 @@
 
 Idempotent: an event that already runs our command is left alone, and everything else in the
 file (other hooks, permissions, env) is kept; a file written by an older gc gains the events
-it lacks (PreToolUse, matched to the tools the gates judge). The file is replaced atomically.
+it lacks (PreToolUse, matched to the tools the gates judge), and its PreToolUse entry is
+brought up to date. The file is replaced atomically.
+
+The PreToolUse entry names its event (`gc hook run --event PreToolUse`): the hook then knows a
+payload it cannot read is a tool call, and asks about it rather than letting it by. Each
+entry carries a `timeout` (seconds) far above what the hook takes, so Claude Code never cuts
+a judgement short and goes on as if there were none.
 """
 
 from __future__ import annotations
@@ -20,10 +26,20 @@ EVENTS = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PreCompact", "Stop"
 # The tools PreToolUse runs for: the ones destructive-op and sandbox-boundary judge.
 MATCHERS = {"PreToolUse": "Bash|Write|Edit"}
 DEFAULT_COMMAND = "gc hook run"
+# Claude Code's `timeout` per entry: the gate judges within a second, a Stop chain's checks
+# within their own budget; these leave ample room over both.
+TIMEOUTS = {"PreToolUse": 30}
+TIMEOUT = 120
+
+
+def event_command(command: str, event: str) -> str:
+    """The command the entry for `event` runs (PreToolUse's names its event)."""
+    return f"{command} --event PreToolUse" if event == "PreToolUse" else command
 
 
 def install(settings_path: Path, command: str = DEFAULT_COMMAND) -> list[str]:
-    """Add `command` to each event of `settings_path`; returns the events it added."""
+    """Add `command` to each event of `settings_path`; returns the events it added or
+    brought up to date."""
     settings = _load(settings_path)
     hooks = settings.setdefault("hooks", {})
     if not isinstance(hooks, dict):
@@ -33,20 +49,32 @@ def install(settings_path: Path, command: str = DEFAULT_COMMAND) -> list[str]:
         groups = hooks.setdefault(event, [])
         if not isinstance(groups, list):
             raise InvalidInput(f"{settings_path}: hooks.{event} must be a list")
-        present = any(
-            isinstance(group, dict)
-            and any(
-                isinstance(h, dict) and h.get("command") == command
-                for h in group.get("hooks") or []
-            )
+        wanted = {
+            "type": "command",
+            "command": event_command(command, event),
+            "timeout": TIMEOUTS.get(event, TIMEOUT),
+        }
+        ours = [
+            h
             for group in groups
-        )
-        if not present:
-            group: dict[str, Any] = {"hooks": [{"type": "command", "command": command}]}
-            if event in MATCHERS:
-                group = {"matcher": MATCHERS[event], **group}
-            groups.append(group)
-            added.append(event)
+            if isinstance(group, dict) and isinstance(group.get("hooks"), list)
+            for h in group["hooks"]
+            if isinstance(h, dict) and h.get("command") in (command, wanted["command"])
+        ]
+        if ours:
+            # An older entry (no event named, no timeout) is brought up to date in place.
+            stale = [h for h in ours if h != wanted]
+            for entry in stale:
+                entry.clear()
+                entry.update(wanted)
+            if stale:
+                added.append(event)
+            continue
+        group: dict[str, Any] = {"hooks": [dict(wanted)]}
+        if event in MATCHERS:
+            group = {"matcher": MATCHERS[event], **group}
+        groups.append(group)
+        added.append(event)
     if added:
         _save(settings_path, settings)
     return added

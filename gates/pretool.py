@@ -33,27 +33,46 @@ if TYPE_CHECKING:
 WRITERS = frozenset(("rm", "mv", "cp", "touch", "mkdir", "tee", "ln", "chmod", "chown", "install"))
 FILE_TOOLS = frozenset(("Write", "Edit", "MultiEdit", "NotebookEdit"))
 MAX_INPUT_BYTES = 1024 * 1024
+# The soft sandbox-boundary gate reads commands up to this size (its split is linear but
+# slow per character); a longer one is the strict gate's alone.
+SANDBOX_MAX_BYTES = 16 * 1024
+MAX_TARGETS = 256  # write targets the sandbox gate places (it names three at most)
+PATH_MAX = 4096  # no file system takes a longer path
 
 
-def main(*, beads_dir: str | None = None, agent: str | None = None, debug: bool = False) -> int:
+def main(
+    *,
+    beads_dir: str | None = None,
+    agent: str | None = None,
+    debug: bool = False,
+    event: str | None = None,
+) -> int:
     """`gc hook run` without click: PreToolUse here, every other event in `gates.hooks`
     (which reads the same bytes). Other faults fail open (logged, exit 0); a PreToolUse the
-    destructive-op gate cannot read or judge is "ask", never silence."""
+    destructive-op gate cannot read or judge is "ask", never silence.
+
+    `event` is the event the settings entry names (`gc hook run --event PreToolUse`, as
+    `gc hook install` writes it): then any payload is judged as a tool call, and one it cannot
+    read is "ask". Without it, a payload that names PreToolUse in a spelling the hook cannot
+    trust, or carries a tool call under no known event, is "ask" too."""
     payload: Any = None
-    raw = b""
+    pretool = event == "PreToolUse"
     try:
         raw = sys.stdin.buffer.read(MAX_INPUT_BYTES + 1)
-        try:
-            payload = json.loads(raw) if len(raw) <= MAX_INPUT_BYTES else None
-        except ValueError:
-            payload = None  # gates.hooks words the error
-        if payload is None and b"PreToolUse" in raw:
-            _reply(ask_reply("the tool call is larger than the gate reads, or not JSON"))
-            return 0
-        if not (isinstance(payload, dict) and payload.get("hook_event_name") == "PreToolUse"):
-            from gates.hooks import main as run_other
+        payload = read_payload(raw)
+        if not pretool:
+            kind = event_kind(payload, raw)
+            if kind == "other":
+                from gates.hooks import main as run_other
 
-            return run_other(beads_dir=beads_dir, agent=agent, debug=debug, raw=raw)
+                return run_other(beads_dir=beads_dir, agent=agent, debug=debug, raw=raw)
+            pretool = True
+            if kind == "untrusted":
+                _reply(ask_reply(UNTRUSTED))
+                return 0
+        if not isinstance(payload, dict):
+            _reply(ask_reply(UNREADABLE))
+            return 0
         cwd = payload.get("cwd")
         root = store_dir(beads_dir, cwd if isinstance(cwd, str) and cwd else None)
         if root:
@@ -71,11 +90,57 @@ def main(*, beads_dir: str | None = None, agent: str | None = None, debug: bool 
         from gates.hooks import log_failure
 
         log_failure(beads_dir, payload if isinstance(payload, dict) else None, exc)
-        if isinstance(payload, dict) and payload.get("hook_event_name") == "PreToolUse":
+        if pretool:
             _reply(ask_reply(f"the gate failed to judge this call ({type(exc).__name__})"))
     except KeyboardInterrupt:
         return 130
     return 0
+
+
+def main_pretooluse() -> int:
+    """`gc hook run --event PreToolUse` without click (the entry `gc hook install` writes)."""
+    return main(event="PreToolUse")
+
+
+UNREADABLE = "the tool call is larger than the gate reads, or not a JSON object"
+UNTRUSTED = "the call names PreToolUse, or carries a tool call, in a form the gate cannot trust"
+# Claude Code's hook events other than PreToolUse: a payload naming one exactly is not ours.
+OTHER_EVENTS = frozenset(
+    (
+        "SessionStart", "UserPromptSubmit", "PostToolUse", "PostToolUseFailure",
+        "PermissionRequest", "Notification", "Stop", "SubagentStart", "SubagentStop",
+        "PreCompact", "SessionEnd",
+    )
+)  # fmt: skip
+
+
+def read_payload(raw: bytes) -> Any:
+    """The payload's JSON (None when it is over the size read, not JSON, or nested deeper
+    than Python's parser goes)."""
+    if len(raw) > MAX_INPUT_BYTES:
+        return None
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
+
+
+def event_kind(payload: Any, raw: bytes) -> str:
+    """The kind of call, for a hook run without `--event`: "pretool" (a PreToolUse call to
+    judge), "untrusted" (a tool call the hook cannot trust: answered "ask") or "other" (an
+    event for `gates.hooks`)."""
+    if not isinstance(payload, dict):
+        # Unreadable: if it might be a tool call, ask; other events fail open in gates.hooks.
+        return "untrusted" if b"pretooluse" in raw.lower() or b"tool_" in raw else "other"
+    named = payload.get("hook_event_name")
+    if named == "PreToolUse":
+        return "pretool"
+    if isinstance(named, str) and named in OTHER_EVENTS:
+        return "other"
+    spelled = "".join(c for c in str(named).lower() if c.isalnum())
+    if "pretool" in spelled or "tool_name" in payload or "tool_input" in payload:
+        return "untrusted"
+    return "other"
 
 
 def _reply(reply: dict[str, Any]) -> None:
@@ -108,7 +173,7 @@ def pre_tool_use(payload: dict[str, Any], root: str | None, config: dict[str, An
     """The reply to a PreToolUse event (None: no decision, Claude Code's own rules apply)."""
     settings = config.get("gates") or {}
     settings = settings if isinstance(settings, dict) else {}
-    disabled = set(settings.get("disabled") or ())
+    disabled = _names(settings.get("disabled"))
     tool = payload.get("tool_name")
     tool_input = payload.get("tool_input")
     cwd = payload.get("cwd")
@@ -117,7 +182,7 @@ def pre_tool_use(payload: dict[str, Any], root: str | None, config: dict[str, An
     asks: list[str] = []
     warnings: list[str] = []
     if "destructive-op" not in disabled:
-        answer, reason = destructive(tool, tool_input, cwd, settings.get("destructive") or {})
+        answer, reason = destructive(tool, tool_input, cwd, _mapping(settings.get("destructive")))
         if answer == "ask" and unjudged(root) == "deny":
             answer, reason = "deny", reason + UNJUDGED_DENY
         if answer == "deny":
@@ -127,8 +192,8 @@ def pre_tool_use(payload: dict[str, Any], root: str | None, config: dict[str, An
     tool_input = tool_input if isinstance(tool_input, dict) else {}
     command = tool_input.get("command") if tool == "Bash" else None
     command = command if isinstance(command, str) else None
-    if "sandbox-boundary" not in disabled:
-        outside = _outside(tool, tool_input, command, cwd, settings.get("sandbox") or {})
+    if "sandbox-boundary" not in disabled and len(command or "") <= SANDBOX_MAX_BYTES:
+        outside = _outside(tool, tool_input, command, cwd, _mapping(settings.get("sandbox")))
         if outside:
             warnings.append(
                 f"gc: soft gate sandbox-boundary: {tool} writes outside the project {cwd}: "
@@ -136,7 +201,7 @@ def pre_tool_use(payload: dict[str, Any], root: str | None, config: dict[str, An
             )
     registered = [
         (gate_id, spec)
-        for gate_id, spec in sorted((settings.get("session") or {}).items())
+        for gate_id, spec in sorted(_mapping(settings.get("session")).items())
         if isinstance(spec, dict) and spec.get("hook") == "PreToolUse"
     ]
     if registered:
@@ -161,6 +226,16 @@ UNJUDGED_DENY = (
 )
 
 
+def _mapping(value: Any) -> dict:
+    """A setting expected to be a mapping; anything else is ignored (its default)."""
+    return value if isinstance(value, dict) else {}
+
+
+def _names(value: Any) -> set[str]:
+    """A setting expected to be a list of names; anything else is ignored (none)."""
+    return {x for x in value if isinstance(x, str)} if isinstance(value, list) else set()
+
+
 def destructive(tool: Any, tool_input: Any, cwd: str, settings: dict) -> tuple[str | None, str]:
     """The destructive-op gate's answer to one tool call ("deny", "ask" or None)."""
     from gates.destructive import message
@@ -169,6 +244,11 @@ def destructive(tool: Any, tool_input: Any, cwd: str, settings: dict) -> tuple[s
         command = tool_input.get("command") if isinstance(tool_input, dict) else None
         if not isinstance(command, str):
             return "ask", "gc destructive-op: the Bash call holds no command the gate can read"
+        from gates.destructive import unreadable
+
+        unread = unreadable(command)
+        if unread:  # before any other work: an oversized command costs one scan
+            return "ask", message(command, unread)
         from gates.prescreen import undecided
 
         # The screen knows the built-in rules only: configured patterns need the parser.
@@ -248,7 +328,9 @@ def _outside(
         if isinstance(root, str) and root:
             roots.append(os.path.realpath(os.path.expanduser(root)))
     outside = []
-    for target in targets:
+    for target in targets[:MAX_TARGETS]:
+        if len(target) > PATH_MAX:
+            continue  # no such path can be written; resolving it costs per component
         if "$" in target or target.startswith("/dev/"):
             continue  # a variable we cannot know; a device is destructive-op's business
         path = os.path.realpath(os.path.join(cwd, os.path.expanduser(target)))

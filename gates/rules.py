@@ -14,9 +14,10 @@ import re
 from fnmatch import fnmatchcase
 
 from gates import options
+from gates.rules_more import RULES_MORE, removes_what_it_stores, substituted
 from gates.shelljudge import Item, Judge, Stdin
-from gates.shellpaths import ASK, DENY, may_be, pattern, removal, write_target
-from gates.shellwords import UNKNOWN, shown
+from gates.shellpaths import ASK, DENY, guarded, may_be, pattern, removal, write_target
+from gates.shellwords import TILDE, UNKNOWN, shown
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -85,7 +86,6 @@ INERT = frozenset(
         "head",
         "tail",
         "wc",
-        "sort",
         "uniq",
         "cut",
         "tr",
@@ -161,7 +161,8 @@ INTERPRETERS = {
         r"\s*['\"]?\||truncate"
     ),
     "node": re.compile(
-        r"rmSync|rmdirSync|unlinkSync|\brm\(|rmdir\(|unlink\(|child_process|"
+        r"rmSync|rmdirSync|unlinkSync|\brm\(|rmdir\(|unlink\(|child_process|remove(Sync)?\(|"
+        r"Deno\.(run|Command)|"
         r"execSync|spawn|\bexec\(|truncate"
     ),
     "ruby": re.compile(
@@ -169,8 +170,18 @@ INTERPRETERS = {
         r"`|%x|spawn|Open3|truncate"
     ),
     "awk": re.compile(r"system\s*\(|\|\s*\"|\"\s*\||\|&"),
+    "lua": re.compile(r"os\.(execute|remove|rename)|io\.popen|io\.open"),
+    "Rscript": re.compile(r"unlink|file\.remove|system2?\s*\(|shell\s*\("),
     "php": re.compile(r"unlink|rmdir|\bsystem\b|\bexec\b|shell_exec|passthru|popen|proc_open|`"),
 }
+# A one-liner naming what the gate protects and opening something to write.
+PROTECTED_IN_CODE = re.compile(
+    r"\.claude/|\.beads\b|\.git/|\.ssh/|\.(bash|zsh)rc|\.profile|/etc/|/dev/[sh]d|gc-beads/trust"
+)
+WRITES_IN_CODE = re.compile(
+    r"open\s*\([^)]*,\s*['\"][^'\"]*[wax+]|write_(text|bytes)|writeFile|\bcopy|\bmove|rename"
+    r"|symlink|truncate|chmod|unlink|remove|\brm|>\s*['\"]|dump\("
+)
 SQL_DESTRUCTIVE = re.compile(
     r"\bDROP\s+(TABLE|DATABASE|SCHEMA|VIEW|INDEX|USER|ROLE|COLLECTION|KEYSPACE|OWNED|TABLESPACE)\b"
     r"|\bTRUNCATE\b"
@@ -232,6 +243,14 @@ def _rm(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth: i
     )
     recursive = read.has("r", "R", "recursive")
     targets = [items[1 + i] for i in read.positionals]
+    if not recursive and program == "rm" and _may_be_flags(items[1:]):
+        # `F=-rf; rm $F /`, `rm -r${X}f /`: judged as recursive, at most "ask".
+        for target in targets:
+            if target.literal is not None and target.literal.startswith("-"):
+                continue
+            level, reason = removal(target.word, j.cwd, j.tree)
+            if level and UNKNOWN not in target.word:
+                j.note(ASK, f"its options are held in a variable; recursive, {reason}")
     if not targets:
         if recursive and program == "rm" and UNKNOWN_TARGETS in (i.word for i in items):
             j.note(ASK, "it removes recursively what comes in on its input")
@@ -250,6 +269,14 @@ def _rm(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth: i
 UNKNOWN_TARGETS = UNKNOWN + "input"  # the arguments `xargs` adds
 
 
+def _may_be_flags(items: list[Item]) -> bool:
+    """Whether a word whose value is unknown could be options (`$F`, `-r${X}f`, `-$X`)."""
+    return any(
+        item.literal is None and item.word != UNKNOWN_TARGETS and item.word[:1] in ("-", UNKNOWN)
+        for item in items
+    )
+
+
 def _find(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth: int) -> None:
     words = _words(items[1:])
     roots = []
@@ -264,7 +291,7 @@ def _find(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth:
     named = [
         tests[i + 1]
         for i, w in enumerate(tests[:-1])
-        if w in ("-name", "-iname", "-path", "-ipath", "-wholename", "-regex")
+        if w in ("-name", "-iname", "-path", "-ipath", "-wholename", "-iwholename", "-regex")
     ]
     deletes = "-delete" in tests
     for i, word in enumerate(tests):
@@ -282,16 +309,37 @@ def _find(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth:
     guarded = any(
         n is None or may_be(n, ".git") or may_be(n, ".beads") or may_be(n, ".claude") for n in named
     )
+    # At the top of the tree only a name filter that surely leaves .git out keeps it safe.
+    loose = (
+        guarded
+        or any(_find_may_match(n) for n in named)
+        or any(
+            w is None or w in ("-not", "!", "-o", "-or", "-prune", "-regex", "-iregex")
+            for w in tests
+        )
+    )
     for root in roots:
         level, reason = removal(root.word, j.cwd, j.tree)
         path, _why = pattern(root.word, j.cwd)
         if path == j.tree:  # the top of the tree: only a name filter keeps .git out
-            if named and not guarded:
+            if named and not loose:
                 continue
             level, reason = DENY, "it deletes through the whole work tree, .git included"
         elif level == 0 and guarded:
             level, reason = DENY, "its name filter can match .git, .beads or .claude"
         j.note(level, reason.replace("it removes", "find deletes under"))
+
+
+def _find_may_match(name: str | None) -> bool:
+    """Whether a find name filter (`-name`, `-iname`, `-path`) can match .git, .beads or
+    .claude (find's `*` matches a leading dot; case is ignored for `-iname`)."""
+    if name is None:
+        return True
+    lowered = name.lower()
+    return any(
+        fnmatchcase(guarded, lowered) or fnmatchcase("./" + guarded, lowered) or guarded in lowered
+        for guarded in (".git", ".beads", ".claude")
+    ) or (name.startswith("*") and "/" in name)  # `-path '*/objects/*'`: inside .git too
 
 
 def _mv(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth: int) -> None:
@@ -302,12 +350,19 @@ def _mv(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth: i
         j.note(*write_target(target[-1] + "/x", j.cwd))
     elif paths:
         j.note(*write_target(paths[-1].word, j.cwd))
+        if len(paths) > 1:  # into a folder of that name, when it is one
+            j.note(*write_target(paths[-1].word.rstrip("/") + "/x", j.cwd))
         paths = paths[:-1]
     if program == "mv":
         for source in paths:
             level, reason = removal(source.word, j.cwd, j.tree)
             if level == DENY:
                 j.note(DENY, reason.replace("it removes", "it moves away"))
+
+
+def _rsync(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth: int) -> None:
+    _mv(j, program, items, stdin, depth)
+    removes_what_it_stores(j, program, items, stdin, depth)
 
 
 def _writes_all(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth: int) -> None:
@@ -329,16 +384,25 @@ def _writes_all(j: Judge, program: str, items: list[Item], stdin: Stdin | None, 
 def _dd(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth: int) -> None:
     for item in items[1:]:
         if item.word.startswith("of="):
-            j.note(*write_target(item.word[3:], j.cwd))
+            target = item.word[3:]  # bash expands `~` after `=` in such a word
+            j.note(*write_target(TILDE + target[1:] if target.startswith("~") else target, j.cwd))
 
 
 def _chmod(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth: int) -> None:
     read = options.read(_words(items[1:]), "", {"recursive": False, "reference": True})
+    for index in read.positionals[1:]:
+        found, _why = pattern(items[1 + index].word, j.cwd)
+        if found and re.search(r"/\.claude/settings[^/]*\.json$", found):
+            j.note(DENY, f"{program} changes Claude Code's settings, where the gates are hooked")
     if not read.has("R", "recursive"):
         return
     skip = 0 if read.has("reference") else 1  # the mode or the owner
     for index in read.positionals[skip:]:
-        level, reason = removal(items[1 + index].word, j.cwd, j.tree)
+        word = items[1 + index].word
+        path, _why = pattern(word, j.cwd)
+        if path and (path == j.tree or path.startswith(j.tree + "/")) and not guarded(path):
+            continue  # modes inside the work tree: its own business (.git's are git's)
+        level, reason = removal(word, j.cwd, j.tree)
         if level:
             j.note(DENY, reason.replace("it removes", f"{program} -R changes"))
 
@@ -374,6 +438,11 @@ def _shell(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth
         if rest:
             j.nested(rest[0].script(), depth)
         return
+    if rest and substituted(rest[0]):
+        j.note(ASK, f"{program} runs a script made by a substitution the gate cannot read")
+        return
+    if rest and rest[0].literal in ("/dev/stdin", "/dev/fd/0", "/proc/self/fd/0"):
+        rest = []
     if rest and not (rest[0].literal or "").startswith("-"):
         return  # a script file: out of any gate's sight (docs/gates.md)
     _fed(j, program, stdin, depth, "shell")
@@ -428,10 +497,21 @@ def _interpreter(
     j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth: int
 ) -> None:
     words = _words(items[1:])
-    flag = {"perl": "eE", "ruby": "e", "node": "ep", "nodejs": "ep", "php": "r"}.get(program, "c")
+    flag = {"perl": "eE", "ruby": "e", "node": "ep", "nodejs": "ep", "php": "r", "lua": "e",
+            "Rscript": "e"}.get(program, "c")  # fmt: skip
+    if program == "deno" and words[:1] == ["eval"] and len(items) > 2:
+        _code(j, program, items[2].script())
+        return
+    if program in ("perl", "ruby") and any(re.match(r"-[pnlaw0]*i", w or "") for w in words):
+        code_at = next((k for k, w in enumerate(words) if w and re.match(r"-\w*[eE]$", w)), -1)
+        for k in range(code_at + 2 if code_at >= 0 else 0, len(words)):
+            if not (words[k] or "x").startswith("-"):
+                j.note(*write_target(items[1 + k].word, j.cwd))
     for at, word in enumerate(words):
         if word is None:
             break
+        if word.startswith(("-M", "-m", "-I", "-x")) and len(word) > 2 and program == "perl":
+            continue  # `-MFile::Path=remove_tree`: a module, its letters are no flags
         if word in ("--eval", "--print") or (
             word.startswith("-") and not word.startswith("--") and set(word[1:]) & set(flag)
         ):
@@ -451,6 +531,10 @@ def _interpreter(
 
 def _awk(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth: int) -> None:
     words = _words(items[1:])
+    inplace = any(
+        w in ("-i", "--include") and k + 1 < len(words) and words[k + 1] == "inplace"
+        for k, w in enumerate(words)
+    ) or any(w in ("-iinplace", "--include=inplace") for w in words)
     at = 0
     while at < len(words) and (words[at] or "x").startswith("-"):
         if words[at] in ("-f", "--file"):
@@ -458,6 +542,10 @@ def _awk(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth: 
         at += 2 if words[at] in ("-F", "-v", "--assign", "--field-separator") else 1
     if at < len(items) - 1:
         _code(j, "awk", items[1 + at].script())
+        if inplace:  # gawk's in-place edit: each file after the program is rewritten
+            for k in range(at + 1, len(words)):
+                if not (words[k] or "x").startswith("-"):
+                    j.note(*write_target(items[1 + k].word, j.cwd))
 
 
 def _code(j: Judge, program: str, code: str) -> None:
@@ -466,6 +554,8 @@ def _code(j: Judge, program: str, code: str) -> None:
     check = INTERPRETERS.get(family)
     if check is not None and check.search(code):
         j.note(ASK, f"its {family} code removes files or runs programs")
+    if PROTECTED_IN_CODE.search(code) and WRITES_IN_CODE.search(code):
+        j.note(ASK, f"its {family} code writes where the gates or git keep their state")
 
 
 def _sql(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth: int) -> None:
@@ -476,11 +566,26 @@ def _sql(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth: 
     for word in words:
         if word in ("-f", "--file", "-init", "-i", "--init") or (word or "").startswith("--file="):
             j.note(ASK, f"{program} runs SQL from a file, which the gate cannot read")
-    _sql_text(j, program, " ".join(i.word.replace(UNKNOWN, " ") for i in items[1:]))
+    pieces = [_sql_piece(i.word.replace(UNKNOWN, " ")) for i in items[1:]]
+    for piece in pieces:  # each `-c` on its own: a WHERE in another does not count
+        _sql_text(j, program, piece)
+    _sql_text(j, program, " ".join(pieces))
     _fed(j, program, stdin, depth, "sql")
 
 
+def _sql_piece(word: str) -> str:
+    """The SQL a client's argument may carry: an option's value (`--command=...`, `-c'...'`,
+    `-e"..."`, any abbreviation), else the word itself."""
+    if word.startswith("--"):
+        return word.partition("=")[2]
+    if word.startswith("-"):
+        return word[2:]
+    return word
+
+
 def _sql_text(j: Judge, program: str, text: str) -> None:
+    # String literals and quoted identifiers hold no keywords (`WHERE name = 'DROP TABLE'`).
+    text = re.sub(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|\$\$.*?\$\$", " x ", text, flags=re.S)
     plain = re.sub(r"/\*.*?\*/|--[^\n]*|#[^\n]*", " ", text, flags=re.S).upper()
     plain = re.sub(r"\s+", " ", plain)
     if SQL_DESTRUCTIVE.search(plain):
@@ -521,6 +626,7 @@ def _gc(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth: i
 
 
 def _key_covers(key: str, protected: str) -> bool:
+    key = key.lower()  # `GATES.disabled` names the same setting
     parts = protected.split(".")
     return (
         any(fnmatchcase(key, ".".join(parts[:n])) for n in range(1, len(parts) + 1))
@@ -550,6 +656,9 @@ def _wrapper(j: Judge, program: str, items: list[Item], stdin: Stdin | None, dep
     if program in ("sudo", "doas") and read.has("e", "edit"):
         return
     rest = items[rest_at[0] :] if rest_at else []
+    if not rest and (program in ("sudo", "doas") and read.has("s", "shell", "i", "login")):
+        _fed(j, program, stdin, depth, "shell")
+        return
     while rest and program == "env" and "=" in (rest[0].literal or "=") and rest[0].literal:
         rest = rest[1:]
     rest = rest[skip:]
@@ -583,6 +692,8 @@ def _parallel_args(rest: list[Item]) -> list[Item]:
     if ":::" in words:
         cut = words.index(":::")
         extra = [i for i in rest[cut + 1 :] if i.literal not in (":::", "::::")]
+        if cut == 0:  # no command: each argument is one
+            return [Item("eval"), *extra]
         return [*rest[:cut], *extra]
     return [*rest, Item(UNKNOWN_TARGETS)]
 
@@ -729,6 +840,8 @@ RULES: dict[str, Callable] = {
     "gawk": _awk,
     "mawk": _awk,
     "perl": _interpreter,
+    "lua": _interpreter,
+    "Rscript": _interpreter,
     "ruby": _interpreter,
     "node": _interpreter,
     "nodejs": _interpreter,
@@ -740,3 +853,5 @@ RULES: dict[str, Callable] = {
     **{name: _devices for name in DEVICE_TOOLS},
     "dropdb": _sql,
 }
+RULES.update({name: rule for name, rule in RULES_MORE.items() if name not in RULES})
+RULES["rsync"] = _rsync

@@ -28,6 +28,15 @@ if TYPE_CHECKING:
 MAX_DEPTH = 8  # nested shells, `eval`s and `-c` strings
 MAX_NODES = 40_000  # nodes visited over all the parses of one judgement
 MAX_WORDS = 4_000  # words of one simple command
+AFTER_BODY = object()  # a walk entry: judge this redirected statement's redirections now
+# Variables whose value programs run as a command line (git, ssh, editors, pagers, shells).
+RUNS_VARIABLES = frozenset(
+    (
+        "GIT_SSH_COMMAND", "GIT_SSH", "GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "GIT_PAGER",
+        "GIT_EXTERNAL_DIFF", "GIT_ASKPASS", "SSH_ASKPASS", "EDITOR", "VISUAL", "PAGER",
+        "BASH_ENV", "ENV", "PROMPT_COMMAND", "LESSOPEN",
+    )
+)  # fmt: skip
 # Node types whose children are simply visited (the grammar's named and anonymous
 # structure); a named type outside this set and the handled ones is "ask".
 CONTAINERS = frozenset(
@@ -139,17 +148,38 @@ class Judge:
         self.level = NONE
         self.reason = ""
         self.nodes = 0
+        self.steps = 0  # commands and redirections judged (see `in_time`)
         self.git_cache: dict[tuple, Any] = {}
 
     def note(self, level: int, reason: str) -> None:
         if level > self.level:
             self.level, self.reason = level, reason
 
+    def in_time(self) -> None:
+        """Stop ("ask") once the deadline has passed: the rules' own work, per command and
+        per redirection, counts against the budget as the walk does."""
+        self.steps += 1
+        # Every 64th step, as the walk checks every 256th node: a short command is never cut
+        # off by a busy machine, a long one still stops near the deadline.
+        if self.steps & 63 == 0 and monotonic() > self.deadline:
+            self.note(ASK, "it is too large to read within the gate's budget")
+            raise Stop
+
     def script(self, source: str, depth: int = 0) -> None:
         """Judge a shell script (a command line, a `-c` string, a heredoc)."""
         if depth > MAX_DEPTH:
             self.note(ASK, f"its commands nest more than {MAX_DEPTH} shells deep")
             return
+        self.parsed(source, depth)
+        joined = join_continuations(source)
+        if joined != source:
+            # Bash drops each backslash-newline before it splits words (`r\<newline>m -rf /`
+            # is `rm -rf /`); the parser keeps it inside the word. Judged both ways, the
+            # stricter answer stands (the join also ignores quotes: it can only add stops).
+            self.parsed(joined, depth)
+
+    def parsed(self, source: str, depth: int) -> None:
+        """Parse `source` and walk its tree."""
         data = source.encode("utf-8", "surrogatepass")
         tree = shellwords.parse(data, self.deadline)
         if tree is None:
@@ -167,6 +197,9 @@ class Judge:
         stack = [(root, None, None, None, None)]
         while stack:
             node, parent, grand, great, before = stack.pop()
+            if parent is AFTER_BODY:
+                self.redirects(node)
+                continue
             self.nodes += 1
             if self.nodes > MAX_NODES or (self.nodes & 255 == 0 and monotonic() > self.deadline):
                 self.note(ASK, "it is too large to read within the gate's budget")
@@ -177,7 +210,9 @@ class Judge:
             elif kind == "command":
                 self.command(node, (parent, grand, great, before), depth)
             elif kind == "redirected_statement":
-                self.redirects(node)
+                # After its body: tree-sitter hangs `cd D && echo x > f`'s redirection on the
+                # whole list, and the `cd` moves where `f` lands.
+                stack.append((node, AFTER_BODY, None, None, None))
             elif node.is_named and kind not in CONTAINERS:
                 self.note(ASK, f"it uses shell syntax the gate does not read ({kind})")
             stack.extend(_children(node, parent, grand))
@@ -197,7 +232,17 @@ class Judge:
         for child in node.children:  # `>file cmd`: redirections inside the command
             if child.type in ("file_redirect",):
                 self.file_redirect(child)
+            elif child.type == "variable_assignment":
+                self.assignment(child, depth)
         self.argv(items, self.stdin_of(node, *ancestors), depth)
+
+    def assignment(self, node: Any, depth: int) -> None:
+        """`GIT_SSH_COMMAND='rm -rf ~' git fetch`: a variable the program runs as a command."""
+        name = node.child_by_field_name("name")
+        given = node.child_by_field_name("value")
+        if name is None or given is None or shellwords.text(name) not in RUNS_VARIABLES:
+            return
+        self.nested(Item(value(given), given).script(), depth)
 
     def argv(self, items: list[Item], stdin: Stdin | None, depth: int) -> None:
         """Judge one command given as words."""
@@ -205,6 +250,7 @@ class Judge:
 
         if not items:
             return
+        self.in_time()
         if self.settings.get("allow") or self.settings.get("patterns"):
             if self.configured(items):
                 return
@@ -311,7 +357,8 @@ class Judge:
         if program in ("echo", "printf") and all(literal(w) is not None for w in words):
             shown = [w for w in words if not (program == "echo" and w in ("-n", "-e", "-E"))]
             text = " ".join(shown)
-            return text.replace("\\n", "\n") if program == "printf" or "-e" in words else text
+            # printf and `echo -e` decode escapes (`\\x72\\x6d` is `rm`), as `$'...'` does.
+            return shellwords.ansi_c(text) if program == "printf" or "-e" in words else text
         return None
 
     def redirects(self, node: Any) -> None:
@@ -322,6 +369,7 @@ class Judge:
     def file_redirect(self, node: Any) -> None:
         from gates.shellpaths import write_target
 
+        self.in_time()
         operator = next((c.type for c in node.children if not c.is_named), "")
         target = node.child_by_field_name("destination")
         if target is None or operator not in WRITES:
@@ -330,6 +378,15 @@ class Judge:
             return  # `2>&1`: a copy of a descriptor, no file
         level, reason = write_target(value(target), self.cwd)
         self.note(level, reason)
+
+
+def join_continuations(source: str) -> str:
+    """`source` with each unescaped backslash-newline removed, as bash joins lines."""
+    if "\\\n" not in source:
+        return source
+    import re
+
+    return re.sub(r"\\(.)", lambda m: "" if m[1] == "\n" else m[0], source, flags=re.DOTALL)
 
 
 def _children(node: Any, parent: Any, grand: Any) -> list[tuple]:

@@ -36,6 +36,7 @@ SYSTEM_DIRS = (
     "/snap",
 )
 TEMP_DIRS = ("/tmp", "/var/tmp")
+PATH_MAX = 4096  # no file system takes a longer path
 REMOVAL_GUARDED = (".git", ".beads", ".claude")
 STARTUP_FILES = (
     ".bashrc",
@@ -54,6 +55,17 @@ STARTUP_FILES = (
     ".xprofile",
     ".xinitrc",
     ".pam_environment",
+)
+# Read by every login or interactive shell on the machine.
+SYSTEM_STARTUP_FILES = (
+    "/etc/profile",
+    "/etc/profile.d/*",
+    "/etc/bash.bashrc",
+    "/etc/bashrc",
+    "/etc/environment",
+    "/etc/zshrc",
+    "/etc/zsh/zshrc",
+    "/etc/zsh/zshenv",
 )
 HARMLESS_DEVICES = (
     "/dev/null",
@@ -86,6 +98,8 @@ def pattern(word: str, cwd: str | None) -> tuple[str | None, str]:
     """The absolute path pattern a word names (None: it cannot be placed), and why not."""
     if word.startswith(UNKNOWN):
         return None, f"its target {shown(word)!r} is a variable or substitution"
+    if len(word) > PATH_MAX:  # matching it against patterns would cost per character
+        return None, f"its target is longer than any path ({PATH_MAX} characters)"
     if word.startswith(TILDE):
         rest = word[1:]
         if rest and not rest.startswith("/"):
@@ -106,7 +120,7 @@ def pattern(word: str, cwd: str | None) -> tuple[str | None, str]:
 
 
 def _safe_realpath(folder: str) -> bool:
-    return bool(folder) and len(folder) < 4096
+    return bool(folder) and len(folder) < PATH_MAX
 
 
 def _glob(path: str) -> str:
@@ -154,15 +168,19 @@ def removal(word: str, cwd: str | None, tree: str) -> Verdict:
         return DENY, f"it removes {shown(word)!r}, which holds the work tree {tree}"
     if hits(here) or hits(here + "/" + ANY_CHILD) or os.path.dirname(path) == here:
         return DENY, f"it removes {shown(word)!r}: the home directory or a folder of it"
+    if path != "/" and here.startswith(path.rstrip("/") + "/"):
+        return DENY, f"it removes {shown(word)!r}, which holds the home directory"
     if any(hits(t) or hits(t + "/" + ANY_CHILD) for t in trust_dirs()):
         return DENY, f"it removes {shown(word)!r}, the approvals of gc trust"
     if path.startswith(tree + "/"):
         if hits(tree + "/" + ANY_CHILD):
             return ASK, f"it removes {shown(word)!r}: everything in the work tree"
         return NONE, ""
-    literal_temp = word.startswith(TEMP_DIRS) or _in_tmpdir(word)
+    literal_temp = word.startswith(TEMP_DIRS) or _in_tmpdir(word) or _literal_below(word, cwd)
     if literal_temp and any(path.startswith(t + "/") for t in _temp_dirs()):
         return NONE, ""
+    if path.startswith(here + "/"):  # deeper than a folder of home (a cache, a checkout)
+        return ASK, f"it removes {shown(word)!r}, outside the work tree {tree}"
     system = [d for d in SYSTEM_DIRS if path == d or path.startswith(d + "/")]
     if system and not any(path.startswith(t + "/") for t in TEMP_DIRS):
         return DENY, f"it removes {shown(word)!r}, under the system directory {system[0]}"
@@ -172,6 +190,22 @@ def removal(word: str, cwd: str | None, tree: str) -> Verdict:
 def _temp_dirs() -> list[str]:
     extra = os.environ.get("TMPDIR")
     return [*TEMP_DIRS, *([os.path.normpath(extra)] if extra else [])]
+
+
+def _literal_below(word: str, cwd: str | None) -> bool:
+    """A relative word, all literal and never climbing, from a directory the text fixed
+    (`cd /tmp && rm -rf scratch`)."""
+    return (
+        cwd is not None
+        and not word.startswith(("/", TILDE))
+        and not any(c in word for c in (UNKNOWN, STAR, QUESTION, BRACKET))
+        and ".." not in word.split("/")
+    )
+
+
+def guarded(path: str) -> bool:
+    """Whether a path (a pattern) can name `.git`, `.beads` or `.claude` on its way."""
+    return any(may_be(n, g) for n in _names(path) for g in REMOVAL_GUARDED)
 
 
 def _in_tmpdir(word: str) -> bool:
@@ -215,7 +249,9 @@ def protected_file(path: str, shown_as: str, *, file_tool: bool = False) -> Verd
             return DENY, f"it writes inside a repository's .git ({shown_as})"
     if _under(glob, os.path.join(here, ".ssh")):
         return (ASK if file_tool else DENY), f"it writes to ~/.ssh ({shown_as})"
-    if any(fnmatchcase(os.path.join(here, f), glob) for f in STARTUP_FILES):
+    if any(fnmatchcase(os.path.join(here, f), glob) for f in STARTUP_FILES) or any(
+        fnmatchcase(f, glob) for f in SYSTEM_STARTUP_FILES
+    ):
         return (ASK if file_tool else DENY), f"it writes the shell start-up file {shown_as}"
     return NONE, ""
 

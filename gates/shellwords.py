@@ -204,10 +204,7 @@ def ansi_c(body: str) -> str:
             out.append(ESCAPES[code])
             i += 2
             continue
-        match = re.match(
-            r"x([0-9A-Fa-f]{1,2})|u([0-9A-Fa-f]{1,4})|U([0-9A-Fa-f]{1,8})|([0-7]{1,3})",
-            body[i + 1 :],
-        )
+        match = NUMERIC_ESCAPE.match(body, i + 1)  # in place: a slice per escape is quadratic
         if match:
             number = int(match[1] or match[2] or match[3] or "0", 16) if not match[4] else 0
             number = int(match[4], 8) if match[4] else number

@@ -157,7 +157,7 @@ def connect(
         if _schema_state(db, last_table, path, version) == (version, True):
             db.name = path.name
             return db  # the common case: two cheap reads
-        db.execute("PRAGMA journal_mode=WAL")  # kept in the file: set it once
+        _use_wal(db)
         with transaction(db, path.name):
             found, made = _schema_state(
                 db, last_table, path, version
@@ -187,6 +187,24 @@ def connect(
         if error_code(exc) in READ_ONLY:
             return _connect_read_only(path, last_table, version, error)
         raise error from None
+
+
+def _use_wal(db: sqlite3.Connection, patience: float = 30.0) -> None:
+    """Put the database in WAL mode (kept in the file: set once). Switching needs the file to
+    itself and sqlite does not wait for that: a process making the same new database at the
+    same moment makes it answer "database is locked" at once, so look again for a while."""
+    import time
+
+    deadline = time.monotonic() + patience
+    while True:
+        try:
+            if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                db.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
 
 
 def _connect_read_only(

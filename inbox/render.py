@@ -40,10 +40,33 @@ def preview(text: str, limit: int = PREVIEW_CHARS, marker: str = " ... [preview 
     return line if len(line) <= limit else line[:limit].rstrip() + marker
 
 
+HUMAN = "human"  # the acting agent of a person at this machine's terminal (beads/record.py)
+
+
+def seen_as(name: str) -> str:
+    """A name as a reader takes it: as shown (`preview`), invisible characters and spaces
+    dropped, compatibility forms folded (NFKC), case folded. `" Human\t"` is `human`."""
+    line = preview(name, 160, "...")
+    if not line.isascii():
+        import unicodedata
+
+        kept = "".join(c for c in line if unicodedata.category(c) not in ("Cf", "Zs", "Mn"))
+        line = unicodedata.normalize("NFKC", kept)
+    return line.replace(" ", "").casefold()
+
+
+def names_human(name: str | None) -> bool:
+    """True when `name` reads as `human`, however it is spaced, cased or disguised."""
+    return isinstance(name, str) and seen_as(name) == HUMAN
+
+
 def shown_source(item: Item) -> str:
     """Who an item is from, as shown: `mayor (pushed by eve)` when the pusher is not the
-    source it claims (anyone may name a source; the pusher is recorded by the push)."""
+    source it claims (anyone may name a source; the pusher is recorded by the push). A
+    source that only reads as `human` (spaced, cased otherwise) always shows its pusher."""
     source = preview(item.source, 160, "...")
+    if item.source != HUMAN and names_human(item.source):
+        return f"{source} (pushed by {item.pusher or 'an unknown pusher'})"
     if item.pusher and item.pusher != item.source:
         return f"{source} (pushed by {item.pusher})"
     return source

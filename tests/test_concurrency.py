@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from beads import doctor
 from beads.store import Store
@@ -52,3 +53,33 @@ def test_eight_processes_creating_beads_at_once(tmp_path: Path) -> None:
     assert git("rev-list", "--min-parents=2", "HEAD", cwd=repo) == ""  # linear: no merges
     files = git("ls-tree", "-r", "--name-only", "HEAD", cwd=repo).splitlines()
     assert len([f for f in files if f.startswith("tasks/")]) == 8 * EACH
+
+
+def _open_sessions_db(path: str, go: Any) -> None:
+    from inbox.database import connect
+    from inbox.sessions import SESSIONS_SCHEMA
+
+    go.wait()
+    connect(Path(path), "OFF", SESSIONS_SCHEMA, "nudges").close()
+
+
+def test_processes_making_one_new_delivery_database_at_once_all_open_it(tmp_path: Path) -> None:
+    """A relay and a hook can make `.runtime/sessions.sqlite3` at the same moment: switching
+    it to WAL needs the file to itself, and neither may fail with "database is locked"."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("spawn")
+    for round_ in range(5):
+        runtime = tmp_path / f"r{round_}" / ".beads" / ".runtime"
+        runtime.mkdir(parents=True)
+        go = context.Event()
+        workers = [
+            context.Process(target=_open_sessions_db, args=(str(runtime / "sessions.sqlite3"), go))
+            for _ in range(4)
+        ]
+        for worker in workers:
+            worker.start()
+        go.set()
+        for worker in workers:
+            worker.join(120)
+        assert [worker.exitcode for worker in workers] == [0, 0, 0, 0]

@@ -309,6 +309,69 @@ def test_a_bash_call_the_gate_cannot_read_is_asked_about(project: Path, gc: GcRu
     assert answer(reply) == "ask"
 
 
+UNREADABLE_PAYLOADS = [
+    b"",
+    b"{not json",
+    b"[]",
+    b"null",
+    b'{"tool_name":"Bash","tool_input":{"command":"ls\x00"}}',  # a raw NUL byte
+    b'{"x":' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+]
+
+
+@pytest.mark.parametrize("raw", UNREADABLE_PAYLOADS, ids=["empty", "not-json", "array", "null",
+                                                         "raw-nul", "too-deep"])  # fmt: skip
+def test_a_payload_the_pre_tool_use_entry_cannot_read_is_asked_about(
+    project: Path, gc: GcRunner, raw: bytes
+) -> None:
+    result = gc("hook", "run", "--event", "PreToolUse", input=raw)
+    assert result.returncode == 0, result.stderr
+    reply = json.loads(result.stdout)
+    check_pre_tool_use_shape(reply)
+    assert answer(reply) == "ask"
+
+
+def test_the_pre_tool_use_entry_judges_a_call_whatever_event_it_names(
+    project: Path, gc: GcRunner
+) -> None:
+    for named in ({}, {"hook_event_name": None}, {"hook_event_name": "PostToolUse"}):
+        payload = {"cwd": str(project), "tool_name": "Bash",
+                   "tool_input": {"command": "rm -rf /"}, **named}  # fmt: skip
+        result = gc("hook", "run", "--event", "PreToolUse", input=json.dumps(payload))
+        assert denied(json.loads(result.stdout)), named
+    quiet = {"cwd": str(project), "tool_name": "Bash", "tool_input": {"command": "ls -la"}}
+    assert gc("hook", "run", "--event", "PreToolUse", input=json.dumps(quiet)).stdout == ""
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        {"tool_name": "Bash", "tool_input": {"command": "rm -rf /"}},
+        {"hook_event_name": None, "tool_name": "Bash", "tool_input": {"command": "ls"}},
+        {"hook_event_name": "pretooluse", "tool_name": "Bash", "tool_input": {"command": "ls"}},
+        {"hook_event_name": "Pre_Tool_Use", "tool_input": {"command": "rm -rf /"}},
+        {"hook_event_name": "Other", "tool_name": "Bash", "tool_input": {"command": "ls"}},
+        {"hook_event_name": ["PreToolUse"], "tool_name": "Bash"},
+    ],
+)
+def test_a_tool_call_under_an_event_name_the_old_entry_cannot_trust_is_asked_about(
+    project: Path, gc: GcRunner, payload: dict
+) -> None:
+    result = gc("hook", "run", input=json.dumps({"cwd": str(project), **payload}))
+    assert result.returncode == 0, result.stderr
+    assert answer(json.loads(result.stdout)) == "ask"
+
+
+def test_the_old_entry_still_judges_pre_tool_use_and_leaves_other_events_alone(
+    project: Path, gc: GcRunner
+) -> None:
+    assert gc("hook", "run", input=b'{"x":' + b"[" * 100_000 + b"]" * 100_000 + b"}").stdout == ""
+    assert gc("hook", "run", input=b"{not json").stdout == ""  # not a tool call: fails open
+    assert denied(bash(gc, "rm -rf /"))
+    post = hook(gc, "PostToolUse", tool_name="Bash", tool_input={"command": "rm -rf /"})
+    assert answer(post) is None
+
+
 @pytest.mark.parametrize(
     ("command", "parser"), [("ls -la && git status", False), ("sudo rm -rf / && ls", True)]
 )
@@ -325,7 +388,8 @@ def test_pre_tool_use_loads_only_its_own_path(
         "from beads.cli.entry import main\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
         "heavy = ('click', 'dulwich', 'ruamel', 'mail', 'inbox', 'dataclasses', 'subprocess',\n"
-        f"         'gates.hooks', 'gates.events', 'gates.session_gates', 'tree_sitter'{light})\n"
+        f"         'gates.hooks', 'gates.events', 'gates.session_gates', 'beads.record',\n"
+        f"         'tree_sitter'{light})\n"
         "print(json.dumps(sorted(m for m in sys.modules\n"
         "                        if m in heavy or m.split('.')[0] in heavy)))"
     )
@@ -392,7 +456,7 @@ def corpus_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return home
 
 
-ENTRIES = [*corpus("destructive"), *corpus("harmless")]
+ENTRIES = [*corpus("destructive"), *corpus("harmless"), *corpus("attacks")]
 
 
 @pytest.mark.parametrize(("expected", "command"), ENTRIES, ids=[c[:60] for _, c in ENTRIES])
@@ -403,6 +467,9 @@ def test_the_gate_answers_each_corpus_command_as_written_down(
     from gates.prescreen import undecided
 
     answer_given, reason = judge(command, str(corpus_tree))
+    if expected.startswith("miss-"):  # a known miss: once caught, its answer is written down
+        assert answer_given is None, f"now {answer_given}: write it in attacks.txt ({reason})"
+        return
     assert (answer_given or "none") == expected, reason
     assert bool(reason) == (answer_given is not None)
     if undecided(command):  # the pre-screen lets it through only where the parser does
@@ -414,6 +481,11 @@ def test_the_corpus_is_large_and_its_destructive_half_is_all_stopped() -> None:
     assert len(destructive) >= 200 and len(harmless) >= 200
     assert {answer for answer, _ in destructive} == {"deny", "ask"}
     assert {answer for answer, _ in harmless} == {"none"}
+    attacks = corpus("attacks")
+    assert {answer for answer, _ in attacks} <= {"deny", "ask", "none", "miss-deny", "miss-ask"}
+    stopped = [a for a, _ in attacks if a in ("deny", "ask", "miss-deny", "miss-ask")]
+    missed = [a for a in stopped if a.startswith("miss-")]
+    assert len(attacks) >= 900 and len(missed) <= len(stopped) // 5
 
 
 @pytest.mark.parametrize(
@@ -438,6 +510,23 @@ def test_the_hook_gives_the_gates_answer_as_claude_code_reads_it(
     assert answer(reply) != "allow"
 
 
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("r\\\nm -rf /", "deny"),
+        ("rm -rf \\\n/", "deny"),
+        ("git re\\\nset --ha\\\nrd", "deny"),
+        ("ls \\\n  -la \\\n  src", None),
+        ("echo 'a\\\nb'", None),
+    ],
+)
+def test_a_backslash_newline_is_joined_as_bash_joins_it(
+    project: Path, gc: GcRunner, command: str, expected: str | None
+) -> None:
+    (project / "file.txt").write_text("a change not committed\n")
+    assert answer(bash(gc, command)) == expected
+
+
 def test_a_removal_the_gate_cannot_judge_is_denied_when_unjudged_is_deny(
     project: Path, gc: GcRunner
 ) -> None:
@@ -460,6 +549,40 @@ def test_a_nul_byte_a_huge_command_and_a_huge_payload_are_asked_about(
     result = gc("hook", "run", input=json.dumps(payload))
     assert result.returncode == 0
     assert answer(json.loads(result.stdout)) == "ask"
+
+
+def test_an_oversized_command_is_asked_about_before_any_other_gate_reads_it(
+    project: Path, gc: GcRunner
+) -> None:
+    # Each is under the payload's 1 MiB and over the command's 256 KiB: the answer comes from
+    # the size alone, and the sandbox-boundary gate (whose split and path resolution cost per
+    # character) does not read it.
+    for command in ("rm -rf ~ /" + "x/" * 500_000, "echo " + "/x" * 500_000 + "; rm -rf ~",
+                    "ls" + " /x" * 300_000):  # fmt: skip
+        reply = bash(gc, command)
+        assert answer(reply) == "ask"
+        assert "256 KiB" in reply["hookSpecificOutput"]["permissionDecisionReason"]
+        assert "systemMessage" not in reply
+
+
+def test_a_cache_deep_under_a_home_in_a_system_directory_is_asked_about_not_denied(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gates.destructive import judge
+
+    monkeypatch.setenv("HOME", "/root")  # a home inside a system directory, as root's is
+    answer_given, reason = judge("rm -rf ~/.cache/pip", str(tmp_path))
+    assert answer_given == "ask" and "system directory" not in reason
+    assert judge("rm -rf ~/.cache", str(tmp_path))[0] == "deny"  # a folder of home itself
+    assert judge("rm -rf /root/../etc", str(tmp_path))[0] == "deny"
+
+
+def test_a_removal_target_longer_than_any_path_is_asked_about(project: Path, gc: GcRunner) -> None:
+    from gates.destructive import judge
+
+    answer_given, reason = judge("rm -rf build/" + "x/" * 3000, str(project))
+    assert answer_given == "ask" and "longer than any path" in reason
+    assert judge("rm -rf build/x/y", str(project)) == (None, "")
 
 
 def test_a_cwd_with_no_store_above_it_gets_the_built_in_rules(

@@ -165,7 +165,8 @@ def test_hooks_load_nothing_heavy(project: Path, gc: GcRunner, event: str) -> No
     # An open decision with a default, not due: the hook answers nothing and loads no git.
     decision = ["--prompt", "Ship?", "--option", "y", "--option", "n", "--default", "n"]
     gc("decision", "create", *decision, "--timeout", "1h")
-    heavy = ["click", "dulwich", "ruamel", "mail", "typing", "dataclasses", "nats"]
+    heavy = ["click", "dulwich", "ruamel", "mail", "typing", "dataclasses", "nats", "mcp"]
+    heavy += ["mcpserver", "mcp_types", "pydantic", "anyio"]  # nor the MCP server (gc mcp)
     if event == "UserPromptSubmit":  # no gate of its own to run: no subprocess (~4 ms), and
         heavy += ["subprocess", "hashlib"]  # no hashing (~3 ms, OpenSSL) of queue lines
     code = (
@@ -267,19 +268,41 @@ def test_install_merges_idempotently(tmp_path: Path, gc: GcRunner) -> None:
     twice = json.loads(settings.read_text())
     assert once == twice
     assert twice["permissions"] == {"allow": ["Bash(ls:*)"]}
-    ours = {"type": "command", "command": "gc hook run"}
+    # PreToolUse names its event, so a payload the hook cannot read is still asked about;
+    # every entry has a timeout Claude Code never reaches (cut off, a hook decides nothing).
+    ours = {"type": "command", "command": "gc hook run --event PreToolUse", "timeout": 30}
     assert twice["hooks"]["PreToolUse"] == [
         {"matcher": "Bash", "hooks": [mine]},  # the user's entry kept, ours added beside it
         {"matcher": "Bash|Write|Edit", "hooks": [ours]},
     ]
-    for event in ("SessionStart", "UserPromptSubmit", "PreToolUse", "PreCompact", "Stop",
-                  "SessionEnd"):  # fmt: skip
-        commands = [h["command"] for g in twice["hooks"][event] for h in g["hooks"]]
-        assert commands.count("gc hook run") == 1
+    for event in ("SessionStart", "UserPromptSubmit", "PreCompact", "Stop", "SessionEnd"):
+        entries = [h for g in twice["hooks"][event] for h in g["hooks"]]
+        assert [h for h in entries if h["command"] == "gc hook run"] == [
+            {"type": "command", "command": "gc hook run", "timeout": 120}
+        ]
     assert [h["command"] for g in twice["hooks"]["Stop"] for h in g["hooks"]] == [
         "echo mine",
         "gc hook run",
     ]
+
+
+def test_install_brings_an_older_pre_tool_use_entry_up_to_date(
+    tmp_path: Path, gc: GcRunner
+) -> None:
+    settings = tmp_path / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    old = {"type": "command", "command": "gc hook run"}
+    settings.write_text(json.dumps({"hooks": {
+        "PreToolUse": [{"matcher": "Bash|Write|Edit", "hooks": [dict(old)]}],
+        "Stop": [{"hooks": [dict(old)]}],
+    }}))  # fmt: skip
+    reply = gc.json("hook", "install")
+    assert "PreToolUse" in reply["added"] and "Stop" in reply["added"]
+    hooks = json.loads(settings.read_text())["hooks"]
+    new = {"type": "command", "command": "gc hook run --event PreToolUse", "timeout": 30}
+    assert hooks["PreToolUse"] == [{"matcher": "Bash|Write|Edit", "hooks": [new]}]
+    assert hooks["Stop"] == [{"hooks": [{**old, "timeout": 120}]}]
+    assert gc.json("hook", "install")["added"] == []
 
 
 def test_install_refuses_a_broken_settings_file(tmp_path: Path, gc: GcRunner) -> None:

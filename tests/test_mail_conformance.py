@@ -14,6 +14,7 @@ from mail.conformance import CASES, run_case
 from mail.execmail import ExecMail
 from mail.fake import FakeProvider
 from mail.provider import Provider
+from tests.conftest import GcRunner
 
 SCRIPT = Path(__file__).parent / "mailscripts" / "jsonmail"
 
@@ -42,3 +43,15 @@ def test_conformance(provider: Provider, name: str) -> None:
     if result.outcome == "skipped":
         pytest.skip(result.detail)
     assert result.outcome == "passed", result.detail
+
+
+EXAMPLE = Path(__file__).parent.parent / "docs" / "examples" / "jsonmail"
+
+
+def test_the_documented_example_provider_passes_gc_mail_conformance(
+    gc: GcRunner, tmp_path: Path
+) -> None:
+    env = {"MAIL_FILE": str(tmp_path / "mail.json")}
+    core = gc.json("mail", "conformance", str(EXAMPLE), env=env)
+    assert core["ok"] and core["conforms"], core
+    assert len(EXAMPLE.read_text().splitlines()) <= 40  # short enough to read in one go

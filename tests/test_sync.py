@@ -862,6 +862,84 @@ def test_a_plain_git_push_into_the_store_goes_through_the_same_gate(
     assert any("pre-receive" in line for line in report["fixed"])
 
 
+def hidden_parent_commit(repo: Path, tree_id: str, parent: str, hidden: str) -> str:
+    """A commit of `tree_id` on `parent` with a second `parent` line after `committer`:
+    git (and dulwich) take only the parents right after `tree`, so git sees one parent."""
+    stamp = f"m <m@x> {int(time.time())} +0000"
+    data = (
+        f"tree {tree_id}\nparent {parent}\nauthor {stamp}\ncommitter {stamp}\n"
+        f"parent {hidden}\n\ninnocent\n"
+    ).encode()
+    return plumb(repo, "hash-object", "-t", "commit", "--literally", "-w", "--stdin", data=data)
+
+
+def raw_push(source: Path, dest: Path, old: str, new: str, objects: list[str]) -> str:
+    """Push exactly `objects` (a pack made by `git pack-objects`) moving main from `old`
+    to `new`, through git's own receive-pack of `dest`: what a hand-made client sends."""
+    pack = subprocess.run(
+        ["git", "-C", str(source), "pack-objects", "--stdout"],
+        input="".join(f"{sha}\n" for sha in objects).encode(),
+        capture_output=True,
+        check=True,
+    ).stdout
+    line = f"{old} {new} refs/heads/main\0report-status\n".encode()
+    request = b"%04x" % (len(line) + 4) + line + b"0000" + pack
+    done = subprocess.run(["git", "receive-pack", str(dest)], input=request, capture_output=True)
+    return done.stdout.decode(errors="replace") + done.stderr.decode(errors="replace")
+
+
+def test_a_parent_hidden_after_the_committer_does_not_let_a_bad_tree_through(
+    tmp_path: Path, project: tuple[GcRunner, Path]
+) -> None:
+    # The hidden parent holds the bad entries: a gate diffing against every `parent` line
+    # would take them as unchanged, while git sees them as new in the tip.
+    a, remote = project
+    base = plumb(remote, "rev-parse", "main")
+    outside = tmp_path / "a" / "victim.txt"
+    bad_tree = raw_tree(
+        remote,
+        [*root_entries(remote), hostile_entry(remote, "symlink", outside),
+         ("100644", b"city.toml", raw_blob(remote, b"[mail]\nprovider = 'exec:x'\n"))],
+    )  # fmt: skip
+    plain = commit_tree(remote, bad_tree, "plainly bad")
+    assert a("sync").returncode == 30  # refused; its objects stay in the store's objects
+    hidden = hidden_parent_commit(remote, bad_tree, base, plain)
+    plumb(remote, "update-ref", "refs/heads/main", hidden)
+    ours = head(a)
+    result = a("sync")
+    assert result.returncode == 30, result.stdout + result.stderr
+    assert hidden[:12] in result.stderr and "out of git's order" in result.stderr
+    assert head(a) == ours
+    store = a.cwd / ".beads"
+    assert not (store / "notes").exists() and not (store / "city.toml").exists()
+    # The same commit in one push into the store itself: the pre-receive hook refuses it.
+    store_git = store / ".git"
+    objects = [hidden, plain, bad_tree, *(e[2] for e in root_entries(remote, hidden))]
+    said = raw_push(remote, store_git, ours, hidden, [*dict.fromkeys(objects)])
+    assert "gc-beads: refused" in said and "out of git's order" in said, said
+    assert head(a) == ours
+
+
+def test_a_name_outside_the_layout_in_head_is_never_written_to_the_view(
+    project: tuple[GcRunner, Path],
+) -> None:
+    # A ref moved by hand past the gate: the view writes only config.yaml and bead files.
+    a, _remote = project
+    repo = a.cwd / ".beads" / ".git"
+    made = make_id(a, "--title", "valid")
+    city = ("100644", b"city.toml", raw_blob(repo, b"[mail]\nprovider = 'exec:/tmp/x'\n"))
+    notes = ("100644", b"notes.txt", raw_blob(repo, b"hi\n"))
+    commit_tree(repo, raw_tree(repo, [*root_entries(repo), city, notes]), "by hand")
+    other = make_id(a, "--title", "after")  # brings the view up to HEAD
+    assert a.json("bead", "show", made)["bead"]["title"] == "valid"
+    restored = a("doctor", "--rebuild-index", "--restore-view")
+    assert "restored city.toml" not in restored.stdout, restored.stdout
+    assert "holds it: outside the store's layout" in restored.stdout
+    for name in ("city.toml", "notes.txt"):
+        assert not (a.cwd / ".beads" / name).exists()
+    assert a.json("bead", "show", other)["bead"]["title"] == "after"
+
+
 @pytest.mark.parametrize("kind", ["path", "file", "git"])
 def test_racing_claims_on_separate_machines_end_in_one_winner_and_clean_conflicts(
     tmp_path: Path, kind: str, request: pytest.FixtureRequest

@@ -10,6 +10,7 @@ never answer.
 from __future__ import annotations
 
 import json
+import random
 import socket
 import subprocess
 import sys
@@ -128,6 +129,166 @@ def test_an_object_over_the_size_limit_is_refused_before_it_is_inflated_and_noth
     assert not (tmp_path / "c").exists()
     # The store goes on working locally.
     assert b("bead", "create", "--type", "task", "--title", "still usable").returncode == 0
+
+
+def big_bodies(tmp_path: Path, side: GcRunner, count: int, tag: str) -> dict[str, str]:
+    """`count` beads whose bodies (~320 KB of words from a few, ~30 KB deflated) inflate
+    past one read chunk of a pack (64 KiB) from less than one: their ids and bodies."""
+    words = ["alpha", "beta", "gamma", "delta", "eps", tag]
+    pick = random.Random(f"{tag}{count}").choice
+    made = {}
+    for n in range(count):
+        body = "".join(" ".join(pick(words) for _ in range(12)) + "\n" for _ in range(4800))
+        path = tmp_path / f"body-{tag}-{n}.txt"
+        path.write_text(body)
+        made[make_id(side, "--title", f"{tag} {n}", "--body-file", str(path))] = body
+    return made
+
+
+def test_beads_with_bodies_over_a_pack_chunk_sync_and_clone(
+    tmp_path: Path, remote_kind: str | None
+) -> None:
+    _remote, url = served(tmp_path, remote_kind, "big")
+    a, b = machine(tmp_path, "a"), machine(tmp_path, "b")
+    assert a("init").returncode == 0 and a("remote", "add", "origin", url).returncode == 0
+    first = big_bodies(tmp_path, a, 3, "first")
+    assert a("sync").returncode == 0
+    cloned = b("clone", url)
+    assert cloned.returncode == 0, cloned.stderr
+    later = big_bodies(tmp_path, a, 3, "later")
+    assert a("sync").returncode == 0
+    synced = b("sync")
+    assert synced.returncode == 0, synced.stderr
+    assert head(b) == head(a)
+    for made, body in {**first, **later}.items():
+        assert b.json("bead", "show", made)["bead"]["body"] == body
+
+
+def delta_bomb(remote: Path, count: int, copies: int = 66) -> str:
+    """Move the remote's main to a commit holding `count` blobs of `copies` x 60,000 bytes
+    (~4 MB each, each under the object limit), each a delta of a few hundred bytes on one
+    small base: a pack of a few hundred KB that inflates to `count` x 4 MB. Installed with
+    git's own index-pack, so git serves it as it is. Returns the commit."""
+    import hashlib
+    import struct
+    import zlib
+
+    def entry_header(kind: int, size: int) -> bytes:
+        out = [(kind << 4) | (size & 0x0F)]
+        size >>= 4
+        while size:
+            out[-1] |= 0x80
+            out.append(size & 0x7F)
+            size >>= 7
+        return bytes(out)
+
+    def varint(n: int) -> bytes:
+        out = []
+        while True:
+            more, n = n & 0x7F, n >> 7
+            out.append(more | 0x80 if n else more)
+            if not n:
+                return bytes(out)
+
+    def ofs(n: int) -> bytes:
+        out = [n & 0x7F]
+        n >>= 7
+        while n:
+            n -= 1
+            out.insert(0, 0x80 | (n & 0x7F))
+            n >>= 7
+        return bytes(out)
+
+    def oid(kind: bytes, data: bytes) -> bytes:
+        return hashlib.sha1(b"%s %d\0" % (kind, len(data)) + data).digest()
+
+    body = bytearray()
+
+    def add(kind: int, data: bytes, prefix: bytes = b"") -> int:
+        at = 12 + len(body)
+        body.extend(entry_header(kind, len(data)) + prefix + zlib.compress(data))
+        return at
+
+    def tree(entries: list[tuple[bytes, bytes, bytes]]) -> bytes:
+        data = b"".join(m + b" " + n + b"\0" + i for m, n, i in sorted(entries, key=lambda e: e[1]))
+        add(2, data)
+        return oid(b"tree", data)
+
+    base = bytes((i * 7 + 3) % 251 for i in range(60000))
+    base_at = add(3, base)
+    config = git("cat-file", "blob", "main:config.yaml", cwd=remote).encode() + b"\n"
+    add(3, config)
+    copy = bytes([0x80 | 0x10 | 0x20, 60000 & 0xFF, 60000 >> 8])  # copy base[0:60000]
+    names = []
+    for n in range(count):
+        prefix = b"%08d" % n
+        delta = varint(len(base)) + varint(len(prefix) + 60000 * copies)
+        delta += bytes([len(prefix)]) + prefix + copy * copies
+        at = 12 + len(body)
+        add(6, delta, ofs(at - base_at))
+        names.append((b"100644", b"gc-%08d.yaml" % n, oid(b"blob", prefix + base * copies)))
+    shard = tree(names)
+    tasks = tree([(b"40000", b"00", tree([(b"40000", b"00", shard)]))])
+    root = tree([(b"100644", b"config.yaml", oid(b"blob", config)), (b"40000", b"tasks", tasks)])
+    parent = git("rev-parse", "main", cwd=remote)
+    commit = (
+        b"tree %s\nparent %s\nauthor a <a@a> 1700000000 +0000\n"
+        b"committer a <a@a> 1700000000 +0000\n\nbomb\n" % (root.hex().encode(), parent.encode())
+    )
+    add(1, commit)
+    pack = b"PACK" + struct.pack(">II", 2, count + 7) + bytes(body)
+    pack += hashlib.sha1(pack).digest()
+    subprocess.run(["git", "index-pack", "--stdin"], cwd=remote, input=pack, check=True,
+                   capture_output=True)  # fmt: skip
+    sha = oid(b"commit", commit).hex()
+    git("update-ref", "refs/heads/main", sha, cwd=remote)
+    return sha
+
+
+def test_a_pack_of_small_deltas_making_large_blobs_is_streamed_and_bounded(
+    tmp_path: Path, remote_kind: str | None
+) -> None:
+    remote, url = served(tmp_path, remote_kind, "bomb")
+    a, b = machine(tmp_path, "a"), machine(tmp_path, "b")
+    assert a("init").returncode == 0 and a("remote", "add", "origin", url).returncode == 0
+    assert a("sync").returncode == 0 and b("clone", url).returncode == 0
+    before = head(b)
+    delta_bomb(remote, 80)  # ~320 MB inflated from a pack of a few dozen KB
+    # Within the limits: each blob is written as it is inflated, never all held at once;
+    # the gate then refuses the commit (its names are outside the layout).
+    code, stderr, peak_kib = sync_measured(b)
+    assert code == 30 and "outside the store's layout" in stderr, stderr
+    assert peak_kib < 160 * 1024, f"gc sync held {peak_kib} KiB"
+    assert head(b) == before
+    # Over what one fetch may inflate to (4 x sync.max_fetch_bytes): refused from the
+    # pack's headers, before any blob is inflated.
+    c = machine(tmp_path, "c")
+    assert c("clone", url).returncode == 30  # a clone streams it too, then refuses it
+    assert b("config", "set", "--local", "sync.max_fetch_bytes", "8MiB").returncode == 0
+    delta_bomb(remote, 12)
+    code, stderr, _peak = sync_measured(b)
+    assert code == 30 and "inflate to more than 33554432 bytes" in stderr, stderr
+    assert "4 x sync.max_fetch_bytes" in stderr and head(b) == before
+    assert b("bead", "create", "--type", "task", "--title", "still usable").returncode == 0
+
+
+def test_a_remote_listing_more_refs_than_a_store_needs_is_refused_in_one_line(
+    tmp_path: Path, remote_kind: str | None
+) -> None:
+    remote, url = served(tmp_path, remote_kind, "tags")
+    a, b = machine(tmp_path, "a"), machine(tmp_path, "b")
+    assert a("init").returncode == 0 and a("remote", "add", "origin", url).returncode == 0
+    assert a("sync").returncode == 0 and b("clone", url).returncode == 0
+    made = make_id(a, "--title", "after the tags")
+    assert a("sync").returncode == 0
+    tip = git("rev-parse", "main", cwd=remote)
+    with (remote / "packed-refs").open("a") as refs:  # 10,001 tags, as git packs them
+        refs.writelines(f"{tip} refs/tags/t{n}\n" for n in range(10_001))
+    result = b("sync")
+    assert result.returncode == 30, result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and "refs, over the 10000" in result.stderr
+    assert b("bead", "show", made).returncode == 40  # nothing merged
+    assert b("clone", url, str(tmp_path / "c")).returncode == 30
 
 
 def test_a_fetch_larger_than_sync_max_fetch_bytes_is_refused(pair_remote: tuple) -> None:
@@ -271,3 +432,49 @@ def test_status_of_a_remote_never_reached_says_never_synced(
     spare = a.json("sync", "--status", "spare")["status"]
     assert (spare["synced"], spare["ahead"], spare["behind"]) == (True, 0, 0)
     assert spare["last_sync"] is not None
+
+
+def test_a_remote_missing_an_object_its_history_names_is_refused_in_words(
+    tmp_path: Path,
+) -> None:
+    remote = bare(tmp_path / "remote.git")
+    (tmp_path / "a").mkdir()
+    a = GcRunner(tmp_path / "a")
+    assert a("init").returncode == 0
+    assert a("remote", "add", "origin", str(remote)).returncode == 0
+    assert a("sync").returncode == 0
+    listing = git("ls-tree", "main", cwd=remote) + "\n100644 blob " + "3" * 40 + "\tnotes.yaml\n"
+    tree = subprocess.run(["git", "mktree", "--missing"], cwd=remote, input=listing, text=True,
+                          capture_output=True, check=True).stdout.strip()  # fmt: skip
+    commit = git("-c", "user.name=m", "-c", "user.email=m@x", "commit-tree", tree, "-p", "main",
+                 "-m", "damaged", cwd=remote)  # fmt: skip
+    git("update-ref", "refs/heads/main", commit, cwd=remote)
+    (tmp_path / "c").mkdir()
+    cloned = GcRunner(tmp_path / "c")("clone", str(remote))
+    assert cloned.returncode == 50
+    assert "cannot send object " + "3" * 40 in cloned.stderr and "b'" not in cloned.stderr
+    assert not (tmp_path / "c" / ".beads").exists()
+
+
+@pytest.mark.parametrize("remote_at", ["local", "daemon"])
+def test_a_sync_killed_while_storing_what_it_fetched_is_finished_by_the_next(
+    tmp_path: Path, remote_at: str, request: pytest.FixtureRequest
+) -> None:
+    """Killed with half the received objects written, a sync leaves no commit without its
+    tree or its parents: the next sync fetches again, and the gate finds nothing missing."""
+    url = request.getfixturevalue("daemon") + "/shared.git" if remote_at == "daemon" else None
+    remote = str(bare(tmp_path / "remote.git")) if url is None else url
+    a, b = machine(tmp_path, "a"), machine(tmp_path, "b")
+    assert a("init").returncode == 0
+    assert a("remote", "add", "origin", remote).returncode == 0
+    assert a("sync").returncode == 0
+    assert b("clone", remote).returncode == 0
+    made = [make_id(a, "--title", f"bead {n}") for n in range(6)]
+    assert a("sync").returncode == 0
+    killed = b.subprocess("sync", env={"GC_FAULT_POINT": "fetch-half-stored"})
+    assert killed.returncode == -9
+    finished = b("sync")
+    assert finished.returncode == 0, finished.stderr
+    assert head(b) == head(a)
+    assert {bead["id"] for bead in b.json("bead", "list")["beads"]} >= set(made)
+    git("-C", str(tmp_path / "b" / ".beads" / ".git"), "fsck", "--strict", "--no-dangling")

@@ -256,7 +256,7 @@ def test_wait_reply_wakes_on_a_reply_of_its_kinds_only(tmp_path: Path, threads: 
          "--kinds", "answer", "--timeout-seconds", "20", "--json"],
         cwd=tmp_path, stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
-    threads.reply("leader", thr, kind="progress", summary="Looking into it")
+    threads.reply("leader", thr, kind="question", summary="Which ones did you try?")
     time.sleep(0.4)
     assert waiter.poll() is None  # a reply of another kind does not wake it
     answer = threads.reply("leader", thr, kind="answer", summary="Postgres")
@@ -402,8 +402,8 @@ def states(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, st
         for name in "CBD":
             api.claim("w1", made[name])
         api.update("w1", made["B"], status="in_progress")
-        api.update("w1", made["B"], status="blocked")
-        api.done("w1", made["D"])
+        api.update("w1", made["B"], status="blocked", summary="Which one?")
+        api.done("w1", made["D"], summary="Finished")
         api.close()
     return root, made
 
@@ -641,7 +641,15 @@ def test_a_stale_process_of_the_same_agent_cannot_write_after_a_newer_claim(
 
 @pytest.mark.parametrize(
     "verb",
-    ["renew", "update", "done", "fail", "release", "reply --from w", "cancel"],
+    [
+        "renew",
+        "update",
+        "done --summary ok",
+        "fail --summary broke",
+        "release",
+        "reply --from w",
+        "cancel",
+    ],
 )
 def test_every_holder_write_checks_a_given_lease_token(
     verb: str, tmp_path: Path, threads: Threads, capsys: pytest.CaptureFixture[str]
@@ -700,7 +708,7 @@ def test_a_holder_waiting_for_a_reply_stops_when_its_lease_is_gone(
     waiter = subprocess.Popen(
         [*wait, "--lease-token", token], cwd=tmp_path, stdout=subprocess.PIPE, text=True
     )
-    threads.reply("leader", thr, kind="progress", summary="not what it waits for")
+    threads.reply("leader", thr, kind="question", summary="not what it waits for")
     threads.cancel("leader", thr, reason="no longer needed")
     ended = json.loads(waiter.communicate(timeout=60)[0])
     assert waiter.returncode == 20, ended
@@ -745,6 +753,198 @@ def test_a_holder_on_another_machine_cannot_renew_or_finish_after_a_takeover(
     finished = a("thread", "done", "--agent", "w", "--thread", thr, "--json")
     assert finished.returncode == 20, finished.stderr
     assert json.loads(finished.stdout)["error"]["holder"] == "w"
-    assert b.json("thread", "done", "--agent", "w", "--thread", thr)["thread"]["status"] == "done"
+    closed = b.json("thread", "done", "--agent", "w", "--thread", thr, "--summary", "Done")
+    assert closed["thread"]["status"] == "done"
     assert b("sync").returncode == 0 and a("sync").returncode == 0
     assert a.json("thread", "show", "--thread", thr)["thread"]["status"] == "done"
+
+
+def in_gc(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    """Run the `gc` program in this process: exit code, stdout, stderr."""
+    with pytest.raises(SystemExit) as ended:
+        cli_main(list(args))
+    out, err = capsys.readouterr()
+    return int(ended.value.code or 0), out, err
+
+
+def test_fetch_with_no_matching_work_exits_10_with_found_false(
+    tmp_path: Path, threads: Threads, capsys: pytest.CaptureFixture[str]
+) -> None:
+    where = ("--beads-dir", str(tmp_path))
+    threads.send("leader", to="w1", subject="For w1 only")
+    for run, prefix, name in ((in_process, (), "fetch"), (in_gc, ("thread",), "thread.fetch")):
+        code, out, err = run(capsys, *prefix, "fetch", "--agent", "w2", *where, "--json")
+        assert (code, err) == (10, ""), (run, out, err)
+        assert json.loads(out) == {"ok": True, "command": name, "threads": [], "found": False}
+        code, out, err = run(capsys, *prefix, "fetch", "--agent", "w2", *where)
+        assert (code, out.strip(), err) == (10, "No threads", "")
+        code, out, _ = run(capsys, *prefix, "fetch", "--agent", "w1", *where, "--json")
+        found = json.loads(out)
+        assert code == 0 and found["found"] is True and len(found["threads"]) == 1
+    # The installed program, as the seed runs it.
+    empty = inbox(tmp_path, "fetch", "--agent", "w3", "--status", "blocked", "--json", check=10)
+    assert json.loads(empty.stdout)["found"] is False
+
+
+def test_lists_take_the_seeds_bar_spelling_as_well_as_commas(
+    tmp_path: Path, threads: Threads, capsys: pytest.CaptureFixture[str]
+) -> None:
+    thr = threads.send("leader", to="w", subject="Bars")[0].thread_id
+    threads.claim("w", thr)
+    threads.update("w", thr, status="in_progress")
+    asked = threads.update("w", thr, status="blocked", summary="Which port?")[1]
+    where = ("--beads-dir", str(tmp_path), "--json")
+    fetched = in_process(capsys, "fetch", "--agent", "w", "--status", "pending|blocked", *where)
+    assert fetched[0] == 0 and [t["thread_id"] for t in json.loads(fetched[1])["threads"]] == [thr]
+    waiter = subprocess.Popen(
+        [INBOX, "wait-reply", "--thread", thr, "--after-message", asked.message_id,
+         "--kinds", "answer|control|result", "--timeout-seconds", "60", "--json"],
+        cwd=tmp_path, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    steer = threads.reply("leader", thr, kind="control", summary="Stop and use 8080")
+    woke = json.loads(waiter.communicate(timeout=60)[0])
+    assert waiter.returncode == 0 and woke["message"]["message_id"] == steer.message_id
+    mixed = in_process(
+        capsys, "wait-reply", "--thread", thr, "--after-message", asked.message_id,
+        "--kinds", "answer, control|result", "--timeout-seconds", "1", *where,
+    )  # fmt: skip
+    assert mixed[0] == 0 and json.loads(mixed[1])["message"]["kind"] == "control"
+    for bad in ("answer|gossip", "answer||control", "|"):
+        code, out, err = in_process(capsys, "wait-reply", "--thread", thr, "--kinds", bad, *where)
+        assert code == 30 and json.loads(out)["error"]["code"] == "invalid_input", (bad, err)
+
+
+def test_only_the_lease_holder_reports_progress_and_result_and_nobody_posts_events(
+    tmp_path: Path, threads: Threads, capsys: pytest.CaptureFixture[str]
+) -> None:
+    thr = threads.send("leader", to="w", subject="Roles")[0].thread_id
+    token = threads.claim("w", thr).token
+    where = ("--beads-dir", str(tmp_path), "--json")
+    head = branch_head(tmp_path / ".beads")
+    refused = [  # (command, exit code)
+        (["reply", "--from", "leader", "--kind", "progress"], 20),
+        (["reply", "--from", "leader", "--kind", "result"], 20),
+        (["reply", "--from", "w2", "--kind", "result"], 20),
+        (["send", "--from", "w2", "--kind", "progress"], 20),
+        (["reply", "--from", "w", "--kind", "result", "--lease-token", "0" * 16], 20),
+        (["reply", "--from", "w", "--kind", "event"], 30),
+        (["reply", "--from", "leader", "--kind", "event"], 30),
+        (["send", "--from", "leader", "--kind", "event"], 30),
+        (["reply", "--from", "w2", "--kind", "task"], 30),
+        (["reply", "--from", "w", "--kind", "task"], 30),
+    ]
+    for words, expected in refused:
+        for prefix, run in (((), in_process), (("thread",), in_gc)):
+            code, out, err = run(capsys, *prefix, *words, "--thread", thr, "--summary", "x", *where)
+            assert code == expected, (words, out, err)
+            assert len(err.strip().splitlines()) == 1, err
+    for start in ("progress", "result", "event"):  # nobody holds a new thread's lease
+        code, out, err = in_process(
+            capsys, "send", "--from", "leader", "--subject", "New", "--kind", start, *where
+        )
+        assert code == 30 and json.loads(out)["error"]["code"] == "invalid_input", err
+    assert branch_head(tmp_path / ".beads") == head  # nothing was written
+
+    # Allowed: anyone answers, asks or steers; the creator adds to the task; the holder
+    # reports (with its token, or the claim this process made).
+    for sender, kind in [
+        ("w2", "answer"), ("w2", "question"), ("leader", "control"), ("w", "question"),
+        ("leader", "task"),
+    ]:  # fmt: skip
+        assert threads.reply(sender, thr, kind=kind, summary=f"{sender} {kind}").kind == kind
+    assert threads.reply("w", thr, kind="progress", summary="half way").kind == "progress"
+    sent = threads.send("w", thread=thr, kind="progress", summary="most", lease_token=token)
+    assert sent[1].kind == "progress"
+    partial = inbox_json(tmp_path, "reply", "--from", "w", "--thread", thr, "--kind", "result",
+                         "--summary", "a first result", "--lease-token", token)  # fmt: skip
+    assert partial["message"]["kind"] == "result" and partial["message"]["to_agent"] == "leader"
+    with pytest.raises(LeaseConflict) as taken:
+        threads.reply("w2", thr, kind="progress", summary="mine now")
+    assert taken.value.details["holder"] == "w"
+    opened = threads.send("leader", subject="Asked first", kind="question")[1]
+    assert opened.kind == "question"
+    from beads.errors import InvalidInput
+
+    with pytest.raises(InvalidInput):
+        threads.reply("leader", thr, kind="event", summary="forged")
+
+
+def test_a_result_from_anyone_but_the_holder_does_not_wake_wait_reply(
+    tmp_path: Path, threads: Threads
+) -> None:
+    thr = threads.send("leader", to="w2", subject="Who finished?")[0].thread_id
+    threads.claim("w1", thr, lease_seconds=1)
+    wait_until_claimable(threads, thr)
+    threads.claim("w2", thr)  # w1's lease ran out and w2 took the thread over
+    cursor = threads.last_event()
+    waiter = subprocess.Popen(
+        [INBOX, "wait-reply", "--thread", thr, "--after-event", str(cursor),
+         "--timeout-seconds", "60", "--json"],
+        cwd=tmp_path, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+    def forge(sender: str) -> str:
+        """A result written around the API (an older program, a hand-made bead)."""
+        made = threads.store.create(
+            "message", "it is done", "", sender=sender, thread=thr, meta={"kind": "result"}
+        )
+        return made.id
+
+    forged = [forge("intruder"), forge("w1")]  # a stranger, and the former holder
+    assert threads.wait_reply(thr, after_event=cursor, timeout=0.5).woke is False
+    time.sleep(0.3)
+    assert waiter.poll() is None  # still waiting for the holder's result
+    _finished, result = threads.done("w2", thr, summary="Done by w2")
+    woke = json.loads(waiter.communicate(timeout=60)[0])
+    assert waiter.returncode == 0
+    assert woke["message"]["message_id"] == result.message_id not in forged
+    assert woke["message"]["from_agent"] == "w2"
+    # A leader's cancel ends the holder's lease: a result after it is no one's.
+    other = threads.send("leader", to="w3", subject="Cancelled")[0].thread_id
+    threads.claim("w3", other)
+    threads.cancel("leader", other, reason="not needed")
+    after = threads.last_event()
+    threads.store.create("message", "late", "", sender="w3", thread=other, meta={"kind": "result"})
+    assert threads.wait_reply(other, after_event=after, timeout=0.5).woke is False
+
+
+def test_a_blocked_update_must_say_what_is_missing_and_a_finish_its_result(
+    tmp_path: Path, threads: Threads, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from beads.errors import InvalidInput
+
+    thr = threads.send("leader", to="w", subject="Say it")[0].thread_id
+    threads.claim("w", thr)
+    threads.update("w", thr, status="in_progress")
+    where = ("--agent", "w", "--thread", thr, "--beads-dir", str(tmp_path), "--json")
+    head = branch_head(tmp_path / ".beads")
+    for words in (
+        ["update", "--status", "blocked"],
+        ["update", "--status", "blocked", "--summary", "  "],
+        ["update", "--status", "blocked", "--payload-json", '{"question": ""}'],
+        ["done"],
+        ["done", "--body", ""],
+        ["fail", "--summary", " "],
+    ):
+        for prefix, run in (((), in_process), (("thread",), in_gc)):
+            code, out, err = run(capsys, *prefix, *words, *where)
+            assert code == 30, (words, out, err)
+            assert json.loads(out)["error"]["code"] == "invalid_input"
+            assert len(err.strip().splitlines()) == 1, err
+    with pytest.raises(InvalidInput):
+        threads.update("w", thr, status="blocked")
+    with pytest.raises(InvalidInput):
+        threads.done("w", thr)
+    with pytest.raises(InvalidInput):
+        threads.fail("w", thr, body="\n")
+    assert branch_head(tmp_path / ".beads") == head
+    asked = inbox_json(tmp_path, "update", "--status", "blocked", "--payload-json",
+                       '{"question": "Which region?"}', *where[:-1])  # fmt: skip
+    assert asked["thread"]["status"] == "blocked"
+    assert asked["message"]["payload_json"] == {"question": "Which region?"}
+    threads.update("w", thr, status="in_progress", summary="eu-west")
+    blocked = threads.update("w", thr, status="blocked", body="Need the API key for eu-west")
+    assert blocked[0].status == "blocked"
+    finished = inbox_json(tmp_path, "done", "--body", "Deployed to eu-west.", *where[:-1])
+    assert finished["thread"]["status"] == "done"
+    assert finished["message"]["body"] == "Deployed to eu-west."

@@ -17,13 +17,14 @@ import stat
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from beads import approvals
 from beads.record import DEFAULT_MAX_BODY_BYTES
-from beads.trust import combine
+from beads.trust import MIN_BODY_BYTES, combine
 from inbox.delivery import Delivery
 from tests.conftest import GcRunner, gc_program
 
@@ -111,12 +112,12 @@ def without_terminal(
     )  # fmt: skip
 
 
-def pre_tool(side: GcRunner, command: str) -> dict:
+def pre_tool(side: GcRunner, command: str, env: dict[str, str] | None = None) -> dict:
     """`gc hook run` on a Bash PreToolUse event; its reply ({} for none)."""
     payload = {"session_id": "s1", "transcript_path": "/tmp/s.jsonl", "cwd": str(side.cwd),
                "hook_event_name": "PreToolUse", "tool_name": "Bash",
                "tool_input": {"command": command}}  # fmt: skip
-    result = ok(side("hook", "run", input=json.dumps(payload)))
+    result = ok(side("hook", "run", input=json.dumps(payload), env=env))
     return json.loads(result.stdout) if result.stdout.strip() else {}
 
 
@@ -263,11 +264,11 @@ def test_rules_decide_each_guarded_key_by_what_weakens() -> None:
         "gates.disabled": ["commit-push"],
         "gates.destructive.protected_branches": ["release"],
         "gates.session.lint": {"hook": "Stop", "mode": "soft", "check": "make lint"},
-        "store.max_body_bytes": 1000,
+        "store.max_body_bytes": 2_000_000,
     }
     committed = {
         "format": 1,
-        "store": {"max_body_bytes": 500, "shared": "group"},
+        "store": {"max_body_bytes": 1_000_000, "shared": "group"},
         "mail": {"provider": "beadmail"},
         "gates": {
             "disabled": ["destructive-op"],
@@ -287,7 +288,7 @@ def test_rules_decide_each_guarded_key_by_what_weakens() -> None:
     assert gates["require_decision"] is True
     assert gates["session"]["lint"]["mode"] == "strict"  # made strict: at once
     assert "marker" in gates["session"] and "probe" not in gates["session"]
-    assert settings["store"]["max_body_bytes"] == 500  # lowered: at once
+    assert settings["store"]["max_body_bytes"] == 1_000_000  # lowered: at once
     assert settings["store"].get("shared", "private") == "private"  # group access waits
     assert set(held) == {
         "gates.disabled", "gates.destructive.protected_branches", "gates.session.probe",
@@ -423,3 +424,167 @@ def test_the_pretooluse_approval_check_imports_nothing_heavy(gc_store: GcRunner)
     result = subprocess.run([sys.executable, "-c", probe], cwd=gc.cwd, input=payload,
                             capture_output=True, text=True, env=gc.env, timeout=60)  # fmt: skip
     assert result.stderr.strip().splitlines()[-1] == "[]", result.stderr
+
+
+def push_config(tmp_path: Path, change: Callable[[dict], None]) -> None:
+    """What an attacker with push access does: edit `config.yaml` with plain git on a clone
+    of the bare remote and push it (no gc, no checks but the remote's)."""
+    from ruamel.yaml import YAML
+
+    work = tmp_path / f"attacker-{len(list(tmp_path.glob('attacker-*')))}"
+    git("clone", "-q", "-b", "main", str(tmp_path / "remote.git"), str(work))
+    yaml = YAML(typ="safe")
+    data = yaml.load((work / "config.yaml").read_text())
+    change(data)
+    with (work / "config.yaml").open("w") as out:
+        yaml.dump(data, out)
+    who = ["-c", "user.name=eve", "-c", "user.email=eve@example.com"]
+    git("-C", str(work), *who, "commit", "-qam", "config")
+    git("-C", str(work), "push", "-q", "origin", "HEAD:main")
+
+
+def test_a_dot_in_a_gate_id_or_an_agent_name_does_not_escape_approval(
+    tmp_path: Path, pair: tuple[GcRunner, GcRunner]
+) -> None:
+    a, _ = pair
+    marker = tmp_path / "check-ran"
+    gate = {"hook": "PreToolUse", "mode": "strict", "check": f"sh -c 'touch {marker}; exit 1'"}
+    nudge = ["sh", "-c", f"touch {tmp_path / 'nudged'}"]
+
+    def dotted(config: dict) -> None:
+        config.setdefault("gates", {})["session"] = {"lint.ci": gate}
+        config["gates"]["destructive"] = {"unknown_switch": "off"}
+        config["rigs"] = {"ops.team": ["mayor"]}
+        config["agents"] = {"ops.team/mayor": {"nudge": nudge, "rig": "ops.team"}}
+
+    push_config(tmp_path, dotted)
+    ok(a("sync"))
+    assert not denied(pre_tool(a, "ls")) and not marker.exists()  # the check waits
+    held = {c["key"] for c in a.json("trust", "--show")["changes"] if c["held"]}
+    assert held == {
+        'gates.session."lint.ci"', 'agents."ops.team/mayor".nudge',
+        "gates.destructive.unknown_switch",
+    }  # fmt: skip
+    agents = a.json("config", "get", "agents")["value"]
+    assert agents["ops.team/mayor"] == {"rig": "ops.team"}  # no nudge in force here
+    code, output = in_terminal(a, "trust", answer="yes")
+    assert code == 0, output
+    assert denied(pre_tool(a, "ls")) and marker.exists()
+
+
+@pytest.mark.parametrize("damage", ["too large", "not json", "another store's", "a folder"])
+def test_an_approval_file_that_cannot_be_read_approves_nothing_and_is_named(
+    pair: tuple[GcRunner, GcRunner], damage: str
+) -> None:
+    a, b = pair
+    ok(a("bead", "list"))  # the first run here: recorded
+    path = Path(approvals.approval_path(a.cwd / ".beads"))
+    from_b(a, b, "config", "set", "gates.disabled", '["destructive-op"]')
+    if damage == "too large":
+        whole = json.loads(path.read_text())
+        whole["pad"] = "x" * approvals.MAX_FILE
+        path.write_text(json.dumps(whole))
+    elif damage == "not json":
+        path.write_text("{")
+    elif damage == "another store's":
+        path.write_text(json.dumps({"store": "/elsewhere", "approved": {}, "log": []}))
+    else:
+        path.unlink()
+        path.mkdir()
+    before = path.stat().st_size if path.is_file() else None
+    assert denied(pre_tool(a, RM_ROOT))  # never a first run: the defaults are in force
+    assert denied(pre_tool(a, RM_ROOT))
+    assert (path.stat().st_size if path.is_file() else None) == before  # nothing recorded
+    doctor = a.json("doctor")
+    assert any(str(path) in line and "cannot be used" in line for line in doctor["notices"])
+    shown = a.json("trust", "--show")
+    assert str(path) in shown["damaged"] and shown["held"] == 1
+    if damage == "a folder":
+        return  # a person removes the folder; gc trust cannot write over it
+    code, output = in_terminal(a, "trust", answer="yes")
+    assert code == 0, output
+    assert not denied(pre_tool(a, RM_ROOT))
+    assert a.json("trust", "--log")["log"][-1]["how"] == "gc trust"
+
+
+def test_a_first_run_does_not_approve_a_value_over_the_size_cap(
+    tmp_path: Path, pair: tuple[GcRunner, GcRunner]
+) -> None:
+    a, _ = pair
+    names = ["destructive-op", *(f"padding-{n:06d}" for n in range(approvals.MAX_VALUE // 10))]
+    push_config(tmp_path, lambda config: config.setdefault("gates", {}).update(disabled=names))
+    ok(a("sync"))
+    fresh = {"GC_TRUST_DIR": str(tmp_path / "fresh-trust")}  # a first run of a store here
+    assert denied(pre_tool(a, RM_ROOT, env=fresh))  # recorded without it: it waits
+    log = a.json("trust", "--log", env=fresh)["log"]
+    assert [entry["how"] for entry in log] == ["first run"]
+    assert a.json("trust", "--show", env=fresh)["held"] == 1
+    [recorded] = (tmp_path / "fresh-trust").glob("*.json")
+    assert "gates.disabled" not in json.loads(recorded.read_text())["approved"]
+
+
+def test_gc_trust_in_an_agent_session_records_nothing_even_what_only_strengthens(
+    pair: tuple[GcRunner, GcRunner],
+) -> None:
+    a, b = pair
+    from_b(a, b, "config", "set", "gates.destructive.patterns", '["make clean*"]')
+    before = a.json("trust", "--log")["log"]
+    refused = a("trust", env={"CLAUDECODE": "1"})
+    assert refused.returncode == 30 and "agent session" in refused.stderr
+    assert a.json("trust", "--log")["log"] == before
+    assert a.json("trust", "--show")["changes"][0]["key"] == "gates.destructive.patterns"
+
+
+def test_an_empty_protected_branch_list_from_the_remote_waits_for_approval(
+    pair: tuple[GcRunner, GcRunner],
+) -> None:
+    a, b = pair
+    from_b(a, b, "config", "set", "gates.destructive.protected_branches", "[]")
+    in_force = a.json("config", "get", "gates.destructive.protected_branches")["value"]
+    assert in_force == ["main", "master"]
+    held = [c for c in a.json("trust", "--show")["changes"] if c["held"]]
+    assert [c["key"] for c in held] == ["gates.destructive.protected_branches"]
+
+
+def test_a_gate_setting_of_the_wrong_type_is_ignored_and_reported(
+    tmp_path: Path, pair: tuple[GcRunner, GcRunner]
+) -> None:
+    a, _ = pair
+    push_config(tmp_path, lambda config: config.setdefault("gates", {}).update(session=[1]))
+    ok(a("sync"))
+    ok(a("gate", "status", "--session", "s1"))
+    assert denied(pre_tool(a, RM_ROOT))
+    push_config(tmp_path, lambda config: config["gates"].update(destructive=[1]))
+    ok(a("sync"))
+    assert denied(pre_tool(a, RM_ROOT))  # deny, never downgraded to ask
+    doctor = a.json("doctor")
+    found = " ".join(p["message"] for p in doctor["problems"]) if doctor["problems"] else ""
+    assert "gates.session" in found and "gates.destructive" in found
+
+
+def test_a_persons_edit_of_a_held_gate_approves_that_field_only(
+    tmp_path: Path, pair: tuple[GcRunner, GcRunner]
+) -> None:
+    a, b = pair
+    marker = tmp_path / "check-ran"
+    from_b(a, b, "gate", "register", "probe", "--hook", "PreToolUse", "--mode", "strict",
+           "--check", f"sh -c 'touch {marker}; exit 1'")  # fmt: skip
+    ok(a("config", "set", "gates.session.probe.description", "looked at it"))
+    assert not denied(pre_tool(a, "ls")) and not marker.exists()
+    held = [c["key"] for c in a.json("trust", "--show")["changes"] if c["held"]]
+    assert held == ["gates.session.probe"]
+    code, output = in_terminal(a, "trust", answer="yes")
+    assert code == 0, output
+    assert denied(pre_tool(a, "ls")) and marker.exists()
+
+
+def test_a_body_limit_lowered_below_the_floor_from_the_remote_waits(
+    pair: tuple[GcRunner, GcRunner],
+) -> None:
+    a, b = pair
+    from_b(a, b, "config", "set", "store.max_body_bytes", "1")
+    ok(a("bead", "create", "--type", "task", "--title", "kept", "--body", "an ordinary body"))
+    held = [c["key"] for c in a.json("trust", "--show")["changes"] if c["held"]]
+    assert held == ["store.max_body_bytes"]
+    from_b(a, b, "config", "set", "store.max_body_bytes", str(MIN_BODY_BYTES))
+    assert a.json("config", "get", "store.max_body_bytes")["value"] == MIN_BODY_BYTES

@@ -122,14 +122,19 @@ def get_json(site: Site, path: str) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    """Headless Chromium through WebDriver, once for the module; missing is a failure."""
+    """Headless Chromium through WebDriver, once for the module. Missing, it skips the test,
+    except under `CI=true`, where a missing browser is a failure."""
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     driver_path = shutil.which("chromedriver")
     if chromium is None or driver_path is None:
-        pytest.fail(
+        reason = (
             "the browser tests need Debian's chromium and chromium-driver "
-            "(apt-get install -y chromium chromium-driver; .ci/run installs them)"
+            "(apt-get install -y chromium chromium-driver; ./test.sh installs them as root "
+            "or under CI=true)"
         )
+        if os.environ.get("CI") == "true":
+            pytest.fail(reason)
+        pytest.skip(reason)
     from selenium import webdriver
     from selenium.webdriver.chrome.options import Options
     from selenium.webdriver.chrome.service import Service
@@ -237,6 +242,7 @@ def test_the_history_shows_a_field_level_diff_of_an_update(
 
 
 def test_open_pages_follow_the_store_without_a_reload(site: Site, browser: Any) -> None:
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
@@ -244,7 +250,10 @@ def test_open_pages_follow_the_store_without_a_reload(site: Site, browser: Any) 
     browser.execute_script("window.stillHere = true")
     assert "Live news" not in browser.find_element(By.ID, "page").text
     BeadMail(site.open("dog")).send("dog", "eve", "Live news", "fresh")
-    WebDriverWait(browser, 10).until(lambda b: "Live news" in b.find_element(By.ID, "page").text)
+    # The page's live update replaces #page: an element found just before may be gone when
+    # its text is read, so a stale one is looked up again. The deadline only bounds a hang.
+    waiting = WebDriverWait(browser, 60, ignored_exceptions=(StaleElementReferenceException,))
+    waiting.until(lambda b: "Live news" in b.find_element(By.ID, "page").text)
     assert browser.execute_script("return window.stillHere") is True
 
 

@@ -17,6 +17,7 @@ import sys
 # exact arguments -> (module, function returning the exit code)
 DIRECT: dict[tuple[str, ...], tuple[str, str]] = {
     ("hook", "run"): ("gates.pretool", "main"),
+    ("hook", "run", "--event", "PreToolUse"): ("gates.pretool", "main_pretooluse"),
 }
 
 

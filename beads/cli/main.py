@@ -48,6 +48,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     ),
     "skill": ("mail.threads.skills", "skill", "Install SKILL.md files that teach agents gc."),
     "web": ("web.cli", "web", "Serve a read-only site of the store for the team (gc-beads[web])."),
+    "mcp": ("mcpserver.cli", "mcp", "Serve the store to agents over MCP (gc-beads[mcp])."),
 }
 # Run before any command: the top layer's composition root, which declares the producers of
 # inbox items to delivery (inbox/producers.py) without importing them.

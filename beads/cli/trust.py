@@ -27,12 +27,16 @@ def trust(yes: bool, show: bool, show_log: bool) -> None:
     """
     from beads import approvals
     from beads.person import agent_session, confirm, has_terminal
-    from beads.trust import changes, snapshot
+    from beads.trust import changes, checked, snapshot
 
     store = open_store()
-    mine = snapshot(store.committed_config)
+    mine = snapshot(checked(store.committed_config)[0])
     store.config  # noqa: B018 - the first read here records the approvals' first entry
-    found = approvals.read(store.root) or {"approved": {}, "log": []}
+    try:
+        found = approvals.read(store.root) or {"approved": {}, "log": []}
+        damaged = None
+    except approvals.Damaged as exc:  # nothing approved: every change shown, none recorded
+        found, damaged = {"approved": {}, "log": []}, f"{exc.path} ({exc.why})"
     if show_log:
         entries = found["log"]
         emit({"store": approvals.store_key(store.root), "log": entries},
@@ -41,26 +45,30 @@ def trust(yes: bool, show: bool, show_log: bool) -> None:
     diff = changes(found["approved"], mine)
     held = [c for c in diff if c["held"]]
     payload: dict[str, Any] = {"changes": diff, "held": len(held), "approved": False}
-    if not diff:
+    if damaged:
+        payload["damaged"] = damaged
+    if not diff and not damaged:
         emit(payload, "nothing changed since the last approval on this machine")
         return
     text = "\n".join(_change_line(c) for c in diff)
+    if damaged:
+        text = f"the approval file {damaged} cannot be used: nothing is approved here\n{text}"
     if show:
         emit(payload, f"{text}\n{len(held)} change(s) wait for approval: run gc trust")
         return
+    who = agent_session()
+    if who:  # before anything is recorded, even a change that only strengthens
+        raise InvalidInput(
+            f"{len(held)} setting(s) wait for a person's approval; an agent session ({who} is "
+            "set) cannot give it or record approvals: run gc trust in your own terminal"
+        )
     head = store.index.head()
     commit = head.decode() if head else None
-    if not held:  # every change only strengthens a protection: already in force, recorded
+    if not held and not damaged:  # every change only strengthens: already in force, recorded
         _record(store.root, mine, how="gc trust (strengthening only)", changes=diff,
                 commit=commit)  # fmt: skip
         emit({**payload, "approved": True}, f"{text}\nrecorded (every change only strengthens)")
         return
-    who = agent_session()
-    if who:
-        raise InvalidInput(
-            f"{len(held)} setting(s) wait for a person's approval; an agent session ({who} is "
-            "set) cannot give it: run gc trust in your own terminal"
-        )
     if yes:
         if not has_terminal():
             raise InvalidInput("gc trust --yes needs a terminal: run it in your own terminal")

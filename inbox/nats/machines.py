@@ -53,8 +53,9 @@ def stale(settings: Settings, infos: list[Any], max_age: float | None) -> list[d
         if not name.startswith(PREFIX) or name == settings.consumer:
             continue
         owner = (info.config.metadata or {}).get(ID_KEY)
-        last = info.delivered.last_active if info.delivered else None
-        last = last or info.created
+        # Older nats-py clients (2.9) read neither field: the consumer's age is then unknown.
+        last = getattr(info.delivered, "last_active", None) if info.delivered else None
+        last = last or getattr(info, "created", None)
         idle = (now - last).total_seconds() if last else None
         if owner == settings.machine_id:
             why = f"this machine's consumer under an earlier name (now {settings.consumer})"

@@ -8,8 +8,9 @@ Anyone who can publish on the server can put any JSON on an agent's subject, so:
 - Any other item is taken as a local push would take it (`inbox.items.push_items`): a
   producer's type is refused, and it cannot present itself as typed by a person here. The
   name `human` (the acting agent of a person at this machine's terminal, beads/record.py) is
-  never taken from the wire: a relayed source `human` is shown as `human via NATS`, and a
-  relayed pusher `human` is dropped.
+  never taken from the wire: a relayed source that reads as `human` (`inbox.render.names_human`:
+  spaces, case and invisible characters do not count) is shown as `human via NATS`, and such a
+  relayed pusher is dropped.
 
 A sender's relay syncs before it publishes a hint (inbox/nats/relay.py), so the bead is on
 the remote when the hint arrives; a hint whose bead is not found yet is delivered again a few
@@ -36,9 +37,11 @@ def is_hint(item: Item) -> bool:
 
 def as_relayed(item: Item) -> Item:
     """A plain item under the local push's rule (see the module's docstring)."""
-    if item.source == HUMAN:
+    from inbox.render import names_human
+
+    if names_human(item.source):
         item.source = RELAYED_HUMAN
-    if item.pusher == HUMAN:
+    if names_human(item.pusher):
         item.pusher = None
     return item
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from beads.errors import InvalidInput
 from beads.record import check_agent
+from mail.threads import rules
 from mail.threads.leases import ThreadLeases, held_by
 from mail.threads.model import (
     HELD,
@@ -53,24 +54,33 @@ class Threads(ThreadLeases):
         payload: dict[str, Any] | None = None,
         priority: str | int = "normal",
         artifacts: Sequence[dict[str, Any]] = (),
+        lease_token: str | None = None,
     ) -> tuple[Thread, ThreadMessage]:
         """Start a thread (status pending) with its first message, or, with `thread`, add a
-        message to one. A thread made without `to` is open to every agent (`fetch`)."""
+        message to one. A thread made without `to` is open to every agent (`fetch`).
+
+        Who may post which kind is `mail.threads.rules`: a new thread opens with a task,
+        question, answer or control message; in an existing one, `progress` and `result`
+        are the lease holder's (`lease_token`, else its own claim's), `task` its creator's,
+        and `event` nobody's."""
         check_agent(sender, what="sender")
         if to is not None:
             check_agent(to, what="recipient")
         check_kind(kind)
+        rules.role(kind)
         level = priority_level(priority)
         if thread is not None:
             if subject is not None or run_id is not None or task_id is not None:
                 raise InvalidInput("--subject, --run and --task are for a new thread, not --thread")
             with self._writing(thread) as w:
+                self._may_post(w.thread, sender, kind, lease_token)
                 text = summary_line(summary, w.thread.subject)
                 made = w.message(sender, to, kind, text, body, payload, artifacts)
                 w.describe("send", sender, made.title)
             return w.thread, self._shown(made)
         if subject is None or not subject.strip():
             raise InvalidInput("a new thread needs --subject (or --thread to add to one)")
+        rules.check_opening(kind)
         title = summary_line(subject, "")
         meta: dict[str, Any] = {"status": "pending"}
         for key, value in (("run_id", run_id), ("task_id", task_id)):
@@ -107,7 +117,8 @@ class Threads(ThreadLeases):
         lease_token: str | None = None,
     ) -> tuple[Thread, ThreadMessage]:
         """Report on a held thread: a `progress` message, or with `status` blocked a
-        `question` (to the thread's creator); a status change also writes its event.
+        `question` (to the thread's creator), which must say what is missing (a summary,
+        a body or a payload `question`); a status change also writes its event.
         `lease_token` (else this object's own claim's) must be the live lease's."""
         check_agent(agent)
         if status is not None:
@@ -122,6 +133,8 @@ class Threads(ThreadLeases):
             if current.status not in allowed:
                 raise w.refuse(f"update --status {status}" if status else "update")
             held_by(current, agent, self._token(agent, current.thread_id, lease_token))
+            if status == "blocked":
+                rules.check_blocked(summary, body, payload)
             kind = "question" if status == "blocked" else "progress"
             to = _other(current, agent) if kind == "question" else None
             text = summary_line(summary, f"{kind}: {current.subject}")
@@ -147,15 +160,18 @@ class Threads(ThreadLeases):
         lease_token: str | None = None,
     ) -> ThreadMessage:
         """A message in the thread, to `to` (default: the other side: the assignee when the
-        creator writes, else the creator). Changes no status. The holder's reply is checked
-        as its other writes are (`lease_token`, else its own claim's); anyone else's is not,
-        unless it gives a token."""
+        creator writes, else the creator). Changes no status. Anyone answers, asks or
+        steers (`answer`, `question`, `control`); `progress` and `result` are the lease
+        holder's, `task` the creator's, `event` nobody's (`mail.threads.rules`). The
+        holder's reply is checked as its other writes are (`lease_token`, else its own
+        claim's); anyone else's is not, unless it gives a token."""
         check_agent(sender, what="sender")
         if to is not None:
             check_agent(to, what="recipient")
         check_kind(kind)
+        rules.role(kind)
         with self._writing(thread) as w:
-            self._as_holder(w.thread, sender, lease_token)
+            self._may_post(w.thread, sender, kind, lease_token)
             to = to if to is not None else _other(w.thread, sender)
             text = summary_line(summary, f"{kind}: {w.thread.subject}")
             made = w.message(sender, to, kind, text, body, payload, artifacts)
@@ -163,11 +179,13 @@ class Threads(ThreadLeases):
         return self._shown(made)
 
     def done(self, agent: str, thread: str, **result: Any) -> tuple[Thread, ThreadMessage]:
-        """Finish a held thread: a `result` message (to the creator), status done."""
+        """Finish a held thread: a `result` message (to the creator), status done. The
+        result is said (`summary` or `body`), else InvalidInput."""
         return self._finish(agent, thread, "done", **result)
 
     def fail(self, agent: str, thread: str, **result: Any) -> tuple[Thread, ThreadMessage]:
-        """End a held thread as failed: a `result` message (to the creator), status failed."""
+        """End a held thread as failed: a `result` message (to the creator), status failed.
+        Why is said (`summary` or `body`), else InvalidInput."""
         return self._finish(agent, thread, "failed", **result)
 
     def _finish(
@@ -189,6 +207,7 @@ class Threads(ThreadLeases):
             if current.status not in HELD:
                 raise w.refuse("finish (done)" if verb == "done" else "fail")
             held_by(current, agent, self._token(agent, current.thread_id, lease_token))
+            rules.check_result(verb, summary, body)
             text = summary_line(summary, f"{status}: {current.subject}")
             to = _other(current, agent)
             made = w.message(agent, to, "result", text, body, payload, artifacts)
@@ -229,6 +248,18 @@ class Threads(ThreadLeases):
             w.describe("cancel", agent, reason or "")
         self.own_tokens.pop((agent, current.thread_id), None)
         return Thread.from_bead(bead)
+
+    def _may_post(self, thread: Thread, sender: str, kind: str, lease_token: str | None) -> None:
+        """Refuse a message of `kind` that `sender` may not post in `thread`: a report
+        (progress, result) from anyone but the live lease's holder (LeaseConflict), a task
+        from anyone but the creator (InvalidInput)."""
+        who = rules.role(kind)
+        if who == "holder":
+            held_by(thread, sender, self._token(sender, thread.thread_id, lease_token))
+            return
+        if who == "creator":
+            rules.check_creator(thread, sender, kind)
+        self._as_holder(thread, sender, lease_token)
 
     def _as_holder(self, thread: Thread, agent: str, lease_token: str | None) -> None:
         """For writes anyone may make (reply, cancel): a given token must be the live

@@ -13,7 +13,15 @@ from typing import Any
 
 import click
 
-from beads.cli.common import Duration, emit, global_options, open_store, read_text, settings
+from beads.cli.common import (
+    Duration,
+    answer_no,
+    emit,
+    global_options,
+    open_store,
+    read_text,
+    settings,
+)
 from beads.errors import NoMatch
 from beads.record import acting_agent
 from beads.times import now_stamp
@@ -207,6 +215,7 @@ def emit_wake(wake: Wake, text: Callable[[], str]) -> None:
 @click.option("--kind", default="task", show_default=True, help="|".join(KINDS))
 @click.option("--priority", default="normal", show_default=True, help="low|normal|high or 0-4.")
 @content_options
+@lease_token_option
 @global_options
 def send(
     sender: str | None,
@@ -217,12 +226,15 @@ def send(
     task_id: str | None,
     kind: str,
     priority: str,
+    lease_token: str | None,
     **message: Any,
 ) -> None:
     """Start a thread (status pending), or add a message to one with --thread."""
     api = threads(sender)
+    author = sender or me()
+    as_holder(api, author)
     made, sent = api.send(
-        sender or me(),
+        author,
         to=to,
         subject=subject,
         thread=thread_id,
@@ -230,6 +242,7 @@ def send(
         task_id=task_id,
         kind=kind,
         priority=priority,
+        lease_token=lease_token,
         **content(api, **message),
     )
     verb = "Added message" if thread_id else "Created thread"
@@ -237,18 +250,21 @@ def send(
 
 
 @thread.command()
-@click.option("--status", "statuses", default="pending", show_default=True, help="A comma list.")
+@click.option("--status", "statuses", default="pending", show_default=True, help="A list (, or |).")
 @click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True)
 @click.option("--unread", is_flag=True, help="Only threads with unread mail for the agent.")
 @global_options
 def fetch(statuses: str, limit: int, unread: bool) -> None:
-    """Candidate threads for the agent (its own and those open to all); claims nothing."""
+    """Candidate threads for the agent (its own and those open to all); claims nothing.
+    None: exit 10 with `"found": false` (no matching work)."""
     wanted = parse_list(statuses, STATUSES, "--status")
     found = threads().fetch(me(), statuses=wanted or (), limit=limit, unread=unread)
+    if not found:
+        answer_no({"threads": [], "found": False}, "No threads")
     now = now_stamp()
     emit(
-        {"threads": [t.to_json(now) for t in found]},
-        lambda: "\n".join(thread_line(t) for t in found) or "No threads",
+        {"threads": [t.to_json(now) for t in found], "found": True},
+        lambda: "\n".join(thread_line(t) for t in found),
     )
 
 
@@ -387,7 +403,7 @@ for _option in reversed(artifact_options()):
 
 
 @thread.command("list")
-@click.option("--status", "statuses", help="A comma list of statuses.")
+@click.option("--status", "statuses", help="A list of statuses (, or |).")
 @click.option("--created-by", help="Threads this agent created.")
 @click.option("--assigned-to", help="Threads assigned to this agent.")
 @click.option("--limit", type=click.IntRange(min=1), default=100, show_default=True)
@@ -429,7 +445,7 @@ def show(thread_ref: str | None, thread_id: str | None) -> None:
 
 
 @thread.command()
-@click.option("--status", "statuses", help="Only threads in these statuses (a comma list).")
+@click.option("--status", "statuses", help="Only threads in these statuses (, or |).")
 @click.option(
     "--after-event", type=click.IntRange(min=0, max=2**63 - 1), help="Wake for events after this."
 )
@@ -458,7 +474,7 @@ def watch(statuses: str | None, after_event: int | None, timeout_seconds: float)
     "--after-event", type=click.IntRange(min=0, max=2**63 - 1), help="Wait for events after this."
 )
 @click.option("--after-message", help="Wait for messages after this one (any machine).")
-@click.option("--kinds", default=",".join(REPLY_KINDS), show_default=True, help="A comma list.")
+@click.option("--kinds", default=",".join(REPLY_KINDS), show_default=True, help="A list (, or |).")
 @timeout_option
 @click.option(
     "--lease-token",

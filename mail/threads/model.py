@@ -80,12 +80,15 @@ def check_seconds(value: float, minimum: float = 1.0) -> float:
 
 
 def parse_list(text: str | None, allowed: tuple[str, ...], what: str) -> tuple[str, ...] | None:
-    """A comma list (`pending,blocked`) checked against `allowed`; None for no option."""
+    """A list checked against `allowed`, its values parted by `,` or `|` (`pending,blocked`;
+    the seed writes `answer|control|result`); None for no option."""
     if text is None:
         return None
-    values = tuple(dict.fromkeys(v.strip() for v in text.split(",")))
+    values = tuple(dict.fromkeys(v.strip() for v in text.replace("|", ",").split(",")))
     if not values or "" in values:
-        raise InvalidInput(f"{what} takes a comma list of {', '.join(allowed)}, not {shown(text)}")
+        raise InvalidInput(
+            f"{what} takes a list of {', '.join(allowed)} (parted by , or |), not {shown(text)}"
+        )
     for value in values:
         check_status(value, allowed, what)
     return values

@@ -30,6 +30,7 @@ from mail.threads.model import (
     check_status,
 )
 from mail.threads.queries import ThreadQueries
+from mail.threads.rules import holder_before
 
 
 class ThreadWaits(ThreadQueries):
@@ -54,7 +55,11 @@ class ThreadWaits(ThreadQueries):
         id, or a message id, which means the same on every machine; default: now), or
         `timeout` seconds pass (`woke` False). With `lease_token` (a holder waiting for an
         answer), the wait ends in LeaseConflict once the thread no longer carries that lease
-        (claimed by another, released, finished or cancelled), rather than waiting on."""
+        (claimed by another, released, finished or cancelled), rather than waiting on.
+
+        A `result` wakes the wait only when its sender held the thread's lease as it was
+        written (`mail.threads.rules.holder_before`): anyone else's is passed over, as
+        though it were not a result."""
         wanted = tuple(check_kind(k) for k in kinds)
         bead = self._thread_bead(thread)
         thread_id = bead.id
@@ -73,7 +78,7 @@ class ThreadWaits(ThreadQueries):
             ):
                 state["cursor"] = seq
                 message = ThreadMessage.from_bead(bead, seq)
-                if message.kind in wanted:
+                if message.kind in wanted and self._counts(message):
                     return Wake(True, seq, message=message, messages=[message])
             if lease_token is not None:
                 _still_held(Thread.from_bead(self._thread_bead(thread_id)), lease_token)
@@ -147,6 +152,14 @@ class ThreadWaits(ThreadQueries):
 
         found = wait_until(check, check_seconds(timeout, minimum=0.0))
         return found or Wake(False, state["cursor"])
+
+    def _counts(self, message: ThreadMessage) -> bool:
+        """Whether `message` may wake a waiter: any kind but `result`, and a result sent by
+        the agent holding the lease when it came (read from the thread's events)."""
+        if message.kind != "result" or message.event_id is None:
+            return True
+        _thread, history = self.show(message.thread_id)
+        return holder_before(history, message.event_id) == message.from_agent
 
     def _fresh(self) -> None:
         """Bring the index to the branch (event ids are read from it directly)."""

@@ -1,0 +1,199 @@
+"""The MCP server of `gc mcp`: the official SDK's low-level server over stdio.
+
+One process serves one client, one store and one agent (`AgentStore`). Every tool call first
+checks that the store it holds is still the one on disk (`AgentStore.fresh`), then runs its
+operation to the end on the event loop: calls never interleave inside a write, and no lock
+is held between calls. A result is the CLI's `--json` object (`{"ok": true, "command":
+"mail.send", ...}`) as structured content and as its JSON text; a failure is a tool error
+(`isError`) carrying the CLI's error object (`{"ok": false, "error": {"code": "not_found",
+"message": ...}}`), never a traceback. `thread_wait_reply` is the one call that waits: it
+looks again each time the store's branch moves, sleeping between looks on the event loop,
+so a client's cancellation ends it at once.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.server.lowlevel import Server
+
+from beads.errors import GcError, InvalidInput, StorageError
+from beads.waiting import POLL, BranchWatch
+from mcpserver.agentstore import OPEN_THREADS, AgentStore
+from mcpserver.tools import BY_NAME, TOOLS, WAIT_TOOL, Tool, parse, schema
+
+NAME = "gc-beads"
+RESOURCES = {
+    "gc://mail/inbox": (
+        "inbox",
+        "Your unread mail, oldest first (as the mail_inbox tool lists it).",
+        lambda s: {"command": "mail.inbox", **s.mail_inbox()},
+    ),
+    "gc://threads/open": (
+        "open threads",
+        "Work threads you could take or are working on: pending, claimed, in progress or "
+        "blocked, assigned to you or open to all (as thread_fetch lists them).",
+        lambda s: {
+            "command": "thread.fetch",
+            **s.thread_fetch(statuses=OPEN_THREADS, limit=1000),
+        },  # fmt: skip
+    ),
+}
+
+
+def build_server(agent_store: AgentStore) -> Server[Any]:
+    """The MCP server over `agent_store`: its tools and resources."""
+
+    async def list_tools(
+        ctx: Any, params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=[_listed(tool) for tool in TOOLS])
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        tool = BY_NAME.get(params.name)
+        command = tool.command if tool else params.name
+        try:
+            if tool is None:
+                raise InvalidInput(f"no tool {params.name!r}: see the list of tools")
+            args = parse(tool, params.arguments)
+            agent_store.fresh()
+            if tool.name == WAIT_TOOL:
+                payload = await wait_reply(agent_store, args)
+            else:
+                payload = tool.run(agent_store, args)
+        except Exception as exc:  # every failure is a tool error with the CLI's error object
+            return _failure(command, _as_gc_error(exc))
+        return _result({"ok": True, "command": command, **payload})
+
+    async def list_resources(
+        ctx: Any, params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
+        return types.ListResourcesResult(
+            resources=[
+                types.Resource(uri=uri, name=name, description=text, mime_type="application/json")
+                for uri, (name, text, _read) in RESOURCES.items()
+            ]
+        )
+
+    async def read_resource(
+        ctx: Any, params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        uri = str(params.uri)
+        if uri not in RESOURCES:
+            from mcp.shared.exceptions import MCPError
+
+            raise MCPError(code=types.INVALID_PARAMS, message=f"no resource {uri}")
+        try:
+            agent_store.fresh()
+            body = {"ok": True, **RESOURCES[uri][2](agent_store)}
+        except Exception as exc:
+            body = {"ok": False, "error": _as_gc_error(exc).to_json()}
+        text = json.dumps(body)
+        return types.ReadResourceResult(
+            contents=[types.TextResourceContents(uri=uri, text=text, mime_type="application/json")]
+        )
+
+    server: Server[Any] = Server(
+        NAME,
+        version="0.1.0",
+        instructions=(
+            f"The gc-beads store of this project: mail, work threads, delivery items and "
+            f"decisions. Every tool acts as the agent {agent_store.agent}; none takes a sender. "
+            "Results and errors are gc's --json objects (error codes: invalid_input, "
+            "invalid_transition, not_found, conflict, lease_conflict, storage_error)."
+        ),
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        on_list_resources=list_resources,
+        on_read_resource=read_resource,
+    )
+    # The SDK's OpenTelemetry middleware makes a span per message: nothing here exports them,
+    # and a stdio call pays for it on both sides of every tool call.
+    server.middleware.clear()
+    return server
+
+
+async def wait_reply(agent_store: AgentStore, args: Any) -> dict[str, Any]:
+    """`gc thread wait-reply --json`, cancellable: one look now, then one each time the branch
+    moves, until a reply comes or `timeout_seconds` pass (`woke: false`)."""
+    watch = BranchWatch(agent_store.root)
+    watch.moved()  # before the first look: a commit made after it is seen moving the branch
+    look = {"thread_id": args.thread_id, "kinds": args.kinds, "lease_token": args.lease_token}
+    wake = agent_store.thread_wait_step(
+        after_event=args.after_event, after_message=args.after_message, **look
+    )
+    deadline = anyio.current_time() + args.timeout_seconds
+    try:
+        while not wake.woke:
+            left = deadline - anyio.current_time()
+            if left <= 0:
+                break
+            await anyio.sleep(min(POLL, left))
+            if watch.moved():
+                agent_store.fresh()
+                wake = agent_store.thread_wait_step(after_event=wake.next_event_id, **look)
+    except anyio.get_cancelled_exc_class():
+        print(f"gc mcp: {WAIT_TOOL} cancelled by the client", file=sys.stderr, flush=True)
+        raise
+    return {
+        "woke": wake.woke,
+        "next_event_id": wake.next_event_id,
+        "message": wake.message.to_json() if wake.message else None,
+    }
+
+
+def _listed(tool: Tool) -> types.Tool:
+    return types.Tool(
+        name=tool.name,
+        description=tool.description,
+        input_schema=schema(tool),
+        annotations=types.ToolAnnotations(
+            read_only_hint=tool.read_only, destructive_hint=False, open_world_hint=False
+        ),
+    )
+
+
+def _result(body: dict[str, Any]) -> types.CallToolResult:
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=json.dumps(body))], structured_content=body
+    )
+
+
+def _failure(command: str, error: GcError) -> types.CallToolResult:
+    body = {"ok": False, "command": command, "error": error.to_json()}
+    result = _result(body)
+    result.is_error = True
+    return result
+
+
+def _as_gc_error(exc: Exception) -> GcError:
+    """The error object a failure shows, as the CLI words it: gc's own errors as they are,
+    a full disk or an unwritable store as a storage error, anything else as an internal
+    error in one line."""
+    if isinstance(exc, GcError):
+        return exc
+    import sqlite3
+
+    if isinstance(exc, OSError):
+        where = f": {exc.filename}" if exc.filename else ""
+        return StorageError(f"{exc.strerror or exc}{where}")
+    if isinstance(exc, sqlite3.Error):
+        return StorageError(f"index error: {exc}")
+    return GcError(f"internal error: {type(exc).__name__}: {exc}")
+
+
+def serve(agent_store: AgentStore) -> None:
+    """Serve MCP over this process's stdin and stdout until the client closes stdin."""
+    from mcp.server.stdio import stdio_server
+
+    server = build_server(agent_store)
+
+    async def main() -> None:
+        async with stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+
+    anyio.run(main)

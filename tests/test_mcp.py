@@ -1,0 +1,475 @@
+"""`gc mcp`: the real server, started as `gc mcp` and driven over stdio by the MCP SDK's own
+client: every tool, bad arguments, a server killed mid-write, several writers at once, and
+an index replaced by `gc doctor --rebuild-index` between two calls."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import sys
+from collections.abc import AsyncIterator, Callable, Coroutine
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, TextIO
+
+import anyio
+import pytest
+
+pytest.importorskip("mcp")
+
+from mcp import Client, StdioServerParameters  # noqa: E402
+from mcp.client.stdio import stdio_client  # noqa: E402
+
+from beads.store import Store  # noqa: E402
+from tests.conftest import GcRunner, gc_program, gone  # noqa: E402
+
+DEADLINE = 60.0  # seconds any one call may take before the test fails (never a timing check)
+
+
+@pytest.fixture
+def project(gc_store: GcRunner) -> Path:
+    """A project with a store, made by `gc init`."""
+    return gc_store.cwd
+
+
+def params(project: Path, agent: str | None, *extra: str) -> StdioServerParameters:
+    """`gc mcp` in `project`, its identity from the environment as a session's would be."""
+    env = {"GC_AGENT": agent} if agent else {}
+    return StdioServerParameters(
+        command=gc_program(), args=["mcp", *extra], env=env, cwd=str(project)
+    )
+
+
+@asynccontextmanager
+async def served(
+    project: Path, agent: str | None = "mayor", *extra: str, errlog: TextIO | None = None
+) -> AsyncIterator[Client]:
+    """A connected client of a fresh `gc mcp` server (its stderr to `errlog`, if given)."""
+    server = params(project, agent, *extra)
+    transport: Any = server if errlog is None else stdio_client(server, errlog=errlog)
+    async with Client(transport, read_timeout_seconds=DEADLINE) as client:
+        yield client
+
+
+async def call(client: Client, tool: str, **args: Any) -> dict[str, Any]:
+    """Call `tool`; its reply as the JSON object it carries (text and structured content
+    agree, and `ok` agrees with the result's error flag)."""
+    result = await client.call_tool(tool, args)
+    body = json.loads(result.content[0].text)
+    assert body == result.structured_content
+    assert body["ok"] is (not result.is_error)
+    return body
+
+
+def run(scenario: Callable[[], Coroutine[Any, Any, None]]) -> None:
+    anyio.run(scenario)
+
+
+def cli_json(gc: GcRunner, agent: str, *args: str) -> dict[str, Any]:
+    reply = gc.json(*args, env={"GC_AGENT": agent})
+    del reply["command"]
+    return reply
+
+
+def test_mail_tools_act_as_the_sessions_agent_and_answer_as_the_cli_does(
+    project: Path, gc_store: GcRunner
+) -> None:
+    async def scenario() -> None:
+        async with served(project, "mayor") as mayor, served(project, "dog") as dog:
+            sent = await call(mayor, "mail_send", to=["dog"], subject="Review", body="the PR",
+                              cc=["cat"])  # fmt: skip
+            first = sent["message"]
+            assert sent["command"] == "mail.send" and first["from"] == "mayor"
+            assert [m["to"] for m in sent["messages"]] == ["dog", "dog"]  # dog's and cat's copy
+            inbox = await call(dog, "mail_inbox")
+            assert {k: v for k, v in inbox.items() if k != "command"} == cli_json(
+                gc_store, "dog", "mail", "inbox"
+            )
+            assert [m["id"] for m in inbox["messages"]] == [first["id"]]
+            assert (await call(dog, "mail_count"))["unread"] == 1
+            peeked = await call(dog, "mail_peek", message_id=first["id"])
+            assert peeked["message"]["read"] is False
+            read = await call(dog, "mail_read", message_id=first["id"][:7])
+            assert read["message"]["read"] is True
+            count = await call(dog, "mail_count")
+            assert {k: v for k, v in count.items() if k != "command"} == cli_json(
+                gc_store, "dog", "mail", "count"
+            )
+            answer = await call(dog, "mail_reply", message_id=first["id"], body="looks good")
+            assert answer["message"]["to"] == "mayor" and answer["message"]["from"] == "dog"
+            thread = await call(dog, "mail_thread", thread_id=first["id"])
+            assert [m["body"] for m in thread["messages"]] == ["the PR", "looks good"]
+            thread = await call(mayor, "mail_thread", thread_id=answer["message"]["id"])
+            assert [m["to"] for m in thread["messages"]] == ["dog", "dog", "mayor"]  # cat's too
+            found = await call(dog, "mail_search", query="revi")  # received, and sent: "Re: "
+            assert [m["id"] for m in found["messages"]] == [answer["message"]["id"], first["id"]]
+            assert found["messages"][1]["mailbox"] == "dog" and found["more"] is False
+            assert (await call(dog, "mail_search", query="revi", limit=1))["more"] is True
+            sent_found = await call(mayor, "mail_search", query="review")
+            ids = [answer["message"]["id"], first["id"]]  # received, and sent (once, not per copy)
+            assert [m["id"] for m in sent_found["messages"]] == ids
+            archived = await call(dog, "mail_archive", message_ids=[first["id"]])
+            assert archived["archived"] == [first["id"]] and archived["already"] == []
+            assert (await call(dog, "mail_inbox", archived=True))["messages"][0]["id"] == (
+                first["id"]
+            )
+            # Another agent's copy is neither read nor archived through this agent.
+            cat_copy = sent["messages"][1]["id"]
+            refused = await call(dog, "mail_read", message_id=cat_copy)
+            assert refused["error"]["code"] == "not_found"
+            refused = await call(dog, "mail_archive", message_ids=[cat_copy])
+            assert refused["error"]["code"] == "not_found"
+            missing = await call(dog, "mail_peek", message_id="gc-zzzzzzzz")
+            assert missing["error"]["code"] == "not_found"
+
+    run(scenario)
+    store = Store.open(project)
+    try:
+        cat_copy = store.list(type="message", assignee="cat")[0]
+        assert cat_copy.meta["read"] is False and cat_copy.status == "open"
+        # The commits name the agent of each server as their author.
+        authors = {entry.author.split(" <")[0] for entry in store.log(None, 20)}
+        assert {"mayor", "dog"} <= authors
+    finally:
+        store.close()
+
+
+def test_work_thread_tools_claim_report_wait_and_finish(project: Path, gc_store: GcRunner) -> None:
+    async def scenario() -> None:
+        async with served(project, "mayor") as mayor, served(project, "dog") as dog:
+            made = await call(mayor, "thread_send", to="dog", subject="Build it", body="now",
+                              priority="high", payload={"n": 1})  # fmt: skip
+            thread_id = made["thread"]["thread_id"]
+            assert made["thread"]["status"] == "pending" and made["message"]["kind"] == "task"
+            fetched = await call(dog, "thread_fetch")
+            assert [t["thread_id"] for t in fetched["threads"]] == [thread_id]
+            claimed = await call(dog, "thread_claim", thread_id=thread_id, lease_seconds=60)
+            token = claimed["lease"]["token"]
+            assert claimed["thread"]["status"] == "claimed"
+            taken = await call(mayor, "thread_claim", thread_id=thread_id)
+            assert taken["error"]["code"] == "lease_conflict"
+            renewed = await call(dog, "thread_renew", thread_id=thread_id, lease_seconds=120)
+            assert renewed["lease"]["token"] == token
+            stale = await call(dog, "thread_update", thread_id=thread_id, lease_token="0" * 16)
+            assert stale["error"]["code"] == "lease_conflict"
+            progress = await call(dog, "thread_update", thread_id=thread_id,
+                                  status="in_progress", summary="half way")  # fmt: skip
+            assert progress["thread"]["status"] == "in_progress"
+            note = await call(mayor, "thread_reply", thread_id=thread_id, kind="control",
+                              body="hurry")  # fmt: skip
+            assert note["message"]["to_agent"] == "dog"
+            start = (await call(mayor, "thread_show", thread_id=thread_id))["messages"][-1]
+
+            async def finish() -> None:
+                await anyio.sleep(0.2)  # let the wait start first (it would see it anyway)
+                done = await call(dog, "thread_done", thread_id=thread_id, summary="built",
+                                  artifacts=[{"path": "out.txt", "kind": "log"}])  # fmt: skip
+                assert done["thread"]["status"] == "done"
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(finish)
+                since = {"after_event": start["event_id"], "timeout_seconds": DEADLINE}
+                woke = await call(mayor, "thread_wait_reply", thread_id=thread_id, **since)
+            assert woke["woke"] is True and woke["message"]["kind"] == "result"
+            assert woke["message"]["artifacts"][0]["kind"] == "log"
+            since = {"after_event": woke["next_event_id"], "timeout_seconds": 0.2}
+            nothing = await call(mayor, "thread_wait_reply", thread_id=thread_id, **since)
+            assert nothing["ok"] is True and nothing["woke"] is False
+            shown = await call(mayor, "thread_show", thread_id=thread_id)
+            cli = cli_json(gc_store, "mayor", "thread", "show", thread_id)
+            assert shown["messages"] == cli["messages"]
+            assert shown["thread"]["status"] == cli["thread"]["status"] == "done"
+            again = await call(dog, "thread_claim", thread_id=thread_id)
+            assert again["error"]["code"] == "invalid_transition"
+            # Release and cancel, on a second thread open to every agent.
+            pool = await call(mayor, "thread_send", subject="Anyone")
+            pool_id = pool["thread"]["thread_id"]
+            await call(dog, "thread_claim", thread_id=pool_id)
+            released = await call(dog, "thread_release", thread_id=pool_id, reason="busy")
+            assert released["thread"]["status"] == "pending"
+            await call(dog, "thread_claim", thread_id=pool_id)
+            failed = await call(dog, "thread_fail", thread_id=pool_id, body="no disk")
+            assert failed["thread"]["status"] == "failed"
+            third = await call(mayor, "thread_send", subject="Later", to="cat")
+            third_id = third["thread"]["thread_id"]
+            cancelled = await call(mayor, "thread_cancel", thread_id=third_id, reason="moot")
+            assert cancelled["thread"]["status"] == "cancelled"
+
+    run(scenario)
+
+
+def test_inbox_items_decisions_and_resources(project: Path, gc_store: GcRunner) -> None:
+    gc_store("decision", "create", "--prompt", "Merge?", "--option", "y", "--option", "n",
+             "--to", "dog", env={"GC_AGENT": "mayor"})  # fmt: skip
+    gc_store("decision", "create", "--prompt", "Stop?", "--option", "y", "--option", "n",
+             env={"GC_AGENT": "dog"})  # fmt: skip
+    store = Store.open(project)
+    try:
+        mine = store.list(type="decision", assignee="dog")[0]
+        human = store.list(type="decision", assignee="human")[0]
+    finally:
+        store.close()
+
+    async def scenario() -> None:
+        async with served(project, "mayor") as mayor, served(project, "dog") as dog:
+            sent = await call(mayor, "mail_send", to=["dog"], body="ping")
+            items = await call(dog, "inbox_list")
+            keys = [i["key"] for i in items["items"]]
+            assert items["agent"] == "dog" and f"mail:{sent['message']['id']}" in keys
+            item = items["items"][keys.index(f"mail:{sent['message']['id']}")]
+            peeked = await call(dog, "inbox_peek", item_id=item["id"])
+            assert peeked["item"] == item  # and still undelivered:
+            assert item["id"] in [i["id"] for i in (await call(dog, "inbox_list"))["items"]]
+            assert (await call(dog, "inbox_peek", item_id=999999))["error"]["code"] == ("not_found")
+            listed = await call(dog, "decision_list")
+            assert [d["id"] for d in listed["beads"]] == [mine.id]
+            for ref in (human.id, mine.id):  # a person's decision, then another's
+                refused = await call(mayor if ref == mine.id else dog, "decision_answer",
+                                     decision_id=ref, option="y")  # fmt: skip
+                assert refused["error"]["code"] == "invalid_input", refused
+            bad = await call(dog, "decision_answer", decision_id=mine.id, option="maybe")
+            assert bad["error"]["code"] == "invalid_input"
+            answered = await call(dog, "decision_answer", decision_id=mine.id, option="y",
+                                  text="ship it")  # fmt: skip
+            assert answered["bead"]["meta"]["answer"] == "y"
+            assert answered["bead"]["meta"]["answered_by"] == "dog"
+            assert (await call(dog, "decision_list"))["beads"] == []
+            resources = {str(r.uri) for r in (await dog.list_resources()).resources}
+            assert resources == {"gc://mail/inbox", "gc://threads/open"}
+            inbox = json.loads((await dog.read_resource("gc://mail/inbox")).contents[0].text)
+            assert [m["body"] for m in inbox["messages"]] == ["ping"]
+            await call(mayor, "thread_send", subject="Open work")
+            open_threads = json.loads(
+                (await dog.read_resource("gc://threads/open")).contents[0].text
+            )
+            assert [t["subject"] for t in open_threads["threads"]] == ["Open work"]
+
+    run(scenario)
+    store = Store.open(project)
+    try:
+        assert store.get(human.id).status == "open"  # an agent never clears a person's gate
+    finally:
+        store.close()
+
+
+def test_bad_arguments_are_clear_tool_errors_and_change_nothing(project: Path) -> None:
+    store = Store.open(project)
+    head = store.git.head()
+    store.close()
+
+    async def scenario() -> None:
+        async with served(project, "mayor") as mayor:
+            tools = (await mayor.list_tools()).tools
+            assert len(tools) == 25
+            for tool in tools:
+                assert tool.description and tool.input_schema["type"] == "object"
+                assert not {"agent", "from", "sender"} & set(tool.input_schema["properties"])
+            cases = [
+                ("mail_send", {"to": ["dog"], "from": "cat", "body": "x"}, "from: Extra"),
+                ("mail_send", {"to": [], "body": "x"}, "to: List should have at least 1"),
+                ("mail_send", {"to": ["dog"], "priority": 9, "body": "x"}, "priority:"),
+                ("mail_send", {"to": ["../x"], "body": "x"}, "recipient"),
+                ("mail_send", {"to": ["dog"]}, "nothing to send"),
+                ("mail_read", {}, "message_id: Field required"),
+                ("thread_claim", {"thread_id": "t", "lease_seconds": "soon"}, "lease_seconds"),
+                ("thread_send", {"subject": "x", "kind": "gossip"}, "kind:"),
+                ("thread_show", {"thread_id": "gc-zzzzzzzz"}, "no thread"),
+                ("inbox_peek", {"item_id": "x"}, "item_id:"),
+                ("no_such_tool", {}, "no tool 'no_such_tool'"),
+            ]
+            for tool, args, says in cases:
+                result = await mayor.call_tool(tool, args)
+                body = json.loads(result.content[0].text)
+                assert result.is_error and body["ok"] is False, (tool, args)
+                assert says in body["error"]["message"], body
+                assert body["error"]["code"] in ("invalid_input", "not_found")
+                assert "Traceback" not in result.content[0].text
+                assert "\n" not in body["error"]["message"]
+
+    run(scenario)
+    store = Store.open(project)
+    try:
+        assert store.git.head() == head
+    finally:
+        store.close()
+
+
+def test_a_wait_the_client_cancels_ends_at_once(project: Path, tmp_path: Path) -> None:
+    log_path = tmp_path / "server.log"
+
+    async def scenario() -> None:
+        with log_path.open("w") as errlog:
+            async with served(project, "mayor", errlog=errlog) as mayor:
+                made = await call(mayor, "thread_send", subject="Wait on me")
+                thread_id = made["thread"]["thread_id"]
+                with anyio.move_on_after(0.5) as scope:  # the client gives up: it cancels
+                    await call(mayor, "thread_wait_reply", thread_id=thread_id,
+                               timeout_seconds=3000)  # fmt: skip
+                assert scope.cancelled_caught
+                with anyio.fail_after(DEADLINE):
+                    while "cancelled by the client" not in log_path.read_text():
+                        await anyio.sleep(0.05)
+                # The server goes on serving.
+                assert (await call(mayor, "mail_count"))["ok"] is True
+
+    run(scenario)
+
+
+def test_an_index_rebuilt_between_two_calls_is_the_one_read_next(
+    project: Path, gc_store: GcRunner
+) -> None:
+    async def scenario() -> None:
+        async with served(project, "dog") as dog:
+            sent = gc_store.json("mail", "send", "dog", "original", env={"GC_AGENT": "mayor"})
+            message_id = sent["message"]["id"]
+            assert (await call(dog, "mail_peek", message_id=message_id))["message"]["body"] == (
+                "original"
+            )
+            # The index gets a wrong row (as a damaged file might hold): served as it is ...
+            with sqlite3.connect(project / ".beads" / ".runtime" / "index.sqlite3") as db:
+                db.execute("UPDATE beads SET data = replace(data, 'original', 'garbled')")
+            assert (await call(dog, "mail_peek", message_id=message_id))["message"]["body"] == (
+                "garbled"
+            )
+            # ... until gc doctor rebuilds it from git into a new file: the next call reads it.
+            assert gc_store("doctor", "--rebuild-index").returncode == 0
+            assert (await call(dog, "mail_peek", message_id=message_id))["message"]["body"] == (
+                "original"
+            )
+            # Writes go on through the new file, and the CLI sees them.
+            await call(dog, "mail_reply", message_id=message_id, body="seen")
+            assert gc_store("doctor").returncode == 0
+        inbox = cli_json(gc_store, "mayor", "mail", "inbox")
+        assert [m["body"] for m in inbox["messages"]] == ["seen"]
+
+    run(scenario)
+
+
+def test_two_servers_and_the_cli_writing_at_once_lose_nothing(
+    project: Path, gc_store: GcRunner
+) -> None:
+    sends = 8
+    acked: list[str] = []
+
+    async def scenario() -> None:
+        async def server_sends(agent: str) -> None:
+            async with served(project, agent) as client:
+                for n in range(sends):
+                    reply = await call(client, "mail_send", to=["dog"], body=f"{agent} {n}")
+                    acked.append(reply["message"]["id"])
+
+        async def cli_sends() -> None:
+            for n in range(sends):
+                result = await anyio.run_process(
+                    [gc_program(), "--json", "mail", "send", "dog", f"cli {n}"],
+                    cwd=project,
+                    env={**gc_store.env, "GC_AGENT": "cat"},  # fmt: skip
+                )
+                acked.append(json.loads(result.stdout)["message"]["id"])
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(server_sends, "mayor")
+            group.start_soon(server_sends, "cat")
+            group.start_soon(cli_sends)
+
+    run(scenario)
+    assert len(set(acked)) == 3 * sends
+    inbox = cli_json(gc_store, "dog", "mail", "inbox")
+    assert sorted(m["id"] for m in inbox["messages"]) == sorted(acked)
+    assert gc_store("doctor").returncode == 0
+
+
+def _children_running(argument: str) -> list[int]:
+    """Child processes of this one whose command line holds `argument`."""
+    found = []
+    for task in Path("/proc/self/task").iterdir():
+        for pid in (task / "children").read_text().split():
+            try:
+                line = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            except FileNotFoundError:
+                continue
+            if argument.encode() in line:
+                found.append(int(pid))
+    return found
+
+
+def test_a_server_killed_mid_write_loses_nothing_it_acknowledged(
+    project: Path, gc_store: GcRunner
+) -> None:
+    acked: list[str] = []
+
+    async def scenario() -> None:
+        marker = "--beads-dir=" + str(project / ".beads")  # tells this server's process
+        try:
+            async with served(project, "mayor", marker) as mayor:
+
+                async def keep_sending() -> None:
+                    n = 0
+                    while True:
+                        reply = await call(mayor, "mail_send", to=["dog"], body=f"n {n}")
+                        acked.append(reply["message"]["id"])
+                        n += 1
+
+                async with anyio.create_task_group() as group:
+                    group.start_soon(keep_sending)
+                    with anyio.fail_after(DEADLINE):
+                        while len(acked) < 5:
+                            await anyio.sleep(0.01)
+                    (pid,) = _children_running(marker)
+                    os.kill(pid, signal.SIGKILL)  # a send is (almost surely) under way
+                    assert gone([pid])
+        except Exception:  # the connection dies with the server: what it said is kept
+            pass
+
+    run(scenario)
+    assert len(acked) >= 5
+    assert gc_store("doctor").returncode == 0  # the store is whole
+    inbox = cli_json(gc_store, "dog", "mail", "inbox")
+    assert set(acked) <= {m["id"] for m in inbox["messages"]}
+
+    async def again() -> None:  # and the next server writes (no lock is left behind)
+        async with served(project, "mayor") as mayor:
+            assert (await call(mayor, "mail_send", to=["dog"], body="after"))["ok"] is True
+
+    run(again)
+
+
+def test_without_a_store_or_the_extra_gc_mcp_says_so_in_one_line(
+    gc: GcRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    result = gc("mcp")
+    assert result.returncode == 40 and result.stderr.count("\n") == 1
+    for name in [m for m in sys.modules if m.split(".")[0] in ("mcp", "mcp_types")]:
+        monkeypatch.setitem(sys.modules, name, None)  # as if not installed
+    monkeypatch.setitem(sys.modules, "mcp", None)
+    monkeypatch.delitem(sys.modules, "mcpserver.server", raising=False)
+    assert gc("init").returncode == 0
+    result = gc("mcp")
+    assert result.returncode == 30
+    assert result.stderr == "gc: gc mcp needs the mcp extra: pip install 'gc-beads[mcp]'\n"
+
+
+def test_install_writes_mcp_json_once_and_keeps_what_else_it_holds(
+    gc_store: GcRunner,
+) -> None:
+    path = gc_store.cwd / ".mcp.json"
+    other = {"command": "other-server", "args": ["--flag"]}
+    path.write_text(json.dumps({"mcpServers": {"other": other}, "note": 1}))
+    first = gc_store.json("mcp", "install")
+    assert first["changed"] is True and first["file"] == str(path)
+    written = json.loads(path.read_text())
+    assert written["mcpServers"]["other"] == other and written["note"] == 1
+    entry = written["mcpServers"]["gc-beads"]
+    assert entry == {"type": "stdio", "command": "gc", "args": ["mcp"]}
+    # No agent and no path of this machine: the file is shared with the project.
+    assert str(gc_store.cwd) not in path.read_text() and "GC_" not in path.read_text()
+    before = path.read_bytes()
+    assert gc_store.json("mcp", "install")["changed"] is False
+    assert path.read_bytes() == before
+    text = gc_store("mcp", "install").stdout
+    assert "already has gc-beads" in text and "codex" in text and "gemini" in text
+    path.write_text("[1, 2]")
+    refused = gc_store("mcp", "install")
+    assert refused.returncode == 30 and "must hold a JSON object" in refused.stderr
