@@ -160,43 +160,32 @@ def _integrate(store: Store, theirs: bytes | None, result: SyncResult) -> None:
 
 def merge_base(git: GitRepo, ours: bytes, theirs: bytes) -> bytes | None:
     """The best common ancestor of two commits (None: unrelated histories)."""
-    from dulwich.graph import find_merge_base
-    from dulwich.repo import ParentsProvider
+    from beads.git.history import merge_base as found
 
-    class _Graph:  # what find_merge_base reads of a repository
-        object_store = git.objects
-
-        def parents_provider(self) -> ParentsProvider:
-            return ParentsProvider(git.objects)
-
-    found = find_merge_base(_Graph(), [ours, theirs])  # type: ignore[arg-type]
-    return found[0] if found else None
+    return found(git, ours, theirs)
 
 
 def set_tracking(git: GitRepo, name: str, sha: bytes) -> None:
     """Record where remote `name`'s branch was last seen (`refs/remotes/NAME/main`)."""
-    path = git.git_dir / tracking_ref(name).decode()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temp.write_bytes(sha + b"\n")
-    os.replace(temp, path)
+    from beads.git import refs
+
+    refs.write_ref(git.git_dir, tracking_ref(name), sha)
 
 
 def known_heads(git: GitRepo) -> list[bytes]:
     """Commits to offer a remote as ours: the branch, and every remote's as last seen."""
+    from beads.git import refs
+
     found = [git.head()]
-    found += [tracking(git, path.parent.name) for path in git.git_dir.glob("refs/remotes/*/main")]
+    found += [tracking(git, name) for name in refs.remote_names(git.git_dir)]
     return [sha for sha in dict.fromkeys(found) if sha is not None]
 
 
 def tracking(git: GitRepo, name: str) -> bytes | None:
-    from beads.reader import is_sha
+    """Where remote `name`'s branch was last seen (None: never fetched)."""
+    from beads.git import refs
 
-    try:
-        sha = (git.git_dir / tracking_ref(name).decode()).read_bytes().strip()
-    except FileNotFoundError:
-        return None
-    return sha if is_sha(sha) else None
+    return refs.read_named_ref(git.git_dir, tracking_ref(name))
 
 
 # -- state --------------------------------------------------------------------------------

@@ -57,16 +57,13 @@ def foreign_origins(
 
     Merge commits are stepped over: a sync's merge brings the other side's changes, which its
     own commits made. Paths changed last here, or not found, are left out."""
-    from dulwich.walk import Walker
+    from beads.git.history import walk
 
     wanted = set(paths)
     found: dict[str, Origin] = {}
     if not wanted:
         return found
-    walker = Walker(git.objects, include=[head], exclude=[stop] if stop else None,
-                    max_entries=MAX_WALK)  # fmt: skip
-    for entry in walker:
-        commit = entry.commit
+    for commit in walk(git, head, stop, limit=MAX_WALK):
         if len(commit.parents) > 1:
             continue
         parent = commit.parents[0] if commit.parents else None

@@ -137,22 +137,56 @@ def test_no_code_of_the_project_uses_a_private_name_of_dulwich() -> None:
     assert found == []
 
 
-def test_only_the_door_touches_git_and_it_imports_only_errors_and_faults_of_beads() -> None:
-    door = ROOT / "beads" / "git"
-    outside = set()
-    for path in door.rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                names = [node.module]
-            elif isinstance(node, ast.Import):
-                names = [alias.name for alias in node.names]
-            else:
-                continue
-            for name in names:
-                parts = name.split(".")
-                if parts[0] == "beads" and parts[1:2] not in (["git"], ["errors"], ["faults"]):
-                    outside.add(f"{path.name}: {name}")
-    assert outside == set()
+PACKAGES = ("beads", "inbox", "mail", "gates", "web")
+
+
+def imported_modules(source: str) -> list[str]:
+    """Every module `source` imports (at any depth: inside functions and `TYPE_CHECKING`
+    blocks too), by its absolute name; a relative import is named by its dots."""
+    names = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom):
+            names.append("." * node.level + (node.module or ""))
+        elif isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+    return names
+
+
+def test_the_import_scan_sees_imports_inside_functions_and_type_checking() -> None:
+    sample = (
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from dulwich.client import X\n"
+        "def f():\n    import dulwich.pack\n    from . import sibling\n"
+    )
+    assert imported_modules(sample) == ["typing", "dulwich.client", "dulwich.pack", "."]
+
+
+def test_nothing_outside_the_door_imports_dulwich() -> None:
+    found = [
+        f"{path.relative_to(ROOT)}: {name}"
+        for top in PACKAGES
+        for path in sorted((ROOT / top).rglob("*.py"))
+        if (ROOT / "beads" / "git") not in path.parents
+        for name in imported_modules(path.read_text())
+        if name.split(".")[0] == "dulwich"
+    ]
+    assert found == []
+
+
+def test_the_door_imports_of_beads_only_errors_and_faults() -> None:
+    allowed = ("beads.errors", "beads.faults")
+    found = [
+        f"{path.relative_to(ROOT)}: {name}"
+        for path in sorted((ROOT / "beads" / "git").rglob("*.py"))
+        for name in imported_modules(path.read_text())
+        if name.startswith(".")
+        or (
+            name.split(".")[0] == "beads"
+            and name not in allowed
+            and not name.startswith("beads.git")
+        )
+        or name == "beads"
+    ]
+    assert found == []
     for old in ("gitobjects", "gitrefs", "gitrepo", "packmerge", "treedelta", "repack"):
         assert not (ROOT / "beads" / f"{old}.py").exists()
 

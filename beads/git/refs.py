@@ -213,3 +213,35 @@ def lock_age(path: Path) -> float | None:
         return max(0.0, time.time() - path.stat().st_mtime)
     except FileNotFoundError:
         return None
+
+
+# -- other refs: where each remote's branch was last seen ------------------------------------
+
+
+def write_ref(git_dir: Path, name: bytes, sha: bytes) -> None:
+    """Set the loose ref `name` (`refs/remotes/origin/main`) to `sha`, replaced whole (a
+    temporary file renamed into place). For refs only gc moves, under its write lock."""
+    path = git_dir / name.decode()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temp.write_bytes(sha + b"\n")
+    os.replace(temp, path)
+
+
+def read_named_ref(git_dir: Path, name: bytes) -> bytes | None:
+    """The commit id the loose ref `name` holds; None when it is absent or holds no id."""
+    try:
+        sha = (git_dir / name.decode()).read_bytes().strip()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    return sha if is_sha(sha) else None
+
+
+def delete_ref(git_dir: Path, name: bytes) -> None:
+    """Remove the loose ref `name` (nothing when it is absent)."""
+    (git_dir / name.decode()).unlink(missing_ok=True)
+
+
+def remote_names(git_dir: Path) -> list[str]:
+    """The remotes that have a branch `main` recorded under `refs/remotes/`."""
+    return sorted(path.parent.name for path in git_dir.glob("refs/remotes/*/main"))

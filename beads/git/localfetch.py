@@ -20,7 +20,7 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
-from beads.packcheck import stored_size, too_large
+from beads.git.packcheck import stored_size, too_large
 
 
 class _GraphWalkStore:
