@@ -394,6 +394,8 @@ def _dulwich_full(git: GitRepo) -> None:
     written = git.objects.add_pack_data(count, records)
     fault("repack-written")
     new = None if written is None else pack_base(git.git_dir, written.name())
+    if new is not None:
+        git.give_mode(new + ".pack", new + ".idx", str(git.git_dir / "objects" / "info" / "packs"))
     for pack in before:
         if pack.base != new:  # the same objects again get the same name: that one stays
             remove_pack(pack.base)
@@ -418,11 +420,14 @@ def _git(program: str, git_dir: Path, args: tuple[str, ...]) -> None:
     """Run git on the store's repository; StorageError naming what git said when it fails."""
     import subprocess
 
+    from beads.git.repo import umask_for
+
     result = subprocess.run(
         [program, "-C", str(git_dir), *args],
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
+        umask=umask_for(git_dir),  # its packs and their list: no wider than an object file
     )
     if result.returncode != 0:
         raise StorageError(f"git repack failed: {result.stderr.strip()[:300]}")
@@ -437,6 +442,9 @@ def main(argv: list[str]) -> int:
     with contextlib.suppress(OSError):
         # Upkeep yields the CPU to the writers it serves (two cores are common for agents).
         os.nice(BACKGROUND_NICE)
+    from beads.git.repo import umask_for
+
+    os.umask(umask_for(Path(argv[0])))  # what it writes is the store's, whoever started it
     with contextlib.suppress(Exception):
         background(Path(argv[0]))
     return 0

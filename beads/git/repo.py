@@ -382,11 +382,7 @@ class GitRepo(BranchRef):
         """The mode of an object file: read-only, for the owner alone unless the store is
         shared with its group (its directory then has group rights: `store.shared`)."""
         if self._object_mode is None:
-            try:
-                shared = os.stat(self.git_dir.parent).st_mode & 0o070 == 0o070
-            except OSError:
-                shared = False
-            self._object_mode = 0o440 if shared else 0o400
+            self._object_mode = 0o440 if is_group_store(self.git_dir) else 0o400
         return self._object_mode
 
     def write_pack(self, objects: Sequence[ShaFile], *, points: tuple[str, str]) -> str | None:
@@ -427,9 +423,22 @@ class GitRepo(BranchRef):
         if pack is None:
             return None
         try:
-            return str(self.git_dir / "objects" / "pack" / ("pack-" + pack.name().decode()))
+            base = str(self.git_dir / "objects" / "pack" / ("pack-" + pack.name().decode()))
         except PackFileDisappeared:  # already taken in by a background repack
             return None
+        self.give_mode(
+            base + ".pack", base + ".idx", str(self.git_dir / "objects" / "info" / "packs")
+        )
+        return base
+
+    def give_mode(self, *paths: str) -> None:
+        """Give files dulwich wrote (a pack, its `.idx`, the list of packs) the mode of an
+        object file, when the umask may have left them readable by more."""
+        if not self._chmod_needed():
+            return
+        for path in paths:
+            with contextlib.suppress(OSError):  # gone (repacked), or another member's
+                os.chmod(path, self.object_mode())
 
     def discard_commit(self, commit_id: bytes) -> None:
         """Delete the loose object of a commit whose ref update failed: the writer was told
@@ -499,6 +508,22 @@ class GitRepo(BranchRef):
         self.trees.forget(tree_id)  # the version this commit replaces
         self.trees.keep(obj.id, tree)
         return obj.id
+
+
+def is_group_store(git_dir: Path) -> bool:
+    """Whether the store is shared with its group (`store.shared: group`): its directory,
+    the repository's parent, then has the group's rights."""
+    try:
+        return os.stat(git_dir.parent).st_mode & 0o070 == 0o070
+    except OSError:
+        return False
+
+
+def umask_for(git_dir: Path) -> int:
+    """The umask a program writing into the repository runs with (`git repack`, the
+    background repack): nothing for others, and for the group only in a group store (whose
+    members write new objects into the same directories)."""
+    return 0o007 if is_group_store(git_dir) else 0o077
 
 
 def _is_file(mode: int | None) -> bool:
