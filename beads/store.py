@@ -27,6 +27,7 @@ from beads.config import (
 )
 from beads.errors import Conflict, InvalidInput, NotFound, StorageError
 from beads.faults import fault
+from beads.git.objects import DamagedObject
 from beads.ids import ID_RE, check_id_prefix
 from beads.index import Index
 from beads.initstore import create_store
@@ -78,8 +79,9 @@ class Store:
             try:
                 with self.locked():
                     self.sync()
-            except StorageError:
-                if self.git.commit_of(head) is not None:
+            except StorageError as exc:
+                # A lost branch or a damaged object: opened all the same, for `gc doctor`.
+                if self.git.commit_of(head) is not None and not isinstance(exc, DamagedObject):
                     raise
             except OSError:
                 # Only the view is behind and cannot be written (a full disk, a read-only

@@ -22,6 +22,8 @@ import zlib
 from collections import OrderedDict
 from typing import TYPE_CHECKING
 
+from beads.errors import StorageError
+
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
@@ -145,6 +147,26 @@ class TreeCache:
         """Drop a tree replaced by a newer version (it is rarely read again)."""
         if sha is not None:
             self._kept.pop(sha, None)
+
+
+class DamagedObject(StorageError):
+    """An object whose bytes cannot be read or do not hash to its name (`gc doctor`
+    restores it): the store still opens, for doctor to run."""
+
+
+def damaged(sha: bytes, path: str | None = None) -> DamagedObject:
+    """The error for an object whose bytes cannot be read or do not hash to its name."""
+    where = f" ({path})" if path else ""
+    return DamagedObject(
+        f"git object {sha.decode(errors='replace')}{where} is damaged: its bytes cannot be "
+        "read or do not hash to its name; run 'gc doctor' to restore it"
+    )
+
+
+def hashes_to(sha: bytes, type_num: int, raw: bytes) -> bool:
+    """Whether an object of this type and these bytes is named `sha` (hex)."""
+    header = TYPE_NAMES.get(type_num, b"?") + b" %d\0" % len(raw)
+    return hashlib.sha1(header + raw).hexdigest().encode() == sha
 
 
 def read_loose(objects_dir: str, hexsha: bytes) -> tuple[int, bytes] | None:

@@ -12,7 +12,7 @@ import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
-from beads.errors import StorageError
+from beads.git.objects import DamagedObject, damaged, hashes_to
 
 _TYPES = {b"commit": 1, b"tree": 2, b"blob": 3, b"tag": 4}
 
@@ -108,15 +108,24 @@ def file_contents(git_dir: Path, commit: bytes) -> Iterator[tuple[str, bytes, by
                 break
             sha, kind, size = header.split()
             path, wanted = paths.popleft()
-            if sha != wanted or kind != b"blob":
+            if sha != wanted:
                 raise GitUnavailable(f"git cat-file: {header!r}")
             content = out.read(int(size) + 1)[:-1]
+            # git reads an object without checking it against its name: one whose file holds
+            # another object's bytes (a power cut) would be filed as a wrong bead.
+            if kind not in _TYPES or not hashes_to(sha, _TYPES[kind], content):
+                raise damaged(sha, path)
+            if kind != b"blob":
+                raise damaged(sha, path)  # hashes right, yet the tree calls it a file
             started = True
             yield path, sha, content
         feeder.join()
         if listing.wait() != 0 or reader.wait() != 0 or not fed[0] or paths:
             if started:
-                raise StorageError("git could not read all the files of the commit")
+                raise DamagedObject(
+                    "git could not read all the files of the commit (a damaged object); "
+                    "run 'gc doctor' to restore it"
+                )
             raise GitUnavailable("git ls-tree or cat-file failed")
     except ValueError:
         raise GitUnavailable("git cat-file: unexpected output") from None

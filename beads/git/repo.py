@@ -23,7 +23,7 @@ from dulwich.objects import Blob, Commit, ShaFile, Tree
 
 from beads.errors import StorageError
 from beads.faults import fault
-from beads.git.objects import TREE, TreeCache, TreeData, loose_path
+from beads.git.objects import TREE, TreeCache, TreeData, damaged, hashes_to, loose_path
 from beads.git.refs import STALE_LOCK_SECONDS, BranchRef
 
 if TYPE_CHECKING:
@@ -185,8 +185,17 @@ class GitRepo(BranchRef):
         return commit.tree
 
     def read(self, sha: bytes) -> bytes:
-        """The content of a blob."""
-        type_num, raw = self.get_raw(sha)
+        """The content of a blob; KeyError when it is absent or not a blob, StorageError
+        naming `gc doctor` when its bytes cannot be read or do not hash to its name (dulwich
+        reads a loose object without checking it)."""
+        try:
+            type_num, raw = self.get_raw(sha)
+        except KeyError:
+            raise
+        except Exception:  # cut short, not zlib: dulwich raises several kinds
+            raise damaged(sha) from None
+        if not hashes_to(sha, type_num, raw):
+            raise damaged(sha)
         if type_num != Blob.type_num:
             raise KeyError(sha)
         return raw
