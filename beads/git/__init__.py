@@ -1,10 +1,14 @@
 """The one door to `.git`: the store's bare repository, on dulwich's public API.
 
-Nothing else in the project reads or writes under `.git`; it goes through `GitRepo` (objects,
-the branch, history) and the modules beside it: `refs` (the branch ref and its lock),
-`objects` (trees kept as bytes, loose objects checked), `maintenance` (packs kept few, by
-`git repack` where git is installed, else by dulwich). This package imports nothing of the
-rest of `beads` but `beads.errors` and `beads.faults`.
+Nothing else in the project imports dulwich or reads or writes under `.git`; it goes through
+`GitRepo` (objects, the branch, history) and the modules beside it: `refs` (the branch ref
+and its lock, the remotes' refs), `objects` (trees kept as bytes, loose objects checked),
+`maintenance` (packs kept few, by `git repack` where git is installed, else by dulwich),
+`config` (the repository's config: remotes, local settings, the marker), `hooks`,
+`transport` (fetch and push through dulwich's clients, with `packcheck` and `localfetch`),
+`history` (walks), `program` (the `git` program reading in bulk) and `repair` (what
+`gc doctor` puts right). This package imports nothing of the rest of `beads` but
+`beads.errors` and `beads.faults`.
 
 Names load on first use, so a hook that reads only the branch ref never imports dulwich.
 """

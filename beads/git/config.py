@@ -8,13 +8,14 @@ here they are only read and written.
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
 
 from beads.errors import StorageError
 
 TYPE_CHECKING = False  # importing typing costs a hook ~7 ms
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from pathlib import Path  # not at run time: the hooks' gate never loads pathlib
     from typing import Any
 
 CONFIG = "config"
@@ -54,7 +55,7 @@ def has_remote(git_dir: Path) -> bool:
 def has_section(git_dir: Path | str, section: bytes) -> bool:
     """Whether the config holds the section `[section]` (the store's marker), read as bytes."""
     try:
-        with open(Path(git_dir) / CONFIG, "rb") as handle:
+        with open(os.path.join(git_dir, CONFIG), "rb") as handle:
             text = handle.read()
     except OSError:
         return False
