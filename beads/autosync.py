@@ -17,40 +17,12 @@ import sys
 import time
 from pathlib import Path
 
+# The store's git config read without a parser (the hooks read it): `beads.git.config`.
+from beads.git.config import has_remote as has_remote
+from beads.git.config import read_values as read_local
+
 TRUE = ("true", "yes", "on", "1")
 DEFAULT_INTERVAL = 30.0
-
-
-def read_local(git_dir: Path) -> dict[str, str]:
-    """The raw `section.key` values of the store's git config (the machine-local settings
-    `beads.localconfig.local_settings` checks): a line-oriented read of the keys gc writes."""
-    try:
-        text = (git_dir / "config").read_text(errors="replace")
-    except OSError:
-        return {}
-    out: dict[str, str] = {}
-    section = ""
-    for raw in text.splitlines():
-        line = raw.strip()
-        if line.startswith("["):
-            # `[delivery "nats"]` holds the keys `delivery.nats.*` (a subsection keeps its case).
-            name, _, sub = line.strip("[]").strip().partition(" ")
-            section = name.lower() + (f".{sub.strip().strip(chr(34))}" if sub else "")
-            continue
-        key, sep, value = line.partition("=")
-        if sep and section:
-            out[f"{section}.{key.strip().lower()}"] = value.strip().strip('"')
-    return out
-
-
-def has_remote(git_dir: Path) -> bool:
-    """Whether the store's git config names a remote (cheap: no config parser, no dulwich):
-    what decides that a claim waits for the remote's word."""
-    try:
-        text = (git_dir / "config").read_text(errors="replace")
-    except OSError:
-        return False
-    return any(line.strip().lower().startswith("[remote ") for line in text.splitlines())
 
 
 def auto_interval(root: Path) -> float | None:

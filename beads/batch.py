@@ -318,7 +318,7 @@ class Batch:
         if not self.changed and self.config is None:
             return None
         from beads.codec import dump_bead, dump_data  # lazy: reads never load the YAML emitter
-        from beads.gitrepo import PACK_OBJECTS_AT
+        from beads.git.repo import PACK_OBJECTS_AT
 
         store = self.store
         files: dict[str, bytes | None] = {}
@@ -374,7 +374,7 @@ class Batch:
         with contextlib.suppress(*_DERIVED_FAULTS):
             if view_written:
                 store.view.mark_applied(commit.id)
-            if loose >= PACK_LOOSE_AT:  # packed in the background (`beads/repack.py`)
+            if loose >= PACK_LOOSE_AT:  # packed in the background (`beads/git/maintenance.py`)
                 store.git.maintain(loose=True)
                 store.index.apply(head=commit.id, loose_objects=0)
         return commit.id

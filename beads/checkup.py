@@ -48,7 +48,7 @@ def doctor(
     """Check (and with the flags, repair) the store; returns what was found and fixed.
 
     `compact` repacks every object into one pack with deltas: by the `git` program where it
-    is installed and `use_git`, else by a streaming merge in bounded memory (`beads.repack`).
+    is installed and `use_git`, else by dulwich (`beads.git.maintenance`).
 
     `progress` is told the name of each step as it starts (`doctor_steps` lists them), so a
     terminal can show how far a long rebuild or compaction has come."""

@@ -12,11 +12,11 @@ import os
 POINTS = ("before-objects", "after-objects", "after-ref", "mid-view", "after-view", "after-index")
 # Inside the ref update: the lock file made, then the new id written into it (not yet renamed).
 REF_POINTS = ("ref-locked", "ref-written")
-# Writing a pack (halfway through its objects; before its `.idx`), and packing loose objects
-# (the pack in place, the loose copies not yet deleted).
+# Writing a batch's pack (halfway through its objects; all written, its `.idx` not yet), and
+# packing loose objects (the pack in place, the loose copies not yet deleted).
 PACK_POINTS = ("mid-pack", "before-idx", "loose-packed")
-# Merging packs (`beads/repack.py`): halfway through the entries; the pack in place, its
-# `.idx` not yet; both in place, nothing removed; the first old pack removed.
+# dulwich's repack (`beads/git/maintenance.py`): halfway through the objects; all written,
+# the `.idx` not yet; the new pack in place, nothing removed; the first old pack removed.
 REPACK_POINTS = ("repack-mid", "repack-before-idx", "repack-written", "repack-mid-remove")
 # `Store.init`: the repository half built under its temporary name; renamed into place but
 # not yet excluded from the surrounding project's git.

@@ -6,24 +6,23 @@ cut, and a lost or garbled branch ref (restored to the last good commit).
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Iterable
 from pathlib import Path
 
 from beads import files
-from beads.gitobjects import read_loose
-from beads.gitrefs import GC_LOCK_MTIME, lock_age
+from beads.errors import GcError
+from beads.git import repair
+from beads.git.refs import GC_LOCK_MTIME, lock_age
 from beads.initstore import remove_dead_builds
 from beads.problems import Problem, Report, remove_file, shown_path
-from beads.reader import BRANCH, branch_problem, is_sha
+from beads.reader import BRANCH, branch_problem
 from beads.store import Store
 from beads.view import git_blob_sha
 
 # Temporary files of git and dulwich (`tmp_pack_*`, `tmp_obj_*`): a push may write one for a
 # while, so only one untouched this long is a dead writer's.
 TEMP_STALE_SECONDS = 3600.0
-HEAD_SYMREF = f"ref: {BRANCH}\n".encode()
 
 
 def clear_stale_files(store: Store, report: Report) -> None:
@@ -34,11 +33,11 @@ def clear_stale_files(store: Store, report: Report) -> None:
     released or `store.stale_lock_seconds` old."""
     git_dir = store.root / ".git"
     stale_after = store.config["store"]["stale_lock_seconds"]
-    for lock in sorted(git_dir.rglob("*.lock")):
+    for lock in repair.lock_files(git_dir):
         age = _age_once_stale(lock, stale_after)
         if age is None:
             continue
-        dated_by_gc = time.time() - age < GC_LOCK_MTIME + 1  # see gitrefs.GC_LOCK_MTIME
+        dated_by_gc = time.time() - age < GC_LOCK_MTIME + 1  # see beads.git.refs.GC_LOCK_MTIME
         writer = "a killed gc writer" if dated_by_gc else f"a writer gone for {age:.0f}s"
         if remove_file(lock):
             report.problems.append(
@@ -46,8 +45,9 @@ def clear_stale_files(store: Store, report: Report) -> None:
                     "stale_lock", shown_path(store, lock), f"a lock left by {writer}; removed", True
                 )
             )
-    _clear_old_temp_files(store, report, git_dir.glob("objects/**/tmp_*"))
-    for pack in sorted(git_dir.glob("objects/pack/pack-*.pack")):
+    # git's `tmp_obj_*` and `tmp_pack_*`, dulwich's `tmp*.pack` (a pack it had not finished).
+    _clear_old_temp_files(store, report, repair.temporary_files(git_dir))
+    for pack in repair.packs_without_index(git_dir):
         # A pack counts once its `.idx` exists, and the `.idx` is written last: one without
         # it is a dead writer's, unless a push is between the two (milliseconds).
         age = lock_age(pack)
@@ -110,18 +110,10 @@ def _age_once_stale(lock: Path, stale_after: float) -> float | None:
 def check_git_head(store: Store, report: Report) -> None:
     """`.git/HEAD` names our branch; without it git commands cannot read the store. A lost
     `refs/` directory is remade, for `_restore_branch` to put the branch back into."""
-    (store.root / ".git" / "refs" / "heads").mkdir(parents=True, exist_ok=True)
-    head_file = store.root / ".git" / "HEAD"
-    try:
-        content: bytes | None = head_file.read_bytes()
-    except FileNotFoundError:
-        content = None
-    if content is not None and content.strip() == HEAD_SYMREF.strip():
+    content = repair.fix_head(store.root / ".git")
+    if content is None:
         return
-    what = "is missing" if content is None else f"holds {content[:60]!r}"
-    temp = head_file.with_name("HEAD.gc-doctor")
-    temp.write_bytes(HEAD_SYMREF)
-    os.replace(temp, head_file)
+    what = "is missing" if not content else f"holds {content[:60]!r}"
     report.problems.append(
         Problem(
             "git_head",
@@ -135,37 +127,18 @@ def check_git_head(store: Store, report: Report) -> None:
 def check_packed_refs(store: Store, report: Report) -> None:
     """Drop lines of `.git/packed-refs` that git cannot parse (a power cut mid-write): git
     refuses the whole repository for one of them. The original is kept in `.runtime/`."""
-    path = store.root / ".git" / "packed-refs"
     try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return
-    kept: list[bytes] = []
-    bad = 0
-    for number, line in enumerate(data.splitlines()):
-        sha, _, name = line.partition(b" ")
-        if number == 0 and line.startswith(b"# pack-refs"):
-            kept.append(line)
-        elif is_sha(sha) and name.startswith(b"refs/") and b" " not in name:
-            kept.append(line)
-        elif line[:1] == b"^" and is_sha(line[1:]) and kept and not kept[-1].startswith(b"^"):
-            kept.append(line)
-        else:
-            bad += 1
-    if not bad and (not data or data.endswith(b"\n")):
-        return
-    from dulwich.file import FileLocked, GitFile
-
-    aside = store.runtime / "packed-refs.damaged"
-    files.write_atomic(str(store.root), str(aside), data, str(store.runtime / "tmp"))
-    try:
-        with GitFile(path, "wb") as handle:  # git's own lock: never under a git process
-            handle.write(b"".join(line + b"\n" for line in kept))
-    except FileLocked:
+        cleaned = repair.clean_packed_refs(store.root / ".git")
+    except repair.RefsLocked:
         report.problems.append(
             Problem("packed_refs", ".git/packed-refs", "unreadable lines; a git process holds it")
         )
         return
+    if cleaned is None:
+        return
+    bad, data = cleaned
+    aside = store.runtime / "packed-refs.damaged"
+    files.write_atomic(str(store.root), str(aside), data, str(store.runtime / "tmp"))
     report.problems.append(
         Problem(
             "packed_refs",
@@ -179,44 +152,60 @@ def check_packed_refs(store: Store, report: Report) -> None:
 
 def check_loose_objects(store: Store, report: Report) -> None:
     """Find loose objects that cannot be read or do not hash to their name (a full disk, a
-    power cut, a disk fault) and
-    repair those whose content exists elsewhere: in a pack, or as a view file."""
+    power cut, a disk fault: one object's bytes under another's name) and restore each from
+    a copy whose bytes hash right: the view file at the path HEAD's tree names it (found by
+    walking the tree, never through the index, which may have been rebuilt from the damaged
+    bytes), else a pack, else a configured remote."""
     git = store.git
-    objects = git.objects
-    for sha in list(objects._iter_loose_objects()):
-        if read_loose(objects.path, sha) is not None:
-            continue
-        path = Path(objects._get_shafile_path(sha))
-        shown = shown_path(store, path)
-        # Moved aside: an unreadable file hides any good copy and blocks rewriting it.
-        aside = store.runtime / "corrupt-objects" / sha.decode()
+    head = git.head()
+    for damaged in repair.damaged_loose(git, head):
+        shown = shown_path(store, damaged.file)
+        aside = store.runtime / "corrupt-objects" / damaged.sha.decode()
         files.make_dirs(str(store.root), str(aside.parent))  # never through a link
-        try:
-            os.replace(path, aside)
-        except FileNotFoundError:
+        if not repair.set_aside(damaged, aside):
             continue  # packed meanwhile by the background repack
-        if sha in objects:
-            message, fixed = "unreadable; moved aside (a pack holds the object)", True
+        source = _restore(store, damaged)
+        if source is not None:
+            message, fixed = f"unreadable or misnamed; {source}", True
         else:
-            fixed = _restore_blob_from_view(store, sha)
-            message = (
-                "unreadable; rewritten from the view file with the same content"
-                if fixed
-                else f"unreadable and no copy found (moved to {shown_path(store, aside)}); "
-                "commits that use it are damaged"
+            message, fixed = (
+                f"unreadable or misnamed, and no copy found in the view, the packs or a "
+                f"remote (moved to {shown_path(store, aside)}); commits that use it are "
+                "damaged",
+                False,
             )
         report.problems.append(Problem("corrupt_object", shown, message, fixed))
 
 
-def _restore_blob_from_view(store: Store, sha: bytes) -> bool:
-    from dulwich.objects import Blob
+def _restore(store: Store, damaged: repair.Damaged) -> str | None:
+    """Put a damaged object's right bytes back; returns how (None: no copy found)."""
+    git = store.git
+    if damaged.path is not None:
+        data = store.view.read(damaged.path)
+        if data is not None and git_blob_sha(data) == damaged.sha:
+            repair.restore_blob(git, damaged.sha, data)
+            return f"rewritten from the view file {damaged.path}, whose bytes hash right"
+    if git.has_object(damaged.sha):
+        return "moved aside (a pack holds the object)"
+    return _restore_from_remote(store, damaged.sha)
 
-    path = next((path for path, blob, _ in store.index.rows() if blob == sha.decode()), None)
-    data = store.view.read(path) if path is not None else None
-    if data is None or git_blob_sha(data) != sha:
-        return False
-    store.git.objects.add_object(Blob.from_string(data))
-    return True
+
+def _restore_from_remote(store: Store, sha: bytes) -> str | None:
+    """Fetch object `sha` from a configured remote (each in turn); its name if one had it."""
+    from beads.localconfig import remotes
+    from beads.remote import fetch_objects
+
+    try:
+        known = remotes(store.git.git_dir)
+    except GcError:
+        return None
+    for name, url in known.items():
+        try:
+            if repair.restore_from(store.git, sha, fetch_objects(store.git, url, {sha})):
+                return f"rewritten from the remote {name}"
+        except GcError:
+            continue
+    return None
 
 
 def restore_branch(store: Store, report: Report) -> bool:
@@ -256,7 +245,7 @@ def _last_good_commit(store: Store) -> tuple[bytes, str] | None:
     other commit descends from."""
     git = store.git
     candidates: list[tuple[bytes, str]] = []
-    last = _last_reflog_entry(git.reflog_path)
+    last = repair.last_reflog_entry(git.git_dir)
     for sha, source in (
         (last, "the reflog's last entry"),
         (store.index.head(), "the commit the index recorded"),
@@ -271,18 +260,6 @@ def _last_good_commit(store: Store) -> tuple[bytes, str] | None:
                 return sha, source
         return candidates[0]
     return _newest_tip(store)
-
-
-def _last_reflog_entry(path: Path) -> bytes | None:
-    try:
-        lines = path.read_bytes().splitlines()
-    except OSError:
-        return None
-    for line in reversed(lines):
-        fields = line.split(b" ", 2)
-        if len(fields) == 3 and is_sha(fields[1]) and fields[1] != b"0" * 40:
-            return fields[1]
-    return None
 
 
 def _ancestors(store: Store, sha: bytes, limit: int = 100_000) -> set[bytes]:

@@ -16,6 +16,7 @@ from beads.faults import fault
 from beads.ids import check_prefix
 from beads.location import (
     INIT_PREFIX,
+    MARKER_SECTION,
     check_not_foreign,
     exclude_from_project,
     is_store,
@@ -36,7 +37,8 @@ def create_store(
 
     `Store.init` opens it; see there for the arguments."""
     from beads.codec import dump_data  # lazy, with git: most commands never make a store
-    from beads.gitrepo import init_bare
+    from beads.git import init_bare
+    from beads.localconfig import committer
 
     root = store_dir_for(Path(path).expanduser().absolute())
     if is_store(root):
@@ -58,7 +60,7 @@ def create_store(
     remove_dead_builds(root)
     building = root / f"{INIT_PREFIX}{os.getpid()}"
     _remove_tree(building)
-    git = init_bare(building)
+    git = init_bare(building, marker=MARKER_SECTION, committer=committer)
     install_hook(building)
     message = "init: gc-beads store"
     commit, objects = git.build_commit(None, {CONFIG_PATH: dump_data(settings)}, message, author)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from beads.config import CONFIG_PATH, parse_config
-from beads.errors import GcError, InvalidInput, NotFound, StorageError
+from beads.errors import GcError, InvalidInput, NotFound
 from beads.reader import BRANCH
 from beads.record import shown
 
@@ -209,28 +209,11 @@ def tracking_ref(name: str) -> bytes:
     return f"refs/remotes/{name}/main".encode()
 
 
-def _read_config(git_dir: Path) -> Any:
-    from dulwich.config import ConfigFile
-
-    try:
-        return ConfigFile.from_path(str(git_dir / "config"))
-    except OSError as exc:
-        raise StorageError(f"cannot read {git_dir / 'config'}: {exc.strerror}") from None
-    except ValueError as exc:
-        raise StorageError(f"{git_dir / 'config'} does not parse: {exc}") from None
-
-
 def remotes(git_dir: Path) -> dict[str, str]:
     """The remotes of the store: name -> url."""
-    config = _read_config(git_dir)
-    out = {}
-    for section in config.sections():
-        if len(section) == 2 and section[0] == b"remote":
-            try:
-                out[section[1].decode()] = config.get(section, b"url").decode()
-            except KeyError:
-                continue
-    return dict(sorted(out.items()))
+    from beads.git import config
+
+    return config.remotes(git_dir)
 
 
 def add_remote(git_dir: Path, name: str, url: str) -> None:
@@ -238,24 +221,20 @@ def add_remote(git_dir: Path, name: str, url: str) -> None:
     check_remote_name(name)
     if not url.strip() or "\n" in url:
         raise InvalidInput(f"not a remote URL: {shown(url)}")
-    config = _read_config(git_dir)
     if name in remotes(git_dir):
         raise InvalidInput(f"remote {name} exists; remove it first with 'gc remote remove {name}'")
-    section = (b"remote", name.encode())
-    config.set(section, b"url", url.encode())
-    config.set(section, b"fetch", f"+refs/heads/*:refs/remotes/{name}/*".encode())
-    config.write_to_path()
+    from beads.git import config
+
+    config.add_remote(git_dir, name, url, f"+refs/heads/*:refs/remotes/{name}/*")
 
 
 def remove_remote(git_dir: Path, name: str) -> None:
     """Forget remote `name` and its tracking ref."""
-    config = _read_config(git_dir)
-    section = (b"remote", name.encode())
-    if section not in config.sections():
+    from beads.git import config, refs
+
+    if not config.remove_remote(git_dir, name):
         raise NotFound(f"no remote {name}")
-    del config[section]
-    config.write_to_path()
-    (git_dir / tracking_ref(name).decode()).unlink(missing_ok=True)
+    refs.delete_ref(git_dir, tracking_ref(name))
 
 
 def remote_url(git_dir: Path, name: str | None) -> tuple[str, str]:
@@ -276,7 +255,7 @@ def remote_url(git_dir: Path, name: str | None) -> tuple[str, str]:
 def local_settings(git_dir: Path) -> dict[str, Any]:
     """The machine-local settings (`sync.auto`, ...) set with `gc config set --local`; a
     value edited by hand into nonsense counts as unset."""
-    from beads.autosync import read_local
+    from beads.git.config import read_values as read_local
 
     out: dict[str, Any] = {}
     for key, value in read_local(git_dir).items():
@@ -305,55 +284,31 @@ def set_local(git_dir: Path, key: str, value: Any) -> Any:
             )
     *parts, name = _to_git(key).split(".")  # `delivery.nats.url`: section `delivery "nats"`
     section = tuple(part.encode() for part in parts)
-    config = _read_config(git_dir)
+    from beads.git import config
+
     if value is None:
-        try:
-            del config[section][name.encode()]
-        except KeyError:
-            pass
-        config.write_to_path()
+        config.set_value(git_dir, section, name.encode(), None)
         return None
     checked = read(value)
     text = str(checked).lower() if isinstance(checked, bool) else str(checked)
     if isinstance(checked, list):
         text = ",".join(checked)
-    config.set(section, name.encode(), text.encode())
-    config.write_to_path()
+    config.set_value(git_dir, section, name.encode(), text.encode())
     return checked
 
 
 def adopt(git_dir: Path) -> bool:
     """Give a plain git clone of a store (bare, its branch main holding `config.yaml`) the
     marker and settings of a store; False, untouched, for any other repository."""
-    from dulwich.repo import Repo
-
+    from beads.git import config
     from beads.location import MARKER_SECTION
 
-    try:
-        repo = Repo(str(git_dir))
-    except Exception:  # not a repository at all: dulwich raises several kinds
-        return False
-    try:
-        head = repo.refs.as_dict().get(BRANCH.encode())
-        config = repo.get_config()
-        if head is None or not repo.bare:
-            return False
-        from dulwich.object_store import tree_lookup_path
+    def is_store(read_path: Callable[[str], bytes | None]) -> bool:
+        raw = read_path(CONFIG_PATH)
+        settings = parse_config(raw)[0] if raw is not None else None
+        return isinstance(settings, dict) and "format" in settings
 
-        tree = repo.object_store[head].tree  # type: ignore[union-attr]
-        _mode, sha = tree_lookup_path(repo.object_store.__getitem__, tree, CONFIG_PATH.encode())
-        settings = parse_config(repo.object_store[sha].as_raw_string())[0]
-        if not isinstance(settings, dict) or "format" not in settings:
-            return False
-        config.set((b"gc",), b"auto", b"0")
-        config.set((b"core",), b"logAllRefUpdates", True)
-        config.set((MARKER_SECTION,), b"format", b"1")
-        config.write_to_path()
-        return True
-    except Exception:  # no branch, no config.yaml, a damaged object: not a store
-        return False
-    finally:
-        repo.close()
+    return config.adopt(git_dir, branch=BRANCH.encode(), marker=MARKER_SECTION, check=is_store)
 
 
 def machine_name(local: dict[str, str]) -> str:
@@ -369,11 +324,21 @@ def machine_name(local: dict[str, str]) -> str:
     return host if MACHINE_RE.fullmatch(host) else "machine"
 
 
+def committer(git_dir: Path) -> bytes:
+    """This machine as the committer of the commits made in the store at `git_dir`:
+    `<machine name> <<machine id>@gc-beads>`, so a commit that arrived by sync says where
+    it was made (`GitRepo` asks for it on its first commit)."""
+    from beads.git.config import read_values as read_local
+
+    name = machine_name(read_local(git_dir))
+    return f"{name} <{machine_id(git_dir)}@gc-beads>".encode()
+
+
 def machine_id(git_dir: Path) -> str:
     """This clone's machine id (`machine.id`), made on first use: random, machine-local
     (the store's git config, never synced). Host names repeat (cloned VMs, containers); the
     id tells two machines of one name apart (their relays' consumers, their commits)."""
-    from beads.autosync import read_local
+    from beads.git.config import read_values as read_local
 
     found = read_local(git_dir).get("machine.id", "")
     if MACHINE_ID_RE.fullmatch(found):
@@ -382,8 +347,8 @@ def machine_id(git_dir: Path) -> str:
 
     # Not a setting of `gc config set --local`: nobody chooses it. Unset in a copy of a
     # store (a cloned VM image), it is made anew.
-    config = _read_config(git_dir)
-    config.set((b"machine",), b"id", f"m-{secrets.token_hex(8)}".encode())
-    config.write_to_path()
+    from beads.git import config
+
+    config.set_value(git_dir, (b"machine",), b"id", f"m-{secrets.token_hex(8)}".encode())
     # Read back: of two processes making one at once, both go on with the one that stayed.
     return read_local(git_dir).get("machine.id", "")

@@ -73,19 +73,14 @@ def check_not_foreign(beads_dir: str | Path) -> None:
 
 def is_our_repo(git_dir: str | Path) -> bool:
     """True when `git_dir` is a bare repository made by `gc init` (it carries our marker)."""
-    try:
-        with open(os.path.join(git_dir, "config"), "rb") as handle:
-            text = handle.read()
-    except OSError:
-        return False
-    return b"[" + MARKER_SECTION + b"]" in text
+    from beads.git.config import has_section
+
+    return has_section(git_dir, MARKER_SECTION)
 
 
 def adopt_clone(git_dir: str | Path) -> bool:
     """Make a store of a plain `git clone --bare` of one (made without `gc clone`): a bare
     repository whose branch main holds a `config.yaml` gets our marker and settings."""
-    if not os.path.isdir(os.path.join(git_dir, "objects")):
-        return False
     from pathlib import Path
 
     from beads.localconfig import adopt  # lazy: only a repository without our marker gets here

@@ -19,7 +19,7 @@ from beads.ids import parse_bead_path
 from beads.record import FIELD_ORDER, Bead, shorten
 
 if TYPE_CHECKING:
-    from beads.gitrepo import GitRepo
+    from beads.git import GitRepo
 
 # Fields merged as sets (three-way: what either side added, less what either removed).
 SET_FIELDS = ("labels", "cc")

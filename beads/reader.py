@@ -11,6 +11,7 @@ from pathlib import Path
 
 from beads.config import check_config
 from beads.errors import StorageError
+from beads.git.refs import BRANCH, is_sha, read_ref
 from beads.index import Index
 from beads.record import Bead
 
@@ -18,8 +19,7 @@ TYPE_CHECKING = False  # the hooks never import typing (tests/test_hooks.py)
 if TYPE_CHECKING:
     from typing import Any
 
-# The store's one branch, as git names it (its ref file is `.git/` + this).
-BRANCH = "refs/heads/main"
+__all__ = ["BRANCH", "IndexReader", "branch_head", "branch_problem", "is_sha", "require_head"]
 
 
 class IndexReader:
@@ -100,29 +100,3 @@ def branch_problem(root: Path) -> str:
     if not sha:
         return f"{BRANCH} is empty"
     return f"{BRANCH} holds no commit id ({sha[:60]!r})"
-
-
-def read_ref(git_dir: Path) -> bytes | None:
-    """The raw content of the branch ref (loose, else packed), None when there is none."""
-    try:
-        return (git_dir / BRANCH).read_bytes().strip()
-    except FileNotFoundError:
-        pass
-    except OSError as exc:  # a directory in its place, no permission: damage, not absence
-        return f"<{exc.strerror}>".encode()
-    try:
-        packed = (git_dir / "packed-refs").read_bytes()
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        return f"<{exc.strerror}>".encode()
-    for line in packed.splitlines():
-        sha, _, name = line.partition(b" ")
-        if name.strip() == BRANCH.encode():
-            return sha
-    return None
-
-
-def is_sha(text: bytes) -> bool:
-    """True for a 40-digit lowercase hex object id."""
-    return len(text) == 40 and text.strip(b"0123456789abcdef") == b""

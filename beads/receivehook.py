@@ -15,7 +15,6 @@ refuses the whole push and nothing of it enters the store.
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -41,22 +40,15 @@ def install(git_dir: Path) -> str | None:
     """Write (or bring up to date) gc's hook in `git_dir`. Returns None when gc's hook is in
     place; "installed" when it was written now; "foreign" when another hook is there (left
     as it is)."""
-    path = git_dir / "hooks" / HOOK
+    from beads.git.hooks import read_hook, write_hook
+
     wanted = hook_text()
-    try:
-        current = path.read_text(errors="replace") if path.is_file() else None
-    except OSError:
-        current = None
-    if path.is_symlink() or (current is not None and MARK not in current):
+    current, is_link, executable = read_hook(git_dir, HOOK)
+    if is_link or (current is not None and MARK not in current):
         return "foreign"
-    if current is not None and _runs(current) and os.access(path, os.X_OK):
+    if current is not None and _runs(current) and executable:
         return None  # gc's, naming a Python and a package that are still there
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temp = path.with_name(f".{HOOK}.{os.getpid()}.tmp")
-    temp.write_text(wanted)
-    # Executable by whoever may write the store: its owner, and its group in a group store.
-    temp.chmod(0o770 if git_dir.stat().st_mode & 0o070 == 0o070 else 0o700)
-    os.replace(temp, path)
+    write_hook(git_dir, HOOK, wanted)
     return "installed"
 
 
@@ -74,35 +66,12 @@ def _runs(text: str) -> bool:
     return os.access(python, os.X_OK) and (Path(home) / "beads" / "treegate.py").is_file()
 
 
-class _CatFile:
-    """Objects read through `git cat-file --batch` (git's own view, quarantine included)."""
-
-    def __init__(self) -> None:
-        self.process = subprocess.Popen(
-            ["git", "cat-file", "--batch"], stdin=subprocess.PIPE, stdout=subprocess.PIPE
-        )
-
-    def get_raw(self, name: bytes) -> tuple[int, bytes]:
-        assert self.process.stdin is not None and self.process.stdout is not None
-        self.process.stdin.write(name + b"\n")
-        self.process.stdin.flush()
-        header = self.process.stdout.readline().split()
-        if len(header) != 3 or header[1] not in _TYPES:
-            raise KeyError(name)
-        data = self.process.stdout.read(int(header[2]) + 1)[:-1]
-        return _TYPES[header[1]], data
-
-    def close(self) -> None:
-        if self.process.stdin is not None:
-            self.process.stdin.close()
-        self.process.wait()
-
-
 def main() -> int:
     """Check each pushed ref's new commits; 1 (git refuses the push) when any is refused."""
+    from beads.git.program import CatFile, new_commits
     from beads.treegate import RefusedHistory, check_commits
 
-    reader = _CatFile()
+    reader = CatFile()
     refused = 0
     try:
         for line in sys.stdin.buffer:
@@ -110,11 +79,7 @@ def main() -> int:
             if len(fields) != 3 or fields[1] == _ZERO:
                 continue  # a deletion brings nothing
             _old, new, ref = fields
-            listed = subprocess.run(
-                ["git", "rev-list", new.decode(), "--not", "--all"],
-                capture_output=True,
-                check=True,
-            ).stdout.split()
+            listed = new_commits(new)
             try:
                 check_commits(reader, listed, source=f"the push to {ref.decode()}")
             except RefusedHistory as exc:

@@ -12,14 +12,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from beads.config import CONFIG_PATH, parse_config
-from beads.errors import InvalidInput, StorageError
+from beads.errors import InvalidInput
 from beads.faults import fault
 from beads.files import contained
+from beads.git.program import GitUnavailable
 from beads.ids import parse_bead_path
 from beads.view import git_blob_sha
 
 if TYPE_CHECKING:
-    from beads.gitrepo import GitRepo
+    from beads.git import GitRepo
     from beads.index import Index
     from beads.record import Bead
     from beads.view import View
@@ -108,125 +109,28 @@ def _rebuild_from(
     return rebuilt.count
 
 
-class GitUnavailable(Exception):
-    """The `git` program is not installed, or failed to read the store's objects."""
-
-
-def _git_program(git_dir: Path) -> tuple[list[str], dict[str, str]]:
-    """The argv start and environment that run git on the store, or GitUnavailable."""
-    import os
-    import shutil
-
-    program = shutil.which("git")
-    if program is None:
-        raise GitUnavailable("no git program")
-    # Only this repository's own settings: no variable of the caller's git (GIT_DIR,
-    # GIT_OBJECT_DIRECTORY...) and no global or system config may point it elsewhere.
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env.update(GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=os.devnull, LC_ALL="C")
-    return [program, f"--git-dir={git_dir}"], env
-
-
 def tree_files(git: GitRepo, commit: bytes | None) -> dict[str, bytes]:
     """Every file of `commit` (none for None) the view may hold, path -> blob sha: listed by
     `git ls-tree` when it can (a tenth of a second at 100k files, dulwich's tree walk ~3 s),
     else by dulwich. Paths out of the store (`files.contained`) are left out: `gc doctor`
     reports them from the history (`beads.historycheck`)."""
-    import subprocess
+    from beads.git.program import list_files
 
     if commit is None:
         return {}
     try:
-        base, env = _git_program(git.git_dir)
-        listed = subprocess.run(
-            [*base, "ls-tree", "-r", "-z", "--full-tree", commit.decode()],
-            capture_output=True, stdin=subprocess.DEVNULL, env=env, check=True,
-        ).stdout  # fmt: skip
-        found = {}
-        for entry in listed.split(b"\0")[:-1]:
-            info, _, path = entry.partition(b"\t")
-            mode, kind, sha = info.split(b" ")
-            if kind == b"blob" and mode.startswith(b"100"):  # files: no symbolic links
-                found[path.decode()] = sha
-    except (GitUnavailable, OSError, subprocess.CalledProcessError, ValueError, UnicodeError):
+        found = list_files(git.git_dir, commit)
+    except GitUnavailable:
         found = dict(git.files(commit))
     return {path: sha for path, sha in found.items() if contained(path)}
 
 
 def git_file_contents(git_dir: Path, commit: bytes) -> Iterator[tuple[str, bytes, bytes]]:
-    """Every file of `commit` as `(path, blob sha, content)`, read by the `git` program: a
-    tree walk and a blob read through dulwich in Python take several times as long a file as
-    `git ls-tree` and `git cat-file --batch`. Raises GitUnavailable (before yielding anything, when
-    git is missing) so the caller can read through dulwich instead; streaming, a few pipe
-    buffers of files at a time."""
-    import subprocess
-    import threading
-    from collections import deque
+    """Every file of `commit` as `(path, blob sha, content)`, read by the `git` program
+    (`beads.git.program.file_contents`); GitUnavailable when git is missing."""
+    from beads.git.program import file_contents
 
-    base, env = _git_program(git_dir)
-    listing = subprocess.Popen(
-        [*base, "ls-tree", "-r", "-z", "--full-tree", commit.decode()],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, env=env,
-    )  # fmt: skip
-    reader = subprocess.Popen(
-        [*base, "cat-file", "--batch"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
-    )  # fmt: skip
-    assert listing.stdout is not None and reader.stdin is not None and reader.stdout is not None
-    paths: deque[tuple[str, bytes]] = deque()
-    fed = [True]
-
-    def feed() -> None:
-        # ls-tree's entries go to cat-file's input as they come; their paths wait in order.
-        pending = b""
-        try:
-            with reader.stdin:  # type: ignore[union-attr]
-                while chunk := listing.stdout.read1(65536):  # type: ignore[union-attr]
-                    entries = (pending + chunk).split(b"\0")
-                    pending = entries.pop()
-                    shas = []
-                    for entry in entries:
-                        info, _, path = entry.partition(b"\t")
-                        mode, kind, sha = info.split(b" ")
-                        if kind == b"blob" and mode.startswith(b"100"):  # no links
-                            paths.append((path.decode(), sha))
-                            shas.append(sha)
-                    if shas:
-                        reader.stdin.write(b"\n".join(shas) + b"\n")  # type: ignore[union-attr]
-                        reader.stdin.flush()  # type: ignore[union-attr]
-        except (OSError, ValueError, UnicodeError):
-            fed[0] = False
-
-    feeder = threading.Thread(target=feed, daemon=True)
-    feeder.start()
-    out = reader.stdout
-    started = False
-    try:
-        while True:
-            header = out.readline()
-            if not header:
-                break
-            sha, kind, size = header.split()
-            path, wanted = paths.popleft()
-            if sha != wanted or kind != b"blob":
-                raise GitUnavailable(f"git cat-file: {header!r}")
-            content = out.read(int(size) + 1)[:-1]
-            started = True
-            yield path, sha, content
-        feeder.join()
-        if listing.wait() != 0 or reader.wait() != 0 or not fed[0] or paths:
-            if started:
-                raise StorageError("git could not read all the files of the commit")
-            raise GitUnavailable("git ls-tree or cat-file failed")
-    except ValueError:
-        raise GitUnavailable("git cat-file: unexpected output") from None
-    finally:
-        for process in (listing, reader):
-            if process.poll() is None:
-                process.kill()
-            process.wait()
-        out.close()
-        listing.stdout.close()
+    return file_contents(git_dir, commit)
 
 
 def _read_bead(

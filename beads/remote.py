@@ -8,7 +8,7 @@ store's git config) is `beads.localconfig`.
 What a remote sends is bounded: every step waits at most `sync.timeout` without progress
 (`beads.deadline`); the pack received streams to a temporary file, at most
 `sync.max_fetch_bytes` of it, and each object in it is refused, from its header, when it is
-larger than `object_limit` allows, before it is inflated (`beads.packcheck`).
+larger than `object_limit` allows, before it is inflated (`beads.git.packcheck`).
 """
 
 from __future__ import annotations
@@ -20,19 +20,17 @@ from typing import TYPE_CHECKING, Any
 from beads.config import CONFIG_PATH, parse_config
 from beads.deadline import deadline, is_timeout, timed_out
 from beads.errors import GcError, InvalidInput, NotFound, StorageError
-from beads.faults import fault
 from beads.localconfig import DEFAULT_MAX_FETCH_BYTES, DEFAULT_TIMEOUT, local_settings
 from beads.reader import BRANCH, is_sha
-from beads.record import shown
+from beads.record import DEFAULT_MAX_BODY_BYTES, shown
 
 if TYPE_CHECKING:
-    from dulwich.client import GitClient
+    from collections.abc import Iterator
 
-    from beads.gitrepo import GitRepo
+    from beads.git import GitRepo
 
-# Seconds of clock difference between machines a history walk allows for (`only_in`): one
-# machine's commits are never older than their parents, and 1 s covers commits of a second.
-SKEW_SLACK = 5
+GitClient = Any  # dulwich's client, which only `beads.git.transport` names
+
 # An object a remote sends may be this many times `store.max_body_bytes` (a bead's YAML
 # holds its body and the rest of its fields), plus this much, before it is refused.
 OBJECT_LIMIT_FACTOR = 4
@@ -44,9 +42,6 @@ INFLATED_FACTOR = 4
 INFLATED_NAME = f"{INFLATED_FACTOR} x sync.max_fetch_bytes"
 # The most refs a remote may list: a store's remote needs only refs/heads/main.
 MAX_REFS = 10_000
-# A fetch writes its blobs and trees in batches of about this many bytes as it inflates
-# them, so what it holds stays near this, whatever the pack inflates to.
-STORE_BATCH_BYTES = 8 * 1024 * 1024
 
 
 def object_limit(max_body_bytes: int) -> int:
@@ -66,34 +61,24 @@ def limits(git: GitRepo) -> tuple[float, int]:
 def client_for(
     url: str, *, thin_packs: bool = True, timeout: float = DEFAULT_TIMEOUT
 ) -> tuple[GitClient, str]:
-    """dulwich's client for `url` (with the user's git config: credentials, ssh command);
-    an http(s) client's requests wait at most `timeout` seconds for each answer."""
-    from dulwich.client import default_urllib3_manager, get_transport_and_path
-    from dulwich.config import StackedConfig
+    """dulwich's client for `url` (`beads.git.transport`); InvalidInput when none fits."""
+    from beads.git import transport
 
     try:
-        config = StackedConfig.default()
-        manager = None
-        if url.lower().startswith(("http://", "https://")):
-            manager = default_urllib3_manager(config, base_url=url, timeout=timeout)
-        return get_transport_and_path(
-            url, config=config, quiet=True, thin_packs=thin_packs, pool_manager=manager
-        )
-    except Exception as exc:  # dulwich raises several kinds for a URL it cannot use
+        return transport.client_for(url, thin_packs=thin_packs, timeout=timeout)
+    except transport.Unusable as exc:
         raise InvalidInput(f"cannot use remote {shown(url)}: {exc}") from None
 
 
 def _needs_timer(client: GitClient) -> bool:
-    """Whether an exchange through `client` is carried by no socket of ours (ssh runs a
-    program, a local path reads files): the deadline's timer bounds it then."""
-    from dulwich.client import LocalGitClient, SSHGitClient
+    from beads.git import transport
 
-    return isinstance(client, LocalGitClient | SSHGitClient)
+    return transport.needs_timer(client)
 
 
 def transport_error(url: str, exc: BaseException, timeout: float | None = None) -> GcError:
     """One line for a failed exchange with a remote: its kind decides the exit code."""
-    from dulwich.errors import HangupException, NotGitRepository
+    from beads.git.transport import is_not_a_repository
 
     if timeout is not None and is_timeout(exc):
         return timed_out(url, timeout)
@@ -104,9 +89,7 @@ def transport_error(url: str, exc: BaseException, timeout: float | None = None) 
             "its repository is damaged (git fsck there); nothing was merged"
         )
     text = " ".join(str(exc).split()) or type(exc).__name__
-    if isinstance(exc, NotGitRepository | FileNotFoundError) or "not found" in text.lower():
-        return NotFound(f"no git repository at {url}: {text}")
-    if isinstance(exc, HangupException) and "does not appear to be a git repository" in text:
+    if is_not_a_repository(exc, text) or "not found" in text.lower():
         return NotFound(f"no git repository at {url}: {text}")
     if "401" in text or "403" in text or "auth" in text.lower() or "denied" in text.lower():
         return StorageError(f"the remote {url} refused our credentials: {text}")
@@ -124,14 +107,47 @@ def fetch(
     """See `_fetch`; a thin pack whose deltas name a base we cannot find is fetched again
     whole (no thin pack), rather than failing the sync. An object over `max_object` bytes
     (`object_limit`) is refused (InvalidInput) before it is inflated."""
+    from beads.git.transport import UnresolvedBase
+
     try:
         return _fetch(git, url, heads, locked, thin=True, max_object=max_object)
-    except _UnresolvedBase:
+    except UnresolvedBase:
         return _fetch(git, url, heads, locked, thin=False, max_object=max_object)
 
 
-class _UnresolvedBase(Exception):
-    """A received thin pack has a delta on an object the store does not hold."""
+def fetch_objects(
+    git: GitRepo, url: str, wanted: set[bytes], max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+) -> Iterator[Any]:
+    """The objects among `wanted` that the remote's branch holds (`gc doctor` restoring a
+    damaged object): its whole history is asked for, as a clone does, within this machine's
+    limits, and only the wanted objects are handed on (with their ids as computed from the
+    bytes received)."""
+    import tempfile
+
+    from beads.git.packcheck import check_pack
+    from beads.git.transport import objects_in
+
+    timeout, max_fetch = limits(git)
+    client, path = client_for(url, thin_packs=False, timeout=timeout)
+    seen: dict[bytes, bytes] = {}
+    max_object = object_limit(max_body_bytes)
+    with tempfile.TemporaryFile(dir=git.git_dir, prefix="fetch-") as received:
+        _receive(git, url, (client, path), [], seen, received, timeout, max_fetch, max_object,
+                 want_all=True)  # fmt: skip
+        if not received.tell():
+            return
+        what = f"the remote {url}"
+        check_pack(received, max_object, what, max_total=INFLATED_FACTOR * max_fetch,
+                   total_name=INFLATED_NAME)  # fmt: skip
+        size = received.seek(0, 2)
+        try:
+            for obj in objects_in(received, size):
+                if obj.id in wanted:
+                    yield obj
+        except GcError:
+            raise
+        except Exception as exc:  # a damaged pack: dulwich raises several kinds
+            raise StorageError(f"{what} sent a pack that does not read: {exc}") from None
 
 
 def _fetch(
@@ -162,7 +178,7 @@ def _fetch(
             git, url, (client, path), heads, seen, received, timeout, max_fetch, max_object
         )
         if received.tell():
-            from beads.packcheck import check_pack
+            from beads.git.packcheck import check_pack
 
             max_total = INFLATED_FACTOR * max_fetch
             what = f"the remote {url}"
@@ -193,12 +209,14 @@ def _receive(
     timeout: float,
     max_fetch: int,
     max_object: int,
+    *,
+    want_all: bool = False,
 ) -> dict[bytes, bytes] | None:
     """The network step of a fetch: the pack the remote sends is written to `received`, at
     most `max_fetch` bytes of it, each piece within `timeout` of the last; returns the
-    remote's refs (None: those `seen` by `wants`)."""
-    from dulwich.client import LocalGitClient
-    from dulwich.object_store import ObjectStoreGraphWalker
+    remote's refs (None: those `seen` by `wants`). `want_all`: the branch's commit is asked
+    for even when we hold it (a repair asking for every object again)."""
+    from beads.git import transport
 
     client, path = client_path
     size = [0]
@@ -211,13 +229,8 @@ def _receive(
             )
         seen.update(refs)
         sha = refs.get(BRANCH.encode())
-        return [sha] if sha is not None and not git.has_object(sha) else []
+        return [sha] if sha is not None and (want_all or not git.has_object(sha)) else []
 
-    def parents(sha: bytes) -> list[bytes]:
-        commit = git.commit_of(sha)
-        return list(commit.parents) if commit is not None else []
-
-    walker = ObjectStoreGraphWalker([h for h in heads if git.has_object(h)], parents)
     try:
         with deadline(timeout, timer=_needs_timer(client)) as progress:
 
@@ -231,13 +244,9 @@ def _receive(
                 progress()
                 received.write(data)
 
-            if isinstance(client, LocalGitClient):
-                from beads import localfetch
-
-                return localfetch.fetch_pack(
-                    path, wants, walker, write, max_object, f"the remote {url}"
-                )
-            return client.fetch_pack(path, wants, walker, write, progress=progress).refs
+            return transport.receive(
+                git, client, path, wants, heads, write, progress, max_object, f"the remote {url}"
+            )
     except GcError:
         raise
     except Exception as exc:
@@ -247,90 +256,10 @@ def _receive(
 def _store_pack(
     git: GitRepo, received: Any, url: str, thin: bool = True, max_total: int | None = None
 ) -> None:
-    """Unpack a received pack (deltas resolved against its own objects or ours) into the
-    store's objects, streaming: blobs and trees are written as they are inflated, a batch of
-    at most `STORE_BATCH_BYTES` at a time (unreachable and harmless until a commit names
-    them); only the commits (and tags) are kept, then written last, parents first
-    (`referenced_first`). At most `max_total` bytes are inflated (InvalidInput past it)."""
-    from dulwich.object_format import DEFAULT_OBJECT_FORMAT
-    from dulwich.objects import sha_to_hex
-    from dulwich.pack import PackData, PackInflater, UnresolvedDeltas
+    """Unpack a received pack into the store's objects (`beads.git.transport.store_pack`)."""
+    from beads.git.transport import store_pack
 
-    from beads.gitrepo import PACK_OBJECTS_AT
-
-    def base(sha: bytes) -> tuple[int, list[bytes]]:
-        # dulwich names an external base by its binary id, and takes a KeyError as "not
-        # ours, perhaps later in the pack"; any other error would end the unpacking.
-        hex_id = sha_to_hex(sha) if len(sha) == 20 else sha
-        if not git.has_object(hex_id):
-            raise KeyError(hex_id)
-        obj = git.objects[hex_id]
-        return obj.type_num, obj.as_raw_chunks()
-
-    size = received.tell()
-    received.seek(0)
-    batch: list[Any] = []  # blobs and trees not written yet
-    batch_bytes = inflated = 0
-    last: list[Any] = []  # commits and tags: written once everything they name is
-    try:
-        data = PackData.from_file(received, DEFAULT_OBJECT_FORMAT, size)
-        for obj in PackInflater.for_pack_data(data, resolve_ext_ref=base):
-            raw_size = obj.raw_length()
-            inflated += raw_size
-            if max_total is not None and inflated > max_total:
-                raise InvalidInput(
-                    f"the remote {url} sent objects that inflate to more than {max_total} "
-                    f"bytes in one fetch ({INFLATED_NAME}); nothing was merged"
-                )
-            if git.has_object(obj.id):
-                continue
-            if obj.type_name in (b"commit", b"tag"):
-                last.append(obj)
-                continue
-            batch.append(obj)
-            batch_bytes += raw_size
-            if batch_bytes >= STORE_BATCH_BYTES:
-                git.store_objects(batch)
-                batch, batch_bytes = [], 0
-    except UnresolvedDeltas:
-        if thin:
-            raise _UnresolvedBase() from None
-        raise StorageError(f"the remote {url} sent deltas on objects it did not send") from None
-    except GcError:
-        raise
-    except Exception as exc:  # a damaged or truncated pack: dulwich raises several kinds
-        raise StorageError(f"the remote {url} sent a pack that does not read: {exc}") from None
-    ordered = batch + referenced_first(last)
-    if len(ordered) >= PACK_OBJECTS_AT:
-        git.store_objects(ordered)  # one pack, its index last: all or nothing
-        return
-    half = len(ordered) // 2  # loose, one by one: a kill can fall between any two
-    git.store_objects(ordered[:half])
-    fault("fetch-half-stored")
-    git.store_objects(ordered[half:])
-
-
-def referenced_first(objects: list[Any]) -> list[Any]:
-    """`objects` in an order where each comes after what it names: blobs and trees before
-    any commit, a commit after its parents. Written loose one by one, a fetch killed midway
-    then leaves no commit without its tree or its parents: the next fetch, which asks for
-    the remote's commit only when it is missing here, sends everything again."""
-    commits = {obj.id: obj for obj in objects if obj.type_name == b"commit"}
-    ordered = [obj for obj in objects if obj.type_name not in (b"commit", b"tag")]
-    placed: set[bytes] = set()
-    for start in commits:
-        stack = [(start, False)]
-        while stack:  # depth first, parents before children, without recursion
-            sha, parents_done = stack.pop()
-            if sha in placed:
-                continue
-            if parents_done:
-                placed.add(sha)
-                ordered.append(commits[sha])
-                continue
-            stack.append((sha, True))
-            stack += [(p, False) for p in commits[sha].parents if p in commits and p not in placed]
-    return ordered + [obj for obj in objects if obj.type_name == b"tag"]
+    store_pack(git, received, f"the remote {url}", thin, max_total, INFLATED_NAME)
 
 
 def check_remote_store(git: GitRepo, head: bytes, url: str, prefix: str | None) -> None:
@@ -365,25 +294,21 @@ def push(git: GitRepo, url: str, expected: bytes | None, new: bytes) -> bool:
             return dict(refs)  # nothing changes: the caller fetches and merges again
         return {**refs, BRANCH.encode(): new}
 
-    def pack_data(have: Any, want: Any, *, ofs_delta: bool = False, progress: Any = None) -> Any:
-        from dulwich.pack import pack_objects_to_data
-
-        objects = objects_since(git, new, expected)
-        return pack_objects_to_data([(obj, None) for obj in objects], ofs_delta=False)
-
-    from dulwich.file import FileLocked
+    from beads.git import transport
 
     try:
         with deadline(timeout, timer=_needs_timer(client)) as progress:
-            result = client.send_pack(path, update_refs, pack_data, progress=progress)
+            result = transport.send(
+                git, client, path, update_refs, lambda: objects_since(git, new, expected), progress
+            )
     except GcError:
         raise
-    except FileLocked:
+    except Exception as exc:
+        raise transport_error(url, exc, timeout) from None
+    if result is None:
         # A local-path or file:// remote whose branch another push holds locked right now:
         # that push moves the branch, so ours is stale, as a refused compare-and-swap is.
         return False
-    except Exception as exc:
-        raise transport_error(url, exc, timeout) from None
     if stale:
         return False
     status = (result.ref_status or {}).get(BRANCH.encode())
@@ -399,12 +324,13 @@ def _moved(client: GitClient, path: str, expected: bytes | None) -> bool:
     """Whether the remote's branch is no longer `expected`: a refusal worded otherwise
     (git's "failed to update ref" when another push moved the branch under its lock) is a
     lost race only then."""
+    from beads.git.transport import remote_head
+
     try:
-        refs = client.get_refs(path)
+        current = remote_head(client, path, BRANCH.encode())
     except Exception:  # the remote answered the push; a second question failing says nothing
         return False
-    current = (refs.refs or {}).get(BRANCH.encode())
-    return (None if current == b"0" * 40 else current) != expected
+    return current != expected
 
 
 # Words of a refused ref update that mean "the branch moved or is moving": another push won
@@ -415,79 +341,14 @@ _MOVED = ("stale", "non-fast-forward", "fetch first", "lock", "unable to set")
 
 
 def only_in(git: GitRepo, new: bytes, known: bytes | None) -> list[bytes]:
-    """The commits reachable from `new` and not from `known`, newest first.
+    """The commits reachable from `new` and not from `known` (`beads.git.history`)."""
+    from beads.git.history import only_in as walk
 
-    Both histories are walked together, newest commit first, painting what `known` reaches;
-    the walk stops once every commit left to visit is painted and is older, by `SKEW_SLACK`,
-    than the oldest unpainted one found: its cost follows the divergence and the last few
-    seconds of history, not the whole history.
-    (A clock skewed past that slack can make it list a commit `known` reaches as well:
-    sending an object twice, or one needless merge commit, is harmless.)"""
-    import heapq
-
-    new_flag, known_flag = 1, 2
-    flags: dict[bytes, int] = {}
-    times: dict[bytes, int] = {}
-    parents: dict[bytes, list[bytes]] = {}  # each commit read once
-    heap: list[tuple[int, int, bytes]] = []
-
-    def mark(sha: bytes, flag: int) -> None:
-        had = flags.get(sha, 0)
-        if had | flag != had:
-            flags[sha] = had | flag
-            if sha not in times:
-                commit = git.commit_of(sha)
-                if commit is None:
-                    raise StorageError(f"commit {sha.decode()} is missing from the store's objects")
-                times[sha], parents[sha] = commit.commit_time, commit.parents
-            # Painted commits first among equal times: a second's commits stay in order.
-            heapq.heappush(heap, (-times[sha], -flags[sha], sha))
-
-    mark(new, new_flag)
-    if known is not None and git.commit_of(known) is not None:
-        mark(known, known_flag)
-    oldest = times[new]
-    while heap:
-        if (
-            all(flags[sha] & known_flag for _t, _f, sha in heap)
-            and -heap[0][0] < oldest - SKEW_SLACK
-        ):
-            break
-        _time, _flag, sha = heapq.heappop(heap)
-        if flags[sha] == new_flag:
-            oldest = min(oldest, times[sha])
-        for parent in parents[sha]:
-            mark(parent, flags[sha])
-    only = [sha for sha, flag in flags.items() if flag == new_flag]
-    return sorted(only, key=lambda sha: -times[sha])
+    return walk(git, new, known)
 
 
 def objects_since(git: GitRepo, new: bytes, known: bytes | None) -> list[Any]:
-    """The objects a holder of `known` lacks to have `new`: each commit `known` does not
-    reach, with the trees and blobs its tree holds that none of its parents hold at the same
-    path (read only along the paths that changed)."""
-    from dulwich.objects import Tree
+    """The objects a holder of `known` lacks to have `new` (`beads.git.history`)."""
+    from beads.git.history import objects_since as walk
 
-    out: dict[bytes, Any] = {}
-
-    def walk(tree_id: bytes, olds: list[bytes]) -> None:
-        if tree_id in out or tree_id in olds:
-            return
-        tree = git.objects[tree_id]
-        out[tree_id] = tree
-        old_trees = [git.objects[old] for old in olds]
-        for entry in tree.iteritems():
-            before = [t[entry.path][1] for t in old_trees if entry.path in t]
-            if entry.sha in before:
-                continue
-            if entry.mode & 0o170000 == 0o040000:
-                walk(entry.sha, [b for b in before if isinstance(git.objects[b], Tree)])
-            elif entry.sha not in out:
-                out[entry.sha] = git.objects[entry.sha]
-
-    for sha in only_in(git, new, known):
-        commit = git.commit_of(sha)
-        assert commit is not None
-        out[sha] = commit
-        walk(commit.tree, [git.tree_of(parent) for parent in commit.parents])  # type: ignore[misc]
-    return list(out.values())
+    return walk(git, new, known)

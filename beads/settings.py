@@ -25,9 +25,9 @@ if TYPE_CHECKING:
     Check = Callable[[Any], object]
 
 FORMAT = 1
-# A git lock file (`*.lock` under .git) older than this many seconds, found by a writer that
+# A git lock file (`*.lock` under .git) older than STALE_LOCK_SECONDS, found by a writer that
 # holds the write lock, was left by a dead writer and is removed (`store.stale_lock_seconds`).
-STALE_LOCK_SECONDS = 5
+from beads.git.refs import STALE_LOCK_SECONDS  # noqa: E402
 
 # Section -> its defaults, in the order a new `config.yaml` lists them.
 DEFAULTS: dict[str, Any] = {"format": FORMAT}

@@ -27,6 +27,7 @@ from beads.config import (
 )
 from beads.errors import Conflict, InvalidInput, NotFound, StorageError
 from beads.faults import fault
+from beads.git.objects import DamagedObject
 from beads.ids import ID_RE, check_id_prefix
 from beads.index import Index
 from beads.initstore import create_store
@@ -40,7 +41,7 @@ from beads.view import View
 if TYPE_CHECKING:
     import filelock
 
-    from beads.gitrepo import GitRepo, LogEntry
+    from beads.git import GitRepo, LogEntry
 
 LOCK_TIMEOUT = 30.0
 # filelock's default poll (a twentieth of a second) would stall bursts of writers; a short
@@ -79,8 +80,9 @@ class Store:
             try:
                 with self.locked():
                     self.sync()
-            except StorageError:
-                if self.git.commit_of(head) is not None:
+            except StorageError as exc:
+                # A lost branch or a damaged object: opened all the same, for `gc doctor`.
+                if self.git.commit_of(head) is not None and not isinstance(exc, DamagedObject):
                     raise
             except OSError:
                 # Only the view is behind and cannot be written (a full disk, a read-only
@@ -128,10 +130,11 @@ class Store:
         """The git repository, opened on first use: reads that a fresh index serves never
         load dulwich (the branch head comes from the ref file)."""
         if self._git is None:
-            from beads.gitrepo import GitRepo
+            from beads.git import GitRepo
+            from beads.localconfig import committer
 
             stale = self.config["store"]["stale_lock_seconds"]
-            self._git = GitRepo(self.root / ".git", stale_lock_seconds=stale)
+            self._git = GitRepo(self.root / ".git", stale_lock_seconds=stale, committer=committer)
         return self._git
 
     def __enter__(self) -> Store:

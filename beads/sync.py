@@ -23,11 +23,17 @@ from typing import TYPE_CHECKING, Any
 
 from beads.errors import Conflict, GcError, InvalidInput, NotFound
 from beads.localconfig import DEFAULT_REMOTE, add_remote, remote_url, tracking_ref
-from beads.location import INIT_PREFIX, check_not_foreign, is_store, store_dir_for
+from beads.location import (
+    INIT_PREFIX,
+    MARKER_SECTION,
+    check_not_foreign,
+    is_store,
+    store_dir_for,
+)
 from beads.remote import check_remote_store, fetch, object_limit, only_in, push
 
 if TYPE_CHECKING:
-    from beads.gitrepo import GitRepo
+    from beads.git import GitRepo
     from beads.store import Store
 
 RETRIES = 6
@@ -154,43 +160,32 @@ def _integrate(store: Store, theirs: bytes | None, result: SyncResult) -> None:
 
 def merge_base(git: GitRepo, ours: bytes, theirs: bytes) -> bytes | None:
     """The best common ancestor of two commits (None: unrelated histories)."""
-    from dulwich.graph import find_merge_base
-    from dulwich.repo import ParentsProvider
+    from beads.git.history import merge_base as found
 
-    class _Graph:  # what find_merge_base reads of a repository
-        object_store = git.objects
-
-        def parents_provider(self) -> ParentsProvider:
-            return ParentsProvider(git.objects)
-
-    found = find_merge_base(_Graph(), [ours, theirs])  # type: ignore[arg-type]
-    return found[0] if found else None
+    return found(git, ours, theirs)
 
 
 def set_tracking(git: GitRepo, name: str, sha: bytes) -> None:
     """Record where remote `name`'s branch was last seen (`refs/remotes/NAME/main`)."""
-    path = git.git_dir / tracking_ref(name).decode()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temp.write_bytes(sha + b"\n")
-    os.replace(temp, path)
+    from beads.git import refs
+
+    refs.write_ref(git.git_dir, tracking_ref(name), sha)
 
 
 def known_heads(git: GitRepo) -> list[bytes]:
     """Commits to offer a remote as ours: the branch, and every remote's as last seen."""
+    from beads.git import refs
+
     found = [git.head()]
-    found += [tracking(git, path.parent.name) for path in git.git_dir.glob("refs/remotes/*/main")]
+    found += [tracking(git, name) for name in refs.remote_names(git.git_dir)]
     return [sha for sha in dict.fromkeys(found) if sha is not None]
 
 
 def tracking(git: GitRepo, name: str) -> bytes | None:
-    from beads.reader import is_sha
+    """Where remote `name`'s branch was last seen (None: never fetched)."""
+    from beads.git import refs
 
-    try:
-        sha = (git.git_dir / tracking_ref(name).decode()).read_bytes().strip()
-    except FileNotFoundError:
-        return None
-    return sha if is_sha(sha) else None
+    return refs.read_named_ref(git.git_dir, tracking_ref(name))
 
 
 # -- state --------------------------------------------------------------------------------
@@ -290,8 +285,9 @@ def clone(url: str, path: str | Path, *, agent: str | None = None) -> Path:
     """Make a store under `path` from the store at `url`; returns its root. Built under a
     temporary name and renamed into place, as `gc init` does: a failed clone leaves nothing."""
     from beads import approvals
-    from beads.gitrepo import init_bare
+    from beads.git import init_bare
     from beads.initstore import _exclude, _remove_tree
+    from beads.localconfig import committer
     from beads.receivehook import install as install_hook
     from beads.record import DEFAULT_MAX_BODY_BYTES, acting_agent
 
@@ -309,7 +305,7 @@ def clone(url: str, path: str | Path, *, agent: str | None = None) -> Path:
     building = root / f"{INIT_PREFIX}{os.getpid()}"
     _remove_tree(building)
     try:
-        git = init_bare(building)
+        git = init_bare(building, marker=MARKER_SECTION, committer=committer)
         install_hook(building)
         try:
             head = fetch(git, url, [], max_object=object_limit(DEFAULT_MAX_BODY_BYTES))

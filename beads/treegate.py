@@ -135,7 +135,8 @@ class _Checker:
         self.trees: dict[bytes, list[tuple[bytes, bytes, bytes]] | str] = {}
         self.commits: dict[bytes, tuple[int, bytes, list[bytes]] | str] = {}
 
-    def _read(self, sha: bytes) -> tuple[int, bytes] | None:
+    def read(self, sha: bytes) -> tuple[int, bytes] | None:
+        """The type and bytes of object `sha`, or None when it is absent or unreadable."""
         try:
             return self.objects.get_raw(sha)
         except Exception:  # absent or unreadable: dulwich raises several kinds
@@ -145,7 +146,7 @@ class _Checker:
         """`(time, tree, parents)` of a commit, or why it cannot be read."""
         found = self.commits.get(sha)
         if found is None:
-            found = self.commits[sha] = _parse_commit(self._read(sha))
+            found = self.commits[sha] = _parse_commit(self.read(sha))
         return found
 
     def commit_time(self, sha: bytes) -> int:
@@ -156,7 +157,7 @@ class _Checker:
         """A tree's entries `(mode, name, hex sha)` in order, or why it cannot be read."""
         found = self.trees.get(sha)
         if found is None:
-            raw = self._read(sha)
+            raw = self.read(sha)
             if raw is None:
                 found = "its tree object is missing"
             elif raw[0] != TREE:
@@ -228,7 +229,7 @@ class _Checker:
                 subs = [self._child(old, name) for old in olds]
                 self._walk(sha, [s for s in subs if s is not None], path, out)
             else:
-                raw = self._read(sha)
+                raw = self.read(sha)
                 if raw is None:
                     out.append((_shown(path), "its object is missing"))
                 elif raw[0] != BLOB:
@@ -387,7 +388,7 @@ def holds_config(objects: ObjectReader, commit: bytes) -> bool:
     it): a branch without one is not a store at all, told apart from a store's history that
     breaks the layout."""
     checker = _Checker(objects)
-    raw = checker._read(commit)
+    raw = checker.read(commit)
     if raw is None or raw[0] != COMMIT:
         return False
     # The tree as git reads it (the first line), whatever the gate then says of the rest.

@@ -43,7 +43,7 @@ from pathlib import Path
 import bench_rebuild
 import bench_store as b
 
-from beads.repack import packs_of, wait_idle
+from beads.git.maintenance import packs_of, wait_idle
 from beads.store import Store
 from mail.beadmail import BeadMail
 
@@ -103,9 +103,7 @@ def grow(store: Store, start: int, end: int, name: str) -> None:
 
 
 def pack_summary(store: Store) -> str:
-    packs = packs_of(store.git.objects)
-    for pack in packs:
-        pack.close()
+    packs = packs_of(store.git.git_dir)
     counts = sorted((pack.count for pack in packs), reverse=True)
     return f"{len(counts)} packs {counts[:6]}{'...' if len(counts) > 6 else ''}"
 

@@ -39,7 +39,7 @@ TYPE_CHECKING = False  # the hooks never import typing (tests/test_hooks.py)
 if TYPE_CHECKING:
     from typing import Protocol
 
-    from beads.gitrepo import GitRepo
+    from beads.git import GitRepo
     from inbox.items import Item, ItemTable
 
     class Following(Protocol):
@@ -178,7 +178,7 @@ class Follower:
 
     def _catch_up(self, producers: ProducerSet, mark: bytes) -> int:
         from beads.codec import load_bead
-        from beads.gitrepo import GitRepo
+        from beads.git import GitRepo
         from beads.ids import parse_bead_path
         from beads.reader import IndexReader
 

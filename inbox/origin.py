@@ -2,7 +2,7 @@
 another machine: "(from mayor on build-01) ...".
 
 Every commit names its machine as committer, `<machine name> <<machine id>@gc-beads>`, and its
-agent as author (beads/gitrepo.py). A bead whose last change was committed under another
+agent as author (beads/git/repo.py). A bead whose last change was committed under another
 machine id came by sync (or a push into the store): its items say who and where, so a person
 reading them can tell an answer typed here from one that came over the wire. Both names are
 what that machine wrote: they inform, they do not authenticate (anyone with push access to
@@ -16,7 +16,7 @@ from collections.abc import Iterable
 
 TYPE_CHECKING = False  # the hooks never import typing (tests/test_hooks.py)
 if TYPE_CHECKING:
-    from beads.gitrepo import GitRepo
+    from beads.git import GitRepo
     from inbox.items import Item
 
 # `name <m-0123456789abcdef@gc-beads>`: a committer this version writes.
@@ -57,16 +57,13 @@ def foreign_origins(
 
     Merge commits are stepped over: a sync's merge brings the other side's changes, which its
     own commits made. Paths changed last here, or not found, are left out."""
-    from dulwich.walk import Walker
+    from beads.git.history import walk
 
     wanted = set(paths)
     found: dict[str, Origin] = {}
     if not wanted:
         return found
-    walker = Walker(git.objects, include=[head], exclude=[stop] if stop else None,
-                    max_entries=MAX_WALK)  # fmt: skip
-    for entry in walker:
-        commit = entry.commit
+    for commit in walk(git, head, stop, limit=MAX_WALK):
         if len(commit.parents) > 1:
             continue
         parent = commit.parents[0] if commit.parents else None

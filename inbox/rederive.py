@@ -104,7 +104,7 @@ def _mark_origins(root: Path, found: list[tuple[Item, str]], log: Callable[[str]
     """Put the origin in front of each item whose bead was last changed elsewhere."""
     if not found:
         return
-    from beads.gitrepo import GitRepo
+    from beads.git import GitRepo
     from beads.localconfig import machine_id
     from beads.reader import branch_head
     from inbox.origin import foreign_origins, mark

@@ -13,7 +13,7 @@ import pytest
 
 from beads import doctor
 from beads.faults import CATCH_UP_POINTS, INIT_POINTS, PACK_POINTS, POINTS, REF_POINTS
-from beads.gitrefs import LOCK_WAIT
+from beads.git.refs import LOCK_WAIT
 from beads.gitrepair import TEMP_STALE_SECONDS
 from beads.store import Store
 from tests.conftest import GcRunner, git

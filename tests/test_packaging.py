@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+import functools
 import importlib.util
 import re
 import subprocess
@@ -49,6 +51,150 @@ def test_ci_runs_the_readmes_test_command_with_the_ci_profile() -> None:
         assert lines[export].split("=")[1].split()[0] == value
         assert export < lines.index(test_command)
     assert settings.get_profile("ci").max_examples > settings.get_profile("default").max_examples
+
+
+# -- dulwich's public API only, and the one door to git ------------------------------------
+
+SOURCES = ("beads", "inbox", "mail", "gates", "web", "bench", "tests")
+
+
+def project_files() -> list[Path]:
+    return sorted(path for top in SOURCES for path in (ROOT / top).rglob("*.py"))
+
+
+@functools.cache
+def dulwich_private_names() -> frozenset[str]:
+    """Every `_name` dulwich defines: functions, classes, methods, attributes, modules."""
+    import dulwich
+
+    names: set[str] = set()
+    for path in Path(dulwich.__file__).parent.rglob("*"):
+        if path.name.startswith("_") and not path.name.startswith("__"):
+            names.add(path.name.split(".")[0])  # a private module (`_pack`, `_objects`)
+        if path.suffix != ".py":
+            continue
+        for node in ast.walk(ast.parse(path.read_bytes())):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                names.add(node.name)
+            elif isinstance(node, ast.Attribute):
+                names.add(node.attr)
+            elif isinstance(node, ast.Name):
+                names.add(node.id)
+    return frozenset(n for n in names if n.startswith("_") and not n.startswith("__"))
+
+
+def private_dulwich_uses(source: str, private: frozenset[str]) -> list[str]:
+    """Where `source` imports a private dulwich name, subclasses a dulwich class, or reaches
+    for one of dulwich's private names on an object other than its own `self`."""
+    tree = ast.parse(source)
+    from_dulwich: set[str] = set()
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "dulwich":
+            for alias in node.names:
+                from_dulwich.add(alias.asname or alias.name)
+                if alias.name.startswith("_") or "._" in f".{node.module}":
+                    found.append(f"line {node.lineno}: from {node.module} import {alias.name}")
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] == "dulwich" and "._" in f".{alias.name}":
+                    found.append(f"line {node.lineno}: import {alias.name}")
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            bases = {base.id for base in node.bases if isinstance(base, ast.Name)}
+            bases |= {base.attr for base in node.bases if isinstance(base, ast.Attribute)}
+            if bases & from_dulwich:
+                found.append(f"line {node.lineno}: class {node.name} subclasses dulwich")
+        elif isinstance(node, ast.Attribute) and node.attr in private:
+            owner = node.value
+            if not (isinstance(owner, ast.Name) and owner.id in ("self", "cls")):
+                found.append(f"line {node.lineno}: .{node.attr}")
+    return found
+
+
+def test_the_scan_for_dulwich_privates_finds_each_kind() -> None:
+    private = dulwich_private_names()
+    assert {"_pack_cache", "_iter_loose_objects", "_get_shafile_path"} <= private
+    samples = [
+        "from dulwich.object_store import DiskObjectStore\nclass S(DiskObjectStore): pass\n",
+        "def f(store):\n    return list(store._iter_loose_objects())\n",
+        "def f(git):\n    return git.objects._pack_cache\n",
+        "from dulwich._pack import apply_delta\n",
+        "import dulwich._objects\n",
+    ]
+    for sample in samples:
+        assert private_dulwich_uses(sample, private), sample
+    assert private_dulwich_uses("def f(self):\n    return self._kept\n", private) == []
+
+
+def test_no_code_of_the_project_uses_a_private_name_of_dulwich() -> None:
+    private = dulwich_private_names()
+    found = [
+        f"{path.relative_to(ROOT)} {where}"
+        for path in project_files()
+        for where in private_dulwich_uses(path.read_text(), private)
+    ]
+    assert found == []
+
+
+PACKAGES = ("beads", "inbox", "mail", "gates", "web")
+
+
+def imported_modules(source: str) -> list[str]:
+    """Every module `source` imports (at any depth: inside functions and `TYPE_CHECKING`
+    blocks too), by its absolute name; a relative import is named by its dots."""
+    names = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom):
+            names.append("." * node.level + (node.module or ""))
+        elif isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+    return names
+
+
+def test_the_import_scan_sees_imports_inside_functions_and_type_checking() -> None:
+    sample = (
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from dulwich.client import X\n"
+        "def f():\n    import dulwich.pack\n    from . import sibling\n"
+    )
+    assert imported_modules(sample) == ["typing", "dulwich.client", "dulwich.pack", "."]
+
+
+def test_nothing_outside_the_door_imports_dulwich() -> None:
+    found = [
+        f"{path.relative_to(ROOT)}: {name}"
+        for top in PACKAGES
+        for path in sorted((ROOT / top).rglob("*.py"))
+        if (ROOT / "beads" / "git") not in path.parents
+        for name in imported_modules(path.read_text())
+        if name.split(".")[0] == "dulwich"
+    ]
+    assert found == []
+
+
+def test_the_door_imports_of_beads_only_errors_and_faults() -> None:
+    allowed = ("beads.errors", "beads.faults")
+    found = [
+        f"{path.relative_to(ROOT)}: {name}"
+        for path in sorted((ROOT / "beads" / "git").rglob("*.py"))
+        for name in imported_modules(path.read_text())
+        if name.startswith(".")
+        or (
+            name.split(".")[0] == "beads"
+            and name not in allowed
+            and not name.startswith("beads.git")
+        )
+        or name == "beads"
+    ]
+    assert found == []
+    for old in ("gitobjects", "gitrefs", "gitrepo", "packmerge", "treedelta", "repack"):
+        assert not (ROOT / "beads" / f"{old}.py").exists()
+
+
+def test_dulwich_has_no_upper_bound() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    (spec,) = [spec for spec in project["dependencies"] if spec.startswith("dulwich")]
+    assert "<" not in spec
 
 
 def _generator() -> Any:

@@ -249,3 +249,85 @@ def test_a_file_in_another_layout_is_indexed_as_its_bead(store: Store) -> None:
     bead = load_bead(text)
     assert data == _row(bead, path, "")[-1] == json.dumps(bead.to_dict(), separators=(",", ":"))
     assert json.loads(data)["cc"] == []
+
+
+# -- a damaged object: never a bead silently lost --------------------------------------------
+
+
+def damage_a_beads_blob(gc, how: str, before=None) -> tuple[Path, str]:
+    """Two beads through the CLI; the second bead's loose blob then holds another loose
+    object's bytes (whole, valid zlib, the wrong hash: what a power cut can leave) or is cut
+    short, and the index is deleted (`before(root)` runs just before the damage). Returns
+    the store's root and the damaged bead's title."""
+    from beads.git.objects import BLOB, loose_ids, read_loose
+    from tests.conftest import git
+
+    assert gc("init").returncode == 0
+    assert gc("bead", "create", "--type", "task", "--title", "first").returncode == 0
+    root = gc.cwd / ".beads"
+    git("repack", "-a", "-d", "-q", cwd=root)  # the first bead's objects now in a pack
+    git("prune-packed", cwd=root)
+    assert gc("bead", "create", "--type", "task", "--title", "second").returncode == 0
+    if before is not None:
+        before(root)
+    objects = root / ".git" / "objects"
+    loose = {sha: read_loose(str(objects), sha) for sha in loose_ids(str(objects))}
+    tree = git("ls-tree", "-r", "HEAD", cwd=root)
+    (victim,) = [
+        sha for sha, read in loose.items() if read and read[0] == BLOB and sha.decode() in tree
+    ]
+    path = objects / victim[:2].decode() / victim[2:].decode()
+    donor = next(sha for sha in loose if sha != victim)
+    path.chmod(0o600)
+    if how == "misnamed":
+        path.write_bytes((objects / donor[:2].decode() / donor[2:].decode()).read_bytes())
+    else:
+        path.write_bytes(path.read_bytes()[:-5])
+    (root / ".runtime" / "index.sqlite3").unlink()
+    return root, "second"
+
+
+@pytest.mark.parametrize("how", ["misnamed", "cut-short"])
+def test_a_damaged_blob_never_drops_its_bead_and_doctor_restores_it_from_the_view(
+    gc, how: str
+) -> None:
+    from tests.conftest import git
+
+    root, title = damage_a_beads_blob(gc, how)
+    listed = gc("bead", "list", "--json")
+    if listed.returncode == 0:  # listed, restored: never listed without it
+        assert title in listed.stdout
+    else:
+        assert listed.returncode == 50 and "gc doctor" in listed.stderr
+        assert len(listed.stderr.strip().splitlines()) == 1 and "Traceback" not in listed.stderr
+    report = gc.json("doctor")
+    corrupt = [p for p in report["problems"] if p["kind"] == "corrupt_object"]
+    assert [p["fixed"] for p in corrupt] == [True]
+    assert "view file" in corrupt[0]["message"]
+    git("fsck", "--strict", "--no-dangling", cwd=root)
+    listed = gc("bead", "list", "--json")
+    assert listed.returncode == 0 and title in listed.stdout and "first" in listed.stdout
+
+
+def test_a_damaged_blob_missing_from_the_view_and_the_packs_is_restored_from_a_remote(
+    gc, tmp_path: Path
+) -> None:
+    from tests.conftest import git
+
+    peer = tmp_path / "peer.git"
+    git("init", "-q", "--bare", "-b", "main", str(peer), cwd=tmp_path)
+
+    def share(root: Path) -> None:
+        assert gc("remote", "add", "origin", str(peer)).returncode == 0
+        assert gc("sync").returncode == 0
+
+    root, title = damage_a_beads_blob(gc, "misnamed", before=share)
+    for view_file in root.glob("tasks/**/*.yaml"):  # no good copy left here
+        view_file.unlink()
+    report = gc.json("doctor")
+    corrupt = [p for p in report["problems"] if p["kind"] == "corrupt_object"]
+    assert [p["fixed"] for p in corrupt] == [True]
+    assert "the remote origin" in corrupt[0]["message"]
+    git("fsck", "--strict", "--no-dangling", cwd=root)
+    listed = gc("bead", "list", "--json")
+    assert listed.returncode == 0 and title in listed.stdout

@@ -523,6 +523,7 @@ def test_a_delta_on_a_base_we_lack_is_fetched_again_whole(store: Store) -> None:
     from dulwich.objects import Blob, hex_to_sha
 
     from beads import remote
+    from beads.git.transport import UnresolvedBase
 
     base = Blob.from_string(b"line\n" * 200)
     target = Blob.from_string(b"line\n" * 200 + b"more\n")
@@ -545,7 +546,7 @@ def test_a_delta_on_a_base_we_lack_is_fetched_again_whole(store: Store) -> None:
         buffer.seek(0, 2)
         return buffer
 
-    with pytest.raises(remote._UnresolvedBase):  # fetch then asks again for a whole pack
+    with pytest.raises(UnresolvedBase):  # fetch then asks again for a whole pack
         remote._store_pack(store.git, pack_received(), "test", thin=True)
     with pytest.raises(StorageError, match="deltas on objects it did not send"):
         remote._store_pack(store.git, pack_received(), "test", thin=False)

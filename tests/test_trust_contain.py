@@ -347,6 +347,23 @@ def test_the_library_keeps_its_own_files_private(tmp_path: Path, umask_022) -> N
     assert not ours
 
 
+def test_a_loose_object_the_library_writes_is_readable_by_its_owner_alone(
+    tmp_path: Path, umask_022
+) -> None:
+    from beads.store import Store
+
+    with Store.init(tmp_path)[0] as store:
+        for number in range(3):
+            store.create("message", f"hi {number}", "secret")
+    objects = tmp_path / ".beads" / ".git" / "objects"
+    loose = {
+        str(path.relative_to(objects)): stat.S_IMODE(path.stat().st_mode)
+        for path in objects.glob("[0-9a-f][0-9a-f]/*")
+    }
+    assert len(loose) >= 3 * 6  # each write's blob, trees and commit
+    assert {name: oct(mode) for name, mode in loose.items() if mode != 0o400} == {}
+
+
 @pytest.mark.gc_process
 def test_a_group_store_shares_with_the_group_only(gc: GcRunner, tmp_path: Path, umask_022) -> None:
     assert gc("init").returncode == 0
@@ -461,3 +478,35 @@ def test_a_store_of_another_user_is_never_found_by_walking_up(gc: GcRunner, tmp_
     os.chown(store, 54321, os.getegid())  # a group store of one of our groups
     store.chmod(0o2770)
     assert gc("mail", "inbox", "dog", cwd=work).returncode == 0
+
+
+@pytest.mark.parametrize("with_git", [True, False], ids=["git-repack", "dulwich-repack"])
+def test_packs_and_their_repack_are_readable_by_the_owner_alone_under_a_022_umask(
+    tmp_path: Path, umask_022, monkeypatch: pytest.MonkeyPatch, with_git: bool
+) -> None:
+    from dulwich.objects import Blob
+
+    from beads.git import maintenance
+    from beads.store import Store
+
+    if not with_git:
+        monkeypatch.setattr(maintenance.shutil, "which", lambda name: None)
+    with Store.init(tmp_path)[0] as store:
+        for number in range(3):
+            store.create("message", f"hi {number}", "secret")
+        git_dir = store.git.git_dir
+        # A batch's pack (dulwich's writer), twice: the second breaks the progression.
+        for batch in range(2):
+            blobs = [Blob.from_string(f"{batch} {n}".encode()) for n in range(70 + batch)]
+            store.git.store_objects(blobs)
+        assert maintenance.wait_idle(git_dir, 60)
+        maintenance.background(git_dir)  # git's repack, or dulwich's where git is absent
+    objects = git_dir / "objects"
+    packs = sorted(objects.glob("pack/pack-*"))
+    assert {path.suffix for path in packs} >= {".pack", ".idx"}
+    found = {
+        str(path.relative_to(objects)): oct(stat.S_IMODE(path.stat().st_mode))
+        for path in objects.rglob("*")
+        if path.is_file()
+    }
+    assert {name: mode for name, mode in found.items() if int(mode, 8) & 0o077} == {}

@@ -20,7 +20,7 @@ from beads.reader import is_sha
 from beads.record import FIELD_ORDER
 
 if TYPE_CHECKING:
-    from beads.gitrepo import LogEntry
+    from beads.git import LogEntry
     from beads.store import Store
 
 # Beads diffed per commit; a batch's other changes are counted as "more", not read.

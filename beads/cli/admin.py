@@ -18,7 +18,7 @@ from beads.record import shown
 STORAGE_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EIO)
 
 if TYPE_CHECKING:
-    from beads.gitrepo import LogEntry
+    from beads.git import LogEntry
 
 
 @click.command()

@@ -16,13 +16,14 @@ import os
 import time
 from pathlib import Path
 
-from dulwich.file import GitFile
-
 from beads.errors import Conflict, StorageError
 from beads.faults import fault
-from beads.reader import BRANCH, is_sha, read_ref
 
+# The store's one branch, as git names it (its ref file is `.git/` + this).
+BRANCH = "refs/heads/main"
 ZERO_SHA = b"0" * 40
+# A git lock file this many seconds old is a dead writer's (`store.stale_lock_seconds`).
+STALE_LOCK_SECONDS = 5
 # How long a writer waits for a young git lock (someone's `git push`) before a conflict.
 LOCK_WAIT = 1.0
 LOCK_POLL = 0.005
@@ -164,9 +165,37 @@ class BranchRef:
         kept = [line for line in lines[:-1] if _reflog_time(line) >= cutoff] + lines[-1:]
         if len(kept) == len(lines):
             return 0
+        from dulwich.file import GitFile  # lazy: hooks read refs without loading dulwich
+
         with GitFile(self.reflog_path, "wb") as handle:  # git's lock protocol, as git does
             handle.write(b"".join(kept))
         return len(lines) - len(kept)
+
+
+def read_ref(git_dir: Path) -> bytes | None:
+    """The raw content of the branch ref (loose, else packed), None when there is none."""
+    try:
+        return (git_dir / BRANCH).read_bytes().strip()
+    except FileNotFoundError:
+        pass
+    except OSError as exc:  # a directory in its place, no permission: damage, not absence
+        return f"<{exc.strerror}>".encode()
+    try:
+        packed = (git_dir / "packed-refs").read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return f"<{exc.strerror}>".encode()
+    for line in packed.splitlines():
+        sha, _, name = line.partition(b" ")
+        if name.strip() == BRANCH.encode():
+            return sha
+    return None
+
+
+def is_sha(text: bytes) -> bool:
+    """True for a 40-digit lowercase hex object id."""
+    return len(text) == 40 and text.strip(b"0123456789abcdef") == b""
 
 
 def _reflog_time(line: bytes) -> float:
@@ -184,3 +213,35 @@ def lock_age(path: Path) -> float | None:
         return max(0.0, time.time() - path.stat().st_mtime)
     except FileNotFoundError:
         return None
+
+
+# -- other refs: where each remote's branch was last seen ------------------------------------
+
+
+def write_ref(git_dir: Path, name: bytes, sha: bytes) -> None:
+    """Set the loose ref `name` (`refs/remotes/origin/main`) to `sha`, replaced whole (a
+    temporary file renamed into place). For refs only gc moves, under its write lock."""
+    path = git_dir / name.decode()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temp.write_bytes(sha + b"\n")
+    os.replace(temp, path)
+
+
+def read_named_ref(git_dir: Path, name: bytes) -> bytes | None:
+    """The commit id the loose ref `name` holds; None when it is absent or holds no id."""
+    try:
+        sha = (git_dir / name.decode()).read_bytes().strip()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    return sha if is_sha(sha) else None
+
+
+def delete_ref(git_dir: Path, name: bytes) -> None:
+    """Remove the loose ref `name` (nothing when it is absent)."""
+    (git_dir / name.decode()).unlink(missing_ok=True)
+
+
+def remote_names(git_dir: Path) -> list[str]:
+    """The remotes that have a branch `main` recorded under `refs/remotes/`."""
+    return sorted(path.parent.name for path in git_dir.glob("refs/remotes/*/main"))

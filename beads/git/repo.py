@@ -1,9 +1,10 @@
-"""The store's bare git repository, driven through dulwich objects directly.
+"""The store's bare git repository, driven through dulwich's public object store.
 
-Commits are built from objects (blobs, the trees on their paths, a commit: made as bytes in
-`beads/gitobjects.py`) and installed with a compare-and-swap of the branch ref
-(`beads/gitrefs.py`). Git's index and dulwich's porcelain are never used: they cost time
-proportional to the store's size, this route costs time proportional to the change.
+Commits are built from objects (blobs, the trees on their paths, a commit; the trees edited
+as bytes in `beads/git/objects.py`), stored by dulwich (`add_object`, or one pack for a
+large batch), and installed with a compare-and-swap of the branch ref (`beads/git/refs.py`).
+Git's index and dulwich's porcelain are never used: they cost time proportional to the
+store's size, this route costs time proportional to the change.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import contextlib
 import os
 import time
 import weakref
-from collections.abc import Iterator, MutableMapping, Sequence
+from collections.abc import Callable, Iterator, MutableMapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -20,19 +21,26 @@ from dulwich.errors import NotTreeError
 from dulwich.object_store import DiskObjectStore, iter_tree_contents, tree_lookup_path
 from dulwich.objects import Blob, Commit, ShaFile, Tree
 
-from beads.config import STALE_LOCK_SECONDS
 from beads.errors import StorageError
-from beads.gitobjects import BLOB, TREE, RawObject, TreeCache, TreeData, write_loose
-from beads.gitrefs import BranchRef
-from beads.location import MARKER_SECTION
+from beads.faults import fault
+from beads.git.objects import TREE, TreeCache, TreeData, damaged, hashes_to, loose_path
+from beads.git.refs import STALE_LOCK_SECONDS, BranchRef
 
 if TYPE_CHECKING:
-    from beads.repack import Repacked
+    from beads.git.maintenance import Repacked
 
 FILE_MODE = 0o100644
 DIR_MODE = 0o040000
 # Past this many objects one commit writes a pack instead of loose objects (batches).
 PACK_OBJECTS_AT = 64
+# Loose objects are stored, not compressed (git's core.looseCompression 0): a loose object
+# lives only until the next repack, which compresses it into the pack, and a write's trees
+# (mostly 20-byte ids, 8 KiB at 256 entries) shrink by under a fifth for the time it takes.
+LOOSE_COMPRESSION = 0
+# Tries at writing one loose object (see `GitRepo.add_loose`).
+ADD_ATTEMPTS = 3
+# Who made a commit when the opener named no committer.
+DEFAULT_COMMITTER = b"gc-beads <gc-beads@localhost>"
 
 
 class FileChange(NamedTuple):
@@ -53,18 +61,20 @@ class LogEntry(NamedTuple):
 
     def to_json(self) -> dict[str, object]:
         """The entry as JSON replies show it (the time as RFC 3339 UTC, as beads show theirs)."""
-        from beads.times import stamp_at
-
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(self.time)) + ".000000Z"
         return {
             "commit": self.commit,
             "author": self.author,
-            "time": stamp_at(self.time),
+            "time": stamp,
             "message": self.message,
         }
 
 
-def init_bare(git_dir: Path) -> GitRepo:
-    """Create the bare repository `git_dir` with our settings and return it."""
+def init_bare(
+    git_dir: Path, *, marker: bytes, committer: Callable[[Path], bytes] | None = None
+) -> GitRepo:
+    """Create the bare repository `git_dir` with our settings and return it; `marker` names
+    the config section that tells the store's repository from any other."""
     from dulwich.repo import Repo  # only `init` needs the repository layer
 
     repo = Repo.init_bare(str(git_dir), mkdir=True, default_branch=b"main")
@@ -74,10 +84,10 @@ def init_bare(git_dir: Path) -> GitRepo:
     config.set((b"gc",), b"auto", b"0")
     # A reflog for every ref move, ours and those of a `git push` into the store.
     config.set((b"core",), b"logAllRefUpdates", True)
-    config.set((MARKER_SECTION,), b"format", b"1")
+    config.set((marker,), b"format", b"1")
     config.write_to_path()
     repo.close()
-    return GitRepo(git_dir)
+    return GitRepo(git_dir, committer=committer)
 
 
 class GitRepo(BranchRef):
@@ -88,9 +98,18 @@ class GitRepo(BranchRef):
     nothing this store uses (it made the repository itself, bare, with our settings).
     """
 
-    def __init__(self, git_dir: Path, *, stale_lock_seconds: float = STALE_LOCK_SECONDS) -> None:
+    def __init__(
+        self,
+        git_dir: Path,
+        *,
+        stale_lock_seconds: float = STALE_LOCK_SECONDS,
+        committer: Callable[[Path], bytes] | None = None,
+    ) -> None:
+        """Open the repository at `git_dir`. `committer` names this machine as the committer
+        of the commits made here (`git_dir` -> `name <email>`), read on the first commit."""
         self.git_dir = git_dir
         self.stale_lock_seconds = stale_lock_seconds
+        self._committer_of = committer
         for part in ("objects", "refs"):
             if not (git_dir / part).is_dir():
                 raise StorageError(f"the store's git repository {git_dir} has no {part}/ directory")
@@ -103,11 +122,15 @@ class GitRepo(BranchRef):
         except OSError as exc:
             raise StorageError(f"cannot read {git_dir / 'config'}: {exc.strerror}") from None
         try:
-            self.objects = _ObjectStore(str(git_dir / "objects"))
+            self.objects = DiskObjectStore(
+                str(git_dir / "objects"), loose_compression_level=LOOSE_COMPRESSION
+            )
         except Exception as exc:  # dulwich raises several kinds for a damaged repository
             raise StorageError(f"cannot open the store's git repository {git_dir}: {exc}") from None
-        self.trees = TreeCache(self.objects)
+        self.trees = TreeCache(self.get_raw)
         self._committer: bytes | None = None
+        self._object_mode: int | None = None
+        self._umask_allows: bool | None = None
         # Close pack files at exit even if the caller forgot, before interpreter teardown
         # (dulwich's own finalizers complain when they run that late).
         self._finalizer = weakref.finalize(self, self.objects.close)
@@ -117,16 +140,38 @@ class GitRepo(BranchRef):
 
     # -- reading ------------------------------------------------------------------------
 
+    def get_raw(self, sha: bytes) -> tuple[int, bytes]:
+        """The type and bytes of object `sha`; KeyError when it is absent.
+
+        A background repack may move an object between two looks (a loose object packed
+        and deleted; a pack listed, then removed before its index was opened): a miss, or
+        a pack file gone, drops the packs dulwich holds open and looks once more."""
+        try:
+            return self.objects.get_raw(sha)
+        except (KeyError, FileNotFoundError):
+            self.objects.close()  # public: forgets the packs; the next look lists them anew
+            return self.objects.get_raw(sha)
+
+    def get(self, sha: bytes) -> ShaFile:
+        """Object `sha` as a dulwich object; KeyError when it is absent."""
+        type_num, raw = self.get_raw(sha)
+        return ShaFile.from_raw_string(type_num, raw, sha)
+
     def commit_of(self, sha: bytes) -> Commit | None:
         """The commit with this id, or None when it is absent, unreadable or not a commit."""
         try:
-            obj = self.objects[sha]
+            obj = self.get(sha)
         except Exception:  # absent, or a damaged object: dulwich raises several kinds
             return None
         return obj if isinstance(obj, Commit) else None
 
     def has_object(self, sha: bytes) -> bool:
-        return sha in self.objects
+        """Whether object `sha` is in the store (loose or packed)."""
+        try:
+            return sha in self.objects
+        except FileNotFoundError:  # a pack removed under us by a repack
+            self.objects.close()
+            return sha in self.objects
 
     def tree_of(self, commit_id: bytes | None) -> bytes | None:
         if commit_id is None:
@@ -140,16 +185,26 @@ class GitRepo(BranchRef):
         return commit.tree
 
     def read(self, sha: bytes) -> bytes:
-        """The content of a blob."""
-        blob = self.objects[sha]
-        assert isinstance(blob, Blob)
-        return blob.as_raw_string()
+        """The content of a blob; KeyError when it is absent or not a blob, StorageError
+        naming `gc doctor` when its bytes cannot be read or do not hash to its name (dulwich
+        reads a loose object without checking it)."""
+        try:
+            type_num, raw = self.get_raw(sha)
+        except KeyError:
+            raise
+        except Exception:  # cut short, not zlib: dulwich raises several kinds
+            raise damaged(sha) from None
+        if not hashes_to(sha, type_num, raw):
+            raise damaged(sha)
+        if type_num != Blob.type_num:
+            raise KeyError(sha)
+        return raw
 
     def read_path(self, commit_id: bytes, path: str) -> bytes | None:
         """The content of `path` at `commit_id`, or None when it is not there."""
         tree = self.tree_of(commit_id)
         try:
-            _mode, sha = tree_lookup_path(self.objects.__getitem__, tree, path.encode())
+            _mode, sha = tree_lookup_path(self.get, tree, path.encode())
         except (KeyError, NotTreeError):
             return None
         return self.read(sha)
@@ -175,7 +230,7 @@ class GitRepo(BranchRef):
         many neighbouring commits, as a page of history does, reads each tree once)."""
         from dulwich.diff_tree import tree_changes  # only catch-up needs it: lazy for start-up
 
-        objects = self.objects if trees is None else _TreesKept(self.objects, trees)
+        objects = _TreesKept(self.get, {} if trees is None else trees)
         for change in tree_changes(
             objects,  # type: ignore[arg-type]  # it only looks objects up by id
             self.tree_of(old_commit),
@@ -231,7 +286,7 @@ class GitRepo(BranchRef):
         blobs: dict[str, bytes | None] | None = None,
         merged: bytes | None = None,
         root_of_parent: bytes | None = None,
-    ) -> tuple[Commit, list[ShaFile | RawObject]]:
+    ) -> tuple[Commit, list[ShaFile]]:
         """Build, not store, a commit applying `files` (path -> content, None deletes) to `parent`.
 
         `blobs` sets paths to blobs already stored (path -> blob id); `merged` makes it a
@@ -239,13 +294,13 @@ class GitRepo(BranchRef):
         the caller knows it. Returns the commit and every new object it needs, the commit
         last. The new trees are kept (`tree`): the next commit starts from them.
         """
-        new_objects: list[ShaFile | RawObject] = []
+        new_objects: list[ShaFile] = []
         by_path = {tuple(path.split("/")): sha for path, sha in (blobs or {}).items()}
         for path, content in files.items():
             if content is None:
                 by_path[tuple(path.split("/"))] = None
             else:
-                blob = RawObject(BLOB, content)
+                blob = Blob.from_string(content)
                 new_objects.append(blob)
                 by_path[tuple(path.split("/"))] = blob.id
         root_tree = root_of_parent if root_of_parent is not None else self.tree_of(parent)
@@ -265,30 +320,134 @@ class GitRepo(BranchRef):
         return commit, new_objects
 
     def committer(self) -> bytes:
-        """This machine as the committer of its commits: `<machine name> <<machine id>@gc-beads>`
-        (`beads.localconfig`), so that a commit that arrived by sync says where it was made."""
+        """This machine as the committer of its commits (what the opener's `committer` says:
+        the store names the machine, so a commit that arrived by sync says where it was made)."""
         if self._committer is None:
-            from beads.autosync import read_local
-            from beads.localconfig import machine_id, machine_name
-
-            name = machine_name(read_local(self.git_dir))
-            self._committer = f"{name} <{machine_id(self.git_dir)}@gc-beads>".encode()
+            if self._committer_of is None:
+                self._committer = DEFAULT_COMMITTER
+            else:
+                self._committer = self._committer_of(self.git_dir)
         return self._committer
 
-    def store_objects(self, objects: Sequence[ShaFile | RawObject]) -> None:
+    def store_objects(self, objects: Sequence[ShaFile]) -> None:
         """Write objects: loose for a small commit, one pack for a large batch."""
         try:
             if len(objects) >= PACK_OBJECTS_AT:
-                from beads.packmerge import write_objects
-
-                write_objects(self.objects, objects)
+                self.write_pack(objects, points=("mid-pack", "before-idx"))
                 self.maintain()
                 return
-            write_loose(self.objects.path, objects)
+            for obj in objects:
+                self.add_loose(obj)
         except OSError as exc:  # a full disk, say: the branch has not moved
             raise StorageError(
                 f"cannot write git objects: {exc.strerror or exc}; nothing was changed"
             ) from None
+
+    def add_loose(self, obj: ShaFile) -> None:
+        """Write one object as a loose file (dulwich's `add_object`: a lock file renamed into
+        place, so no reader sees half an object), readable by the store's users only."""
+        from dulwich.file import FileLocked
+
+        for attempt in range(ADD_ATTEMPTS):
+            try:
+                self.objects.add_object(obj)
+                break
+            except FileLocked as exc:
+                # We hold the store's write lock: the lock file is a killed writer's (git
+                # writes objects under other temporary names). Removed, and written again.
+                if attempt == ADD_ATTEMPTS - 1:
+                    raise StorageError(
+                        f"cannot write git objects: {exc.lockfilename!s} stays locked; "
+                        "nothing was changed"
+                    ) from None
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(exc.lockfilename)
+            except FileNotFoundError:
+                # `git repack` (its prune-packed) removes a fan-out directory it emptied,
+                # perhaps between dulwich making sure it is there and writing into it: git
+                # itself makes it again and retries, and so does this.
+                if attempt == ADD_ATTEMPTS - 1:
+                    raise
+        if self._chmod_needed():
+            with contextlib.suppress(OSError):  # another member's object, in a group store
+                os.chmod(loose_path(str(self.objects.path), obj.id), self.object_mode())
+
+    def _chmod_needed(self) -> bool:
+        """Whether an object file dulwich makes (mode 0444 less the umask) may be readable
+        by more than `object_mode` allows: the process umask, read once (Linux shows it in
+        /proc; elsewhere every object file is given its mode)."""
+        if self._umask_allows is None:
+            umask = None
+            with contextlib.suppress(OSError, ValueError):
+                with open("/proc/self/status", "rb") as status:
+                    for line in status:
+                        if line.startswith(b"Umask:"):
+                            umask = int(line.split()[1], 8)
+            allowed = self.object_mode()
+            self._umask_allows = umask is not None and 0o444 & ~umask & ~allowed == 0
+        return not self._umask_allows
+
+    def object_mode(self) -> int:
+        """The mode of an object file: read-only, for the owner alone unless the store is
+        shared with its group (its directory then has group rights: `store.shared`)."""
+        if self._object_mode is None:
+            self._object_mode = 0o440 if is_group_store(self.git_dir) else 0o400
+        return self._object_mode
+
+    def write_pack(self, objects: Sequence[ShaFile], *, points: tuple[str, str]) -> str | None:
+        """Write `objects` as one pack (dulwich writes the pack, then its `.idx`: a crash
+        leaves no pack without its index under a pack's name). The fault points `points`
+        are passed halfway through the objects and once they are all written. Returns the
+        pack's path without its suffix (None for no objects)."""
+        from dulwich.pack import PackFileDisappeared, full_unpacked_object
+
+        unique = list({obj.id: obj for obj in objects}.values())
+        mid, written = points
+
+        def records() -> Iterator[object]:
+            for number, obj in enumerate(unique):
+                if number == len(unique) // 2:
+                    fault(mid)
+                yield full_unpacked_object(obj)
+            fault(written)
+
+        for attempt in range(2):
+            # dulwich compares the new pack with every pack it holds open, and reads the new
+            # one back, before it returns: the packs are dropped first, so one a background
+            # repack removed is not among them. That repack may also take in and remove the
+            # new pack itself as soon as its `.idx` is there: its objects are then in the
+            # repack's pack, which is all a write needs.
+            self.objects.close()
+            try:
+                pack = self.objects.add_pack_data(len(unique), records())  # type: ignore[arg-type]
+                break
+            except (PackFileDisappeared, FileNotFoundError):
+                self.objects.close()
+                if all(self.has_object(obj.id) for obj in unique):
+                    return None
+                if attempt:
+                    raise StorageError(
+                        "cannot write a pack: its files vanished as it was written; retry"
+                    ) from None
+        if pack is None:
+            return None
+        try:
+            base = str(self.git_dir / "objects" / "pack" / ("pack-" + pack.name().decode()))
+        except PackFileDisappeared:  # already taken in by a background repack
+            return None
+        self.give_mode(
+            base + ".pack", base + ".idx", str(self.git_dir / "objects" / "info" / "packs")
+        )
+        return base
+
+    def give_mode(self, *paths: str) -> None:
+        """Give files dulwich wrote (a pack, its `.idx`, the list of packs) the mode of an
+        object file, when the umask may have left them readable by more."""
+        if not self._chmod_needed():
+            return
+        for path in paths:
+            with contextlib.suppress(OSError):  # gone (repacked), or another member's
+                os.chmod(path, self.object_mode())
 
     def discard_commit(self, commit_id: bytes) -> None:
         """Delete the loose object of a commit whose ref update failed: the writer was told
@@ -298,9 +457,10 @@ class GitRepo(BranchRef):
             self.objects.delete_loose_object(commit_id)
 
     def maintain(self, *, loose: bool = False) -> None:
-        """Keep the packs few after a write (`beads/repack.py`): merge small packs now, or
-        start the background repack; with `loose`, pack the loose objects in it."""
-        from beads.repack import after_write
+        """Keep the packs few after a write (`beads/git/maintenance.py`): start the background
+        repack when the packs are out of progression, or, with `loose`, to pack the loose
+        objects."""
+        from beads.git.maintenance import after_write
 
         # A full disk, a damaged pack: upkeep never fails a write. The packs stay as they
         # are (every step of a merge is safe to interrupt) until a later write.
@@ -312,15 +472,14 @@ class GitRepo(BranchRef):
 
         An unreadable loose object (cut short by a full disk or a power cut) is left where it
         is for `gc doctor` to report: it must not fail every write that packs."""
-        from beads.repack import locked, merge
+        from beads.git.maintenance import locked, pack_loose
 
         with locked(self.git_dir):
-            loose = list(self.objects._iter_loose_objects())
-            return merge(self.objects, [], loose).loose if loose else 0
+            return pack_loose(self)
 
     def repack(self, *, use_git: bool = True) -> Repacked:
         """Repack every object into one pack, with deltas (`gc doctor --gc`)."""
-        from beads.repack import full
+        from beads.git.maintenance import full
 
         return full(self, use_git=use_git)
 
@@ -328,7 +487,7 @@ class GitRepo(BranchRef):
         self,
         tree_id: bytes | None,
         changes: dict[tuple[str, ...], bytes | None],
-        new_objects: list[ShaFile | RawObject],
+        new_objects: list[ShaFile],
         *,
         is_root: bool = False,
     ) -> bytes | None:
@@ -353,11 +512,27 @@ class GitRepo(BranchRef):
         tree = old.changed(edits)
         if not tree.entries and not is_root:
             return None  # git has no empty directories
-        obj = RawObject(TREE, tree.raw)
+        obj = Tree.from_raw_string(TREE, tree.raw)
         new_objects.append(obj)
         self.trees.forget(tree_id)  # the version this commit replaces
         self.trees.keep(obj.id, tree)
         return obj.id
+
+
+def is_group_store(git_dir: Path) -> bool:
+    """Whether the store is shared with its group (`store.shared: group`): its directory,
+    the repository's parent, then has the group's rights."""
+    try:
+        return os.stat(git_dir.parent).st_mode & 0o070 == 0o070
+    except OSError:
+        return False
+
+
+def umask_for(git_dir: Path) -> int:
+    """The umask a program writing into the repository runs with (`git repack`, the
+    background repack): nothing for others, and for the group only in a group store (whose
+    members write new objects into the same directories)."""
+    return 0o007 if is_group_store(git_dir) else 0o077
 
 
 def _is_file(mode: int | None) -> bool:
@@ -369,47 +544,15 @@ class _TreesKept:
     """The object store as `tree_changes` reads it (by id), keeping the trees in `trees`
     (a tree's id names its content: a kept tree is never stale)."""
 
-    def __init__(self, objects: DiskObjectStore, trees: MutableMapping[bytes, Tree]) -> None:
-        self.objects = objects
+    def __init__(self, get: Callable[[bytes], ShaFile], trees: MutableMapping[bytes, Tree]) -> None:
+        self.get = get
         self.trees = trees
 
     def __getitem__(self, sha: bytes) -> ShaFile:
         found = self.trees.get(sha)
         if found is None:
-            obj = self.objects[sha]
+            obj = self.get(sha)
             if not isinstance(obj, Tree):
                 return obj
             self.trees[sha] = found = obj
         return found
-
-
-class _ObjectStore(DiskObjectStore):
-    """dulwich's store, looking twice where a repack may have moved an object: a loose
-    object packed (and deleted) between the looks in the packs and at the loose objects, or
-    a cached pack removed (or half removed, by a repack killed midway) before its index was
-    opened. The second look drops packs whose files are gone, rescans, and finds the object
-    where the repack put it. A plain `in` that finds nothing is not looked at twice: fetches
-    ask it for every object they receive, and a rescan each would cost them a listing."""
-
-    def get_raw(self, name: bytes) -> tuple[int, bytes]:  # type: ignore[override]
-        try:
-            return super().get_raw(name)
-        except (KeyError, FileNotFoundError):
-            self._drop_vanished_packs()
-            self._update_pack_cache()
-            return super().get_raw(name)
-
-    def __contains__(self, name: object) -> bool:
-        try:
-            return super().__contains__(name)
-        except FileNotFoundError:
-            self._drop_vanished_packs()
-            self._update_pack_cache()
-            return super().__contains__(name)
-
-    def _drop_vanished_packs(self) -> None:
-        # dulwich 1.2 does this in _update_pack_cache; 1.0 keeps a pack it cached.
-        for basename in list(self._pack_cache):
-            path = os.path.join(self.pack_dir, basename)
-            if not (os.path.exists(path + ".idx") and os.path.exists(path + ".pack")):
-                self._pack_cache.pop(basename).close()

@@ -1,11 +1,15 @@
-"""Git objects made and written straight from bytes: the write path's trees and loose files.
+"""Trees kept as bytes for the write path, and loose objects listed and checked.
 
-A write rewrites the trees on its path (root, type, two shard levels) and writes each new
-object as a loose file. dulwich's `Tree` serializes, hashes and compresses entry by entry,
-so a commit's cost grew with the store (a shard tree holds up to 256 entries at 65k+ beads).
-Here a tree is kept as its bytes, its entries and where each entry's id sits in the bytes:
-changing the id of an existing entry (the common case: a subtree or a bead file rewritten)
-patches 20 bytes of a copy, and a loose object is hashed and compressed in one call each.
+A write rewrites the trees on its path (root, type, two shard levels). Editing dulwich's
+`Tree` entry by entry and serializing it again costs time that grows with the store (a
+shard tree holds up to 256 entries at 65k+ beads). Here a tree is kept as its bytes, its
+entries and where each entry's id sits in the bytes: changing the id of an existing entry
+(the common case: a subtree or a bead file rewritten) patches 20 bytes of a copy. The bytes
+then become a dulwich object (`ShaFile.from_raw_string`) that dulwich stores.
+
+Loose objects are listed and read here, with their hash checked against their name, for
+`gc doctor` and for packing: a file cut short by a power cut, or holding another object's
+bytes, is never packed under a name that is not its own.
 """
 
 from __future__ import annotations
@@ -18,49 +22,19 @@ import zlib
 from collections import OrderedDict
 from typing import TYPE_CHECKING
 
+from beads.errors import StorageError
+
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Callable, Iterator
 
-    from dulwich.object_store import DiskObjectStore
-
-TREE, BLOB = 2, 3
+COMMIT, TREE, BLOB = 1, 2, 3
 TYPE_NAMES = {1: b"commit", 2: b"tree", 3: b"blob", 4: b"tag"}
 TYPE_NUMBERS = {name: number for number, name in TYPE_NAMES.items()}
 DIR_TYPE = 0o040000
-# git's default for loose objects (core.looseCompression): fastest. A tree, mostly 20-byte
-# ids, shrinks by under a fifth, and a loose object lives only until the next repack (which
-# compresses it again into the pack): trees are stored uncompressed.
-LOOSE_LEVEL = {TREE: 0}
-LOOSE_LEVEL_DEFAULT = 1
+_HEX = frozenset("0123456789abcdef")
 # Trees kept per repository: the upper levels of a store of any size (1 + types x 257) fit,
 # with room for the leaves read recently.
 TREES_KEPT = 4096
-
-
-class RawObject:
-    """A git object made from its bytes, read as dulwich's objects are by the pack writer
-    (`type_num`, `as_raw_chunks()`, `sha().digest()`) and by `write_loose`."""
-
-    __slots__ = ("type_num", "raw", "id", "_sha")
-
-    def __init__(self, type_num: int, raw: bytes) -> None:
-        self.type_num = type_num
-        self.raw = raw
-        self._sha = hashlib.sha1(b"%s %d\0" % (TYPE_NAMES[type_num], len(raw)) + raw)
-        self.id = self._sha.hexdigest().encode()
-
-    @property
-    def type_name(self) -> bytes:
-        return TYPE_NAMES[self.type_num]
-
-    def as_raw_string(self) -> bytes:
-        return self.raw
-
-    def as_raw_chunks(self) -> list[bytes]:
-        return [self.raw]
-
-    def sha(self) -> hashlib._Hash:
-        return self._sha
 
 
 class TreeData:
@@ -146,8 +120,8 @@ class TreeCache:
     """Trees read or written lately, by id, the least recently used dropped past
     `TREES_KEPT` (a tree's id names its content: a kept tree is never stale)."""
 
-    def __init__(self, objects: DiskObjectStore) -> None:
-        self.objects = objects
+    def __init__(self, get_raw: Callable[[bytes], tuple[int, bytes]]) -> None:
+        self.get_raw = get_raw
         self._kept: OrderedDict[bytes, TreeData] = OrderedDict()
 
     def get(self, sha: bytes) -> TreeData | None:
@@ -157,7 +131,7 @@ class TreeCache:
         if found is not None:
             self._kept.move_to_end(sha)
             return found
-        type_num, raw = self.objects.get_raw(sha)
+        type_num, raw = self.get_raw(sha)
         if type_num != TREE:
             return None
         found = TreeData.parse(raw)
@@ -175,44 +149,24 @@ class TreeCache:
             self._kept.pop(sha, None)
 
 
-def write_loose(objects_dir: str, objects: Iterable[RawObject]) -> None:
-    """Write each object as a loose file (`objects/xx/yyyy...`), as git does: into a
-    temporary file in that directory, renamed into place, so a reader or a crash never sees
-    half an object (a killed writer's `tmp_obj_*` is removed by `gc doctor`). A file once in
-    place is never written again (git's rule). An object already there is only freshened
-    (its mtime), as dulwich and git do."""
-    for obj in objects:
-        hexsha = obj.id.decode()
-        folder = os.path.join(objects_dir, hexsha[:2])
-        path = os.path.join(folder, hexsha[2:])
-        try:
-            os.utime(path)
-            continue
-        except (FileNotFoundError, PermissionError):
-            pass  # absent; or another user's, in a shared repository: written again, fresh
-        raw = obj.as_raw_string()
-        data = zlib.compress(
-            b"%s %d\0" % (obj.type_name, len(raw)) + raw,
-            LOOSE_LEVEL.get(obj.type_num, LOOSE_LEVEL_DEFAULT),
-        )
-        temp = os.path.join(folder, f"tmp_obj_{os.getpid()}_{hexsha[2:10]}")
-        fd = _create(temp, folder)
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-        except BaseException:
-            os.close(fd)
-            with contextlib.suppress(OSError):
-                os.unlink(temp)
-            raise
-        os.close(fd)
-        try:
-            os.replace(temp, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(temp)
-            raise
+class DamagedObject(StorageError):
+    """An object whose bytes cannot be read or do not hash to its name (`gc doctor`
+    restores it): the store still opens, for doctor to run."""
+
+
+def damaged(sha: bytes, path: str | None = None) -> DamagedObject:
+    """The error for an object whose bytes cannot be read or do not hash to its name."""
+    where = f" ({path})" if path else ""
+    return DamagedObject(
+        f"git object {sha.decode(errors='replace')}{where} is damaged: its bytes cannot be "
+        "read or do not hash to its name; run 'gc doctor' to restore it"
+    )
+
+
+def hashes_to(sha: bytes, type_num: int, raw: bytes) -> bool:
+    """Whether an object of this type and these bytes is named `sha` (hex)."""
+    header = TYPE_NAMES.get(type_num, b"?") + b" %d\0" % len(raw)
+    return hashlib.sha1(header + raw).hexdigest().encode() == sha
 
 
 def read_loose(objects_dir: str, hexsha: bytes) -> tuple[int, bytes] | None:
@@ -234,16 +188,22 @@ def read_loose(objects_dir: str, hexsha: bytes) -> tuple[int, bytes] | None:
     return type_num, raw
 
 
-def _create(temp: str, folder: str) -> int:
-    """Create `temp` exclusively for writing (its folder too); one left by a killed writer
-    with this name is removed first."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
-    for _attempt in range(3):
-        try:
-            return os.open(temp, flags, 0o444)
-        except FileNotFoundError:
-            os.makedirs(folder, exist_ok=True)
-        except FileExistsError:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(temp)
-    return os.open(temp, flags, 0o444)
+def loose_path(objects_dir: str, hexsha: bytes) -> str:
+    """Where git keeps the loose object `hexsha` (`objects/xx/yyyy...`)."""
+    name = hexsha.decode()
+    return os.path.join(objects_dir, name[:2], name[2:])
+
+
+def loose_ids(objects_dir: str) -> Iterator[bytes]:
+    """The ids (hex) of the loose objects under `objects_dir`, by their file names."""
+    try:
+        prefixes = os.listdir(objects_dir)
+    except FileNotFoundError:
+        return
+    for prefix in prefixes:
+        if len(prefix) != 2 or not _HEX.issuperset(prefix):
+            continue
+        with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+            for rest in os.listdir(os.path.join(objects_dir, prefix)):
+                if len(rest) == 38 and _HEX.issuperset(rest):
+                    yield (prefix + rest).encode()

@@ -20,18 +20,39 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
-from beads.packcheck import stored_size, too_large
+from beads.git.packcheck import stored_size, too_large
+
+
+class _GraphWalkStore:
+    """An object store that walks history by its commits, never by bitmaps: dulwich's store,
+    wrapped (not subclassed), with its reachability provider replaced."""
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+
+    def get_reachability_provider(self, prefer_bitmaps: bool = True) -> Any:
+        from dulwich.object_store import GraphTraversalReachability
+
+        return GraphTraversalReachability(self.store)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+    def __getitem__(self, sha: bytes) -> Any:
+        return self.store[sha]
+
+    def __contains__(self, sha: object) -> bool:
+        return sha in self.store
+
+    def __iter__(self) -> Any:
+        return iter(self.store)
 
 
 def _graph_store(path: str, config: Any) -> Any:
     """The object store at `path`, walking history by its commits, never by bitmaps."""
-    from dulwich.object_store import DiskObjectStore, GraphTraversalReachability
+    from dulwich.object_store import DiskObjectStore
 
-    class GraphWalkStore(DiskObjectStore):
-        def get_reachability_provider(self, prefer_bitmaps: bool = True) -> Any:
-            return GraphTraversalReachability(self)
-
-    return GraphWalkStore.from_config(path, config)
+    return _GraphWalkStore(DiskObjectStore.from_config(path, config))
 
 
 def fetch_pack(

@@ -1,0 +1,205 @@
+"""What would brick the repository, found and put right at git's level for `gc doctor`
+(which decides what to report, and where a lost object's copy comes from).
+
+Lock and temporary files of dead writers, a pack without its `.idx`, a missing or garbled
+`HEAD`, lines of `packed-refs` git cannot parse, and loose objects that cannot be read or
+do not hash to their name (a full disk, a power cut: one object's bytes under another's
+name), found among the objects HEAD's tree names.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
+
+from beads.git.objects import DIR_TYPE, TreeData, loose_ids, loose_path, read_loose
+from beads.git.refs import BRANCH, is_sha
+
+if TYPE_CHECKING:
+    from beads.git.repo import GitRepo
+
+HEAD_SYMREF = f"ref: {BRANCH}\n".encode()
+
+
+class RefsLocked(Exception):
+    """A git process holds `packed-refs` locked: it is left as it is."""
+
+
+def lock_files(git_dir: Path) -> list[Path]:
+    """git's lock files anywhere in the repository (`*.lock`)."""
+    return sorted(git_dir.rglob("*.lock"))
+
+
+def temporary_files(git_dir: Path) -> list[Path]:
+    """Temporary files of git and dulwich among the objects (`tmp_obj_*`, `tmp_pack_*`,
+    dulwich's `tmp*.pack`)."""
+    return sorted(git_dir.glob("objects/**/tmp*"))
+
+
+def packs_without_index(git_dir: Path) -> list[Path]:
+    """Packs whose `.idx` is missing (a pack counts once its `.idx`, written last, exists)."""
+    return [
+        pack
+        for pack in sorted(git_dir.glob("objects/pack/pack-*.pack"))
+        if not pack.with_suffix(".idx").exists()
+    ]
+
+
+def fix_head(git_dir: Path) -> bytes | None:
+    """Make `HEAD` name the branch (and `refs/heads/` exist, for a lost branch to be put
+    back into). Returns what HEAD held when it was rewritten (b"" when it was missing),
+    None when it was right."""
+    (git_dir / "refs" / "heads").mkdir(parents=True, exist_ok=True)
+    head_file = git_dir / "HEAD"
+    try:
+        content: bytes | None = head_file.read_bytes()
+    except FileNotFoundError:
+        content = None
+    if content is not None and content.strip() == HEAD_SYMREF.strip():
+        return None
+    temp = head_file.with_name("HEAD.gc-doctor")
+    temp.write_bytes(HEAD_SYMREF)
+    os.replace(temp, head_file)
+    return b"" if content is None else content
+
+
+def packed_refs_path(git_dir: Path) -> Path:
+    """Where git keeps its packed refs (for a message; `clean_packed_refs` repairs it)."""
+    return git_dir / "packed-refs"
+
+
+def clean_packed_refs(git_dir: Path) -> tuple[int, bytes] | None:
+    """Drop the lines of `packed-refs` git cannot parse (git refuses the whole repository
+    for one of them), under git's own lock. Returns how many were dropped and the original
+    bytes, None when nothing was wrong; RefsLocked when a git process holds the file."""
+    from dulwich.file import FileLocked, GitFile
+
+    path = packed_refs_path(git_dir)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    kept: list[bytes] = []
+    bad = 0
+    for number, line in enumerate(data.splitlines()):
+        sha, _, name = line.partition(b" ")
+        if number == 0 and line.startswith(b"# pack-refs"):
+            kept.append(line)
+        elif is_sha(sha) and name.startswith(b"refs/") and b" " not in name:
+            kept.append(line)
+        elif line[:1] == b"^" and is_sha(line[1:]) and kept and not kept[-1].startswith(b"^"):
+            kept.append(line)
+        else:
+            bad += 1
+    if not bad and (not data or data.endswith(b"\n")):
+        return None
+    try:
+        with GitFile(path, "wb") as handle:  # git's own lock: never under a git process
+            handle.write(b"".join(line + b"\n" for line in kept))
+    except FileLocked:
+        raise RefsLocked() from None
+    return bad, data
+
+
+def last_reflog_entry(git_dir: Path) -> bytes | None:
+    """The commit the branch's reflog last recorded (None: no reflog, or no entry)."""
+    try:
+        lines = (git_dir / "logs" / BRANCH).read_bytes().splitlines()
+    except OSError:
+        return None
+    for line in reversed(lines):
+        fields = line.split(b" ", 2)
+        if len(fields) == 3 and is_sha(fields[1]) and fields[1] != b"0" * 40:
+            return fields[1]
+    return None
+
+
+# -- damaged loose objects -----------------------------------------------------------------
+
+
+class Damaged(NamedTuple):
+    """A loose object that cannot be read or does not hash to its name; `path` is where
+    HEAD's tree names it (None: HEAD's tree does not)."""
+
+    sha: bytes
+    file: Path
+    path: str | None
+
+
+def damaged_loose(git: GitRepo, head: bytes | None) -> list[Damaged]:
+    """The loose objects that cannot be read whole or do not hash to their name, each with
+    the path HEAD's tree names it at, found by walking HEAD's tree (never an index: one
+    built from the damaged bytes would not name it). The tree is walked only when a
+    damaged object is found."""
+    objects_dir = str(git.git_dir / "objects")
+    bad = [sha for sha in list(loose_ids(objects_dir)) if read_loose(objects_dir, sha) is None]
+    if not bad:
+        return []
+    paths = _paths_in_tree(git, head, set(bad)) if head is not None else {}
+    return [Damaged(sha, Path(loose_path(objects_dir, sha)), paths.get(sha)) for sha in bad]
+
+
+def _paths_in_tree(git: GitRepo, head: bytes, wanted: set[bytes]) -> dict[bytes, str]:
+    """Where HEAD's tree names each of `wanted` (a blob, or a tree), walking the trees from
+    their raw bytes; a tree that is itself damaged is named and not entered."""
+    found: dict[bytes, str] = {}
+    commit = git.commit_of(head)
+    if commit is None:
+        return found
+    stack: list[tuple[bytes, str]] = [(commit.tree, "")]
+    if commit.tree in wanted:
+        found[commit.tree] = ""
+    while stack:
+        tree_id, prefix = stack.pop()
+        if tree_id in wanted:
+            continue  # damaged: its entries cannot be read
+        try:
+            _type, raw = git.get_raw(tree_id)
+        except Exception:  # absent or unreadable: dulwich raises several kinds
+            continue
+        try:
+            entries = TreeData.parse(raw).entries
+        except ValueError:  # a malformed tree: nothing below it can be named
+            continue
+        for name, (mode, sha) in entries.items():
+            path = prefix + name.decode("utf-8", "replace")
+            if sha in wanted:
+                found.setdefault(sha, path)
+            if mode == DIR_TYPE:
+                stack.append((sha, path + "/"))
+    return found
+
+
+def set_aside(damaged: Damaged, aside: Path) -> bool:
+    """Move a damaged object's file to `aside` (an unreadable file hides any good copy and
+    blocks rewriting it); False when it is gone already (packed meanwhile)."""
+    try:
+        os.replace(damaged.file, aside)
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def restore_blob(git: GitRepo, sha: bytes, data: bytes) -> bool:
+    """Write `data` as blob `sha` when it hashes to that name; False (nothing written) else."""
+    from dulwich.objects import Blob
+
+    blob = Blob.from_string(data)
+    if blob.id != sha:
+        return False
+    git.add_loose(blob)
+    return True
+
+
+def restore_from(git: GitRepo, sha: bytes, objects: Iterable[object]) -> bool:
+    """Write object `sha` from `objects` (a peer's), taking only one whose id is `sha`
+    (dulwich computes it from the bytes received)."""
+    from dulwich.objects import ShaFile
+
+    for obj in objects:
+        if isinstance(obj, ShaFile) and obj.id == sha:
+            git.add_loose(obj)
+            return True
+    return False

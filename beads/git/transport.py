@@ -1,0 +1,232 @@
+"""The exchange with a remote through dulwich's clients (a local path, `file://`, `git://`,
+ssh, http(s)): git itself is never needed. Here are the clients, the pack a fetch receives
+(streamed to a file by the caller, then unpacked into the store), and the pack a push sends;
+what is allowed (timeouts, sizes, which refs) is decided by the caller (`beads.remote`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from beads.errors import GcError, InvalidInput, StorageError
+from beads.faults import fault
+from beads.git.repo import PACK_OBJECTS_AT
+
+if TYPE_CHECKING:
+    from dulwich.client import GitClient
+
+    from beads.git.repo import GitRepo
+
+# A fetch writes its blobs and trees in batches of about this many bytes as it inflates
+# them, so what it holds stays near this, whatever the pack inflates to.
+STORE_BATCH_BYTES = 8 * 1024 * 1024
+
+
+class UnresolvedBase(Exception):
+    """A received thin pack has a delta on an object the store does not hold."""
+
+
+class Unusable(Exception):
+    """dulwich has no client for a URL (its words are the message)."""
+
+
+def client_for(url: str, *, thin_packs: bool = True, timeout: float) -> tuple[GitClient, str]:
+    """dulwich's client for `url` (with the user's git config: credentials, ssh command)
+    and the path it names; an http(s) client's requests wait at most `timeout` seconds for
+    each answer. Unusable when dulwich cannot use the URL."""
+    from dulwich.client import default_urllib3_manager, get_transport_and_path
+    from dulwich.config import StackedConfig
+
+    try:
+        config = StackedConfig.default()
+        manager = None
+        if url.lower().startswith(("http://", "https://")):
+            manager = default_urllib3_manager(config, base_url=url, timeout=timeout)
+        return get_transport_and_path(
+            url, config=config, quiet=True, thin_packs=thin_packs, pool_manager=manager
+        )
+    except Exception as exc:  # dulwich raises several kinds for a URL it cannot use
+        raise Unusable(str(exc)) from None
+
+
+def needs_timer(client: GitClient) -> bool:
+    """Whether an exchange through `client` is carried by no socket (ssh runs a program, a
+    local path reads files): a timer must bound it then."""
+    from dulwich.client import LocalGitClient, SSHGitClient
+
+    return isinstance(client, LocalGitClient | SSHGitClient)
+
+
+def is_not_a_repository(exc: BaseException, text: str) -> bool:
+    """Whether a failed exchange says there is no git repository at the other end."""
+    from dulwich.errors import HangupException, NotGitRepository
+
+    if isinstance(exc, NotGitRepository | FileNotFoundError):
+        return True
+    return isinstance(exc, HangupException) and "does not appear to be a git repository" in text
+
+
+def receive(
+    git: GitRepo,
+    client: GitClient,
+    path: str,
+    wants: Callable[..., list[bytes]],
+    heads: list[bytes],
+    write: Callable[[bytes], None],
+    progress: Callable[..., None],
+    max_object: int,
+    what: str,
+) -> dict[bytes, bytes] | None:
+    """Ask the remote for what `wants(refs)` names, offering `heads` (commits we hold) so it
+    sends only what we lack; the pack goes to `write` piece by piece. Returns the remote's
+    refs (None when the client did not report them). A local-path remote is read here, each
+    object refused over `max_object` bytes before it is read (`localfetch`)."""
+    from dulwich.client import LocalGitClient
+    from dulwich.object_store import ObjectStoreGraphWalker
+
+    def parents(sha: bytes) -> list[bytes]:
+        commit = git.commit_of(sha)
+        return list(commit.parents) if commit is not None else []
+
+    walker = ObjectStoreGraphWalker([h for h in heads if git.has_object(h)], parents)
+    if isinstance(client, LocalGitClient):
+        from beads.git import localfetch
+
+        return localfetch.fetch_pack(path, wants, walker, write, max_object, what)
+    return client.fetch_pack(path, wants, walker, write, progress=progress).refs
+
+
+def objects_in(received: Any, size: int) -> Iterator[Any]:
+    """The objects of a pack in the file `received` (`size` bytes), deltas resolved against
+    the pack's own objects only (a whole pack, as a peer sends when offered nothing)."""
+    from dulwich.object_format import DEFAULT_OBJECT_FORMAT
+    from dulwich.pack import PackData, PackInflater
+
+    received.seek(0)
+    data = PackData.from_file(received, DEFAULT_OBJECT_FORMAT, size)
+    yield from PackInflater.for_pack_data(data)
+
+
+def store_pack(
+    git: GitRepo,
+    received: Any,
+    what: str,
+    thin: bool = True,
+    max_total: int | None = None,
+    total_name: str = "the fetch's limit",
+) -> None:
+    """Unpack a received pack (deltas resolved against its own objects or ours) into the
+        store's objects, streaming: blobs and trees are written as they are inflated, a batch of
+        at most `STORE_BATCH_BYTES` at a time (unreachable and harmless until a commit names
+        them); only the commits (and tags) are kept, then written last, parents first
+        (`referenced_first`). At most `max_total` bytes are inflated (InvalidInput past it,
+    naming `total_name`). `what` names the sender in messages ("the remote URL")."""
+    from dulwich.object_format import DEFAULT_OBJECT_FORMAT
+    from dulwich.objects import sha_to_hex
+    from dulwich.pack import PackData, PackInflater, UnresolvedDeltas
+
+    def base(sha: bytes) -> tuple[int, list[bytes]]:
+        # dulwich names an external base by its binary id, and takes a KeyError as "not
+        # ours, perhaps later in the pack"; any other error would end the unpacking.
+        hex_id = sha_to_hex(sha) if len(sha) == 20 else sha
+        if not git.has_object(hex_id):
+            raise KeyError(hex_id)
+        obj = git.objects[hex_id]
+        return obj.type_num, obj.as_raw_chunks()
+
+    size = received.tell()
+    received.seek(0)
+    batch: list[Any] = []  # blobs and trees not written yet
+    batch_bytes = inflated = 0
+    last: list[Any] = []  # commits and tags: written once everything they name is
+    try:
+        data = PackData.from_file(received, DEFAULT_OBJECT_FORMAT, size)
+        for obj in PackInflater.for_pack_data(data, resolve_ext_ref=base):
+            raw_size = obj.raw_length()
+            inflated += raw_size
+            if max_total is not None and inflated > max_total:
+                raise InvalidInput(
+                    f"{what} sent objects that inflate to more than {max_total} "
+                    f"bytes in one fetch ({total_name}); nothing was merged"
+                )
+            if git.has_object(obj.id):
+                continue
+            if obj.type_name in (b"commit", b"tag"):
+                last.append(obj)
+                continue
+            batch.append(obj)
+            batch_bytes += raw_size
+            if batch_bytes >= STORE_BATCH_BYTES:
+                git.store_objects(batch)
+                batch, batch_bytes = [], 0
+    except UnresolvedDeltas:
+        if thin:
+            raise UnresolvedBase() from None
+        raise StorageError(f"{what} sent deltas on objects it did not send") from None
+    except GcError:
+        raise
+    except Exception as exc:  # a damaged or truncated pack: dulwich raises several kinds
+        raise StorageError(f"{what} sent a pack that does not read: {exc}") from None
+    ordered = batch + referenced_first(last)
+    if len(ordered) >= PACK_OBJECTS_AT:
+        git.store_objects(ordered)  # one pack, its index last: all or nothing
+        return
+    half = len(ordered) // 2  # loose, one by one: a kill can fall between any two
+    git.store_objects(ordered[:half])
+    fault("fetch-half-stored")
+    git.store_objects(ordered[half:])
+
+
+def referenced_first(objects: list[Any]) -> list[Any]:
+    """`objects` in an order where each comes after what it names: blobs and trees before
+    any commit, a commit after its parents. Written loose one by one, a fetch killed midway
+    then leaves no commit without its tree or its parents: the next fetch, which asks for
+    the remote's commit only when it is missing here, sends everything again."""
+    commits = {obj.id: obj for obj in objects if obj.type_name == b"commit"}
+    ordered = [obj for obj in objects if obj.type_name not in (b"commit", b"tag")]
+    placed: set[bytes] = set()
+    for start in commits:
+        stack = [(start, False)]
+        while stack:  # depth first, parents before children, without recursion
+            sha, parents_done = stack.pop()
+            if sha in placed:
+                continue
+            if parents_done:
+                placed.add(sha)
+                ordered.append(commits[sha])
+                continue
+            stack.append((sha, True))
+            stack += [(p, False) for p in commits[sha].parents if p in commits and p not in placed]
+    return ordered + [obj for obj in objects if obj.type_name == b"tag"]
+
+
+def send(
+    git: GitRepo,
+    client: GitClient,
+    path: str,
+    update_refs: Callable[[dict[bytes, bytes]], dict[bytes, bytes]],
+    objects: Callable[[], list[Any]],
+    progress: Callable[..., None],
+) -> Any | None:
+    """Push: `update_refs(refs)` says what the remote's refs become, `objects()` what to
+    send (whole objects, no deltas). Returns dulwich's result (its `ref_status`), None when
+    a local-path remote's branch was locked by another push (that push moves it)."""
+    from dulwich.file import FileLocked
+
+    def pack_data(have: Any, want: Any, *, ofs_delta: bool = False, progress: Any = None) -> Any:
+        from dulwich.pack import pack_objects_to_data
+
+        return pack_objects_to_data([(obj, None) for obj in objects()], ofs_delta=False)
+
+    try:
+        return client.send_pack(path, update_refs, pack_data, progress=progress)
+    except FileLocked:
+        return None
+
+
+def remote_head(client: GitClient, path: str, branch: bytes) -> bytes | None:
+    """What the remote's `branch` holds now (None: absent). Raises what the client raises."""
+    refs = client.get_refs(path)
+    current = (refs.refs or {}).get(branch)
+    return None if current == b"0" * 40 else current
