@@ -16,7 +16,6 @@ import os
 
 from beads.errors import InvalidInput, NotFound
 from beads.files import SHARED_VALUES
-from beads.git.refs import STALE_LOCK_SECONDS
 from beads.ids import check_prefix
 from beads.record import MAX_INT, check_text, shown
 from beads.settings import (  # noqa: F401 - the settings' names, also offered from here
