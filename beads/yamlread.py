@@ -4,7 +4,7 @@
 single- and double-quoted scalars, folded long lines, `|` blocks, `? key` entries) and
 accepts the text only when the writer writes the result back as exactly that text: then
 the text is canonical, and the writer's round trip (checked with ruamel in
-tests/test_codec.py) says every YAML reader reads it as this value. Anything else (a file
+tests/test_store_codec.py) says every YAML reader reads it as this value. Anything else (a file
 edited by hand, anchors, flow collections, comments, nesting past MAX_DEPTH) returns None
 and goes to ruamel and its checks in `beads.codec`. It exists for speed: ruamel's loader is
 an order of magnitude slower a bead, and most of an index rebuild (bench/bench_rebuild.py).

@@ -5,10 +5,10 @@ to any depth, itself: no emitter, no ruamel. Its bytes are the store's canonical
 blob ids index proofs, `gc doctor` and the merge tie-break compare). They are the bytes
 libyaml's emitter (ruamel's C emitter, which gc used before) writes in block style with
 2-space indentation, unicode printed as it is, lines folded past column 4096 and `|` blocks
-for multi-line text, so stores written before keep their blobs: tests/test_codec.py checks
+for multi-line text, so stores written before keep their blobs: tests/test_store_codec.py checks
 it against frozen samples of that emitter and, where installed, the emitter itself.
 
-What a reader gets back is the value written (tests/test_codec.py loads it with ruamel and
+What a reader gets back is the value written (tests/test_store_codec.py loads it with ruamel and
 with `beads.yamlread`): a plain scalar is written only when a YAML 1.2 reader resolves it
 to text (`IMPLICIT_RULES`: numbers, booleans, nulls and times are quoted), everything a
 plain scalar cannot hold is single- or double-quoted, and a double-quoted scalar escapes

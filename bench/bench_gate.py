@@ -62,7 +62,7 @@ def corpus_tree(where: Path) -> Path:
 
 def figure1(tmp: Path) -> None:
     from gates.destructive import judge
-    from tests.test_hook_events import corpus
+    from tests.test_hooks_session_gates import corpus
 
     tree = corpus_tree(tmp / "corpus")
     home = tmp / "home"

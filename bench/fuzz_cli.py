@@ -3,7 +3,7 @@
     python bench/fuzz_cli.py [--count 2000] [--seed 1]
 
 Runs `gc` as a subprocess (undecodable bytes go into argv as raw bytes) on a fresh store, for
-every parameter of the click tree (tests/test_fuzz_cli.py enumerates them) with the worst
+every parameter of the click tree (tests/test_cli_hostile_values.py enumerates them) with the worst
 known values and random ones, and prints: inputs, tracebacks, exit-50s (both should be 0),
 other unexpected exits, rejected inputs that changed the store, and runs that were still
 waiting at the time limit (accepted values such as a long `--timeout`).
@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tests.conftest import gc_program  # noqa: E402
-from tests.test_fuzz_cli import PARAMS, WORST, build_argv  # noqa: E402
+from tests.test_cli_hostile_values import PARAMS, WORST, build_argv  # noqa: E402
 
 
 def random_value(rng: random.Random) -> str:

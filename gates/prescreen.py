@@ -6,7 +6,7 @@ also leave without a decision: simple commands joined by `&&`, `||`, `;`, `|` or
 a program that never removes, writes or runs anything whatever its arguments (`ls`,
 `cat`, `grep`, `pytest`, `git status`, ...), with no shell syntax beyond plain words and
 quotes holding no expansion, and no word naming a program the rules judge. Anything else
-goes to the parser. tests/test_hook_events.py checks the promise over the corpus and over
+goes to the parser. tests/test_hooks_session_gates.py checks the promise over the corpus and over
 fuzzed commands.
 """
 

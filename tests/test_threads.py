@@ -1,4 +1,4 @@
-"""Work threads (issue 12, seed 002): the `inbox` program, leases, transitions, waiting."""
+"""Work threads (seed 002): the `inbox` program, leases, transitions, waiting."""
 
 from __future__ import annotations
 

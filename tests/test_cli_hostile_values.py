@@ -1,4 +1,4 @@
-"""Hostile values for every option and argument of every command (issue 10, defect 12).
+"""Hostile values for every option and argument of every command.
 
 The commands are enumerated from the click tree itself (the lazily loaded groups of mail,
 inbox, gates included), so a new option is fuzzed without editing this file. Each value runs

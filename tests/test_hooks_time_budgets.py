@@ -1,4 +1,4 @@
-"""Issue 10, containment: what gc runs dies with a call that runs out of time, and what gc
+"""Containment: what gc runs dies with a call that runs out of time, and what gc
 writes stays inside `.beads/` (no symlink is followed) and private to its owner."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Coming from Gas City: its identities, its `gc mail` habits, the scenarios of its own mail
-tests in our words (through beadmail and an exec script), and the contract defects of issue 13
-(a regression test each)."""
+tests in our words (through beadmail and an exec script), and the contract rules its scripts
+rely on (a regression test each)."""
 
 from __future__ import annotations
 
@@ -94,7 +94,7 @@ def test_the_hook_resolves_the_agent_by_the_same_rule(town: GcRunner) -> None:
     assert [s["agent"] for s in sessions if s["session"] == "s9"] == ["myrig/witness"]
 
 
-def test_an_empty_agent_is_refused(town: GcRunner) -> None:  # defect 14
+def test_an_empty_agent_is_refused(town: GcRunner) -> None:
     before = commits(town)
     for args in (
         ("mail", "send", "dog", "x", "--agent", ""),
@@ -177,7 +177,7 @@ def test_notify_nudges_the_recipient_now(town: GcRunner) -> None:
 # -- contract defects -------------------------------------------------------------------------
 
 
-def test_multi_id_changes_are_all_or_nothing(town: GcRunner) -> None:  # defect 1
+def test_multi_id_changes_are_all_or_nothing(town: GcRunner) -> None:
     gc = town
     one, two = (sent_id(gc("mail", "send", "dog", text)) for text in ("a", "b"))
     before = commits(gc)
@@ -212,7 +212,7 @@ def test_exec_multi_id_changes_check_every_id_first(gc: GcRunner, tmp_path: Path
     ],
 )
 def test_left_over_arguments_are_refused(town: GcRunner, args: tuple[str, ...]) -> None:
-    before = commits(town)  # defect 2
+    before = commits(town)
     if args[0] == "--reply":
         first = sent_id(town("mail", "send", "dog", "q"))
         before = commits(town)
@@ -235,7 +235,7 @@ def test_gc_send_forms_still_work(town: GcRunner) -> None:
     assert gc.json("mail", "send", "dog", "hello", "world")["message"]["body"] == "hello world"
 
 
-def test_reply_without_a_body_is_refused_like_send(town: GcRunner) -> None:  # defect 9
+def test_reply_without_a_body_is_refused_like_send(town: GcRunner) -> None:
     gc = town
     first = sent_id(gc("mail", "send", "dog", "-s", "question", "-m", "?"))
     before = commits(gc)
@@ -247,7 +247,7 @@ def test_reply_without_a_body_is_refused_like_send(town: GcRunner) -> None:  # d
     assert answer["subject"] == "Re: question"
 
 
-def test_one_copy_per_recipient(town: GcRunner) -> None:  # defect 10
+def test_one_copy_per_recipient(town: GcRunner) -> None:
     gc = town
     gc("mail", "send", "--to", "dog", "--to", "dog", "--cc", "dog", "once", "--agent", "mayor")
     assert len(gc.json("mail", "inbox", "dog")["messages"]) == 1
@@ -267,7 +267,7 @@ def test_send_answers_with_every_copy_it_made(town: GcRunner) -> None:  # one sh
     assert re.fullmatch(r"Sent message \S+ to dog\nSent copy \S+ to cat \(cc\)\n", text.stdout)
 
 
-def test_wrong_type_ids_are_one_rule(town: GcRunner) -> None:  # defect 13
+def test_wrong_type_ids_are_one_rule(town: GcRunner) -> None:
     gc = town
     task = gc.json("bead", "create", "--type", "task", "--title", "a task")["bead"]["id"]
     message = sent_id(gc("mail", "send", "dog", "x"))

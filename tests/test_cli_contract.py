@@ -1,4 +1,4 @@
-"""The command-line contract of issue 13: `--json` everywhere and agreeing with the exit code,
+"""The command-line contract: `--json` everywhere and agreeing with the exit code,
 clear exits for impossible paths, escapes on text output, one JSON shape per command."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 10, further: the delivery databases are never deleted or reset for an error that is
+"""The delivery databases are never deleted or reset for an error that is
 not damage (busy, read-only, full, a newer gc's); their errors read as the store's own; doctor
 removes the temporary files of killed writers."""
 
@@ -325,7 +325,7 @@ def test_hook_install_on_a_full_disk_leaves_the_settings_and_no_temporary_file(
     assert sorted(p.name for p in settings.parent.iterdir()) == ["settings.json"]
 
 
-# -- found by a review of the merged change ----------------------------------------------------
+# -- damaged and racing delivery databases ----------------------------------------------------
 
 
 def test_a_queue_line_nested_too_deep_is_set_aside_and_the_rest_delivered(

@@ -337,7 +337,7 @@ def test_a_bead_file_is_read_by_the_direct_reader(bead: Bead) -> None:
 
 
 def test_shared_containers_are_written_in_full_never_as_aliases() -> None:
-    # The store's reader refuses anchors and aliases (issue 10): the writer never makes them.
+    # The store's reader refuses anchors and aliases: the writer never makes them.
     shared = ["a", "b"]
     empty: list = []
     data = {"meta": {"x": shared, "y": shared, "e": empty, "f": empty}}

@@ -1,4 +1,4 @@
-"""A notification is never lost nor invented (issue 10: delivery).
+"""A notification is never lost nor invented.
 
 Notifications follow git: a producer killed between its commit and its items, mail that
 arrives by a commit of another process, all reach the next drain. A drain marks items delivered

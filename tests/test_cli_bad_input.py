@@ -1,4 +1,4 @@
-"""Issue 10: input gc must refuse cleanly (exit 30, one line, store unchanged), never by a
+"""Input gc must refuse cleanly (exit 30, one line, store unchanged), never by a
 crash, an exhausted memory or a traceback: YAML alias bombs and deep nesting, nudge templates
 with format specs, undecodable bytes and numbers past every limit, Ctrl-C at start-up, a
 closed stdout, and the other unbounded inputs (labels, meta, config values, durations)."""
