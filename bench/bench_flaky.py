@@ -113,7 +113,9 @@ def main() -> int:
                 f"{load_average():.1f})",
                 flush=True,
             )
-            failed += [f"{test} (--shuffle={seed})" for test in failures(done.stdout)]
+            for test in failures(done.stdout):
+                print(f"  failed: {test}", flush=True)
+                failed.append(f"{test} (--shuffle={seed})")
             if done.returncode and not failures(done.stdout):
                 failed.append(f"run {run} exited {done.returncode}")
         for test in find_tests(args.test or ONCE_FLAKY):
