@@ -309,13 +309,17 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true",
                         help=f"{CHECKPOINT_QUICK:,} then {LARGE_QUICK:,} messages")  # fmt: skip
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
+    parser.add_argument("--dir", default="/tmp",
+                        help="where the stores are made (the file system measured)")  # fmt: skip
+    parser.add_argument("--sends-only", action="store_true",
+                        help="figures 1-2 only (no checkpoint, no doctor --gc)")  # fmt: skip
     args = parser.parse_args()
     checkpoint, large = (CHECKPOINT_QUICK, LARGE_QUICK) if args.quick else (CHECKPOINT, LARGE)
     b.out("gc-beads scale benchmark (bench/bench_scale.py)")
     b.out(f"sizes: 1k store beside one growing to {checkpoint:,} then {large:,} messages, "
           f"{BUILD_BATCH:,} per batch commit, {AGENTS} agents{' (--quick)' if args.quick else ''}; "
           f"{load()}")  # fmt: skip
-    tmp = Path(tempfile.mkdtemp(prefix="gc-bench-scale-", dir="/tmp"))
+    tmp = Path(tempfile.mkdtemp(prefix="gc-bench-scale-", dir=args.dir))
     started = perf()
     scale = None
     try:
@@ -323,7 +327,10 @@ def main() -> None:
         grow(small, 0, SMALL, "store@1k")
         store, _ = Store.init(tmp / "large", prefix="gc", agent="bench")
         scale = Scale(tmp, args.quick, store, small)
-        for target, sections in ((checkpoint, CHECKPOINT_SECTIONS), (large, LARGE_SECTIONS)):
+        plan = [(checkpoint, CHECKPOINT_SECTIONS), (large, LARGE_SECTIONS)]
+        if args.sends_only:
+            plan = [(large, LARGE_SECTIONS[:1])]
+        for target, sections in plan:
             t0 = perf()
             grow(scale.store, scale.beads, target, f"store@{b.size_label(target)}")
             b.out(f"built {b.size_label(target)} messages (grown in {perf() - t0:.0f}s); {load()}")
