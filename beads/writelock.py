@@ -1,0 +1,75 @@
+"""An exclusive `fcntl.flock` on one file, re-entrant in its object: the store's write lock
+and the other locks every write or claim takes.
+
+Importing the filelock library costs a command tens of milliseconds of start-up
+(docs/dependencies.md), so these locks are kept to what the store needs. It is the lock
+filelock's `FileLock` takes on Unix (a `flock` on the file, which stays in place), so a holder
+of either kind excludes the other. The OS releases it when its holder dies; the file is
+opened under the store root, never through a link, with the store's mode.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import time
+
+from beads import files
+
+# Errors a contended non-blocking flock reports (EACCES on some network filesystems).
+_BUSY = frozenset({errno.EAGAIN, errno.EWOULDBLOCK, errno.EACCES})
+
+
+class WriteLock:
+    """An exclusive lock on the file `path` under the store at `root`."""
+
+    def __init__(self, root: str, path: str) -> None:
+        self.root = root
+        self.path = path
+        self._fd = -1
+        self._depth = 0  # acquisitions not yet released: the lock is held while above zero
+
+    @property
+    def is_locked(self) -> bool:
+        """Whether this object holds the lock."""
+        return self._depth > 0
+
+    def acquire(self, timeout: float, poll: float) -> bool:
+        """Take the lock (again, if held here), waiting up to `timeout` seconds, trying every
+        `poll` seconds; False if another holder kept it all that time."""
+        if self._depth:
+            self._depth += 1
+            return True
+        deadline = time.monotonic() + timeout
+        fd = files.open_file(self.root, self.path, os.O_RDONLY)
+        try:
+            while not _try_lock(fd):
+                if time.monotonic() >= deadline:
+                    os.close(fd)
+                    return False
+                time.sleep(poll)
+        except BaseException:
+            os.close(fd)
+            raise
+        self._fd, self._depth = fd, 1
+        return True
+
+    def release(self) -> None:
+        """Undo one `acquire`; the last one unlocks and closes the file."""
+        if not self._depth:
+            return
+        self._depth -= 1
+        if not self._depth:
+            fd, self._fd = self._fd, -1
+            os.close(fd)  # closing the only descriptor of the open file drops its flock
+
+
+def _try_lock(fd: int) -> bool:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        if exc.errno in _BUSY:
+            return False
+        raise
+    return True
