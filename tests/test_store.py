@@ -413,6 +413,36 @@ def test_a_filelock_holder_of_the_write_lock_keeps_writers_out_until_it_lets_go(
     assert [b.title for b in store.list()] == ["after"]
 
 
+def test_a_thread_waits_while_another_thread_holds_the_stores_write_lock(store: Store) -> None:
+    # One Store shared by threads (a server's): its write lock excludes them as it excludes
+    # processes; only the holding thread re-enters.
+    import threading
+
+    entered, let_go, order = threading.Event(), threading.Event(), []
+
+    def first() -> None:
+        with store.locked(), store.locked():
+            order.append("first in")
+            entered.set()
+            let_go.wait(30)
+            order.append("first out")
+
+    def second() -> None:
+        with store.locked():
+            order.append("second in")
+
+    holder = threading.Thread(target=first)
+    holder.start()
+    assert entered.wait(30)
+    waiter = threading.Thread(target=second)
+    waiter.start()
+    waiter.join(0.5)  # room to enter wrongly before the holder lets go
+    let_go.set()
+    holder.join(30)
+    waiter.join(30)
+    assert order == ["first in", "first out", "second in"]
+
+
 def test_the_package_names_its_public_surface_even_after_its_modules_load() -> None:
     """`from beads import doctor` is the function whatever was imported before (a module of
     the same name once shadowed it)."""
