@@ -58,8 +58,10 @@ class WriteLock:
         return True
 
     def _locked_file(self, deadline: float, poll: float) -> int | None:
-        # A descriptor of the file, flocked by it; None when the deadline passed first.
-        fd = files.open_file(self.root, self.path, os.O_RDONLY)
+        # A descriptor of the file, flocked by it; None when the deadline passed first. Opened
+        # for writing, as filelock opens it: a store this user may not write is refused here,
+        # before anything is written, with the OS's reason (`store is read-only`).
+        fd = files.open_file(self.root, self.path, os.O_RDWR)
         try:
             while not _try_lock(fd):
                 if time.monotonic() >= deadline:
