@@ -10,6 +10,7 @@ them. The exchange with a remote is `beads.remote`.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -315,12 +316,12 @@ def machine_name(local: dict[str, str]) -> str:
     """This machine's name, as its relay's consumer and its commits show it: the local
     setting `delivery.nats.machine`, else the host name (letters, digits, _ and - kept).
     `local` is `beads.autosync.read_local`'s raw values."""
-    import socket
-
     name = local.get("delivery.nats.machine", "")
     if MACHINE_RE.fullmatch(name):
         return name
-    host = re.sub(r"[^A-Za-z0-9_-]", "-", socket.gethostname())[:64].strip("-")
+    # The host name as `socket.gethostname()` gives it, without importing socket (a commit's
+    # start-up: docs/benchmarks.md).
+    host = re.sub(r"[^A-Za-z0-9_-]", "-", os.uname().nodename)[:64].strip("-")
     return host if MACHINE_RE.fullmatch(host) else "machine"
 
 

@@ -37,15 +37,14 @@ from beads.reader import branch_head, require_head
 from beads.reconcile import catch_up_index, catch_up_view, rebuild_view
 from beads.record import Bead, acting_agent
 from beads.view import View
+from beads.writelock import WriteLock
 
 if TYPE_CHECKING:
-    import filelock
-
     from beads.git import GitRepo, LogEntry
 
 LOCK_TIMEOUT = 30.0
-# filelock's default poll (a twentieth of a second) would stall bursts of writers; a short
-# poll keeps them moving.
+# A long poll (filelock's default is a twentieth of a second) would stall bursts of writers;
+# a short poll keeps them moving.
 LOCK_POLL = 0.002
 
 
@@ -55,7 +54,7 @@ class Store:
     def __init__(self, root: Path, *, agent: str | None = None) -> None:
         self.root = root
         self.runtime = root / ".runtime"
-        # Nothing under .runtime is opened through a link (filelock and sqlite open by name).
+        # Nothing under .runtime is opened through a link (sqlite opens by name).
         lock_path = str(self.runtime / "locks" / "write.lock")
         files.create(str(root), lock_path)
         files.prepare_db(str(root), str(self.runtime / "index.sqlite3"))
@@ -68,8 +67,7 @@ class Store:
         self.index = Index(self.runtime / "index.sqlite3", recover=self._rebuild_index)
         self.view = View(root, self.runtime)
         self._lock_path = lock_path
-        self._lock: filelock.FileLock | None = None  # made by the first write: see `locked`
-        self._lock_mode = 0
+        self._lock = WriteLock(str(root), lock_path)
         self._committed: tuple[bytes | None, dict[str, Any]] | None = None
         self._config: tuple[bytes | None, Any, dict[str, Any]] | None = None
         head = branch_head(root)
@@ -306,25 +304,14 @@ class Store:
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:
         """Hold the store's write lock (re-entrant within this Store)."""
-        # Lazy: importing filelock is slow, and a command that only reads never locks.
-        import filelock
-
+        # The lock file is opened with the store's mode at every first acquire, so it follows
+        # `store.shared` when that changes.
         lock = self._lock
-        if lock is None or not lock.is_locked:
-            mode = files.modes(str(self.root))[1]
-            if lock is None or mode != self._lock_mode:
-                # filelock chmods the lock file to its mode at every acquire: follow the
-                # store's modes when they change (`store.shared`), or the lock file would
-                # leave them.
-                lock = self._lock = filelock.FileLock(self._lock_path, mode=mode)
-                self._lock_mode = mode
-        try:
-            lock.acquire(timeout=LOCK_TIMEOUT, poll_interval=LOCK_POLL)
-        except filelock.Timeout:
+        if not lock.acquire(timeout=LOCK_TIMEOUT, poll=LOCK_POLL):
             raise Conflict(
                 f"the store is locked by another writer (waited {LOCK_TIMEOUT:.0f}s): "
                 f"{self._lock_path}"
-            ) from None
+            )
         try:
             yield
         finally:

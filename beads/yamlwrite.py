@@ -29,12 +29,29 @@ BEST_WIDTH = 4096  # a space past this column becomes a line break (libyaml's be
 MAX_SIMPLE_KEY = 128  # UTF-8 bytes; a longer or multi-line key is written `? key` / `: value`
 BREAKS = "\n\r\x85\u2028\u2029"  # line breaks to YAML (a reader splits lines on each)
 
+
+def _outside(*allowed: tuple[str, str]) -> str:
+    """A character class of every code point outside the sorted `allowed` ranges (first,
+    last): the set `[^...]` of them, written as what it excludes. The re compiler walks each
+    BMP range of a class one character at a time: the allowed ranges span tens of thousands
+    of characters, the excluded ones a few thousand (this keeps the compiling of the three
+    classes below out of every command's start-up)."""
+    parts, start = [], 0
+    for first, last in allowed:
+        if ord(first) > start:
+            parts.append(f"\\U{start:08x}-\\U{ord(first) - 1:08x}")
+        start = ord(last) + 1
+    return "[" + "".join(parts) + f"\\U{start:08x}-\\U0010ffff]"
+
+
 # Characters YAML prints as they are: LF, ASCII's printable range, U+00A0..U+D7FF and
 # U+E000..U+FFFD but U+FEFF. Any other (tab, CR, C1 controls, U+FEFF, past U+FFFD) makes
 # the scalar double-quoted, where it is escaped.
-_SPECIAL = re.compile("[^\n\x20-\x7e\xa0-\ud7ff\ue000-\ufefe\uff00-\ufffd]")
+_PRINTABLE = (("\x20", "\x7e"), ("\xa0", "\ud7ff"), ("\ue000", "\ufefe"), ("\uff00", "\ufffd"))
+_SPECIAL = re.compile(_outside(("\n", "\n"), *_PRINTABLE))
 # What a plain or single-quoted one-line scalar cannot hold as it is: the above and breaks.
-_NOT_ONE_LINE = re.compile("[^\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd]")
+_ONE_LINE_PRINTABLE = (("\x20", "\x7e"), ("\xa0", "\u2027"), ("\u202a", "\ud7ff"), *_PRINTABLE[2:])
+_NOT_ONE_LINE = re.compile(_outside(*_ONE_LINE_PRINTABLE))
 _SPACE_BREAK = re.compile(" [\n\u2028\u2029]")  # a space before a break
 _BREAK_SPACE = re.compile("[\n\u2028\u2029] ")  # a break before a space
 _LS_PS = re.compile("[\u2028\u2029]")
@@ -137,7 +154,7 @@ _ESCAPES = {
     "\u2028": "\\L", "\u2029": "\\P",
 }  # fmt: skip
 # What a double-quoted scalar escapes: the non-printable characters, breaks, `"` and `\`.
-_TO_ESCAPE = re.compile('[^\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd]|["\\\\]')
+_TO_ESCAPE = re.compile(_outside(*_ONE_LINE_PRINTABLE) + '|["\\\\]')
 
 
 def _escape(match: re.Match[str]) -> str:

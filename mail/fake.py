@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from dataclasses import replace
 
 from beads.times import now_stamp
 from mail.message import AlreadyArchived, Message, MessageNotFound
@@ -55,11 +54,11 @@ class FakeProvider(Provider):
             self._owner[message_id] = recipient
             first = first or message
         assert first is not None
-        return replace(first)
+        return first.copy()
 
     def _mine(self, recipient: str) -> list[Message]:
         return [
-            replace(m)
+            m.copy()
             for i, m in self._messages.items()
             if self._owner[i] == recipient and i not in self._archived
         ]
@@ -74,7 +73,7 @@ class FakeProvider(Provider):
     def get(self, message_id: str) -> Message:
         if message_id not in self._messages:
             raise MessageNotFound.of(message_id)
-        return replace(self._messages[message_id])
+        return self._messages[message_id].copy()
 
     def read(self, message_id: str) -> Message:
         self.mark_read(message_id)
@@ -107,5 +106,5 @@ class FakeProvider(Provider):
         )
 
     def thread(self, thread_id: str) -> list[Message]:
-        found = [replace(m) for m in self._messages.values() if m.thread_id == thread_id]
+        found = [m.copy() for m in self._messages.values() if m.thread_id == thread_id]
         return sorted(found, key=lambda m: m.created_at)

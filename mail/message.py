@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from beads.errors import GcError, InvalidInput, NotFound
@@ -73,30 +72,78 @@ class OutOfRange:
         self.text = text
 
 
-@dataclass
 class Message:
-    """One message as every provider returns it; JSON keys follow the exec protocol."""
+    """One message as every provider returns it; JSON keys follow the exec protocol.
 
-    id: str
-    sender: str
-    to: str
-    subject: str
-    body: str
-    created_at: str
-    read: bool = False
-    thread_id: str | None = None
-    reply_to: str | None = None
-    priority: int = 2
-    cc: list[str] = field(default_factory=list)
-    # Not part of the protocol: set by beadmail when --dedup suppressed the send.
-    suppressed: bool = False
-    # Not part of the protocol: who really sent a message sent as `sender` (`--from`).
-    sent_by: str | None = None
-    # Not part of the protocol: the cc copies a send made with this message (beadmail, whose
-    # cc recipients get their own copy); `mail.api.send` lists them with the message.
-    copies: list[Message] = field(default_factory=list, repr=False, compare=False)
-    # Not part of the protocol: whose mailbox holds this copy (`to`, or a cc recipient).
-    mailbox: str | None = None
+    A plain class with equality and a repr, not a dataclass: building a dataclass costs every
+    send a few milliseconds of start-up (docs/benchmarks.md)."""
+
+    __slots__ = (
+        "id", "sender", "to", "subject", "body", "created_at", "read", "thread_id",
+        "reply_to", "priority", "cc", "suppressed", "sent_by", "copies", "mailbox",
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        id: str,
+        sender: str,
+        to: str,
+        subject: str,
+        body: str,
+        created_at: str,
+        read: bool = False,
+        thread_id: str | None = None,
+        reply_to: str | None = None,
+        priority: int = 2,
+        cc: list[str] | None = None,
+        suppressed: bool = False,
+        sent_by: str | None = None,
+        copies: list[Message] | None = None,
+        mailbox: str | None = None,
+    ) -> None:
+        self.id = id
+        self.sender = sender
+        self.to = to
+        self.subject = subject
+        self.body = body
+        self.created_at = created_at
+        self.read = read
+        self.thread_id = thread_id
+        self.reply_to = reply_to
+        self.priority = priority
+        self.cc: list[str] = [] if cc is None else cc
+        # Not part of the protocol: set by beadmail when --dedup suppressed the send.
+        self.suppressed = suppressed
+        # Not part of the protocol: who really sent a message sent as `sender` (`--from`).
+        self.sent_by = sent_by
+        # Not part of the protocol: the cc copies a send made with this message (beadmail,
+        # whose cc recipients get their own copy); `mail.api.send` lists them with the
+        # message. Neither compared nor shown in the repr.
+        self.copies: list[Message] = [] if copies is None else copies
+        # Not part of the protocol: whose mailbox holds this copy (`to`, or a cc recipient).
+        self.mailbox = mailbox
+
+    def _compared(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, name) for name in self.__slots__ if name != "copies")
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._compared() == other._compared()  # type: ignore[attr-defined]
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        shown = ", ".join(
+            f"{name}={getattr(self, name)!r}" for name in self.__slots__ if name != "copies"
+        )
+        return f"Message({shown})"
+
+    def copy(self) -> Message:
+        """A copy of this message (its lists copied too, one level deep)."""
+        values = {name: getattr(self, name) for name in self.__slots__}
+        values["cc"], values["copies"] = list(self.cc), list(self.copies)
+        return Message(**values)
 
     def shown_sender(self) -> str:
         """The sender as people see it: `mayor (sent by eve)` for a relayed message."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +18,7 @@ import click
 import pytest
 
 from gc_beads.commands import COMMANDS
-from tests.conftest import GcRunner, git
+from tests.conftest import GcRunner, gc_program, git
 
 
 @pytest.fixture
@@ -373,3 +374,42 @@ def test_json_output_turns_the_runs_progress_line_off(monkeypatch: pytest.Monkey
                 main(args)
     assert PROBED == [("plain", True, True), ("json", False, True)]
     assert program.output == "json"  # the entry point's runtime is the one carried
+
+
+# What a send and a claim never import: every agent runs them all day, and each of these
+# would be paid at every start-up (docs/benchmarks.md: CLI start-up). The store's locks are
+# gc's own flock (filelock brings `logging`, `secrets`, `random`, `decimal`), the host name
+# comes from `os.uname` (not `socket`), git runs (`subprocess`) only where a command needs it.
+NEVER_ON_A_SEND_OR_A_CLAIM = (
+    "filelock", "decimal", "numbers", "secrets", "random", "socket", "subprocess", "selectors",
+    "signal", "ruamel", "tempfile", "shutil", "argparse", "email", "asyncio", "ssl",
+    "zoneinfo", "pickle", "statistics", "concurrent", "nats", "web", "mcpserver", "flask",
+    "mcp",
+)  # fmt: skip
+
+
+def imports_of(gc: GcRunner, *args: str) -> set[str]:
+    """The top-level packages a real `gc` process imports running `args` (it must succeed)."""
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", gc_program(), *args],
+        cwd=gc.cwd, env={**gc.env, "GC_AGENT": "mayor"}, capture_output=True, text=True,
+        timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-2000:]
+    return {
+        line.rsplit("|", 1)[1].strip().split(".")[0]
+        for line in result.stderr.splitlines()
+        if line.startswith("import time:") and "|" in line
+    }
+
+
+def test_a_send_and_a_claim_import_none_of_the_modules_they_never_use(
+    project: GcRunner,
+) -> None:
+    sent = imports_of(project, "mail", "send", "dog", "--subject", "s", "--message", "hello")
+    assert {"beads", "mail", "dulwich", "sqlite3"} <= sent  # the real path ran: a commit
+    assert sorted(sent & set(NEVER_ON_A_SEND_OR_A_CLAIM)) == []
+    made = project.json("thread", "send", "--to", "mayor", "--subject", "t", "--body", "b")
+    claimed = imports_of(project, "thread", "claim", "--thread", made["thread"]["thread_id"])
+    assert {"beads", "mail", "dulwich", "sqlite3"} <= claimed
+    assert sorted(claimed & set(NEVER_ON_A_SEND_OR_A_CLAIM)) == []

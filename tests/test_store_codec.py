@@ -568,3 +568,19 @@ def test_two_reads_of_one_file_never_share_a_list_or_a_mapping() -> None:
     first["meta"]["read"] = False
     second = yamlread.load(text)
     assert second is not None and second["labels"] == ["a"] and second["meta"] == {"read": True}
+
+
+def test_the_character_classes_hold_exactly_the_characters_outside_their_printable_ranges() -> None:
+    # The writer's classes are written as what they exclude (they compile quickly so): over
+    # every code point, each matches exactly what the class of its printable ranges does not.
+    import re
+
+    every = "".join(map(chr, range(0x110000)))
+    printable = "\x20-\x7e\xa0-\ud7ff\ue000-\ufefe\uff00-\ufffd"
+    one_line = "\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd"
+    for ours, negated in [
+        (yamlwrite._SPECIAL, f"[^\n{printable}]"),
+        (yamlwrite._NOT_ONE_LINE, f"[^{one_line}]"),
+        (yamlwrite._TO_ESCAPE, f'[^{one_line}]|["\\\\]'),
+    ]:
+        assert ours.findall(every) == re.findall(negated, every), negated

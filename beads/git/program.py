@@ -8,13 +8,13 @@ of the caller's git and no global or system config may point it elsewhere.
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 from beads.git.objects import DamagedObject, damaged, hashes_to
 
 _TYPES = {b"commit": 1, b"tree": 2, b"blob": 3, b"tag": 4}
+# Each function imports subprocess itself: a command that never runs git (a send) skips it.
 
 
 class GitUnavailable(Exception):
@@ -37,6 +37,8 @@ def git_command(git_dir: Path) -> tuple[list[str], dict[str, str]]:
 def list_files(git_dir: Path, commit: bytes) -> dict[str, bytes]:
     """Every regular file of `commit` (no symbolic link, no gitlink), path -> blob id, as
     `git ls-tree` lists them; GitUnavailable when git is missing or fails."""
+    import subprocess
+
     base, env = git_command(git_dir)
     try:
         listed = subprocess.run(
@@ -60,6 +62,7 @@ def file_contents(git_dir: Path, commit: bytes) -> Iterator[tuple[str, bytes, by
     `git cat-file --batch` ~15 us. Raises GitUnavailable (before yielding anything, when
     git is missing) so the caller can read through dulwich instead; streaming, a few pipe
     buffers of files at a time."""
+    import subprocess
     import threading
     from collections import deque
 
@@ -144,6 +147,8 @@ class CatFile:
     names. An object store for `beads.treegate`: `get_raw(name)`."""
 
     def __init__(self) -> None:
+        import subprocess
+
         self.process = subprocess.Popen(
             ["git", "cat-file", "--batch"], stdin=subprocess.PIPE, stdout=subprocess.PIPE
         )
@@ -169,6 +174,8 @@ class CatFile:
 def new_commits(new: bytes) -> list[bytes]:
     """The commits `new` brings that no ref reaches yet (`git rev-list NEW --not --all`), in
     the repository git's environment names (a hook's)."""
+    import subprocess
+
     return subprocess.run(
         ["git", "rev-list", new.decode(), "--not", "--all"], capture_output=True, check=True
     ).stdout.split()

@@ -19,10 +19,12 @@ from beads import files
 from beads.errors import Conflict
 from beads.record import check_agent
 from beads.store import Store
+from beads.writelock import WriteLock
 
 LEASES_DIR = "leases"
 KEEP = 256  # tokens kept per agent, the newest (an agent rarely holds more than a few threads)
 LOCK_TIMEOUT = 30.0
+LOCK_POLL = 0.005  # seconds between tries while another claim of the agent writes
 
 
 def token_file(store: Store, agent: str) -> Path:
@@ -45,16 +47,12 @@ def read_tokens(store: Store, agent: str) -> dict[str, str]:
 def keep_token(store: Store, agent: str, thread_id: str, token: str | None) -> None:
     """Record the token of the agent's claim of `thread_id` (None: forget it, the lease
     having been given back or finished)."""
-    import filelock
-
     path = token_file(store, agent)
     root = str(store.root)
     files.make_dirs(root, str(path.parent))
-    try:
-        lock = filelock.FileLock(f"{path}.lock", timeout=LOCK_TIMEOUT)
-        lock.acquire()
-    except filelock.Timeout:
-        raise Conflict(f"another process holds {path}.lock; try again") from None
+    lock = WriteLock(root, f"{path}.lock")
+    if not lock.acquire(timeout=LOCK_TIMEOUT, poll=LOCK_POLL):
+        raise Conflict(f"another process holds {path}.lock; try again")
     try:
         tokens = read_tokens(store, agent)
         if token is None and thread_id not in tokens:
