@@ -1,7 +1,7 @@
 """`sync.auto`: sync in the background, never delaying a command or a hook.
 
 After each write (`Store.batch`), and from each hook once the last sync is older than
-`sync.interval`, a detached process (`python -m beads.autosync ROOT`) runs `gc sync`. At most
+`sync.interval`, a detached process (`python -m beads.syncer ROOT`) runs `gc sync`. At most
 one runs per store: it holds `.runtime/sync/pusher.lock` (flock); a writer that finds it held
 leaves `.runtime/sync/again`, and the holder syncs once more before it exits.
 
@@ -11,7 +11,6 @@ of its small git config.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
 import time
@@ -36,7 +35,7 @@ def auto_interval(root: Path) -> float | None:
         return DEFAULT_INTERVAL
 
 
-def _sync_dir(root: Path) -> Path:
+def sync_dir(root: Path) -> Path:
     return root / ".runtime" / "sync"
 
 
@@ -52,7 +51,7 @@ def fetch_if_due(root: Path) -> None:
     if interval is None:
         return
     try:
-        last = (_sync_dir(root) / "state.json").stat().st_mtime
+        last = (sync_dir(root) / "state.json").stat().st_mtime
     except OSError:
         last = 0.0
     if time.time() - last >= interval:
@@ -63,7 +62,7 @@ def start(root: Path) -> None:
     """Ask for a background sync: start the syncer unless one runs (it will sync again)."""
     import fcntl
 
-    where = _sync_dir(root)
+    where = sync_dir(root)
     where.mkdir(parents=True, exist_ok=True)
     (where / "again").touch()
     fd = os.open(where / "pusher.lock", os.O_RDWR | os.O_CREAT, 0o600)
@@ -79,7 +78,7 @@ def start(root: Path) -> None:
 
     subprocess.Popen(
         # The announcers of this process's layers (beads/arrivals.py), for the syncer to call.
-        [sys.executable, "-m", "beads.autosync", str(root), *registered()],
+        [sys.executable, "-m", "beads.syncer", str(root), *registered()],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -87,41 +86,3 @@ def start(root: Path) -> None:
         close_fds=True,
         env={k: v for k, v in os.environ.items() if k != "GC_FAULT_POINT"},
     )
-
-
-def run(root: Path) -> None:
-    """The background syncer: sync while someone asked since the last sync, then exit."""
-    import fcntl
-
-    from beads.errors import GcError
-    from beads.store import Store
-    from beads.sync import sync
-
-    where = _sync_dir(root)
-    # Asked again after we let go of the lock (a writer saw it held): take it again.
-    while (where / "again").exists():
-        fd = os.open(where / "pusher.lock", os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            os.close(fd)
-            return  # another syncer holds it: it sees `again`
-        try:
-            while (where / "again").exists():
-                with contextlib.suppress(FileNotFoundError):
-                    (where / "again").unlink()
-                try:
-                    with Store(root) as store:
-                        sync(store)
-                except GcError:
-                    pass  # recorded for `gc sync --status`; the next write or hook retries
-        finally:
-            os.close(fd)
-
-
-if __name__ == "__main__":
-    from beads import arrivals
-
-    for spec in sys.argv[2:]:
-        arrivals.register(spec)
-    run(Path(sys.argv[1]))

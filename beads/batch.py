@@ -23,7 +23,33 @@ from beads.times import now_stamp
 from beads.view import git_blob_sha
 
 if TYPE_CHECKING:
-    from beads.store import Store
+    from typing import Protocol
+
+    from beads.git import GitRepo
+    from beads.index import Index
+    from beads.view import View
+
+    class Store(Protocol):
+        """What a batch needs of its store (`beads.store.Store`, which makes the batch: so
+        this module never imports it)."""
+
+        agent: str
+        git: GitRepo
+        index: Index
+        view: View
+        _written: tuple[bytes, bytes] | None
+
+        @property
+        def prefix(self) -> str:
+            """The store's id prefix."""
+
+        @property
+        def max_body(self) -> int:
+            """The largest body a bead may have, in bytes."""
+
+        def _resolve(self, ref: str, pending: dict[str, Bead] | None = None) -> str:
+            """The full id `ref` (a full id or a unique prefix) names."""
+
 
 # Past this many loose objects a writer has them packed (by the background repack).
 PACK_LOOSE_AT = 1500

@@ -11,12 +11,12 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from beads import files
+from beads.branch import BRANCH, branch_problem
 from beads.errors import GcError
 from beads.git import repair
 from beads.git.refs import GC_LOCK_MTIME, lock_age
 from beads.initstore import remove_dead_builds
 from beads.problems import Problem, Report, remove_file, shown_path
-from beads.reader import BRANCH, branch_problem
 from beads.store import Store
 from beads.view import git_blob_sha
 

@@ -14,9 +14,9 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from beads import files
+from beads.branch import is_sha
 from beads.errors import InvalidInput, NotFound
 from beads.problems import Problem, Report
-from beads.reader import is_sha
 from beads.remote import only_in
 from beads.treegate import BadEntry, find_bad
 

@@ -15,67 +15,21 @@ import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
-from beads import events
+from beads import eventlog
 from beads.dbfile import DAMAGED, READ_ONLY, error_code, file_id, open_read_only, rollback
 from beads.errors import InvalidInput, StorageError
+from beads.indexrows import SCHEMA, bead_row
 from beads.query import select
-from beads.record import FIELD_ORDER, Bead
+from beads.record import Bead
 
 TYPE_CHECKING = False  # the hooks never import typing (tests/test_hooks.py)
 if TYPE_CHECKING:
     from typing import Any
 
     from beads.query import Query
-    from beads.rebuild import Rebuild
 
 SCHEMA_VERSION = "9"  # 9: the event ids moved to the event log (`beads.events`)
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS beads(
-    id TEXT PRIMARY KEY, path TEXT NOT NULL UNIQUE, blob TEXT NOT NULL,
-    type TEXT NOT NULL, status TEXT NOT NULL, assignee TEXT, sender TEXT NOT NULL,
-    thread TEXT, parent TEXT, priority INTEGER NOT NULL,
-    created_at TEXT NOT NULL, updated_at TEXT NOT NULL, data TEXT NOT NULL);
-CREATE INDEX IF NOT EXISTS beads_assignee ON beads(assignee, status, created_at);
-CREATE INDEX IF NOT EXISTS beads_type ON beads(type, status, created_at);
--- An agent's beads of one type and status by priority: inboxes. Three equality columns, so
--- the planner prefers it to the type index (a type holds many more beads than an agent).
-CREATE INDEX IF NOT EXISTS beads_inbox ON beads(assignee, type, status, priority, created_at);
--- The same narrowed by a `read` meta flag (unread mail): the query spells the JSON path as
--- this literal, so the planner can use the index instead of reading every row's JSON.
-CREATE INDEX IF NOT EXISTS beads_unread ON beads(
-    assignee, type, status, json_extract(data, '$.meta."read"'), priority, created_at);
-CREATE INDEX IF NOT EXISTS beads_sender ON beads(sender, created_at);
-CREATE INDEX IF NOT EXISTS beads_thread ON beads(thread, created_at);
-CREATE INDEX IF NOT EXISTS beads_parent ON beads(parent, created_at);
-CREATE INDEX IF NOT EXISTS beads_created ON beads(created_at);
-CREATE INDEX IF NOT EXISTS beads_updated ON beads(updated_at);
-CREATE TABLE IF NOT EXISTS labels(label TEXT NOT NULL, id TEXT NOT NULL,
-    PRIMARY KEY(label, id)) WITHOUT ROWID;
--- Writers delete a bead's labels by id: without this, each write scans every label.
-CREATE INDEX IF NOT EXISTS labels_id ON labels(id);
-CREATE TABLE IF NOT EXISTS invalid(path TEXT PRIMARY KEY, error TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS agents(name TEXT PRIMARY KEY) WITHOUT ROWID;
--- Per applied commit, the commit it was applied from and the bead types changed in between
--- (space-separated): a follower skips commits that change no type it derives from without
--- reading git (inbox.follow). The last LINKS_KEPT only, by rowid.
-CREATE TABLE IF NOT EXISTS links(id TEXT PRIMARY KEY, parent TEXT NOT NULL, types TEXT NOT NULL);
--- Full-text search (`Query.text`) of the words each bead's row holds, by the row's rowid. The
--- table keeps its own copy of the text: a row changed behind the index's back (a tampered
--- file) cannot leave it unable to forget what it indexed, as an external-content table would.
--- `apply` keeps it in step with `beads` (nothing VACUUMs this file, which could renumber the
--- rowids), and a rebuild fills it afresh. No semicolons in these comments: the schema is
--- split on them.
-CREATE VIEW IF NOT EXISTS beads_text(rowid, title, body, labels, agents) AS SELECT rowid,
-    json_extract(data, '$.title'), json_extract(data, '$.body'),
-    (SELECT group_concat(value, ' ') FROM json_each(data, '$.labels')),
-    sender || ' ' || coalesce(assignee, '') || ' '
-        || coalesce((SELECT group_concat(value, ' ') FROM json_each(data, '$.cc')), '')
-    FROM beads;
-CREATE VIRTUAL TABLE IF NOT EXISTS beads_fts USING fts5(title, body, labels, agents,
-    tokenize='unicode61 remove_diacritics 2');
-"""
 # The text of these beads' rows into the full-text table, or out of it. REPLACE: a row
 # deleted behind the index's back leaves its words under a rowid sqlite may hand out again.
 _FTS_ADD = (
@@ -226,10 +180,12 @@ class Index:
         when first asked for (outside a transaction), so reads of beads never open it."""
         if not self._log:
             try:
-                mark = int(self._meta(events.MARK_KEY) or 0)
+                mark = int(self._meta(eventlog.MARK_KEY) or 0)
             except (sqlite3.Error, ValueError):
                 mark = 0
-            events.attach(self.db, events.log_path(self.path), read_only=self.read_only, mark=mark)
+            eventlog.attach(
+                self.db, eventlog.log_path(self.path), read_only=self.read_only, mark=mark
+            )
             self._log = True
         return self.db
 
@@ -413,7 +369,7 @@ class Index:
         # One statement per table for the whole commit (a batch may hold thousands of
         # beads); the last upsert of an id wins, as it did row by row.
         latest = {bead.id: (bead, path, blob) for bead, path, blob in upserts}.values()
-        events.number(db, [bead for bead, _, _ in latest])  # first: see `events.number`
+        eventlog.number(db, [bead for bead, _, _ in latest])  # first: see `eventlog.number`
         db.execute("BEGIN IMMEDIATE")
         try:
             if reset:
@@ -434,7 +390,7 @@ class Index:
             db.executemany("DELETE FROM labels WHERE id = ?", [(b.id,) for b, _, _ in latest])
             db.executemany(
                 "INSERT OR REPLACE INTO beads VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                [_row(bead, path, blob) for bead, path, blob in latest],
+                [bead_row(bead, path, blob) for bead, path, blob in latest],
             )
             db.executemany(
                 "INSERT INTO labels VALUES (?, ?)",
@@ -443,7 +399,7 @@ class Index:
             if latest:
                 db.execute(_FTS_ADD, (json.dumps([bead.id for bead, _, _ in latest]),))
             if latest:
-                events.keep_mark(db)
+                eventlog.keep_mark(db)
             named: set[str] = set()
             for bead, _, _ in latest:
                 named.update([bead.sender, *bead.cc])
@@ -471,19 +427,6 @@ class Index:
             rollback(db)
             raise
 
-    def rebuild(self, head: bytes) -> Rebuild:
-        """Refill the index from scratch as one transaction: `with index.rebuild(head) as r:`
-        then `r.add(...)` each bead file (streamed: nothing of the whole store is held), and
-        `r.invalid(...)`, `r.config(...)`; on a clean exit the index records `head`.
-
-        Faster than `apply(reset=True)` at any size: the secondary indexes are made once
-        after the rows are in (one sort each instead of a b-tree insert per row), the page
-        cache is larger for the duration, and the full-text rows are made by a thread of their
-        own while the next files are parsed (`beads.rebuild`)."""
-        from beads.rebuild import Rebuild  # only a rebuild needs it
-
-        return Rebuild(self, head)
-
     def _reset(self) -> None:
         # Derived data of another schema (or none): start empty; the store rebuilds it from git.
         db = self.db
@@ -496,7 +439,7 @@ class Index:
                 for table in ("meta", "beads", "labels", "invalid", "agents", "links", "events",
                               "beads_fts"):  # fmt: skip
                     db.execute(f"DROP TABLE IF EXISTS {table}")
-                for statement in _SCHEMA.split(";"):
+                for statement in SCHEMA.split(";"):
                     if statement.strip():
                         db.execute(statement)
                 self._set_meta("schema", SCHEMA_VERSION)
@@ -516,36 +459,6 @@ class Index:
 
     def _set_meta(self, key: str, value: str) -> None:
         self.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
-
-
-def _row(bead: Bead, path: str, blob: str, read: Any = None) -> tuple[Any, ...]:
-    """The `beads` table's row of one bead file; `read` as `Rebuild.add` takes it."""
-    # A canonical file's mapping has every field in order and no null where `Bead.from_dict`
-    # puts an empty list, mapping or text: it is `to_dict()` already, not made again here.
-    if not (
-        type(read) is dict
-        and tuple(read) == FIELD_ORDER
-        and read["body"] is not None
-        and read["cc"] is not None
-        and read["labels"] is not None
-        and read["meta"] is not None
-    ):
-        read = bead.to_dict()
-    return (
-        bead.id,
-        path,
-        blob,
-        bead.type,
-        bead.status,
-        bead.assignee,
-        bead.sender,
-        bead.thread,
-        bead.parent,
-        bead.priority,
-        bead.created_at,
-        bead.updated_at,
-        json.dumps(read, separators=(",", ":")),
-    )
 
 
 def _bead(data: str) -> Bead:

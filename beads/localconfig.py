@@ -15,9 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from beads.config import CONFIG_PATH, parse_config
 from beads.errors import GcError, InvalidInput, NotFound
-from beads.reader import BRANCH
 from beads.record import shown
 
 REMOTE_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -295,20 +293,6 @@ def set_local(git_dir: Path, key: str, value: Any) -> Any:
         text = ",".join(checked)
     config.set_value(git_dir, section, name.encode(), text.encode())
     return checked
-
-
-def adopt(git_dir: Path) -> bool:
-    """Give a plain git clone of a store (bare, its branch main holding `config.yaml`) the
-    marker and settings of a store; False, untouched, for any other repository."""
-    from beads.git import config
-    from beads.location import MARKER_SECTION
-
-    def is_store(read_path: Callable[[str], bytes | None]) -> bool:
-        raw = read_path(CONFIG_PATH)
-        settings = parse_config(raw)[0] if raw is not None else None
-        return isinstance(settings, dict) and "format" in settings
-
-    return config.adopt(git_dir, branch=BRANCH.encode(), marker=MARKER_SECTION, check=is_store)
 
 
 def machine_name(local: dict[str, str]) -> str:

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from beads.branch import BRANCH, branch_head, branch_problem, is_sha, require_head
 from beads.config import check_config
-from beads.errors import StorageError
-from beads.git.refs import BRANCH, is_sha, read_ref
 from beads.index import Index
 from beads.record import Bead
 
@@ -69,34 +68,3 @@ class IndexReader:
         from beads.trust import in_force
 
         return in_force(self.root, check_config(self.index.config() or {"format": 1}))
-
-
-def branch_head(root: Path) -> bytes | None:
-    """The commit id (hex) of the store's branch, read from the ref files; None when the ref
-    is missing or holds no commit id (`branch_problem` says which)."""
-    sha = read_ref(root / ".git")
-    return sha if sha is not None and is_sha(sha) else None
-
-
-def require_head(root: Path) -> bytes:
-    """The branch's commit id, or a StorageError naming `gc doctor` when the ref is lost.
-
-    A store always has its branch (`Store.init` makes the first commit before the store
-    exists), so a missing ref is damage: never a reason to start a new history."""
-    head = branch_head(root)
-    if head is None:
-        raise StorageError(
-            f"the store's branch {branch_problem(root)}; nothing was changed. "
-            "Run 'gc doctor' to restore it from the last good commit"
-        )
-    return head
-
-
-def branch_problem(root: Path) -> str:
-    """What is wrong with the branch ref, for a message (when `branch_head` is None)."""
-    sha = read_ref(root / ".git")
-    if sha is None:
-        return f"{BRANCH} is missing"
-    if not sha:
-        return f"{BRANCH} is empty"
-    return f"{BRANCH} holds no commit id ({sha[:60]!r})"

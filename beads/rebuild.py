@@ -1,4 +1,4 @@
-"""Refilling the index from scratch (`Index.rebuild`): one transaction, streamed.
+"""Refilling the index from scratch (`Rebuild`): one transaction, streamed.
 
 The caller (`beads.reconcile.rebuild_index`) parses the bead files one by one; the rows go
 to sqlite a chunk at a time, and each chunk's full-text rows (tokenizing: the largest part of
@@ -12,9 +12,9 @@ import json
 import queue
 import threading
 
-from beads import events
+from beads import eventlog
 from beads.dbfile import rollback
-from beads.index import _SCHEMA, _row
+from beads.indexrows import SCHEMA, bead_row
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 # The secondary indexes of the schema, `(name, statement)`: a rebuild drops and remakes them.
 _INDEXES = [
     (statement.split("INDEX IF NOT EXISTS", 1)[1].split()[0], statement)
-    for statement in _SCHEMA.split(";")
+    for statement in SCHEMA.split(";")
     if "CREATE INDEX" in statement
 ]
 REBUILD_CHUNK = 2000  # rows per executemany: bounded memory, few calls
@@ -42,7 +42,14 @@ _LAST_ROWID = "SELECT coalesce(max(rowid), 0) FROM beads"
 
 
 class Rebuild:
-    """One rebuild of the index in progress (see `Index.rebuild`)."""
+    """One rebuild of the index in progress: `with Rebuild(index, head) as r:` then `r.add(...)`
+    each bead file (streamed: nothing of the whole store is held), and `r.invalid(...)`,
+    `r.config(...)`; on a clean exit the index records `head`.
+
+    Faster than `Index.apply(reset=True)` at any size: the secondary indexes are made once
+    after the rows are in (one sort each instead of a b-tree insert per row), the page cache
+    is larger for the duration, and the full-text rows are made by a thread of their own
+    while the next files are parsed."""
 
     def __init__(self, index: Index, head: bytes) -> None:
         self.index = index
@@ -108,7 +115,7 @@ class Rebuild:
                 db.execute(statement)
             # Beads the log does not hold (they arrived while no index took them in) are
             # numbered above every id handed out; the others keep theirs.
-            events.number_all(db)
+            eventlog.number_all(db)
             db.executemany("INSERT OR IGNORE INTO agents VALUES (?)", [(n,) for n in self._named])
             db.executemany("INSERT OR REPLACE INTO invalid VALUES (?, ?)", self._invalid)
             db.execute("DELETE FROM meta WHERE key = 'head'")
@@ -138,7 +145,7 @@ class Rebuild:
         # In key order: the few distinct labels make long ascending runs, where sqlite's
         # b-tree inserts stay on the pages it has in its cache.
         labels = sorted((label, row[0].id) for row in rows for label in row[0].labels)
-        values = [_row(*row) for row in rows]
+        values = [bead_row(*row) for row in rows]
         with self._lock:
             first = db.execute(_LAST_ROWID).fetchone()[0]
             db.executemany("INSERT OR REPLACE INTO beads VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",

@@ -87,7 +87,9 @@ def _rebuild_from(
     head: bytes,
     tell: Callable[[int], None],
 ) -> int:
-    with index.rebuild(head) as rebuilt:
+    from beads.rebuild import Rebuild  # only a rebuild needs it
+
+    with Rebuild(index, head) as rebuilt:
         for number, (path, sha, content) in enumerate(files, 1):
             if number % PROGRESS_EVERY == 0:
                 tell(number)

@@ -17,11 +17,11 @@ import contextlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from beads.branch import BRANCH, is_sha
 from beads.config import CONFIG_PATH, parse_config
 from beads.deadline import deadline, is_timeout, timed_out
 from beads.errors import GcError, InvalidInput, NotFound, StorageError
 from beads.localconfig import DEFAULT_MAX_FETCH_BYTES, DEFAULT_TIMEOUT, local_settings
-from beads.reader import BRANCH, is_sha
 from beads.record import DEFAULT_MAX_BODY_BYTES, shown
 
 if TYPE_CHECKING:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from beads import files
 from beads.autosync import after_write
 from beads.batch import Batch
+from beads.branch import branch_head, require_head
 from beads.config import (
     CONFIG_PATH,
     FORMAT,
@@ -33,7 +34,6 @@ from beads.index import Index
 from beads.initstore import create_store
 from beads.location import find_store
 from beads.query import Query
-from beads.reader import branch_head, require_head
 from beads.reconcile import catch_up_index, catch_up_view, rebuild_view
 from beads.record import Bead, acting_agent
 from beads.view import View

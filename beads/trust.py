@@ -194,7 +194,7 @@ def follow_team(root: str | os.PathLike[str]) -> bool:
     """`trust.follow_team` of this machine (the store's git config): take every change."""
     from pathlib import Path
 
-    from beads.autosync import read_local
+    from beads.git.config import read_values as read_local
 
     value = read_local(Path(root) / ".git").get(FOLLOW_TEAM, "")
     return value.strip().lower() in ("true", "yes", "on", "1")

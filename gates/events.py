@@ -29,7 +29,7 @@ TYPE_CHECKING = False  # the hooks never import typing (tests/test_hooks.py)
 if TYPE_CHECKING:
     from typing import Any
 
-    from gates.hooks import HookContext
+    from gates.hookbase import HookContext
 
 DEFAULT_STALE_AFTER = 30 * 60.0
 

@@ -21,7 +21,7 @@ TYPE_CHECKING = False  # the hooks never import typing (tests/test_hooks.py)
 if TYPE_CHECKING:
     import sqlite3
 
-    from gates.hooks import HookContext
+    from gates.hookbase import HookContext
     from inbox.delivery import Delivery
 
 DEFAULT_MAX_STOP_BLOCKS = 3

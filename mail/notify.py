@@ -20,8 +20,8 @@ from inbox.follow import Change, record
 from inbox.items import Item
 from inbox.producers import ProducerSet
 from mail.beadmail import MESSAGE, SETTLED_WHEN, bead_message, is_unread
+from mail.line import message_line
 from mail.message import Message
-from mail.render import message_line
 
 
 def mail_item(recipient: str, message: Message, *, in_store: bool) -> Item:

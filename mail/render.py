@@ -1,8 +1,8 @@
 """Mail as text for an agent's context: one line per message, and `<system-reminder>` blocks.
 
-The line (`message_line`) is the content of a "you have mail" inbox item (`mail.notify`), so
-the hooks, which cannot import `mail`, show exactly what this module wrote; `render` is the
-inbox's rendering of those items (`inbox.render`, with mail's own section, `mail.section`:
+The line (`mail.line.message_line`) is the content of a "you have mail" inbox item
+(`mail.notify`), so the hooks, which cannot import `mail`, show exactly what it wrote;
+`render` is the inbox's rendering of those items (`inbox.render`, with mail's own section, `mail.section`:
 at most 3 messages, 240-character previews, every field stripped of `<system-reminder>` tags).
 `inject` is the block of `gc mail check --inject` in Gas City's layout (header, a blank line,
 the messages, a blank line, the footer), with the same lines, as many as
@@ -15,16 +15,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from beads.errors import InvalidInput
-from inbox.render import MAX_CONTEXT_CHARS, PREVIEW_CHARS, preview, strip_tags
+from inbox.render import MAX_CONTEXT_CHARS, strip_tags
+from mail.line import message_line
 from mail.message import Message
-
-
-def message_line(message: Message) -> str:
-    """One line: id, sender, subject and a body preview (the block caps it again)."""
-    sender = preview(message.shown_sender(), 128, "...")
-    subject = preview(message.subject, PREVIEW_CHARS, "... [subject truncated]")
-    label = f" [{subject}]" if subject else ""
-    return f"{message.id} from {sender}{label}: {preview(message.body) or '(empty)'}"
 
 
 def render(recipient: str, messages: Sequence[Message]) -> str:

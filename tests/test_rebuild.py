@@ -234,7 +234,7 @@ def test_a_file_in_another_layout_is_indexed_as_its_bead(store: Store) -> None:
     import json
 
     from beads.codec import load_bead
-    from beads.index import _row
+    from beads.indexrows import bead_row
 
     text = (b"type: task\nid: gc-bbbbbbbb\ntitle: t\nfrom: mayor\ncc: null\nlabels:\n- x\n"
             b"created_at: '2026-01-01T00:00:00.000000Z'\n"
@@ -247,7 +247,7 @@ def test_a_file_in_another_layout_is_indexed_as_its_bead(store: Store) -> None:
     rebuilt(store)
     (data,) = store.index.db.execute("SELECT data FROM beads WHERE path = ?", (path,)).fetchone()
     bead = load_bead(text)
-    assert data == _row(bead, path, "")[-1] == json.dumps(bead.to_dict(), separators=(",", ":"))
+    assert data == bead_row(bead, path, "")[-1] == json.dumps(bead.to_dict(), separators=(",", ":"))
     assert json.loads(data)["cc"] == []
 
 
