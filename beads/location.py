@@ -85,8 +85,8 @@ def adopt_clone(git_dir: str | Path) -> bool:
     from pathlib import Path
 
     from beads.branch import BRANCH  # lazy: only a repository without our marker gets here
-    from beads.config import CONFIG_PATH, parse_config
     from beads.git import config
+    from beads.settings.config import CONFIG_PATH, parse_config
 
     def is_store(read_path: Callable[[str], bytes | None]) -> bool:
         raw = read_path(CONFIG_PATH)

@@ -15,10 +15,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from beads import files
-from beads.autosync import after_write
 from beads.batch import Batch
 from beads.branch import branch_head, require_head
-from beads.config import (
+from beads.errors import Conflict, InvalidInput, NotFound, StorageError
+from beads.faults import fault
+from beads.git.objects import DamagedObject
+from beads.index.index import Index
+from beads.index.query import Query
+from beads.initstore import create_store
+from beads.location import find_store
+from beads.records.ids import ID_RE, check_id_prefix
+from beads.records.record import Bead, acting_agent
+from beads.refresh import catch_up_index, catch_up_view, rebuild_view
+from beads.settings.config import (
     CONFIG_PATH,
     FORMAT,
     check_config,
@@ -26,17 +35,8 @@ from beads.config import (
     parse_config,
     view_policy,
 )
-from beads.errors import Conflict, InvalidInput, NotFound, StorageError
-from beads.faults import fault
-from beads.git.objects import DamagedObject
-from beads.ids import ID_RE, check_id_prefix
-from beads.index import Index
-from beads.initstore import create_store
-from beads.location import find_store
-from beads.query import Query
-from beads.reconcile import catch_up_index, catch_up_view, rebuild_view
-from beads.record import Bead, acting_agent
-from beads.view import View
+from beads.sync.auto import after_write
+from beads.view.view import View
 
 if TYPE_CHECKING:
     import filelock
@@ -115,7 +115,7 @@ class Store:
         """
         root, created = create_store(path, prefix=prefix, agent=agent, config=config)
         if created:  # the settings it was made with are this machine's own: the first run
-            from beads.trust import first_run
+            from beads.settings.trust import first_run
 
             first_run(root, check_config(config if config is not None else default_config()))
         return cls(root, agent=agent), created
@@ -131,7 +131,7 @@ class Store:
         load dulwich (the branch head comes from the ref file)."""
         if self._git is None:
             from beads.git import GitRepo
-            from beads.localconfig import committer
+            from beads.settings.localconfig import committer
 
             stale = self.config["store"]["stale_lock_seconds"]
             self._git = GitRepo(self.root / ".git", stale_lock_seconds=stale, committer=committer)
@@ -147,9 +147,9 @@ class Store:
     def config(self) -> dict[str, Any]:
         """The settings in force on this machine: `config.yaml` at the index's commit, with
         the guarded settings this machine has not approved kept at their approved values
-        (`beads.trust.in_force`; re-read when the commit or the approvals move)."""
-        from beads import approvals
-        from beads.trust import in_force
+        (`beads.settings.trust.in_force`; re-read when the commit or the approvals move)."""
+        from beads.settings import approvals
+        from beads.settings.trust import in_force
 
         head = self.index.head()
         stamp = approvals.stamp(self.root)
@@ -199,7 +199,7 @@ class Store:
     def list(self, **filters: Any) -> list[Bead]:
         """Beads matching every given filter (None = any), from the index, in order.
 
-        Takes the fields of a `beads.query.Query` (type, status, assignee, sender, label,
+        Takes the fields of a `beads.index.query.Query` (type, status, assignee, sender, label,
         thread, parent, since, until, meta, order, descending, limit), which checks them:
         `store.list(assignee="dog", meta={"read": False}, order="priority")`.
         """
@@ -260,15 +260,16 @@ class Store:
             batch.commit_id = batch.commit()
         if batch.commit_id is not None:
             if batch.config is not None:  # config.yaml written here: a person's change is
-                from beads.trust import approve_written  # approved, an agent's waits
+                from beads.settings.trust import approve_written  # approved, an agent's waits
 
                 approve_written(self.root, before, batch.config)
             after_write(self.root)  # `sync.auto`: push in the background
 
     def set_setting(self, key: str, value: Any) -> dict[str, Any]:
         """Set one dotted key of `config.yaml` (`agents.mayor.nudge`) in one commit, checked
-        as `beads.config.with_setting` says; `beads.config.UNSET` removes the key."""
-        from beads.config import UNSET, with_setting
+        as `beads.settings.config.with_setting` says; `beads.settings.config.UNSET` removes the
+        key."""
+        from beads.settings.config import UNSET, with_setting
 
         with self.batch(f"config: {'unset' if value is UNSET else 'set'} {key}") as batch:
             # From what git holds, never from the index's copy (derived data).
@@ -276,7 +277,7 @@ class Store:
             held = parse_config(raw)[0] if raw is not None else None
             changed = batch.set_config(with_setting(
                 held if held is not None else self.committed_config, key, value))  # fmt: skip
-        from beads.trust import approve_setting
+        from beads.settings.trust import approve_setting
 
         approve_setting(self.root, key, changed)  # a person's change; an agent's waits
         return changed

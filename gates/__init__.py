@@ -31,7 +31,7 @@ def register_producers() -> None:
     every sync of this process announce its arrivals to the agents here, as it did."""
     import warnings
 
-    from beads import arrivals
+    from beads.sync import arrivals
 
     warnings.warn(
         "gates.register_producers() is deprecated: Delivery(root) uses the installed "
@@ -44,7 +44,7 @@ def register_producers() -> None:
 
 def announce_arrivals(root: Path) -> None:
     """What a sync brought into the store at `root`, told to the agents here (the announcer
-    the deprecated `register_producers` registers with `beads.arrivals`)."""
+    the deprecated `register_producers` registers with `beads.sync.arrivals`)."""
     from inbox.arrivals import announce
 
     announce(root)

@@ -78,7 +78,7 @@ def user_prompt_submit(ctx: HookContext) -> dict[str, Any] | None:
     if drained.items and "stale-context" not in disabled:
         after = (ctx.config.get("gates") or {}).get("stale_context_after", DEFAULT_STALE_AFTER)
         if not isinstance(after, int | float):
-            from beads.times import parse_duration
+            from beads.records.times import parse_duration
 
             after = parse_duration(str(after))
         oldest = min(item.created_at for item in drained.items)

@@ -65,7 +65,9 @@ def main(
         cwd = payload.get("cwd")
         root = store_dir(beads_dir, cwd if isinstance(cwd, str) and cwd else None)
         if root:
-            from beads.trust import in_force  # guarded settings: what this machine approved
+            from beads.settings.trust import (
+                in_force,  # guarded settings: what this machine approved
+            )
 
             config = in_force(root, read_config(root))
         else:

@@ -29,11 +29,11 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from beads.autosync import fetch_if_due
 from beads.errors import InvalidInput
 from beads.faults import fault
 from beads.location import find_store
-from beads.record import acting_agent
+from beads.records.record import acting_agent
+from beads.sync.auto import fetch_if_due
 from gates.hookbase import HookContext, log_failure
 from gates.pretool import MAX_INPUT_BYTES
 from inbox.delivery import Delivery
@@ -179,7 +179,7 @@ def _trust_notice(ctx: HookContext) -> str | None:
     """At SessionStart: the line telling the person that synced settings wait for them."""
     if ctx.event != "SessionStart":
         return None
-    from beads.trust import notices
+    from beads.settings.trust import notices
 
     try:
         return " ".join(notices(ctx.config)) or None
@@ -222,8 +222,8 @@ def resolve_due_gates(delivery: Delivery) -> None:
     """What `gc gate check` does that a hook may: resolve due timer gates and answer decisions
     whose gate timed out with their default (`gates.decisions.check_due`, without `gh` or
     escalations). Found through the index first: no dulwich unless something is due."""
-    from beads.query import Query
-    from beads.times import now_stamp
+    from beads.index.query import Query
+    from beads.records.times import now_stamp
 
     now = now_stamp()
     index = delivery.reader.index
@@ -246,8 +246,8 @@ def resolve_due_gates(delivery: Delivery) -> None:
 
 def _reconcile_exec_mail(ctx: HookContext) -> None:
     """With an exec mail provider, ask its `check` and push "you have mail" items."""
-    from beads.config import mail_provider_spec
-    from beads.trust import provider_waits
+    from beads.settings.config import mail_provider_spec
+    from beads.settings.trust import provider_waits
 
     if provider_waits(ctx.delivery.store_config()):
         return  # neither provider is asked until a person approves the change

@@ -212,7 +212,7 @@ def unjudged(root: str | None) -> str:
         return "ask"
     from pathlib import Path
 
-    from beads.autosync import read_local
+    from beads.sync.auto import read_local
 
     value = read_local(Path(root) / ".git").get("gates.destructive.unjudged", "ask")
     return "deny" if value.strip().lower() == "deny" else "ask"

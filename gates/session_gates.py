@@ -127,7 +127,7 @@ def register(
 
 def unregister(store: Store, gate_id: str) -> None:
     """Remove a registered session gate (NotFound when there is none of that id)."""
-    from beads.config import UNSET
+    from beads.settings.config import UNSET
 
     try:
         store.set_setting(f"gates.session.{check_gate_id(gate_id)}", UNSET)
@@ -306,8 +306,8 @@ def bead_update_status(gate: SessionGate, delivery: Delivery, session: str) -> G
 def stale_beads(delivery: Delivery, session: str) -> list[str]:
     """The open work beads of the session's agent not updated since the session started
     (none for a session the hooks never registered)."""
-    from beads.query import Query
-    from beads.times import stamp_at
+    from beads.index.query import Query
+    from beads.records.times import stamp_at
 
     known = delivery.session(session)
     if known is None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import namedtuple
 from collections.abc import Callable
 
-from beads.query import Query
+from beads.index.query import Query
 from gates import session_gates
 
 TYPE_CHECKING = False  # the hooks never import typing (tests/test_hooks.py)

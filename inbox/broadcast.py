@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import time
 
-from beads.agents import rig_members, rig_of
 from beads.errors import InvalidInput
-from beads.record import acting_agent
+from beads.records.agents import rig_members, rig_of
+from beads.records.record import acting_agent
 from inbox.items import (
     GROUPS,
     ITEM_COLUMNS,

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from beads.agents import canonical_agent, rig_of, spellings
 from beads.errors import InvalidInput
-from beads.times import parse_duration
+from beads.records.agents import canonical_agent, rig_of, spellings
+from beads.records.times import parse_duration
 
 TYPE_CHECKING = False  # the hooks never import typing (tests/test_hooks.py)
 if TYPE_CHECKING:
@@ -88,7 +88,7 @@ class DeliveryConfig:
         return value
 
     def agent_of(self, name: str) -> str:
-        """The full name of agent `name` (`beads.agents`: `mayor` of rig `gastown` is
+        """The full name of agent `name` (`beads.records.agents`: `mayor` of rig `gastown` is
         `gastown/mayor`): every name delivery stores or looks up goes through it."""
         return canonical_agent(name, self.store_config())
 

@@ -32,9 +32,9 @@ from pathlib import Path
 
 from beads import files
 from beads.errors import StorageError
+from beads.index.reader import IndexReader, branch_head
 from beads.location import find_store
-from beads.reader import IndexReader, branch_head
-from beads.record import check_agent
+from beads.records.record import check_agent
 from inbox.broadcast import Broadcasts
 from inbox.config import DeliveryConfig
 from inbox.database import MIGRATIONS, SCHEMA, SCHEMA_VERSION, connect, transaction
@@ -404,7 +404,7 @@ class Delivery:
         return self.settings.context_cap()
 
     def agent_of(self, name: str) -> str:
-        """The full name of agent `name` (`beads.agents`)."""
+        """The full name of agent `name` (`beads.records.agents`)."""
         return self.settings.agent_of(name)
 
     def spellings(self, name: str) -> tuple[str, ...]:

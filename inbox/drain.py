@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from pathlib import Path
 
-    from beads.reader import IndexReader
+    from beads.index.reader import IndexReader
     from inbox.broadcast import Broadcasts
     from inbox.config import DeliveryConfig
     from inbox.items import ItemTable

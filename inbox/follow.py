@@ -30,9 +30,9 @@ from pathlib import Path
 
 from beads.errors import GcError, InvalidInput
 from beads.faults import fault
-from beads.index import Index
-from beads.reader import branch_head
-from beads.record import Bead
+from beads.index.index import Index
+from beads.index.reader import branch_head
+from beads.records.record import Bead
 from inbox.producers import Change, ProducerSet
 
 TYPE_CHECKING = False  # the hooks never import typing (tests/test_hooks.py)
@@ -177,10 +177,10 @@ class Follower:
         return types is not None and not types.intersection(producers.derived_types())
 
     def _catch_up(self, producers: ProducerSet, mark: bytes) -> int:
-        from beads.codec import load_bead
         from beads.git import GitRepo
-        from beads.ids import parse_bead_path
-        from beads.reader import IndexReader
+        from beads.index.reader import IndexReader
+        from beads.records.codec import load_bead
+        from beads.records.ids import parse_bead_path
 
         # The index brought to the branch (opening the store only if it is behind), and git
         # for the tree diff: the store itself, with its lock and view, is not needed.
@@ -235,7 +235,7 @@ class Follower:
         logged."""
         if not items:
             return
-        from beads.localconfig import machine_id
+        from beads.settings.localconfig import machine_id
         from inbox.origin import foreign_origins
         from inbox.origin import mark as mark_origin
 

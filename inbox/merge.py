@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from beads.errors import InvalidInput
-from beads.record import acting_agent
+from beads.records.record import acting_agent
 from inbox.items import PRODUCER_TYPES, Item, insert_row, refuse_producer_type
 from inbox.queue import SessionQueue, check_session
 
@@ -103,7 +103,9 @@ class Queues:
                     problems.append(f"queue item set aside: {exc}")
             if asked:
                 derived, refused = self.rederive(list(asked))
-                for item in derived:  # the session's agent, by its full name (beads/agents.py)
+                for (
+                    item
+                ) in derived:  # the session's agent, by its full name (beads/records/agents.py)
                     item.agent = agent
                 items += derived
                 for refusal in refused:

@@ -46,7 +46,7 @@ def preview(text: str, limit: int = PREVIEW_CHARS, marker: str = " ... [preview 
     return line if len(line) <= limit else line[:limit].rstrip() + marker
 
 
-HUMAN = "human"  # the acting agent of a person at this machine's terminal (beads/record.py)
+HUMAN = "human"  # the acting agent of a person at this machine's terminal (beads/records/record.py)
 
 
 def seen_as(name: str) -> str:

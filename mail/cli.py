@@ -18,7 +18,7 @@ from beads.cli.common import (
     table,
 )
 from beads.errors import InvalidInput, NotFound
-from beads.record import acting_agent
+from beads.records.record import acting_agent
 from mail import api
 from mail.message import Message, MessageNotFound, ProviderError
 from mail.provider import Provider

@@ -6,7 +6,7 @@ import itertools
 from collections.abc import Sequence
 from dataclasses import replace
 
-from beads.times import now_stamp
+from beads.records.times import now_stamp
 from mail.message import AlreadyArchived, Message, MessageNotFound
 from mail.provider import PRIORITY, Provider
 

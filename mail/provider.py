@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from beads.errors import GcError, InvalidInput
-from beads.record import shown
+from beads.records.record import shown
 from mail.message import AlreadyArchived, Message, PartialChange
 
 DEFAULT_MAX_BODY = 1024 * 1024

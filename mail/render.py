@@ -2,7 +2,8 @@
 
 The line (`mail.line.message_line`) is the content of a "you have mail" inbox item
 (`mail.notify`), so the hooks, which cannot import `mail`, show exactly what it wrote;
-`render` is the inbox's rendering of those items (`inbox.render`, with mail's own section, `mail.section`:
+`render` is the inbox's rendering of those items (`inbox.render`, with mail's own section,
+`mail.section`:
 at most 3 messages, 240-character previews, every field stripped of `<system-reminder>` tags).
 `inject` is the block of `gc mail check --inject` in Gas City's layout (header, a blank line,
 the messages, a blank line, the footer), with the same lines, as many as

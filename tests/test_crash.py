@@ -14,7 +14,7 @@ import pytest
 from beads import doctor
 from beads.faults import CATCH_UP_POINTS, INIT_POINTS, PACK_POINTS, POINTS, REF_POINTS
 from beads.git.refs import LOCK_WAIT
-from beads.gitrepair import TEMP_STALE_SECONDS
+from beads.health.gitrepair import TEMP_STALE_SECONDS
 from beads.store import Store
 from tests.conftest import GcRunner, git
 
@@ -205,8 +205,8 @@ def test_a_kill_inside_init_leaves_nothing_the_next_init_trips_on(gc: GcRunner, 
 def commit_elsewhere(store: Store, titles: list[str], tmp_path: Path) -> None:
     """Commit beads the way a push into the store would: git moves, the index and the view
     stay behind for the next command to catch up."""
-    from beads.codec import dump_bead
-    from beads.ids import bead_path
+    from beads.records.codec import dump_bead
+    from beads.records.ids import bead_path
 
     with Store.init(tmp_path / "elsewhere")[0] as other:
         made = [other.create("task", title) for title in titles]

@@ -175,7 +175,7 @@ def test_queued_items_merge_with_the_database_and_dedup(delivery: Delivery, stor
 
 def test_rig_and_all_recipients(example_store: Store) -> None:
     with Delivery(example_store.root) as delivery:
-        # Agents of a rig go by their full name (beads/agents.py).
+        # Agents of a rig go by their full name (beads/records/agents.py).
         assert delivery.recipients(rig="town") == ["town/mayor", "town/dog"]
         assert {"town/mayor", "town/dog", "human"} <= set(delivery.recipients("all"))
         with pytest.raises(NotFound, match="no rig"):

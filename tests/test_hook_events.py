@@ -388,7 +388,7 @@ def test_pre_tool_use_loads_only_its_own_path(
         "from gc_beads.entry import main\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
         "heavy = ('click', 'dulwich', 'ruamel', 'mail', 'inbox', 'dataclasses', 'subprocess',\n"
-        f"         'gates.hooks', 'gates.events', 'gates.session_gates', 'beads.record',\n"
+        f"         'gates.hooks', 'gates.events', 'gates.session_gates', 'beads.records.record',\n"
         f"         'tree_sitter'{light})\n"
         "print(json.dumps(sorted(m for m in sys.modules\n"
         "                        if m in heavy or m.split('.')[0] in heavy)))"

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from beads.reader import branch_head
+from beads.index.reader import branch_head
 from beads.store import Store
 from inbox import Delivery
 from tests.conftest import GcRunner, gc_program

@@ -245,7 +245,7 @@ class GitRepo(BranchRef):
             self.tree_of(new_commit),
         ):
             # Only files: a gitlink or a symbolic link (in a history from before the gate for
-            # incoming trees, `beads.treegate`) is no file of the store's.
+            # incoming trees, `beads.sync.treegate`) is no file of the store's.
             old = change.old if change.old is not None and _is_file(change.old.mode) else None
             new = change.new if change.new is not None and _is_file(change.new.mode) else None
             if old is None and new is None:
