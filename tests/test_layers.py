@@ -20,9 +20,9 @@ def _setting_names() -> set[str]:
     prefixes (`gates.destructive`): a setting's name, which may read like a module's
     (`mail.provider`), is not one."""
     import gc_beads.settings  # noqa: F401 - every layer's settings
-    from beads.localconfig import LOCAL_KEYS
-    from beads.settings import SETTINGS
-    from beads.trust import GUARDED
+    from beads.settings.localconfig import LOCAL_KEYS
+    from beads.settings.registry import SETTINGS
+    from beads.settings.trust import GUARDED
 
     names = set()
     for key in [*SETTINGS, *LOCAL_KEYS, *GUARDED]:
@@ -264,3 +264,43 @@ def test_the_cycle_check_sees_imports_inside_functions_type_checking_and_strings
     assert find_cycle(graph) == ["pkg.a", "pkg.b", "pkg.c", "pkg.a"]
     del graph["pkg.c"]["pkg.a"]
     assert find_cycle(graph) is None
+
+
+# The old paths of moved modules that docs and users import: each still imports, and warns.
+OLD_PATHS = {
+    "beads.config": "beads.settings.config",
+    "beads.record": "beads.records.record",
+    "beads.codec": "beads.records.codec",
+    "beads.ids": "beads.records.ids",
+    "beads.query": "beads.index.query",
+}
+
+
+def test_an_old_module_path_imports_the_moved_module_with_a_deprecation_warning() -> None:
+    import subprocess
+    import sys
+
+    for old, new in OLD_PATHS.items():
+        code = (
+            "import importlib, warnings\n"
+            "with warnings.catch_warnings(record=True) as seen:\n"
+            "    warnings.simplefilter('always')\n"
+            f"    old = importlib.import_module({old!r})\n"
+            f"assert old is importlib.import_module({new!r}), old\n"
+            "assert [w.category.__name__ for w in seen] == ['DeprecationWarning'], seen\n"
+            f"assert {new!r} in str(seen[0].message)\n"
+        )
+        result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+        assert result.returncode == 0, f"{old}: {result.stderr}"
+
+
+def test_no_module_of_the_project_imports_an_old_path() -> None:
+    modules = _modules()
+    found = [
+        f"{name} imports {target}"
+        for name, path in modules.items()
+        if name not in OLD_PATHS
+        for target in import_edges(name, path, modules)
+        if target in OLD_PATHS
+    ]
+    assert found == []
