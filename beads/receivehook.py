@@ -64,7 +64,7 @@ def _runs(text: str) -> bool:
         python = words[words.index("exec") + 1]
     except (ValueError, IndexError):
         return False
-    return os.access(python, os.X_OK) and (Path(home) / "beads" / "treegate.py").is_file()
+    return os.access(python, os.X_OK) and (Path(home) / "beads" / "receivehook.py").is_file()
 
 
 def main() -> int:
