@@ -2,7 +2,7 @@
 
 Both are derived data: each records the commit it reflects, and a store brings each forward
 from the tree diff between that commit and the branch's (or rebuilds it from the branch's
-tree when its commit is unknown). `Store.sync` calls these under the write lock.
+tree when its commit is unknown). `Store.refresh` calls these under the write lock.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from beads.view.view import View
 
 
-def catch_up_index(git: GitRepo, index: Index, old: bytes | None, new: bytes) -> None:
+def refresh_index(git: GitRepo, index: Index, old: bytes | None, new: bytes) -> None:
     """Index the files that changed from commit `old` to `new`, in one transaction (from an
     empty index, when `old` is None: `rebuild_index`)."""
     if old is None:
@@ -188,14 +188,14 @@ def terminal_progress() -> Callable[[int], None]:
     return tell
 
 
-def catch_up_view(git: GitRepo, view: View, old: bytes, new: bytes) -> None:
+def refresh_view(git: GitRepo, view: View, old: bytes, new: bytes) -> None:
     """Write and remove the view's files that changed from commit `old` to `new`."""
     for change in git.changes(old, new):
         if change.new_sha is None:
             view.remove(change.path)
         else:
             view.write(change.path, git.read(change.new_sha))
-        fault("mid-view-catch-up")
+        fault("mid-view-refresh")
     view.mark_applied(new)
 
 

@@ -26,7 +26,7 @@ from beads.initstore import create_store
 from beads.location import find_store
 from beads.records.ids import ID_RE, check_id_prefix
 from beads.records.record import Bead, acting_agent
-from beads.refresh import catch_up_index, catch_up_view, rebuild_view
+from beads.refresh import rebuild_view, refresh_index, refresh_view
 from beads.settings.config import (
     CONFIG_PATH,
     FORMAT,
@@ -79,7 +79,7 @@ class Store:
         if head is not None and (self.index.head() != head or self.view.applied() != head):
             try:
                 with self.locked():
-                    self.sync()
+                    self.refresh()
             except StorageError as exc:
                 # A lost branch or a damaged object: opened all the same, for `gc doctor`.
                 if self.git.commit_of(head) is not None and not isinstance(exc, DamagedObject):
@@ -179,7 +179,7 @@ class Store:
 
     def resolve(self, ref: str) -> str:
         """The full id for an id or an unambiguous prefix of one."""
-        self._ensure_fresh()
+        self._refresh_if_moved()
         return self._resolve(ref)
 
     def get(self, ref: str) -> Bead:
@@ -193,7 +193,7 @@ class Store:
     def get_many(self, bead_ids: Iterable[str]) -> dict[str, Bead]:
         """The beads with these exact ids (not prefixes), by id, in one index query; ids of no
         bead are left out."""
-        self._ensure_fresh()
+        self._refresh_if_moved()
         return self.index.get_many(bead_ids)
 
     def list(self, **filters: Any) -> list[Bead]:
@@ -211,13 +211,13 @@ class Store:
 
     def known_agents(self) -> list[str]:
         """Agents listed in config.yaml or named in any bead, sorted."""
-        self._ensure_fresh()
+        self._refresh_if_moved()
         return sorted(set(self.config.get("agents") or {}) | set(self.index.agents()))
 
     def _resolved(self, query: Query) -> Query:
         """`query` against a fresh index, its thread and parent id prefixes made whole ids
         (a whole id filters as given: a thread may be gone or elsewhere)."""
-        self._ensure_fresh()
+        self._refresh_if_moved()
         refs = {}
         for field in ("thread", "parent"):
             ref = getattr(query, field)
@@ -237,7 +237,7 @@ class Store:
         `start` instead of the branch's head (a page after the first)."""
         path = None
         if ref is not None:
-            self._ensure_fresh()
+            self._refresh_if_moved()
             location = self.index.location(self._resolve(ref))
             assert location is not None
             path = location[0]
@@ -253,7 +253,7 @@ class Store:
         The write lock is held for the whole block; nothing is written if it raises.
         """
         with self.locked():
-            self.sync()
+            self.refresh()
             before = self.committed_config
             batch = Batch(self, message)
             yield batch
@@ -331,7 +331,7 @@ class Store:
         finally:
             lock.release()
 
-    def sync(self, *, rebuild_index: bool = False) -> None:
+    def refresh(self, *, rebuild_index: bool = False) -> None:
         """Bring the index and the view up to HEAD (call with the lock held).
 
         A lost or garbled branch ref is a StorageError naming `gc doctor`: the index and the
@@ -340,27 +340,37 @@ class Store:
         index_head = None if rebuild_index else self.index.head()
         if index_head != head:
             known = index_head is not None and self.git.has_object(index_head)
-            catch_up_index(self.git, self.index, index_head if known else None, head)
-            fault("caught-up-index")
+            refresh_index(self.git, self.index, index_head if known else None, head)
+            fault("refreshed-index")
         self.view.configure(*view_policy(self.config))  # a changed store.view: rebuilt below
         view_head = self.view.applied()
         if view_head != head:
             if view_head is not None and self.git.has_object(view_head):
-                catch_up_view(self.git, self.view, view_head, head)
+                refresh_view(self.git, self.view, view_head, head)
             else:
                 rebuild_view(self.git, self.view, head)
+
+    def sync(self, *, rebuild_index: bool = False) -> None:
+        """Deprecated name of `refresh` (kept for one release): "sync" is the exchange with
+        a remote (`beads.sync`)."""
+        import warnings  # lazy: only the old name needs it
+
+        warnings.warn(
+            "Store.sync is deprecated: use Store.refresh", DeprecationWarning, stacklevel=2
+        )
+        self.refresh(rebuild_index=rebuild_index)
 
     def _rebuild_index(self) -> None:
         # The index found its file damaged mid-query: a new file, filled from git.
         with self.locked():
             self.index.drop_file()
-            self.sync()
+            self.refresh()
 
-    def _ensure_fresh(self) -> None:
+    def _refresh_if_moved(self) -> None:
         head = branch_head(self.root)
         if head is None or self.index.head() != head:
             with self.locked():
-                self.sync()
+                self.refresh()
 
     def _resolve(self, ref: str, pending: dict[str, Bead] | None = None) -> str:
         text = check_id_prefix(ref)

@@ -8,7 +8,7 @@
   `create_decision`, `respond`, `wait_or_default`, and `check_due` (timed-out decisions
   answered with their default, then the gates checked: `gc gate check` and every hook);
 - `gates.hooks`: `gc hook run`, Claude Code's hook protocol (`run_hook`), with the Stop chain
-  in `gates.stop`, the UserPromptSubmit and PreCompact chains in `gates.events`, and
+  in `gates.stop`, the UserPromptSubmit and PreCompact chains in `gates.promptchains`, and
   PreToolUse in `gates.pretool` (its `destructive-op` analysis in `gates.destructive`).
 
 The command-line groups (`gc gate`, `gc decision`, `gc hook`) are thin over these, in

@@ -5,7 +5,7 @@ Claude Code runs the hook with the event's JSON on stdin (`session_id`, `hook_ev
 
 - SessionStart and UserPromptSubmit drain the session's items into
   `{"hookSpecificOutput": {"hookEventName": ..., "additionalContext": ...}}`; UserPromptSubmit
-  and PreCompact run their gates (`gates.events`); PreCompact marks nothing delivered (Claude
+  and PreCompact run their gates (`gates.promptchains`); PreCompact marks nothing delivered (Claude
   Code shows no context from it); SessionEnd ends the session;
 - PreToolUse is judged by `gates.pretool` (which `gc hook run` reaches first, skipping this
   module's imports and side jobs);
@@ -155,14 +155,14 @@ def _dispatch(ctx: HookContext) -> dict[str, Any] | None:
     else:
         d.hook_seen(ctx.session, ctx.agent, ctx.event, state="busy")
     if ctx.event == "PreCompact":
-        from gates.events import pre_compact
+        from gates.promptchains import pre_compact
 
         return pre_compact(ctx)
     if ctx.event not in ("SessionStart", "UserPromptSubmit"):
         return None
     _side_job(ctx, lambda: _reconcile_exec_mail(ctx))
     if ctx.event == "UserPromptSubmit":
-        from gates.events import user_prompt_submit
+        from gates.promptchains import user_prompt_submit
 
         return user_prompt_submit(ctx)
     text = ctx.drain().text

@@ -13,7 +13,7 @@ A gate is satisfied by its marker (`.runtime/gates/<session>/<gate>`, made by
 The built-ins of the other events judge the event itself, not the session, and live with
 their event: `destructive-op` and `sandbox-boundary` (PreToolUse) in `gates.pretool`,
 `context-injection`, `stale-context` (UserPromptSubmit), `state-checkpoint` and `dirty-work`
-(PreCompact) in `gates.events`.
+(PreCompact) in `gates.promptchains`.
 
 Each built-in has one evaluation, given what it needs (the delivery database knows the
 session's agent, start and directory); `gate_statuses` runs them for `gc gate status` and the
@@ -47,7 +47,8 @@ MODES = ("strict", "soft")
 HOOKS = ("Stop", "UserPromptSubmit", "PreCompact", "PreToolUse")
 CHECK_TIMEOUT = 10.0
 BUILTIN = ("decision", "commit-push", "bead-update")
-# The built-ins of the other events (gates.pretool, gates.events): ids no registered gate takes.
+# The built-ins of the other events (gates.pretool, gates.promptchains): ids no registered
+# gate takes.
 EVENT_BUILTIN = {
     "destructive-op": "PreToolUse",
     "sandbox-boundary": "PreToolUse",

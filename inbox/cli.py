@@ -172,7 +172,7 @@ def list_items(show_all: bool, delivered: bool, limit: int | None) -> None:
     )  # fmt: skip
     delivery = open_delivery()
     who = delivery.agent_of(me())
-    delivery.follow()
+    delivery.refresh()
     delivery.settle_moot(who)
     items = delivery.items(who, states)[:limit]
     emit({"agent": who, "items": [item_json(i) for i in items]}, lambda: _table(items, who))

@@ -138,7 +138,7 @@ class Follower:
         made = derive(changes, producers, self.log)
         return self.record(made, advance=(parent, commit))
 
-    def follow(self) -> int:
+    def refresh(self) -> int:
         """Derive the items of the commits past the watermark; returns how many were new.
 
         Cheap when the watermark is at the branch (the ref file and one row), or when the
@@ -158,7 +158,7 @@ class Follower:
             # type with a deriver (a task created, a config set) since: nothing was missed.
             self.record([], advance=(mark, head))
             return 0
-        return self._catch_up(producers, mark)
+        return self._refresh_from(producers, mark)
 
     def _derives_nothing(self, producers: ProducerSet, mark: bytes, head: bytes) -> bool:
         """True when the index's links show that no commit from `mark` to `head` changed a
@@ -176,7 +176,7 @@ class Follower:
             return False
         return types is not None and not types.intersection(producers.derived_types())
 
-    def _catch_up(self, producers: ProducerSet, mark: bytes) -> int:
+    def _refresh_from(self, producers: ProducerSet, mark: bytes) -> int:
         from beads.git import GitRepo
         from beads.index.reader import IndexReader
         from beads.records.codec import load_bead
@@ -216,7 +216,7 @@ class Follower:
                     changes.append(Change(new, load_old=load_old if change.old_sha else None))
                 items = derive(changes, producers, self.log)
                 self._mark_foreign(git, head, mark, items, paths)
-                fault("follow-derived")
+                fault("refresh-derived")
                 made = self.record(items, advance=(mark, head))
             finally:
                 git.close()

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     import sqlite3
     from typing import Any
 
-    from inbox.config import DeliveryConfig
+    from inbox.deliveryconfig import DeliveryConfig
     from inbox.names import AgentNames
 
 TYPES = ("decision", "alert", "event", "agent", "mail", "gate", "system")

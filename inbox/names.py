@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     import contextlib
     import sqlite3
 
-    from inbox.config import DeliveryConfig
+    from inbox.deliveryconfig import DeliveryConfig
     from inbox.sessions import Sessions
 
 

@@ -26,7 +26,7 @@ from inbox.render import preview
 from inbox.sessions import Sessions
 
 if TYPE_CHECKING:
-    from inbox.config import DeliveryConfig
+    from inbox.deliveryconfig import DeliveryConfig
     from inbox.items import Item
     from inbox.names import AgentNames
     from inbox.sessions import Session

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
-from inbox.config import MAX_CONTEXT_CHARS
+from inbox.deliveryconfig import MAX_CONTEXT_CHARS
 
 TYPE_CHECKING = False  # the hooks never import typing (tests/test_hooks.py)
 if TYPE_CHECKING:

@@ -1,5 +1,5 @@
 """One message as one line: the content of a "you have mail" inbox item (`mail.notify`) and
-of each entry of `gc mail check --inject` (`mail.render`)."""
+of each entry of `gc mail check --inject` (`mail.reminder`)."""
 
 from __future__ import annotations
 

@@ -382,7 +382,7 @@ class AgentStore:
     def _items_agent(self) -> str:
         delivery = self.delivery
         who = delivery.agent_of(self.agent)
-        delivery.follow()  # items of commits no hook has derived yet
+        delivery.refresh()  # items of commits no hook has derived yet
         delivery.settle_moot(who)
         return who
 

@@ -65,7 +65,7 @@ def varied_store(root: Path) -> Store:
 def rebuilt(store: Store) -> None:
     with store.locked():
         store.index.drop_file()
-        store.sync()
+        store.refresh()
 
 
 def test_a_rebuild_equals_the_index_built_commit_by_commit(tmp_path: Path) -> None:
@@ -151,7 +151,7 @@ def test_a_rebuild_that_fails_midway_leaves_no_half_index(
     )  # rows already flushed are rolled back
     with store.locked(), pytest.raises(KeyboardInterrupt):
         store.index.drop_file()
-        store.sync()
+        store.refresh()
     assert store.index.head() is None and store.index.count() == 0
     monkeypatch.setattr(reconcile, "_read_bead", real)
     store.close()
@@ -215,7 +215,7 @@ def test_a_rebuild_holds_one_chunk_of_beads_at_a_time(
 
         store.index.db = Watch()  # type: ignore[assignment]
         try:
-            store.sync()
+            store.refresh()
         finally:
             store.index.db = db
     assert max(sizes) == 4 and sum(sizes) == 30

@@ -453,3 +453,11 @@ def test_a_registered_section_is_a_new_stores_default_and_its_settings_are_check
         SETTINGS.clear()
         SETTINGS.update(saved[1])
         FREE_FORM[:] = saved[2]
+
+
+def test_store_sync_still_refreshes_the_index_and_warns_it_is_now_refresh(store: Store) -> None:
+    bead = store.create("task", "Made before the index was lost")
+    store.index.drop_file()
+    with store.locked(), pytest.warns(DeprecationWarning, match="use Store.refresh"):
+        store.sync()
+    assert store.index.get(bead.id) == bead

@@ -83,7 +83,7 @@ def doctor(
         rebuild = rebuild_index and (head is None or not store.index.just_rebuilt(head))
         if rebuild:
             store.index.drop_file()  # from a fresh file: the old one may be damaged anywhere
-        store.sync(rebuild_index=rebuild)
+        store.refresh(rebuild_index=rebuild)
         if rebuild_index:
             report.fixed.append(f"index rebuilt from git ({store.index.count()} beads)")
         scan = early if early is not None and early.still_valid(store) else None

@@ -103,7 +103,7 @@ def reset_to(store: Store, target: str) -> dict[str, Any]:
         if sha != head:
             message = f"doctor: reset to {sha.decode()[:12]}, leaving {len(leaving)} commits"
             git.swap_head(head, sha, message, store.agent)
-            store.sync()
+            store.refresh()
         _write_mark(store, sha, [])
     return {
         "from": head.decode(),

@@ -33,7 +33,7 @@ class IndexReader:
 
             store = Store(root)
             try:
-                store._ensure_fresh()  # raises for a branch that names no commit
+                store._refresh_if_moved()  # raises for a branch that names no commit
             finally:
                 store.close()
 

@@ -133,7 +133,7 @@ def _integrate(store: Store, theirs: bytes | None, result: SyncResult) -> None:
 
     git = store.git
     with store.locked():
-        store.sync()
+        store.refresh()
         ours = git.head()
         assert ours is not None
         if theirs is None or theirs == ours or not only_in(git, theirs, ours):
@@ -155,7 +155,7 @@ def _integrate(store: Store, theirs: bytes | None, result: SyncResult) -> None:
             git.swap_head(ours, commit.id, f"commit (merge): {message}", store.agent)
             result.action = "merge"
             result.conflicts = merged.conflicts
-        store.sync()
+        store.refresh()
 
 
 def merge_base(git: GitRepo, ours: bytes, theirs: bytes) -> bytes | None:

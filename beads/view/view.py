@@ -86,7 +86,7 @@ class View:
     def configure(self, mode: str, days: int) -> None:
         """Follow `store.view` and `store.view_days` (`beads.settings.config.view_policy`); a view
         made
-        under another setting is rebuilt by the next `Store.sync`."""
+        under another setting is rebuilt by the next `Store.refresh`."""
         self.mode, self.days = mode, days
         self.cutoff = stamp_at(time.time() - days * 86400) if mode == "recent" else ""
 
@@ -117,7 +117,7 @@ class View:
         """Remove the files of beads that aged out of a `recent` view: closed, last changed
         before the cutoff and after the previous prune's (the index says which, so the cost
         is in what aged out, not in the store's size). Call with the write lock held and the
-        index up to date (`Store.sync`); returns how many files were removed."""
+        index up to date (`Store.refresh`); returns how many files were removed."""
         if self.mode != "recent":
             return 0
         mark = (self._read(self.pruned_file) or b"").decode("ascii", "replace")

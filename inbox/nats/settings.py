@@ -12,7 +12,7 @@ from beads.records.agents import canonical_agent, spellings
 from beads.records.times import parse_duration
 from beads.settings.localconfig import local_settings, machine_id, machine_name
 from beads.sync.auto import read_local
-from inbox.config import NATS_DEFAULTS, nats_setting
+from inbox.deliveryconfig import NATS_DEFAULTS, nats_setting
 
 STREAM = "INBOX_EVENTS"
 # A settled item's key is kept at least max_age + dedup_window (Delivery.keep_keys): a
