@@ -14,9 +14,9 @@ from beads.lazy import lazy_attributes
 TYPE_CHECKING = False  # the hooks never import typing (tests/test_hooks.py)
 if TYPE_CHECKING:
     from beads.batch import Batch
-    from beads.checkup import Problem, doctor
-    from beads.query import Query
-    from beads.record import Bead
+    from beads.health.checkup import Problem, doctor
+    from beads.index.query import Query
+    from beads.records.record import Bead
     from beads.store import Store
 
 __all__ = [
@@ -35,12 +35,12 @@ __all__ = [
 ]
 
 _LAZY = {
-    "Bead": "beads.record",
+    "Bead": "beads.records.record",
     "Store": "beads.store",
     "Batch": "beads.batch",
-    "doctor": "beads.checkup",
-    "Problem": "beads.checkup",
-    "Query": "beads.query",
+    "doctor": "beads.health.checkup",
+    "Problem": "beads.health.checkup",
+    "Query": "beads.index.query",
 }
 
 

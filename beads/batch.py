@@ -14,16 +14,42 @@ import stat
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from beads.config import CONFIG_PATH, check_config
 from beads.errors import GcError, InvalidInput, NotFound, StorageError
 from beads.faults import fault
-from beads.ids import ID_RE, bead_path, check_id, check_id_prefix, new_id, parse_bead_path
-from beads.record import Bead, check_meta_key, shorten
-from beads.times import now_stamp
-from beads.view import git_blob_sha
+from beads.records.ids import ID_RE, bead_path, check_id, check_id_prefix, new_id, parse_bead_path
+from beads.records.record import Bead, check_meta_key, shorten
+from beads.records.times import now_stamp
+from beads.settings.config import CONFIG_PATH, check_config
+from beads.view.view import git_blob_sha
 
 if TYPE_CHECKING:
-    from beads.store import Store
+    from typing import Protocol
+
+    from beads.git import GitRepo
+    from beads.index.index import Index
+    from beads.view.view import View
+
+    class Store(Protocol):
+        """What a batch needs of its store (`beads.store.Store`, which makes the batch: so
+        this module never imports it)."""
+
+        agent: str
+        git: GitRepo
+        index: Index
+        view: View
+        _written: tuple[bytes, bytes] | None
+
+        @property
+        def prefix(self) -> str:
+            """The store's id prefix."""
+
+        @property
+        def max_body(self) -> int:
+            """The largest body a bead may have, in bytes."""
+
+        def _resolve(self, ref: str, pending: dict[str, Bead] | None = None) -> str:
+            """The full id `ref` (a full id or a unique prefix) names."""
+
 
 # Past this many loose objects a writer has them packed (by the background repack).
 PACK_LOOSE_AT = 1500
@@ -94,7 +120,7 @@ class Batch:
         file hashes to the blob on its path in `base`'s tree (a few tree reads, shared by the
         batch), else the bead is read from its blob and the row repaired.
         """
-        from beads.codec import dump_bead
+        from beads.records.codec import dump_bead
 
         ids = list(dict.fromkeys(bead_ids))
         wanted = [i for i in ids if i not in self._read]
@@ -113,7 +139,7 @@ class Batch:
 
     def _read_blobs(self, bead_ids: list[str], rows: dict[str, Bead]) -> None:
         """Read these beads from git (their rows did not match it) and repair their rows."""
-        from beads.codec import load_bead
+        from beads.records.codec import load_bead
 
         upserts: list[tuple[Bead, str, str]] = []
         invalid: dict[str, str | None] = {}
@@ -317,8 +343,11 @@ class Batch:
         """Write the batch as one commit; returns its id (None when there was nothing to do)."""
         if not self.changed and self.config is None:
             return None
-        from beads.codec import dump_bead, dump_data  # lazy: reads never load the YAML emitter
         from beads.git.repo import PACK_OBJECTS_AT
+        from beads.records.codec import (  # lazy: reads never load the YAML emitter
+            dump_bead,
+            dump_data,
+        )
 
         store = self.store
         files: dict[str, bytes | None] = {}

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from beads.codec import load_bead, load_data
-from beads.config import CONFIG_PATH, check_config
 from beads.errors import StorageError
+from beads.records.codec import load_bead, load_data
+from beads.settings.config import CONFIG_PATH, check_config
 from beads.store import Store
 
 

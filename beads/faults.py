@@ -21,9 +21,9 @@ REPACK_POINTS = ("repack-mid", "repack-before-idx", "repack-written", "repack-mi
 # `Store.init`: the repository half built under its temporary name; renamed into place but
 # not yet excluded from the surrounding project's git.
 INIT_POINTS = ("mid-init", "init-renamed")
-# Catching up with commits made elsewhere: the index brought forward, the view not yet; the
-# view halfway (`Store.sync`); notifications derived, not yet recorded (`inbox/follow.py`).
-CATCH_UP_POINTS = ("caught-up-index", "mid-view-catch-up", "follow-derived")
+# Refreshing after commits made elsewhere: the index brought forward, the view not yet; the
+# view halfway (`Store.refresh`); notifications derived, not yet recorded (`inbox/follow.py`).
+REFRESH_POINTS = ("refreshed-index", "mid-view-refresh", "refresh-derived")
 # A fetch storing what it received as loose objects: half of them written.
 FETCH_POINTS = ("fetch-half-stored",)
 _ARMED = os.environ.get("GC_FAULT_POINT")

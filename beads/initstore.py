@@ -10,10 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from beads import files
-from beads.config import CONFIG_PATH, check_config, default_config
 from beads.errors import InvalidInput
 from beads.faults import fault
-from beads.ids import check_prefix
 from beads.location import (
     INIT_PREFIX,
     MARKER_SECTION,
@@ -23,7 +21,9 @@ from beads.location import (
     store_dir_for,
 )
 from beads.receivehook import install as install_hook
-from beads.record import acting_agent
+from beads.records.ids import check_prefix
+from beads.records.record import acting_agent
+from beads.settings.config import CONFIG_PATH, check_config, default_config
 
 
 def create_store(
@@ -36,9 +36,9 @@ def create_store(
     """Make the store under `path` unless there is one; returns `(its root, created)`.
 
     `Store.init` opens it; see there for the arguments."""
-    from beads.codec import dump_data  # lazy, with git: most commands never make a store
     from beads.git import init_bare
-    from beads.localconfig import committer
+    from beads.records.codec import dump_data  # lazy, with git: most commands never make a store
+    from beads.settings.localconfig import committer
 
     root = store_dir_for(Path(path).expanduser().absolute())
     if is_store(root):

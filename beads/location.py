@@ -17,6 +17,7 @@ from beads.errors import InvalidInput, NotFound
 
 TYPE_CHECKING = False  # the PreToolUse hook avoids pathlib: paths here are os.path's
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from pathlib import Path
     from typing import TypeVar
 
@@ -83,9 +84,18 @@ def adopt_clone(git_dir: str | Path) -> bool:
     repository whose branch main holds a `config.yaml` gets our marker and settings."""
     from pathlib import Path
 
-    from beads.localconfig import adopt  # lazy: only a repository without our marker gets here
+    from beads.branch import BRANCH  # lazy: only a repository without our marker gets here
+    from beads.git import config
+    from beads.settings.config import CONFIG_PATH, parse_config
 
-    return adopt(Path(git_dir))
+    def is_store(read_path: Callable[[str], bytes | None]) -> bool:
+        raw = read_path(CONFIG_PATH)
+        settings = parse_config(raw)[0] if raw is not None else None
+        return isinstance(settings, dict) and "format" in settings
+
+    return config.adopt(
+        Path(git_dir), branch=BRANCH.encode(), marker=MARKER_SECTION, check=is_store
+    )
 
 
 def is_store(beads_dir: str | Path) -> bool:

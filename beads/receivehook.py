@@ -1,4 +1,4 @@
-"""The `pre-receive` hook: the gate for incoming trees (`beads.treegate`) for a plain
+"""The `pre-receive` hook: the gate for incoming trees (`beads.sync.treegate`) for a plain
 `git push` into the store's own repository.
 
 `gc init`, `gc clone` and `gc doctor` write `.beads/.git/hooks/pre-receive`, a two-line
@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 HOOK = "pre-receive"
+# The mark of gc's hook, as every hook written so far carries it (so it names the old path).
 MARK = "# gc-beads: the gate for incoming trees (beads/treegate.py)"
 _ZERO = b"0" * 40
 _TYPES = {b"commit": 1, b"tree": 2, b"blob": 3, b"tag": 4}
@@ -63,13 +64,13 @@ def _runs(text: str) -> bool:
         python = words[words.index("exec") + 1]
     except (ValueError, IndexError):
         return False
-    return os.access(python, os.X_OK) and (Path(home) / "beads" / "treegate.py").is_file()
+    return os.access(python, os.X_OK) and (Path(home) / "beads" / "receivehook.py").is_file()
 
 
 def main() -> int:
     """Check each pushed ref's new commits; 1 (git refuses the push) when any is refused."""
     from beads.git.program import CatFile, new_commits
-    from beads.treegate import RefusedHistory, check_commits
+    from beads.sync.treegate import RefusedHistory, check_commits
 
     reader = CatFile()
     refused = 0

@@ -15,9 +15,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from beads import files
-from beads.autosync import after_write
 from beads.batch import Batch
-from beads.config import (
+from beads.branch import branch_head, require_head
+from beads.errors import Conflict, InvalidInput, NotFound, StorageError
+from beads.faults import fault
+from beads.git.objects import DamagedObject
+from beads.index.index import Index
+from beads.index.query import Query
+from beads.initstore import create_store
+from beads.location import find_store
+from beads.records.ids import ID_RE, check_id_prefix
+from beads.records.record import Bead, acting_agent
+from beads.refresh import rebuild_view, refresh_index, refresh_view
+from beads.settings.config import (
     CONFIG_PATH,
     FORMAT,
     check_config,
@@ -25,18 +35,8 @@ from beads.config import (
     parse_config,
     view_policy,
 )
-from beads.errors import Conflict, InvalidInput, NotFound, StorageError
-from beads.faults import fault
-from beads.git.objects import DamagedObject
-from beads.ids import ID_RE, check_id_prefix
-from beads.index import Index
-from beads.initstore import create_store
-from beads.location import find_store
-from beads.query import Query
-from beads.reader import branch_head, require_head
-from beads.reconcile import catch_up_index, catch_up_view, rebuild_view
-from beads.record import Bead, acting_agent
-from beads.view import View
+from beads.sync.auto import after_write
+from beads.view.view import View
 from beads.writelock import WriteLock
 
 if TYPE_CHECKING:
@@ -77,7 +77,7 @@ class Store:
         if head is not None and (self.index.head() != head or self.view.applied() != head):
             try:
                 with self.locked():
-                    self.sync()
+                    self.refresh()
             except StorageError as exc:
                 # A lost branch or a damaged object: opened all the same, for `gc doctor`.
                 if self.git.commit_of(head) is not None and not isinstance(exc, DamagedObject):
@@ -113,7 +113,7 @@ class Store:
         """
         root, created = create_store(path, prefix=prefix, agent=agent, config=config)
         if created:  # the settings it was made with are this machine's own: the first run
-            from beads.trust import first_run
+            from beads.settings.trust import first_run
 
             first_run(root, check_config(config if config is not None else default_config()))
         return cls(root, agent=agent), created
@@ -129,7 +129,7 @@ class Store:
         load dulwich (the branch head comes from the ref file)."""
         if self._git is None:
             from beads.git import GitRepo
-            from beads.localconfig import committer
+            from beads.settings.localconfig import committer
 
             stale = self.config["store"]["stale_lock_seconds"]
             self._git = GitRepo(self.root / ".git", stale_lock_seconds=stale, committer=committer)
@@ -145,9 +145,9 @@ class Store:
     def config(self) -> dict[str, Any]:
         """The settings in force on this machine: `config.yaml` at the index's commit, with
         the guarded settings this machine has not approved kept at their approved values
-        (`beads.trust.in_force`; re-read when the commit or the approvals move)."""
-        from beads import approvals
-        from beads.trust import in_force
+        (`beads.settings.trust.in_force`; re-read when the commit or the approvals move)."""
+        from beads.settings import approvals
+        from beads.settings.trust import in_force
 
         head = self.index.head()
         stamp = approvals.stamp(self.root)
@@ -177,7 +177,7 @@ class Store:
 
     def resolve(self, ref: str) -> str:
         """The full id for an id or an unambiguous prefix of one."""
-        self._ensure_fresh()
+        self._refresh_if_moved()
         return self._resolve(ref)
 
     def get(self, ref: str) -> Bead:
@@ -191,13 +191,13 @@ class Store:
     def get_many(self, bead_ids: Iterable[str]) -> dict[str, Bead]:
         """The beads with these exact ids (not prefixes), by id, in one index query; ids of no
         bead are left out."""
-        self._ensure_fresh()
+        self._refresh_if_moved()
         return self.index.get_many(bead_ids)
 
     def list(self, **filters: Any) -> list[Bead]:
         """Beads matching every given filter (None = any), from the index, in order.
 
-        Takes the fields of a `beads.query.Query` (type, status, assignee, sender, label,
+        Takes the fields of a `beads.index.query.Query` (type, status, assignee, sender, label,
         thread, parent, since, until, meta, order, descending, limit), which checks them:
         `store.list(assignee="dog", meta={"read": False}, order="priority")`.
         """
@@ -209,13 +209,13 @@ class Store:
 
     def known_agents(self) -> list[str]:
         """Agents listed in config.yaml or named in any bead, sorted."""
-        self._ensure_fresh()
+        self._refresh_if_moved()
         return sorted(set(self.config.get("agents") or {}) | set(self.index.agents()))
 
     def _resolved(self, query: Query) -> Query:
         """`query` against a fresh index, its thread and parent id prefixes made whole ids
         (a whole id filters as given: a thread may be gone or elsewhere)."""
-        self._ensure_fresh()
+        self._refresh_if_moved()
         refs = {}
         for field in ("thread", "parent"):
             ref = getattr(query, field)
@@ -235,7 +235,7 @@ class Store:
         `start` instead of the branch's head (a page after the first)."""
         path = None
         if ref is not None:
-            self._ensure_fresh()
+            self._refresh_if_moved()
             location = self.index.location(self._resolve(ref))
             assert location is not None
             path = location[0]
@@ -251,22 +251,23 @@ class Store:
         The write lock is held for the whole block; nothing is written if it raises.
         """
         with self.locked():
-            self.sync()
+            self.refresh()
             before = self.committed_config
             batch = Batch(self, message)
             yield batch
             batch.commit_id = batch.commit()
         if batch.commit_id is not None:
             if batch.config is not None:  # config.yaml written here: a person's change is
-                from beads.trust import approve_written  # approved, an agent's waits
+                from beads.settings.trust import approve_written  # approved, an agent's waits
 
                 approve_written(self.root, before, batch.config)
             after_write(self.root)  # `sync.auto`: push in the background
 
     def set_setting(self, key: str, value: Any) -> dict[str, Any]:
         """Set one dotted key of `config.yaml` (`agents.mayor.nudge`) in one commit, checked
-        as `beads.config.with_setting` says; `beads.config.UNSET` removes the key."""
-        from beads.config import UNSET, with_setting
+        as `beads.settings.config.with_setting` says; `beads.settings.config.UNSET` removes the
+        key."""
+        from beads.settings.config import UNSET, with_setting
 
         with self.batch(f"config: {'unset' if value is UNSET else 'set'} {key}") as batch:
             # From what git holds, never from the index's copy (derived data).
@@ -274,7 +275,7 @@ class Store:
             held = parse_config(raw)[0] if raw is not None else None
             changed = batch.set_config(with_setting(
                 held if held is not None else self.committed_config, key, value))  # fmt: skip
-        from beads.trust import approve_setting
+        from beads.settings.trust import approve_setting
 
         approve_setting(self.root, key, changed)  # a person's change; an agent's waits
         return changed
@@ -317,7 +318,7 @@ class Store:
         finally:
             lock.release()
 
-    def sync(self, *, rebuild_index: bool = False) -> None:
+    def refresh(self, *, rebuild_index: bool = False) -> None:
         """Bring the index and the view up to HEAD (call with the lock held).
 
         A lost or garbled branch ref is a StorageError naming `gc doctor`: the index and the
@@ -326,27 +327,37 @@ class Store:
         index_head = None if rebuild_index else self.index.head()
         if index_head != head:
             known = index_head is not None and self.git.has_object(index_head)
-            catch_up_index(self.git, self.index, index_head if known else None, head)
-            fault("caught-up-index")
+            refresh_index(self.git, self.index, index_head if known else None, head)
+            fault("refreshed-index")
         self.view.configure(*view_policy(self.config))  # a changed store.view: rebuilt below
         view_head = self.view.applied()
         if view_head != head:
             if view_head is not None and self.git.has_object(view_head):
-                catch_up_view(self.git, self.view, view_head, head)
+                refresh_view(self.git, self.view, view_head, head)
             else:
                 rebuild_view(self.git, self.view, head)
+
+    def sync(self, *, rebuild_index: bool = False) -> None:
+        """Deprecated name of `refresh` (kept for one release): "sync" is the exchange with
+        a remote (`beads.sync`)."""
+        import warnings  # lazy: only the old name needs it
+
+        warnings.warn(
+            "Store.sync is deprecated: use Store.refresh", DeprecationWarning, stacklevel=2
+        )
+        self.refresh(rebuild_index=rebuild_index)
 
     def _rebuild_index(self) -> None:
         # The index found its file damaged mid-query: a new file, filled from git.
         with self.locked():
             self.index.drop_file()
-            self.sync()
+            self.refresh()
 
-    def _ensure_fresh(self) -> None:
+    def _refresh_if_moved(self) -> None:
         head = branch_head(self.root)
         if head is None or self.index.head() != head:
             with self.locked():
-                self.sync()
+                self.refresh()
 
     def _resolve(self, ref: str, pending: dict[str, Bead] | None = None) -> str:
         text = check_id_prefix(ref)

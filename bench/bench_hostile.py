@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Hostile remotes against the gate for incoming trees (`beads/treegate.py`): the figure of
+"""Hostile remotes against the gate for incoming trees (`beads/sync/treegate.py`): the figure of
 the trust issue.
 
 Run from the project root (needs the `git` program):

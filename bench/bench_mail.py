@@ -31,11 +31,11 @@ from pathlib import Path
 
 import bench_store as b
 
-from beads.codec import dump_bead
-from beads.ids import bead_path, new_id
-from beads.record import Bead
+from beads.records.codec import dump_bead
+from beads.records.ids import bead_path, new_id
+from beads.records.record import Bead
+from beads.records.times import now_stamp
 from beads.store import Store
-from beads.times import now_stamp
 from mail.beadmail import BeadMail
 
 perf = time.perf_counter

@@ -37,7 +37,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from beads.localconfig import set_local
+from beads.settings.localconfig import set_local
 from beads.store import Store
 from inbox.delivery import Delivery
 from inbox.items import Item

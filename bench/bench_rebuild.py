@@ -36,11 +36,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from beads import yamlread
-from beads.codec import _yaml, dump_bead
-from beads.record import Bead
+from beads.records import yamlread
+from beads.records.codec import _yaml, dump_bead
+from beads.records.record import Bead
+from beads.records.times import stamp_at
 from beads.store import Store
-from beads.times import stamp_at
 
 LARGE = 100_000
 LARGE_QUICK = 10_000
@@ -121,11 +121,11 @@ for suffix in ("", "-wal", "-shm"):
 wall, cpu = time.perf_counter(), time.process_time()
 from beads.store import Store
 if sys.argv[2:] == ["slow"]:  # the baseline: ruamel parses, dulwich reads
-    import beads.yamlread, beads.reconcile
-    beads.yamlread.load = lambda text: None
+    import beads.records.yamlread, beads.refresh
+    beads.records.yamlread.load = lambda text: None
     def no_git(*args):
-        raise beads.reconcile.GitUnavailable("baseline")
-    beads.reconcile.git_file_contents = no_git
+        raise beads.refresh.GitUnavailable("baseline")
+    beads.refresh.git_file_contents = no_git
 store = Store.open(root)  # finds no index: rebuilds it from git
 beads = store.index.count()
 print(json.dumps({"seconds": time.perf_counter() - wall, "cpu": time.process_time() - cpu,
@@ -222,7 +222,7 @@ def view_usage(root: Path) -> tuple[int, int]:
 def measure_view_disk(n: int, store_path: str | Path | None = None) -> dict[str, Any]:
     """Disk per bead of a store of `n` aged beads (built unless `store_path` holds one) with
     `store.view` full, recent (the default window) and off; `git clone --bare` time too."""
-    from beads.checkup import doctor
+    from beads.health.checkup import doctor
 
     temp = None
     if store_path is None:

@@ -47,11 +47,11 @@ from pathlib import Path
 from typing import Any
 
 try:
-    from beads.codec import dump_bead, load_bead
-    from beads.ids import bead_path, new_id
-    from beads.record import Bead
+    from beads.records.codec import dump_bead, load_bead
+    from beads.records.ids import bead_path, new_id
+    from beads.records.record import Bead
+    from beads.records.times import now_stamp
     from beads.store import Store
-    from beads.times import now_stamp
 except Exception as exc:  # pragma: no cover - a broken install
     print(
         f"bench_store: cannot import the beads package ({type(exc).__name__}: {exc}); "

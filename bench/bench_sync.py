@@ -16,7 +16,7 @@ Figures (each prints its numbers, the target and PASS/FAIL):
   2. convergence with `sync.auto` on and `sync.interval` 2 s through `git daemon`: the time
      from a send on machine A to the message in machine B's inbox, median and p95 (goal:
      median under 2 intervals). B's hooks are simulated by calling what each hook calls
-     (`beads.autosync.fetch_if_due`) every 100 ms; A pushes after its write, in the
+     (`beads.sync.auto.fetch_if_due`) every 100 ms; A pushes after its write, in the
      background.
 
 Everything happens in a temporary directory that is removed at the end.
@@ -37,8 +37,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from beads.autosync import fetch_if_due
 from beads.store import Store
+from beads.sync.auto import fetch_if_due
 from gc_beads.producers import register_arrivals
 from mail.beadmail import BeadMail
 

@@ -36,9 +36,9 @@ import time
 import traceback
 from pathlib import Path
 
-from beads.record import Bead
+from beads.records.record import Bead
+from beads.records.times import now_stamp
 from beads.store import Store
-from beads.times import now_stamp
 from mail.threads import Threads
 
 perf = time.perf_counter

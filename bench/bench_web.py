@@ -181,7 +181,7 @@ def figure3(store: Store) -> None:
     """What the full-text table adds to a send: its two statements for a send's two copies
     (out with the old words, in with the new), in the index's transaction, against whole
     API sends in the same run."""
-    from beads.index import _FTS_ADD, _FTS_DROP
+    from beads.index.index import _FTS_ADD, _FTS_DROP
 
     mail = BeadMail(store)
     sends = []

@@ -5,8 +5,8 @@
                                  # (exit 2: cli.md was written under another click release)
 
 docs/cli.md is every command and subcommand of `gc` and `inbox` with its own click help;
-docs/config.md is every setting of `beads.config.SETTINGS` (synced, in config.yaml) and of
-`beads.localconfig.LOCAL_KEYS` (this machine's) with what its check accepts.
+docs/config.md is every setting of `beads.settings.config.SETTINGS` (synced, in config.yaml) and of
+`beads.settings.localconfig.LOCAL_KEYS` (this machine's) with what its check accepts.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ sys.path.insert(0, str(ROOT))
 
 import click  # noqa: E402
 
-from beads import config, localconfig  # noqa: E402
 from beads.errors import GcError  # noqa: E402
+from beads.settings import config, localconfig  # noqa: E402
 from gc_beads import settings  # noqa: E402, F401 - every layer's settings
 from gc_beads.cli import cli  # noqa: E402
 from gc_beads.commands import PROGRAMS  # noqa: E402

@@ -8,7 +8,7 @@
   `create_decision`, `respond`, `wait_or_default`, and `check_due` (timed-out decisions
   answered with their default, then the gates checked: `gc gate check` and every hook);
 - `gates.hooks`: `gc hook run`, Claude Code's hook protocol (`run_hook`), with the Stop chain
-  in `gates.stop`, the UserPromptSubmit and PreCompact chains in `gates.events`, and
+  in `gates.stop`, the UserPromptSubmit and PreCompact chains in `gates.promptchains`, and
   PreToolUse in `gates.pretool` (its `destructive-op` analysis in `gates.destructive`).
 
 The command-line groups (`gc gate`, `gc decision`, `gc hook`) are thin over these, in
@@ -31,7 +31,7 @@ def register_producers() -> None:
     every sync of this process announce its arrivals to the agents here, as it did."""
     import warnings
 
-    from beads import arrivals
+    from beads.sync import arrivals
 
     warnings.warn(
         "gates.register_producers() is deprecated: Delivery(root) uses the installed "
@@ -44,7 +44,7 @@ def register_producers() -> None:
 
 def announce_arrivals(root: Path) -> None:
     """What a sync brought into the store at `root`, told to the agents here (the announcer
-    the deprecated `register_producers` registers with `beads.arrivals`)."""
+    the deprecated `register_producers` registers with `beads.sync.arrivals`)."""
     from inbox.arrivals import announce
 
     announce(root)

@@ -22,11 +22,11 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from beads.errors import InvalidInput, NotFound
+from beads.index.query import Query
 from beads.process import budget, run_bounded
-from beads.query import Query
-from beads.record import Bead, check_agent, expect_type
+from beads.records.record import Bead, check_agent, expect_type
+from beads.records.times import now_stamp, parse_duration, stamp_at, to_stamp
 from beads.store import Store
-from beads.times import now_stamp, parse_duration, stamp_at, to_stamp
 from inbox.commits import followed_batch
 from inbox.follow import Change, record
 from inbox.items import Item, clip
@@ -181,8 +181,8 @@ def _bead_or_none(
 def _other_bead(store: Store, target: str) -> Bead | None:
     """The bead `<store>:<id>` read through that store's index (the store named with
     `gc config set --local stores.NAME PATH`; NotFound when it is not); None: no such bead."""
-    from beads.localconfig import other_store
-    from beads.reader import IndexReader
+    from beads.index.reader import IndexReader
+    from beads.settings.localconfig import other_store
 
     name, _, bead_id = target.partition(":")
     with IndexReader(other_store(store.root / ".git", name)) as reader:

@@ -19,7 +19,7 @@ from beads.cli.common import (
     table,
 )
 from beads.errors import NoMatch
-from beads.record import expect_type
+from beads.records.record import expect_type
 
 if TYPE_CHECKING:
     from beads.store import Store
@@ -261,7 +261,7 @@ def create_decision(
     """Ask a human; with --wait, block until the answer (exit 10 on timeout, no default)."""
     import os
 
-    from beads.times import parse_duration
+    from beads.records.times import parse_duration
     from gates import decisions
 
     store = open_store()

@@ -15,9 +15,9 @@ import time
 from collections.abc import Sequence
 
 from beads.errors import InvalidInput, NoMatch
-from beads.record import Bead, expect_type
+from beads.records.record import Bead, expect_type
+from beads.records.times import now_stamp
 from beads.store import Store
-from beads.times import now_stamp
 from gates import session_gates
 from gates.beadgates import (
     GATE,

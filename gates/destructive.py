@@ -40,9 +40,12 @@ def judge(command: str, cwd: str, settings: dict[str, Any] | None = None) -> tup
     unread = unreadable(command)
     if unread:
         return "ask", unread
+    from gates import rules
     from gates.shelljudge import Judge, Stop
 
-    judging = Judge(work_tree(cwd), os.path.realpath(cwd), settings or {}, started + BUDGET)
+    judging = Judge(
+        work_tree(cwd), os.path.realpath(cwd), settings or {}, started + BUDGET, rules.judge
+    )
     try:
         judging.script(command)
     except Stop:
@@ -92,18 +95,3 @@ def message(command: str, reason: str) -> str:
     shown = " ".join(command.split())
     shown = shown if len(shown) <= 120 else shown[:117] + "..."
     return f"gc destructive-op: `{shown}`: {reason}."
-
-
-def matches(pattern: str, argv: list[str]) -> bool:
-    """Whether `argv` fits a command pattern (first word the program, the others each some
-    argument, in any order)."""
-    import shlex  # lazy: only configured patterns need these
-    from fnmatch import fnmatchcase
-
-    try:
-        words = shlex.split(pattern)
-    except ValueError:
-        words = pattern.split()
-    if not words or not argv or not fnmatchcase(os.path.basename(argv[0]), words[0]):
-        return False
-    return all(any(fnmatchcase(arg, word) for arg in argv[1:]) for word in words[1:])

@@ -24,7 +24,7 @@ def hook() -> None:
 @global_options
 def run(event: str | None) -> None:
     """Handle one Claude Code hook event (its JSON on stdin). Never fails the agent."""
-    from gates.pretool import main
+    from gates.hookrun import main
 
     options = settings()
     code = main(beads_dir=options.beads_dir, agent=options.agent, debug=options.debug, event=event)

@@ -5,7 +5,7 @@ Claude Code runs the hook with the event's JSON on stdin (`session_id`, `hook_ev
 
 - SessionStart and UserPromptSubmit drain the session's items into
   `{"hookSpecificOutput": {"hookEventName": ..., "additionalContext": ...}}`; UserPromptSubmit
-  and PreCompact run their gates (`gates.events`); PreCompact marks nothing delivered (Claude
+  and PreCompact run their gates (`gates.promptchains`); PreCompact marks nothing delivered (Claude
   Code shows no context from it); SessionEnd ends the session;
 - PreToolUse is judged by `gates.pretool` (which `gc hook run` reaches first, skipping this
   module's imports and side jobs);
@@ -25,57 +25,22 @@ neither dulwich nor ruamel.yaml.
 from __future__ import annotations
 
 import json
-import os
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
-from beads.autosync import fetch_if_due
-from beads.errors import GcError, InvalidInput
+from beads.errors import InvalidInput
 from beads.faults import fault
 from beads.location import find_store
-from beads.record import acting_agent
+from beads.records.record import acting_agent
+from beads.sync.auto import fetch_if_due
+from gates.hookbase import HookContext, log_failure
 from gates.pretool import MAX_INPUT_BYTES
-from inbox.delivery import Delivery, Drained
+from inbox.delivery import Delivery
 
 TYPE_CHECKING = False  # the hooks never import typing (tests/test_hooks.py)
 if TYPE_CHECKING:
     from typing import Any
-
-
-class HookContext:
-    """One hook call: the event's fields, the agent, and the delivery database."""
-
-    __slots__ = ("event", "session", "agent", "payload", "delivery", "root", "drained")
-
-    def __init__(
-        self,
-        event: str,
-        session: str,
-        agent: str,
-        payload: dict[str, Any],
-        delivery: Delivery,
-        root: Path,
-    ) -> None:
-        self.event = event
-        self.session = session
-        self.agent = agent
-        self.payload = payload
-        self.delivery = delivery
-        self.root = root
-        # What this hook's drains claimed: delivered once the reply is written (see `drain`).
-        self.drained: list[Drained] = []
-
-    def drain(self, **options: Any) -> Drained:
-        """Claim the session's items for this hook's reply."""
-        drained = self.delivery.drain(self.session, self.agent, deliver=False, **options)
-        self.drained.append(drained)
-        return drained
-
-    @property
-    def config(self) -> dict[str, Any]:
-        return self.delivery.store_config()
 
 
 def main(
@@ -88,7 +53,7 @@ def main(
     """`gc hook run`: the event's JSON from stdin (or `raw`, already read), the reply (if any)
     on stdout; exit 0 (130, quietly, when interrupted).
 
-    `gc` reaches this without click, through `gates.pretool.main`, when its arguments are
+    `gc` reaches this without click, through `gates.hookrun.main`, when its arguments are
     exactly `hook run`.
     """
     payload: dict[str, Any] | None = None
@@ -190,14 +155,14 @@ def _dispatch(ctx: HookContext) -> dict[str, Any] | None:
     else:
         d.hook_seen(ctx.session, ctx.agent, ctx.event, state="busy")
     if ctx.event == "PreCompact":
-        from gates.events import pre_compact
+        from gates.promptchains import pre_compact
 
         return pre_compact(ctx)
     if ctx.event not in ("SessionStart", "UserPromptSubmit"):
         return None
     _side_job(ctx, lambda: _reconcile_exec_mail(ctx))
     if ctx.event == "UserPromptSubmit":
-        from gates.events import user_prompt_submit
+        from gates.promptchains import user_prompt_submit
 
         return user_prompt_submit(ctx)
     text = ctx.drain().text
@@ -214,7 +179,7 @@ def _trust_notice(ctx: HookContext) -> str | None:
     """At SessionStart: the line telling the person that synced settings wait for them."""
     if ctx.event != "SessionStart":
         return None
-    from beads.trust import notices
+    from beads.settings.trust import notices
 
     try:
         return " ".join(notices(ctx.config)) or None
@@ -257,8 +222,8 @@ def resolve_due_gates(delivery: Delivery) -> None:
     """What `gc gate check` does that a hook may: resolve due timer gates and answer decisions
     whose gate timed out with their default (`gates.decisions.check_due`, without `gh` or
     escalations). Found through the index first: no dulwich unless something is due."""
-    from beads.query import Query
-    from beads.times import now_stamp
+    from beads.index.query import Query
+    from beads.records.times import now_stamp
 
     now = now_stamp()
     index = delivery.reader.index
@@ -281,8 +246,8 @@ def resolve_due_gates(delivery: Delivery) -> None:
 
 def _reconcile_exec_mail(ctx: HookContext) -> None:
     """With an exec mail provider, ask its `check` and push "you have mail" items."""
-    from beads.config import mail_provider_spec
-    from beads.trust import provider_waits
+    from beads.settings.config import mail_provider_spec
+    from beads.settings.trust import provider_waits
 
     if provider_waits(ctx.delivery.store_config()):
         return  # neither provider is asked until a person approves the change
@@ -291,29 +256,3 @@ def _reconcile_exec_mail(ctx: HookContext) -> None:
         from mail.notify import reconcile
 
         reconcile(ctx.delivery, ctx.agent)
-
-
-def log_failure(beads_dir: str | None, payload: dict[str, Any] | None, exc: BaseException) -> None:
-    """Append the fault to `.runtime/hooks.log` of the store, if there is one."""
-    try:
-        cwd = (payload or {}).get("cwd")
-        root = find_store(beads_dir, cwd=Path(cwd) if isinstance(cwd, str) and cwd else None)
-    except GcError:
-        return  # no store: nowhere to log, and nothing of ours to protect
-    event = (payload or {}).get("hook_event_name", "?")
-    import traceback
-
-    detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-    if not isinstance(exc, GcError):
-        detail += "\n" + "".join(traceback.format_tb(exc.__traceback__))
-    stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime())
-    from beads import files
-
-    try:
-        fd = files.open_file(str(root), str(root / ".runtime" / "hooks.log"))
-        try:
-            os.write(fd, f"{stamp}Z {event}: {detail}\n".encode())
-        finally:
-            os.close(fd)
-    except (OSError, GcError):
-        pass  # a log we cannot write (a link planted there) must not fail the hook

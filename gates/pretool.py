@@ -1,6 +1,6 @@
 """PreToolUse: judged before every tool call, so it must cost little more than Python's start.
 
-`gc hook run` comes here first (`beads.cli.entry`): a PreToolUse event is answered without
+`gc hook run` comes here first (`gates.hookrun`): a PreToolUse event is answered without
 the delivery database, the heartbeat side jobs or the session table (each tool call is judged
 on its own); any other event goes on to `gates.hooks.main`. The gates:
 
@@ -28,7 +28,6 @@ import sys
 
 TYPE_CHECKING = False  # the hooks never import typing (tests/test_hooks.py)
 if TYPE_CHECKING:
-    from collections.abc import Callable
     from typing import Any
 
 WRITERS = frozenset(("rm", "mv", "cp", "touch", "mkdir", "tee", "ln", "chmod", "chown", "install"))
@@ -39,73 +38,6 @@ MAX_INPUT_BYTES = 1024 * 1024
 SANDBOX_MAX_BYTES = 16 * 1024
 MAX_TARGETS = 256  # write targets the sandbox gate places (it names three at most)
 PATH_MAX = 4096  # no file system takes a longer path
-
-
-def main(
-    *,
-    beads_dir: str | None = None,
-    agent: str | None = None,
-    debug: bool = False,
-    event: str | None = None,
-    prepare: Callable[[], object] | None = None,
-) -> int:
-    """`gc hook run` without click: PreToolUse here, every other event in `gates.hooks`
-    (which reads the same bytes), after `prepare()` (the program declares its producers: a
-    tool call needs none of them, and loads none). Other faults fail open (logged, exit 0);
-    a PreToolUse the destructive-op gate cannot read or judge is "ask", never silence.
-
-    `event` is the event the settings entry names (`gc hook run --event PreToolUse`, as
-    `gc hook install` writes it): then any payload is judged as a tool call, and one it cannot
-    read is "ask". Without it, a payload that names PreToolUse in a spelling the hook cannot
-    trust, or carries a tool call under no known event, is "ask" too."""
-    payload: Any = None
-    pretool = event == "PreToolUse"
-    try:
-        raw = sys.stdin.buffer.read(MAX_INPUT_BYTES + 1)
-        payload = read_payload(raw)
-        if not pretool:
-            kind = event_kind(payload, raw)
-            if kind == "other":
-                if prepare is not None:
-                    prepare()
-                from gates.hooks import main as run_other
-
-                return run_other(beads_dir=beads_dir, agent=agent, debug=debug, raw=raw)
-            pretool = True
-            if kind == "untrusted":
-                _reply(ask_reply(UNTRUSTED))
-                return 0
-        if not isinstance(payload, dict):
-            _reply(ask_reply(UNREADABLE))
-            return 0
-        cwd = payload.get("cwd")
-        root = store_dir(beads_dir, cwd if isinstance(cwd, str) and cwd else None)
-        if root:
-            from beads.trust import in_force  # guarded settings: what this machine approved
-
-            config = in_force(root, read_config(root))
-        else:
-            config = {}
-        reply = pre_tool_use(payload, root, config)
-        if reply is not None:
-            _reply(reply)
-    except Exception as exc:  # a fault of ours: logged; a tool call is asked about, not let by
-        if debug:
-            raise
-        from gates.hooks import log_failure
-
-        log_failure(beads_dir, payload if isinstance(payload, dict) else None, exc)
-        if pretool:
-            _reply(ask_reply(f"the gate failed to judge this call ({type(exc).__name__})"))
-    except KeyboardInterrupt:
-        return 130
-    return 0
-
-
-def main_pretooluse(prepare: Callable[[], object] | None = None) -> int:
-    """`gc hook run --event PreToolUse` without click (the entry `gc hook install` writes);
-    a tool call needs nothing `prepare` would set up."""
-    return main(event="PreToolUse")
 
 
 UNREADABLE = "the tool call is larger than the gate reads, or not a JSON object"
@@ -149,7 +81,7 @@ def event_kind(payload: Any, raw: bytes) -> str:
     return "other"
 
 
-def _reply(reply: dict[str, Any]) -> None:
+def send_reply(reply: dict[str, Any]) -> None:
     sys.stdout.write(json.dumps(reply) + "\n")
 
 
@@ -280,7 +212,7 @@ def unjudged(root: str | None) -> str:
         return "ask"
     from pathlib import Path
 
-    from beads.autosync import read_local
+    from beads.sync.auto import read_local
 
     value = read_local(Path(root) / ".git").get("gates.destructive.unjudged", "ask")
     return "deny" if value.strip().lower() == "deny" else "ask"

@@ -13,7 +13,7 @@ A gate is satisfied by its marker (`.runtime/gates/<session>/<gate>`, made by
 The built-ins of the other events judge the event itself, not the session, and live with
 their event: `destructive-op` and `sandbox-boundary` (PreToolUse) in `gates.pretool`,
 `context-injection`, `stale-context` (UserPromptSubmit), `state-checkpoint` and `dirty-work`
-(PreCompact) in `gates.events`.
+(PreCompact) in `gates.promptchains`.
 
 Each built-in has one evaluation, given what it needs (the delivery database knows the
 session's agent, start and directory); `gate_statuses` runs them for `gc gate status` and the
@@ -47,7 +47,8 @@ MODES = ("strict", "soft")
 HOOKS = ("Stop", "UserPromptSubmit", "PreCompact", "PreToolUse")
 CHECK_TIMEOUT = 10.0
 BUILTIN = ("decision", "commit-push", "bead-update")
-# The built-ins of the other events (gates.pretool, gates.events): ids no registered gate takes.
+# The built-ins of the other events (gates.pretool, gates.promptchains): ids no registered
+# gate takes.
 EVENT_BUILTIN = {
     "destructive-op": "PreToolUse",
     "sandbox-boundary": "PreToolUse",
@@ -127,7 +128,7 @@ def register(
 
 def unregister(store: Store, gate_id: str) -> None:
     """Remove a registered session gate (NotFound when there is none of that id)."""
-    from beads.config import UNSET
+    from beads.settings.config import UNSET
 
     try:
         store.set_setting(f"gates.session.{check_gate_id(gate_id)}", UNSET)
@@ -306,8 +307,8 @@ def bead_update_status(gate: SessionGate, delivery: Delivery, session: str) -> G
 def stale_beads(delivery: Delivery, session: str) -> list[str]:
     """The open work beads of the session's agent not updated since the session started
     (none for a session the hooks never registered)."""
-    from beads.query import Query
-    from beads.times import stamp_at
+    from beads.index.query import Query
+    from beads.records.times import stamp_at
 
     known = delivery.session(session)
     if known is None:

@@ -1,9 +1,10 @@
-"""The gates' settings in `config.yaml`: the `gates` section. Registered with `beads.settings`
+"""The gates' settings in `config.yaml`: the `gates` section. Registered with
+`beads.settings.registry`
 on import; the program imports it."""
 
 from __future__ import annotations
 
-from beads.settings import count, duration, flag, mapping, names, register_section, text
+from beads.settings.registry import count, duration, flag, mapping, names, register_section, text
 
 register_section(
     "gates",

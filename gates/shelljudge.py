@@ -23,6 +23,7 @@ from gates.shellwords import UNKNOWN, literal, value
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 MAX_DEPTH = 8  # nested shells, `eval`s and `-c` strings
@@ -140,8 +141,18 @@ class Stdin:
 class Judge:
     """One judgement of one command line (its limits shared by every nested parse)."""
 
-    def __init__(self, tree: str, cwd: str, settings: dict[str, Any], deadline: float) -> None:
+    def __init__(
+        self,
+        tree: str,
+        cwd: str,
+        settings: dict[str, Any],
+        deadline: float,
+        program_rules: Callable[[Judge, str, list[Item], Stdin | None, int], None],
+    ) -> None:
+        """`program_rules(judge, program, items, stdin, depth)` judges one program's command
+        (`gates.rules.judge`: the rules name this judge, so they come in as an argument)."""
         self.tree = tree
+        self.program_rules = program_rules
         self.cwd: str | None = cwd
         self.settings = settings
         self.deadline = deadline
@@ -246,8 +257,6 @@ class Judge:
 
     def argv(self, items: list[Item], stdin: Stdin | None, depth: int) -> None:
         """Judge one command given as words."""
-        from gates import rules
-
         if not items:
             return
         self.in_time()
@@ -258,12 +267,10 @@ class Judge:
         if program is None:
             self.unknown_program(items, stdin, depth)
             return
-        rules.judge(self, os.path.basename(program), items, stdin, depth)
+        self.program_rules(self, os.path.basename(program), items, stdin, depth)
 
     def configured(self, items: list[Item]) -> bool:
         """Apply `gates.destructive.allow` (True: exempt) and `.patterns` (deny)."""
-        from gates.destructive import matches
-
         argv = [shellwords.shown(item.word) for item in items]
         names = [p for p in self.settings.get("allow") or () if isinstance(p, str)]
         if any(matches(p, argv) for p in names):
@@ -465,3 +472,18 @@ def script_text(node: Any) -> str:
             at = child.end_byte
         return "".join(parts)
     return raw
+
+
+def matches(pattern: str, argv: list[str]) -> bool:
+    """Whether `argv` fits a command pattern (first word the program, the others each some
+    argument, in any order)."""
+    import shlex  # lazy: only configured patterns need these
+    from fnmatch import fnmatchcase
+
+    try:
+        words = shlex.split(pattern)
+    except ValueError:
+        words = pattern.split()
+    if not words or not argv or not fnmatchcase(os.path.basename(argv[0]), words[0]):
+        return False
+    return all(any(fnmatchcase(arg, word) for arg in argv[1:]) for word in words[1:])

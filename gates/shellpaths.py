@@ -84,7 +84,7 @@ Verdict = tuple  # (level, reason)
 
 def trust_dirs() -> tuple[str, ...]:
     """The approvals folder `gc trust` uses here, and the default one (both guarded)."""
-    from beads.approvals import trust_dir
+    from beads.settings.approvals import trust_dir
 
     default = os.path.join(home(), ".local", "share", "gc-beads", "trust")
     return tuple(dict.fromkeys((os.path.realpath(trust_dir()), default)))

@@ -14,14 +14,14 @@ from __future__ import annotations
 from collections import namedtuple
 from collections.abc import Callable
 
-from beads.query import Query
+from beads.index.query import Query
 from gates import session_gates
 
 TYPE_CHECKING = False  # the hooks never import typing (tests/test_hooks.py)
 if TYPE_CHECKING:
     import sqlite3
 
-    from gates.hooks import HookContext
+    from gates.hookbase import HookContext
     from inbox.delivery import Delivery
 
 DEFAULT_MAX_STOP_BLOCKS = 3

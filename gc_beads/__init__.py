@@ -7,6 +7,6 @@ assembles them and nothing below names it:
   run's `beads.runtime.Runtime` and serve `gc hook run` without click;
 - `gc_beads.cli`: the click root, which maps every failure to one line and its exit code;
 - `gc_beads.commands`: the command table (each layer offers its click group; loaded lazily);
-- `gc_beads.settings`: every layer's settings, registered with `beads.settings`;
+- `gc_beads.settings`: every layer's settings, registered with `beads.settings.registry`;
 - `gc_beads.producers`: the producer set delivery derives inbox items with.
 """

@@ -39,6 +39,6 @@ PROGRAMS: dict[str, tuple[str, str]] = {"inbox": ("mail.threads.cli", "inbox")}
 # work. Exact arguments -> (module, function returning the exit code, called with
 # `prepare`: what to set up before an event that drains).
 DIRECT: dict[tuple[str, ...], tuple[str, str]] = {
-    ("hook", "run"): ("gates.pretool", "main"),
-    ("hook", "run", "--event", "PreToolUse"): ("gates.pretool", "main_pretooluse"),
+    ("hook", "run"): ("gates.hookrun", "main"),
+    ("hook", "run", "--event", "PreToolUse"): ("gates.hookrun", "main_pretooluse"),
 }

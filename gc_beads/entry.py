@@ -64,7 +64,7 @@ def _run_command(program: str) -> int | str | None:
     if sys.argv[1:3] == ["hook", "run"]:
         import os
 
-        from beads.person import HOOK_ENV
+        from beads.settings.person import HOOK_ENV
 
         os.environ[HOOK_ENV] = "1"  # what a hook runs is an agent's, never a person's
     direct = DIRECT.get(tuple(sys.argv[1:])) if program == "gc" else None

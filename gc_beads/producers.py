@@ -30,14 +30,14 @@ def default_producers() -> ProducerSet:
 def register_arrivals() -> None:
     """Have every sync of this process announce what it brings to the agents here (items
     derived, idle sessions nudged). Safe to call more than once."""
-    from beads import arrivals
+    from beads.sync import arrivals
 
     arrivals.register("gc_beads.producers:announce_arrivals")
 
 
 def announce_arrivals(root: Path) -> None:
     """What a sync brought into the store at `root`, told to the agents here (the announcer
-    `register_arrivals` registers with `beads.arrivals`)."""
+    `register_arrivals` registers with `beads.sync.arrivals`)."""
     from inbox.arrivals import announce
 
     announce(root)

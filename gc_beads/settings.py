@@ -1,4 +1,4 @@
-"""Every layer's settings, registered with `beads.settings` by importing each layer's own
+"""Every layer's settings, registered with `beads.settings.registry` by importing each layer's own
 `settings` module: `gc config set` checks, `gc doctor` reports and a new store's config.yaml
 holds all of them. Importing this module is all it takes (`load()` names the intent).
 

@@ -3,7 +3,7 @@
 Commits that come in by `gc sync` (or the background syncer) carry mail, decisions and gate
 resolutions for agents of this machine. Without this, nothing would derive their items, nor
 nudge an idle session, until that session's next hook. `announce` derives the items of the
-new commits (`Delivery.follow`, which nudges idle recipients as a push does), then runs every
+new commits (`Delivery.refresh`, which nudges idle recipients as a push does), then runs every
 producer's reconciler for the agents of idle sessions here, so items recovered by
 reconciliation wake them too.
 """
@@ -24,7 +24,7 @@ def announce(root: Path, producers: ProducerSet | None = None) -> int:
     from inbox.delivery import Delivery
 
     with Delivery(root, producers) as delivery:
-        made = delivery.follow()
+        made = delivery.refresh()
         idle = dict.fromkeys(s.agent for s in delivery.sessions() if s.state == "idle")
         for agent in idle:
             delivery.reconcile(agent)

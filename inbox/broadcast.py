@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import time
 
-from beads.agents import rig_members, rig_of
 from beads.errors import InvalidInput
-from beads.record import acting_agent
+from beads.records.agents import rig_members, rig_of
+from beads.records.record import acting_agent
 from inbox.items import (
     GROUPS,
     ITEM_COLUMNS,
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from typing import Any
 
-    from inbox.config import DeliveryConfig
+    from inbox.deliveryconfig import DeliveryConfig
     from inbox.items import ItemTable
     from inbox.names import AgentNames
 

@@ -9,7 +9,6 @@ from typing import Any
 
 import click
 
-from beads.agents import acting_rig
 from beads.cli.common import (
     answer_no,
     emit,
@@ -22,8 +21,9 @@ from beads.cli.common import (
 )
 from beads.errors import InvalidInput
 from beads.faults import fault
-from beads.record import acting_agent
-from beads.times import parse_duration
+from beads.records.agents import acting_rig
+from beads.records.record import acting_agent
+from beads.records.times import parse_duration
 from inbox.delivery import Delivery, Session
 from inbox.items import TYPES, Item
 from inbox.render import preview, shown_source
@@ -172,7 +172,7 @@ def list_items(show_all: bool, delivered: bool, limit: int | None) -> None:
     )  # fmt: skip
     delivery = open_delivery()
     who = delivery.agent_of(me())
-    delivery.follow()
+    delivery.refresh()
     delivery.settle_moot(who)
     items = delivery.items(who, states)[:limit]
     emit({"agent": who, "items": [item_json(i) for i in items]}, lambda: _table(items, who))

@@ -12,9 +12,10 @@ import sqlite3
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from beads import dbfile, files
-from beads.dbfile import DAMAGED, READ_ONLY, error_code, open_read_only, rollback
+from beads import files
 from beads.errors import Conflict, GcError, StorageError
+from beads.index import dbfile
+from beads.index.dbfile import DAMAGED, READ_ONLY, error_code, open_read_only, rollback
 
 TYPE_CHECKING = False  # the hooks never import typing (tests/test_hooks.py)
 if TYPE_CHECKING:

@@ -8,12 +8,12 @@ transaction, taking the database's write lock up front.
 `Delivery` is composed of collaborators, each owning one job and given what it needs when
 made; its methods hand each call to the one that does it:
 
-- `settings` (inbox/config.py, `DeliveryConfig`): `delivery.*` settings, agents' names;
+- `settings` (inbox/deliveryconfig.py, `DeliveryConfig`): `delivery.*` settings, agents' names;
 - `session_table` (inbox/sessions.py, `Sessions`): sessions as the hooks report them;
 - `names` (inbox/names.py, `AgentNames`): one full name per agent, recipients;
 - `item_table` (inbox/items.py, `ItemTable`): push (with nudges), listing, settling, reaping;
 - `broadcasts` (inbox/broadcast.py, `Broadcasts`): items for `all` or a rig;
-- `queues` (inbox/merge.py, `Queues`): session queues taken into the database;
+- `queues` (inbox/queuemerge.py, `Queues`): session queues taken into the database;
 - `follower` (inbox/follow.py, `Follower`): items derived from the store's commits;
 - `drainer` (inbox/drain.py, `Drainer`): the drain policy (what a session is handed), `wait`;
 - inbox/database.py: opening, upgrading and transactions; what sqlite's errors mean.
@@ -32,19 +32,19 @@ from pathlib import Path
 
 from beads import files
 from beads.errors import StorageError
+from beads.index.reader import IndexReader, branch_head
 from beads.location import find_store
-from beads.reader import IndexReader, branch_head
-from beads.record import check_agent
+from beads.records.record import check_agent
 from inbox.broadcast import Broadcasts
-from inbox.config import DeliveryConfig
 from inbox.database import MIGRATIONS, SCHEMA, SCHEMA_VERSION, connect, transaction
+from inbox.deliveryconfig import DeliveryConfig
 from inbox.drain import Drained, Drainer
 from inbox.follow import Follower
 from inbox.items import ItemTable
-from inbox.merge import Queues
 from inbox.names import AgentNames
 from inbox.producers import ProducerSet, default_producers
 from inbox.queue import check_session
+from inbox.queuemerge import Queues
 from inbox.sessions import Session, Sessions
 
 TYPE_CHECKING = False  # the hooks never import typing (tests/test_hooks.py)
@@ -125,7 +125,7 @@ class Delivery:
             sessions=self.session_table,
             queues=self.queues,
             broadcasts=self.broadcasts,
-            follow=self.follow,
+            refresh=self.refresh,
             reader=lambda: self.reader,
             sections=self._section,
         )
@@ -233,15 +233,24 @@ class Delivery:
 
     # -- producers ---------------------------------------------------------------------------
 
-    def follow(self) -> int:
-        """Derive the items of commits this database has not seen (`Follower.follow`);
+    def refresh(self) -> int:
+        """Derive the items of commits this database has not seen (`Follower.refresh`);
         returns how many were new. Does nothing without a producer set (inbox/producers.py).
         A fault there is logged and never keeps a drain from delivering what it already has."""
         try:
-            return self.follower.follow()
+            return self.follower.refresh()
         except Exception as exc:  # noqa: BLE001 - logged; the next drain tries again
             self.note_fault(f"following git failed: {type(exc).__name__}: {exc}")
             return 0
+
+    def follow(self) -> int:
+        """Deprecated name of `refresh` (kept for one release)."""
+        import warnings  # lazy: only the old name needs it
+
+        warnings.warn(
+            "Delivery.follow is deprecated: use Delivery.refresh", DeprecationWarning, stacklevel=2
+        )
+        return self.refresh()
 
     def record(
         self,
@@ -404,7 +413,7 @@ class Delivery:
         return self.settings.context_cap()
 
     def agent_of(self, name: str) -> str:
-        """The full name of agent `name` (`beads.agents`)."""
+        """The full name of agent `name` (`beads.records.agents`)."""
         return self.settings.agent_of(name)
 
     def spellings(self, name: str) -> tuple[str, ...]:

@@ -1,6 +1,6 @@
 """Drain policy: what a session is handed when it asks for its agent's items.
 
-`drain` follows git first (inbox/follow.py), takes the session's queue (inbox/merge.py), then
+`drain` follows git first (inbox/follow.py), takes the session's queue (inbox/queuemerge.py), then
 decides: expired and moot items are dropped, the rest sorted by priority then age and capped
 at `delivery.max_items` and at what fits in `hooks.max_context_chars` (priority 0 is never
 deferred, but shortened to fit); each item goes out once per agent, to
@@ -23,12 +23,12 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from pathlib import Path
 
-    from beads.reader import IndexReader
+    from beads.index.reader import IndexReader
     from inbox.broadcast import Broadcasts
-    from inbox.config import DeliveryConfig
+    from inbox.deliveryconfig import DeliveryConfig
     from inbox.items import ItemTable
-    from inbox.merge import Queues
     from inbox.names import AgentNames
+    from inbox.queuemerge import Queues
     from inbox.render import Sections
     from inbox.sessions import Sessions
 
@@ -61,12 +61,12 @@ class Drainer:
         sessions: Sessions,
         queues: Queues,
         broadcasts: Broadcasts,
-        follow: Callable[[], int],
+        refresh: Callable[[], int],
         reader: Callable[[], IndexReader],
         sections: Sections,
     ) -> None:
         """`runtime`: the store's `.runtime/`; `write()`: a write transaction on the delivery
-        database; the collaborators whose parts a drain takes (`follow()` derives what git
+        database; the collaborators whose parts a drain takes (`refresh()` derives what git
         has that the database has not; `reader()` is the store's index, for moot items;
         `sections(type)` how a producer shows its items)."""
         self.runtime = runtime
@@ -77,7 +77,7 @@ class Drainer:
         self.sessions = sessions
         self.queues = queues
         self.broadcasts = broadcasts
-        self.follow = follow
+        self.refresh = refresh
         self.reader = reader
         self.sections = sections
 
@@ -111,7 +111,7 @@ class Drainer:
                 raise NotFound(f"no session {session!r}; give the agent or register the session")
             agent = known.agent
         agent = self.names.own(agent)
-        self.follow()
+        self.refresh()
         if (
             SessionQueue(self.runtime, session).empty()
             and not self.broadcasts.take(agent)
@@ -208,7 +208,7 @@ class Drainer:
         has_pending = self.items.has_pending
 
         def pending() -> bool | None:
-            self.follow()  # mail committed meanwhile (a crashed send, a push) wakes it too
+            self.refresh()  # mail committed meanwhile (a crashed send, a push) wakes it too
             self.broadcasts.take(agent)
             if has_pending(agent) and (not self.settle_moot(agent) or has_pending(agent)):
                 return True

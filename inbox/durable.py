@@ -30,7 +30,7 @@ from typing import Any
 
 from beads.errors import InvalidInput
 from beads.location import find_store
-from beads.record import TYPE_RE, check_agent
+from beads.records.record import TYPE_RE, check_agent
 from inbox.delivery import Delivery
 
 RESTORE = "restore"
@@ -90,7 +90,9 @@ class AgentInbox:
         is_path = store is None or isinstance(store, str | os.PathLike)
         root = find_store(store) if is_path else store.root
         self.delivery = Delivery(Path(root))
-        self.agent = self.delivery.own(check_agent(agent))  # one name per agent (beads/agents.py)
+        self.agent = self.delivery.own(
+            check_agent(agent)
+        )  # one name per agent (beads/records/agents.py)
         self._steering: deque[Entry] = deque()
         stored, unacked = self.delivery.db.execute(
             "SELECT COUNT(*), COALESCE(SUM(handed_out), 0) FROM entries WHERE agent = ?",

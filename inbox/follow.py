@@ -30,9 +30,9 @@ from pathlib import Path
 
 from beads.errors import GcError, InvalidInput
 from beads.faults import fault
-from beads.index import Index
-from beads.reader import branch_head
-from beads.record import Bead
+from beads.index.index import Index
+from beads.index.reader import branch_head
+from beads.records.record import Bead
 from inbox.producers import Change, ProducerSet
 
 TYPE_CHECKING = False  # the hooks never import typing (tests/test_hooks.py)
@@ -138,7 +138,7 @@ class Follower:
         made = derive(changes, producers, self.log)
         return self.record(made, advance=(parent, commit))
 
-    def follow(self) -> int:
+    def refresh(self) -> int:
         """Derive the items of the commits past the watermark; returns how many were new.
 
         Cheap when the watermark is at the branch (the ref file and one row), or when the
@@ -158,7 +158,7 @@ class Follower:
             # type with a deriver (a task created, a config set) since: nothing was missed.
             self.record([], advance=(mark, head))
             return 0
-        return self._catch_up(producers, mark)
+        return self._refresh_from(producers, mark)
 
     def _derives_nothing(self, producers: ProducerSet, mark: bytes, head: bytes) -> bool:
         """True when the index's links show that no commit from `mark` to `head` changed a
@@ -176,11 +176,11 @@ class Follower:
             return False
         return types is not None and not types.intersection(producers.derived_types())
 
-    def _catch_up(self, producers: ProducerSet, mark: bytes) -> int:
-        from beads.codec import load_bead
+    def _refresh_from(self, producers: ProducerSet, mark: bytes) -> int:
         from beads.git import GitRepo
-        from beads.ids import parse_bead_path
-        from beads.reader import IndexReader
+        from beads.index.reader import IndexReader
+        from beads.records.codec import load_bead
+        from beads.records.ids import parse_bead_path
 
         # The index brought to the branch (opening the store only if it is behind), and git
         # for the tree diff: the store itself, with its lock and view, is not needed.
@@ -216,7 +216,7 @@ class Follower:
                     changes.append(Change(new, load_old=load_old if change.old_sha else None))
                 items = derive(changes, producers, self.log)
                 self._mark_foreign(git, head, mark, items, paths)
-                fault("follow-derived")
+                fault("refresh-derived")
                 made = self.record(items, advance=(mark, head))
             finally:
                 git.close()
@@ -235,7 +235,7 @@ class Follower:
         logged."""
         if not items:
             return
-        from beads.localconfig import machine_id
+        from beads.settings.localconfig import machine_id
         from inbox.origin import foreign_origins
         from inbox.origin import mark as mark_origin
 

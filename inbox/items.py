@@ -9,8 +9,8 @@ import time
 from collections.abc import Callable, Sequence
 
 from beads.errors import InvalidInput
-from beads.ids import check_id
-from beads.record import acting_agent, check_agent, check_text
+from beads.records.ids import check_id
+from beads.records.record import acting_agent, check_agent, check_text
 
 TYPE_CHECKING = False  # the hooks never import typing (tests/test_hooks.py)
 if TYPE_CHECKING:
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     import sqlite3
     from typing import Any
 
-    from inbox.config import DeliveryConfig
+    from inbox.deliveryconfig import DeliveryConfig
     from inbox.names import AgentNames
 
 TYPES = ("decision", "alert", "event", "agent", "mail", "gate", "system")
@@ -281,7 +281,7 @@ class ItemTable:
         """Store items of any type in one transaction (`then` runs inside it); the producers
         reach it through `Follower.record`, everyone else through `push_items`."""
         results: list[tuple[Item, bool]] = []
-        for item in items:  # one name per agent (beads/agents.py), whoever made the item
+        for item in items:  # one name per agent (beads/records/agents.py), whoever made the item
             item.agent = self.names.own(item.agent)
         outbox = self.outbox()
         with self.write() as db:

@@ -1,20 +1,20 @@
-"""Agents' names in delivery: one full name per agent (beads/agents.py), and who an item for
+"""Agents' names in delivery: one full name per agent (beads/records/agents.py), and who an item for
 an agent, a rig or `all` goes to."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from beads.agents import rig_members
 from beads.errors import InvalidInput, NotFound
-from beads.record import check_agent
+from beads.records.agents import rig_members
+from beads.records.record import check_agent
 
 TYPE_CHECKING = False  # importing typing costs a hook ~7 ms
 if TYPE_CHECKING:
     import contextlib
     import sqlite3
 
-    from inbox.config import DeliveryConfig
+    from inbox.deliveryconfig import DeliveryConfig
     from inbox.sessions import Sessions
 
 

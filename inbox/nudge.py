@@ -19,14 +19,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from beads import files
-from beads.config import check_argv_template
 from beads.errors import InvalidInput
 from beads.process import run_bounded
+from beads.settings.config import check_argv_template
 from inbox.render import preview
 from inbox.sessions import Sessions
 
 if TYPE_CHECKING:
-    from inbox.config import DeliveryConfig
+    from inbox.deliveryconfig import DeliveryConfig
     from inbox.items import Item
     from inbox.names import AgentNames
     from inbox.sessions import Session

@@ -35,7 +35,7 @@ TYPE_CHECKING = False  # the hooks never import typing (tests/test_hooks.py)
 if TYPE_CHECKING:
     from typing import Any
 
-    from beads.record import Bead
+    from beads.records.record import Bead
     from inbox.items import Item
 
     Deriver = Callable[[Sequence["Change"]], list[Item]]

@@ -16,12 +16,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from beads.errors import GcError, InvalidInput
-from beads.ids import bead_path, check_id
+from beads.records.ids import bead_path, check_id
 from inbox.producers import Change
 
 TYPE_CHECKING = False  # the hooks never import typing (tests/test_hooks.py)
 if TYPE_CHECKING:
-    from beads.reader import IndexReader
+    from beads.index.reader import IndexReader
     from inbox.items import Item
     from inbox.producers import ProducerSet
 
@@ -105,8 +105,8 @@ def _mark_origins(root: Path, found: list[tuple[Item, str]], log: Callable[[str]
     if not found:
         return
     from beads.git import GitRepo
-    from beads.localconfig import machine_id
-    from beads.reader import branch_head
+    from beads.index.reader import branch_head
+    from beads.settings.localconfig import machine_id
     from inbox.origin import foreign_origins, mark
 
     head = branch_head(root)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
-from inbox.config import MAX_CONTEXT_CHARS
+from inbox.deliveryconfig import MAX_CONTEXT_CHARS
 
 TYPE_CHECKING = False  # the hooks never import typing (tests/test_hooks.py)
 if TYPE_CHECKING:
@@ -46,7 +46,7 @@ def preview(text: str, limit: int = PREVIEW_CHARS, marker: str = " ... [preview 
     return line if len(line) <= limit else line[:limit].rstrip() + marker
 
 
-HUMAN = "human"  # the acting agent of a person at this machine's terminal (beads/record.py)
+HUMAN = "human"  # the acting agent of a person at this machine's terminal (beads/records/record.py)
 
 
 def seen_as(name: str) -> str:

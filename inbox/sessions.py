@@ -15,8 +15,8 @@ from collections import namedtuple
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from beads import dbfile
-from beads.record import check_agent
+from beads.index import dbfile
+from beads.records.record import check_agent
 from inbox.database import DatabaseDamaged, connect, transaction
 from inbox.queue import check_session
 

@@ -1,10 +1,11 @@
 """The delivery layer's settings in `config.yaml`: `delivery` and `hooks` (what a drain
-injects into a session). Registered with `beads.settings` on import; the program imports it."""
+injects into a session). Registered with `beads.settings.registry` on import; the program imports
+it."""
 
 from __future__ import annotations
 
 from beads.errors import InvalidInput
-from beads.settings import count, duration, register_section, stream_name
+from beads.settings.registry import count, duration, register_section, stream_name
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

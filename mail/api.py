@@ -19,7 +19,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, NamedTuple
 
 from beads.errors import InvalidInput
-from beads.record import check_agent, check_text
+from beads.records.record import check_agent, check_text
 from mail.message import Message
 from mail.provider import DIRECTORY, Provider
 

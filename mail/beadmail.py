@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from beads.errors import NotFound
-from beads.record import MAX_TITLE_CHARS, Bead, check_agent, expect_type, shorten
+from beads.records.record import MAX_TITLE_CHARS, Bead, check_agent, expect_type, shorten
 from beads.store import Store
 from inbox.commits import followed_batch, open_delivery
 from inbox.follow import Change

@@ -18,7 +18,7 @@ from beads.cli.common import (
     table,
 )
 from beads.errors import InvalidInput, NotFound
-from beads.record import acting_agent
+from beads.records.record import acting_agent
 from mail import api
 from mail.message import Message, MessageNotFound, ProviderError
 from mail.provider import Provider
@@ -345,7 +345,7 @@ def check(recipient: str | None, inject: bool) -> None:
 
 def _inject(recipient: str | None) -> None:
     # A hook must never break the agent: any failure prints nothing and exits 0.
-    from mail.render import context_cap, inject
+    from mail.reminder import context_cap, inject
 
     try:
         chosen = provider()

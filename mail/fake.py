@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 
-from beads.times import now_stamp
+from beads.records.times import now_stamp
 from mail.message import AlreadyArchived, Message, MessageNotFound
 from mail.provider import PRIORITY, Provider
 

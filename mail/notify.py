@@ -14,14 +14,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from beads.errors import InvalidInput
-from beads.record import Bead
+from beads.records.record import Bead
 from inbox.delivery import Delivery
 from inbox.follow import Change, record
 from inbox.items import Item
 from inbox.producers import ProducerSet
 from mail.beadmail import MESSAGE, SETTLED_WHEN, bead_message, is_unread
+from mail.line import message_line
 from mail.message import Message
-from mail.render import message_line
 
 
 def mail_item(recipient: str, message: Message, *, in_store: bool) -> Item:
@@ -56,9 +56,9 @@ def derive(changes: Sequence[Change]) -> list[Item]:
 
 def reconcile(delivery: Delivery, agent: str) -> int:
     """Record an item for every unread message of `agent` (idempotent); returns how many."""
-    from beads.config import mail_provider_spec
+    from beads.settings.config import mail_provider_spec
+    from beads.settings.trust import provider_waits
     from beads.store import Store
-    from beads.trust import provider_waits
     from mail.select import open_provider
 
     config = delivery.store_config()

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from beads.errors import GcError, InvalidInput
-from beads.record import shown
+from beads.records.record import shown
 from mail.message import AlreadyArchived, Message, PartialChange
 
 DEFAULT_MAX_BODY = 1024 * 1024

@@ -2,7 +2,7 @@
 
 Added to a `ProducerSet` (`add_to`, as the program's producer set declares it), so the inbox
 layer names no mail wording; imported by a hook only when it shows mail. Each item's line was
-written by the mail producer (`mail.render.message_line`); it is previewed again here, capped.
+written by the mail producer (`mail.reminder.message_line`); it is previewed again here, capped.
 """
 
 from __future__ import annotations

@@ -1,13 +1,13 @@
 """Which provider: `$GC_MAIL` (`beadmail`, `exec:<program>`), else `mail.provider` in
-config.yaml, else beadmail (`beads.config.mail_provider_spec`)."""
+config.yaml, else beadmail (`beads.settings.config.mail_provider_spec`)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from beads.config import mail_provider_spec
 from beads.errors import InvalidInput, NotFound
+from beads.settings.config import mail_provider_spec
 from mail.provider import Provider
 
 if TYPE_CHECKING:
@@ -21,7 +21,8 @@ def open_provider(
     spec: str | None = None,
     timeout: float | None = None,
 ) -> Provider:
-    """The provider to use (`beads.config.mail_provider_spec`). The store is opened only for
+    """The provider to use (`beads.settings.config.mail_provider_spec`). The store is opened only
+    for
     beadmail; `mail.provider` (when `$GC_MAIL` is unset) and `mail.exec_timeout` come from
     `config` (config.yaml, read the fast way: `read_config`), else from the opened store. An
     exec provider works without any store (the timeout is then the default). A caller that
@@ -38,7 +39,7 @@ def open_provider(
 
     def mail_settings() -> dict[str, Any]:
         if not cached:
-            from beads.trust import provider_waits
+            from beads.settings.trust import provider_waits
 
             settings = read()
             waits = provider_waits(settings)
@@ -69,8 +70,8 @@ def open_provider(
 def read_config(beads_dir: str | None = None) -> dict[str, Any]:
     """config.yaml as the index holds it, as the hooks read it: no dulwich, no YAML parser
     (importing ruamel would slow every exec command); NotFound without a store."""
+    from beads.index.reader import IndexReader
     from beads.location import find_store
-    from beads.reader import IndexReader
 
     with IndexReader(find_store(beads_dir)) as reader:
         return reader.config()

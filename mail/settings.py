@@ -1,9 +1,10 @@
-"""Mail's settings in `config.yaml`: the `mail` section. Registered with `beads.settings` on
+"""Mail's settings in `config.yaml`: the `mail` section. Registered with `beads.settings.registry`
+on
 import; the program imports it."""
 
 from __future__ import annotations
 
-from beads.settings import duration, flag, register_section, text
+from beads.settings.registry import duration, flag, register_section, text
 
 register_section(
     "mail",

@@ -1,7 +1,7 @@
 """The store as one agent sees it through `gc mcp`: held open between calls, never locked
 between them, reopened when `gc doctor` replaced what it holds open.
 
-Every operation acts as the agent the server was started for (`beads.record.acting_agent`:
+Every operation acts as the agent the server was started for (`beads.records.record.acting_agent`:
 `--agent`, else `$GC_ALIAS`, `$GC_SESSION_ID`, `$GC_AGENT`, else `human`): no operation takes
 an acting agent or a sender. Each returns what the CLI's `--json` prints for the same command
 (without `ok` and `command`, which the server adds), built by the same functions.
@@ -21,12 +21,12 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from beads.dbfile import file_id
 from beads.errors import InvalidInput, NotFound
+from beads.index.dbfile import file_id
 from beads.location import find_store
-from beads.record import Bead, acting_agent, expect_type
+from beads.records.record import Bead, acting_agent, expect_type
+from beads.records.times import now_stamp
 from beads.store import Store
-from beads.times import now_stamp
 from inbox.delivery import Delivery
 from inbox.items import Item
 from mail import api
@@ -382,7 +382,7 @@ class AgentStore:
     def _items_agent(self) -> str:
         delivery = self.delivery
         who = delivery.agent_of(self.agent)
-        delivery.follow()  # items of commits no hook has derived yet
+        delivery.refresh()  # items of commits no hook has derived yet
         delivery.settle_moot(who)
         return who
 

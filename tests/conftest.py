@@ -211,7 +211,7 @@ def _run_in_process(
 @pytest.fixture(scope="session", autouse=True)
 def person_with_own_data_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Every test runs as a person at a shell (no agent session's variables), whose data
-    folder (approvals of guarded settings: `beads.approvals`) is a temporary one, never the
+    folder (approvals of guarded settings: `beads.settings.approvals`) is a temporary one, never the
     user's own."""
     saved = dict(os.environ)
     for name in list(os.environ):

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from beads.errors import InvalidInput
-from beads.ids import bead_path
+from beads.records.ids import bead_path
 from beads.store import Store
 from tests.conftest import GcRunner, gc_program, git
 
@@ -192,7 +192,7 @@ def test_doctor_reports_config_values_that_are_no_longer_valid(
 
 
 def test_argv_templates() -> None:
-    from beads.config import check_argv_template
+    from beads.settings.config import check_argv_template
 
     assert check_argv_template(["tmux", "send-keys", "-t", "{session}", "{text}", "{{x}}"])
     for bad in (["{text:>9}"], ["{text!s}"], ["{text[0]}"], ["{session.x}"], ["{}"], ["{nope}"]):
@@ -217,7 +217,7 @@ def test_the_library_refuses_lone_surrogates(store: Store) -> None:
 
 
 def test_durations_and_times_past_every_limit_are_invalid_input() -> None:
-    from beads.times import parse_duration, parse_time
+    from beads.records.times import parse_duration, parse_time
 
     for text in ("99999999999999d", "9" * 5000, "9" * 400 + "s", "36501d"):
         with pytest.raises(InvalidInput):

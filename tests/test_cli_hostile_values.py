@@ -28,8 +28,8 @@ from dulwich.refs import DiskRefsContainer
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from beads.records.times import MAX_DURATION
 from beads.store import Store
-from beads.times import MAX_DURATION
 from gc_beads.cli import cli
 from gc_beads.cli import main as gc_main
 from tests.conftest import THOROUGH, GcRunner

@@ -175,7 +175,7 @@ def test_queued_items_merge_with_the_database_and_dedup(delivery: Delivery, stor
 
 def test_rig_and_all_recipients(example_store: Store) -> None:
     with Delivery(example_store.root) as delivery:
-        # Agents of a rig go by their full name (beads/agents.py).
+        # Agents of a rig go by their full name (beads/records/agents.py).
         assert delivery.recipients(rig="town") == ["town/mayor", "town/dog"]
         assert {"town/mayor", "town/dog", "human"} <= set(delivery.recipients("all"))
         with pytest.raises(NotFound, match="no rig"):
@@ -242,7 +242,7 @@ def test_reap_removes_expired_and_old_items(delivery: Delivery) -> None:
 def test_index_rebuild_leaves_delivery_alone(store: Store) -> None:
     with Delivery(store.root) as delivery:
         delivery.push(["dog"], "survives", key="k")
-    store.sync(rebuild_index=True)
+    store.refresh(rebuild_index=True)
     with Delivery(store.root) as delivery:
         assert [i.content for i in delivery.items("dog")] == ["survives"]
 
@@ -276,7 +276,7 @@ def test_a_failed_drain_keeps_the_queue(delivery: Delivery, store: Store, monkey
     def broken(*args: object, **kwargs: object) -> bool:
         raise OSError("disk gone")
 
-    monkeypatch.setattr("inbox.merge.insert_row", broken)
+    monkeypatch.setattr("inbox.queuemerge.insert_row", broken)
     with pytest.raises(OSError):
         delivery.drain("s1")
     monkeypatch.undo()

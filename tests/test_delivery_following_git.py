@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from beads.codec import dump_bead, load_bead
-from beads.ids import bead_path
-from beads.index import Index
-from beads.reader import branch_head
+from beads.index.index import Index
+from beads.index.reader import branch_head
+from beads.records.codec import dump_bead, load_bead
+from beads.records.ids import bead_path
 from beads.store import Store
 from inbox import Delivery
 from inbox.follow import watermark
@@ -172,9 +172,9 @@ def test_links_chain_commits_back_to_a_watermark(tmp_path: Path) -> None:
 
 
 def test_links_keep_only_the_latest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import beads.index
+    import beads.index.index
 
-    monkeypatch.setattr(beads.index, "LINKS_KEPT", 3)
+    monkeypatch.setattr(beads.index.index, "LINKS_KEPT", 3)
     index = Index(tmp_path / "index.sqlite3")
     commits = [f"{n:040x}".encode() for n in range(6)]
     for parent, commit in zip(commits, commits[1:], strict=False):

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from beads.reader import branch_head
+from beads.index.reader import branch_head
 from beads.store import Store
 from inbox import Delivery
 from tests.conftest import GcRunner, gc_program
@@ -384,7 +384,7 @@ def test_a_fault_while_following_git_never_keeps_a_drain_from_delivering(
         delivery.push(["dog"], "build finished", key="k")
         with Store.open(project, agent="mayor") as store:  # the branch moves past the watermark
             store.create("message", "elsewhere", assignee="dog")  # a type with a deriver
-        monkeypatch.setattr(inbox.follow.Follower, "_catch_up", broken)
+        monkeypatch.setattr(inbox.follow.Follower, "_refresh_from", broken)
         assert [i.content for i in delivery.drain("s1", "dog").items] == ["build finished"]
     log = (project / ".beads" / ".runtime" / "delivery.log").read_text()
     assert "following git failed: OSError: a damaged object" in log

@@ -57,11 +57,11 @@ def test_without_an_installed_producer_set_a_delivery_does_not_follow_git_and_sa
         "from inbox.follow import watermark\n"
         f"d = Delivery(Path({str(store.root)!r}))\n"
         "before = watermark(d)\n"
-        "print(d.follow(), watermark(d) == before)\n"  # nothing derived, nothing skipped
-        f"Delivery(Path({str(store.root)!r})).follow()\n"  # said once, however often asked
+        "print(d.refresh(), watermark(d) == before)\n"  # nothing derived, nothing skipped
+        f"Delivery(Path({str(store.root)!r})).refresh()\n"  # said once, however often asked
         "from gc_beads.producers import default_producers\n"
         f"d = Delivery(Path({str(store.root)!r}), default_producers())\n"
-        "print(d.follow(), [i.key for i in d.items('dog')])\n"
+        "print(d.refresh(), [i.key for i in d.items('dog')])\n"
     )
     done = subprocess.run([sys.executable, "-S", "-c", code], cwd=store.root, capture_output=True,
                           text=True, env=without_the_producer_entry_point(tmp_path))  # fmt: skip
@@ -120,11 +120,11 @@ def test_a_delivery_given_a_producer_set_derives_with_it_and_not_with_the_defaul
     tasks = ProducerSet()
     tasks.add_deriver("task", items_of_tasks)
     with Delivery(store.root, tasks) as delivery:
-        delivery.follow()  # at the branch
+        delivery.refresh()  # at the branch
         with store.batch() as batch:
             task = batch.create(type="task", title="ship", assignee="dog")
             mail = batch.create(type="message", title="hi", assignee="dog", meta={"read": False})
-        assert delivery.follow() == 1
+        assert delivery.refresh() == 1
         keys = [i.key for i in delivery.drain("s1", "dog").items]
     assert keys == [f"task:{task.id}"]  # and no `mail:<id>`, the default set's item
     assert mail.id not in str(keys)
@@ -140,10 +140,10 @@ def test_two_deliveries_with_different_sets_do_not_see_each_others_producers(
     first, second = Delivery(stores[0].root, one), Delivery(stores[1].root, two)
     try:
         for store, delivery in zip(stores, (first, second), strict=True):
-            delivery.follow()
+            delivery.refresh()
             store.create("task", "ship", assignee="dog")
             delivery.push(["dog"], "lunch at noon", key="n1")
-        assert first.follow() == 1 and second.follow() == 0  # only set one derives tasks
+        assert first.refresh() == 1 and second.refresh() == 0  # only set one derives tasks
         text_one = first.drain("s1", "dog").text
         text_two = second.drain("s1", "dog").text
     finally:
@@ -278,3 +278,14 @@ def test_a_producer_shows_its_items_its_own_way(store: Store) -> None:
     assert "gc inbox: 1 new item(s)." in text and "lunch at noon" in text
     assert text.index("lunch at noon") < text.index("1 alert(s): see the board")
     assert "main is red" not in text  # the section said it its own way
+
+
+def test_delivery_follow_still_refreshes_and_warns_it_is_now_refresh(store: Store) -> None:
+    import pytest
+
+    with Delivery(store.root, producers=ProducerSet()) as delivery:
+        delivery.refresh()  # at the branch
+        store.create("task", "new work", assignee="dog")
+        with pytest.warns(DeprecationWarning, match="use Delivery.refresh"):
+            assert delivery.follow() == 0  # an empty set: the commit seen, nothing derived
+        assert delivery.refresh() == 0

@@ -195,7 +195,7 @@ def test_gc_push_to_all_stands_for_later_agents(gc: GcRunner) -> None:
 
 def test_a_gate_waits_for_a_bead_of_another_named_store(store: Store, tmp_path) -> None:
     from beads.errors import NotFound
-    from beads.localconfig import set_local
+    from beads.settings.localconfig import set_local
     from gates import beadgates
 
     other, _ = Store.init(tmp_path / "web", agent="tester")

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from beads import doctor
-from beads.ids import bead_path
+from beads.records.ids import bead_path
 from beads.store import Store
-from beads.view import git_blob_sha
-from beads.viewscan import SCAN_AHEAD_FILES, ViewScan
+from beads.view.scan import SCAN_AHEAD_FILES, ViewScan
+from beads.view.view import git_blob_sha
 
 
 def edit_in_place(path: Path) -> None:
@@ -31,7 +31,7 @@ def test_an_edit_that_keeps_size_and_times_and_a_missing_file_are_found(
     store: Store, monkeypatch: pytest.MonkeyPatch, ahead: bool, rebuild_index: bool
 ) -> None:
     if ahead:  # the view is walked and read by a child, as for a large store
-        monkeypatch.setattr("beads.viewscan.SCAN_AHEAD_FILES", 0)
+        monkeypatch.setattr("beads.view.scan.SCAN_AHEAD_FILES", 0)
     edited, gone, kept = (store.create("task", f"T{n}") for n in range(3))
     edit_in_place(store.root / bead_path("task", edited.id))
     (store.root / bead_path("task", gone.id)).unlink()
@@ -51,7 +51,7 @@ def test_an_edit_that_keeps_size_and_times_and_a_missing_file_are_found(
 def test_a_view_behind_head_is_caught_up_before_it_is_checked(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("beads.viewscan.SCAN_AHEAD_FILES", 0)  # read before the catch-up
+    monkeypatch.setattr("beads.view.scan.SCAN_AHEAD_FILES", 0)  # read before the catch-up
     first = store.create("task", "T")
     marker = store.view.applied_file.read_bytes()
     old = (store.root / bead_path("task", first.id)).read_bytes()
@@ -77,7 +77,7 @@ def test_the_background_scan_finds_what_the_view_walk_and_reads_find(store: Stor
 def test_doctor_rebuild_index_after_a_lost_index_rebuilds_once(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from beads import reconcile
+    from beads import refresh as reconcile
 
     bead = store.create("task", "T")
     store.close()

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from beads.errors import InvalidInput, NotFound
+from beads.records.times import now_stamp, stamp_at
 from beads.store import Store
-from beads.times import now_stamp, stamp_at
 from gates import beadgates, decisions, session_gates
 from inbox import Delivery
 from mail.beadmail import BeadMail

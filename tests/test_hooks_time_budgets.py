@@ -486,7 +486,7 @@ def test_packs_and_their_repack_are_readable_by_the_owner_alone_under_a_022_umas
 ) -> None:
     from dulwich.objects import Blob
 
-    from beads.git import maintenance
+    from beads.git import maintenance, repacker
     from beads.store import Store
 
     if not with_git:
@@ -500,7 +500,7 @@ def test_packs_and_their_repack_are_readable_by_the_owner_alone_under_a_022_umas
             blobs = [Blob.from_string(f"{batch} {n}".encode()) for n in range(70 + batch)]
             store.git.store_objects(blobs)
         assert maintenance.wait_idle(git_dir, 60)
-        maintenance.background(git_dir)  # git's repack, or dulwich's where git is absent
+        repacker.background(git_dir)  # git's repack, or dulwich's where git is absent
     objects = git_dir / "objects"
     packs = sorted(objects.glob("pack/pack-*"))
     assert {path.suffix for path in packs} >= {".pack", ".idx"}

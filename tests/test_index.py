@@ -17,15 +17,15 @@ from pathlib import Path
 import pytest
 
 from beads import doctor
-from beads.codec import dump_bead
 from beads.errors import InvalidInput, NotFound
-from beads.ids import bead_path, new_id
-from beads.index import Index, IndexDamaged
-from beads.query import Query
-from beads.reader import IndexReader
-from beads.record import Bead
+from beads.index.index import Index, IndexDamaged
+from beads.index.query import Query
+from beads.index.reader import IndexReader
+from beads.records.codec import dump_bead
+from beads.records.ids import bead_path, new_id
+from beads.records.record import Bead
 from beads.store import Store
-from beads.view import View
+from beads.view.view import View
 from tests.conftest import GcRunner, gc_program, git
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from beads import InvalidInput, Store
-from beads.query import Query
-from beads.reader import IndexReader
+from beads.index.query import Query
+from beads.index.reader import IndexReader
 
 
 @pytest.mark.parametrize(

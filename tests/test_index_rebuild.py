@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from beads import doctor, reconcile
-from beads.ids import bead_path
+from beads import doctor
+from beads import refresh as reconcile
+from beads.records.ids import bead_path
 from beads.store import Store
 
 TABLES = {
@@ -64,7 +65,7 @@ def varied_store(root: Path) -> Store:
 def rebuilt(store: Store) -> None:
     with store.locked():
         store.index.drop_file()
-        store.sync()
+        store.refresh()
 
 
 def test_a_rebuild_equals_the_index_built_commit_by_commit(tmp_path: Path) -> None:
@@ -125,7 +126,7 @@ def test_doctor_rebuild_index_reports_the_count_and_a_clean_store(tmp_path: Path
     report = doctor(store, rebuild_index=True)
     assert snapshot(store) == before
     assert any("index rebuilt from git (30 beads)" in line for line in report.fixed)
-    # notes/readme.txt is outside the layout: reported from the history (beads.historycheck)
+    # notes/readme.txt is outside the layout: reported from the history (beads.health.historycheck)
     assert [p.kind for p in report.problems] == ["unparsable", "history"]
     store.close()
 
@@ -145,10 +146,12 @@ def test_a_rebuild_that_fails_midway_leaves_no_half_index(
         return real(*args)
 
     monkeypatch.setattr(reconcile, "_read_bead", failing)
-    monkeypatch.setattr("beads.rebuild.REBUILD_CHUNK", 5)  # rows already flushed are rolled back
+    monkeypatch.setattr(
+        "beads.index.rebuild.REBUILD_CHUNK", 5
+    )  # rows already flushed are rolled back
     with store.locked(), pytest.raises(KeyboardInterrupt):
         store.index.drop_file()
-        store.sync()
+        store.refresh()
     assert store.index.head() is None and store.index.count() == 0
     monkeypatch.setattr(reconcile, "_read_bead", real)
     store.close()
@@ -193,7 +196,7 @@ def test_a_rebuild_holds_one_chunk_of_beads_at_a_time(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = varied_store(tmp_path)
-    monkeypatch.setattr("beads.rebuild.REBUILD_CHUNK", 4)
+    monkeypatch.setattr("beads.index.rebuild.REBUILD_CHUNK", 4)
     sizes: list[int] = []
     real = sqlite3.Connection.executemany
 
@@ -212,7 +215,7 @@ def test_a_rebuild_holds_one_chunk_of_beads_at_a_time(
 
         store.index.db = Watch()  # type: ignore[assignment]
         try:
-            store.sync()
+            store.refresh()
         finally:
             store.index.db = db
     assert max(sizes) == 4 and sum(sizes) == 30
@@ -233,8 +236,8 @@ def test_a_file_in_another_layout_is_indexed_as_its_bead(store: Store) -> None:
     # order, nulls where a bead has empty lists) goes through the bead, as `apply` does.
     import json
 
-    from beads.codec import load_bead
-    from beads.index import _row
+    from beads.index.rows import bead_row
+    from beads.records.codec import load_bead
 
     text = (b"type: task\nid: gc-bbbbbbbb\ntitle: t\nfrom: mayor\ncc: null\nlabels:\n- x\n"
             b"created_at: '2026-01-01T00:00:00.000000Z'\n"
@@ -247,7 +250,7 @@ def test_a_file_in_another_layout_is_indexed_as_its_bead(store: Store) -> None:
     rebuilt(store)
     (data,) = store.index.db.execute("SELECT data FROM beads WHERE path = ?", (path,)).fetchone()
     bead = load_bead(text)
-    assert data == _row(bead, path, "")[-1] == json.dumps(bead.to_dict(), separators=(",", ":"))
+    assert data == bead_row(bead, path, "")[-1] == json.dumps(bead.to_dict(), separators=(",", ":"))
     assert json.loads(data)["cc"] == []
 
 

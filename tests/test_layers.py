@@ -20,9 +20,9 @@ def _setting_names() -> set[str]:
     prefixes (`gates.destructive`): a setting's name, which may read like a module's
     (`mail.provider`), is not one."""
     import gc_beads.settings  # noqa: F401 - every layer's settings
-    from beads.localconfig import LOCAL_KEYS
-    from beads.settings import SETTINGS
-    from beads.trust import GUARDED
+    from beads.settings.localconfig import LOCAL_KEYS
+    from beads.settings.registry import SETTINGS
+    from beads.settings.trust import GUARDED
 
     names = set()
     for key in [*SETTINGS, *LOCAL_KEYS, *GUARDED]:
@@ -140,3 +140,167 @@ def later():
     ]
     assert upward_names("gc_beads", source) == []
     assert upward_names("web", source) == ["'gc_beads.producers:announce_arrivals'"]
+
+
+PACKAGES = ["beads", "inbox", "mail", "gates", "web", "mcpserver", "gc_beads"]
+
+
+def _modules() -> dict[str, Path]:
+    """Every module of the project, by dotted name (a package by its own name)."""
+    found = {}
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return found
+
+
+def _loaded_strings(tree: ast.AST) -> list[str]:
+    """The strings `tree` hands to the import machinery of its own process: the argument of
+    `import_module(...)`, a "module:function" spec, and a lazy table's values (a dict's
+    string values, as `beads.lazy` takes them). A `python -m module` argument is another
+    process's import, not one of this module's."""
+    texts = []
+    for node in ast.walk(tree):
+        called = getattr(node, "func", None)
+        if getattr(called, "attr", getattr(called, "id", None)) == "import_module":
+            texts += [a.value for a in node.args if isinstance(a, ast.Constant)]
+        elif isinstance(node, ast.Dict):
+            texts += [v.value for v in node.values if isinstance(v, ast.Constant)]
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and ":" in node.value:
+            texts.append(node.value)
+    return [text.strip().split(":")[0] for text in texts if isinstance(text, str)]
+
+
+def import_edges(module: str, path: Path, modules: dict[str, Path]) -> dict[str, int]:
+    """The modules of the project `module` imports, each with the line of its first import:
+    at the top, inside functions and under TYPE_CHECKING alike. `from pkg import name` is an
+    edge to `pkg.name` when that is a module, else to `pkg`."""
+    tree = ast.parse(path.read_text())
+    package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+    edges: dict[str, int] = {}
+
+    def add(name: str | None, line: int) -> None:
+        while name and name not in modules:  # `import a.b.c` of a name inside a.b: a.b
+            name = name.rpartition(".")[0]
+        if name and name != module:
+            edges.setdefault(name, line)
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                add(alias.name, node.lineno)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package[: len(package) - node.level + 1]
+                base = ".".join([*parts, *([node.module] if node.module else [])])
+            for alias in node.names:
+                full = f"{base}.{alias.name}"
+                add(full if full in modules else base, node.lineno)
+    for text in _loaded_strings(tree):
+        if text in modules:
+            add(text, 0)
+    return edges
+
+
+def find_cycle(graph: dict[str, dict[str, int]]) -> list[str] | None:
+    """One cycle of `graph` (its modules in order, the first repeated at the end), or None."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for target in sorted(graph.get(node, {})):
+            if state.get(target) == 1:
+                return [*path[path.index(target) :], target]
+            if target not in state:
+                found = visit(target)
+                if found:
+                    return found
+        state[node] = 2
+        path.pop()
+        return None
+
+    for start in sorted(graph):
+        if start not in state:
+            found = visit(start)
+            if found:
+                return found
+    return None
+
+
+def test_no_import_circle_anywhere_in_the_project() -> None:
+    modules = _modules()
+    graph = {name: import_edges(name, path, modules) for name, path in modules.items()}
+    assert sum(len(edges) for edges in graph.values()) > 500  # the whole project was read
+    cycle = find_cycle(graph)
+    steps = zip(cycle or [], (cycle or [])[1:], strict=False)
+    shown = " -> ".join(f"{a} (line {graph[a][b]})" for a, b in steps)
+    assert cycle is None, f"import circle: {shown} -> {cycle[-1]}"
+
+
+def test_the_cycle_check_sees_imports_inside_functions_type_checking_and_strings(
+    tmp_path: Path,
+) -> None:
+    sources = {
+        "pkg/__init__.py": 'LAZY = {"Thing": "pkg.lazyone"}\n',
+        "pkg/a.py": "TYPE_CHECKING = False\nif TYPE_CHECKING:\n    from pkg.b import B\n",
+        "pkg/b.py": "def later():\n    from pkg import c\n",
+        "pkg/c.py": 'import importlib\nimportlib.import_module("pkg.a")\n',
+        "pkg/lazyone.py": 'argv = ["python", "-m", "pkg"]\n',
+    }
+    modules = {}
+    for name, text in sources.items():
+        path = tmp_path / name
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(text)
+        parts = Path(name).with_suffix("").parts
+        modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    graph = {name: import_edges(name, path, modules) for name, path in modules.items()}
+    assert graph["pkg"] == {"pkg.lazyone": 0}
+    assert graph["pkg.lazyone"] == {}  # another process's import
+    assert find_cycle(graph) == ["pkg.a", "pkg.b", "pkg.c", "pkg.a"]
+    del graph["pkg.c"]["pkg.a"]
+    assert find_cycle(graph) is None
+
+
+# The old paths of moved modules that docs and users import: each still imports, and warns.
+OLD_PATHS = {
+    "beads.config": "beads.settings.config",
+    "beads.record": "beads.records.record",
+    "beads.codec": "beads.records.codec",
+    "beads.ids": "beads.records.ids",
+    "beads.query": "beads.index.query",
+}
+
+
+def test_an_old_module_path_imports_the_moved_module_with_a_deprecation_warning() -> None:
+    import subprocess
+    import sys
+
+    for old, new in OLD_PATHS.items():
+        code = (
+            "import importlib, warnings\n"
+            "with warnings.catch_warnings(record=True) as seen:\n"
+            "    warnings.simplefilter('always')\n"
+            f"    old = importlib.import_module({old!r})\n"
+            f"assert old is importlib.import_module({new!r}), old\n"
+            "assert [w.category.__name__ for w in seen] == ['DeprecationWarning'], seen\n"
+            f"assert {new!r} in str(seen[0].message)\n"
+        )
+        result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+        assert result.returncode == 0, f"{old}: {result.stderr}"
+
+
+def test_no_module_of_the_project_imports_an_old_path() -> None:
+    modules = _modules()
+    found = [
+        f"{name} imports {target}"
+        for name, path in modules.items()
+        if name not in OLD_PATHS
+        for target in import_edges(name, path, modules)
+        if target in OLD_PATHS
+    ]
+    assert found == []

@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from beads import sync
-from beads.localconfig import add_remote, set_local
+from beads.settings.localconfig import add_remote, set_local
 from beads.store import Store
+from beads.sync import syncing as sync
 from inbox.delivery import Delivery
 from inbox.nats import outbox, subjects
 from tests.conftest import GcRunner, gc_program
@@ -144,7 +144,7 @@ class Machine:
 
     def keys(self, agent: str) -> list[str]:
         """Every item key `agent` has here, in whatever state."""
-        full = self.delivery.own(agent)  # `b1` of rig crew is `crew/b1` (beads/agents.py)
+        full = self.delivery.own(agent)  # `b1` of rig crew is `crew/b1` (beads/records/agents.py)
         rows = self.delivery.db.execute("SELECT key FROM items WHERE agent = ?", (full,))
         return [key for (key,) in rows]
 

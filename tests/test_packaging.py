@@ -230,8 +230,8 @@ def test_a_stale_reference_fails_the_check_and_names_the_command(
 
 
 def test_the_references_hold_every_command_and_setting() -> None:
-    from beads.config import SETTINGS
-    from beads.localconfig import LOCAL_KEYS
+    from beads.settings.config import SETTINGS
+    from beads.settings.localconfig import LOCAL_KEYS
     from gc_beads.commands import COMMANDS
 
     cli_md = (ROOT / "docs" / "cli.md").read_text()

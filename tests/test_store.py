@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from beads import Conflict, InvalidInput, NotFound, Store
-from beads.codec import dump_bead, load_bead
-from beads.ids import ID_RE, bead_path
+from beads.records.codec import dump_bead, load_bead
+from beads.records.ids import ID_RE, bead_path
 from tests.conftest import git
 
 
@@ -155,7 +155,7 @@ def test_invalid_beads_are_refused_and_nothing_changes(
 
 
 def test_body_limit_comes_from_config(tmp_path: Path) -> None:
-    from beads.config import default_config
+    from beads.settings.config import default_config
 
     config = default_config()
     config["store"]["max_body_bytes"] = 100
@@ -447,13 +447,13 @@ def test_the_package_names_its_public_surface_even_after_its_modules_load() -> N
     """`from beads import doctor` is the function whatever was imported before (a module of
     the same name once shadowed it)."""
     import beads
-    import beads.checkup  # noqa: F401  (what `gc doctor` and the tests load)
+    import beads.health.checkup  # noqa: F401  (what `gc doctor` and the tests load)
 
     for name in beads.__all__:
         assert callable(getattr(beads, name)), name
     from beads import doctor
 
-    assert doctor.__module__ == "beads.checkup"
+    assert doctor.__module__ == "beads.health.checkup"
 
 
 def test_a_store_opened_without_the_program_keeps_sections_it_does_not_know(
@@ -480,8 +480,8 @@ print(sorted(m for m in sys.modules if m.split(".")[0] in ("mail", "inbox", "gat
 
 
 def test_a_registered_section_is_a_new_stores_default_and_its_settings_are_checked() -> None:
-    from beads import config
-    from beads.settings import DEFAULTS, FREE_FORM, SETTINGS, count, register_section
+    from beads.settings import config
+    from beads.settings.registry import DEFAULTS, FREE_FORM, SETTINGS, count, register_section
 
     saved = dict(DEFAULTS), dict(SETTINGS), list(FREE_FORM)
     try:
@@ -507,3 +507,11 @@ def test_a_registered_section_is_a_new_stores_default_and_its_settings_are_check
         SETTINGS.clear()
         SETTINGS.update(saved[1])
         FREE_FORM[:] = saved[2]
+
+
+def test_store_sync_still_refreshes_the_index_and_warns_it_is_now_refresh(store: Store) -> None:
+    bead = store.create("task", "Made before the index was lost")
+    store.index.drop_file()
+    with store.locked(), pytest.warns(DeprecationWarning, match="use Store.refresh"):
+        store.sync()
+    assert store.index.get(bead.id) == bead

@@ -1,5 +1,5 @@
 """The YAML codec: canonical files and load(dump(b)) == b for every valid bead; the canonical
-writer (`beads.yamlwrite`) against the bytes gc wrote before, and its reader."""
+writer (`beads.records.yamlwrite`) against the bytes gc wrote before, and its reader."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ import pytest
 from hypothesis import assume, event, given
 from hypothesis import strategies as st
 
-from beads import codec, yamlread, yamlwrite
-from beads.codec import dump_bead, dump_data, load_bead
-from beads.record import FIELD_ORDER, Bead
+from beads.records import codec, yamlread, yamlwrite
+from beads.records.codec import dump_bead, dump_data, load_bead
+from beads.records.record import FIELD_ORDER, Bead
 from beads.store import Store
 
 AGENT = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9._-]{0,20}", fullmatch=True).filter(
@@ -400,7 +400,7 @@ def test_the_writer_writes_the_same_bytes_without_ruamel_installed(tmp_path: Pat
     samples.write_text(json.dumps(frozen_samples()))
     code = _NO_RUAMEL + (
         "import json\n"
-        "from beads.codec import dump_data, load_data\n"
+        "from beads.records.codec import dump_data, load_data\n"
         "bad = 0\n"
         "for data, text in json.load(open(sys.argv[1])):\n"
         "    bad += dump_data(data) != text.encode()\n"
@@ -546,7 +546,7 @@ def test_reading_a_plain_bead_never_imports_ruamel() -> None:
                 meta={"ratio": 0.5, "bell": "\x07"})  # fmt: skip
     code = (
         "import sys\n"
-        "from beads.codec import load_bead\n"
+        "from beads.records.codec import load_bead\n"
         "load_bead(sys.stdin.buffer.read())\n"
         "print(sorted(m for m in sys.modules if m.startswith(('ruamel', '_ruamel'))))"
     )

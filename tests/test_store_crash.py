@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from beads import doctor
-from beads.faults import CATCH_UP_POINTS, INIT_POINTS, PACK_POINTS, POINTS, REF_POINTS
+from beads.faults import INIT_POINTS, PACK_POINTS, POINTS, REF_POINTS, REFRESH_POINTS
 from beads.git.refs import LOCK_WAIT
-from beads.gitrepair import TEMP_STALE_SECONDS
+from beads.health.gitrepair import TEMP_STALE_SECONDS
 from beads.store import Store
 from tests.conftest import GcRunner, git
 
@@ -205,8 +205,8 @@ def test_a_kill_inside_init_leaves_nothing_the_next_init_trips_on(gc: GcRunner, 
 def commit_elsewhere(store: Store, titles: list[str], tmp_path: Path) -> None:
     """Commit beads the way a push into the store would: git moves, the index and the view
     stay behind for the next command to catch up."""
-    from beads.codec import dump_bead
-    from beads.ids import bead_path
+    from beads.records.codec import dump_bead
+    from beads.records.ids import bead_path
 
     with Store.init(tmp_path / "elsewhere")[0] as other:
         made = [other.create("task", title) for title in titles]
@@ -217,7 +217,7 @@ def commit_elsewhere(store: Store, titles: list[str], tmp_path: Path) -> None:
     store.git.swap_head(head, commit.id, "push", "someone")
 
 
-@pytest.mark.parametrize("point", CATCH_UP_POINTS[:2])
+@pytest.mark.parametrize("point", REFRESH_POINTS[:2])
 def test_a_kill_while_catching_up_with_commits_made_elsewhere_leaves_a_usable_store(
     tmp_path: Path, point: str
 ) -> None:
@@ -239,7 +239,7 @@ def test_a_drain_killed_while_following_git_announces_the_mail_at_the_next(
                 env={"GC_AGENT": "mayor", "GC_FAULT_POINT": "after-index"})  # fmt: skip
     assert killed.returncode == -signal.SIGKILL
     drain = ("--agent", "dog", "inbox", "drain", "--session", "s1")
-    following = gc(*drain, env={"GC_FAULT_POINT": CATCH_UP_POINTS[2]})
+    following = gc(*drain, env={"GC_FAULT_POINT": REFRESH_POINTS[2]})
     assert following.returncode == -signal.SIGKILL
     keys = [item["key"] for item in gc.json(*drain)["items"]]
     assert len(keys) == 1 and keys[0].startswith("mail:")

@@ -19,7 +19,7 @@ import beads.git.refs
 from beads import doctor
 from beads.errors import StorageError
 from beads.git.objects import loose_path
-from beads.reader import IndexReader
+from beads.index.reader import IndexReader
 from beads.store import Store
 from tests.conftest import GcRunner, git
 

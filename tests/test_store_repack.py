@@ -14,6 +14,7 @@ import pytest
 from dulwich.objects import Blob
 
 import beads.git.maintenance as repack
+import beads.git.repacker as repacker
 from beads import doctor
 from beads.faults import REPACK_POINTS
 from beads.git import GitRepo
@@ -168,7 +169,7 @@ def test_a_writer_that_finds_a_repack_running_asks_it_to_look_again(
         for number in range(12):
             store.create("task", f"single {number}")
         assert (git_dir / repack.MORE_NAME).exists()
-    repack.background(git_dir)  # the running one, planning again before it ends
+    repacker.background(git_dir)  # the running one, planning again before it ends
     assert not (git_dir / repack.MORE_NAME).exists()
     assert not loose_of(store) and pack_counts(store)
     assert len(store.list()) == 12
@@ -241,7 +242,7 @@ def run_background(store: Store, point: str | None = None, *, no_git: Path | Non
     if no_git is not None:
         env["PATH"] = str(no_git)
     done = subprocess.run(
-        [sys.executable, "-m", "beads.git.maintenance", str(store.root / ".git")],
+        [sys.executable, "-m", "beads.git.repacker", str(store.root / ".git")],
         env=env,
         timeout=120,
     )
@@ -290,7 +291,7 @@ def test_readers_never_miss_an_object_during_a_background_repack(
     for sha in before:  # every pack opened and cached, as a long-running reader has them
         reader.get_raw(sha)
     worker = subprocess.Popen(
-        [sys.executable, "-m", "beads.git.maintenance", str(store.root / ".git")]
+        [sys.executable, "-m", "beads.git.repacker", str(store.root / ".git")]
     )
     rounds = 0
     while worker.poll() is None or rounds < 2:

@@ -11,10 +11,10 @@ import pytest
 
 from beads import doctor
 from beads.errors import InvalidInput
-from beads.ids import bead_path, new_id
-from beads.record import Bead
+from beads.records.ids import bead_path, new_id
+from beads.records.record import Bead
+from beads.records.times import stamp_at
 from beads.store import Store
-from beads.times import stamp_at
 from tests.conftest import GcRunner
 
 DAY = 86400
@@ -106,7 +106,7 @@ def test_beads_that_age_out_are_pruned_by_the_doctor(
     five = old_closed(store, 5)
     assert view_beads(store) == {beads["open"], beads["closed_now"], five.id}
     later = time.time() + 4 * DAY  # four days on: the bead closed five days ago is nine days old
-    monkeypatch.setattr("beads.view.time.time", lambda: later)
+    monkeypatch.setattr("beads.view.view.time.time", lambda: later)
     store.close()
     with Store.open(store.root) as reopened:
         fixed = healthy(reopened)
@@ -204,7 +204,7 @@ def test_gc_config_set_refuses_a_bad_view(tmp_path: Path) -> None:
 def test_commits_made_elsewhere_follow_the_setting(store: Store) -> None:
     # A push into the store (a commit the view never saw) is caught up from the tree diff
     # under the setting: an old closed bead stays out of a recent view, an open one comes in.
-    from beads.codec import dump_bead
+    from beads.records.codec import dump_bead
 
     store.set_setting("store.view", "recent")
     stamp = stamp_at(time.time() - 40 * DAY)

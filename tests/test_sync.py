@@ -21,11 +21,11 @@ from pathlib import Path
 
 import pytest
 
-from beads.codec import dump_bead
 from beads.errors import StorageError
-from beads.merge import merge_bead
-from beads.record import Bead
+from beads.records.codec import dump_bead
+from beads.records.record import Bead
 from beads.store import Store
+from beads.sync.merge import merge_bead
 from tests.conftest import THOROUGH, GcRunner
 
 
@@ -522,8 +522,8 @@ def test_a_delta_on_a_base_we_lack_is_fetched_again_whole(store: Store) -> None:
     from dulwich.object_format import DEFAULT_OBJECT_FORMAT
     from dulwich.objects import Blob, hex_to_sha
 
-    from beads import remote
     from beads.git.transport import UnresolvedBase
+    from beads.sync import remote
 
     base = Blob.from_string(b"line\n" * 200)
     target = Blob.from_string(b"line\n" * 200 + b"more\n")
@@ -555,7 +555,7 @@ def test_a_delta_on_a_base_we_lack_is_fetched_again_whole(store: Store) -> None:
     assert store.git.has_object(target.id)
 
 
-# -- the gate for incoming trees (beads/treegate.py) ----------------------------------------
+# -- the gate for incoming trees (beads/sync/treegate.py) ----------------------------------------
 
 
 def plumb(repo: Path, *args: str, data: bytes | None = None) -> str:

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from beads import approvals
-from beads.record import DEFAULT_MAX_BODY_BYTES
-from beads.trust import MIN_BODY_BYTES, combine
+from beads.records.record import DEFAULT_MAX_BODY_BYTES
+from beads.settings import approvals
+from beads.settings.trust import MIN_BODY_BYTES, combine
 from inbox.delivery import Delivery
 from tests.conftest import GcRunner, gc_program
 

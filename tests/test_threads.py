@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from beads.errors import StorageError
-from beads.reader import branch_head
+from beads.index.reader import branch_head
 from beads.store import Store
 from gc_beads.cli import main as cli_main
 from mail.beadmail import BeadMail

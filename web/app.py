@@ -31,8 +31,8 @@ from markupsafe import Markup, escape
 from werkzeug.serving import BaseWSGIServer, get_sockaddr, make_server, select_address_family
 
 from beads.errors import GcError, InvalidInput
-from beads.ids import ID_RE
-from beads.reader import branch_head
+from beads.index.reader import branch_head
+from beads.records.ids import ID_RE
 from beads.store import Store
 from inbox.delivery import Delivery
 from web import data

@@ -17,9 +17,9 @@ from typing import Any
 
 from beads.cli.common import stamped
 from beads.errors import InvalidInput
-from beads.record import Bead, check_agent
+from beads.records.record import Bead, check_agent
+from beads.records.times import now_stamp
 from beads.store import Store
-from beads.times import now_stamp
 from inbox.delivery import Delivery
 from mail.beadmail import MESSAGE, BeadMail, bead_message, mailbox_filters, unread_filters
 from mail.threads.model import THREAD, Thread

@@ -13,11 +13,11 @@ from collections import OrderedDict
 from collections.abc import Iterator, MutableMapping
 from typing import TYPE_CHECKING, Any
 
-from beads.codec import load_bead
 from beads.errors import InvalidInput, NotFound
-from beads.ids import parse_bead_path
-from beads.reader import is_sha
-from beads.record import FIELD_ORDER
+from beads.index.reader import is_sha
+from beads.records.codec import load_bead
+from beads.records.ids import parse_bead_path
+from beads.records.record import FIELD_ORDER
 
 if TYPE_CHECKING:
     from beads.git import LogEntry

@@ -10,7 +10,7 @@ import click
 
 from beads.cli.common import emit, global_options, open_store, progress_bar, settings
 from beads.errors import InvalidInput, StorageError
-from beads.record import shown
+from beads.records.record import shown
 
 # What `gc init` can meet on a healthy disk is the path's fault (no such place, not a
 # directory, not writable, a read-only or virtual file system): an input error, exit 30.
@@ -91,13 +91,13 @@ def doctor(
     rebuild_index: bool, restore_view: bool, compact: bool, no_git: bool, reset_to: str | None
 ) -> None:
     """Check the repository, the index and the view against HEAD; exit 0 when clean."""
-    from beads.checkup import doctor as run_doctor
-    from beads.checkup import doctor_steps
+    from beads.health.checkup import doctor as run_doctor
+    from beads.health.checkup import doctor_steps
 
     store = open_store()
     reset = None
     if reset_to is not None:
-        from beads.historycheck import reset_to as reset_branch
+        from beads.health.historycheck import reset_to as reset_branch
 
         reset = reset_branch(store, reset_to)
     with progress_bar(doctor_steps(compact), "gc doctor") as advance:
@@ -161,7 +161,7 @@ def config_get(key: str | None, local: bool) -> None:
     from beads.errors import NotFound
 
     if local:  # this machine's settings, as `sync: {auto: true}`
-        from beads.localconfig import local_settings
+        from beads.settings.localconfig import local_settings
 
         value: object = {}
         for dotted, setting in local_settings(open_store().root / ".git").items():
@@ -195,11 +195,11 @@ def config_set(key: str, value: str, local: bool) -> None:
     except RecursionError:
         raise InvalidInput(f"the value of {key} nests too deeply") from None
     if local:  # kept in the store's git config: never committed, never synced
-        from beads.localconfig import set_local
+        from beads.settings.localconfig import set_local
 
         parsed = set_local(open_store().root / ".git", key, parsed)
     else:
-        from beads.trust import within
+        from beads.settings.trust import within
 
         store = open_store()
         store.set_setting(key, parsed)

@@ -15,7 +15,7 @@ from beads.cli.common import (
     table,
 )
 from beads.errors import InvalidInput
-from beads.record import Bead
+from beads.records.record import Bead
 
 PRIORITY = click.IntRange(0, 4)
 
@@ -126,7 +126,7 @@ def list_(
     limit: int | None,
 ) -> None:
     """List beads from the index (open ones unless --status or --all says otherwise)."""
-    from beads.times import parse_time
+    from beads.records.times import parse_time
 
     if show_all and status not in (None, "all"):
         raise InvalidInput(f"give --all or --status {status}, not both")
@@ -216,7 +216,7 @@ def edit(bead_id: str) -> None:
     import subprocess
     import tempfile
 
-    from beads.codec import dump_bead, load_bead
+    from beads.records.codec import dump_bead, load_bead
 
     store = open_store()
     current = store.get(bead_id)
@@ -291,7 +291,7 @@ def reopen(bead_id: str) -> None:
 
 
 def _block(found: Bead) -> str:
-    from beads.codec import dump_bead
+    from beads.records.codec import dump_bead
 
     return dump_bead(found).decode("utf-8").rstrip("\n")
 

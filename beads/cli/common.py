@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 import click
 
 from beads.errors import GcError, InvalidInput
-from beads.record import identity_order, shown
+from beads.records.record import identity_order, shown
 from beads.runtime import Runtime
 
 if TYPE_CHECKING:
@@ -144,8 +144,8 @@ class BeadIdType(click.types.StringParamType):
     ) -> list[Any]:
         from click.shell_completion import CompletionItem
 
+        from beads.index.reader import IndexReader
         from beads.location import find_store
-        from beads.reader import IndexReader
 
         try:
             with IndexReader(find_store(settings(ctx).beads_dir)) as reader:
@@ -210,7 +210,8 @@ def limit_option(func: F) -> F:
 
 
 class Duration(click.ParamType):
-    """A duration option: `90`, `45s`, `10m`, `2h` (`beads.times.parse_duration`), in seconds,
+    """A duration option: `90`, `45s`, `10m`, `2h` (`beads.records.times.parse_duration`), in
+    seconds,
     at least `minimum`. Unlike click.FloatRange it refuses nan, inf and `1e400`."""
 
     name = "duration"
@@ -219,7 +220,7 @@ class Duration(click.ParamType):
         self.minimum = minimum
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        from beads.times import parse_duration
+        from beads.records.times import parse_duration
 
         try:
             seconds = parse_duration(value if isinstance(value, str) else str(value))
@@ -327,7 +328,7 @@ def answer_no(payload: dict[str, Any], text: str | None = None) -> NoReturn:
 def stamped(record: dict[str, Any], *names: str) -> dict[str, Any]:
     """`record` with its Unix times `names` as RFC 3339 UTC, as beads show theirs: every JSON
     reply gives times one way (databases of derived data keep seconds)."""
-    from beads.times import stamp_at
+    from beads.records.times import stamp_at
 
     return {
         key: stamp_at(value) if key in names and isinstance(value, int | float) else value

@@ -29,7 +29,7 @@ def remote() -> None:
 @global_options
 def remote_add(name: str, url: str) -> None:
     """Add remote NAME at URL (a path, file://, git://, ssh or http(s) URL)."""
-    from beads.localconfig import add_remote
+    from beads.settings.localconfig import add_remote
 
     store = open_store()
     add_remote(store.root / ".git", name, url)
@@ -41,7 +41,7 @@ def remote_add(name: str, url: str) -> None:
 @global_options
 def remote_remove(name: str) -> None:
     """Forget remote NAME."""
-    from beads.localconfig import remove_remote
+    from beads.settings.localconfig import remove_remote
 
     remove_remote(open_store().root / ".git", name)
     emit({"removed": name}, f"Removed remote {name}")
@@ -52,7 +52,7 @@ def remote_remove(name: str) -> None:
 @global_options
 def remote_list(limit: int | None) -> None:
     """List the remotes: name and URL."""
-    from beads.localconfig import remotes
+    from beads.settings.localconfig import remotes
 
     found = dict(list(remotes(open_store().root / ".git").items())[:limit])
     emit(
@@ -68,7 +68,7 @@ def remote_list(limit: int | None) -> None:
 def clone(url: str, path: str) -> None:
     """Make a store in PATH/.beads from the store at URL (its remote `origin`)."""
     from beads.store import Store
-    from beads.sync import clone as clone_store
+    from beads.sync.syncing import clone as clone_store
 
     root = clone_store(url, path, agent=settings().agent)
     store = Store(root, agent=settings().agent)  # builds the index and the view
@@ -87,7 +87,7 @@ def clone(url: str, path: str) -> None:
 @global_options
 def sync(name: str | None, show_status: bool, watch: bool, interval: float | None) -> None:
     """Fetch from the remote NAME (default: sync.remote, else origin), merge, push."""
-    from beads import sync as syncing
+    from beads.sync import syncing
 
     store = open_store()
     if show_status:
@@ -95,7 +95,7 @@ def sync(name: str | None, show_status: bool, watch: bool, interval: float | Non
         emit({"status": found}, lambda: _status_lines(found))
         return
     if watch:
-        from beads.localconfig import DEFAULT_INTERVAL, local_settings
+        from beads.settings.localconfig import DEFAULT_INTERVAL, local_settings
 
         every = interval or local_settings(store.root / ".git").get(
             "sync.interval", DEFAULT_INTERVAL

@@ -1,5 +1,5 @@
 """`gc trust`: a person approves, on this machine, the guarded settings of `config.yaml` that
-changed since the last approval (`beads.trust` says which and why)."""
+changed since the last approval (`beads.settings.trust` says which and why)."""
 
 from __future__ import annotations
 
@@ -25,9 +25,9 @@ def trust(yes: bool, show: bool, show_log: bool) -> None:
     Shows what changed since the last approval on this machine and asks for `yes` typed at
     the controlling terminal (never read from stdin). Refused inside an agent's session.
     """
-    from beads import approvals
-    from beads.person import agent_session, confirm, has_terminal
-    from beads.trust import changes, checked, snapshot
+    from beads.settings import approvals
+    from beads.settings.person import agent_session, confirm, has_terminal
+    from beads.settings.trust import changes, checked, snapshot
 
     store = open_store()
     mine = snapshot(checked(store.committed_config)[0])
@@ -88,7 +88,7 @@ def trust(yes: bool, show: bool, show_log: bool) -> None:
 
 def _record(root: Any, approved: dict[str, Any], **entry: Any) -> None:
     """Write the approval; a data folder that cannot be written is a storage error."""
-    from beads import approvals
+    from beads.settings import approvals
 
     try:
         approvals.record(root, approved, **entry)

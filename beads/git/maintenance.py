@@ -8,7 +8,7 @@ times over the store's life.
 
 No write waits for a repack. A writer that added a pack out of progression, or crossed the
 loose-object threshold, starts a detached background process (`python -m
-beads.git.maintenance GIT_DIR`) and goes on. That process runs `git repack -d --geometric=2`
+beads.git.repacker GIT_DIR`) and goes on. That process runs `git repack -d --geometric=2`
 where git is installed (git packs the loose objects too and deletes them once packed), and
 otherwise does the same with dulwich's public API: the loose objects, each checked against
 its name, written as one pack (`add_pack_data`), then the smallest packs that break the
@@ -33,16 +33,34 @@ import os
 import shutil
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from beads.errors import Conflict, StorageError
 from beads.faults import fault
-from beads.git.objects import loose_ids, read_loose
+from beads.git.objects import loose_ids, read_loose, umask_for
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Iterator, Sequence
 
-    from beads.git.repo import GitRepo
+    from dulwich.object_store import DiskObjectStore
+    from dulwich.objects import ShaFile
+
+    class GitRepo(Protocol):
+        """What packing needs of a repository (`beads.git.repo.GitRepo` is one): this
+        module never imports it, as the repository calls in here after each write."""
+
+        git_dir: Path
+        objects: DiskObjectStore
+
+        def write_pack(self, objects: Sequence[ShaFile], *, points: tuple[str, str]) -> str | None:
+            """Write `objects` as one pack; the pack's base path."""
+
+        def give_mode(self, *paths: str) -> None:
+            """Give files written into the repository the mode of an object file."""
+
+        def close(self) -> None:
+            """Let go of the object store's files."""
+
 
 # Each pack holds at least this many times the objects of all smaller packs together.
 FACTOR = 2
@@ -149,7 +167,7 @@ _children: dict[Path, object] = {}
 
 
 def spawn(git_dir: Path) -> None:
-    """Start the background repack (`python -m beads.git.maintenance GIT_DIR`), detached:
+    """Start the background repack (`python -m beads.git.repacker GIT_DIR`), detached:
     its own session, no terminal, nothing inherited that a caller waits on (a pipe of
     stdout). One this process started for the same repository and still running is left
     the work."""
@@ -162,63 +180,13 @@ def spawn(git_dir: Path) -> None:
         return
     with contextlib.suppress(OSError):
         _children[git_dir] = subprocess.Popen(
-            [sys.executable, "-m", "beads.git.maintenance", str(git_dir)],
+            [sys.executable, "-m", "beads.git.repacker", str(git_dir)],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             start_new_session=True,
             close_fds=True,
         )
-
-
-def background(git_dir: Path) -> None:
-    """Pack the loose objects and keep the packs geometric: the background step, under the
-    repack lock (waiting for a running one, then leaving it the work)."""
-    lock = _try_lock(git_dir, BACKGROUND_LOCK_WAIT)
-    if lock is None:
-        return
-    try:
-        _take_request(git_dir)  # this run sees what is there now
-        for _round in range(BACKGROUND_ROUNDS):
-            geometric(git_dir)
-            # Writers that added packs or crossed their threshold meanwhile left the work to
-            # this run (the lock was held): it plans again before it ends.
-            asked = _take_request(git_dir)
-            packs = [pack.count for pack in packs_of(git_dir)]
-            if not asked and count_loose(git_dir) < LOOSE_LEFT_OVER and not rollup(packs):
-                return
-    finally:
-        lock.release()  # type: ignore[attr-defined]
-
-
-def _take_request(git_dir: Path) -> bool:
-    """Whether a writer asked this run to look again (and the request, now taken)."""
-    try:
-        (git_dir / MORE_NAME).unlink()
-    except OSError:
-        return False
-    return True
-
-
-def geometric(git_dir: Path) -> None:
-    """One geometric repack: by git where it is installed, else by dulwich. A git that
-    fails (too old for `--geometric`, or a damaged loose object it refuses) leaves the work
-    to dulwich's way, which leaves a damaged object loose for `gc doctor`."""
-    program = shutil.which("git")
-    if program is not None:
-        try:
-            _git(program, git_dir, GEOMETRIC)
-            return
-        except StorageError:
-            pass
-    from beads.git.repo import GitRepo  # dulwich: only where git is not installed
-
-    git = GitRepo(git_dir)
-    try:
-        pack_loose(git)
-        merge_packs(git)
-    finally:
-        git.close()
 
 
 def pack_loose(git: GitRepo) -> int:
@@ -420,8 +388,6 @@ def _git(program: str, git_dir: Path, args: tuple[str, ...]) -> None:
     """Run git on the store's repository; StorageError naming what git said when it fails."""
     import subprocess
 
-    from beads.git.repo import umask_for
-
     result = subprocess.run(
         [program, "-C", str(git_dir), *args],
         stdin=subprocess.DEVNULL,
@@ -431,24 +397,3 @@ def _git(program: str, git_dir: Path, args: tuple[str, ...]) -> None:
     )
     if result.returncode != 0:
         raise StorageError(f"git repack failed: {result.stderr.strip()[:300]}")
-
-
-def main(argv: list[str]) -> int:
-    """`python -m beads.git.maintenance GIT_DIR`: the background step. Silent: a failure
-    leaves the packs as they were (every step is safe to interrupt), for the next run."""
-    if len(argv) != 1:
-        print("usage: python -m beads.git.maintenance GIT_DIR", file=sys.stderr)
-        return 2
-    with contextlib.suppress(OSError):
-        # Upkeep yields the CPU to the writers it serves (two cores are common for agents).
-        os.nice(BACKGROUND_NICE)
-    from beads.git.repo import umask_for
-
-    os.umask(umask_for(Path(argv[0])))  # what it writes is the store's, whoever started it
-    with contextlib.suppress(Exception):
-        background(Path(argv[0]))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

@@ -26,6 +26,7 @@ from beads.errors import StorageError
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
+    from pathlib import Path
 
 COMMIT, TREE, BLOB = 1, 2, 3
 TYPE_NAMES = {1: b"commit", 2: b"tree", 3: b"blob", 4: b"tag"}
@@ -207,3 +208,19 @@ def loose_ids(objects_dir: str) -> Iterator[bytes]:
             for rest in os.listdir(os.path.join(objects_dir, prefix)):
                 if len(rest) == 38 and _HEX.issuperset(rest):
                     yield (prefix + rest).encode()
+
+
+def is_group_store(git_dir: Path) -> bool:
+    """Whether the store is shared with its group (`store.shared: group`): its directory,
+    the repository's parent, then has the group's rights."""
+    try:
+        return os.stat(git_dir.parent).st_mode & 0o070 == 0o070
+    except OSError:
+        return False
+
+
+def umask_for(git_dir: Path) -> int:
+    """The umask a program writing into the repository runs with (`git repack`, the
+    background repack): nothing for others, and for the group only in a group store (whose
+    members write new objects into the same directories)."""
+    return 0o007 if is_group_store(git_dir) else 0o077

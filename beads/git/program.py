@@ -144,7 +144,7 @@ def file_contents(git_dir: Path, commit: bytes) -> Iterator[tuple[str, bytes, by
 class CatFile:
     """Objects read through one `git cat-file --batch` process, by name: in a hook git runs,
     the repository (and the objects it keeps in quarantine) is the one git's environment
-    names. An object store for `beads.treegate`: `get_raw(name)`."""
+    names. An object store for `beads.sync.treegate`: `get_raw(name)`."""
 
     def __init__(self) -> None:
         import subprocess

@@ -23,7 +23,15 @@ from dulwich.objects import Blob, Commit, ShaFile, Tree
 
 from beads.errors import StorageError
 from beads.faults import fault
-from beads.git.objects import TREE, TreeCache, TreeData, damaged, hashes_to, loose_path
+from beads.git.objects import (
+    TREE,
+    TreeCache,
+    TreeData,
+    damaged,
+    hashes_to,
+    is_group_store,
+    loose_path,
+)
 from beads.git.refs import STALE_LOCK_SECONDS, BranchRef
 
 if TYPE_CHECKING:
@@ -237,7 +245,7 @@ class GitRepo(BranchRef):
             self.tree_of(new_commit),
         ):
             # Only files: a gitlink or a symbolic link (in a history from before the gate for
-            # incoming trees, `beads.treegate`) is no file of the store's.
+            # incoming trees, `beads.sync.treegate`) is no file of the store's.
             old = change.old if change.old is not None and _is_file(change.old.mode) else None
             new = change.new if change.new is not None and _is_file(change.new.mode) else None
             if old is None and new is None:
@@ -517,22 +525,6 @@ class GitRepo(BranchRef):
         self.trees.forget(tree_id)  # the version this commit replaces
         self.trees.keep(obj.id, tree)
         return obj.id
-
-
-def is_group_store(git_dir: Path) -> bool:
-    """Whether the store is shared with its group (`store.shared: group`): its directory,
-    the repository's parent, then has the group's rights."""
-    try:
-        return os.stat(git_dir.parent).st_mode & 0o070 == 0o070
-    except OSError:
-        return False
-
-
-def umask_for(git_dir: Path) -> int:
-    """The umask a program writing into the repository runs with (`git repack`, the
-    background repack): nothing for others, and for the group only in a group store (whose
-    members write new objects into the same directories)."""
-    return 0o007 if is_group_store(git_dir) else 0o077
 
 
 def _is_file(mode: int | None) -> bool:

@@ -1,7 +1,7 @@
 """The exchange with a remote through dulwich's clients (a local path, `file://`, `git://`,
 ssh, http(s)): git itself is never needed. Here are the clients, the pack a fetch receives
 (streamed to a file by the caller, then unpacked into the store), and the pack a push sends;
-what is allowed (timeouts, sizes, which refs) is decided by the caller (`beads.remote`).
+what is allowed (timeouts, sizes, which refs) is decided by the caller (`beads.sync.remote`).
 """
 
 from __future__ import annotations

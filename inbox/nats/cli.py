@@ -13,7 +13,7 @@ import click
 
 from beads.cli.common import emit, global_options, stamped
 from beads.errors import GcError, InvalidInput, StorageError
-from beads.times import parse_duration
+from beads.records.times import parse_duration
 from inbox.cli import open_delivery
 from inbox.nats import machines, outbox
 from inbox.nats.settings import Settings, status_path
@@ -118,7 +118,7 @@ def relay(agents: str | None, ack_wait: str) -> None:
     """Run this machine's relay until SIGTERM: publish the outbox, store what arrives for
     this machine's agents, nudge idle ones."""
     _client()
-    from beads.localconfig import LOCAL_KEYS
+    from beads.settings.localconfig import LOCAL_KEYS
     from inbox.nats.relay import run
 
     delivery = open_delivery()

@@ -2,7 +2,7 @@
 
 A consumer is named for its machine (`relay-<machine name>`, the host name by default), and
 host names repeat: two relays of one name would share one consumer and split each other's
-items. So each clone has a machine id (`beads.localconfig.machine_id`), written into its
+items. So each clone has a machine id (`beads.settings.localconfig.machine_id`), written into its
 consumer's metadata (`gc_machine_id`). A relay finding its consumer held by another id
 refuses to start, naming both ids and the fix; a consumer made before machines had ids is
 claimed as it is (it keeps its name); a change of this machine's agents updates its own

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 
-from beads.autosync import read_local
+from beads.sync.auto import read_local
 
 TYPE_CHECKING = False  # the hooks never import typing (tests/test_hooks.py)
 if TYPE_CHECKING:

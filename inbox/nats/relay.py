@@ -36,8 +36,8 @@ from nats.js import api
 from nats.js.errors import NotFoundError
 
 from beads import files
-from beads.agents import rig_members
 from beads.errors import Conflict, InvalidInput
+from beads.records.agents import rig_members
 from inbox.broadcast import copy_for, stand
 from inbox.delivery import Delivery
 from inbox.items import PRODUCER_TYPES, Item

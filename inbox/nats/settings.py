@@ -7,12 +7,12 @@ import re
 from pathlib import Path
 from typing import Any
 
-from beads.agents import canonical_agent, spellings
-from beads.autosync import read_local
 from beads.errors import InvalidInput
-from beads.localconfig import local_settings, machine_id, machine_name
-from beads.times import parse_duration
-from inbox.config import NATS_DEFAULTS, nats_setting
+from beads.records.agents import canonical_agent, spellings
+from beads.records.times import parse_duration
+from beads.settings.localconfig import local_settings, machine_id, machine_name
+from beads.sync.auto import read_local
+from inbox.deliveryconfig import NATS_DEFAULTS, nats_setting
 
 STREAM = "INBOX_EVENTS"
 # A settled item's key is kept at least max_age + dedup_window (Delivery.keep_keys): a
@@ -41,7 +41,7 @@ class Settings:
         self.agents: list[str] = list(
             dict.fromkeys(agents if agents is not None else local.get("delivery.nats.agents", []))
         )
-        # The one identity rule (beads/agents.py): the full names of this machine's agents,
+        # The one identity rule (beads/records/agents.py): the full names of this machine's agents,
         # and every spelling they may arrive under (a relay of an older release publishes
         # `inbox.agent.mayor` for `gastown/mayor`: both subjects are taken for one release).
         self.full: list[str] = list(dict.fromkeys(canonical_agent(a, config) for a in self.agents))

@@ -7,7 +7,7 @@ Anyone who can publish on the server can put any JSON on an agent's subject, so:
   makes, as derived here (inbox/rederive.py); what names no such bead is refused.
 - Any other item is taken as a local push would take it (`inbox.items.push_items`): a
   producer's type is refused, and it cannot present itself as typed by a person here. The
-  name `human` (the acting agent of a person at this machine's terminal, beads/record.py) is
+  name `human` (the acting agent of a person at this machine's terminal, beads/records/record.py) is
   never taken from the wire: a relayed source that reads as `human` (`inbox.render.names_human`:
   spaces, case and invisible characters do not count) is shown as `human via NATS`, and such a
   relayed pusher is dropped.
@@ -48,8 +48,8 @@ def as_relayed(item: Item) -> Item:
 
 def sync_timeout(root: Path) -> float:
     """How long a relay waits for one sync: `sync.timeout` of this machine, else 30 s."""
-    from beads.autosync import read_local
-    from beads.times import parse_duration
+    from beads.records.times import parse_duration
+    from beads.sync.auto import read_local
 
     try:
         return max(1.0, parse_duration(read_local(root / ".git").get("sync.timeout", "30s")))
@@ -60,12 +60,12 @@ def sync_timeout(root: Path) -> float:
 def pull(root: Path) -> str | None:
     """`gc sync` of the store at `root` when it has a remote (None when it has none, or the
     sync worked); what went wrong otherwise, in words. Runs in a worker thread."""
-    from beads.autosync import has_remote
+    from beads.sync.auto import has_remote
 
     if not has_remote(root / ".git"):
         return None
     from beads.store import Store
-    from beads.sync import sync
+    from beads.sync.syncing import sync
 
     try:
         store = Store(root)

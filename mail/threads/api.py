@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from beads.errors import InvalidInput
-from beads.record import check_agent
+from beads.records.record import check_agent
 from mail.threads import rules
 from mail.threads.leases import ThreadLeases, held_by
 from mail.threads.model import (

@@ -2,7 +2,7 @@
 
 `inbox` is this same command group as a program of its own, so the seed's examples run as
 written: `--db PATH` is another name for `--beads-dir`, and `inbox init` is `gc init`.
-The acting agent is `--agent` (else `beads.record.acting_agent`'s order); `--from`
+The acting agent is `--agent` (else `beads.records.record.acting_agent`'s order); `--from`
 names the sender of `send` and `reply` (default: the acting agent).
 """
 
@@ -23,8 +23,8 @@ from beads.cli.common import (
     settings,
 )
 from beads.errors import NoMatch
-from beads.record import acting_agent
-from beads.times import now_stamp
+from beads.records.record import acting_agent
+from beads.records.times import now_stamp
 from mail.threads.api import Threads
 from mail.threads.model import (
     DEFAULT_LEASE_SECONDS,

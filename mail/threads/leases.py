@@ -11,9 +11,9 @@ import os
 import time
 
 from beads.errors import GcError, InvalidInput
-from beads.record import check_agent
+from beads.records.record import check_agent
+from beads.records.times import now_stamp, stamp_at
 from beads.store import Store
-from beads.times import now_stamp, stamp_at
 from inbox.follow import Change
 from mail.threads.model import (
     DEFAULT_LEASE_SECONDS,
@@ -96,11 +96,11 @@ class ThreadLeases(ThreadWriter):
         LeaseConflict. A sync that fails (the remote unreachable, refused, interrupted) leaves
         the claim unconfirmed: it is released by a follow-up commit before the error goes on,
         marked `confirmed: false`, so no unconfirmed lease outlives the call."""
-        from beads.autosync import has_remote
+        from beads.sync.auto import has_remote
 
         if not has_remote(self.store.root / ".git"):
             return  # one machine: the commit under the write lock is the claim
-        from beads.sync import sync
+        from beads.sync.syncing import sync
 
         try:
             sync(self.store)

@@ -12,7 +12,7 @@ import os
 from typing import Any
 
 from beads.errors import Conflict, InvalidInput
-from beads.record import MAX_TITLE_CHARS, Bead, check_meta_key, shown
+from beads.records.record import MAX_TITLE_CHARS, Bead, check_meta_key, shown
 
 THREAD = "thread"
 MESSAGE = "message"

@@ -1,7 +1,7 @@
 """Reading work threads: one thread, its messages, an agent's candidates, a filtered list.
 
 Reads change nothing and take no lock; they go through the store's index (`Store.list`,
-`Store.get`) and read event ids from it (`beads.events`). `ThreadQueries` is the base of
+`Store.get`) and read event ids from it (`beads.index.events`). `ThreadQueries` is the base of
 `Threads` (mail.threads.api), which adds waiting and writing.
 """
 
@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from beads import events
 from beads.errors import NotFound
-from beads.record import Bead, check_agent, expect_type
+from beads.index import events
+from beads.records.record import Bead, check_agent, expect_type
+from beads.records.times import now_stamp
 from beads.store import Store
-from beads.times import now_stamp
 from mail.threads.model import (
     HELD,
     MESSAGE,

@@ -20,8 +20,8 @@ def skill() -> None:
 
 def skill_text(name: str) -> str:
     """The SKILL.md text of one of SKILLS (`{identity_order}` in it: who the acting agent is,
-    in the words of `beads.record.identity_order`, the one rule's own list)."""
-    from beads.record import identity_order
+    in the words of `beads.records.record.identity_order`, the one rule's own list)."""
+    from beads.records.record import identity_order
 
     text = resources.files("mail.threads").joinpath("skill_files", name, "SKILL.md").read_text()
     order = ", ".join(f"`{word}`" for word in identity_order().split(", "))

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from beads import files
 from beads.errors import Conflict
-from beads.record import check_agent
+from beads.records.record import check_agent
 from beads.store import Store
 from beads.writelock import WriteLock
 
@@ -29,7 +29,8 @@ LOCK_POLL = 0.005  # seconds between tries while another claim of the agent writ
 
 def token_file(store: Store, agent: str) -> Path:
     """The agent's file (an agent `rig/name` is one file name: `rig%2Fname.json`; agent
-    names are checked, `beads.record.check_agent`: letters, digits, `.`, `_`, `-`, one `/`)."""
+    names are checked, `beads.records.record.check_agent`: letters, digits, `.`, `_`, `-`, one
+    `/`)."""
     return store.runtime / LEASES_DIR / f"{check_agent(agent).replace('/', '%2F')}.json"
 
 

@@ -2,7 +2,7 @@
 agent's threads, or a lease that expires), from an event cursor.
 
 Waiting checks the branch ref between short sleeps (`beads.waiting`) and, once it moved,
-reads the index's event ids (`beads.events`): nothing is polled through git objects.
+reads the index's event ids (`beads.index.events`): nothing is polled through git objects.
 """
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from beads import events
 from beads.errors import InvalidInput, NotFound
-from beads.record import check_agent
-from beads.times import now_stamp
+from beads.index import events
+from beads.records.record import check_agent
+from beads.records.times import now_stamp
 from beads.waiting import BranchWatch, wait_until
 from mail.threads.model import (
     HELD,

@@ -14,8 +14,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from beads import events
-from beads.record import Bead
+from beads.index import events
+from beads.records.record import Bead
 from beads.store import Batch, Store
 from inbox.commits import followed_batch, open_delivery
 from inbox.follow import Change

@@ -1,0 +1,97 @@
+"""The background repack (`python -m beads.git.repacker GIT_DIR`), which a writer starts
+(`beads.git.maintenance.spawn`): pack the loose objects and keep the packs geometric, under
+the repack lock, by git where it is installed and by dulwich's public API where it is not."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import sys
+from pathlib import Path
+
+from beads.errors import StorageError
+from beads.git.maintenance import (
+    BACKGROUND_LOCK_WAIT,
+    BACKGROUND_NICE,
+    BACKGROUND_ROUNDS,
+    GEOMETRIC,
+    LOOSE_LEFT_OVER,
+    MORE_NAME,
+    _git,
+    _try_lock,
+    count_loose,
+    merge_packs,
+    pack_loose,
+    packs_of,
+    rollup,
+)
+from beads.git.objects import umask_for
+from beads.git.repo import GitRepo
+
+
+def background(git_dir: Path) -> None:
+    """Pack the loose objects and keep the packs geometric: the background step, under the
+    repack lock (waiting for a running one, then leaving it the work)."""
+    lock = _try_lock(git_dir, BACKGROUND_LOCK_WAIT)
+    if lock is None:
+        return
+    try:
+        _take_request(git_dir)  # this run sees what is there now
+        for _round in range(BACKGROUND_ROUNDS):
+            geometric(git_dir)
+            # Writers that added packs or crossed their threshold meanwhile left the work to
+            # this run (the lock was held): it plans again before it ends.
+            asked = _take_request(git_dir)
+            packs = [pack.count for pack in packs_of(git_dir)]
+            if not asked and count_loose(git_dir) < LOOSE_LEFT_OVER and not rollup(packs):
+                return
+    finally:
+        lock.release()  # type: ignore[attr-defined]
+
+
+def _take_request(git_dir: Path) -> bool:
+    """Whether a writer asked this run to look again (and the request, now taken)."""
+    try:
+        (git_dir / MORE_NAME).unlink()
+    except OSError:
+        return False
+    return True
+
+
+def geometric(git_dir: Path) -> None:
+    """One geometric repack: by git where it is installed, else by dulwich. A git that
+    fails (too old for `--geometric`, or a damaged loose object it refuses) leaves the work
+    to dulwich's way, which leaves a damaged object loose for `gc doctor`."""
+    program = shutil.which("git")
+    if program is not None:
+        try:
+            _git(program, git_dir, GEOMETRIC)
+            return
+        except StorageError:
+            pass
+    git = GitRepo(git_dir)
+    try:
+        pack_loose(git)
+        merge_packs(git)
+    finally:
+        git.close()
+
+
+def main(argv: list[str]) -> int:
+    """`python -m beads.git.repacker GIT_DIR`: the background step. Silent: a failure
+    leaves the packs as they were (every step is safe to interrupt), for the next run."""
+    if len(argv) != 1:
+        print("usage: python -m beads.git.repacker GIT_DIR", file=sys.stderr)
+        return 2
+    with contextlib.suppress(OSError):
+        # Upkeep yields the CPU to the writers it serves (two cores are common for agents).
+        os.nice(BACKGROUND_NICE)
+    os.umask(umask_for(Path(argv[0])))  # what it writes is the store's, whoever started it
+    with contextlib.suppress(Exception):
+        background(Path(argv[0]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,304 @@
+"""What would brick the store, repaired by every `gc doctor` run under the write lock: git
+lock files and temporary files of dead writers, half-made repositories of a killed `gc init`,
+a missing `.git/HEAD`, garbled packed refs, loose objects cut short by a full disk or a power
+cut, and a lost or garbled branch ref (restored to the last good commit).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+from beads import files
+from beads.branch import BRANCH, branch_problem
+from beads.errors import GcError
+from beads.git import repair
+from beads.git.refs import GC_LOCK_MTIME, lock_age
+from beads.health.problems import Problem, Report, remove_file, shown_path
+from beads.initstore import remove_dead_builds
+from beads.store import Store
+from beads.view.view import git_blob_sha
+
+# Temporary files of git and dulwich (`tmp_pack_*`, `tmp_obj_*`): a push may write one for a
+# while, so only one untouched this long is a dead writer's.
+TEMP_STALE_SECONDS = 3600.0
+
+
+def clear_stale_files(store: Store, report: Report) -> None:
+    """Remove git lock files, temporary files and half-built repositories of dead writers.
+
+    We hold the write lock, so no gc process owns any of them; a git process (a push into
+    the store) holds a lock for milliseconds, so a lock is waited for until it is either
+    released or `store.stale_lock_seconds` old."""
+    git_dir = store.root / ".git"
+    stale_after = store.config["store"]["stale_lock_seconds"]
+    for lock in repair.lock_files(git_dir):
+        age = _age_once_stale(lock, stale_after)
+        if age is None:
+            continue
+        dated_by_gc = time.time() - age < GC_LOCK_MTIME + 1  # see beads.git.refs.GC_LOCK_MTIME
+        writer = "a killed gc writer" if dated_by_gc else f"a writer gone for {age:.0f}s"
+        if remove_file(lock):
+            report.problems.append(
+                Problem(
+                    "stale_lock", shown_path(store, lock), f"a lock left by {writer}; removed", True
+                )
+            )
+    # git's `tmp_obj_*` and `tmp_pack_*`, dulwich's `tmp*.pack` (a pack it had not finished).
+    _clear_old_temp_files(store, report, repair.temporary_files(git_dir))
+    for pack in repair.packs_without_index(git_dir):
+        # A pack counts once its `.idx` exists, and the `.idx` is written last: one without
+        # it is a dead writer's, unless a push is between the two (milliseconds).
+        age = lock_age(pack)
+        if age is not None and age >= stale_after and not pack.with_suffix(".idx").exists():
+            if remove_file(pack):
+                report.problems.append(
+                    Problem(
+                        "stale_file",
+                        shown_path(store, pack),
+                        "a pack without its .idx, left by a writer killed while writing it; "
+                        "removed (its objects were never part of a commit)",
+                        True,
+                    )
+                )
+    for building in remove_dead_builds(store.root):
+        report.problems.append(
+            Problem(
+                "stale_file",
+                building.name,
+                "a repository half built by a killed 'gc init'; removed",
+                True,
+            )
+        )
+    _clear_view_temp_files(store, report)
+
+
+def _clear_view_temp_files(store: Store, report: Report) -> None:
+    """Remove the view's temporary files (`.runtime/tmp/*.tmp`, random names) that a writer
+    killed between writing and renaming left; one this young may still be renamed."""
+    tmp_dir = store.root / ".runtime" / "tmp"
+    if not files.real_dir(str(store.root), str(tmp_dir)):
+        return  # none, or behind a link (reported by the link check): nothing of ours
+    _clear_old_temp_files(store, report, tmp_dir.glob("*.tmp"))
+
+
+def _clear_old_temp_files(store: Store, report: Report, found: Iterable[Path]) -> None:
+    """Remove temporary files untouched for `TEMP_STALE_SECONDS`: a dead writer's."""
+    for temp in sorted(found):
+        age = lock_age(temp)
+        if age is not None and age >= TEMP_STALE_SECONDS and temp.is_file() and remove_file(temp):
+            report.problems.append(
+                Problem(
+                    "stale_file",
+                    shown_path(store, temp),
+                    "a temporary file of a dead writer; removed",
+                    True,
+                )
+            )
+
+
+def _age_once_stale(lock: Path, stale_after: float) -> float | None:
+    """Wait until `lock` is gone (None) or `stale_after` old (its age)."""
+    while True:
+        age = lock_age(lock)
+        if age is None or age >= stale_after:
+            return age
+        time.sleep(min(stale_after - age, 0.05))
+
+
+def check_git_head(store: Store, report: Report) -> None:
+    """`.git/HEAD` names our branch; without it git commands cannot read the store. A lost
+    `refs/` directory is remade, for `_restore_branch` to put the branch back into."""
+    content = repair.fix_head(store.root / ".git")
+    if content is None:
+        return
+    what = "is missing" if not content else f"holds {content[:60]!r}"
+    report.problems.append(
+        Problem(
+            "git_head",
+            ".git/HEAD",
+            f"{what} (git commands cannot read the store); rewritten to name {BRANCH}",
+            True,
+        )
+    )
+
+
+def check_packed_refs(store: Store, report: Report) -> None:
+    """Drop lines of `.git/packed-refs` that git cannot parse (a power cut mid-write): git
+    refuses the whole repository for one of them. The original is kept in `.runtime/`."""
+    try:
+        cleaned = repair.clean_packed_refs(store.root / ".git")
+    except repair.RefsLocked:
+        report.problems.append(
+            Problem("packed_refs", ".git/packed-refs", "unreadable lines; a git process holds it")
+        )
+        return
+    if cleaned is None:
+        return
+    bad, data = cleaned
+    aside = store.runtime / "packed-refs.damaged"
+    files.write_atomic(str(store.root), str(aside), data, str(store.runtime / "tmp"))
+    report.problems.append(
+        Problem(
+            "packed_refs",
+            ".git/packed-refs",
+            f"{bad} line(s) git cannot read (git refuses the repository); rewritten without "
+            f"them, the original kept as {shown_path(store, aside)}",
+            True,
+        )
+    )
+
+
+def check_loose_objects(store: Store, report: Report) -> None:
+    """Find loose objects that cannot be read or do not hash to their name (a full disk, a
+    power cut, a disk fault: one object's bytes under another's name) and restore each from
+    a copy whose bytes hash right: the view file at the path HEAD's tree names it (found by
+    walking the tree, never through the index, which may have been rebuilt from the damaged
+    bytes), else a pack, else a configured remote."""
+    git = store.git
+    head = git.head()
+    for damaged in repair.damaged_loose(git, head):
+        shown = shown_path(store, damaged.file)
+        aside = store.runtime / "corrupt-objects" / damaged.sha.decode()
+        files.make_dirs(str(store.root), str(aside.parent))  # never through a link
+        if not repair.set_aside(damaged, aside):
+            continue  # packed meanwhile by the background repack
+        source = _restore(store, damaged)
+        if source is not None:
+            message, fixed = f"unreadable or misnamed; {source}", True
+        else:
+            message, fixed = (
+                f"unreadable or misnamed, and no copy found in the view, the packs or a "
+                f"remote (moved to {shown_path(store, aside)}); commits that use it are "
+                "damaged",
+                False,
+            )
+        report.problems.append(Problem("corrupt_object", shown, message, fixed))
+
+
+def _restore(store: Store, damaged: repair.Damaged) -> str | None:
+    """Put a damaged object's right bytes back; returns how (None: no copy found)."""
+    git = store.git
+    if damaged.path is not None:
+        data = store.view.read(damaged.path)
+        if data is not None and git_blob_sha(data) == damaged.sha:
+            repair.restore_blob(git, damaged.sha, data)
+            return f"rewritten from the view file {damaged.path}, whose bytes hash right"
+    if git.has_object(damaged.sha):
+        return "moved aside (a pack holds the object)"
+    return _restore_from_remote(store, damaged.sha)
+
+
+def _restore_from_remote(store: Store, sha: bytes) -> str | None:
+    """Fetch object `sha` from a configured remote (each in turn); its name if one had it."""
+    from beads.settings.localconfig import remotes
+    from beads.sync.remote import fetch_objects
+
+    try:
+        known = remotes(store.git.git_dir)
+    except GcError:
+        return None
+    for name, url in known.items():
+        try:
+            if repair.restore_from(store.git, sha, fetch_objects(store.git, url, {sha})):
+                return f"rewritten from the remote {name}"
+        except GcError:
+            continue
+    return None
+
+
+def restore_branch(store: Store, report: Report) -> bool:
+    """Point a lost, garbled or dangling branch ref back at the last good commit; returns
+    False when the branch is broken and no commit was found for it."""
+    git = store.git
+    head = git.head()
+    if head is not None and git.commit_of(head) is not None:
+        return True
+    if head is None:
+        problem = branch_problem(store.root)
+    else:
+        problem = f"{BRANCH} names {head.decode()}, which is not a commit of the store"
+    found = _last_good_commit(store)
+    if found is None:
+        report.problems.append(
+            Problem("branch", f".git/{BRANCH}", f"{problem}; no commit found to restore")
+        )
+        return False
+    sha, source = found
+    git.swap_head(None, sha, f"gc doctor: restore the branch ({source})", store.agent, force=True)
+    report.problems.append(
+        Problem(
+            "branch",
+            f".git/{BRANCH}",
+            f"{problem}; restored to {sha.decode()} ({source}); "
+            "'git -C .beads reflog' lists where it has been",
+            True,
+        )
+    )
+    return True
+
+
+def _last_good_commit(store: Store) -> tuple[bytes, str] | None:
+    """The commit the branch last held: the newest of those the reflog, the index and the
+    view recorded; when none of them is a commit of the store, the newest commit that no
+    other commit descends from."""
+    git = store.git
+    candidates: list[tuple[bytes, str]] = []
+    last = repair.last_reflog_entry(git.git_dir)
+    for sha, source in (
+        (last, "the reflog's last entry"),
+        (store.index.head(), "the commit the index recorded"),
+        (store.view.applied(), "the commit the view recorded"),
+    ):
+        if sha is not None and git.commit_of(sha) is not None:
+            candidates.append((sha, source))
+    if candidates:
+        for sha, source in candidates:
+            others = {other for other, _ in candidates if other != sha}
+            if not any(sha in _ancestors(store, other) for other in others):
+                return sha, source
+        return candidates[0]
+    return _newest_tip(store)
+
+
+def _ancestors(store: Store, sha: bytes, limit: int = 100_000) -> set[bytes]:
+    """Commits reachable from `sha` through its parents (at most `limit`)."""
+    seen: set[bytes] = set()
+    todo = [sha]
+    while todo and len(seen) < limit:
+        commit = store.git.commit_of(todo.pop())
+        if commit is None:
+            continue
+        for parent in commit.parents:
+            if parent not in seen:
+                seen.add(parent)
+                todo.append(parent)
+    return seen
+
+
+def _newest_tip(store: Store) -> tuple[bytes, str] | None:
+    """The newest commit among the objects that is no other commit's parent."""
+    commits = {}
+    for sha in store.git.objects:
+        commit = store.git.commit_of(sha)
+        if commit is not None:
+            commits[sha] = commit
+    parents = {parent for commit in commits.values() for parent in commit.parents}
+    tips = [commit for sha, commit in commits.items() if sha not in parents]
+    if not tips:
+        return None
+    tips.sort(key=lambda commit: commit.commit_time, reverse=True)
+    # A writer killed before its ref moved leaves a commit no one was told of: a person may
+    # prefer another tip, so they are named.
+    others = ", ".join(f"{c.id.decode()[:12]} ({_subject(c.message)})" for c in tips[1:6])
+    more = (
+        f"; other tips: {others} (git -C .beads update-ref {BRANCH} <commit> picks one)"
+        if others
+        else ""
+    )
+    return tips[0].id, f"the newest commit in the objects{more}"
+
+
+def _subject(message: bytes) -> str:
+    return message.decode("utf-8", "replace").partition("\n")[0][:40]

@@ -1,0 +1,2 @@
+"""The index: the sqlite copy of HEAD's beads that reads go through, its event ids, and
+its rebuild."""

@@ -1,0 +1,2 @@
+"""The records: a bead, its canonical YAML bytes (written and read), ids, times, limits
+and agents' names."""

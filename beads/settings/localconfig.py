@@ -1,0 +1,340 @@
+"""Remotes and machine-local settings: what belongs to one machine, never synced.
+
+Both live in the store's git config (`.beads/.git/config`), which git never transfers:
+remotes as git writes them (`[remote "origin"] url = ...`, so plain git sees them too), and
+the local settings of `gc config set --local` (`sync.auto`, `sync.interval`,
+`sync.remote`, `sync.timeout`, `sync.max_fetch_bytes`, `stores.*`, `delivery.nats.*`,
+`gates.destructive.unjudged`) as their own sections. The synced `config.yaml` never holds
+them. The exchange with a remote is `beads.sync.remote`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from beads.errors import GcError, InvalidInput, NotFound
+from beads.records.record import shown
+
+REMOTE_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+STORE_NAME_RE = re.compile(r"[a-z][a-z0-9-]{0,63}")
+MACHINE_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
+MACHINE_ID_RE = re.compile(r"m-[0-9a-f]{16}")
+DEFAULT_REMOTE = "origin"
+DEFAULT_INTERVAL = 30.0
+DEFAULT_TIMEOUT = 30.0  # seconds a remote may stay silent (`sync.timeout`)
+DEFAULT_MAX_FETCH_BYTES = 1024**3  # the largest pack one fetch takes (`sync.max_fetch_bytes`)
+
+
+def _bool(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("true", "yes", "on", "1"):
+        return True
+    if text in ("false", "no", "off", "0"):
+        return False
+    raise InvalidInput(f"expected true or false, not {shown(value)}")
+
+
+def _seconds(value: Any) -> float:
+    from beads.records.times import parse_duration
+
+    seconds = parse_duration(str(value))
+    if seconds < 0.5:
+        raise InvalidInput(f"sync.interval must be at least 0.5s, not {shown(value)}")
+    return seconds
+
+
+def _timeout(value: Any) -> float:
+    """`sync.timeout`: how long a remote may stay silent before the exchange fails."""
+    from beads.records.times import parse_duration
+
+    seconds = parse_duration(str(value))
+    if not 0.1 <= seconds <= 86400:
+        raise InvalidInput(f"sync.timeout must be between 0.1s and 1d, not {shown(value)}")
+    return seconds
+
+
+def _byte_count(value: Any) -> int:
+    """A size in bytes: an integer, or one with a unit (`512MiB`, `1GiB`, `64KiB`)."""
+    match = re.fullmatch(r"\s*(\d{1,15})\s*([KMGT]i?B?|B)?\s*", str(value), re.IGNORECASE)
+    if not match:
+        raise InvalidInput(f"expected a size in bytes (e.g. 512MiB), not {shown(value)}")
+    unit = (match.group(2) or "B")[0].upper()
+    size = int(match.group(1)) * 1024 ** "BKMGT".index(unit)
+    if size < 1024:
+        raise InvalidInput(f"sync.max_fetch_bytes must be at least 1KiB, not {shown(value)}")
+    return size
+
+
+def _remote_name(value: Any) -> str:
+    return check_remote_name(str(value))
+
+
+def _absolute(what: str) -> Callable[[Any], str]:
+    """How a path of this machine is read: absolute (`~` expanded); `what` names it."""
+
+    def read(value: Any) -> str:
+        path = Path(str(value)).expanduser()
+        if not path.is_absolute():
+            raise InvalidInput(f"a {what} path must be absolute, not {shown(value)}")
+        return str(path)
+
+    return read
+
+
+def _nats_url(value: Any) -> str:
+    """`delivery.nats.url`: one server URL or several, comma-separated, as nats-py takes them."""
+    urls = [u.strip() for u in str(value).split(",") if u.strip()]
+    schemes = ("nats://", "tls://", "ws://", "wss://")
+    if not urls or not all(u.startswith(schemes) and " " not in u for u in urls):
+        raise InvalidInput(
+            f"a NATS URL is nats://HOST:PORT (or tls://, ws://, wss://), not {shown(value)}"
+        )
+    return ",".join(urls)
+
+
+def _names_here(value: Any) -> list[str]:
+    """`delivery.nats.agents`: the agents living on this machine (a list, or comma-separated)."""
+    from beads.records.record import check_agent
+
+    names = value if isinstance(value, list) else str(value).split(",")
+    return [check_agent(str(n).strip(), what="agent") for n in names if str(n).strip()]
+
+
+def _machine(value: Any) -> str:
+    """`delivery.nats.machine`: this machine's name (its relay's durable consumer)."""
+    if not MACHINE_RE.fullmatch(str(value)):
+        raise InvalidInput(f"a machine name is letters, digits, _ and -, not {shown(value)}")
+    return str(value)
+
+
+def _unjudged(value: Any) -> str:
+    """`gates.destructive.unjudged`: what the gate answers when it cannot judge a command."""
+    if str(value).strip().lower() not in ("ask", "deny"):
+        raise InvalidInput(f"gates.destructive.unjudged is ask or deny, not {shown(value)}")
+    return str(value).strip().lower()
+
+
+def _secret(value: Any) -> str:
+    if not str(value).strip() or "\n" in str(value):
+        raise InvalidInput("a token is one line of text")
+    return str(value).strip()
+
+
+_file = _absolute("file")  # a file of this machine: NATS credentials, TLS certificates
+# The local settings `gc config set --local` takes, and how each value is read.
+LOCAL_KEYS: dict[str, Callable[[Any], Any]] = {
+    "sync.auto": _bool,
+    "sync.interval": _seconds,
+    "sync.remote": _remote_name,
+    "sync.timeout": _timeout,
+    "sync.max_fetch_bytes": _byte_count,
+    # Named other stores (`gc config set --local stores.NAME PATH`, for gates on their
+    # beads): the store's project directory or its `.beads/`. A name (STORE_NAME_RE) is what
+    # git allows in a config key, lower case (git reads the keys case-blind).
+    "stores.*": _absolute("store"),
+    # Real-time delivery across machines (inbox/nats): where the server is, how to log in,
+    # and which agents live here. Machine-local: another machine has its own.
+    "delivery.nats.url": _nats_url,
+    "delivery.nats.creds": _file,
+    "delivery.nats.token": _secret,
+    "delivery.nats.tls_ca": _file,
+    "delivery.nats.tls_cert": _file,
+    "delivery.nats.tls_key": _file,
+    "delivery.nats.agents": _names_here,
+    "delivery.nats.machine": _machine,
+    # The destructive-op gate on this machine: "deny" turns its every "ask" into a deny, for
+    # unattended agents where no person can answer (docs/gates.md).
+    "gates.destructive.unjudged": _unjudged,
+    # Take every guarded setting of config.yaml as it comes (beads.settings.trust): for an
+    # unattended
+    # machine, which then runs whatever programs anyone who can push to the remote names.
+    "trust.follow_team": _bool,
+}
+
+
+# A local setting whose name git refuses in its config file (git takes letters, digits and
+# `-`): the variable it is kept under (as `read_local` reports it, lower case).
+def _local_key(key: str) -> Callable[[Any], Any] | None:
+    """How the local setting `key` is read (`stores.<name>` by its pattern); None: unknown."""
+    section, _, name = key.partition(".")
+    if key in LOCAL_KEYS:
+        return LOCAL_KEYS[key] if not key.endswith(".*") else None
+    if f"{section}.*" in LOCAL_KEYS and STORE_NAME_RE.fullmatch(name):
+        return LOCAL_KEYS[f"{section}.*"]
+    return None
+
+
+def _to_git(key: str) -> str:
+    """The name git keeps `key` under: git's variable names allow `-`, not `_`
+    (`sync.max_fetch_bytes` is `max-fetch-bytes` in section `sync`)."""
+    if key in LOCAL_KEYS:
+        section, _, name = key.rpartition(".")
+        return f"{section}.{name.replace('_', '-')}"
+    return key
+
+
+def _from_git(key: str) -> str:
+    """The setting a key read from git's config is (see `_to_git`)."""
+    section, _, name = key.rpartition(".")
+    named = f"{section}.{name.replace('-', '_')}"
+    return named if named in LOCAL_KEYS else key
+
+
+def other_store(git_dir: Path, name: str) -> Path:
+    """The `.beads/` directory of the store named `name` in the local settings."""
+    from beads.location import find_store
+
+    path = local_settings(git_dir).get(f"stores.{name}")
+    if path is None:
+        raise NotFound(
+            f"no store {shown(name)}: name one with gc config set --local stores.NAME PATH"
+        )
+    return find_store(path)
+
+
+def check_remote_name(name: str) -> str:
+    if not REMOTE_NAME_RE.fullmatch(name):
+        raise InvalidInput(f"a remote name is letters, digits, . _ -, not {shown(name)}")
+    return name
+
+
+def tracking_ref(name: str) -> bytes:
+    """Where the last fetch from remote `name` left its branch (`refs/remotes/NAME/main`)."""
+    return f"refs/remotes/{name}/main".encode()
+
+
+def remotes(git_dir: Path) -> dict[str, str]:
+    """The remotes of the store: name -> url."""
+    from beads.git import config
+
+    return config.remotes(git_dir)
+
+
+def add_remote(git_dir: Path, name: str, url: str) -> None:
+    """Record remote `name` (refused when it exists)."""
+    check_remote_name(name)
+    if not url.strip() or "\n" in url:
+        raise InvalidInput(f"not a remote URL: {shown(url)}")
+    if name in remotes(git_dir):
+        raise InvalidInput(f"remote {name} exists; remove it first with 'gc remote remove {name}'")
+    from beads.git import config
+
+    config.add_remote(git_dir, name, url, f"+refs/heads/*:refs/remotes/{name}/*")
+
+
+def remove_remote(git_dir: Path, name: str) -> None:
+    """Forget remote `name` and its tracking ref."""
+    from beads.git import config, refs
+
+    if not config.remove_remote(git_dir, name):
+        raise NotFound(f"no remote {name}")
+    refs.delete_ref(git_dir, tracking_ref(name))
+
+
+def remote_url(git_dir: Path, name: str | None) -> tuple[str, str]:
+    """`(name, url)` of the remote to use: `name`, else `sync.remote`, else the only one
+    (or `origin` among several)."""
+    known = remotes(git_dir)
+    if name is None:
+        name = local_settings(git_dir).get("sync.remote")
+    if name is None:
+        if not known:
+            raise NotFound("no remote configured; add one with 'gc remote add NAME URL'")
+        name = next(iter(known)) if len(known) == 1 else DEFAULT_REMOTE
+    if name not in known:
+        raise NotFound(f"no remote {name} (known: {', '.join(known) or 'none'})")
+    return name, known[name]
+
+
+def local_settings(git_dir: Path) -> dict[str, Any]:
+    """The machine-local settings (`sync.auto`, ...) set with `gc config set --local`; a
+    value edited by hand into nonsense counts as unset."""
+    from beads.git.config import read_values as read_local
+
+    out: dict[str, Any] = {}
+    for key, value in read_local(git_dir).items():
+        key = _from_git(key)
+        read = _local_key(key)
+        if read is not None:
+            try:
+                out[key] = read(value)
+            except GcError:
+                continue
+    return out
+
+
+def set_local(git_dir: Path, key: str, value: Any) -> Any:
+    """Set (value None: unset) one machine-local setting; returns the value as read."""
+    read = _local_key(key)
+    if read is None:
+        raise InvalidInput(f"not a local setting: {shown(key)} (known: {', '.join(LOCAL_KEYS)})")
+    if key.startswith("trust."):
+        from beads.settings.person import agent_session
+
+        if agent_session():
+            raise InvalidInput(
+                f"{key} is a person's choice: an agent session ({agent_session()} is set) "
+                "cannot change it"
+            )
+    *parts, name = _to_git(key).split(".")  # `delivery.nats.url`: section `delivery "nats"`
+    section = tuple(part.encode() for part in parts)
+    from beads.git import config
+
+    if value is None:
+        config.set_value(git_dir, section, name.encode(), None)
+        return None
+    checked = read(value)
+    text = str(checked).lower() if isinstance(checked, bool) else str(checked)
+    if isinstance(checked, list):
+        text = ",".join(checked)
+    config.set_value(git_dir, section, name.encode(), text.encode())
+    return checked
+
+
+def machine_name(local: dict[str, str]) -> str:
+    """This machine's name, as its relay's consumer and its commits show it: the local
+    setting `delivery.nats.machine`, else the host name (letters, digits, _ and - kept).
+    `local` is `beads.sync.auto.read_local`'s raw values."""
+    name = local.get("delivery.nats.machine", "")
+    if MACHINE_RE.fullmatch(name):
+        return name
+    # The host name as `socket.gethostname()` gives it, without importing socket (a commit's
+    # start-up: docs/benchmarks.md).
+    host = re.sub(r"[^A-Za-z0-9_-]", "-", os.uname().nodename)[:64].strip("-")
+    return host if MACHINE_RE.fullmatch(host) else "machine"
+
+
+def committer(git_dir: Path) -> bytes:
+    """This machine as the committer of the commits made in the store at `git_dir`:
+    `<machine name> <<machine id>@gc-beads>`, so a commit that arrived by sync says where
+    it was made (`GitRepo` asks for it on its first commit)."""
+    from beads.git.config import read_values as read_local
+
+    name = machine_name(read_local(git_dir))
+    return f"{name} <{machine_id(git_dir)}@gc-beads>".encode()
+
+
+def machine_id(git_dir: Path) -> str:
+    """This clone's machine id (`machine.id`), made on first use: random, machine-local
+    (the store's git config, never synced). Host names repeat (cloned VMs, containers); the
+    id tells two machines of one name apart (their relays' consumers, their commits)."""
+    from beads.git.config import read_values as read_local
+
+    found = read_local(git_dir).get("machine.id", "")
+    if MACHINE_ID_RE.fullmatch(found):
+        return found
+    import secrets
+
+    # Not a setting of `gc config set --local`: nobody chooses it. Unset in a copy of a
+    # store (a cloned VM image), it is made anew.
+    from beads.git import config
+
+    config.set_value(git_dir, (b"machine",), b"id", f"m-{secrets.token_hex(8)}".encode())
+    # Read back: of two processes making one at once, both go on with the one that stayed.
+    return read_local(git_dir).get("machine.id", "")
