@@ -67,6 +67,8 @@ def _load(path: Path) -> dict[str, Any]:
 
 def _save(path: Path, config: dict[str, Any]) -> None:
     """Replace `path` atomically, keeping its mode (a new file gets the umask's)."""
+    if not path.parent.is_dir():  # a path the user gave: their mistake, not the disk's
+        raise InvalidInput(f"cannot write {path}: no directory {path.parent}")
     try:
         mode = path.stat().st_mode & 0o7777
     except FileNotFoundError:

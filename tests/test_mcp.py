@@ -473,3 +473,12 @@ def test_install_writes_mcp_json_once_and_keeps_what_else_it_holds(
     path.write_text("[1, 2]")
     refused = gc_store("mcp", "install")
     assert refused.returncode == 30 and "must hold a JSON object" in refused.stderr
+
+
+def test_install_into_a_folder_that_does_not_exist_is_refused_as_bad_input(
+    gc_store: GcRunner,
+) -> None:
+    refused = gc_store("mcp", "install", "--file", "no-such-folder/mcp.json")
+    assert refused.returncode == 30, refused.stderr
+    assert refused.stderr.count("\n") == 1 and "no directory" in refused.stderr
+    assert not (gc_store.cwd / "no-such-folder").exists()
