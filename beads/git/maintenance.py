@@ -157,13 +157,22 @@ def after_write(git: GitRepo, *, loose: bool = False) -> None:
     if lock is None:  # a repack runs: it is asked to look again before it ends
         with contextlib.suppress(OSError):
             (git.git_dir / MORE_NAME).touch()
-        return
+        # It may have made its last look before the request came and let the lock go since:
+        # then the request is this writer's to start (the repack's own check after letting
+        # go covers the other order).
+        lock = _try_lock(git.git_dir, 0)
+        if lock is None:
+            return
+        if git.git_dir in _children:  # ending: a new run is started beside it
+            _replaced.append(_children.pop(git.git_dir))
     lock.release()  # type: ignore[attr-defined]
     spawn(git.git_dir)
 
 
-# The background repacks this process started, by repository.
+# The background repacks this process started, by repository, and those replaced there by a
+# newer one while they ended (still to be reaped).
 _children: dict[Path, object] = {}
+_replaced: list[object] = []
 
 
 def spawn(git_dir: Path) -> None:
@@ -176,6 +185,7 @@ def spawn(git_dir: Path) -> None:
     for started, child in list(_children.items()):
         if child.poll() is not None:  # type: ignore[attr-defined]
             del _children[started]  # reaped, not left as a zombie
+    _replaced[:] = [child for child in _replaced if child.poll() is None]  # type: ignore[attr-defined]
     if git_dir in _children or not sys.executable:
         return
     with contextlib.suppress(OSError):

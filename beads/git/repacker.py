@@ -33,21 +33,31 @@ from beads.git.repo import GitRepo
 def background(git_dir: Path) -> None:
     """Pack the loose objects and keep the packs geometric: the background step, under the
     repack lock (waiting for a running one, then leaving it the work)."""
-    lock = _try_lock(git_dir, BACKGROUND_LOCK_WAIT)
-    if lock is None:
-        return
-    try:
-        _take_request(git_dir)  # this run sees what is there now
-        for _round in range(BACKGROUND_ROUNDS):
-            geometric(git_dir)
-            # Writers that added packs or crossed their threshold meanwhile left the work to
-            # this run (the lock was held): it plans again before it ends.
-            asked = _take_request(git_dir)
-            packs = [pack.count for pack in packs_of(git_dir)]
-            if not asked and count_loose(git_dir) < LOOSE_LEFT_OVER and not rollup(packs):
-                return
-    finally:
-        lock.release()  # type: ignore[attr-defined]
+    for _turn in range(BACKGROUND_ROUNDS):
+        lock = _try_lock(git_dir, BACKGROUND_LOCK_WAIT)
+        if lock is None:
+            return
+        try:
+            _take_request(git_dir)  # this run sees what is there now
+            _repack_until_done(git_dir)
+        finally:
+            lock.release()  # type: ignore[attr-defined]
+        # A writer that found the lock held just before it was let go left its request after
+        # the last look (and, finding the lock free on its second try, starts a run of its
+        # own): a request still here is taken now rather than left to the next write.
+        if not (git_dir / MORE_NAME).exists():
+            return
+
+
+def _repack_until_done(git_dir: Path) -> None:
+    for _round in range(BACKGROUND_ROUNDS):
+        geometric(git_dir)
+        # Writers that added packs or crossed their threshold meanwhile left the work to this
+        # run (the lock was held): it plans again before it ends.
+        asked = _take_request(git_dir)
+        packs = [pack.count for pack in packs_of(git_dir)]
+        if not asked and count_loose(git_dir) < LOOSE_LEFT_OVER and not rollup(packs):
+            return
 
 
 def _take_request(git_dir: Path) -> bool:
