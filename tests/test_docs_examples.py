@@ -197,8 +197,12 @@ class PageRun:
         self.env["PATH"] = f"{Path(gc_program()).parent}{os.pathsep}{self.env.get('PATH', '')}"
 
     def fill(self, text: str) -> str:
-        for placeholder, value in self.placeholders.items():
-            text = text.replace(placeholder, value)
+        # One pass, longest first: a value filled in (a checkout under /tmp) is never filled
+        # again.
+        if self.placeholders:
+            keys = sorted(self.placeholders, key=len, reverse=True)
+            found = re.compile("|".join(map(re.escape, keys)))
+            text = found.sub(lambda match: self.placeholders[match.group(0)], text)
 
         def printed(match: re.Match[str]) -> str:
             pool = self.threads if len(match.group(0)) > 7 and self.threads else self.ids

@@ -221,8 +221,13 @@ def test_the_history_shows_a_field_level_diff_of_an_update(
     from selenium.webdriver.common.by import By
 
     browser.get(site.url + "history")
-    update = browser.find_elements(By.CSS_SELECTOR, "article.commit")[0]
-    assert f"bead update {site.task.id}" in update.find_element(By.CSS_SELECTOR, ".message").text
+    # The module's other tests may write to the shared store, in any order: the update is
+    # found by its bead, not by its place at the top.
+    commits = browser.find_elements(By.CSS_SELECTOR, "article.commit")
+    messages = [commit.find_element(By.CSS_SELECTOR, ".message").text for commit in commits]
+    found = [n for n, text in enumerate(messages) if f"bead update {site.task.id}" in text]
+    assert found, messages
+    update = commits[found[0]]
     rows = {
         r.get_attribute("data-field"): (
             r.find_element(By.CSS_SELECTOR, ".old").text,
