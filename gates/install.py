@@ -13,14 +13,12 @@ a judgement short and goes on as if there were none.
 
 from __future__ import annotations
 
-import errno
-import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
-from beads.errors import InvalidInput, StorageError
+from beads.errors import InvalidInput
+from beads.jsonfile import load_object, save_object
 
 EVENTS = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PreCompact", "Stop", "SessionEnd")
 # The tools PreToolUse runs for: the ones destructive-op and sandbox-boundary judge.
@@ -40,7 +38,7 @@ def event_command(command: str, event: str) -> str:
 def install(settings_path: Path, command: str = DEFAULT_COMMAND) -> list[str]:
     """Add `command` to each event of `settings_path`; returns the events it added or
     brought up to date."""
-    settings = _load(settings_path)
+    settings = load_object(settings_path)
     hooks = settings.setdefault("hooks", {})
     if not isinstance(hooks, dict):
         raise InvalidInput(f"{settings_path}: 'hooks' must be an object")
@@ -76,26 +74,8 @@ def install(settings_path: Path, command: str = DEFAULT_COMMAND) -> list[str]:
         groups.append(group)
         added.append(event)
     if added:
-        _save(settings_path, settings)
+        save_object(settings_path, settings, make_parent=True)
     return added
-
-
-def _load(path: Path) -> dict[str, Any]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return {}
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InvalidInput(f"cannot read {path}: {exc}") from None
-    if not text.strip():
-        return {}
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise InvalidInput(f"{path} is not valid JSON ({exc}); fix it first") from None
-    if not isinstance(data, dict):
-        raise InvalidInput(f"{path} must hold a JSON object")
-    return data
 
 
 def project_root(start: Path) -> Path:
@@ -110,30 +90,3 @@ def project_root(start: Path) -> Path:
         if any((directory / name).exists() for name in (".claude", ".git", ".beads")):
             return directory
     return start
-
-
-def _save(path: Path, settings: dict[str, Any]) -> None:
-    """Replace `path` atomically, keeping its mode (a new file gets the umask's)."""
-    temp = None
-    try:
-        try:
-            mode = path.stat().st_mode & 0o7777
-        except FileNotFoundError:
-            umask = os.umask(0o022)
-            os.umask(umask)
-            mode = 0o666 & ~umask
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-        os.fchmod(fd, mode)  # mkstemp makes it 0600: a shared settings file stays readable
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(settings, handle, indent=2)
-            handle.write("\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp, path)
-    except OSError as exc:
-        if temp is not None:  # never leave a half-written copy beside the user's file
-            Path(temp).unlink(missing_ok=True)
-        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-            raise StorageError(f"no space left on device: cannot write {path}") from None
-        raise StorageError(f"cannot write {path}: {exc}") from None
