@@ -1,5 +1,7 @@
-"""The doctor's view check: for a large store a child process walks and reads the view while
-the index is rebuilt, and what it found never hides a file edited by hand or gone."""
+"""The doctor's view check: a view file edited by hand or stray is reported and restored; for
+a large store a child process walks and reads the view while the index is rebuilt, and what it
+found never hides a file edited by hand or gone. Its repairs of `.git` are in
+`test_doctor_git.py`."""
 
 from __future__ import annotations
 
@@ -92,3 +94,17 @@ def test_doctor_rebuild_index_after_a_lost_index_rebuilds_once(
         assert reopened.get(bead.id).title == "T"
         doctor(reopened, rebuild_index=True)  # asked again: this time from a new file
         assert len(rebuilds) == 2
+
+
+def test_doctor_reports_and_restores_a_hand_edited_view_file(store: Store) -> None:
+    bead = store.create("task", "T")
+    view_file = store.root / bead_path("task", bead.id)
+    original = view_file.read_bytes()
+    view_file.write_text("title: hacked\n")
+    (store.root / "stray.txt").write_text("x")
+    assert doctor(store).ok is False
+    kinds = sorted(p.kind for p in doctor(store).problems)
+    assert kinds == ["view_modified", "view_stray"]
+    fixed = doctor(store, restore_view=True)
+    assert fixed.ok and len(fixed.fixed) == 2
+    assert view_file.read_bytes() == original and not (store.root / "stray.txt").exists()

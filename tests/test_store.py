@@ -234,22 +234,6 @@ def test_a_pushed_bead_that_does_not_parse_is_reported_and_the_rest_stay_readabl
     assert [(p.kind, p.path) for p in report.problems] == [("unparsable", bad_path)]
 
 
-def test_doctor_reports_and_restores_a_hand_edited_view_file(store: Store) -> None:
-    from beads import doctor
-
-    bead = store.create("task", "T")
-    view_file = store.root / bead_path("task", bead.id)
-    original = view_file.read_bytes()
-    view_file.write_text("title: hacked\n")
-    (store.root / "stray.txt").write_text("x")
-    assert doctor(store).ok is False
-    kinds = sorted(p.kind for p in doctor(store).problems)
-    assert kinds == ["view_modified", "view_stray"]
-    fixed = doctor(store, restore_view=True)
-    assert fixed.ok and len(fixed.fixed) == 2
-    assert view_file.read_bytes() == original and not (store.root / "stray.txt").exists()
-
-
 def test_the_index_rebuilds_from_git_alone(store: Store) -> None:
     from beads import doctor
 
