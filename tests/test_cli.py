@@ -380,15 +380,17 @@ def test_json_output_turns_the_runs_progress_line_off(monkeypatch: pytest.Monkey
 # would be paid at every start-up (docs/benchmarks.md: CLI start-up). The store's locks are
 # gc's own flock (filelock brings `logging`, `secrets`, `random`, `decimal`), the host name
 # comes from `os.uname` (not `socket`), git runs (`subprocess`) only where a command needs it,
-# and a loose object is read and written with `dulwich.objects` alone (dulwich's object store
-# brings its pack, multi-pack-index and protocol modules, `logging` and `difflib`). A name
-# with a dot is a module, one without a package and everything in it.
+# a loose object is read and written with `dulwich.objects` alone (dulwich's object store
+# brings its pack, multi-pack-index and protocol modules and `logging`), and a new id's
+# base32 is written out (`base64` brings `struct`). A name with a dot is a module, one
+# without a package and everything in it.
 NEVER_ON_A_SEND_OR_A_CLAIM = (
     "filelock", "decimal", "numbers", "secrets", "random", "socket", "subprocess", "selectors",
     "signal", "ruamel", "tempfile", "shutil", "argparse", "email", "asyncio", "ssl",
     "zoneinfo", "pickle", "statistics", "concurrent", "nats", "web", "mcpserver", "flask",
-    "mcp", "logging", "difflib", "mmap", "dulwich.object_store", "dulwich.pack",
+    "mcp", "logging", "mmap", "dulwich.object_store", "dulwich.pack",
     "dulwich.midx", "dulwich.protocol", "dulwich.refs", "dulwich.repo", "dulwich.lru_cache",
+    "base64", "struct",
 )  # fmt: skip
 
 
@@ -414,6 +416,20 @@ def never_imported(imported: set[str]) -> list[str]:
         for name in NEVER_ON_A_SEND_OR_A_CLAIM
         if any(module == name or module.startswith(name + ".") for module in imported)
     )
+
+
+def test_a_new_id_is_the_lowercase_base32_of_its_random_bytes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import base64
+
+    from beads.records import ids
+
+    for random in (b"\x00" * 5, b"\xff" * 5, bytes(range(1, 6)), b"\x8a\x13\xf0\x07\x5c"):
+        monkeypatch.setattr(ids.os, "urandom", lambda n, random=random: random[:n])
+        expected = base64.b32encode(random).decode().lower()
+        assert ids.new_id("gc") == f"gc-{expected}"
+        assert ids.check_id(ids.new_id("gc"))
 
 
 def test_a_send_and_a_claim_import_none_of_the_modules_they_never_use(
