@@ -9,8 +9,10 @@ Each round runs the three in turn (the order rotates from round to round), each 
 process of this Python: a real send to a real store, and a real claim of a thread made for it
 beforehand (not timed). The store is a temporary one made by `gc init` and removed at the
 end. Byte-compiled files are written and used, as an installed gc uses them
-(PYTHONDONTWRITEBYTECODE is removed from the children's environment). Prints each median
-and the ratios to the baseline; always exits 0 (it is a report).
+(PYTHONDONTWRITEBYTECODE is removed from the children's environment). Prints the load
+average before and after, each median of wall time and of the child's CPU time (user +
+system, which other work on the machine distorts less) and their ratios to the baseline;
+always exits 0 (it is a report).
 """
 
 from __future__ import annotations
@@ -68,22 +70,52 @@ def main() -> int:
             "gc thread claim": lambda n: [gc, "thread", "claim", "--thread", threads[n]],
         }
         times: dict[str, list[float]] = {name: [] for name in commands}
+        cpu: dict[str, list[float]] = {name: [] for name in commands}
         names = list(commands)
+        load_before = os.getloadavg()
         for n in range(rounds):
             for name in names[n % 3 :] + names[: n % 3]:
-                started = time.perf_counter()
-                run(*commands[name](n))
-                times[name].append(time.perf_counter() - started)
+                wall, used = timed(commands[name](n), work, env)
+                times[name].append(wall)
+                cpu[name].append(used)
+        load_after = os.getloadavg()
         base = statistics.median(times["baseline"])
-        print(f"{rounds} rounds, alternating; medians:")
+        base_cpu = statistics.median(cpu["baseline"])
+        print(f"{rounds} rounds, alternating; load average {_load(load_before)} before, "
+              f"{_load(load_after)} after; medians (wall, then CPU):")  # fmt: skip
         for name, samples in times.items():
             median = statistics.median(samples)
             ratio = median / base
+            used = statistics.median(cpu[name])
             verdict = "" if name == "baseline" else (" ok" if ratio <= TARGET else " OVER")
-            print(f"  {name:16} {median * 1000:7.1f} ms  {ratio:4.2f}x{verdict}")
+            print(
+                f"  {name:16} {median * 1000:7.1f} ms  {ratio:4.2f}x{verdict:5}"
+                f"  cpu {used * 1000:6.1f} ms  {used / base_cpu:4.2f}x"
+            )
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0
+
+
+def timed(args: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float]:
+    """Run `args` to its end (it must succeed): its wall time and its CPU time, in seconds."""
+    started = time.perf_counter()
+    child = subprocess.Popen(
+        args, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    assert child.stderr is not None
+    errors = child.stderr.read()
+    _pid, status, usage = os.wait4(child.pid, 0)
+    wall = time.perf_counter() - started
+    child.returncode = os.waitstatus_to_exitcode(status)
+    child.stderr.close()
+    if child.returncode != 0:
+        raise subprocess.CalledProcessError(child.returncode, args, stderr=errors)
+    return wall, usage.ru_utime + usage.ru_stime
+
+
+def _load(averages: tuple[float, float, float]) -> str:
+    return "/".join(f"{value:.2f}" for value in averages)
 
 
 if __name__ == "__main__":

@@ -379,17 +379,23 @@ def test_json_output_turns_the_runs_progress_line_off(monkeypatch: pytest.Monkey
 # What a send and a claim never import: every agent runs them all day, and each of these
 # would be paid at every start-up (docs/benchmarks.md: CLI start-up). The store's locks are
 # gc's own flock (filelock brings `logging`, `secrets`, `random`, `decimal`), the host name
-# comes from `os.uname` (not `socket`), git runs (`subprocess`) only where a command needs it.
+# comes from `os.uname` (not `socket`), git runs (`subprocess`) only where a command needs it,
+# a loose object is read and written with `dulwich.objects` alone (dulwich's object store
+# brings its pack, multi-pack-index and protocol modules and `logging`), and a new id's
+# base32 is written out (`base64` brings `struct`). A name with a dot is a module, one
+# without a package and everything in it.
 NEVER_ON_A_SEND_OR_A_CLAIM = (
     "filelock", "decimal", "numbers", "secrets", "random", "socket", "subprocess", "selectors",
     "signal", "ruamel", "tempfile", "shutil", "argparse", "email", "asyncio", "ssl",
     "zoneinfo", "pickle", "statistics", "concurrent", "nats", "web", "mcpserver", "flask",
-    "mcp",
+    "mcp", "logging", "mmap", "dulwich.object_store", "dulwich.pack",
+    "dulwich.midx", "dulwich.protocol", "dulwich.refs", "dulwich.repo", "dulwich.lru_cache",
+    "base64", "struct",
 )  # fmt: skip
 
 
 def imports_of(gc: GcRunner, *args: str) -> set[str]:
-    """The top-level packages a real `gc` process imports running `args` (it must succeed)."""
+    """The modules a real `gc` process imports running `args` (it must succeed)."""
     result = subprocess.run(
         [sys.executable, "-X", "importtime", gc_program(), *args],
         cwd=gc.cwd, env={**gc.env, "GC_AGENT": "mayor"}, capture_output=True, text=True,
@@ -397,19 +403,42 @@ def imports_of(gc: GcRunner, *args: str) -> set[str]:
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-2000:]
     return {
-        line.rsplit("|", 1)[1].strip().split(".")[0]
+        line.rsplit("|", 1)[1].strip()
         for line in result.stderr.splitlines()
         if line.startswith("import time:") and "|" in line
     }
+
+
+def never_imported(imported: set[str]) -> list[str]:
+    """The names of NEVER_ON_A_SEND_OR_A_CLAIM that `imported` (module names) contains."""
+    return sorted(
+        name
+        for name in NEVER_ON_A_SEND_OR_A_CLAIM
+        if any(module == name or module.startswith(name + ".") for module in imported)
+    )
+
+
+def test_a_new_id_is_the_lowercase_base32_of_its_random_bytes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import base64
+
+    from beads.records import ids
+
+    for random in (b"\x00" * 5, b"\xff" * 5, bytes(range(1, 6)), b"\x8a\x13\xf0\x07\x5c"):
+        monkeypatch.setattr(ids.os, "urandom", lambda n, random=random: random[:n])
+        expected = base64.b32encode(random).decode().lower()
+        assert ids.new_id("gc") == f"gc-{expected}"
+        assert ids.check_id(ids.new_id("gc"))
 
 
 def test_a_send_and_a_claim_import_none_of_the_modules_they_never_use(
     project: GcRunner,
 ) -> None:
     sent = imports_of(project, "mail", "send", "dog", "--subject", "s", "--message", "hello")
-    assert {"beads", "mail", "dulwich", "sqlite3"} <= sent  # the real path ran: a commit
-    assert sorted(sent & set(NEVER_ON_A_SEND_OR_A_CLAIM)) == []
+    assert {"beads.store", "mail.beadmail", "dulwich.objects", "sqlite3"} <= sent  # a commit
+    assert never_imported(sent) == []
     made = project.json("thread", "send", "--to", "mayor", "--subject", "t", "--body", "b")
     claimed = imports_of(project, "thread", "claim", "--thread", made["thread"]["thread_id"])
-    assert {"beads", "mail", "dulwich", "sqlite3"} <= claimed
-    assert sorted(claimed & set(NEVER_ON_A_SEND_OR_A_CLAIM)) == []
+    assert {"beads.store", "mail.beadmail", "dulwich.objects", "sqlite3"} <= claimed
+    assert never_imported(claimed) == []

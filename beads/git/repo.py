@@ -1,10 +1,16 @@
 """The store's bare git repository, driven through dulwich's public object store.
 
 Commits are built from objects (blobs, the trees on their paths, a commit; the trees edited
-as bytes in `beads/git/objects.py`), stored by dulwich (`add_object`, or one pack for a
+as bytes in `beads/git/objects.py`), stored by dulwich (a loose object, or one pack for a
 large batch), and installed with a compare-and-swap of the branch ref (`beads/git/refs.py`).
 Git's index and dulwich's porcelain are never used: they cost time proportional to the
 store's size, this route costs time proportional to the change.
+
+A loose object is read and written with `dulwich.objects` alone (`ShaFile.from_path`,
+`ShaFile.as_legacy_object` through `dulwich.file.GitFile`): dulwich's object store, with its
+pack, multi-pack-index and diff modules, is imported only when a command first needs a packed
+object or the store itself (`GitRepo.objects`). A send reads the few trees on its path, often
+still loose, and writes loose objects: it never pays for the pack machinery it does not use.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from dulwich.errors import NotTreeError
-from dulwich.object_store import DiskObjectStore, iter_tree_contents, tree_lookup_path
+from dulwich.file import FileLocked, GitFile
 from dulwich.objects import Blob, Commit, ShaFile, Tree
 
 from beads.errors import StorageError
@@ -35,6 +41,8 @@ from beads.git.objects import (
 from beads.git.refs import STALE_LOCK_SECONDS, BranchRef
 
 if TYPE_CHECKING:
+    from dulwich.object_store import DiskObjectStore
+
     from beads.git.maintenance import Repacked
 
 FILE_MODE = 0o100644
@@ -47,6 +55,8 @@ PACK_OBJECTS_AT = 64
 LOOSE_COMPRESSION = 0
 # Tries at writing one loose object (see `GitRepo.add_loose`).
 ADD_ATTEMPTS = 3
+# The mode a loose object file is created with (less the umask), as git and dulwich make it.
+LOOSE_MODE = 0o444
 # Who made a commit when the opener named no committer.
 DEFAULT_COMMITTER = b"gc-beads <gc-beads@localhost>"
 
@@ -129,22 +139,41 @@ class GitRepo(BranchRef):
                 )
         except OSError as exc:
             raise StorageError(f"cannot read {git_dir / 'config'}: {exc.strerror}") from None
-        try:
-            self.objects = DiskObjectStore(
-                str(git_dir / "objects"), loose_compression_level=LOOSE_COMPRESSION
-            )
-        except Exception as exc:  # dulwich raises several kinds for a damaged repository
-            raise StorageError(f"cannot open the store's git repository {git_dir}: {exc}") from None
+        self._objects_dir = str(git_dir / "objects")
+        # dulwich's object store, opened on first use (`objects`); kept in a list the
+        # finalizer shares, which cannot hold the repository itself.
+        self._opened: list[DiskObjectStore] = []
         self.trees = TreeCache(self.get_raw)
         self._committer: bytes | None = None
         self._object_mode: int | None = None
         self._umask_allows: bool | None = None
         # Close pack files at exit even if the caller forgot, before interpreter teardown
         # (dulwich's own finalizers complain when they run that late).
-        self._finalizer = weakref.finalize(self, self.objects.close)
+        weakref.finalize(self, _close_stores, self._opened)
+
+    @property
+    def objects(self) -> DiskObjectStore:
+        """dulwich's object store of the repository (its packs and loose objects), opened
+        the first time it is asked for: reading a loose object or writing one needs none of
+        it (see the module's docstring)."""
+        if not self._opened:
+            from dulwich.object_store import DiskObjectStore
+
+            try:
+                store = DiskObjectStore(
+                    self._objects_dir, loose_compression_level=LOOSE_COMPRESSION
+                )
+            except Exception as exc:  # dulwich raises several kinds for a damaged repository
+                raise StorageError(
+                    f"cannot open the store's git repository {self.git_dir}: {exc}"
+                ) from None
+            self._opened.append(store)
+        return self._opened[0]
 
     def close(self) -> None:
-        self._finalizer()
+        """Close the pack files dulwich holds open (the repository stays usable: a later
+        read opens what it needs again)."""
+        _close_stores(self._opened)
 
     # -- reading ------------------------------------------------------------------------
 
@@ -153,12 +182,32 @@ class GitRepo(BranchRef):
 
         A background repack may move an object between two looks (a loose object packed
         and deleted; a pack listed, then removed before its index was opened): a miss, or
-        a pack file gone, drops the packs dulwich holds open and looks once more."""
+        a pack file gone, drops the packs dulwich holds open and looks once more.
+
+        A loose object that reads whole and hashes to its name is returned without opening
+        the packs (an object's bytes are the same wherever it is kept); any other is looked
+        up by dulwich's object store, packs first, as if this step were not there."""
+        found = self._loose_raw(sha)
+        if found is not None:
+            return found
         try:
             return self.objects.get_raw(sha)
         except (KeyError, FileNotFoundError):
             self.objects.close()  # public: forgets the packs; the next look lists them anew
             return self.objects.get_raw(sha)
+
+    def _loose_raw(self, sha: bytes) -> tuple[int, bytes] | None:
+        """The type and bytes of `sha` (hex) read from its loose file, or None when it is not
+        there, cannot be read whole, or does not hash to its name."""
+        if len(sha) != 40:
+            return None
+        try:
+            obj = ShaFile.from_path(loose_path(self._objects_dir, sha))
+            if obj.id != sha:  # the hash of what was read: not this object's bytes
+                return None
+            return obj.type_num, obj.as_raw_string()
+        except Exception:  # absent, cut short, not zlib: dulwich raises several kinds
+            return None
 
     def get(self, sha: bytes) -> ShaFile:
         """Object `sha` as a dulwich object; KeyError when it is absent."""
@@ -210,6 +259,8 @@ class GitRepo(BranchRef):
 
     def read_path(self, commit_id: bytes, path: str) -> bytes | None:
         """The content of `path` at `commit_id`, or None when it is not there."""
+        from dulwich.object_store import tree_lookup_path
+
         tree = self.tree_of(commit_id)
         try:
             _mode, sha = tree_lookup_path(self.get, tree, path.encode())
@@ -219,6 +270,8 @@ class GitRepo(BranchRef):
 
     def files(self, commit_id: bytes | None) -> Iterator[tuple[str, bytes]]:
         """Every file of the commit as `(path, blob sha)`."""
+        from dulwich.object_store import iter_tree_contents
+
         tree = self.tree_of(commit_id)
         if tree is None:
             return
@@ -352,13 +405,13 @@ class GitRepo(BranchRef):
             ) from None
 
     def add_loose(self, obj: ShaFile) -> None:
-        """Write one object as a loose file (dulwich's `add_object`: a lock file renamed into
-        place, so no reader sees half an object), readable by the store's users only."""
-        from dulwich.file import FileLocked
-
+        """Write one object as a loose file (as dulwich's `add_object` does: a lock file
+        renamed into place, so no reader sees half an object), readable by the store's users
+        only."""
+        path = loose_path(self._objects_dir, obj.id)
         for attempt in range(ADD_ATTEMPTS):
             try:
-                self.objects.add_object(obj)
+                _write_loose(obj, path)
                 break
             except FileLocked as exc:
                 # We hold the store's write lock: the lock file is a killed writer's (git
@@ -378,7 +431,7 @@ class GitRepo(BranchRef):
                     raise
         if self._chmod_needed():
             with contextlib.suppress(OSError):  # another member's object, in a group store
-                os.chmod(loose_path(str(self.objects.path), obj.id), self.object_mode())
+                os.chmod(path, self.object_mode())
 
     def _chmod_needed(self) -> bool:
         """Whether an object file dulwich makes (mode 0444 less the umask) may be readable
@@ -525,6 +578,29 @@ class GitRepo(BranchRef):
         self.trees.forget(tree_id)  # the version this commit replaces
         self.trees.keep(obj.id, tree)
         return obj.id
+
+
+def _write_loose(obj: ShaFile, path: str) -> None:
+    """Write `obj` at `path` as a loose object, unless it is there already (then its time is
+    refreshed, so that a prune by age does not take it before a ref names it). The bytes are
+    dulwich's (`as_legacy_object`); the file is dulwich's `GitFile`, a lock file renamed into
+    place: the steps of dulwich's `DiskObjectStore.add_object`, without its object store."""
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(os.path.dirname(path))
+    try:
+        os.utime(path, None)
+    except (FileNotFoundError, PermissionError):  # absent; or another member's, left stale
+        pass
+    else:
+        return
+    with GitFile(path, "wb", mask=LOOSE_MODE, fsync=False) as handle:
+        handle.write(obj.as_legacy_object(compression_level=LOOSE_COMPRESSION))
+
+
+def _close_stores(opened: list[DiskObjectStore]) -> None:
+    """Close the pack files of the object store in `opened`, if it was opened."""
+    for store in opened:
+        store.close()
 
 
 def _is_file(mode: int | None) -> bool:

@@ -21,13 +21,15 @@ ID_RE = re.compile(r"[a-z][a-z0-9]{0,15}-[a-z2-7]{8,26}")
 # `../`, spaces) is rejected before it reaches a file name or a query.
 ID_PREFIX_RE = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
 RANDOM_CHARS = 8  # 8 base32 characters = 40 bits
+BASE32 = "abcdefghijklmnopqrstuvwxyz234567"  # RFC 4648's alphabet, lowercase
 
 
 def new_id(prefix: str) -> str:
-    """A fresh random id with the store's prefix."""
-    import base64  # lazy, with hashlib below: hooks that never make or place a bead skip them
-
-    random = base64.b32encode(os.urandom(5)).decode("ascii").lower()
+    """A fresh random id with the store's prefix: 40 random bits in base32 (what
+    `base64.b32encode` makes of the 5 bytes, lowercase; written out here, as `base64` and
+    the `struct` it imports would be paid at every send's start-up)."""
+    bits = int.from_bytes(os.urandom(5), "big")
+    random = "".join(BASE32[(bits >> shift) & 31] for shift in range(35, -1, -5))
     return f"{prefix}-{random[:RANDOM_CHARS]}"
 
 
