@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import pytest
@@ -180,39 +179,6 @@ def test_exec_provider_through_the_cli(gc: GcRunner, tmp_path: Path) -> None:
     assert gc("mail", "count", "dog", env=env).stdout.strip() == "1 total, 0 unread for dog"
     broken = gc("mail", "inbox", "dog", env={"GC_MAIL": f"exec:{tmp_path}/missing"})
     assert broken.returncode == 50 and "mail program not found" in broken.stderr
-
-
-def test_conformance_command_against_a_users_script(gc: GcRunner, tmp_path: Path) -> None:
-    result = gc("mail", "conformance", str(SCRIPT), env={"JSONMAIL_FILE": str(tmp_path / "m.json")})
-    assert result.returncode == 0, result.stdout
-    assert "gcconf-" in result.stdout.splitlines()[0]
-    from mail.conformance import CASES, EXTRAS
-
-    assert (
-        result.stdout.splitlines()[-1] == f"{len(CASES) - len(EXTRAS)} passed, 0 failed, 0 skipped"
-    )
-    # By default Gas City's cases, each once, and none of the extras (--strict adds them).
-    assert conformance_results(result.stdout) == {
-        name: ("PASS", False) for name in CASES if name not in EXTRAS
-    }
-    bad = tmp_path / "bad"
-    bad.write_text("#!/bin/sh\nexit 1\n")
-    bad.chmod(0o755)
-    failing = gc("mail", "conformance", str(bad))
-    assert failing.returncode == 10 and "FAIL send_returns_matching_fields" in failing.stdout
-    answer = gc.json("mail", "conformance", str(bad))  # a "no", not an error
-    assert answer["ok"] is True and answer["conforms"] is False and answer["failed"] > 0
-
-
-def conformance_results(stdout: str) -> dict[str, tuple[str, bool]]:
-    """`gc mail conformance`'s case lines: each case's outcome (PASS, FAIL, SKIP) and whether
-    it is marked `(extra)`."""
-    lines = [CONFORMANCE_LINE.fullmatch(line) for line in stdout.splitlines()[1:-1]]
-    assert all(lines), stdout
-    return {m.group(2): (m.group(1), bool(m.group(3))) for m in lines if m}
-
-
-CONFORMANCE_LINE = re.compile(r"(PASS|FAIL|SKIP) (\w+)( \(extra\))?(: .*)?")
 
 
 def test_mail_json_shapes(town: GcRunner) -> None:

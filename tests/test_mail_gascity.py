@@ -19,7 +19,7 @@ from beads.store import Store
 from inbox.delivery import Delivery
 from mail.conformance import CASES, EXTRAS
 from tests.conftest import GcRunner, git
-from tests.test_mail_cli import conformance_results
+from tests.test_mail_conformance import conformance_results
 
 SCRIPT = Path(__file__).parent / "mailscripts" / "jsonmail"
 
