@@ -98,6 +98,7 @@ def test_conformance_command_against_a_users_script(
     assert set(ran) == set(CASES) - EXTRAS and not any(extra for _o, extra in ran.values())
     answer = gc.json("mail", "conformance", str(bad))  # a "no", not an error
     assert answer["ok"] is True and answer["conforms"] is False and answer["failed"] > 0
+    assert {r["name"]: r["extra"] for r in answer["results"]} == dict.fromkeys(ran, False)
 
 
 EXAMPLE = Path(__file__).parent.parent / "docs" / "examples" / "jsonmail"
