@@ -212,12 +212,18 @@ def _run_in_process(
 def person_with_own_data_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Every test runs as a person at a shell (no agent session's variables), whose data
     folder (approvals of guarded settings: `beads.settings.approvals`) is a temporary one, never the
-    user's own."""
+    user's own, and whose `python3` on PATH is the Python under test."""
     saved = dict(os.environ)
     for name in list(os.environ):
         if name == "CLAUDECODE" or name.startswith("CLAUDE_CODE_"):
             del os.environ[name]
     os.environ["XDG_DATA_HOME"] = str(tmp_path_factory.mktemp("data-home"))
+    # `python3` (the test scripts' `#!/usr/bin/env python3`, run once per exec mail op) is the
+    # Python under test, not whatever a version manager's shim on PATH would pick, and costs
+    # one interpreter start, not a shell script's work first. Every child environment the
+    # fixtures build (the `gc` runner, git, the docs' pages) starts from this one.
+    here = str(Path(sys.executable).parent)
+    os.environ["PATH"] = os.pathsep.join([here, *os.environ.get("PATH", "").split(os.pathsep)])
     yield
     os.environ.clear()
     os.environ.update(saved)

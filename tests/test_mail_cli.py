@@ -181,24 +181,6 @@ def test_exec_provider_through_the_cli(gc: GcRunner, tmp_path: Path) -> None:
     assert broken.returncode == 50 and "mail program not found" in broken.stderr
 
 
-def test_conformance_command_against_a_users_script(gc: GcRunner, tmp_path: Path) -> None:
-    result = gc("mail", "conformance", str(SCRIPT), env={"JSONMAIL_FILE": str(tmp_path / "m.json")})
-    assert result.returncode == 0, result.stdout
-    assert "gcconf-" in result.stdout.splitlines()[0]
-    from mail.conformance import CASES, EXTRAS
-
-    assert (
-        result.stdout.splitlines()[-1] == f"{len(CASES) - len(EXTRAS)} passed, 0 failed, 0 skipped"
-    )
-    bad = tmp_path / "bad"
-    bad.write_text("#!/bin/sh\nexit 1\n")
-    bad.chmod(0o755)
-    failing = gc("mail", "conformance", str(bad))
-    assert failing.returncode == 10 and "FAIL send_returns_matching_fields" in failing.stdout
-    answer = gc.json("mail", "conformance", str(bad))  # a "no", not an error
-    assert answer["ok"] is True and answer["conforms"] is False and answer["failed"] > 0
-
-
 def test_mail_json_shapes(town: GcRunner) -> None:
     sent = town.json("mail", "send", "dog", "hi")
     assert sent["ok"] is True and sent["command"] == "mail.send"

@@ -1,57 +1,123 @@
-"""The shipped conformance suite against the fake, beadmail and an exec script."""
+"""The shipped conformance suite against the fake, beadmail and an exec script, and
+`gc mail conformance`, which runs it against a user's script."""
 
 from __future__ import annotations
 
+import re
+import shlex
 import shutil
-from collections.abc import Iterator
+import subprocess
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from beads.store import Store
 from mail.beadmail import BeadMail
-from mail.conformance import CASES, run_case
-from mail.execmail import ExecMail
+from mail.conformance import CASES, EXTRAS, Result, run_case
 from mail.fake import FakeProvider
-from mail.provider import Provider
 from tests.conftest import GcRunner
 
 SCRIPT = Path(__file__).parent / "mailscripts" / "jsonmail"
+CONFORMANCE_LINE = re.compile(r"(PASS|FAIL|SKIP) (\w+)( \(extra\))?(?:: (.*))?")
+
+
+def conformance_results(stdout: str) -> dict[str, tuple[str, bool]]:
+    """`gc mail conformance`'s case lines: each case's outcome (PASS, FAIL, SKIP) and whether
+    it is marked `(extra)`."""
+    return {name: (outcome, extra) for name, (outcome, extra, _) in case_lines(stdout).items()}
+
+
+def case_lines(stdout: str) -> dict[str, tuple[str, bool, str]]:
+    """As `conformance_results`, with each line's detail (why it failed or was skipped)."""
+    lines = [CONFORMANCE_LINE.fullmatch(line) for line in stdout.splitlines()[1:-1]]
+    assert all(lines), stdout
+    return {m.group(2): (m.group(1), bool(m.group(3)), m.group(4) or "") for m in lines if m}
+
+
+@pytest.fixture(scope="module")
+def users_script_run(tmp_path_factory: pytest.TempPathFactory) -> subprocess.CompletedProcess:
+    """`gc mail conformance --strict` against the real jsonmail script, run once: its case
+    lines are the exec provider's results in `test_conformance` too."""
+    where = tmp_path_factory.mktemp("users-script")
+    return GcRunner(where)(
+        "mail", "conformance", "--strict", str(SCRIPT),
+        env={"JSONMAIL_FILE": str(where / "m.json")},
+    )  # fmt: skip
 
 
 @pytest.fixture(params=["fake", "beadmail", "exec"])
-def provider(
-    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[Provider]:
+def conformance_case(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> Iterator[Callable[[str], Result]]:
+    """The result of a case (by name) against the provider the test is parametrized with."""
     if request.param == "fake":
-        yield FakeProvider()
+        fake = FakeProvider()
+        yield lambda name: run_case(name, fake, "conf")
     elif request.param == "beadmail":  # a copy of a store made once (conftest)
         shutil.copytree(
             request.getfixturevalue("store_template"), tmp_path / ".beads", symlinks=True
         )
         store = Store.open(tmp_path, agent="conformance")
-        yield BeadMail(store)
+        beadmail = BeadMail(store)
+        yield lambda name: run_case(name, beadmail, "conf")
         store.close()
-    else:
-        monkeypatch.setenv("JSONMAIL_FILE", str(tmp_path / "mail.json"))
-        yield ExecMail(str(SCRIPT))
+    else:  # every case through the exec protocol, run by `gc mail conformance --strict`
+        lines = case_lines(request.getfixturevalue("users_script_run").stdout)
+        outcomes = {"PASS": "passed", "FAIL": "failed", "SKIP": "skipped"}
+        yield lambda name: Result(name, outcomes[lines[name][0]], lines[name][2], lines[name][1])
 
 
 @pytest.mark.parametrize("name", list(CASES))
-def test_conformance(provider: Provider, name: str) -> None:
-    result = run_case(name, provider, "conf")
+def test_conformance(conformance_case: Callable[[str], Result], name: str) -> None:
+    result = conformance_case(name)
     if result.outcome == "skipped":
         pytest.skip(result.detail)
     assert result.outcome == "passed", result.detail
 
 
+def test_conformance_command_against_a_users_script(
+    gc: GcRunner, tmp_path: Path, users_script_run: subprocess.CompletedProcess
+) -> None:
+    result = users_script_run  # --strict: every case, the extras marked
+    assert result.returncode == 0, result.stdout
+    assert "gcconf-" in result.stdout.splitlines()[0]
+    # The exec protocol carries no priority: the one case about it is skipped.
+    assert result.stdout.splitlines()[-1] == f"{len(CASES) - 1} passed, 0 failed, 1 skipped"
+    assert conformance_results(result.stdout) == {
+        name: ("SKIP" if name == "inbox_orders_by_priority" else "PASS", name in EXTRAS)
+        for name in CASES
+    }
+    bad = tmp_path / "bad"
+    bad.write_text("#!/bin/sh\nexit 1\n")
+    bad.chmod(0o755)
+    failing = gc("mail", "conformance", str(bad))
+    assert failing.returncode == 10 and "FAIL send_returns_matching_fields" in failing.stdout
+    # By default Gas City's cases, each once, and none of the extras (--strict adds them).
+    ran = conformance_results(failing.stdout)
+    assert set(ran) == set(CASES) - EXTRAS and not any(extra for _o, extra in ran.values())
+    answer = gc.json("mail", "conformance", str(bad))  # a "no", not an error
+    assert answer["ok"] is True and answer["conforms"] is False and answer["failed"] > 0
+    assert {r["name"]: r["extra"] for r in answer["results"]} == dict.fromkeys(ran, False)
+
+
 EXAMPLE = Path(__file__).parent.parent / "docs" / "examples" / "jsonmail"
 
 
-def test_the_documented_example_provider_passes_gc_mail_conformance(
-    gc: GcRunner, tmp_path: Path
-) -> None:
-    env = {"MAIL_FILE": str(tmp_path / "mail.json")}
-    core = gc.json("mail", "conformance", str(EXAMPLE), env=env)
-    assert core["ok"] and core["conforms"], core
+def test_the_documented_example_provider_passes_gc_mail_conformance() -> None:
+    """The exec protocol's page runs `gc mail conformance` and `--strict` against its example
+    provider, each a real `gc` process that must exit 0 (it would exit 10 on a failed case):
+    test_docs_examples runs those lines; here, that the page still holds them, run."""
+    from tests.test_docs_examples import ALL_COMMANDS, EXIT_COMMENT
+
+    run_lines = [
+        shlex.split(c.text, comments=True)
+        for c in ALL_COMMANDS
+        if c.where.startswith("exec-protocol.md:")
+        and c.not_run is None
+        and not EXIT_COMMENT.search(c.text)
+    ]
+    example = "docs/examples/jsonmail"
+    assert ["gc", "mail", "conformance", example] in run_lines
+    assert ["gc", "mail", "conformance", "--strict", example] in run_lines
     assert len(EXAMPLE.read_text().splitlines()) <= 40  # short enough to read in one go
