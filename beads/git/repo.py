@@ -184,12 +184,15 @@ class GitRepo(BranchRef):
         and deleted; a pack listed, then removed before its index was opened): a miss, or
         a pack file gone, drops the packs dulwich holds open and looks once more.
 
-        A loose object that reads whole and hashes to its name is returned without opening
-        the packs (an object's bytes are the same wherever it is kept); any other is looked
-        up by dulwich's object store, packs first, as if this step were not there."""
-        found = self._loose_raw(sha)
-        if found is not None:
-            return found
+        Until the object store is open, a loose object that reads whole and hashes to its
+        name is returned without opening it (an object's bytes are the same wherever they are
+        kept); any other is looked up by dulwich's object store, packs first, and once it is
+        open every look goes there (a reader of many packed objects pays no failed open of a
+        loose file for each)."""
+        if not self._opened:
+            found = self._loose_raw(sha)
+            if found is not None:
+                return found
         try:
             return self.objects.get_raw(sha)
         except (KeyError, FileNotFoundError):
