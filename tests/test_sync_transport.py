@@ -354,11 +354,12 @@ def silent() -> Iterator[Silent]:
 
 
 def quiet_store(tmp_path: Path, url: str) -> GcRunner:
-    """A store whose only remote is `url`, with `sync.timeout` 2 s."""
+    """A store whose only remote is `url`, with `sync.timeout` 0.5 s (the server never
+    answers: any timeout ends the same way)."""
     side = machine(tmp_path, "quiet")
     assert side("init").returncode == 0
     assert side("remote", "add", "origin", url).returncode == 0
-    assert side("config", "set", "--local", "sync.timeout", "2s").returncode == 0
+    assert side("config", "set", "--local", "sync.timeout", "0.5s").returncode == 0
     return side
 
 
@@ -371,6 +372,7 @@ def test_a_remote_that_accepts_and_stays_silent_times_out(
     # A process of its own: were the deadline missing, the run's own limit ends it.
     result = side.subprocess("sync")
     assert silent.accepted.is_set()  # it did connect: the silence came after
+    assert len(silent.held) == 1  # one wait of sync.timeout: nothing retried after it
     assert result.returncode == 50, result.stderr
     assert "timed out" in result.stderr and "sync.timeout" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
