@@ -13,7 +13,9 @@ from tests.conftest import git
 
 WRITER = """
 import sys
+import beads.batch
 from beads.store import Store
+beads.batch.PACK_LOOSE_AT = int(sys.argv[4])
 store = Store.open(sys.argv[1], agent=sys.argv[2])
 for i in range(int(sys.argv[3])):
     store.create("task", f"{sys.argv[2]} #{i}", assignee=sys.argv[2])
@@ -21,16 +23,26 @@ store.close()
 """
 
 
-# Enough creates that the writers pack loose objects while they race (PACK_LOOSE_AT: each
-# create makes about six objects).
-EACH = 40
+# Enough creates that the writers pack loose objects while they race: each create makes
+# about six objects, and the writers pack once PACK_LOOSE_AT of them are loose (lowered
+# from its default of 1500 so that fewer creates reach it).
+EACH = 20
+PACK_LOOSE_AT = 600
 
 
 def test_eight_processes_creating_beads_at_once(tmp_path: Path) -> None:
     Store.init(tmp_path)[0].close()
     writers = [
         subprocess.Popen(
-            [sys.executable, "-c", WRITER, str(tmp_path), f"writer{n}", str(EACH)],
+            [
+                sys.executable,
+                "-c",
+                WRITER,
+                str(tmp_path),
+                f"writer{n}",
+                str(EACH),
+                str(PACK_LOOSE_AT),
+            ],
             stderr=subprocess.PIPE,
             text=True,
         )

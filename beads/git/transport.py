@@ -42,12 +42,30 @@ def client_for(url: str, *, thin_packs: bool = True, timeout: float) -> tuple[Gi
         config = StackedConfig.default()
         manager = None
         if url.lower().startswith(("http://", "https://")):
-            manager = default_urllib3_manager(config, base_url=url, timeout=timeout)
+            manager = default_urllib3_manager(
+                config, base_url=url, timeout=timeout, **_single_wait_managers()
+            )
         return get_transport_and_path(
             url, config=config, quiet=True, thin_packs=thin_packs, pool_manager=manager
         )
     except Exception as exc:  # dulwich raises several kinds for a URL it cannot use
         raise Unusable(str(exc)) from None
+
+
+def _single_wait_managers() -> dict[str, Any]:
+    """urllib3's pool managers with no retry of a connection or a read that failed: a
+    remote silent for `sync.timeout` fails the exchange then, not after urllib3's default
+    three retries of as long each."""
+    import functools
+
+    from urllib3 import PoolManager, ProxyManager
+    from urllib3.util.retry import Retry
+
+    once = Retry(total=3, connect=0, read=0)  # redirects and answered statuses as before
+    return {
+        "pool_manager_cls": functools.partial(PoolManager, retries=once),
+        "proxy_manager_cls": functools.partial(ProxyManager, retries=once),
+    }
 
 
 def needs_timer(client: GitClient) -> bool:
