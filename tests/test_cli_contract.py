@@ -314,17 +314,18 @@ def test_a_terminal_gets_a_pager_for_long_lists_and_rows_that_fit(
 ) -> None:
     assert gc("init").returncode == 0
     gc.json("mail", "send", "dog", "-s", "s" * 300, "-m", "x")
-    for n in range(15):
+    for n in range(6):
         gc.json("mail", "send", "dog", "-m", f"m{n}")
     paged = tmp_path / "paged.txt"
     pager = {"GC_PAGER": f"sh -c 'cat > {paged}'"}
-    _on_terminal(["mail", "inbox", "dog"], tmp_path, pager)
-    assert len(paged.read_text().splitlines()) == 17
+    rows = 6  # a terminal of 6 rows: the 8-line list is paged, 4 lines are not
+    _on_terminal(["mail", "inbox", "dog"], tmp_path, pager, rows=rows)
+    assert len(paged.read_text().splitlines()) == 8
     assert all(len(line) <= 80 for line in paged.read_text().splitlines())
     paged.unlink()
-    straight = _on_terminal(["mail", "inbox", "dog", "--no-pager"], tmp_path, pager)
-    assert not paged.exists() and len(straight.splitlines()) == 17
-    short = _on_terminal(["mail", "inbox", "dog", "--limit", "3"], tmp_path, pager)
+    straight = _on_terminal(["mail", "inbox", "dog", "--no-pager"], tmp_path, pager, rows=rows)
+    assert not paged.exists() and len(straight.splitlines()) == 8
+    short = _on_terminal(["mail", "inbox", "dog", "--limit", "3"], tmp_path, pager, rows=rows)
     assert not paged.exists() and len(short.splitlines()) == 4
 
 

@@ -1,14 +1,16 @@
 """The documentation's examples run as written: every `gc` and `inbox` line of a fenced shell
 block of README.md and docs/*.md, and every Python block.
 
-A page's lines run in order, each as a real subprocess of this environment's `gc` (or
-`inbox`), never through a shell, in a temporary directory of the page's own: the first command
-there finds a fresh store (`gc init`) unless the page makes one itself. Placeholders of the
-docs are filled first (`PLACEHOLDERS`): paths under `/tmp/` go to the temporary directory, the
-remote of the README's tour is a real `git daemon`, NATS URLs a real `nats-server`, `gc-XXXX`
-the id the page's last command printed. A line fails the test when it exits 2 (usage), 50
-(internal error) or shows a traceback, or when it exits other than 0 or the `# exit N` its
-comment names; in a `console` block, the lines after a `$ ` command are output it must print.
+A page's lines run in order, never through a shell, in a temporary directory of the page's own:
+a `gc` line through the program's entry point as the `gc` fixture runs it (its own argv,
+environment, cwd and streams; a process of its own where a setting needs one), an `inbox` line
+as a subprocess of this environment's `inbox`. The first command there finds a fresh store (`gc
+init`) unless the page makes one itself. Placeholders of the docs are filled first
+(`PLACEHOLDERS`): paths under `/tmp/` go to the temporary directory, the remote of the README's
+tour is a real `git daemon`, NATS URLs a real `nats-server`, `gc-XXXX` the id the page's last
+command printed. A line fails the test when it exits 2 (usage), 50 (internal error) or shows a
+traceback, or when it exits other than 0 or the `# exit N` its comment names; in a `console`
+block, the lines after a `$ ` command are output it must print.
 
 A block preceded by `<!-- not run: REASON -->`, or a line ending in `# not run: REASON`, is
 skipped and listed by `test_every_example_not_run_says_why`. A line that mentions `gc` or
@@ -31,7 +33,7 @@ from typing import NamedTuple
 import pytest
 
 from beads.store import Store
-from tests.conftest import gc_program
+from tests.conftest import GcRunner, gc_program
 from tests.test_nats import NatsServer
 from tests.test_sync import daemon  # noqa: F401 - a fixture
 
@@ -238,11 +240,16 @@ class PageRun:
         self, command: Command, words: list[str], env: dict[str, str], cwd: Path, code: int
     ) -> None:
         if cwd == self.work and not (self.work / ".beads").exists() and words[1:2] != ["init"]:
-            made = subprocess.run([gc_program(), "init"], cwd=cwd, env=env, capture_output=True)
+            made = GcRunner(cwd)("init", env=env)
             assert made.returncode == 0, made.stderr
-        program = str(Path(gc_program()).parent / words[0])
-        result = subprocess.run([program, *words[1:]], cwd=cwd, env=env, capture_output=True,
-                                text=True, timeout=120)  # fmt: skip
+        if words[0] == "gc":
+            # The program's own entry point, with the line's argv, environment, cwd and
+            # streams (tests/conftest.py: a process of its own where a setting needs one).
+            result = GcRunner(cwd)(*words[1:], env=env, internal_error=True)
+        else:  # `inbox`: its own program, in a process of its own
+            program = str(Path(gc_program()).parent / words[0])
+            result = subprocess.run([program, *words[1:]], cwd=cwd, env=env,
+                                    capture_output=True, text=True, timeout=120)  # fmt: skip
         said = f"{command.where}: {shlex.join(words)}\n{result.stdout}{result.stderr}"
         assert "Traceback" not in result.stderr and "internal error" not in result.stderr, said
         assert result.returncode not in (2, 50), said

@@ -244,7 +244,7 @@ def test_wait_returns_on_answer(tmp_path: Path, gc: GcRunner) -> None:
 def test_wait_times_out_with_exit_10_or_takes_the_default(tmp_path: Path, gc: GcRunner) -> None:
     gc("init")
     args = ["decision", "create", "--prompt", "Go?", "--option", "yes", "--option", "no",
-            "--wait", "--timeout", "0.5s"]  # fmt: skip
+            "--wait", "--timeout", "0.1s"]  # fmt: skip
     assert gc(*args).returncode == 10
     answered = gc.json(*args, "--default", "no")["bead"]
     assert answered["meta"]["answer"] == "no" and answered["meta"]["by_default"] is True

@@ -362,11 +362,15 @@ def test_a_full_disk_is_one_line_and_a_committed_send_is_never_a_failure(
 
 
 def read_only_checks(
-    cwd: Path, made: str, runner: tuple[str, ...] = (), options: tuple[str, ...] = ()
+    cwd: Path, made: str, runner: tuple[str, ...] | None = None, options: tuple[str, ...] = ()
 ) -> None:
-    """Reads work; writes exit 50 with one `store is read-only` line."""
+    """Reads work; writes exit 50 with one `store is read-only` line. `runner` (a command
+    that runs another one, such as `setpriv`) runs `gc` in a process of its own under it;
+    without one, `gc` runs as the `gc` fixture runs it."""
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
+        if runner is None:
+            return GcRunner(cwd)(*options, *args)
         env = {k: v for k, v in os.environ.items() if not k.startswith("GC_")}
         command = [*runner, gc_program(), *options, *args]
         return subprocess.run(command, cwd=cwd, capture_output=True, text=True, env=env)

@@ -6,6 +6,7 @@ the top or inside a function, and no string that names such a layer's module (wh
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from pathlib import Path
 
@@ -34,6 +35,13 @@ def _setting_names() -> set[str]:
 SETTING_NAMES = _setting_names()
 
 
+@functools.cache
+def module_nodes(path: Path) -> tuple[ast.AST, ...]:
+    """Every node of the module at `path`: each file is parsed and walked once a session,
+    whichever checks read it (walking the whole project's trees is most of their cost)."""
+    return tuple(ast.walk(ast.parse(path.read_text())))
+
+
 def names_module(text: str) -> bool:
     """Whether `text` ("a.b.c" or "a.b:function") names a module of this project: a
     "module:function" spec, or a dotted path one of whose prefixes is a module file or
@@ -52,10 +60,10 @@ def names_module(text: str) -> bool:
     )
 
 
-def _docstrings(tree: ast.AST) -> set[int]:
-    """The ids of the docstring nodes of `tree` (prose, not names a program loads)."""
+def _docstrings(nodes: tuple[ast.AST, ...]) -> set[int]:
+    """The ids of the docstring nodes among `nodes` (prose, not names a program loads)."""
     found = set()
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
             body = node.body
             if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
@@ -63,12 +71,12 @@ def _docstrings(tree: ast.AST) -> set[int]:
     return found
 
 
-def _group_names(tree: ast.AST) -> set[int]:
+def _group_names(nodes: tuple[ast.AST, ...]) -> set[int]:
     """The ids of strings given as `group=` (an entry-point group: a registry's name that
     a higher layer fills, not a module this one loads)."""
     return {
         id(keyword.value)
-        for node in ast.walk(tree)
+        for node in nodes
         if isinstance(node, ast.Call)
         for keyword in node.keywords
         if keyword.arg == "group" and isinstance(keyword.value, ast.Constant)
@@ -78,15 +86,19 @@ def _group_names(tree: ast.AST) -> set[int]:
 def upward_names(layer: str, source: str) -> list[str]:
     """What `source`, a module of `layer`, names of a layer ranked at
     or above its own (other than itself): each as `import X`, `from X` or `"text"`."""
-    tree = ast.parse(source)
-    skipped = _docstrings(tree) | _group_names(tree)
+    return upward_names_in(layer, tuple(ast.walk(ast.parse(source))))
+
+
+def upward_names_in(layer: str, nodes: tuple[ast.AST, ...]) -> list[str]:
+    """`upward_names` of a module given as every node of its tree."""
+    skipped = _docstrings(nodes) | _group_names(nodes)
     found = []
 
     def above(name: str) -> bool:
         top = name.split(".")[0].split(":")[0]
         return top in RANK and top != layer and RANK[top] >= RANK[layer]
 
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.Import):
             found += [f"import {a.name}" for a in node.names if above(a.name)]
         elif isinstance(node, ast.ImportFrom):
@@ -109,7 +121,7 @@ def test_no_module_names_a_layer_above_its_own() -> None:
     for layer in RANK:
         for path in sorted((ROOT / layer).rglob("*.py")):
             module = ".".join(path.relative_to(ROOT).with_suffix("").parts)
-            found += [f"{module}: {name}" for name in upward_names(layer, path.read_text())]
+            found += [f"{module}: {name}" for name in upward_names_in(layer, module_nodes(path))]
             checked += 1
     assert checked > 120  # every sub-folder too (beads/cli, inbox/nats, mail/threads, ...)
     assert found == []
@@ -155,13 +167,13 @@ def _modules() -> dict[str, Path]:
     return found
 
 
-def _loaded_strings(tree: ast.AST) -> list[str]:
+def _loaded_strings(nodes: tuple[ast.AST, ...]) -> list[str]:
     """The strings `tree` hands to the import machinery of its own process: the argument of
     `import_module(...)`, a "module:function" spec, and a lazy table's values (a dict's
     string values, as `beads.lazy` takes them). A `python -m module` argument is another
     process's import, not one of this module's."""
     texts = []
-    for node in ast.walk(tree):
+    for node in nodes:
         called = getattr(node, "func", None)
         if getattr(called, "attr", getattr(called, "id", None)) == "import_module":
             texts += [a.value for a in node.args if isinstance(a, ast.Constant)]
@@ -176,7 +188,7 @@ def import_edges(module: str, path: Path, modules: dict[str, Path]) -> dict[str,
     """The modules of the project `module` imports, each with the line of its first import:
     at the top, inside functions and under TYPE_CHECKING alike. `from pkg import name` is an
     edge to `pkg.name` when that is a module, else to `pkg`."""
-    tree = ast.parse(path.read_text())
+    nodes = module_nodes(path)
     package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
     edges: dict[str, int] = {}
 
@@ -186,7 +198,7 @@ def import_edges(module: str, path: Path, modules: dict[str, Path]) -> dict[str,
         if name and name != module:
             edges.setdefault(name, line)
 
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.Import):
             for alias in node.names:
                 add(alias.name, node.lineno)
@@ -198,7 +210,7 @@ def import_edges(module: str, path: Path, modules: dict[str, Path]) -> dict[str,
             for alias in node.names:
                 full = f"{base}.{alias.name}"
                 add(full if full in modules else base, node.lineno)
-    for text in _loaded_strings(tree):
+    for text in _loaded_strings(nodes):
         if text in modules:
             add(text, 0)
     return edges
@@ -231,9 +243,15 @@ def find_cycle(graph: dict[str, dict[str, int]]) -> list[str] | None:
     return None
 
 
-def test_no_import_circle_anywhere_in_the_project() -> None:
+@functools.cache
+def project_graph() -> dict[str, dict[str, int]]:
+    """Every module of the project with the modules it imports (`import_edges`)."""
     modules = _modules()
-    graph = {name: import_edges(name, path, modules) for name, path in modules.items()}
+    return {name: import_edges(name, path, modules) for name, path in modules.items()}
+
+
+def test_no_import_circle_anywhere_in_the_project() -> None:
+    graph = project_graph()
     assert sum(len(edges) for edges in graph.values()) > 500  # the whole project was read
     cycle = find_cycle(graph)
     steps = zip(cycle or [], (cycle or [])[1:], strict=False)
@@ -280,27 +298,31 @@ def test_an_old_module_path_imports_the_moved_module_with_a_deprecation_warning(
     import subprocess
     import sys
 
-    for old, new in OLD_PATHS.items():
-        code = (
-            "import importlib, warnings\n"
-            "with warnings.catch_warnings(record=True) as seen:\n"
-            "    warnings.simplefilter('always')\n"
-            f"    old = importlib.import_module({old!r})\n"
-            f"assert old is importlib.import_module({new!r}), old\n"
-            "assert [w.category.__name__ for w in seen] == ['DeprecationWarning'], seen\n"
-            f"assert {new!r} in str(seen[0].message)\n"
-        )
-        result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-        assert result.returncode == 0, f"{old}: {result.stderr}"
+    # One fresh process imports each old path in turn (none imports another: the test below),
+    # so each one's own import is the first and must warn.
+    code = (
+        "import importlib, sys, warnings\n"
+        "for old, new in (pair.split('=') for pair in sys.argv[1:]):\n"
+        "    with warnings.catch_warnings(record=True) as seen:\n"
+        "        warnings.simplefilter('always')\n"
+        "        module = importlib.import_module(old)\n"
+        "    assert module is importlib.import_module(new), (old, module)\n"
+        "    assert [w.category.__name__ for w in seen] == ['DeprecationWarning'], (old, seen)\n"
+        "    assert new in str(seen[0].message), (old, seen)\n"
+        "    print(old)\n"
+    )
+    pairs = [f"{old}={new}" for old, new in OLD_PATHS.items()]
+    result = subprocess.run([sys.executable, "-c", code, *pairs], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == list(OLD_PATHS)
 
 
 def test_no_module_of_the_project_imports_an_old_path() -> None:
-    modules = _modules()
     found = [
         f"{name} imports {target}"
-        for name, path in modules.items()
+        for name, edges in project_graph().items()
         if name not in OLD_PATHS
-        for target in import_edges(name, path, modules)
+        for target in edges
         if target in OLD_PATHS
     ]
     assert found == []

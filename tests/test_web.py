@@ -257,7 +257,8 @@ def test_open_pages_follow_the_store_without_a_reload(site: Site, browser: Any) 
     BeadMail(site.open("dog")).send("dog", "eve", "Live news", "fresh")
     # The page's live update replaces #page: an element found just before may be gone when
     # its text is read, so a stale one is looked up again. The deadline only bounds a hang.
-    waiting = WebDriverWait(browser, 60, ignored_exceptions=(StaleElementReferenceException,))
+    waiting = WebDriverWait(browser, 60, poll_frequency=0.05,
+                            ignored_exceptions=(StaleElementReferenceException,))  # fmt: skip
     waiting.until(lambda b: "Live news" in b.find_element(By.ID, "page").text)
     assert browser.execute_script("return window.stillHere") is True
 
