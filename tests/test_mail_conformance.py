@@ -104,10 +104,11 @@ def test_conformance_command_against_a_users_script(
 EXAMPLE = Path(__file__).parent.parent / "docs" / "examples" / "jsonmail"
 
 
-def test_the_documented_example_provider_passes_gc_mail_conformance() -> None:
+def test_the_exec_protocol_page_runs_conformance_on_its_short_example_provider() -> None:
     """The exec protocol's page runs `gc mail conformance` and `--strict` against its example
-    provider, each a real `gc` process that must exit 0 (it would exit 10 on a failed case):
-    test_docs_examples runs those lines; here, that the page still holds them, run."""
+    provider, a real script, and each line must exit 0 (a failed case exits 10): the docs
+    test runs those lines, so the check here is that the page still holds them, to be run,
+    and that the example stays short enough to read in one go."""
     from tests.test_docs_examples import ALL_COMMANDS, EXIT_COMMENT
 
     run_lines = [
