@@ -445,3 +445,25 @@ def test_doctor_finds_a_loose_object_holding_another_objects_bytes(store: Store)
     assert [(p.kind, p.fixed) for p in report.problems] == [("corrupt_object", True)]
     assert "rewritten from the view file" in report.problems[0].message
     git("fsck", "--strict", "--no-dangling", cwd=store.root)
+
+
+def test_a_request_left_after_a_runs_last_turn_is_taken_by_a_successor(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    git_dir = store.git.git_dir
+    batch_of(store, 30, "first")
+    assert repack.wait_idle(git_dir, 60)
+    monkeypatch.setattr(repacker, "BACKGROUND_ROUNDS", 1)
+    repack_until_done = repacker._repack_until_done
+
+    def then_a_writer_adds_a_pack(where: Path) -> None:
+        repack_until_done(where)
+        # A writer commits while this run holds the lock: it finds it held, asks for
+        # another look, and goes on, as after the run's last look.
+        batch_of(store, 25, "late")
+
+    monkeypatch.setattr(repacker, "_repack_until_done", then_a_writer_adds_a_pack)
+    repacker.background(git_dir)
+    assert repack.wait_idle(git_dir, 60)
+    assert repack.rollup(pack_counts(store)) == 0
+    assert not (git_dir / repack.MORE_NAME).exists()

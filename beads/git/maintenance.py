@@ -265,18 +265,27 @@ def _remove_old_spares(git_dir: Path) -> None:
 
 def wait_idle(git_dir: Path, timeout: float) -> bool:
     """Wait until the background repack this process started for `git_dir` has ended and
-    no repack runs there; False when one still does after `timeout` seconds."""
+    no repack runs there or is asked for (a request left for a successor counts as work
+    still to come); False when one still does after `timeout` seconds."""
     import subprocess
+    import time
 
+    deadline = time.monotonic() + timeout
     child = _children.get(git_dir)
     if child is not None:
         with contextlib.suppress(subprocess.TimeoutExpired):
             child.wait(timeout)  # type: ignore[attr-defined]
-    lock = _try_lock(git_dir, timeout)
-    if lock is None:
-        return False
-    lock.release()  # type: ignore[attr-defined]
-    return True
+    while True:
+        lock = _try_lock(git_dir, max(0.0, deadline - time.monotonic()))
+        if lock is None:
+            return False
+        asked = (git_dir / MORE_NAME).exists()
+        lock.release()  # type: ignore[attr-defined]
+        if not asked:
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)  # the successor is starting: it takes the lock, then the request
 
 
 @contextlib.contextmanager

@@ -25,6 +25,7 @@ from beads.git.maintenance import (
     pack_loose,
     packs_of,
     rollup,
+    spawn,
 )
 from beads.git.objects import umask_for
 from beads.git.repo import GitRepo
@@ -47,6 +48,10 @@ def background(git_dir: Path) -> None:
         # own): a request still here is taken now rather than left to the next write.
         if not (git_dir / MORE_NAME).exists():
             return
+    # Asked again after its last turn: a successor takes the request. A run's turns are
+    # bounded so that it lets the lock go for good now and then (`gc doctor --gc` waits for
+    # it), but a request must never be dropped: the writer that left it has stopped looking.
+    spawn(git_dir)
 
 
 def _repack_until_done(git_dir: Path) -> None:
