@@ -194,6 +194,7 @@ def _use_wal(db: sqlite3.Connection, patience: float = 30.0) -> None:
     """Put the database in WAL mode (kept in the file: set once). Switching needs the file to
     itself and sqlite does not wait for that: a process making the same new database at the
     same moment makes it answer "database is locked" at once, so look again for a while."""
+    import os
     import time
 
     deadline = time.monotonic() + patience
@@ -205,7 +206,8 @@ def _use_wal(db: sqlite3.Connection, patience: float = 30.0) -> None:
         except sqlite3.OperationalError as exc:
             if "locked" not in str(exc) or time.monotonic() > deadline:
                 raise
-            time.sleep(0.01)
+            # A random pause: processes that met at the same moment must not retry in step.
+            time.sleep(0.002 + os.urandom(1)[0] / 255 * 0.02)
 
 
 def _connect_read_only(

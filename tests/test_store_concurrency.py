@@ -67,31 +67,42 @@ def test_eight_processes_creating_beads_at_once(tmp_path: Path) -> None:
     assert len([f for f in files if f.startswith("tasks/")]) == 8 * EACH
 
 
-def _open_sessions_db(path: str, go: Any) -> None:
+def _open_sessions_dbs(paths: list[str], start: Any) -> None:
+    """For each path in turn: wait at `start` for the other processes, then open it."""
     from inbox.database import connect
     from inbox.sessions import SESSIONS_SCHEMA
 
-    go.wait()
-    connect(Path(path), "OFF", SESSIONS_SCHEMA, "nudges").close()
+    try:
+        for path in paths:
+            start.wait(120)
+            connect(Path(path), "OFF", SESSIONS_SCHEMA, "nudges").close()
+    except BaseException:
+        start.abort()  # the others stop waiting for this one
+        raise
+
+
+# New databases four processes race to make; with one switch to WAL left unguarded, about
+# half of the runs see "database is locked" within this many.
+RACES = 60
 
 
 def test_processes_making_one_new_delivery_database_at_once_all_open_it(tmp_path: Path) -> None:
     """A relay and a hook can make `.runtime/sessions.sqlite3` at the same moment: switching
-    it to WAL needs the file to itself, and neither may fail with "database is locked"."""
+    it to WAL needs the file to itself, and neither may fail with "database is locked".
+    Four processes, started once, meet at a barrier before each new database, so every
+    round is a race."""
     import multiprocessing
 
     context = multiprocessing.get_context("spawn")
-    for round_ in range(5):
+    paths = []
+    for round_ in range(RACES):
         runtime = tmp_path / f"r{round_}" / ".beads" / ".runtime"
         runtime.mkdir(parents=True)
-        go = context.Event()
-        workers = [
-            context.Process(target=_open_sessions_db, args=(str(runtime / "sessions.sqlite3"), go))
-            for _ in range(4)
-        ]
-        for worker in workers:
-            worker.start()
-        go.set()
-        for worker in workers:
-            worker.join(120)
-        assert [worker.exitcode for worker in workers] == [0, 0, 0, 0]
+        paths.append(str(runtime / "sessions.sqlite3"))
+    start = context.Barrier(4)
+    workers = [context.Process(target=_open_sessions_dbs, args=(paths, start)) for _ in range(4)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(300)
+    assert [worker.exitcode for worker in workers] == [0, 0, 0, 0]
