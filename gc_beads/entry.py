@@ -1,4 +1,5 @@
-"""The `gc` and `inbox` programs' entry points (`[project.scripts]` in pyproject.toml).
+"""The `gc` and `inbox` programs' entry points: `script` and `inbox_script` for a process of
+their own (`[project.scripts]` in pyproject.toml), `main` for a run in a caller's process.
 
 The run's `beads.runtime.Runtime` is made here: a program of our own, whose umask may follow
 the store's modes. A few exact argument lists are served without click
@@ -45,14 +46,40 @@ def inbox() -> None:
     main("inbox")
 
 
+def script() -> None:
+    """Run `gc` as the process's whole work (the console script): `main`, then an exit that
+    skips collecting garbage (`_as_process`)."""
+    _as_process("gc")
+
+
+def inbox_script() -> None:
+    """Run `inbox` as the process's whole work (the console script), as `script` runs `gc`."""
+    _as_process("inbox")
+
+
+def _as_process(program: str) -> None:
+    # Python's exit collects garbage over every object the run made (about a tenth of a short
+    # command's CPU) only to free memory the process's end frees anyway. Frozen, they are left
+    # out of those collections; objects still go as their last reference does, and stdout and
+    # stderr are flushed as always. Never done in a caller's process (`main`).
+    try:
+        main(program)
+    finally:
+        import gc
+
+        gc.freeze()
+
+
 def _run(program: str) -> int | str | None:
-    from beads.runtime import Runtime, using
+    from beads.runtime import Runtime, collecting_rarely, using
     from gc_beads.producers import default_producers
 
     # A program of our own: its umask may follow the store's modes; delivery derives with the
     # program's producers. The runtime is this run's alone (its caches too); the one before
-    # is back when the run ends.
-    with using(Runtime(own_umask=True, producers=default_producers)):
+    # is back when the run ends, and so are the garbage collector's thresholds (a command
+    # that runs for long puts them back itself: `beads.runtime.runs_long`).
+    runtime = Runtime(own_umask=True, producers=default_producers)
+    with using(runtime), collecting_rarely(runtime):
         return _run_command(program)
 
 
@@ -121,4 +148,4 @@ def _say(line: str) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    script()

@@ -376,6 +376,78 @@ def test_json_output_turns_the_runs_progress_line_off(monkeypatch: pytest.Monkey
     assert program.output == "json"  # the entry point's runtime is the one carried
 
 
+@click.command()
+def collector_probe() -> None:
+    """The garbage collector's thresholds a command runs with (test_a_short_command_...)."""
+    import gc as collector
+
+    PROBED_THRESHOLDS.append(collector.get_threshold())
+
+
+PROBED_THRESHOLDS: list[tuple[int, int, int]] = []
+
+
+@pytest.fixture
+def thresholds() -> Iterator[tuple[int, int, int]]:
+    """The garbage collector's thresholds set to values of the test's own (and enabled);
+    Python's are back afterwards."""
+    import gc as collector
+
+    before, enabled = collector.get_threshold(), collector.isenabled()
+    collector.set_threshold(555, 9, 8)
+    collector.enable()
+    yield collector.get_threshold()
+    collector.set_threshold(*before)
+    if not enabled:
+        collector.disable()
+
+
+def test_a_short_command_collects_garbage_rarely_and_leaves_the_collector_as_found(
+    project: GcRunner, monkeypatch: pytest.MonkeyPatch, thresholds: tuple[int, int, int]
+) -> None:
+    import gc as collector
+
+    from beads.runtime import SHORT_RUN_THRESHOLD
+
+    monkeypatch.setitem(COMMANDS, "collector-probe", (__name__, "collector_probe", "probe"))
+    PROBED_THRESHOLDS.clear()
+    assert project("collector-probe").returncode == 0
+    assert PROBED_THRESHOLDS == [(SHORT_RUN_THRESHOLD, 9, 8)]
+    assert collector.get_threshold() == thresholds and collector.isenabled()
+    assert project("mail", "send", "dog", "--subject", "s", "--message", "m").returncode == 0
+    assert collector.get_threshold() == thresholds and collector.isenabled()
+    collector.disable()  # a caller's choice the run keeps
+    assert project("bead", "list").returncode == 0
+    assert collector.get_threshold() == thresholds and not collector.isenabled()
+
+
+def test_a_command_that_waits_gets_the_collectors_usual_thresholds_back(
+    project: GcRunner, monkeypatch: pytest.MonkeyPatch, thresholds: tuple[int, int, int]
+) -> None:
+    import gc as collector
+    import time
+
+    from beads import waiting
+
+    seen: list[tuple[int, int, int]] = []
+
+    class Clock:
+        """`beads.waiting`'s clock, noting the collector's thresholds at each sleep."""
+
+        monotonic = staticmethod(time.monotonic)
+
+        @staticmethod
+        def sleep(seconds: float) -> None:
+            seen.append(collector.get_threshold())
+            time.sleep(seconds)
+
+    monkeypatch.setattr(waiting, "time", Clock)
+    waited = project("inbox", "wait", "--agent", "zed", "--timeout", "0.2")
+    assert waited.returncode == 10, waited.stderr  # it waited its whole timeout
+    assert seen and set(seen) == {thresholds}
+    assert collector.get_threshold() == thresholds
+
+
 # What a send and a claim never import: every agent runs them all day, and each of these
 # would be paid at every start-up (docs/benchmarks.md: CLI start-up). The store's locks are
 # gc's own flock (filelock brings `logging`, `secrets`, `random`, `decimal`), the host name
