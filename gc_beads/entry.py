@@ -20,12 +20,16 @@ import sys
 
 def main(program: str = "gc") -> None:
     """Run `gc` (or another program of `gc_beads.commands.PROGRAMS`) with `sys.argv`."""
+    _main(program, own_process=False)
+
+
+def _main(program: str, *, own_process: bool) -> None:
     try:
         import _signal
 
         # Python's own handler may have been replaced (a test's process): Ctrl-C is ours now.
         _signal.signal(_signal.SIGINT, _signal.default_int_handler)
-        code = _run(program)
+        code = _run(program, own_process)
     except KeyboardInterrupt:
         code = 130
         _say(f"{program}: interrupted")
@@ -47,30 +51,17 @@ def inbox() -> None:
 
 
 def script() -> None:
-    """Run `gc` as the process's whole work (the console script): `main`, then an exit that
-    skips collecting garbage (`_as_process`)."""
-    _as_process("gc")
+    """Run `gc` as the process's whole work (the console script): `main`, ending with no
+    garbage collection over what the process's end frees anyway (`_run`)."""
+    _main("gc", own_process=True)
 
 
 def inbox_script() -> None:
     """Run `inbox` as the process's whole work (the console script), as `script` runs `gc`."""
-    _as_process("inbox")
+    _main("inbox", own_process=True)
 
 
-def _as_process(program: str) -> None:
-    # Python's exit collects garbage over every object the run made (about a tenth of a short
-    # command's CPU) only to free memory the process's end frees anyway. Frozen, they are left
-    # out of those collections; objects still go as their last reference does, and stdout and
-    # stderr are flushed as always. Never done in a caller's process (`main`).
-    try:
-        main(program)
-    finally:
-        import gc
-
-        gc.freeze()
-
-
-def _run(program: str) -> int | str | None:
+def _run(program: str, own_process: bool) -> int | str | None:
     from beads.runtime import Runtime, collecting_rarely, using
     from gc_beads.producers import default_producers
 
@@ -80,7 +71,19 @@ def _run(program: str) -> int | str | None:
     # that runs for long puts them back itself: `beads.runtime.runs_long`).
     runtime = Runtime(own_umask=True, producers=default_producers)
     with using(runtime), collecting_rarely(runtime):
-        return _run_command(program)
+        try:
+            return _run_command(program)
+        finally:
+            if own_process:
+                # Python's exit collects garbage over every object the run made (about a
+                # tenth of a short command's CPU), only to free memory the process's end
+                # frees anyway: frozen, they are left out of those collections (and of the
+                # one the thresholds put back would start). Objects still go as their last
+                # reference does; stdout and stderr are flushed as always. Never done in a
+                # caller's process (`main`).
+                import gc
+
+                gc.freeze()
 
 
 def _run_command(program: str) -> int | str | None:
