@@ -411,6 +411,7 @@ def test_a_short_command_collects_garbage_rarely_and_leaves_the_collector_as_fou
 
     monkeypatch.setitem(COMMANDS, "collector-probe", (__name__, "collector_probe", "probe"))
     PROBED_THRESHOLDS.clear()
+    frozen = collector.get_freeze_count()
     assert project("collector-probe").returncode == 0
     assert PROBED_THRESHOLDS == [(SHORT_RUN_THRESHOLD, 9, 8)]
     assert collector.get_threshold() == thresholds and collector.isenabled()
@@ -419,6 +420,26 @@ def test_a_short_command_collects_garbage_rarely_and_leaves_the_collector_as_fou
     collector.disable()  # a caller's choice the run keeps
     assert project("bead", "list").returncode == 0
     assert collector.get_threshold() == thresholds and not collector.isenabled()
+    assert collector.get_freeze_count() == frozen  # the heap is frozen in gc's process only
+
+
+@pytest.mark.parametrize(("entry_point", "frozen"), [("script", True), ("main", False)])
+def test_the_console_script_ends_with_the_heap_frozen_and_main_never_freezes_it(
+    tmp_path: Path, entry_point: str, frozen: bool
+) -> None:
+    # Python's exit collects garbage over every object left; frozen, the run's are skipped.
+    program = (
+        "import atexit, gc, sys\n"
+        "from gc_beads import entry\n"
+        "atexit.register(lambda: print('frozen' if gc.get_freeze_count() else 'not frozen'))\n"
+        "sys.argv = ['gc', '--version']\n"
+        f"entry.{entry_point}()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", program], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == ("frozen" if frozen else "not frozen")
 
 
 def test_a_command_that_waits_gets_the_collectors_usual_thresholds_back(
