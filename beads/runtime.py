@@ -6,6 +6,11 @@ store modes found). The `gc` program makes one at its entry point and runs under
 (`using`); code called from there without a handle on it (writing a file, spawning a program,
 rebuilding the index) asks `current()`. A library caller sets nothing and gets the safe
 defaults of `LIBRARY`: its process umask is never changed, progress only on a terminal.
+
+The program also runs Python's cyclic garbage collector rarely (`collecting_rarely`): a short
+command's imports would otherwise trigger dozens of collections that find next to nothing.
+A command that runs for long (a server, a wait) calls `runs_long()` to get the usual
+collections back.
 """
 
 from __future__ import annotations
@@ -16,6 +21,11 @@ if TYPE_CHECKING:
     from types import TracebackType
 
 OUTPUT_MODES = ("plain", "json")
+# The collector's first threshold during a short run: more than the container objects a send
+# or a claim keeps (about 27,000, nearly all of them modules' code and classes, never
+# garbage), so such a command never collects, while a long command (an index rebuild) still
+# does, every this many objects, which bounds what cyclic garbage it can pile up.
+SHORT_RUN_THRESHOLD = 100_000
 
 
 class Runtime:
@@ -26,6 +36,7 @@ class Runtime:
 
     __slots__ = (
         "checked_dirs",
+        "collector",
         "modes",
         "output",
         "own_umask",
@@ -62,6 +73,9 @@ class Runtime:
         self.checked_dirs: set[str] = set()
         # Store directory -> (directory mode, file mode) (beads/files.py).
         self.modes: dict[str, tuple[int, int]] = {}
+        # The garbage collector's thresholds to put back once the run turns out long
+        # (`runs_long`), while `collecting_rarely` holds them raised; else None.
+        self.collector: tuple[int, int, int] | None = None
 
     def set_output(self, mode: str) -> None:
         """Switch the output mode (`--json` is known once the command line is parsed); JSON
@@ -104,3 +118,42 @@ class using:  # noqa: N801 - used as a function: `with using(runtime):`
         global _current
         if self._before is not None:
             _current = self._before
+
+
+class collecting_rarely:  # noqa: N801 - used as a function: `with collecting_rarely(rt):`
+    """Run a `with` block, `runtime`'s run, with the cyclic garbage collector's first
+    threshold raised to `SHORT_RUN_THRESHOLD` (unless it is higher, or 0: collection off);
+    the thresholds found are back afterwards, whatever happened, and earlier if the run calls
+    `runs_long()`. Whether the collector is enabled is never changed."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+        self._before: tuple[int, int, int] | None = None
+
+    def __enter__(self) -> Runtime:
+        import gc
+
+        before = self._before = gc.get_threshold()
+        if 0 < before[0] < SHORT_RUN_THRESHOLD:
+            gc.set_threshold(SHORT_RUN_THRESHOLD, before[1], before[2])
+            self.runtime.collector = before
+        return self.runtime
+
+    def __exit__(self, *exc: object) -> None:
+        import gc
+
+        if self._before is not None:
+            gc.set_threshold(*self._before)
+        self.runtime.collector = None
+
+
+def runs_long() -> None:
+    """Declare that the command running will run for long (it serves, it waits): the garbage
+    collector collects as often as it did before the program started, as a long run needs.
+    Cheap, and a no-op when called again or outside a program (a library's caller)."""
+    runtime = _current
+    if runtime.collector is not None:
+        import gc
+
+        gc.set_threshold(*runtime.collector)
+        runtime.collector = None

@@ -22,7 +22,6 @@ from beads.faults import fault
 from beads.git.objects import DamagedObject
 from beads.index.index import Index
 from beads.index.query import Query
-from beads.initstore import create_store
 from beads.location import find_store
 from beads.records.ids import ID_RE, check_id_prefix
 from beads.records.record import Bead, acting_agent
@@ -111,6 +110,8 @@ class Store:
         The repository is built under a temporary name and renamed into place once its first
         commit (`config.yaml`) is in, so a crash never leaves a half-made store.
         """
+        from beads.initstore import create_store  # lazy: opening a store never makes one
+
         root, created = create_store(path, prefix=prefix, agent=agent, config=config)
         if created:  # the settings it was made with are this machine's own: the first run
             from beads.settings.trust import first_run

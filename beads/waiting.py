@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 from beads.branch import branch_head
+from beads.runtime import runs_long
 
 TYPE_CHECKING = False  # the hooks never import typing (tests/test_hooks.py)
 if TYPE_CHECKING:
@@ -34,6 +35,7 @@ def wait_until(check: Callable[[], T | None], timeout: float, poll: float = POLL
         left = deadline - time.monotonic()
         if left <= 0:
             return None
+        runs_long()  # a wait: the garbage collector's usual collections back
         time.sleep(min(poll, left))
 
 

@@ -164,6 +164,8 @@ def watch(interval: float, rounds: int | None) -> None:
     """Run `gc gate check` every --interval seconds (with --json, one object per round)."""
     import time
 
+    from beads.runtime import runs_long
+
     store = open_store()
     done = 0
     while rounds is None or done < rounds:
@@ -174,6 +176,7 @@ def watch(interval: float, rounds: int | None) -> None:
             "\n".join(lines),
         )
         if rounds is None or done < rounds:
+            runs_long()  # a loop: the garbage collector's usual collections back
             time.sleep(interval)
 
 

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from beads.errors import InvalidInput, NoMatch
 from beads.records.record import Bead, expect_type
 from beads.records.times import now_stamp
+from beads.runtime import runs_long
 from beads.store import Store
 from gates import session_gates
 from gates.beadgates import (
@@ -241,6 +242,7 @@ def wait_for_answer(store: Store, decision_id: str, timeout: float | None) -> Be
             return decision
         if deadline is not None and time.monotonic() >= deadline:
             raise NoMatch(f"no answer to {decision_id} yet")
+        runs_long()  # a wait: the garbage collector's usual collections back
         time.sleep(0.05)
 
 

@@ -1,6 +1,6 @@
 """`python -m gc_beads ...` runs `gc ...` (`python -X importtime -m gc_beads` shows what a
 command imports)."""
 
-from gc_beads.entry import main
+from gc_beads.entry import script
 
-main()
+script()

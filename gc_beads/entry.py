@@ -1,4 +1,5 @@
-"""The `gc` and `inbox` programs' entry points (`[project.scripts]` in pyproject.toml).
+"""The `gc` and `inbox` programs' entry points: `script` and `inbox_script` for a process of
+their own (`[project.scripts]` in pyproject.toml), `main` for a run in a caller's process.
 
 The run's `beads.runtime.Runtime` is made here: a program of our own, whose umask may follow
 the store's modes. A few exact argument lists are served without click
@@ -19,12 +20,16 @@ import sys
 
 def main(program: str = "gc") -> None:
     """Run `gc` (or another program of `gc_beads.commands.PROGRAMS`) with `sys.argv`."""
+    _main(program, own_process=False)
+
+
+def _main(program: str, *, own_process: bool) -> None:
     try:
         import _signal
 
         # Python's own handler may have been replaced (a test's process): Ctrl-C is ours now.
         _signal.signal(_signal.SIGINT, _signal.default_int_handler)
-        code = _run(program)
+        code = _run(program, own_process)
     except KeyboardInterrupt:
         code = 130
         _say(f"{program}: interrupted")
@@ -45,15 +50,40 @@ def inbox() -> None:
     main("inbox")
 
 
-def _run(program: str) -> int | str | None:
-    from beads.runtime import Runtime, using
+def script() -> None:
+    """Run `gc` as the process's whole work (the console script): `main`, ending with no
+    garbage collection over what the process's end frees anyway (`_run`)."""
+    _main("gc", own_process=True)
+
+
+def inbox_script() -> None:
+    """Run `inbox` as the process's whole work (the console script), as `script` runs `gc`."""
+    _main("inbox", own_process=True)
+
+
+def _run(program: str, own_process: bool) -> int | str | None:
+    from beads.runtime import Runtime, collecting_rarely, using
     from gc_beads.producers import default_producers
 
     # A program of our own: its umask may follow the store's modes; delivery derives with the
     # program's producers. The runtime is this run's alone (its caches too); the one before
-    # is back when the run ends.
-    with using(Runtime(own_umask=True, producers=default_producers)):
-        return _run_command(program)
+    # is back when the run ends, and so are the garbage collector's thresholds (a command
+    # that runs for long puts them back itself: `beads.runtime.runs_long`).
+    runtime = Runtime(own_umask=True, producers=default_producers)
+    with using(runtime), collecting_rarely(runtime):
+        try:
+            return _run_command(program)
+        finally:
+            if own_process:
+                # Python's exit collects garbage over every object the run made (about a
+                # tenth of a short command's CPU), only to free memory the process's end
+                # frees anyway: frozen, they are left out of those collections (and of the
+                # one the thresholds put back would start). Objects still go as their last
+                # reference does; stdout and stderr are flushed as always. Never done in a
+                # caller's process (`main`).
+                import gc
+
+                gc.freeze()
 
 
 def _run_command(program: str) -> int | str | None:
@@ -121,4 +151,4 @@ def _say(line: str) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    script()

@@ -12,7 +12,8 @@ from beads.lazy import lazy_attributes
 
 TYPE_CHECKING = False  # the hooks never import typing (tests/test_hooks.py)
 if TYPE_CHECKING:
-    from inbox.delivery import Delivery, Drained, Session
+    from inbox.delivery import Delivery, Session
+    from inbox.drain import Drained
     from inbox.durable import AgentInbox, Entry
     from inbox.items import Item
     from inbox.producers import ProducerSet
@@ -31,7 +32,7 @@ __all__ = [
 
 _LAZY = {
     "Delivery": "inbox.delivery",
-    "Drained": "inbox.delivery",
+    "Drained": "inbox.drain",
     "Session": "inbox.delivery",
     "AgentInbox": "inbox.durable",
     "Entry": "inbox.durable",

@@ -13,7 +13,8 @@ made; its methods hand each call to the one that does it:
 - `names` (inbox/names.py, `AgentNames`): one full name per agent, recipients;
 - `item_table` (inbox/items.py, `ItemTable`): push (with nudges), listing, settling, reaping;
 - `broadcasts` (inbox/broadcast.py, `Broadcasts`): items for `all` or a rig;
-- `queues` (inbox/queuemerge.py, `Queues`): session queues taken into the database;
+- `queues` (inbox/queuemerge.py, `Queues`): session queues taken into the database (made on
+  first use, as `drainer` is: a command that pushes items never loads either);
 - `follower` (inbox/follow.py, `Follower`): items derived from the store's commits;
 - `drainer` (inbox/drain.py, `Drainer`): the drain policy (what a session is handed), `wait`;
 - inbox/database.py: opening, upgrading and transactions; what sqlite's errors mean.
@@ -33,18 +34,17 @@ from pathlib import Path
 from beads import files
 from beads.errors import StorageError
 from beads.index.reader import IndexReader, branch_head
+from beads.lazy import lazy_attributes
 from beads.location import find_store
 from beads.records.record import check_agent
 from inbox.broadcast import Broadcasts
 from inbox.database import MIGRATIONS, SCHEMA, SCHEMA_VERSION, connect, transaction
 from inbox.deliveryconfig import DeliveryConfig
-from inbox.drain import Drained, Drainer
 from inbox.follow import Follower
 from inbox.items import ItemTable
 from inbox.names import AgentNames
 from inbox.producers import ProducerSet, default_producers
 from inbox.queue import check_session
-from inbox.queuemerge import Queues
 from inbox.sessions import Session, Sessions
 
 TYPE_CHECKING = False  # the hooks never import typing (tests/test_hooks.py)
@@ -54,13 +54,16 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any
 
+    from inbox.drain import Drained, Drainer
     from inbox.items import Item
     from inbox.nudge import Nudger
+    from inbox.queuemerge import Queues
     from inbox.rederive import Refused
 
     Outbox = Callable[[sqlite3.Connection, Sequence[Item]], None]
 
 __all__ = ["Delivery", "Drained", "Session"]
+__getattr__ = lazy_attributes(__name__, {"Drained": "inbox.drain"})
 
 _UNREAD: Any = object()  # the outbox, not read yet
 
@@ -90,6 +93,8 @@ class Delivery:
         self._reader: IndexReader | None = None
         self._outbox = outbox
         self._nudger: Nudger | None = None
+        self._queues: Queues | None = None
+        self._drainer: Drainer | None = None
         self.db = connect(
             self.runtime / "delivery.sqlite3",
             "NORMAL",
@@ -112,23 +117,39 @@ class Delivery:
         self.broadcasts = Broadcasts(
             self.db, self.write, self.settings, self.names, self.item_table, self.outbox
         )
-        self.queues = Queues(self.runtime, self.write, self.session_table, self.rederive)
         self.follower = Follower(
             self.root, self.db, self.item_table, self.producer_set, self.note_fault
         )
-        self.drainer = Drainer(
-            self.runtime,
-            self.write,
-            settings=self.settings,
-            names=self.names,
-            items=self.item_table,
-            sessions=self.session_table,
-            queues=self.queues,
-            broadcasts=self.broadcasts,
-            refresh=self.refresh,
-            reader=lambda: self.reader,
-            sections=self._section,
-        )
+
+    @property
+    def queues(self) -> Queues:
+        """The session queues' collaborator, made on first use."""
+        if self._queues is None:
+            from inbox.queuemerge import Queues
+
+            self._queues = Queues(self.runtime, self.write, self.session_table, self.rederive)
+        return self._queues
+
+    @property
+    def drainer(self) -> Drainer:
+        """The drain policy's collaborator, made on first use."""
+        if self._drainer is None:
+            from inbox.drain import Drainer
+
+            self._drainer = Drainer(
+                self.runtime,
+                self.write,
+                settings=self.settings,
+                names=self.names,
+                items=self.item_table,
+                sessions=self.session_table,
+                queues=self.queues,
+                broadcasts=self.broadcasts,
+                refresh=self.refresh,
+                reader=lambda: self.reader,
+                sections=self._section,
+            )
+        return self._drainer
 
     def _start_following(self, db: sqlite3.Connection) -> None:
         # A new or upgraded database follows the branch from its current commit: what is

@@ -31,6 +31,7 @@ from typing import Any
 from beads.errors import InvalidInput
 from beads.location import find_store
 from beads.records.record import TYPE_RE, check_agent
+from beads.runtime import runs_long
 from inbox.delivery import Delivery
 
 RESTORE = "restore"
@@ -167,6 +168,7 @@ class AgentInbox:
             entry = self._take()
             if entry is not None or timeout is None or time.monotonic() >= deadline:
                 return entry
+            runs_long()  # a wait: the garbage collector's usual collections back
             time.sleep(poll)
 
     def _take(self) -> Entry | None:

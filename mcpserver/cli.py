@@ -8,6 +8,7 @@ import click
 
 from beads.cli.common import emit, global_options, settings
 from beads.errors import InvalidInput
+from beads.runtime import runs_long
 
 INSTALL = "gc mcp needs the mcp extra: pip install 'gc-beads[mcp]'"
 
@@ -31,6 +32,7 @@ def mcp(ctx: click.Context) -> None:
 
     options = settings()
     agent_store = AgentStore(options.beads_dir, options.agent)
+    runs_long()  # a server: the garbage collector's usual collections back
     try:
         serve(agent_store)
     finally:

@@ -376,21 +376,116 @@ def test_json_output_turns_the_runs_progress_line_off(monkeypatch: pytest.Monkey
     assert program.output == "json"  # the entry point's runtime is the one carried
 
 
+@click.command()
+def collector_probe() -> None:
+    """The garbage collector's thresholds a command runs with (test_a_short_command_...)."""
+    import gc as collector
+
+    PROBED_THRESHOLDS.append(collector.get_threshold())
+
+
+PROBED_THRESHOLDS: list[tuple[int, int, int]] = []
+
+
+@pytest.fixture
+def thresholds() -> Iterator[tuple[int, int, int]]:
+    """The garbage collector's thresholds set to values of the test's own (and enabled);
+    Python's are back afterwards."""
+    import gc as collector
+
+    before, enabled = collector.get_threshold(), collector.isenabled()
+    collector.set_threshold(555, 9, 8)
+    collector.enable()
+    yield collector.get_threshold()
+    collector.set_threshold(*before)
+    if not enabled:
+        collector.disable()
+
+
+def test_a_short_command_collects_garbage_rarely_and_leaves_the_collector_as_found(
+    project: GcRunner, monkeypatch: pytest.MonkeyPatch, thresholds: tuple[int, int, int]
+) -> None:
+    import gc as collector
+
+    from beads.runtime import SHORT_RUN_THRESHOLD
+
+    monkeypatch.setitem(COMMANDS, "collector-probe", (__name__, "collector_probe", "probe"))
+    PROBED_THRESHOLDS.clear()
+    frozen = collector.get_freeze_count()
+    assert project("collector-probe").returncode == 0
+    assert PROBED_THRESHOLDS == [(SHORT_RUN_THRESHOLD, 9, 8)]
+    assert collector.get_threshold() == thresholds and collector.isenabled()
+    assert project("mail", "send", "dog", "--subject", "s", "--message", "m").returncode == 0
+    assert collector.get_threshold() == thresholds and collector.isenabled()
+    collector.disable()  # a caller's choice the run keeps
+    assert project("bead", "list").returncode == 0
+    assert collector.get_threshold() == thresholds and not collector.isenabled()
+    assert collector.get_freeze_count() == frozen  # the heap is frozen in gc's process only
+
+
+@pytest.mark.parametrize(("entry_point", "frozen"), [("script", True), ("main", False)])
+def test_the_console_script_ends_with_the_heap_frozen_and_main_never_freezes_it(
+    tmp_path: Path, entry_point: str, frozen: bool
+) -> None:
+    # Python's exit collects garbage over every object left; frozen, the run's are skipped.
+    program = (
+        "import atexit, gc, sys\n"
+        "from gc_beads import entry\n"
+        "atexit.register(lambda: print('frozen' if gc.get_freeze_count() else 'not frozen'))\n"
+        "sys.argv = ['gc', '--version']\n"
+        f"entry.{entry_point}()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", program], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == ("frozen" if frozen else "not frozen")
+
+
+def test_a_command_that_waits_gets_the_collectors_usual_thresholds_back(
+    project: GcRunner, monkeypatch: pytest.MonkeyPatch, thresholds: tuple[int, int, int]
+) -> None:
+    import gc as collector
+    import time
+
+    from beads import waiting
+
+    seen: list[tuple[int, int, int]] = []
+
+    class Clock:
+        """`beads.waiting`'s clock, noting the collector's thresholds at each sleep."""
+
+        monotonic = staticmethod(time.monotonic)
+
+        @staticmethod
+        def sleep(seconds: float) -> None:
+            seen.append(collector.get_threshold())
+            time.sleep(seconds)
+
+    monkeypatch.setattr(waiting, "time", Clock)
+    waited = project("inbox", "wait", "--agent", "zed", "--timeout", "0.2")
+    assert waited.returncode == 10, waited.stderr  # it waited its whole timeout
+    assert seen and set(seen) == {thresholds}
+    assert collector.get_threshold() == thresholds
+
+
 # What a send and a claim never import: every agent runs them all day, and each of these
 # would be paid at every start-up (docs/benchmarks.md: CLI start-up). The store's locks are
 # gc's own flock (filelock brings `logging`, `secrets`, `random`, `decimal`), the host name
 # comes from `os.uname` (not `socket`), git runs (`subprocess`) only where a command needs it,
 # a loose object is read and written with `dulwich.objects` alone (dulwich's object store
 # brings its pack, multi-pack-index and protocol modules and `logging`), and a new id's
-# base32 is written out (`base64` brings `struct`). A name with a dot is a module, one
-# without a package and everything in it.
+# base32 is written out (`base64` brings `struct`). They only write YAML (its reader waits
+# for a first read), open a store without making one, and push items without draining a
+# session's queue. A name with a dot is a module, one without a package and everything in it.
 NEVER_ON_A_SEND_OR_A_CLAIM = (
     "filelock", "decimal", "numbers", "secrets", "random", "socket", "subprocess", "selectors",
     "signal", "ruamel", "tempfile", "shutil", "argparse", "email", "asyncio", "ssl",
     "zoneinfo", "pickle", "statistics", "concurrent", "nats", "web", "mcpserver", "flask",
     "mcp", "logging", "mmap", "dulwich.object_store", "dulwich.pack",
     "dulwich.midx", "dulwich.protocol", "dulwich.refs", "dulwich.repo", "dulwich.lru_cache",
-    "base64", "struct",
+    "base64", "struct", "beads.records.yamlread", "beads.initstore", "beads.receivehook",
+    "inbox.drain", "inbox.queuemerge",
 )  # fmt: skip
 
 

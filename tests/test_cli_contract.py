@@ -159,6 +159,16 @@ def test_stored_control_characters_never_reach_the_terminal(gc: GcRunner) -> Non
     assert gc.json("bead", "show", made["bead"]["id"])["bead"]["title"] == EVIL
 
 
+def test_ascii_text_is_made_terminal_safe_as_the_full_class_makes_it() -> None:
+    # ASCII text is checked by a small twin of the class (the full one compiles slowly).
+    from beads.cli.common import _CONTROLS, terminal_safe
+
+    every_ascii = "".join(map(chr, range(0x80)))
+    assert _CONTROLS.ascii.findall(every_ascii) == _CONTROLS.full.findall(every_ascii)
+    shown = terminal_safe("a\tb\nc\x1b[2J\x7f")
+    assert shown == "a\tb\nc\\x1b[2J\\x7f"
+
+
 RFC3339 = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z")
 
 

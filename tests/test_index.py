@@ -452,3 +452,11 @@ def test_a_second_store_of_the_same_directory_keeps_the_first_ones_locks(tmp_pat
         first.close()
     with Store.open(tmp_path, agent="c") as store:
         assert store.count(type="task") == 160
+
+
+def test_the_event_log_is_written_without_syncing_like_the_index(store: Store) -> None:
+    store.create(type="task", title="numbered")
+    db = store.index.event_log()
+    assert db.execute("SELECT count(*) FROM ev.events").fetchone()[0] >= 1
+    assert db.execute("PRAGMA main.synchronous").fetchone()[0] == 0
+    assert db.execute("PRAGMA ev.synchronous").fetchone()[0] == 0  # OFF, as docs/events.md says

@@ -611,4 +611,29 @@ def test_the_character_classes_hold_exactly_the_characters_outside_their_printab
         (yamlwrite._NOT_ONE_LINE, f"[^{one_line}]"),
         (yamlwrite._TO_ESCAPE, f'[^{one_line}]|["\\\\]'),
     ]:
-        assert ours.subn("", every) == re.subn(negated, "", every), negated
+        assert ours.full.subn("", every) == re.subn(negated, "", every), negated
+
+
+def test_the_ascii_twins_of_the_character_classes_match_what_the_full_classes_match() -> None:
+    # A class's twin serves ASCII text (the full class compiles slowly): over every string of
+    # ASCII characters they must find the same.
+    every_ascii = "".join(map(chr, range(0x80)))
+    for ours in (yamlwrite._SPECIAL, yamlwrite._NOT_ONE_LINE, yamlwrite._TO_ESCAPE):
+        assert ours.ascii.findall(every_ascii) == ours.full.findall(every_ascii)
+        assert ours.findall(every_ascii + "\u2028") == ours.full.findall(every_ascii + "\u2028")
+
+
+def test_writing_ascii_text_never_compiles_the_full_character_classes() -> None:
+    script = (
+        "from beads.records import yamlwrite as w\n"
+        "text = w.dump_text({'title': 'tab\\there', 'body': 'a\\nb', 'q': '\"x\" \\\\'})\n"
+        "assert '\"tab\\\\there\"' in text, text\n"
+        "print(sorted(n for n in ('_SPECIAL', '_NOT_ONE_LINE', '_TO_ESCAPE')\n"
+        "             if getattr(w, n).compiled()))\n"
+        "w.dump({'title': 'caf\\u00e9\\x85'})\n"
+        "print(w._NOT_ONE_LINE.compiled())\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    )
+    assert done.stdout.split("\n")[:2] == ["[]", "True"]

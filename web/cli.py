@@ -6,6 +6,7 @@ import click
 
 from beads.cli.common import emit, global_options, open_store
 from beads.errors import InvalidInput
+from beads.runtime import runs_long
 
 # The distributions of the `web` extra, by module name: a missing one is an install to do.
 EXTRA = ("flask", "werkzeug", "jinja2", "markupsafe", "itsdangerous", "blinker")
@@ -51,4 +52,5 @@ def web(host: str, port: int, token: str | None, open_browser: bool) -> None:
         import webbrowser
 
         webbrowser.open(url)
+    runs_long()  # a server: the garbage collector's usual collections back
     server.serve_forever()  # until Ctrl-C, which werkzeug's server takes as its end: exit 0

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import contextlib
 import json
-import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 
+from beads.charclass import CharClass
 from beads.errors import GcError, InvalidInput
 from beads.records.record import identity_order, shown
 from beads.runtime import Runtime
@@ -262,7 +262,9 @@ def one_line(message: str, limit: int = 2000) -> str:
 
 # What a terminal acts on rather than shows: C0 controls but tab and newline, DEL, C1
 # controls, and the bidirectional overrides that reorder what follows (Trojan Source).
-_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+_CONTROLS = CharClass(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]", "[\x00-\x08\x0b-\x1f\x7f]"
+)
 
 
 def terminal_safe(text: str) -> str:

@@ -16,6 +16,7 @@ from beads.cli.common import (
     table,
 )
 from beads.errors import GcError
+from beads.runtime import runs_long
 
 
 @click.group()
@@ -100,6 +101,7 @@ def sync(name: str | None, show_status: bool, watch: bool, interval: float | Non
         every = interval or local_settings(store.root / ".git").get(
             "sync.interval", DEFAULT_INTERVAL
         )
+        runs_long()  # a watch: the garbage collector's usual collections back
         while True:
             try:
                 shown = _result_line(syncing.sync(store, name).to_json())

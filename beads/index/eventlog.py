@@ -81,7 +81,7 @@ def attach(db: sqlite3.Connection, path: Path, *, read_only: bool, mark: int) ->
 
     root = str(path.parent.parent)
     files.prepare_db(root, str(path))
-    db.execute("ATTACH DATABASE ? AS ev", (str(path),))
+    _attach(db, path)
     try:
         _prepare(db, mark)
     except sqlite3.DatabaseError as exc:
@@ -92,8 +92,15 @@ def attach(db: sqlite3.Connection, path: Path, *, read_only: bool, mark: int) ->
         for suffix in ("", "-wal", "-shm"):
             Path(f"{path}{suffix}").unlink(missing_ok=True)
         files.prepare_db(root, str(path))
-        db.execute("ATTACH DATABASE ? AS ev", (str(path),))
+        _attach(db, path)
         _prepare(db, mark)
+
+
+def _attach(db: sqlite3.Connection, path: Path) -> None:
+    """Attach the log at `path` for writing, synced as the index is: never (sqlite syncs an
+    attached file by its own default, whatever the main file's setting)."""
+    db.execute("ATTACH DATABASE ? AS ev", (str(path),))
+    db.execute("PRAGMA ev.synchronous=OFF")
 
 
 def _prepare(db: sqlite3.Connection, mark: int) -> None:

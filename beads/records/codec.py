@@ -5,7 +5,8 @@ emitter, no ruamel: the bytes do not depend on what is installed). Text in that 
 form is read back by `beads.records.yamlread`; anything else (a file edited by hand, pushed by
 another tool) by ruamel.yaml's safe loader, with its C parser when ruamel.yaml.clib is
 installed. ruamel itself is imported only when such a file must be parsed: importing it
-costs a command about as much as the rest of a mail send.
+costs a command about as much as the rest of a mail send. The reader is imported when a
+first file is read: a command that only writes (a send, a claim) never imports it.
 """
 
 from __future__ import annotations
@@ -13,9 +14,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from beads.errors import InvalidInput
-from beads.records import yamlread, yamlwrite
+from beads.records import yamlwrite
 from beads.records.record import Bead
-from beads.records.yamlread import MAX_DEPTH
 
 if TYPE_CHECKING:
     from ruamel.yaml import YAML
@@ -48,6 +48,8 @@ def load_data(raw: bytes | str, *, what: str = "YAML") -> Any:
     Without them, what a parse builds is bounded by the size of its input; nesting is bounded
     by `MAX_DEPTH` (libyaml's composer recurses in C: 30,000 `[` crash the process).
     """
+    from beads.records import yamlread
+
     try:
         text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
     except UnicodeError:
@@ -78,6 +80,8 @@ _SCAN_ABOVE = 256 * 1024  # characters: past this, nesting by indentation alone 
 def _may_be_hostile(text: str) -> bool:
     """Whether `text` may hold an anchor, an alias or deep nesting: only then are its events
     scanned before the parse (a second pass that a common bead never pays)."""
+    from beads.records.yamlread import MAX_DEPTH
+
     if "&" in text or "*" in text or len(text) > _SCAN_ABOVE:
         return True
     return text.count("[") + text.count("{") + text.count("- ") + text.count("? ") > MAX_DEPTH
@@ -87,6 +91,8 @@ def _check_events(text: str, what: str) -> None:
     """Raise InvalidInput if the YAML `text` has an anchor or an alias, or nests deeper than
     MAX_DEPTH. The parser's events tell (it keeps its own stack: no recursion, no tree)."""
     from ruamel.yaml.events import AliasEvent, CollectionEndEvent, CollectionStartEvent
+
+    from beads.records.yamlread import MAX_DEPTH
 
     depth = 0
     for event in _yaml().parse(text):

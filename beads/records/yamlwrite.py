@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 
+from beads.charclass import CharClass
 from beads.records.record import TIME_RE
 
 TYPE_CHECKING = False  # the hooks never import typing (tests/test_hooks.py)
@@ -34,8 +35,8 @@ def _outside(*allowed: tuple[str, str]) -> str:
     """A character class of every code point outside the sorted `allowed` ranges (first,
     last): the set `[^...]` of them, written as what it excludes. The re compiler walks each
     BMP range of a class one character at a time: the allowed ranges span tens of thousands
-    of characters, the excluded ones a few thousand (this keeps the compiling of the three
-    classes below out of every command's start-up)."""
+    of characters, the excluded ones a few thousand (each class below is a `CharClass`, its
+    full pattern compiled only for text that is not ASCII)."""
     parts, start = [], 0
     for first, last in allowed:
         if ord(first) > start:
@@ -48,10 +49,10 @@ def _outside(*allowed: tuple[str, str]) -> str:
 # U+E000..U+FFFD but U+FEFF. Any other (tab, CR, C1 controls, U+FEFF, past U+FFFD) makes
 # the scalar double-quoted, where it is escaped.
 _PRINTABLE = (("\x20", "\x7e"), ("\xa0", "\ud7ff"), ("\ue000", "\ufefe"), ("\uff00", "\ufffd"))
-_SPECIAL = re.compile(_outside(("\n", "\n"), *_PRINTABLE))
+_SPECIAL = CharClass(_outside(("\n", "\n"), *_PRINTABLE), "[^\n\x20-\x7e]")
 # What a plain or single-quoted one-line scalar cannot hold as it is: the above and breaks.
 _ONE_LINE_PRINTABLE = (("\x20", "\x7e"), ("\xa0", "\u2027"), ("\u202a", "\ud7ff"), *_PRINTABLE[2:])
-_NOT_ONE_LINE = re.compile(_outside(*_ONE_LINE_PRINTABLE))
+_NOT_ONE_LINE = CharClass(_outside(*_ONE_LINE_PRINTABLE), "[^\x20-\x7e]")
 _SPACE_BREAK = re.compile(" [\n\u2028\u2029]")  # a space before a break
 _BREAK_SPACE = re.compile("[\n\u2028\u2029] ")  # a break before a space
 _LS_PS = re.compile("[\u2028\u2029]")
@@ -154,7 +155,7 @@ _ESCAPES = {
     "\u2028": "\\L", "\u2029": "\\P",
 }  # fmt: skip
 # What a double-quoted scalar escapes: the non-printable characters, breaks, `"` and `\`.
-_TO_ESCAPE = re.compile(_outside(*_ONE_LINE_PRINTABLE) + '|["\\\\]')
+_TO_ESCAPE = CharClass(_outside(*_ONE_LINE_PRINTABLE) + '|["\\\\]', '[^\x20-\x7e]|["\\\\]')
 
 
 def _escape(match: re.Match[str]) -> str:

@@ -38,6 +38,7 @@ from nats.js.errors import NotFoundError
 from beads import files
 from beads.errors import Conflict, InvalidInput
 from beads.records.agents import rig_members
+from beads.runtime import runs_long
 from inbox.broadcast import copy_for, stand
 from inbox.delivery import Delivery
 from inbox.items import PRODUCER_TYPES, Item
@@ -621,6 +622,7 @@ def hold(root: Path) -> int:
 def run(root: Path, settings: Settings, *, ack_wait: float, log: Callable[[str], None]) -> None:
     """Run the relay of the store at `root` until SIGTERM or SIGINT."""
     fd = hold(root)
+    runs_long()  # a server: the garbage collector's usual collections back
     try:
         asyncio.run(Relay(root, settings, ack_wait=ack_wait, log=log).run())
     finally:
