@@ -398,7 +398,11 @@ def thresholds() -> Iterator[tuple[int, int, int]]:
     collector.enable()
     yield collector.get_threshold()
     collector.set_threshold(*before)
-    if not enabled:
+    # The test may have turned it off: as it was, or the worker leaks what only it frees
+    # (file descriptors of every later test's garbage cycles).
+    if enabled:
+        collector.enable()
+    else:
         collector.disable()
 
 
