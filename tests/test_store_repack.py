@@ -182,7 +182,7 @@ def test_a_repack_running_for_one_store_does_not_hold_off_another_stores(
 
     other, _ = Store.init(tmp_path / "other", agent="tester")
     busy = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-    monkeypatch.setitem(repack._children, other.root / ".git", busy)  # other's, still running
+    monkeypatch.setattr(repack, "_started", [(other.root / ".git", busy)])  # other's, running
     try:
         monkeypatch.setattr(beads.batch, "PACK_LOOSE_AT", 30)
         for number in range(12):
@@ -454,16 +454,32 @@ def test_a_request_left_after_a_runs_last_turn_is_taken_by_a_successor(
     batch_of(store, 30, "first")
     assert repack.wait_idle(git_dir, 60)
     monkeypatch.setattr(repacker, "BACKGROUND_ROUNDS", 1)
-    repack_until_done = repacker._repack_until_done
+    geometric = repacker.geometric
 
     def then_a_writer_adds_a_pack(where: Path) -> None:
-        repack_until_done(where)
+        geometric(where)
         # A writer commits while this run holds the lock: it finds it held, asks for
-        # another look, and goes on, as after the run's last look.
+        # another look, and goes on, as during the run's last turn.
         batch_of(store, 25, "late")
 
-    monkeypatch.setattr(repacker, "_repack_until_done", then_a_writer_adds_a_pack)
+    monkeypatch.setattr(repacker, "geometric", then_a_writer_adds_a_pack)
     repacker.background(git_dir)
+    monkeypatch.undo()
     assert repack.wait_idle(git_dir, 60)
     assert repack.rollup(pack_counts(store)) == 0
+    assert not (git_dir / repack.MORE_NAME).exists()
+
+
+def test_a_write_beside_a_repack_that_is_ending_still_gets_its_repack(store: Store) -> None:
+    """A run past its last look lets the lock go before its process ends: a writer finding
+    the lock free then starts a run of its own, though the ending one still lives."""
+    git_dir = store.git.git_dir
+    batch_of(store, 30, "first")
+    assert repack.wait_idle(git_dir, 60)
+    ending = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(1)"])
+    repack._started.append((git_dir, ending))  # this process's run, done but not yet exited
+    batch_of(store, 25, "second")  # two packs of a size: out of progression
+    assert repack.wait_idle(git_dir, 60)
+    assert ending.poll() is not None
+    assert repack.rollup(pack_counts(store)) == 0 and len(pack_counts(store)) == 1
     assert not (git_dir / repack.MORE_NAME).exists()

@@ -149,47 +149,37 @@ def count_loose(git_dir: Path) -> int:
 
 def after_write(git: GitRepo, *, loose: bool = False) -> None:
     """Start the background repack after a write that added a pack out of progression, or
-    (`loose`) crossed the writers' loose-object threshold. A running repack is left the
-    work: it looks again before it ends."""
+    (`loose`) crossed the writers' loose-object threshold.
+
+    The request is left first, then the lock tried: a running repack looks for requests
+    after it lets the lock go, so either it sees this one or this writer finds the lock free
+    and starts a run (a run ending meanwhile may then run beside it: harmless)."""
     if not loose and not rollup([pack.count for pack in packs_of(git.git_dir)]):
         return
+    with contextlib.suppress(OSError):
+        (git.git_dir / MORE_NAME).touch()
     lock = _try_lock(git.git_dir, 0)
-    if lock is None:  # a repack runs: it is asked to look again before it ends
-        with contextlib.suppress(OSError):
-            (git.git_dir / MORE_NAME).touch()
-        # It may have made its last look before the request came and let the lock go since:
-        # then the request is this writer's to start (the repack's own check after letting
-        # go covers the other order).
-        lock = _try_lock(git.git_dir, 0)
-        if lock is None:
-            return
-        if git.git_dir in _children:  # ending: a new run is started beside it
-            _replaced.append(_children.pop(git.git_dir))
+    if lock is None:  # a repack runs: it takes the request once it lets the lock go
+        return
     lock.release()  # type: ignore[attr-defined]
     spawn(git.git_dir)
 
 
-# The background repacks this process started, by repository, and those replaced there by a
-# newer one while they ended (still to be reaped).
-_children: dict[Path, object] = {}
-_replaced: list[object] = []
+# The background repacks this process started, with their repositories (reaped when done).
+_started: list[tuple[Path, object]] = []
 
 
 def spawn(git_dir: Path) -> None:
     """Start the background repack (`python -m beads.git.repacker GIT_DIR`), detached:
     its own session, no terminal, nothing inherited that a caller waits on (a pipe of
-    stdout). One this process started for the same repository and still running is left
-    the work."""
+    stdout)."""
     import subprocess
 
-    for started, child in list(_children.items()):
-        if child.poll() is not None:  # type: ignore[attr-defined]
-            del _children[started]  # reaped, not left as a zombie
-    _replaced[:] = [child for child in _replaced if child.poll() is None]  # type: ignore[attr-defined]
-    if git_dir in _children or not sys.executable:
+    _started[:] = [(where, child) for where, child in _started if child.poll() is None]  # type: ignore[attr-defined]
+    if not sys.executable:
         return
     with contextlib.suppress(OSError):
-        _children[git_dir] = subprocess.Popen(
+        child = subprocess.Popen(
             [sys.executable, "-m", "beads.git.repacker", str(git_dir)],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
@@ -197,6 +187,17 @@ def spawn(git_dir: Path) -> None:
             start_new_session=True,
             close_fds=True,
         )
+        _started.append((git_dir, child))
+
+
+def take_request(git_dir: Path) -> bool:
+    """Whether a writer asked for a repack (and the request, now taken). Call it under the
+    repack lock, before the repack it asks for."""
+    try:
+        (git_dir / MORE_NAME).unlink()
+    except OSError:
+        return False
+    return True
 
 
 def pack_loose(git: GitRepo) -> int:
@@ -264,17 +265,17 @@ def _remove_old_spares(git_dir: Path) -> None:
 
 
 def wait_idle(git_dir: Path, timeout: float) -> bool:
-    """Wait until the background repack this process started for `git_dir` has ended and
-    no repack runs there or is asked for (a request left for a successor counts as work
-    still to come); False when one still does after `timeout` seconds."""
+    """Wait until the background repacks this process started for `git_dir` have ended and
+    no repack runs there or is asked for (a request not yet taken counts as work still to
+    come); False when one still does after `timeout` seconds."""
     import subprocess
     import time
 
     deadline = time.monotonic() + timeout
-    child = _children.get(git_dir)
-    if child is not None:
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            child.wait(timeout)  # type: ignore[attr-defined]
+    for where, child in list(_started):
+        if where == git_dir:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                child.wait(max(0.0, deadline - time.monotonic()))  # type: ignore[attr-defined]
     while True:
         lock = _try_lock(git_dir, max(0.0, deadline - time.monotonic()))
         if lock is None:
@@ -285,7 +286,7 @@ def wait_idle(git_dir: Path, timeout: float) -> bool:
             return True
         if time.monotonic() >= deadline:
             return False
-        time.sleep(0.05)  # the successor is starting: it takes the lock, then the request
+        time.sleep(0.05)  # a run is starting: it takes the lock, then the request
 
 
 @contextlib.contextmanager
@@ -337,6 +338,7 @@ def full(git: GitRepo, *, use_git: bool = True, timeout: float = 600.0) -> Repac
     one pack: with `git repack -a -d -f -k` where git is installed and `use_git`, else by
     dulwich. Waits for a background repack first. Call it under the write lock."""
     with locked(git.git_dir, timeout):
+        take_request(git.git_dir)  # everything is repacked: what a writer asked for too
         packs_before = len(packs_of(git.git_dir))
         program = shutil.which("git") if use_git else None
         if program is not None:

@@ -26,6 +26,7 @@ from beads.git.maintenance import (
     packs_of,
     rollup,
     spawn,
+    take_request,
 )
 from beads.git.objects import umask_for
 from beads.git.repo import GitRepo
@@ -33,45 +34,29 @@ from beads.git.repo import GitRepo
 
 def background(git_dir: Path) -> None:
     """Pack the loose objects and keep the packs geometric: the background step, under the
-    repack lock (waiting for a running one, then leaving it the work)."""
+    repack lock (waiting for a running one, then leaving it the work).
+
+    Each turn takes the writers' request, repacks and lets the lock go, then looks again: a
+    writer that found the lock held left its request before trying it, so a request is
+    always seen after the lock is let go, by this run or by the writer itself. The turns are
+    bounded so that the lock is let go for good now and then (`gc doctor --gc` waits for
+    it); a request still there after the last turn is a successor's."""
     for _turn in range(BACKGROUND_ROUNDS):
         lock = _try_lock(git_dir, BACKGROUND_LOCK_WAIT)
-        if lock is None:
+        if lock is None:  # its holder takes the request once it lets the lock go
             return
         try:
-            _take_request(git_dir)  # this run sees what is there now
-            _repack_until_done(git_dir)
+            take_request(git_dir)  # this turn sees what is there now
+            geometric(git_dir)
+            left = count_loose(git_dir) >= LOOSE_LEFT_OVER or rollup(
+                [pack.count for pack in packs_of(git_dir)]
+            )
         finally:
             lock.release()  # type: ignore[attr-defined]
-        # A writer that found the lock held just before it was let go left its request after
-        # the last look (and, finding the lock free on its second try, starts a run of its
-        # own): a request still here is taken now rather than left to the next write.
-        if not (git_dir / MORE_NAME).exists():
+        if not left and not (git_dir / MORE_NAME).exists():
             return
-    # Asked again after its last turn: a successor takes the request. A run's turns are
-    # bounded so that it lets the lock go for good now and then (`gc doctor --gc` waits for
-    # it), but a request must never be dropped: the writer that left it has stopped looking.
-    spawn(git_dir)
-
-
-def _repack_until_done(git_dir: Path) -> None:
-    for _round in range(BACKGROUND_ROUNDS):
-        geometric(git_dir)
-        # Writers that added packs or crossed their threshold meanwhile left the work to this
-        # run (the lock was held): it plans again before it ends.
-        asked = _take_request(git_dir)
-        packs = [pack.count for pack in packs_of(git_dir)]
-        if not asked and count_loose(git_dir) < LOOSE_LEFT_OVER and not rollup(packs):
-            return
-
-
-def _take_request(git_dir: Path) -> bool:
-    """Whether a writer asked this run to look again (and the request, now taken)."""
-    try:
-        (git_dir / MORE_NAME).unlink()
-    except OSError:
-        return False
-    return True
+    if (git_dir / MORE_NAME).exists():
+        spawn(git_dir)
 
 
 def geometric(git_dir: Path) -> None:
