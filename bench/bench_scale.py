@@ -43,7 +43,8 @@ from pathlib import Path
 import bench_rebuild
 import bench_store as b
 
-from beads.git.maintenance import packs_of, wait_idle
+from beads.git.maintenance import packs_of
+from beads.git.repacker import wait_idle
 from beads.store import Store
 from mail.beadmail import BeadMail
 

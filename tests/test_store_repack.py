@@ -50,7 +50,7 @@ def batch_of(store: Store, beads: int, tag: str) -> None:
 def store(store: Store) -> Store:
     """conftest's store, closed only once its background repack (if any) ended."""
     yield store
-    repack.wait_idle(store.root / ".git", 60)
+    repacker.wait_idle(store.root / ".git", 60)
 
 
 def no_maintenance(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -82,7 +82,7 @@ def test_many_writes_keep_the_packs_geometric_and_few(store: Store) -> None:
         batch_of(store, 20 + number % 7, f"batch{number}")  # each commit writes a pack
     for number in range(40):
         store.create("task", f"single {number}")
-    assert repack.wait_idle(store.root / ".git", 60)
+    assert repacker.wait_idle(store.root / ".git", 60)
     counts = pack_counts(store)
     assert repack.rollup(counts) == 0
     assert len(counts) <= math.log2(sum(counts)) + 1
@@ -152,7 +152,7 @@ def test_loose_objects_past_the_threshold_are_packed_in_the_background(
     monkeypatch.setattr(beads.batch, "PACK_LOOSE_AT", 30)
     for number in range(12):
         store.create("task", f"single {number}")
-    assert repack.wait_idle(store.root / ".git", 60)
+    assert repacker.wait_idle(store.root / ".git", 60)
     loose = loose_of(store)
     assert len(loose) < 30 and pack_counts(store)
     assert len(store.list()) == 12
@@ -182,12 +182,12 @@ def test_a_repack_running_for_one_store_does_not_hold_off_another_stores(
 
     other, _ = Store.init(tmp_path / "other", agent="tester")
     busy = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-    monkeypatch.setattr(repack, "_started", [(other.root / ".git", busy)])  # other's, running
+    monkeypatch.setattr(repack, "started", [(other.root / ".git", busy)])  # other's, running
     try:
         monkeypatch.setattr(beads.batch, "PACK_LOOSE_AT", 30)
         for number in range(12):
             store.create("task", f"single {number}")
-        assert repack.wait_idle(store.root / ".git", 60)
+        assert repacker.wait_idle(store.root / ".git", 60)
         assert len(loose_of(store)) < 30 and pack_counts(store)
     finally:
         busy.kill()
@@ -380,7 +380,7 @@ def test_a_merge_runs_in_the_background_not_in_the_write(
     assert started == [store.git.git_dir] and len(pack_counts(store)) == 2  # left to it
     monkeypatch.undo()
     repack.spawn(store.git.git_dir)
-    assert repack.wait_idle(store.root / ".git", 60)
+    assert repacker.wait_idle(store.root / ".git", 60)
     assert len(pack_counts(store)) == 1 and len(store.list()) == 50
 
 
@@ -452,7 +452,7 @@ def test_a_request_left_after_a_runs_last_turn_is_taken_by_a_successor(
 ) -> None:
     git_dir = store.git.git_dir
     batch_of(store, 30, "first")
-    assert repack.wait_idle(git_dir, 60)
+    assert repacker.wait_idle(git_dir, 60)
     monkeypatch.setattr(repacker, "BACKGROUND_ROUNDS", 1)
     geometric = repacker.geometric
 
@@ -465,7 +465,7 @@ def test_a_request_left_after_a_runs_last_turn_is_taken_by_a_successor(
     monkeypatch.setattr(repacker, "geometric", then_a_writer_adds_a_pack)
     repacker.background(git_dir)
     monkeypatch.undo()
-    assert repack.wait_idle(git_dir, 60)
+    assert repacker.wait_idle(git_dir, 60)
     assert repack.rollup(pack_counts(store)) == 0
     assert not (git_dir / repack.MORE_NAME).exists()
 
@@ -475,11 +475,11 @@ def test_a_write_beside_a_repack_that_is_ending_still_gets_its_repack(store: Sto
     the lock free then starts a run of its own, though the ending one still lives."""
     git_dir = store.git.git_dir
     batch_of(store, 30, "first")
-    assert repack.wait_idle(git_dir, 60)
+    assert repacker.wait_idle(git_dir, 60)
     ending = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(1)"])
-    repack._started.append((git_dir, ending))  # this process's run, done but not yet exited
+    repack.started.append((git_dir, ending))  # this process's run, done but not yet exited
     batch_of(store, 25, "second")  # two packs of a size: out of progression
-    assert repack.wait_idle(git_dir, 60)
+    assert repacker.wait_idle(git_dir, 60)
     assert ending.poll() is not None
     assert repack.rollup(pack_counts(store)) == 0 and len(pack_counts(store)) == 1
     assert not (git_dir / repack.MORE_NAME).exists()

@@ -166,7 +166,7 @@ def after_write(git: GitRepo, *, loose: bool = False) -> None:
 
 
 # The background repacks this process started, with their repositories (reaped when done).
-_started: list[tuple[Path, object]] = []
+started: list[tuple[Path, object]] = []
 
 
 def spawn(git_dir: Path) -> None:
@@ -175,7 +175,7 @@ def spawn(git_dir: Path) -> None:
     stdout)."""
     import subprocess
 
-    _started[:] = [(where, child) for where, child in _started if child.poll() is None]  # type: ignore[attr-defined]
+    started[:] = [(where, child) for where, child in started if child.poll() is None]  # type: ignore[attr-defined]
     if not sys.executable:
         return
     with contextlib.suppress(OSError):
@@ -187,7 +187,7 @@ def spawn(git_dir: Path) -> None:
             start_new_session=True,
             close_fds=True,
         )
-        _started.append((git_dir, child))
+        started.append((git_dir, child))
 
 
 def take_request(git_dir: Path) -> bool:
@@ -262,31 +262,6 @@ def _remove_old_spares(git_dir: Path) -> None:
     old = git_dir / OLD_SPARE_DIR
     if old.is_dir() and not old.is_symlink():
         shutil.rmtree(old, ignore_errors=True)
-
-
-def wait_idle(git_dir: Path, timeout: float) -> bool:
-    """Wait until the background repacks this process started for `git_dir` have ended and
-    no repack runs there or is asked for (a request not yet taken counts as work still to
-    come); False when one still does after `timeout` seconds."""
-    import subprocess
-    import time
-
-    deadline = time.monotonic() + timeout
-    for where, child in list(_started):
-        if where == git_dir:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                child.wait(max(0.0, deadline - time.monotonic()))  # type: ignore[attr-defined]
-    while True:
-        lock = _try_lock(git_dir, max(0.0, deadline - time.monotonic()))
-        if lock is None:
-            return False
-        asked = (git_dir / MORE_NAME).exists()
-        lock.release()  # type: ignore[attr-defined]
-        if not asked:
-            return True
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(0.05)  # a run is starting: it takes the lock, then the request
 
 
 @contextlib.contextmanager

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from beads.errors import StorageError
+from beads.git import maintenance
 from beads.git.maintenance import (
     BACKGROUND_LOCK_WAIT,
     BACKGROUND_NICE,
@@ -41,22 +42,52 @@ def background(git_dir: Path) -> None:
     always seen after the lock is let go, by this run or by the writer itself. The turns are
     bounded so that the lock is let go for good now and then (`gc doctor --gc` waits for
     it); a request still there after the last turn is a successor's."""
-    for _turn in range(BACKGROUND_ROUNDS):
+    for turn in range(BACKGROUND_ROUNDS):
         lock = _try_lock(git_dir, BACKGROUND_LOCK_WAIT)
         if lock is None:  # its holder takes the request once it lets the lock go
             return
         try:
-            take_request(git_dir)  # this turn sees what is there now
-            geometric(git_dir)
-            left = count_loose(git_dir) >= LOOSE_LEFT_OVER or rollup(
-                [pack.count for pack in packs_of(git_dir)]
-            )
+            # A run is started to repack: its first turn does; later ones when asked again.
+            if take_request(git_dir) or turn == 0 or work_left(git_dir):
+                geometric(git_dir)
+            left = work_left(git_dir)
         finally:
             lock.release()  # type: ignore[attr-defined]
         if not left and not (git_dir / MORE_NAME).exists():
             return
     if (git_dir / MORE_NAME).exists():
         spawn(git_dir)
+
+
+def work_left(git_dir: Path) -> bool:
+    """Whether the store holds loose objects worth a pack, or packs out of progression."""
+    return count_loose(git_dir) >= LOOSE_LEFT_OVER or bool(
+        rollup([pack.count for pack in packs_of(git_dir)])
+    )
+
+
+def wait_idle(git_dir: Path, timeout: float) -> bool:
+    """Wait until the background repacks this process started for `git_dir` have ended,
+    then do under the repack lock what a writer still asks for (a request no run took: its
+    run failed to start, or was killed); False when the lock stays held past `timeout`.
+    For tests and benchmarks, which measure a settled store."""
+    import subprocess
+    import time
+
+    deadline = time.monotonic() + timeout
+    for where, child in list(maintenance.started):
+        if where == git_dir:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                child.wait(max(0.0, deadline - time.monotonic()))  # type: ignore[attr-defined]
+    lock = _try_lock(git_dir, max(0.0, deadline - time.monotonic()))
+    if lock is None:
+        return False
+    try:
+        if take_request(git_dir):
+            geometric(git_dir)
+    finally:
+        lock.release()  # type: ignore[attr-defined]
+    return True
 
 
 def geometric(git_dir: Path) -> None:
