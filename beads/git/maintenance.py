@@ -170,7 +170,7 @@ started: list[tuple[Path, object]] = []
 
 
 def spawn(git_dir: Path) -> None:
-    """Start the background repack (`python -m beads.git.repacker GIT_DIR`), detached:
+    """Start the background repack (`python -m beads.git.repacker --asked GIT_DIR`), detached:
     its own session, no terminal, nothing inherited that a caller waits on (a pipe of
     stdout)."""
     import subprocess
@@ -180,7 +180,7 @@ def spawn(git_dir: Path) -> None:
         return
     with contextlib.suppress(OSError):
         child = subprocess.Popen(
-            [sys.executable, "-m", "beads.git.repacker", str(git_dir)],
+            [sys.executable, "-m", "beads.git.repacker", "--asked", str(git_dir)],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

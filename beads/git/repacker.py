@@ -33,7 +33,7 @@ from beads.git.objects import umask_for
 from beads.git.repo import GitRepo
 
 
-def background(git_dir: Path) -> None:
+def background(git_dir: Path, *, asked: bool = False) -> None:
     """Pack the loose objects and keep the packs geometric: the background step, under the
     repack lock (waiting for a running one, then leaving it the work).
 
@@ -41,14 +41,17 @@ def background(git_dir: Path) -> None:
     writer that found the lock held left its request before trying it, so a request is
     always seen after the lock is let go, by this run or by the writer itself. The turns are
     bounded so that the lock is let go for good now and then (`gc doctor --gc` waits for
-    it); a request still there after the last turn is a successor's."""
+    it); a request still there after the last turn is a successor's.
+
+    A run started by hand repacks at least once; one started for a request (`asked`: a
+    writer's or a predecessor's) only while there is a request or work left, so that one
+    whose request another run took changes nothing."""
     for turn in range(BACKGROUND_ROUNDS):
         lock = _try_lock(git_dir, BACKGROUND_LOCK_WAIT)
         if lock is None:  # its holder takes the request once it lets the lock go
             return
         try:
-            # A run is started to repack: its first turn does; later ones when asked again.
-            if take_request(git_dir) or turn == 0 or work_left(git_dir):
+            if take_request(git_dir) or (turn == 0 and not asked) or work_left(git_dir):
                 geometric(git_dir)
             left = work_left(git_dir)
         finally:
@@ -68,9 +71,11 @@ def work_left(git_dir: Path) -> bool:
 
 def wait_idle(git_dir: Path, timeout: float) -> bool:
     """Wait until the background repacks this process started for `git_dir` have ended,
-    then do under the repack lock what a writer still asks for (a request no run took: its
-    run failed to start, or was killed); False when the lock stays held past `timeout`.
-    For tests and benchmarks, which measure a settled store."""
+    then finish under the repack lock what is still asked for or left (a request no run
+    took, as when its run failed to start or was killed; packs a git repack left out of
+    progression by packing loose objects beside them), so that no run started for a request
+    changes the store afterwards; False when the lock stays held past `timeout`. For tests
+    and benchmarks, which measure a settled store."""
     import subprocess
     import time
 
@@ -83,8 +88,12 @@ def wait_idle(git_dir: Path, timeout: float) -> bool:
     if lock is None:
         return False
     try:
-        if take_request(git_dir):
+        asked = take_request(git_dir)
+        for _turn in range(BACKGROUND_ROUNDS):
+            if not (asked or work_left(git_dir)):
+                break
             geometric(git_dir)
+            asked = False
     finally:
         lock.release()  # type: ignore[attr-defined]
     return True
@@ -110,17 +119,21 @@ def geometric(git_dir: Path) -> None:
 
 
 def main(argv: list[str]) -> int:
-    """`python -m beads.git.repacker GIT_DIR`: the background step. Silent: a failure
-    leaves the packs as they were (every step is safe to interrupt), for the next run."""
+    """`python -m beads.git.repacker [--asked] GIT_DIR`: the background step (`--asked`:
+    started for a request, see `background`). Silent: a failure leaves the packs as they
+    were (every step is safe to interrupt), for the next run."""
+    asked = argv[:1] == ["--asked"]
+    if asked:
+        argv = argv[1:]
     if len(argv) != 1:
-        print("usage: python -m beads.git.repacker GIT_DIR", file=sys.stderr)
+        print("usage: python -m beads.git.repacker [--asked] GIT_DIR", file=sys.stderr)
         return 2
     with contextlib.suppress(OSError):
         # Upkeep yields the CPU to the writers it serves (two cores are common for agents).
         os.nice(BACKGROUND_NICE)
     os.umask(umask_for(Path(argv[0])))  # what it writes is the store's, whoever started it
     with contextlib.suppress(Exception):
-        background(Path(argv[0]))
+        background(Path(argv[0]), asked=asked)
     return 0
 
 
