@@ -8,7 +8,7 @@ times over the store's life.
 
 No write waits for a repack. A writer that added a pack out of progression, or crossed the
 loose-object threshold, starts a detached background process (`python -m
-beads.git.repacker GIT_DIR`) and goes on. That process runs `git repack -d --geometric=2`
+beads.git.repacker --asked GIT_DIR`) and goes on. That process runs `git repack -d --geometric=2`
 where git is installed (git packs the loose objects too and deletes them once packed), and
 otherwise does the same with dulwich's public API: the loose objects, each checked against
 its name, written as one pack (`add_pack_data`), then the smallest packs that break the
