@@ -25,7 +25,6 @@ from beads.index.query import Query
 from beads.location import find_store
 from beads.records.ids import ID_RE, check_id_prefix
 from beads.records.record import Bead, acting_agent
-from beads.refresh import rebuild_view, refresh_index, refresh_view
 from beads.settings.config import (
     CONFIG_PATH,
     FORMAT,
@@ -327,12 +326,16 @@ class Store:
         head = require_head(self.root)
         index_head = None if rebuild_index else self.index.head()
         if index_head != head:
+            from beads.refresh import refresh_index  # only when git moved past the index
+
             known = index_head is not None and self.git.has_object(index_head)
             refresh_index(self.git, self.index, index_head if known else None, head)
             fault("refreshed-index")
         self.view.configure(*view_policy(self.config))  # a changed store.view: rebuilt below
         view_head = self.view.applied()
         if view_head != head:
+            from beads.refresh import rebuild_view, refresh_view  # likewise, for the view
+
             if view_head is not None and self.git.has_object(view_head):
                 refresh_view(self.git, self.view, view_head, head)
             else:

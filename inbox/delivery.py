@@ -222,6 +222,12 @@ class Delivery:
         """The hook that also writes items for agents of other machines to the outbox
         (inbox/nats/outbox.py); None, read once, when this machine has no `delivery.nats.url`."""
         if self._outbox is _UNREAD:
+            from beads.git.config import read_values
+
+            # Without NATS here (most machines), the outbox's module is never imported.
+            if not read_values(self.root / ".git").get("delivery.nats.url"):
+                self._outbox = None
+                return None
             from inbox.nats.outbox import outbox_of
 
             self._outbox = outbox_of(self.root, self.settings.spellings)

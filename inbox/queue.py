@@ -25,13 +25,14 @@ TYPE_CHECKING = False  # the hooks never import typing (tests/test_hooks.py)
 if TYPE_CHECKING:
     from typing import Any
 
-SESSION_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
+# Compiled by `re` on first use: a push names no session.
+SESSION = r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}"
 LOCK_TIMEOUT = 30.0
 
 
 def check_session(session: str) -> str:
     """A session name is a file name: letters, digits, `.`, `_`, `:`, `-` (no paths)."""
-    if not isinstance(session, str) or not SESSION_RE.fullmatch(session):
+    if not isinstance(session, str) or not re.fullmatch(SESSION, session):
         raise InvalidInput(
             f"invalid session id {session!r}: use letters, digits, '.', '_', ':' and '-' "
             "(up to 128 characters)"

@@ -16,43 +16,13 @@ from beads.records.record import MAX_TITLE_CHARS, Bead, check_agent, expect_type
 from beads.store import Store
 from inbox.commits import followed_batch, open_delivery
 from inbox.follow import Change
-from inbox.items import is_moot
 from mail.message import AlreadyArchived, Message, MessageNotFound, reply_subject
 from mail.provider import ARCHIVED, DIRECTORY, PRIORITY, Counts, Provider
+from mail.unread import MESSAGE, mailbox_filters, unread_filters
 
 if TYPE_CHECKING:
     from beads.batch import Batch
     from inbox.delivery import Delivery
-
-MESSAGE = "message"
-
-
-# THE rule "unread": a message bead is unread in its recipient's mailbox while each field holds
-# its first value; the second settles it (read, or archived). inbox, check, count, the hook's
-# "you have mail" items (moot once settled) and their derivation all read it from here.
-UNREAD = {"status": ("open", "closed"), "meta.read": (False, True)}
-SETTLED_WHEN = [{field: settled} for field, (_unread, settled) in UNREAD.items()]
-
-
-def unread_filters(recipient: str) -> dict[str, Any]:
-    """Query filters for unread mail of `recipient` (the UNREAD rule)."""
-    filters: dict[str, Any] = {"type": MESSAGE, "assignee": recipient, "meta": {}}
-    for field, (unread, _settled) in UNREAD.items():
-        if field.startswith("meta."):
-            filters["meta"][field[len("meta.") :]] = unread
-        else:
-            filters[field] = unread
-    return filters
-
-
-def is_unread(bead: Bead) -> bool:
-    """True when the message bead is unread (the UNREAD rule)."""
-    return is_moot(bead.to_dict(), [{field: unread for field, (unread, _) in UNREAD.items()}])
-
-
-def mailbox_filters(recipient: str) -> dict[str, Any]:
-    """Messages in `recipient`'s mailbox, read or not (everything not archived)."""
-    return {"type": MESSAGE, "assignee": recipient, "status": "open"}
 
 
 class BeadMail(Provider):

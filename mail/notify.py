@@ -12,20 +12,24 @@ the same items; dedup keeps both idempotent.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from beads.errors import InvalidInput
-from beads.records.record import Bead
-from inbox.delivery import Delivery
 from inbox.follow import Change, record
 from inbox.items import Item
-from inbox.producers import ProducerSet
-from mail.beadmail import MESSAGE, SETTLED_WHEN, bead_message, is_unread
-from mail.line import message_line
-from mail.message import Message
+from mail.unread import MESSAGE, SETTLED_WHEN, is_unread
+
+if TYPE_CHECKING:
+    from beads.records.record import Bead
+    from inbox.delivery import Delivery
+    from inbox.producers import ProducerSet
+    from mail.message import Message
 
 
 def mail_item(recipient: str, message: Message, *, in_store: bool) -> Item:
     """The item `mail:<id>` for `recipient`; `in_store` when the message is a bead."""
+    from mail.line import message_line  # only once there is an item to make
+
     return Item.new(
         recipient,
         message_line(message),
@@ -50,6 +54,8 @@ def derive(changes: Sequence[Change]) -> list[Item]:
             and is_unread(bead)
             and bead.assignee
         ):
+            from mail.beadmail import bead_message  # only for an item to make: a claim makes none
+
             items.append(mail_item(bead.assignee, bead_message(bead), in_store=True))
     return items
 

@@ -18,8 +18,10 @@ if TYPE_CHECKING:
 PREFIX_RE = re.compile(r"[a-z][a-z0-9]{0,15}")
 ID_RE = re.compile(r"[a-z][a-z0-9]{0,15}-[a-z2-7]{8,26}")
 # What a user may type for an id: a whole id or a prefix of one. Anything else (a path,
-# `../`, spaces) is rejected before it reaches a file name or a query.
-ID_PREFIX_RE = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
+# `../`, spaces) is rejected before it reaches a file name or a query. A pattern's text
+# rather than a compiled pattern: compiled by `re` (and kept in its cache) on first use, as
+# a command that writes beads never reads an id a user typed.
+ID_PREFIX = r"[a-z0-9][a-z0-9-]{0,63}"
 RANDOM_CHARS = 8  # 8 base32 characters = 40 bits
 BASE32 = "abcdefghijklmnopqrstuvwxyz234567"  # RFC 4648's alphabet, lowercase
 
@@ -52,7 +54,7 @@ def check_id(value: Any, *, what: str = "id") -> str:
 def check_id_prefix(value: str) -> str:
     """Normalise what a user typed for an id (a whole id or a prefix); raise if it cannot be one."""
     text = value.strip().lower()
-    if not ID_PREFIX_RE.fullmatch(text):
+    if not re.fullmatch(ID_PREFIX, text):
         raise InvalidInput(f"invalid id {value!r}: ids are letters, digits and '-'")
     return text
 

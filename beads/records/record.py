@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 NAME = r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}"
 AGENT_RE = re.compile(rf"{NAME}(?:/{NAME})?")  # a name, or `rig/name`
 TYPE_RE = re.compile(r"[a-z][a-z0-9_-]{0,31}")
-LABEL_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/=-]{0,127}")
+LABEL = r"[A-Za-z0-9][A-Za-z0-9._:/=-]{0,127}"  # compiled by `re` when a label is first met
 META_KEY_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")
 # ASCII digits only (`\d` would also take other scripts' digits, which YAML does not).
 TIME_RE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z")
@@ -250,7 +250,7 @@ def check_type(name: Any) -> str:
 
 def check_label(label: Any) -> str:
     """Return `label` if it is a valid label, else raise InvalidInput."""
-    if not isinstance(label, str) or not LABEL_RE.fullmatch(label):
+    if not isinstance(label, str) or not re.fullmatch(LABEL, label):
         raise InvalidInput(f"invalid label {shown(label)}: no spaces, at most 128 characters")
     return label
 

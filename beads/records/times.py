@@ -13,7 +13,8 @@ if TYPE_CHECKING:
     from datetime import datetime
 
 STAMP_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
-_DURATION_RE = re.compile(r"([0-9]+(?:\.[0-9]+)?)\s*(ms|s|m|h|d|w)?")
+# Compiled by `re` on first use: a command given no duration never compiles it.
+_DURATION = r"([0-9]+(?:\.[0-9]+)?)\s*(ms|s|m|h|d|w)?"
 _UNITS = {"ms": 0.001, "s": 1, None: 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 # Longer than any wait, TTL or look-back a user means, and far inside what datetime, sqlite
 # and JSON take: past it a typo like `99999999999999d` is refused, not an overflow.
@@ -42,7 +43,7 @@ def to_stamp(moment: datetime) -> str:
 
 def parse_duration(text: str) -> float:
     """Seconds in `90`, `45s`, `10m`, `2h`, `3d`, `1w` or `250ms` (at most 100 years)."""
-    match = _DURATION_RE.fullmatch(text.strip()) if isinstance(text, str) else None
+    match = re.fullmatch(_DURATION, text.strip()) if isinstance(text, str) else None
     if not match:
         raise InvalidInput(f"invalid duration {shown(text)}: use e.g. 45s, 10m, 2h, 3d")
     seconds = float(match.group(1)) * _UNITS[match.group(2)]  # 5,000 digits: inf, refused
@@ -56,7 +57,7 @@ def parse_time(text: str) -> str:
     from datetime import UTC, datetime, timedelta
 
     value = text.strip()
-    if _DURATION_RE.fullmatch(value):
+    if re.fullmatch(_DURATION, value):
         return to_stamp(datetime.now(UTC) - timedelta(seconds=parse_duration(value)))
     try:
         moment = datetime.fromisoformat(value.replace("Z", "+00:00"))

@@ -53,16 +53,18 @@ _SPECIAL = CharClass(_outside(("\n", "\n"), *_PRINTABLE), "[^\n\x20-\x7e]")
 # What a plain or single-quoted one-line scalar cannot hold as it is: the above and breaks.
 _ONE_LINE_PRINTABLE = (("\x20", "\x7e"), ("\xa0", "\u2027"), ("\u202a", "\ud7ff"), *_PRINTABLE[2:])
 _NOT_ONE_LINE = CharClass(_outside(*_ONE_LINE_PRINTABLE), "[^\x20-\x7e]")
-_SPACE_BREAK = re.compile(" [\n\u2028\u2029]")  # a space before a break
-_BREAK_SPACE = re.compile("[\n\u2028\u2029] ")  # a break before a space
-_LS_PS = re.compile("[\u2028\u2029]")
+# These patterns are texts, compiled by `re` (and kept in its cache) on first use: text
+# that is one short line never reaches them.
+_SPACE_BREAK = " [\n\u2028\u2029]"  # a space before a break
+_BREAK_SPACE = "[\n\u2028\u2029] "  # a break before a space
+_LS_PS = "[\u2028\u2029]"
 # Indicators that forbid a plain scalar when they come first.
 _FIRST_INDICATORS = frozenset("#,[]{}&*!|>'\"%@`")
 _DIGITS = frozenset("0123456789")
 # Text starting with a digit is read back as a number or a time only if its letters are those
 # of 0b/0o/0x prefixes, exponents and times; anything else (a hex token, "3 apples") is text,
 # which spares compiling the number and time rules for such text.
-_NOT_A_NUMBER = re.compile(r"[^0-9_.:+\- \teEtTzZbBoOxX]")
+_NOT_A_NUMBER = r"[^0-9_.:+\- \teEtTzZbBoOxX]"  # compiled on first use, as above
 
 
 # The implicit rules of YAML 1.2 (core schema) plus timestamps and the `<<`, `=` and tag-like
@@ -135,7 +137,7 @@ def plain_allowed(text: str) -> bool:
         return False
     if text.startswith(("---", "...")) or ": " in text or " #" in text or text[-1] == ":":
         return False
-    if first in _DIGITS and _NOT_A_NUMBER.search(text) and text[:2] != "0x":
+    if first in _DIGITS and re.search(_NOT_A_NUMBER, text) and text[:2] != "0x":
         return True  # a letter no number or time has (a hex token): no rule can match it
     for regexp in implicit(first):
         if regexp.match(text):
@@ -175,14 +177,14 @@ def _style(text: str) -> str:
     """How text is written as a value (not a simple key): "plain", "single", "double" or
     "literal" (a `|` block, for text with a line feed)."""
     if "\n" in text:
-        if _SPECIAL.search(text) or text[-1] == " " or _SPACE_BREAK.search(text):
+        if _SPECIAL.search(text) or text[-1] == " " or re.search(_SPACE_BREAK, text):
             return "double"
         # libyaml wrote U+2028 and U+2029 into a `|` block as they are, which ruamel's pure
         # Python reader cannot read back: the one place the bytes differ from libyaml's.
-        return "double" if _LS_PS.search(text) else "literal"
+        return "double" if re.search(_LS_PS, text) else "literal"
     if not _NOT_ONE_LINE.search(text):
         return "plain" if plain_allowed(text) else "single"
-    if _SPECIAL.search(text) or _SPACE_BREAK.search(text) or _BREAK_SPACE.search(text):
+    if _SPECIAL.search(text) or re.search(_SPACE_BREAK, text) or re.search(_BREAK_SPACE, text):
         return "double"
     return "single"  # printable, with U+2028 or U+2029 (line breaks to YAML)
 
@@ -206,7 +208,7 @@ def text_scalar(text: str, column: int, indent: int) -> str:
             return _fold(out, column, indent, 0, len(out), plain=True)
     elif style == "single":
         out = "'" + text.replace("'", "''") + "'"
-        if _LS_PS.search(text):
+        if re.search(_LS_PS, text):
             return _single_with_breaks(text, column, indent)
         if column + len(out) > BEST_WIDTH:
             return _fold(out, column, indent, 1, len(out) - 1, plain=False)

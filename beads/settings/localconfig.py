@@ -19,8 +19,9 @@ from typing import Any
 from beads.errors import GcError, InvalidInput, NotFound
 from beads.records.record import shown
 
-REMOTE_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
-STORE_NAME_RE = re.compile(r"[a-z][a-z0-9-]{0,63}")
+# Names of remotes and of stores: compiled by `re` on first use (a write checks neither).
+REMOTE_NAME = r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}"
+STORE_NAME = r"[a-z][a-z0-9-]{0,63}"
 MACHINE_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 MACHINE_ID_RE = re.compile(r"m-[0-9a-f]{16}")
 DEFAULT_REMOTE = "origin"
@@ -135,7 +136,7 @@ LOCAL_KEYS: dict[str, Callable[[Any], Any]] = {
     "sync.timeout": _timeout,
     "sync.max_fetch_bytes": _byte_count,
     # Named other stores (`gc config set --local stores.NAME PATH`, for gates on their
-    # beads): the store's project directory or its `.beads/`. A name (STORE_NAME_RE) is what
+    # beads): the store's project directory or its `.beads/`. A name (STORE_NAME) is what
     # git allows in a config key, lower case (git reads the keys case-blind).
     "stores.*": _absolute("store"),
     # Real-time delivery across machines (inbox/nats): where the server is, how to log in,
@@ -165,7 +166,7 @@ def _local_key(key: str) -> Callable[[Any], Any] | None:
     section, _, name = key.partition(".")
     if key in LOCAL_KEYS:
         return LOCAL_KEYS[key] if not key.endswith(".*") else None
-    if f"{section}.*" in LOCAL_KEYS and STORE_NAME_RE.fullmatch(name):
+    if f"{section}.*" in LOCAL_KEYS and re.fullmatch(STORE_NAME, name):
         return LOCAL_KEYS[f"{section}.*"]
     return None
 
@@ -199,7 +200,7 @@ def other_store(git_dir: Path, name: str) -> Path:
 
 
 def check_remote_name(name: str) -> str:
-    if not REMOTE_NAME_RE.fullmatch(name):
+    if not re.fullmatch(REMOTE_NAME, name):
         raise InvalidInput(f"a remote name is letters, digits, . _ -, not {shown(name)}")
     return name
 
