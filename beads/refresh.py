@@ -113,8 +113,8 @@ def _rebuild_from(
 
 def tree_files(git: GitRepo, commit: bytes | None) -> dict[str, bytes]:
     """Every file of `commit` (none for None) the view may hold, path -> blob sha: listed by
-    `git ls-tree` when it can (a tenth of a second at 100k files, dulwich's tree walk ~3 s),
-    else by dulwich. Paths out of the store (`files.contained`) are left out: `gc doctor`
+    `git ls-tree` when it can (many times faster than dulwich's tree walk on a large
+    store), else by dulwich. Paths out of the store (`files.contained`) are left out: `gc doctor`
     reports them from the history (`beads.health.historycheck`)."""
     from beads.git.program import list_files
 

@@ -9,7 +9,7 @@ from beads.errors import InvalidInput, NotFound
 from beads.records.agents import rig_members
 from beads.records.record import check_agent
 
-TYPE_CHECKING = False  # importing typing costs a hook ~7 ms
+TYPE_CHECKING = False  # the hooks never import typing (tests/test_hooks.py)
 if TYPE_CHECKING:
     import contextlib
     import sqlite3

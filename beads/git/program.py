@@ -58,8 +58,8 @@ def list_files(git_dir: Path, commit: bytes) -> dict[str, bytes]:
 
 def file_contents(git_dir: Path, commit: bytes) -> Iterator[tuple[str, bytes, bytes]]:
     """Every file of `commit` as `(path, blob sha, content)`, read by the `git` program: a
-    tree walk and a blob read through dulwich cost ~80 us a file in Python, `git ls-tree` and
-    `git cat-file --batch` ~15 us. Raises GitUnavailable (before yielding anything, when
+    tree walk and a blob read through dulwich, in Python, cost several times what `git
+    ls-tree` and `git cat-file --batch` do. Raises GitUnavailable (before yielding anything, when
     git is missing) so the caller can read through dulwich instead; streaming, a few pipe
     buffers of files at a time."""
     import subprocess
