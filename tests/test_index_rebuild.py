@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+import gc_beads.settings  # noqa: F401 - varied_store sets a mail setting, as `gc` would
 from beads import doctor
 from beads import refresh as reconcile
 from beads.records.ids import bead_path
