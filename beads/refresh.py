@@ -7,6 +7,7 @@ tree when its commit is unknown). `Store.refresh` calls these under the write lo
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -73,10 +74,9 @@ def rebuild_index(
     default a terminal on stderr shows it (`terminal_progress`)."""
     tell = terminal_progress() if progress is None else progress
     try:
-        count = _rebuild_from(git_file_contents(git.git_dir, head), index, head, tell)
+        count = _rebuild_from(_file_contents(git, head), index, head, tell)
     except GitUnavailable:  # no git program, or it could not read the store: dulwich's way
-        files = ((path, sha, git.read(sha)) for path, sha in git.files(head))
-        count = _rebuild_from(files, index, head, tell)
+        count = _rebuild_from(_dulwich_file_contents(git, head), index, head, tell)
     tell(-1)  # done
     return count
 
@@ -113,18 +113,35 @@ def _rebuild_from(
 
 def tree_files(git: GitRepo, commit: bytes | None) -> dict[str, bytes]:
     """Every file of `commit` (none for None) the view may hold, path -> blob sha: listed by
-    `git ls-tree` when it can (many times faster than dulwich's tree walk on a large
-    store), else by dulwich. Paths out of the store (`files.contained`) are left out: `gc doctor`
-    reports them from the history (`beads.health.historycheck`)."""
-    from beads.git.program import list_files
+    `git ls-tree` when git is installed and the store big enough to gain by it
+    (`beads.git.program.worth_starting`), else by dulwich. Paths out of the store
+    (`files.contained`) are left out: `gc doctor` reports them from the history
+    (`beads.health.historycheck`)."""
+    from beads.git.program import list_files, worth_starting
 
     if commit is None:
         return {}
-    try:
-        found = list_files(git.git_dir, commit)
-    except GitUnavailable:
+    found = None
+    if worth_starting(git.git_dir):
+        with contextlib.suppress(GitUnavailable):  # no git program: dulwich's way
+            found = list_files(git.git_dir, commit)
+    if found is None:
         found = dict(git.files(commit))
     return {path: sha for path, sha in found.items() if contained(path)}
+
+
+def _file_contents(git: GitRepo, commit: bytes) -> Iterator[tuple[str, bytes, bytes]]:
+    """Every file of `commit` with its content: read by the git program when the store is
+    big enough to gain by it (GitUnavailable when it cannot), else by dulwich."""
+    from beads.git.program import worth_starting
+
+    if worth_starting(git.git_dir):
+        return git_file_contents(git.git_dir, commit)
+    return _dulwich_file_contents(git, commit)
+
+
+def _dulwich_file_contents(git: GitRepo, commit: bytes) -> Iterator[tuple[str, bytes, bytes]]:
+    return ((path, sha, git.read(sha)) for path, sha in git.files(commit))
 
 
 def git_file_contents(git_dir: Path, commit: bytes) -> Iterator[tuple[str, bytes, bytes]]:
@@ -203,9 +220,9 @@ def rebuild_view(git: GitRepo, view: View, head: bytes) -> None:
     """Make the view hold exactly the files of commit `head` that its setting keeps (its own
     commit, or the setting it was made under, is unknown)."""
     try:
-        _rebuild_view_from(git_file_contents(git.git_dir, head), view)
+        _rebuild_view_from(_file_contents(git, head), view)
     except GitUnavailable:  # as for the index; writing a file twice does no harm
-        _rebuild_view_from(((path, sha, git.read(sha)) for path, sha in git.files(head)), view)
+        _rebuild_view_from(_dulwich_file_contents(git, head), view)
     view.mark_applied(head, rebuilt=True)
 
 

@@ -10,6 +10,7 @@ import pytest
 import gc_beads.settings  # noqa: F401 - varied_store sets a mail setting, as `gc` would
 from beads import doctor
 from beads import refresh as reconcile
+from beads.git import program
 from beads.records.ids import bead_path
 from beads.store import Store
 
@@ -79,6 +80,31 @@ def test_a_rebuild_equals_the_index_built_commit_by_commit(tmp_path: Path) -> No
     order = event_order(store)
     beads = {b.id: b for b in store.list(limit=None)}
     assert order == sorted(beads, key=lambda i: (beads[i].created_at, i))
+    store.close()
+
+
+def test_a_small_store_is_read_without_starting_the_git_program(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Starting git costs more than dulwich reading a few files: a new store (init rebuilds
+    # its index and view) starts no git; a store of many objects is read by git.
+    started = []
+    real = program.git_command
+
+    def counted(git_dir: Path) -> tuple[list[str], dict[str, str]]:
+        started.append(git_dir)
+        return real(git_dir)
+
+    monkeypatch.setattr(program, "git_command", counted)
+    store, _ = Store.init(tmp_path / "new", agent="mayor")
+    rebuilt(store)
+    assert started == [] and store.index.count() == 0
+    store.close()
+    store = varied_store(tmp_path / "varied")
+    before = snapshot(store)
+    assert not started  # writing never starts git either
+    rebuilt(store)
+    assert started and snapshot(store) == before
     store.close()
 
 
