@@ -15,7 +15,7 @@ from pathlib import Path
 from beads import files
 from beads.errors import Conflict, GcError, StorageError
 from beads.index import dbfile
-from beads.index.dbfile import DAMAGED, READ_ONLY, error_code, open_read_only, rollback
+from beads.index.dbfile import DAMAGED, READ_ONLY, error_code, open_read_only, rollback, use_wal
 
 TYPE_CHECKING = False  # the hooks never import typing (tests/test_hooks.py)
 if TYPE_CHECKING:
@@ -158,7 +158,7 @@ def connect(
         if _schema_state(db, last_table, path, version) == (version, True):
             db.name = path.name
             return db  # the common case: two cheap reads
-        _use_wal(db)
+        use_wal(db)
         with transaction(db, path.name):
             found, made = _schema_state(
                 db, last_table, path, version
@@ -188,26 +188,6 @@ def connect(
         if error_code(exc) in READ_ONLY:
             return _connect_read_only(path, last_table, version, error)
         raise error from None
-
-
-def _use_wal(db: sqlite3.Connection, patience: float = 30.0) -> None:
-    """Put the database in WAL mode (kept in the file: set once). Switching needs the file to
-    itself and sqlite does not wait for that: a process making the same new database at the
-    same moment makes it answer "database is locked" at once, so look again for a while."""
-    import os
-    import time
-
-    deadline = time.monotonic() + patience
-    while True:
-        try:
-            if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-                db.execute("PRAGMA journal_mode=WAL")
-            return
-        except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) or time.monotonic() > deadline:
-                raise
-            # A random pause: processes that met at the same moment must not retry in step.
-            time.sleep(0.002 + os.urandom(1)[0] / 255 * 0.02)
 
 
 def _connect_read_only(

@@ -81,16 +81,27 @@ def _open_sessions_dbs(paths: list[str], start: Any) -> None:
         raise
 
 
+def _open_indexes(paths: list[str], start: Any) -> None:
+    """For each path in turn: wait at `start` for the other processes, then open the index."""
+    from beads.index.index import Index
+
+    try:
+        for path in paths:
+            start.wait(120)
+            Index(Path(path)).close()
+    except BaseException:
+        start.abort()
+        raise
+
+
 # New databases four processes race to make; with one switch to WAL left unguarded, about
 # half of the runs see "database is locked" within this many.
 RACES = 60
 
 
-def test_processes_making_one_new_delivery_database_at_once_all_open_it(tmp_path: Path) -> None:
-    """A relay and a hook can make `.runtime/sessions.sqlite3` at the same moment: switching
-    it to WAL needs the file to itself, and neither may fail with "database is locked".
-    Four processes, started once, meet at a barrier before each new database, so every
-    round is a race."""
+def _race(tmp_path: Path, name: str, target: Any) -> list[int | None]:
+    """Four processes, started once, meet at a barrier before each of RACES new databases
+    called `name`, so every round is a race; their exit codes."""
     import multiprocessing
 
     context = multiprocessing.get_context("spawn")
@@ -98,11 +109,23 @@ def test_processes_making_one_new_delivery_database_at_once_all_open_it(tmp_path
     for round_ in range(RACES):
         runtime = tmp_path / f"r{round_}" / ".beads" / ".runtime"
         runtime.mkdir(parents=True)
-        paths.append(str(runtime / "sessions.sqlite3"))
+        paths.append(str(runtime / name))
     start = context.Barrier(4)
-    workers = [context.Process(target=_open_sessions_dbs, args=(paths, start)) for _ in range(4)]
+    workers = [context.Process(target=target, args=(paths, start)) for _ in range(4)]
     for worker in workers:
         worker.start()
     for worker in workers:
         worker.join(300)
-    assert [worker.exitcode for worker in workers] == [0, 0, 0, 0]
+    return [worker.exitcode for worker in workers]
+
+
+def test_processes_making_one_new_delivery_database_at_once_all_open_it(tmp_path: Path) -> None:
+    """A relay and a hook can make `.runtime/sessions.sqlite3` at the same moment: switching
+    it to WAL needs the file to itself, and neither may fail with "database is locked"."""
+    assert _race(tmp_path, "sessions.sqlite3", _open_sessions_dbs) == [0, 0, 0, 0]
+
+
+def test_processes_making_one_new_index_at_once_all_open_it(tmp_path: Path) -> None:
+    """After the index was deleted, the next commands (a waiter, a writer) make it again at
+    the same moment: none fails with "database is locked"."""
+    assert _race(tmp_path, "index.sqlite3", _open_indexes) == [0, 0, 0, 0]

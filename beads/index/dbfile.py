@@ -1,6 +1,6 @@
 """What gc's sqlite files (the index, the delivery databases) share: how to read sqlite's
-error codes, a file's identity, a rollback that never hides an error, and opening a file this
-process may not write.
+error codes, a file's identity, switching a new file to WAL beside another process, a
+rollback that never hides an error, and opening a file this process may not write.
 
 On the hook path: stdlib only, no `typing`.
 """
@@ -33,6 +33,26 @@ def file_id(path: Path | str) -> tuple[int, int] | None:
     except OSError:
         return None
     return info.st_dev, info.st_ino
+
+
+def use_wal(db: sqlite3.Connection, patience: float = 30.0) -> None:
+    """Put the database in WAL mode (kept in the file: set once). Switching needs the file to
+    itself, and sqlite answers "database is locked" at once rather than wait for it: a
+    process making the same new database at the same moment is waited for, up to
+    `patience` seconds."""
+    import time
+
+    deadline = time.monotonic() + patience
+    while True:
+        try:
+            if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                db.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if error_code(exc) != sqlite3.SQLITE_BUSY or time.monotonic() > deadline:
+                raise
+            # A random pause: processes that met at the same moment must not retry in step.
+            time.sleep(0.002 + os.urandom(1)[0] / 255 * 0.02)
 
 
 def rollback(db: sqlite3.Connection) -> None:

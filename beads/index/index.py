@@ -17,7 +17,15 @@ from pathlib import Path
 
 from beads.errors import InvalidInput, StorageError
 from beads.index import eventlog
-from beads.index.dbfile import DAMAGED, READ_ONLY, error_code, file_id, open_read_only, rollback
+from beads.index.dbfile import (
+    DAMAGED,
+    READ_ONLY,
+    error_code,
+    file_id,
+    open_read_only,
+    rollback,
+    use_wal,
+)
 from beads.index.query import select
 from beads.index.rows import SCHEMA, bead_row
 from beads.records.record import Bead
@@ -116,7 +124,7 @@ class Index:
         # and every command that closes it last would otherwise pay a checkpoint's fsync.
         self.db.execute("PRAGMA synchronous=OFF")
         if self._meta("schema") != SCHEMA_VERSION:
-            self.db.execute("PRAGMA journal_mode=WAL")  # kept in the file: set it once
+            use_wal(self.db)
             self._reset()
 
     def just_rebuilt(self, head: bytes) -> bool:
