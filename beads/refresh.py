@@ -141,7 +141,16 @@ def _file_contents(git: GitRepo, commit: bytes) -> Iterator[tuple[str, bytes, by
 
 
 def _dulwich_file_contents(git: GitRepo, commit: bytes) -> Iterator[tuple[str, bytes, bytes]]:
-    return ((path, sha, git.read(sha)) for path, sha in git.files(commit))
+    """As `git_file_contents`, read by dulwich: a file whose blob is missing, not a blob or
+    damaged is a DamagedObject naming its path, as the git program's reader raises."""
+    from beads.git.objects import DamagedObject, damaged
+
+    for path, sha in git.files(commit):
+        try:
+            content = git.read(sha)
+        except (KeyError, DamagedObject):
+            raise damaged(sha, path) from None
+        yield path, sha, content
 
 
 def git_file_contents(git_dir: Path, commit: bytes) -> Iterator[tuple[str, bytes, bytes]]:

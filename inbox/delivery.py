@@ -224,13 +224,13 @@ class Delivery:
         if self._outbox is _UNREAD:
             from beads.git.config import read_values
 
+            local = read_values(self.root / ".git")
+            self._outbox = None
             # Without NATS here (most machines), the outbox's module is never imported.
-            if not read_values(self.root / ".git").get("delivery.nats.url"):
-                self._outbox = None
-                return None
-            from inbox.nats.outbox import outbox_of
+            if local.get("delivery.nats.url"):
+                from inbox.nats.outbox import outbox_of
 
-            self._outbox = outbox_of(self.root, self.settings.spellings)
+                self._outbox = outbox_of(local, self.settings.spellings)
         return self._outbox
 
     def nudger(self) -> Nudger:

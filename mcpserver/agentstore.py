@@ -30,12 +30,13 @@ from beads.store import Store
 from inbox.delivery import Delivery
 from inbox.items import Item
 from mail import api
-from mail.beadmail import MESSAGE, BeadMail, bead_message
+from mail.beadmail import BeadMail, bead_message
 from mail.message import Message
 from mail.provider import Provider
 from mail.threads.api import Threads
 from mail.threads.model import Thread, ThreadMessage, Wake, artifact
 from mail.threads.tokens import keep_token, read_tokens
+from mail.unread import MESSAGE
 
 ITEM_TIMES = ("created_at", "expires_at", "settled_at")
 PENDING_ITEMS = ("pending", "delivering")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -317,9 +318,18 @@ def damage_a_beads_blob(gc, how: str, before=None) -> tuple[Path, str]:
     return root, "second"
 
 
+@pytest.fixture(params=["dulwich", "git"])
+def reader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Which reader a rebuild uses: dulwich (a small store's), or the git program (as for a
+    large store: `program.WORTH_STARTING_AT` lowered to 0)."""
+    if request.param == "git":
+        monkeypatch.setattr(program, "WORTH_STARTING_AT", 0)
+    return request.param
+
+
 @pytest.mark.parametrize("how", ["misnamed", "cut-short"])
 def test_a_damaged_blob_never_drops_its_bead_and_doctor_restores_it_from_the_view(
-    gc, how: str
+    gc, how: str, reader: str
 ) -> None:
     from tests.conftest import git
 
@@ -337,6 +347,32 @@ def test_a_damaged_blob_never_drops_its_bead_and_doctor_restores_it_from_the_vie
     git("fsck", "--strict", "--no-dangling", cwd=root)
     listed = gc("bead", "list", "--json")
     assert listed.returncode == 0 and title in listed.stdout and "first" in listed.stdout
+
+
+def test_a_file_entry_naming_a_tree_is_a_damaged_object_not_an_internal_error(
+    gc, reader: str
+) -> None:
+    # Another tool commits a tree whose file entry names a tree object; the index is lost.
+    from tests.conftest import git
+
+    assert gc("init").returncode == 0
+    root = gc.cwd / ".beads"
+    top = git("rev-parse", "HEAD^{tree}", cwd=root).strip()
+    raw = subprocess.run(
+        ["git", "cat-file", "tree", top], cwd=root, capture_output=True, check=True
+    ).stdout
+    raw += b"100644 zz-stray.yaml\0" + bytes.fromhex(top)
+    made = subprocess.run(
+        ["git", "hash-object", "-t", "tree", "-w", "--literally", "--stdin"],
+        cwd=root, input=raw, capture_output=True, check=True,
+    ).stdout.decode().strip()  # fmt: skip
+    commit = git("commit-tree", made, "-p", "HEAD", "-m", "stray", cwd=root).strip()
+    git("update-ref", "refs/heads/main", commit, cwd=root)
+    (root / ".runtime" / "index.sqlite3").unlink()
+    listed = gc("bead", "list")
+    assert listed.returncode == 50 and "zz-stray.yaml" in listed.stderr, listed.stderr
+    assert "is damaged" in listed.stderr and "gc doctor" in listed.stderr
+    assert len(listed.stderr.strip().splitlines()) == 1
 
 
 def test_a_damaged_blob_missing_from_the_view_and_the_packs_is_restored_from_a_remote(

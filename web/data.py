@@ -21,8 +21,9 @@ from beads.records.record import Bead, check_agent
 from beads.records.times import now_stamp
 from beads.store import Store
 from inbox.delivery import Delivery
-from mail.beadmail import MESSAGE, BeadMail, bead_message, mailbox_filters, unread_filters
+from mail.beadmail import BeadMail, bead_message
 from mail.threads.model import THREAD, Thread
+from mail.unread import MESSAGE, mailbox_filters, unread_filters
 from web.history import history
 
 PAGE_SIZE = 50

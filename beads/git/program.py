@@ -33,10 +33,11 @@ def worth_starting(git_dir: Path) -> bool:
     from beads.git.maintenance import packs_of
 
     held = sum(pack.count for pack in packs_of(git_dir))
-    for _ in loose_ids(str(git_dir / "objects")):
-        if held >= WORTH_STARTING_AT:
-            break
-        held += 1
+    if held < WORTH_STARTING_AT:
+        for _ in loose_ids(str(git_dir / "objects")):
+            held += 1
+            if held >= WORTH_STARTING_AT:
+                break
     return held >= WORTH_STARTING_AT
 
 

@@ -35,18 +35,18 @@ def file_id(path: Path | str) -> tuple[int, int] | None:
     return info.st_dev, info.st_ino
 
 
-def use_wal(db: sqlite3.Connection, patience: float = 30.0) -> None:
-    """Put the database in WAL mode (kept in the file: set once). Switching needs the file to
-    itself, and sqlite answers "database is locked" at once rather than wait for it: a
-    process making the same new database at the same moment is waited for, up to
-    `patience` seconds."""
+def use_wal(db: sqlite3.Connection, schema: str = "main", patience: float = 30.0) -> None:
+    """Put the database `schema` of `db` (the main file, or an attached one) in WAL mode
+    (kept in the file: set once). Switching needs the file to itself, and sqlite answers
+    "database is locked" at once rather than wait for it: a process making the same new
+    database at the same moment is waited for, up to `patience` seconds."""
     import time
 
     deadline = time.monotonic() + patience
     while True:
         try:
-            if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-                db.execute("PRAGMA journal_mode=WAL")
+            if db.execute(f"PRAGMA {schema}.journal_mode").fetchone()[0] != "wal":
+                db.execute(f"PRAGMA {schema}.journal_mode=WAL")
             return
         except sqlite3.OperationalError as exc:
             if error_code(exc) != sqlite3.SQLITE_BUSY or time.monotonic() > deadline:

@@ -36,7 +36,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from beads.index.dbfile import DAMAGED, error_code, rollback
+from beads.index.dbfile import DAMAGED, error_code, rollback, use_wal
 
 TYPE_CHECKING = (
     False  # on the hook path (imported by beads.index.index), which never imports typing
@@ -109,7 +109,7 @@ def _prepare(db: sqlite3.Connection, mark: int) -> None:
     numbered. Its first read also finds a damaged file."""
     if db.execute("SELECT 1 FROM ev.sqlite_master WHERE name = 'events'").fetchone():
         return
-    db.execute("PRAGMA ev.journal_mode=WAL")  # kept in the file: set once
+    use_wal(db, "ev")
     db.execute("BEGIN IMMEDIATE")
     try:
         db.execute(SCHEMA)

@@ -119,13 +119,18 @@ class Index:
         self.db = sqlite3.connect(
             self.path, timeout=30, isolation_level=None, check_same_thread=False
         )
-        self._file_id = file_id(self.path)  # the file this connection has (made) open
-        # No fsync, on commits or checkpoints: the index is rebuilt from git when it is lost,
-        # and every command that closes it last would otherwise pay a checkpoint's fsync.
-        self.db.execute("PRAGMA synchronous=OFF")
-        if self._meta("schema") != SCHEMA_VERSION:
-            use_wal(self.db)
-            self._reset()
+        try:
+            self._file_id = file_id(self.path)  # the file this connection has (made) open
+            # No fsync, on commits or checkpoints: the index is rebuilt from git when it is
+            # lost, and every command that closes it last would otherwise pay a checkpoint's
+            # fsync.
+            self.db.execute("PRAGMA synchronous=OFF")
+            if self._meta("schema") != SCHEMA_VERSION:
+                use_wal(self.db)
+                self._reset()
+        except BaseException:
+            self.db.close()  # a server that goes on must not keep the file open
+            raise
 
     def just_rebuilt(self, head: bytes) -> bool:
         """Whether a rebuild in this process filled a new file from commit `head` (and no

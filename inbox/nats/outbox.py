@@ -13,13 +13,10 @@ from __future__ import annotations
 
 import json
 
-from beads.sync.auto import read_local
-
 TYPE_CHECKING = False  # the hooks never import typing (tests/test_hooks.py)
 if TYPE_CHECKING:
     import sqlite3
     from collections.abc import Callable, Iterable, Sequence
-    from pathlib import Path
 
     from inbox.items import Item
 
@@ -51,12 +48,14 @@ class Outbox:
             )
 
 
-def outbox_of(root: Path, spell: Callable[[str], Iterable[str]] | None = None) -> Outbox | None:
-    """The outbox hook of the store at `root` (its `.beads/`), or None when this machine has
-    no `delivery.nats.url`: one read of the store's small git config, nothing more.
-    `spell(agent)` gives every name a local agent goes by (`Delivery.spellings`), so an item
-    for `gastown/mayor` stays here when `mayor` lives here."""
-    local = read_local(root / ".git")
+def outbox_of(
+    local: dict[str, str], spell: Callable[[str], Iterable[str]] | None = None
+) -> Outbox | None:
+    """The outbox hook of a store whose machine-local settings (its small git config, read
+    without a parser: `beads.git.config.read_values`) are `local`, or None when this machine
+    has no `delivery.nats.url`. `spell(agent)` gives every name a local agent goes by
+    (`Delivery.spellings`), so an item for `gastown/mayor` stays here when `mayor` lives
+    here."""
     if not local.get("delivery.nats.url"):
         return None
     here = [a.strip() for a in local.get("delivery.nats.agents", "").split(",") if a.strip()]

@@ -79,7 +79,7 @@ class ThreadQueries:
                 found[thread.thread_id] = thread
         threads = list(found.values())
         if unread:
-            from mail.beadmail import unread_filters
+            from mail.unread import unread_filters
 
             mailed = {b.thread for b in self.store.list(**unread_filters(agent))}
             threads = [t for t in threads if t.thread_id in mailed]
