@@ -316,7 +316,7 @@ def test_a_remote_listing_more_refs_than_a_store_needs_is_refused_in_one_line(
 
 def test_a_fetch_larger_than_sync_max_fetch_bytes_is_refused(pair_remote: tuple) -> None:
     a, b, _url = pair_remote
-    for n in range(30):
+    for n in range(10):  # a pack of over 7 KiB: well over the 4 KiB set below
         make_id(a, "--title", f"bulk {n}", "--body", f"text {n} " * 200)
     assert a("sync").returncode == 0
     before = head(b)
