@@ -11,6 +11,7 @@ from __future__ import annotations
 import http.server
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -91,16 +92,37 @@ def make_id(runner: GcRunner, *args: str) -> str:
     return runner.json("bead", "create", "--type", "task", *args)["bead"]["id"]
 
 
-@pytest.fixture
-def pair(tmp_path: Path) -> tuple[GcRunner, GcRunner, Path]:
-    """Machine a (made with `gc init`, pushed) and machine b (made with `gc clone`)."""
-    remote = bare(tmp_path / "remote.git")
-    a, b = machine(tmp_path, "a"), machine(tmp_path, "b")
+def copy_template(template: Path, into: Path) -> None:
+    """Copy what a template fixture made (a bare `remote.git`, machines) into `into`, each
+    store's remote moved with it. Approvals, kept outside a store by its path, are not
+    copied: a copy's first command records its first run, as with `gc_store`'s copies. For
+    b that approves what its clone did (nothing): gc init's config.yaml holds no guarded
+    setting."""
+    for part in template.iterdir():
+        shutil.copytree(part, into / part.name, symlinks=True)
+    for config in into.glob("*/.beads/.git/config"):
+        config.write_text(config.read_text().replace(str(template), str(into)))
+
+
+@pytest.fixture(scope="session")
+def pair_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A remote, machine a (made with `gc init`, pushed) and machine b (made with `gc
+    clone`), made once a session (per xdist worker): `pair` copies them."""
+    root = tmp_path_factory.mktemp("pair-template")
+    remote = bare(root / "remote.git")
+    a, b = machine(root, "a"), machine(root, "b")
     assert a("init").returncode == 0
     assert a("remote", "add", "origin", str(remote)).returncode == 0
     assert a("sync").returncode == 0
     assert b("clone", str(remote)).returncode == 0
-    return a, b, remote
+    return root
+
+
+@pytest.fixture
+def pair(tmp_path: Path, pair_template: Path) -> tuple[GcRunner, GcRunner, Path]:
+    """Machine a (made with `gc init`, pushed) and machine b (made with `gc clone`)."""
+    copy_template(pair_template, tmp_path)
+    return GcRunner(tmp_path / "a"), GcRunner(tmp_path / "b"), tmp_path / "remote.git"
 
 
 def test_remote_commands_and_clone(tmp_path: Path, pair: tuple[GcRunner, GcRunner, Path]) -> None:
@@ -650,16 +672,24 @@ def outside_files(top: Path) -> dict[str, bytes]:
     return found
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> tuple[GcRunner, Path]:
-    """Machine a: a project's git work tree holding a store, synced to a bare remote."""
-    remote = bare(tmp_path / "remote.git")
-    a = machine(tmp_path, "a")
+@pytest.fixture(scope="session")
+def project_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """What `project` copies, made once a session (per xdist worker)."""
+    root = tmp_path_factory.mktemp("project-template")
+    remote = bare(root / "remote.git")
+    a = machine(root, "a")
     git("init", "-q", "-b", "main", str(a.cwd))
     assert a("init").returncode == 0
     assert a("remote", "add", "origin", str(remote)).returncode == 0
     assert a("sync").returncode == 0
-    return a, remote
+    return root
+
+
+@pytest.fixture
+def project(tmp_path: Path, project_template: Path) -> tuple[GcRunner, Path]:
+    """Machine a: a project's git work tree holding a store, synced to a bare remote."""
+    copy_template(project_template, tmp_path)
+    return GcRunner(tmp_path / "a"), tmp_path / "remote.git"
 
 
 @pytest.mark.parametrize("kind", ["dotdot-name", "dotdot-parts", "gitlink", "absolute", "symlink"])

@@ -22,7 +22,16 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import GcRunner, gc_program
-from tests.test_sync import bare, daemon, git, head, machine, make_id  # noqa: F401 - fixture
+from tests.test_sync import (  # noqa: F401 - fixtures
+    bare,
+    copy_template,
+    daemon,
+    git,
+    head,
+    machine,
+    make_id,
+    pair_template,
+)
 
 assert daemon  # the fixture is used by name
 
@@ -331,14 +340,10 @@ def test_a_fetch_larger_than_sync_max_fetch_bytes_is_refused(pair_remote: tuple)
 
 
 @pytest.fixture
-def pair_remote(tmp_path: Path) -> tuple[GcRunner, GcRunner, str]:
+def pair_remote(tmp_path: Path, request: pytest.FixtureRequest) -> tuple[GcRunner, GcRunner, str]:
     """Machine a (made with `gc init`, pushed to a local-path remote) and b (its clone)."""
-    remote = bare(tmp_path / "remote.git")
-    a, b = machine(tmp_path, "a"), machine(tmp_path, "b")
-    assert a("init").returncode == 0
-    assert a("remote", "add", "origin", str(remote)).returncode == 0
-    assert a("sync").returncode == 0 and b("clone", str(remote)).returncode == 0
-    return a, b, str(remote)
+    copy_template(request.getfixturevalue("pair_template"), tmp_path)
+    return GcRunner(tmp_path / "a"), GcRunner(tmp_path / "b"), str(tmp_path / "remote.git")
 
 
 class Silent:
