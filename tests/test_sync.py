@@ -1007,7 +1007,8 @@ print(json.dumps(ended))
 
 
 def race(runs: list[tuple[GcRunner, list[str]]]) -> list[tuple[int, str, str]]:
-    """Run `gc args` on each machine at once (`RACERS`): exit code, stdout, stderr each."""
+    """Run `gc args` on each machine at once (`RACERS`), in the environment every runner
+    has (the test's, less GC_ variables): exit code, stdout, stderr each."""
     racers = json.dumps([[str(side.cwd), args] for side, args in runs])
     done = subprocess.run([sys.executable, "-c", RACERS, racers], env=runs[0][0].env,
                           capture_output=True, text=True, timeout=120)  # fmt: skip
