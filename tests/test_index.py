@@ -427,6 +427,11 @@ def test_another_users_store_reads_and_refuses_writes_clearly() -> None:
         shutil.rmtree(home)
 
 
+# Rounds of each process (second store opened, a write, a read): a dropped lock fails the
+# index's opening within the first few rounds beside the writer's.
+ROUNDS = 30
+
+
 def test_a_second_store_of_the_same_directory_keeps_the_first_ones_locks(tmp_path: Path) -> None:
     # Closing any descriptor of a file drops every POSIX lock the process holds on it: opening
     # a second Store once opened and closed the index file, silently releasing the first
@@ -435,14 +440,19 @@ def test_a_second_store_of_the_same_directory_keeps_the_first_ones_locks(tmp_pat
     Store.init(tmp_path, agent="a")[0].close()
     first = Store.open(tmp_path, agent="a")
     first.list(type="task")
+    # The writer says when it is about to open the store: this process's rounds start then,
+    # beside the writer's opening and writes, not before the writer is there.
     code = (
-        "import sys\nfrom beads.store import Store\n"
+        "import sys\nfrom beads.store import Store\nprint('opening', flush=True)\n"
         "s = Store.open(sys.argv[1], agent='w')\n"
-        "for i in range(80):\n    s.create('task', f'w{i}')\n"
+        f"for i in range({ROUNDS}):\n    s.create('task', f'w{{i}}')\n"
     )
-    writer = subprocess.Popen([sys.executable, "-c", code, str(tmp_path)])
+    writer = subprocess.Popen(
+        [sys.executable, "-c", code, str(tmp_path)], stdout=subprocess.PIPE, text=True
+    )
     try:
-        for n in range(80):
+        assert writer.stdout is not None and writer.stdout.readline() == "opening\n"
+        for n in range(ROUNDS):
             with Store.open(tmp_path, agent="b") as second:
                 second.list(type="task")
             first.create("task", f"a{n}")
@@ -451,7 +461,7 @@ def test_a_second_store_of_the_same_directory_keeps_the_first_ones_locks(tmp_pat
         assert writer.wait(timeout=120) == 0
         first.close()
     with Store.open(tmp_path, agent="c") as store:
-        assert store.count(type="task") == 160
+        assert store.count(type="task") == 2 * ROUNDS
 
 
 def test_the_event_log_is_written_without_syncing_like_the_index(store: Store) -> None:
