@@ -24,9 +24,10 @@ store.close()
 
 # Enough creates that the writers pack loose objects while they race: each create makes
 # about six objects, and the writers pack once PACK_LOOSE_AT of them are loose (lowered
-# from its default of 1500 so that fewer creates reach it).
-EACH = 20
-PACK_LOOSE_AT = 600
+# from its default of 1500 so that fewer creates reach it): ~480 objects in all, packed
+# once about 50 of the 80 commits are in.
+EACH = 10
+PACK_LOOSE_AT = 300
 
 
 def test_eight_processes_creating_beads_at_once(tmp_path: Path) -> None:
