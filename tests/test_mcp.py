@@ -392,28 +392,28 @@ def test_a_wait_the_client_cancels_ends_at_once(shared: SharedServers) -> None:
 
 
 def test_an_index_rebuilt_between_two_calls_is_the_one_read_next(shared: SharedServers) -> None:
-    dog, cli = shared["dog"], shared.cli
+    mayor, cli = shared["mayor"], shared.cli
     sender = "rebuild-sender"  # of this test only: whose inbox it lists whole at the end
 
     async def scenario() -> None:
-        sent = cli.json("mail", "send", "dog", "original", env={"GC_AGENT": sender})
+        sent = cli.json("mail", "send", "mayor", "original", env={"GC_AGENT": sender})
         message_id = sent["message"]["id"]
-        assert (await call(dog, "mail_peek", message_id=message_id))["message"]["body"] == (
+        assert (await call(mayor, "mail_peek", message_id=message_id))["message"]["body"] == (
             "original"
         )
         # The index gets a wrong row (as a damaged file might hold): served as it is ...
         with sqlite3.connect(shared.project / ".beads" / ".runtime" / "index.sqlite3") as db:
             db.execute("UPDATE beads SET data = replace(data, 'original', 'garbled')")
-        assert (await call(dog, "mail_peek", message_id=message_id))["message"]["body"] == (
+        assert (await call(mayor, "mail_peek", message_id=message_id))["message"]["body"] == (
             "garbled"
         )
         # ... until gc doctor rebuilds it from git into a new file: the next call reads it.
         assert cli("doctor", "--rebuild-index").returncode == 0
-        assert (await call(dog, "mail_peek", message_id=message_id))["message"]["body"] == (
+        assert (await call(mayor, "mail_peek", message_id=message_id))["message"]["body"] == (
             "original"
         )
         # Writes go on through the new file, and the CLI sees them.
-        await call(dog, "mail_reply", message_id=message_id, body="seen")
+        await call(mayor, "mail_reply", message_id=message_id, body="seen")
         assert cli("doctor").returncode == 0
         inbox = cli_json(cli, sender, "mail", "inbox")
         assert [m["body"] for m in inbox["messages"]] == ["seen"]
