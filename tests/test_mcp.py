@@ -77,12 +77,12 @@ def cli_json(gc: GcRunner, agent: str, *args: str) -> dict[str, Any]:
 
 class SharedServers:
     """`gc mcp` servers kept for the module: one per agent, each started on first use, all in
-    one project of the module's, with the event loop their clients live on.
+    one project of the module's, and the one event loop their clients live on between tests.
 
-    A server costs the SDK's import to start (most of a second of CPU). The tests that share
-    these check only what they wrote themselves (a recipient, a sender, a thread of their
-    own), never what else the store holds; a test that lists an agent's mail, threads or
-    decisions whole starts its own servers on a new store (`project`, `served`).
+    Starting a server costs the MCP SDK's import, far more than any tool call. The tests that
+    share these check only what they wrote themselves (a recipient, a sender, a thread of
+    their own), never what else the store holds; a test that lists an agent's mail, threads
+    or decisions whole starts its own servers on a new store (`project`, `served`).
     """
 
     def __init__(self, runner: asyncio.Runner, project: Path, log: Path) -> None:
