@@ -59,8 +59,10 @@ def _walk(
     command: click.Command, name: str, parent: click.Context | None
 ) -> Iterator[tuple[str, click.Context]]:
     """`(full name, context)` of `command` and, under a group, of every subcommand."""
-    ctx = click.Context(command, info_name=name, parent=parent, terminal_width=WIDTH,
-                        max_content_width=WIDTH)  # fmt: skip
+    # The command's own context settings (`-h` as well as `--help`), as `make_context` applies
+    # them when the command runs; a subcommand's context inherits them from its parent's.
+    options = {**command.context_settings, "terminal_width": WIDTH, "max_content_width": WIDTH}
+    ctx = click.Context(command, info_name=name, parent=parent, **options)
     yield ctx.command_path, ctx
     if isinstance(command, click.Group):
         for sub_name in command.list_commands(ctx):

@@ -9,6 +9,8 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -426,10 +428,19 @@ def corpus(name: str) -> list[tuple[str, str]]:
 
 
 @pytest.fixture(scope="module")
-def corpus_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def corpus_dir() -> Iterator[Path]:
+    """A directory below /tmp, wherever TMPDIR points: the corpus's answers are written for a
+    work tree and a home there (`rm -rf /tmp/*` removes them both)."""
+    where = Path(tempfile.mkdtemp(prefix="gc-corpus-", dir="/tmp"))
+    yield where
+    shutil.rmtree(where, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def corpus_tree(corpus_dir: Path) -> Path:
     """The situation the corpus assumes: a work tree on main with a change not committed, a
     branch `topic` not merged and a branch `done` merged, a store, $HOME elsewhere."""
-    where = tmp_path_factory.mktemp("corpus") / "project"
+    where = corpus_dir / "project"
     where.mkdir()
     git(where, "init", "-q", "-b", "main")
     git(where, "config", "user.email", "t@example.com")
@@ -449,11 +460,14 @@ def corpus_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def corpus_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path / "home"
-    home.mkdir()
+def corpus_home(corpus_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The corpus's $HOME (made once: the gate only reads it), and TMPDIR unset: `$TMPDIR`
+    in a command then means /tmp, as the corpus is written."""
+    home = corpus_dir / "home"
+    home.mkdir(exist_ok=True)
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.delenv("XDG_DATA_HOME", raising=False)
+    monkeypatch.delenv("TMPDIR", raising=False)
     return home
 
 

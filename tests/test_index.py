@@ -173,13 +173,25 @@ def test_a_bead_file_written_by_another_tool_is_used_as_git_holds_it(store: Stor
 # -- a damaged index ----------------------------------------------------------------------
 
 
-def many_beads(root: Path, count: int = 300) -> list[str]:
+@pytest.fixture(scope="module")
+def many_beads_template(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
+    """A store of 300 tasks (an index of many pages), made once for the module: its `.beads`
+    and the tasks' ids."""
+    root = tmp_path_factory.mktemp("many-beads")
     store, _ = Store.init(root, agent="tester")
     with store.batch() as batch:
         ids = [
-            batch.create("task", f"bead {n}", "body " * 40, assignee="dog").id for n in range(count)
+            batch.create("task", f"bead {n}", "body " * 40, assignee="dog").id for n in range(300)
         ]
     store.close()  # the last connection checkpoints the WAL into the file
+    return root / ".beads", ids
+
+
+@pytest.fixture
+def many_beads(tmp_path: Path, many_beads_template: tuple[Path, list[str]]) -> list[str]:
+    """A copy of the store of 300 tasks in `tmp_path`; the tasks' ids."""
+    template, ids = many_beads_template
+    shutil.copytree(template, tmp_path / ".beads", symlinks=True)
     return ids
 
 
@@ -200,8 +212,10 @@ def damage_inner_page(root: Path) -> None:
     db.close()
 
 
-def test_a_damaged_page_found_by_a_list_is_rebuilt_from_git(tmp_path: Path) -> None:
-    ids = many_beads(tmp_path)
+def test_a_damaged_page_found_by_a_list_is_rebuilt_from_git(
+    tmp_path: Path, many_beads: list[str]
+) -> None:
+    ids = many_beads
     damage_inner_page(tmp_path / ".beads")
     result = GcRunner(tmp_path).json("bead", "list", "--limit", "1000")
     assert result["ok"], result
@@ -209,8 +223,9 @@ def test_a_damaged_page_found_by_a_list_is_rebuilt_from_git(tmp_path: Path) -> N
 
 
 @pytest.mark.parametrize("options", [(), ("--rebuild-index",)])
-def test_doctor_recovers_a_damaged_page(tmp_path: Path, options: tuple[str, ...]) -> None:
-    many_beads(tmp_path)
+def test_doctor_recovers_a_damaged_page(
+    tmp_path: Path, many_beads: list[str], options: tuple[str, ...]
+) -> None:
     damage_inner_page(tmp_path / ".beads")
     result = GcRunner(tmp_path)("doctor", *options)
     assert result.returncode == 0, result.stderr
@@ -226,8 +241,8 @@ def test_rebuild_index_starts_from_a_new_file(store: Store) -> None:
     assert [b.title for b in store.list()] == ["one"]
 
 
-def test_the_hook_reader_recovers_a_damaged_page(tmp_path: Path) -> None:
-    ids = many_beads(tmp_path)
+def test_the_hook_reader_recovers_a_damaged_page(tmp_path: Path, many_beads: list[str]) -> None:
+    ids = many_beads
     damage_inner_page(tmp_path / ".beads")
     with IndexReader(tmp_path / ".beads") as reader:
         rows = reader.index.query(Query(assignee="dog", limit=None))
@@ -254,8 +269,7 @@ def test_a_row_that_does_not_decode_is_rebuilt(tmp_path: Path, damage: str) -> N
         assert reopened.prefix == "gc"
 
 
-def test_a_damaged_index_without_a_store_says_so(tmp_path: Path) -> None:
-    many_beads(tmp_path)
+def test_a_damaged_index_without_a_store_says_so(tmp_path: Path, many_beads: list[str]) -> None:
     damage_inner_page(tmp_path / ".beads")
     index = Index(index_file(tmp_path / ".beads"))
     with pytest.raises(IndexDamaged, match="damaged.*gc doctor --rebuild-index"):
@@ -427,6 +441,11 @@ def test_another_users_store_reads_and_refuses_writes_clearly() -> None:
         shutil.rmtree(home)
 
 
+# Rounds of each process (second store opened, a write, a read): a dropped lock fails the
+# index's opening within the first few rounds beside the writer's.
+ROUNDS = 30
+
+
 def test_a_second_store_of_the_same_directory_keeps_the_first_ones_locks(tmp_path: Path) -> None:
     # Closing any descriptor of a file drops every POSIX lock the process holds on it: opening
     # a second Store once opened and closed the index file, silently releasing the first
@@ -435,14 +454,19 @@ def test_a_second_store_of_the_same_directory_keeps_the_first_ones_locks(tmp_pat
     Store.init(tmp_path, agent="a")[0].close()
     first = Store.open(tmp_path, agent="a")
     first.list(type="task")
+    # The writer says when it is about to open the store: this process's rounds start then,
+    # beside the writer's opening and writes, not before the writer is there.
     code = (
-        "import sys\nfrom beads.store import Store\n"
+        "import sys\nfrom beads.store import Store\nprint('opening', flush=True)\n"
         "s = Store.open(sys.argv[1], agent='w')\n"
-        "for i in range(80):\n    s.create('task', f'w{i}')\n"
+        f"for i in range({ROUNDS}):\n    s.create('task', f'w{{i}}')\n"
     )
-    writer = subprocess.Popen([sys.executable, "-c", code, str(tmp_path)])
+    writer = subprocess.Popen(
+        [sys.executable, "-c", code, str(tmp_path)], stdout=subprocess.PIPE, text=True
+    )
     try:
-        for n in range(80):
+        assert writer.stdout is not None and writer.stdout.readline() == "opening\n"
+        for n in range(ROUNDS):
             with Store.open(tmp_path, agent="b") as second:
                 second.list(type="task")
             first.create("task", f"a{n}")
@@ -451,7 +475,7 @@ def test_a_second_store_of_the_same_directory_keeps_the_first_ones_locks(tmp_pat
         assert writer.wait(timeout=120) == 0
         first.close()
     with Store.open(tmp_path, agent="c") as store:
-        assert store.count(type="task") == 160
+        assert store.count(type="task") == 2 * ROUNDS
 
 
 def test_the_event_log_is_written_without_syncing_like_the_index(store: Store) -> None:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -65,14 +67,31 @@ def varied_store(root: Path) -> Store:
     return Store.open(root)
 
 
+@pytest.fixture(scope="module")
+def varied_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The `.beads` of a `varied_store`, made once for the module."""
+    root = tmp_path_factory.mktemp("varied")
+    varied_store(root).close()
+    return root / ".beads"
+
+
+@pytest.fixture
+def varied(tmp_path: Path, varied_template: Path) -> Iterator[Store]:
+    """A copy of the varied store in `tmp_path`, opened."""
+    shutil.copytree(varied_template, tmp_path / ".beads", symlinks=True)
+    opened = Store.open(tmp_path)
+    yield opened
+    opened.close()
+
+
 def rebuilt(store: Store) -> None:
     with store.locked():
         store.index.drop_file()
         store.refresh()
 
 
-def test_a_rebuild_equals_the_index_built_commit_by_commit(tmp_path: Path) -> None:
-    store = varied_store(tmp_path)
+def test_a_rebuild_equals_the_index_built_commit_by_commit(varied: Store) -> None:
+    store = varied
     before = snapshot(store)
     assert len(before["beads"]) == 30 and len(before["invalid"]) == 1
     rebuilt(store)
@@ -110,9 +129,9 @@ def test_a_small_store_is_read_without_starting_the_git_program(
 
 
 def test_the_rebuild_reads_git_with_or_without_the_git_program(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    varied: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store = varied_store(tmp_path)
+    store = varied
     before = snapshot(store)
     used = []
     real = reconcile.git_file_contents
@@ -134,9 +153,9 @@ def test_the_rebuild_reads_git_with_or_without_the_git_program(
 
 
 def test_a_git_that_cannot_read_the_store_falls_back_to_dulwich(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, varied: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store = varied_store(tmp_path)
+    store = varied
     before = snapshot(store)
     fake = tmp_path / "bin"
     fake.mkdir()
@@ -148,8 +167,8 @@ def test_a_git_that_cannot_read_the_store_falls_back_to_dulwich(
     store.close()
 
 
-def test_doctor_rebuild_index_reports_the_count_and_a_clean_store(tmp_path: Path) -> None:
-    store = varied_store(tmp_path)
+def test_doctor_rebuild_index_reports_the_count_and_a_clean_store(varied: Store) -> None:
+    store = varied
     before = snapshot(store)
     report = doctor(store, rebuild_index=True)
     assert snapshot(store) == before
@@ -160,9 +179,9 @@ def test_doctor_rebuild_index_reports_the_count_and_a_clean_store(tmp_path: Path
 
 
 def test_a_rebuild_that_fails_midway_leaves_no_half_index(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, varied: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store = varied_store(tmp_path)
+    store = varied
     before = snapshot(store)
     real = reconcile._read_bead
     calls = [0]
@@ -188,9 +207,11 @@ def test_a_rebuild_that_fails_midway_leaves_no_half_index(
 
 
 def test_progress_is_shown_on_a_terminal_only(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    varied: Store,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
-    store = varied_store(tmp_path)
+    store = varied
     seen: list[int] = []
     monkeypatch.setattr(reconcile, "PROGRESS_EVERY", 10)
     with store.locked():
@@ -221,9 +242,9 @@ def test_progress_is_shown_on_a_terminal_only(
 
 
 def test_a_rebuild_holds_one_chunk_of_beads_at_a_time(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    varied: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store = varied_store(tmp_path)
+    store = varied
     monkeypatch.setattr("beads.index.rebuild.REBUILD_CHUNK", 4)
     sizes: list[int] = []
     real = sqlite3.Connection.executemany
@@ -250,8 +271,8 @@ def test_a_rebuild_holds_one_chunk_of_beads_at_a_time(
     store.close()
 
 
-def test_doctor_meets_a_damaged_row_and_rebuilds(tmp_path: Path) -> None:
-    store = varied_store(tmp_path)
+def test_doctor_meets_a_damaged_row_and_rebuilds(varied: Store) -> None:
+    store = varied
     before = snapshot(store)
     store.index.db.execute("UPDATE beads SET data = 'not json' WHERE rowid = 3")
     doctor(store)  # reads every row: the damaged one makes it rebuild the index from git
@@ -286,14 +307,13 @@ def test_a_file_in_another_layout_is_indexed_as_its_bead(store: Store) -> None:
 
 
 def damage_a_beads_blob(gc, how: str, before=None) -> tuple[Path, str]:
-    """Two beads through the CLI; the second bead's loose blob then holds another loose
-    object's bytes (whole, valid zlib, the wrong hash: what a power cut can leave) or is cut
-    short, and the index is deleted (`before(root)` runs just before the damage). Returns
-    the store's root and the damaged bead's title."""
+    """Two beads through the CLI, in the new store of `gc` (`gc_store`'s); the second bead's
+    loose blob then holds another loose object's bytes (whole, valid zlib, the wrong hash:
+    what a power cut can leave) or is cut short, and the index is deleted (`before(root)`
+    runs just before the damage). Returns the store's root and the damaged bead's title."""
     from beads.git.objects import BLOB, loose_ids, read_loose
     from tests.conftest import git
 
-    assert gc("init").returncode == 0
     assert gc("bead", "create", "--type", "task", "--title", "first").returncode == 0
     root = gc.cwd / ".beads"
     git("repack", "-a", "-d", "-q", cwd=root)  # the first bead's objects now in a pack
@@ -329,10 +349,11 @@ def reader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> s
 
 @pytest.mark.parametrize("how", ["misnamed", "cut-short"])
 def test_a_damaged_blob_never_drops_its_bead_and_doctor_restores_it_from_the_view(
-    gc, how: str, reader: str
+    gc_store, how: str, reader: str
 ) -> None:
     from tests.conftest import git
 
+    gc = gc_store  # in a store as `gc init` makes it
     root, title = damage_a_beads_blob(gc, how)
     listed = gc("bead", "list", "--json")
     if listed.returncode == 0:  # listed, restored: never listed without it
@@ -350,12 +371,12 @@ def test_a_damaged_blob_never_drops_its_bead_and_doctor_restores_it_from_the_vie
 
 
 def test_a_file_entry_naming_a_tree_is_a_damaged_object_not_an_internal_error(
-    gc, reader: str
+    gc_store, reader: str
 ) -> None:
     # Another tool commits a tree whose file entry names a tree object; the index is lost.
     from tests.conftest import git
 
-    assert gc("init").returncode == 0
+    gc = gc_store  # in a store as `gc init` makes it
     root = gc.cwd / ".beads"
     top = git("rev-parse", "HEAD^{tree}", cwd=root).strip()
     raw = subprocess.run(
@@ -376,10 +397,11 @@ def test_a_file_entry_naming_a_tree_is_a_damaged_object_not_an_internal_error(
 
 
 def test_a_damaged_blob_missing_from_the_view_and_the_packs_is_restored_from_a_remote(
-    gc, tmp_path: Path
+    gc_store, tmp_path: Path
 ) -> None:
     from tests.conftest import git
 
+    gc = gc_store  # in a store as `gc init` makes it
     peer = tmp_path / "peer.git"
     git("init", "-q", "--bare", "-b", "main", str(peer), cwd=tmp_path)
 

@@ -91,7 +91,7 @@ def upward_names(layer: str, source: str) -> list[str]:
 
 def upward_names_in(layer: str, nodes: tuple[ast.AST, ...]) -> list[str]:
     """`upward_names` of a module given as every node of its tree."""
-    skipped = _docstrings(nodes) | _group_names(nodes)
+    skipped: set[int] | None = None  # docstrings and group names, found once a string needs it
     found = []
 
     def above(name: str) -> bool:
@@ -107,11 +107,12 @@ def upward_names_in(layer: str, nodes: tuple[ast.AST, ...]) -> list[str]:
             if node.module and above(node.module):
                 found.append(f"from {node.module}")
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-            if id(node) in skipped:
-                continue
             text = node.value.strip()
             if above(text) and names_module(text):
-                found.append(repr(text))
+                if skipped is None:
+                    skipped = _docstrings(nodes) | _group_names(nodes)
+                if id(node) not in skipped:
+                    found.append(repr(text))
     return found
 
 

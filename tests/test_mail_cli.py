@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -12,9 +13,17 @@ from tests.conftest import GcRunner, git
 SCRIPT = Path(__file__).parent / "mailscripts" / "jsonmail"
 
 
-@pytest.fixture
-def town(gc: GcRunner) -> GcRunner:
+@pytest.fixture(scope="session")
+def example_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A store as `gc init --example` makes it, made once a session (per xdist worker)."""
+    gc = GcRunner(tmp_path_factory.mktemp("example-template"))
     assert gc("init", "--example").returncode == 0
+    return gc.cwd / ".beads"
+
+
+@pytest.fixture
+def town(gc: GcRunner, example_template: Path) -> GcRunner:
+    shutil.copytree(example_template, gc.cwd / ".beads", symlinks=True)  # `gc init --example`
     return gc
 
 

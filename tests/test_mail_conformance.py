@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import shlex
 import shutil
@@ -11,6 +13,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 
 from beads.store import Store
 from mail.beadmail import BeadMail
@@ -35,15 +38,30 @@ def case_lines(stdout: str) -> dict[str, tuple[str, bool, str]]:
     return {m.group(2): (m.group(1), bool(m.group(3)), m.group(4) or "") for m in lines if m}
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def users_script_run(tmp_path_factory: pytest.TempPathFactory) -> subprocess.CompletedProcess:
-    """`gc mail conformance --strict` against the real jsonmail script, run once: its case
-    lines are the exec provider's results in `test_conformance` too."""
-    where = tmp_path_factory.mktemp("users-script")
-    return GcRunner(where)(
-        "mail", "conformance", "--strict", str(SCRIPT),
-        env={"JSONMAIL_FILE": str(where / "m.json")},
-    )  # fmt: skip
+    """`gc mail conformance --strict` against the real jsonmail script, run once a test run:
+    its case lines are the exec provider's results in `test_conformance` too. Under xdist the
+    first worker to need it runs it and the others read what it printed, from the directory
+    the workers' temporary directories share (pytest-xdist's recipe for a run-once fixture)."""
+
+    def run() -> subprocess.CompletedProcess:
+        where = tmp_path_factory.mktemp("users-script")
+        return GcRunner(where)(
+            "mail", "conformance", "--strict", str(SCRIPT),
+            env={"JSONMAIL_FILE": str(where / "m.json")},
+        )  # fmt: skip
+
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        return run()
+    shared = tmp_path_factory.getbasetemp().parent / "users-script-run.json"
+    with FileLock(f"{shared}.lock"):
+        if shared.exists():
+            return subprocess.CompletedProcess(**json.loads(shared.read_text()))
+        result = run()
+        fields = ("args", "returncode", "stdout", "stderr")
+        shared.write_text(json.dumps({name: getattr(result, name) for name in fields}))
+        return result
 
 
 @pytest.fixture(params=["fake", "beadmail", "exec"])

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -24,12 +25,21 @@ from tests.test_mail_conformance import conformance_results
 SCRIPT = Path(__file__).parent / "mailscripts" / "jsonmail"
 
 
-@pytest.fixture
-def town(gc: GcRunner) -> GcRunner:
+@pytest.fixture(scope="session")
+def town_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A store with a rig and two agents, made once a session (per xdist worker) by `gc init`
+    and `gc config set`; `town` copies it (four commands' commits, made once)."""
+    gc = GcRunner(tmp_path_factory.mktemp("town-template"))
     assert gc("init").returncode == 0
-    gc("config", "set", "rigs.myrig", '["polecat", "witness"]')
-    gc("config", "set", "agents.mayor", "{}")
-    gc("config", "set", "agents.dog", "{}")
+    for key, value in (("rigs.myrig", '["polecat", "witness"]'), ("agents.mayor", "{}"),
+                       ("agents.dog", "{}")):  # fmt: skip
+        assert gc("config", "set", key, value).returncode == 0
+    return gc.cwd / ".beads"
+
+
+@pytest.fixture
+def town(gc: GcRunner, town_template: Path) -> GcRunner:
+    shutil.copytree(town_template, gc.cwd / ".beads", symlinks=True)
     return gc
 
 
@@ -379,15 +389,15 @@ class City:
 
 
 @pytest.fixture(params=["beadmail", "jsonmail"])
-def city(gc: GcRunner, tmp_path: Path, request: pytest.FixtureRequest) -> City:
+def city(gc_store: GcRunner, tmp_path: Path, request: pytest.FixtureRequest) -> City:
+    """The city's directory: its city.toml, and a store as `gc init` makes it (a copy)."""
     env: dict[str, str] = {}
     mail = ""
     if request.param == "jsonmail":
         env["JSONMAIL_FILE"] = str(tmp_path / "mail.json")
         mail = f'\n[mail]\nprovider = "exec:{SCRIPT}"\n'
-    (gc.cwd / "city.toml").write_text(CITY_TOML.format(mail=mail))
-    assert gc("init").returncode == 0
-    return City(gc, env)
+    (gc_store.cwd / "city.toml").write_text(CITY_TOML.format(mail=mail))
+    return City(gc_store, env)
 
 
 def test_a_person_and_an_agent_exchange_mail_in_gcs_words(city: City) -> None:

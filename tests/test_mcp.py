@@ -4,12 +4,14 @@ an index replaced by `gc doctor --rebuild-index` between two calls."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import sys
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, TextIO
@@ -71,6 +73,73 @@ def cli_json(gc: GcRunner, agent: str, *args: str) -> dict[str, Any]:
     reply = gc.json(*args, env={"GC_AGENT": agent})
     del reply["command"]
     return reply
+
+
+class SharedServers:
+    """`gc mcp` servers kept for the module: one per agent, each started on first use, all in
+    one project of the module's, and the one event loop their clients live on between tests.
+
+    Starting a server costs the MCP SDK's import, far more than any tool call. The tests that
+    share these check only what they wrote themselves (a recipient, a sender, a thread of
+    their own), never what else the store holds; a test that lists an agent's mail, threads
+    or decisions whole starts its own servers on a new store (`project`, `served`).
+    """
+
+    def __init__(self, runner: asyncio.Runner, project: Path, log: Path) -> None:
+        self.runner = runner
+        self.project = project
+        self.cli = GcRunner(project)
+        self.log = log  # the servers' stderr
+        self._clients: dict[str, Client] = {}
+        self._held: list[asyncio.Task[None]] = []
+        self._stop = asyncio.Event()
+
+    def __getitem__(self, agent: str) -> Client:
+        """The client of `agent`'s server (outside a scenario: it may start the server)."""
+        if agent not in self._clients:
+            loop = self.runner.get_loop()
+            ready: asyncio.Future[Client] = loop.create_future()
+            self._held.append(loop.create_task(self._hold(agent, ready)))
+            self._clients[agent] = self.runner.run(_awaited(ready))
+        return self._clients[agent]
+
+    async def _hold(self, agent: str, ready: asyncio.Future[Client]) -> None:
+        try:
+            with self.log.open("a") as errlog:
+                async with served(self.project, agent, errlog=errlog) as client:
+                    ready.set_result(client)
+                    await self._stop.wait()
+        except BaseException as exc:
+            if not ready.done():
+                ready.set_exception(exc)
+            raise
+
+    def run(self, scenario: Callable[[], Coroutine[Any, Any, None]]) -> None:
+        """Run a test's scenario on the servers' event loop."""
+        self.runner.run(scenario())
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._held:
+            self.runner.run(asyncio.wait(self._held))
+
+
+async def _awaited(future: asyncio.Future[Client]) -> Client:
+    return await future
+
+
+@pytest.fixture(scope="module")
+def shared(
+    tmp_path_factory: pytest.TempPathFactory, gc_init_template: Path
+) -> Iterator[SharedServers]:
+    where = tmp_path_factory.mktemp("mcp-shared")
+    shutil.copytree(gc_init_template, where / "project" / ".beads", symlinks=True)
+    with asyncio.Runner() as runner:
+        servers = SharedServers(runner, where / "project", where / "servers.log")
+        try:
+            yield servers
+        finally:
+            servers.close()
 
 
 def test_mail_tools_act_as_the_sessions_agent_and_answer_as_the_cli_does(
@@ -254,131 +323,135 @@ def test_inbox_items_decisions_and_resources(project: Path, gc_store: GcRunner) 
         store.close()
 
 
-def test_bad_arguments_are_clear_tool_errors_and_change_nothing(project: Path) -> None:
-    store = Store.open(project)
+def test_bad_arguments_are_clear_tool_errors_and_change_nothing(shared: SharedServers) -> None:
+    mayor = shared["mayor"]
+    store = Store.open(shared.project)
     head = store.git.head()
     store.close()
 
     async def scenario() -> None:
-        async with served(project, "mayor") as mayor:
-            tools = (await mayor.list_tools()).tools
-            assert len(tools) == 25
-            for tool in tools:
-                assert tool.description and tool.input_schema["type"] == "object"
-                assert not {"agent", "from", "sender"} & set(tool.input_schema["properties"])
-            cases = [
-                ("mail_send", {"to": ["dog"], "from": "cat", "body": "x"}, "from: Extra"),
-                ("mail_send", {"to": [], "body": "x"}, "to: List should have at least 1"),
-                ("mail_send", {"to": ["dog"], "priority": 9, "body": "x"}, "priority:"),
-                ("mail_send", {"to": ["../x"], "body": "x"}, "recipient"),
-                ("mail_send", {"to": ["dog"]}, "nothing to send"),
-                ("mail_read", {}, "message_id: Field required"),
-                ("thread_claim", {"thread_id": "t", "lease_seconds": "soon"}, "lease_seconds"),
-                ("thread_send", {"subject": "x", "kind": "gossip"}, "kind:"),
-                ("thread_show", {"thread_id": "gc-zzzzzzzz"}, "no thread"),
-                ("inbox_peek", {"item_id": "x"}, "item_id:"),
-                ("no_such_tool", {}, "no tool 'no_such_tool'"),
-            ]
-            for tool, args, says in cases:
-                result = await mayor.call_tool(tool, args)
-                body = json.loads(result.content[0].text)
-                assert result.is_error and body["ok"] is False, (tool, args)
-                assert says in body["error"]["message"], body
-                assert body["error"]["code"] in ("invalid_input", "not_found")
-                assert "Traceback" not in result.content[0].text
-                assert "\n" not in body["error"]["message"]
+        tools = (await mayor.list_tools()).tools
+        assert len(tools) == 25
+        for tool in tools:
+            assert tool.description and tool.input_schema["type"] == "object"
+            assert not {"agent", "from", "sender"} & set(tool.input_schema["properties"])
+        cases = [
+            ("mail_send", {"to": ["dog"], "from": "cat", "body": "x"}, "from: Extra"),
+            ("mail_send", {"to": [], "body": "x"}, "to: List should have at least 1"),
+            ("mail_send", {"to": ["dog"], "priority": 9, "body": "x"}, "priority:"),
+            ("mail_send", {"to": ["../x"], "body": "x"}, "recipient"),
+            ("mail_send", {"to": ["dog"]}, "nothing to send"),
+            ("mail_read", {}, "message_id: Field required"),
+            ("thread_claim", {"thread_id": "t", "lease_seconds": "soon"}, "lease_seconds"),
+            ("thread_send", {"subject": "x", "kind": "gossip"}, "kind:"),
+            ("thread_show", {"thread_id": "gc-zzzzzzzz"}, "no thread"),
+            ("inbox_peek", {"item_id": "x"}, "item_id:"),
+            ("no_such_tool", {}, "no tool 'no_such_tool'"),
+        ]
+        for tool, args, says in cases:
+            result = await mayor.call_tool(tool, args)
+            body = json.loads(result.content[0].text)
+            assert result.is_error and body["ok"] is False, (tool, args)
+            assert says in body["error"]["message"], body
+            assert body["error"]["code"] in ("invalid_input", "not_found")
+            assert "Traceback" not in result.content[0].text
+            assert "\n" not in body["error"]["message"]
 
-    run(scenario)
-    store = Store.open(project)
+    shared.run(scenario)
+    store = Store.open(shared.project)
     try:
         assert store.git.head() == head
     finally:
         store.close()
 
 
-def test_a_wait_the_client_cancels_ends_at_once(project: Path, tmp_path: Path) -> None:
-    log_path = tmp_path / "server.log"
+def test_a_wait_the_client_cancels_ends_at_once(shared: SharedServers) -> None:
+    mayor = shared["mayor"]
+    said_before = shared.log.stat().st_size
+
+    def said() -> str:
+        """What the servers wrote to stderr during this test."""
+        with shared.log.open() as log:
+            log.seek(said_before)
+            return log.read()
 
     async def scenario() -> None:
-        with log_path.open("w") as errlog:
-            async with served(project, "mayor", errlog=errlog) as mayor:
-                made = await call(mayor, "thread_send", subject="Wait on me")
-                thread_id = made["thread"]["thread_id"]
-                with anyio.move_on_after(0.5) as scope:  # the client gives up: it cancels
-                    await call(mayor, "thread_wait_reply", thread_id=thread_id,
-                               timeout_seconds=3000)  # fmt: skip
-                assert scope.cancelled_caught
-                with anyio.fail_after(DEADLINE):
-                    while "cancelled by the client" not in log_path.read_text():
-                        await anyio.sleep(0.05)
-                # The server goes on serving.
-                assert (await call(mayor, "mail_count"))["ok"] is True
+        made = await call(mayor, "thread_send", subject="Wait on me")
+        thread_id = made["thread"]["thread_id"]
+        with anyio.move_on_after(0.5) as scope:  # the client gives up: it cancels
+            await call(mayor, "thread_wait_reply", thread_id=thread_id,
+                       timeout_seconds=3000)  # fmt: skip
+        assert scope.cancelled_caught
+        with anyio.fail_after(DEADLINE):
+            while "cancelled by the client" not in said():
+                await anyio.sleep(0.05)
+        # The server goes on serving.
+        assert (await call(mayor, "mail_count"))["ok"] is True
 
-    run(scenario)
+    shared.run(scenario)
 
 
-def test_an_index_rebuilt_between_two_calls_is_the_one_read_next(
-    project: Path, gc_store: GcRunner
-) -> None:
+def test_an_index_rebuilt_between_two_calls_is_the_one_read_next(shared: SharedServers) -> None:
+    mayor, cli = shared["mayor"], shared.cli
+    sender = "rebuild-sender"  # of this test only: whose inbox it lists whole at the end
+
     async def scenario() -> None:
-        async with served(project, "dog") as dog:
-            sent = gc_store.json("mail", "send", "dog", "original", env={"GC_AGENT": "mayor"})
-            message_id = sent["message"]["id"]
-            assert (await call(dog, "mail_peek", message_id=message_id))["message"]["body"] == (
-                "original"
-            )
-            # The index gets a wrong row (as a damaged file might hold): served as it is ...
-            with sqlite3.connect(project / ".beads" / ".runtime" / "index.sqlite3") as db:
-                db.execute("UPDATE beads SET data = replace(data, 'original', 'garbled')")
-            assert (await call(dog, "mail_peek", message_id=message_id))["message"]["body"] == (
-                "garbled"
-            )
-            # ... until gc doctor rebuilds it from git into a new file: the next call reads it.
-            assert gc_store("doctor", "--rebuild-index").returncode == 0
-            assert (await call(dog, "mail_peek", message_id=message_id))["message"]["body"] == (
-                "original"
-            )
-            # Writes go on through the new file, and the CLI sees them.
-            await call(dog, "mail_reply", message_id=message_id, body="seen")
-            assert gc_store("doctor").returncode == 0
-        inbox = cli_json(gc_store, "mayor", "mail", "inbox")
+        sent = cli.json("mail", "send", "mayor", "original", env={"GC_AGENT": sender})
+        message_id = sent["message"]["id"]
+        assert (await call(mayor, "mail_peek", message_id=message_id))["message"]["body"] == (
+            "original"
+        )
+        # The index gets a wrong row (as a damaged file might hold): served as it is ...
+        with sqlite3.connect(shared.project / ".beads" / ".runtime" / "index.sqlite3") as db:
+            db.execute("UPDATE beads SET data = replace(data, 'original', 'garbled')")
+        assert (await call(mayor, "mail_peek", message_id=message_id))["message"]["body"] == (
+            "garbled"
+        )
+        # ... until gc doctor rebuilds it from git into a new file: the next call reads it.
+        assert cli("doctor", "--rebuild-index").returncode == 0
+        assert (await call(mayor, "mail_peek", message_id=message_id))["message"]["body"] == (
+            "original"
+        )
+        # Writes go on through the new file, and the CLI sees them.
+        await call(mayor, "mail_reply", message_id=message_id, body="seen")
+        assert cli("doctor").returncode == 0
+        inbox = cli_json(cli, sender, "mail", "inbox")
         assert [m["body"] for m in inbox["messages"]] == ["seen"]
 
-    run(scenario)
+    shared.run(scenario)
 
 
-def test_two_servers_and_the_cli_writing_at_once_lose_nothing(
-    project: Path, gc_store: GcRunner
-) -> None:
+def test_two_servers_and_the_cli_writing_at_once_lose_nothing(shared: SharedServers) -> None:
     sends = 8
     acked: list[str] = []
+    to = "at-once-recipient"  # of this test only: its inbox is listed whole at the end
+    writers = {agent: shared[agent] for agent in ("mayor", "dog")}
 
     async def scenario() -> None:
         async def server_sends(agent: str) -> None:
-            async with served(project, agent) as client:
-                for n in range(sends):
-                    reply = await call(client, "mail_send", to=["dog"], body=f"{agent} {n}")
-                    acked.append(reply["message"]["id"])
+            for n in range(sends):
+                reply = await call(writers[agent], "mail_send", to=[to], body=f"{agent} {n}")
+                acked.append(reply["message"]["id"])
 
         async def cli_sends() -> None:
             for n in range(sends):
                 result = await anyio.run_process(
-                    [gc_program(), "--json", "mail", "send", "dog", f"cli {n}"],
-                    cwd=project,
-                    env={**gc_store.env, "GC_AGENT": "cat"},  # fmt: skip
+                    [gc_program(), "--json", "mail", "send", to, f"cli {n}"],
+                    cwd=shared.project,
+                    env={**shared.cli.env, "GC_AGENT": "cat"},  # fmt: skip
                 )
                 acked.append(json.loads(result.stdout)["message"]["id"])
 
         async with anyio.create_task_group() as group:
             group.start_soon(server_sends, "mayor")
-            group.start_soon(server_sends, "cat")
+            group.start_soon(server_sends, "dog")
             group.start_soon(cli_sends)
 
-    run(scenario)
+    shared.run(scenario)
     assert len(set(acked)) == 3 * sends
-    inbox = cli_json(gc_store, "dog", "mail", "inbox")
+    inbox = cli_json(shared.cli, to, "mail", "inbox")
     assert sorted(m["id"] for m in inbox["messages"]) == sorted(acked)
-    assert gc_store("doctor").returncode == 0
+    assert shared.cli("doctor").returncode == 0
 
 
 def _children_running(argument: str) -> list[int]:
@@ -395,9 +468,8 @@ def _children_running(argument: str) -> list[int]:
     return found
 
 
-def test_a_server_killed_mid_write_loses_nothing_it_acknowledged(
-    project: Path, gc_store: GcRunner
-) -> None:
+def test_a_server_killed_mid_write_loses_nothing_it_acknowledged(shared: SharedServers) -> None:
+    project, cli = shared.project, shared.cli
     acked: list[str] = []
 
     async def scenario() -> None:
@@ -423,17 +495,18 @@ def test_a_server_killed_mid_write_loses_nothing_it_acknowledged(
         except Exception:  # the connection dies with the server: what it said is kept
             pass
 
-    run(scenario)
+    shared.run(scenario)
     assert len(acked) >= 5
-    assert gc_store("doctor").returncode == 0  # the store is whole
-    inbox = cli_json(gc_store, "dog", "mail", "inbox")
+    assert cli("doctor").returncode == 0  # the store is whole
+    inbox = cli_json(cli, "dog", "mail", "inbox")
     assert set(acked) <= {m["id"] for m in inbox["messages"]}
 
-    async def again() -> None:  # and the next server writes (no lock is left behind)
-        async with served(project, "mayor") as mayor:
-            assert (await call(mayor, "mail_send", to=["dog"], body="after"))["ok"] is True
+    mayor = shared["mayor"]
 
-    run(again)
+    async def again() -> None:  # and another server writes (no lock is left behind)
+        assert (await call(mayor, "mail_send", to=["dog"], body="after"))["ok"] is True
+
+    shared.run(again)
 
 
 def test_without_a_store_or_the_extra_gc_mcp_says_so_in_one_line(

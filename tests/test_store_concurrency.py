@@ -5,7 +5,6 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 from beads import doctor
 from beads.store import Store
@@ -25,9 +24,10 @@ store.close()
 
 # Enough creates that the writers pack loose objects while they race: each create makes
 # about six objects, and the writers pack once PACK_LOOSE_AT of them are loose (lowered
-# from its default of 1500 so that fewer creates reach it).
-EACH = 20
-PACK_LOOSE_AT = 600
+# from its default of 1500 so that fewer creates reach it): ~480 objects in all, packed
+# once about 50 of the 80 commits are in.
+EACH = 10
+PACK_LOOSE_AT = 300
 
 
 def test_eight_processes_creating_beads_at_once(tmp_path: Path) -> None:
@@ -67,31 +67,36 @@ def test_eight_processes_creating_beads_at_once(tmp_path: Path) -> None:
     assert len([f for f in files if f.startswith("tasks/")]) == 8 * EACH
 
 
-def _open_sessions_dbs(paths: list[str], start: Any) -> None:
-    """For each path in turn: wait at `start` for the other processes, then open it."""
-    from inbox.database import connect
-    from inbox.sessions import SESSIONS_SCHEMA
+# What each racing process runs, given `paths` and the barrier `start`: for each path in
+# turn, wait at `start` for the other processes, then open the database there. Run by
+# `exec` in the child, so that it imports what the opening needs and nothing of this test
+# module (whose conftest brings pytest and hypothesis: ~0.4 s of CPU a process).
+OPEN_SESSIONS_DBS = """
+from pathlib import Path
+from inbox.database import connect
+from inbox.sessions import SESSIONS_SCHEMA
 
-    try:
-        for path in paths:
-            start.wait(120)
-            connect(Path(path), "OFF", SESSIONS_SCHEMA, "nudges").close()
-    except BaseException:
-        start.abort()  # the others stop waiting for this one
-        raise
+try:
+    for path in paths:
+        start.wait(120)
+        connect(Path(path), "OFF", SESSIONS_SCHEMA, "nudges").close()
+except BaseException:
+    start.abort()  # the others stop waiting for this one
+    raise
+"""
 
+OPEN_INDEXES = """
+from pathlib import Path
+from beads.index.index import Index
 
-def _open_indexes(paths: list[str], start: Any) -> None:
-    """For each path in turn: wait at `start` for the other processes, then open the index."""
-    from beads.index.index import Index
-
-    try:
-        for path in paths:
-            start.wait(120)
-            Index(Path(path)).close()
-    except BaseException:
-        start.abort()
-        raise
+try:
+    for path in paths:
+        start.wait(120)
+        Index(Path(path)).close()
+except BaseException:
+    start.abort()
+    raise
+"""
 
 
 # New databases four processes race to make; with one switch to WAL left unguarded, about
@@ -99,9 +104,9 @@ def _open_indexes(paths: list[str], start: Any) -> None:
 RACES = 60
 
 
-def _race(tmp_path: Path, name: str, target: Any) -> list[int | None]:
+def _race(tmp_path: Path, name: str, source: str) -> list[int | None]:
     """Four processes, started once, meet at a barrier before each of RACES new databases
-    called `name`, so every round is a race; their exit codes."""
+    called `name`, so every round is a race (each runs `source`); their exit codes."""
     import multiprocessing
 
     context = multiprocessing.get_context("spawn")
@@ -111,7 +116,10 @@ def _race(tmp_path: Path, name: str, target: Any) -> list[int | None]:
         runtime.mkdir(parents=True)
         paths.append(str(runtime / name))
     start = context.Barrier(4)
-    workers = [context.Process(target=target, args=(paths, start)) for _ in range(4)]
+    workers = [
+        context.Process(target=exec, args=(source, {"paths": paths, "start": start}))
+        for _ in range(4)
+    ]
     for worker in workers:
         worker.start()
     for worker in workers:
@@ -122,10 +130,10 @@ def _race(tmp_path: Path, name: str, target: Any) -> list[int | None]:
 def test_processes_making_one_new_delivery_database_at_once_all_open_it(tmp_path: Path) -> None:
     """A relay and a hook can make `.runtime/sessions.sqlite3` at the same moment: switching
     it to WAL needs the file to itself, and neither may fail with "database is locked"."""
-    assert _race(tmp_path, "sessions.sqlite3", _open_sessions_dbs) == [0, 0, 0, 0]
+    assert _race(tmp_path, "sessions.sqlite3", OPEN_SESSIONS_DBS) == [0, 0, 0, 0]
 
 
 def test_processes_making_one_new_index_at_once_all_open_it(tmp_path: Path) -> None:
     """After the index was deleted, the next commands (a waiter, a writer) make it again at
     the same moment: none fails with "database is locked"."""
-    assert _race(tmp_path, "index.sqlite3", _open_indexes) == [0, 0, 0, 0]
+    assert _race(tmp_path, "index.sqlite3", OPEN_INDEXES) == [0, 0, 0, 0]

@@ -5,9 +5,11 @@ from __future__ import annotations
 import math
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -77,16 +79,22 @@ def test_rollup_merges_the_smallest_packs_that_break_the_progression(
     assert repack.rollup(counts) == merged
 
 
+# Batches of 20 to 26 beads: all but those of 20 (62 objects, under PACK_OBJECTS_AT) write a
+# pack, 13 of the 16, while log2 of the ~1,100 objects + 1 is about 11: a store that never
+# merged its packs would fail the bound below.
+BATCHES = 16
+
+
 def test_many_writes_keep_the_packs_geometric_and_few(store: Store) -> None:
-    for number in range(30):
-        batch_of(store, 20 + number % 7, f"batch{number}")  # each commit writes a pack
-    for number in range(40):
-        store.create("task", f"single {number}")
+    for number in range(BATCHES):
+        batch_of(store, 20 + number % 7, f"batch{number}")
+    for number in range(10):
+        store.create("task", f"single {number}")  # loose writes among the packs
     assert repacker.wait_idle(store.root / ".git", 60)
     counts = pack_counts(store)
     assert repack.rollup(counts) == 0
     assert len(counts) <= math.log2(sum(counts)) + 1
-    assert len(store.list()) == sum(20 + n % 7 for n in range(30)) + 40
+    assert len(store.list()) == sum(20 + n % 7 for n in range(BATCHES)) + 10
     git("fsck", "--strict", "--no-dangling", cwd=store.root)
 
 
@@ -150,12 +158,12 @@ def test_loose_objects_past_the_threshold_are_packed_in_the_background(
     import beads.batch
 
     monkeypatch.setattr(beads.batch, "PACK_LOOSE_AT", 30)
-    for number in range(12):
+    for number in range(6):  # ~36 loose objects: the fifth create crosses the threshold
         store.create("task", f"single {number}")
     assert repacker.wait_idle(store.root / ".git", 60)
     loose = loose_of(store)
     assert len(loose) < 30 and pack_counts(store)
-    assert len(store.list()) == 12
+    assert len(store.list()) == 6
 
 
 def test_a_writer_that_finds_a_repack_running_asks_it_to_look_again(
@@ -185,7 +193,7 @@ def test_a_repack_running_for_one_store_does_not_hold_off_another_stores(
     monkeypatch.setattr(repack, "started", [(other.root / ".git", busy)])  # other's, running
     try:
         monkeypatch.setattr(beads.batch, "PACK_LOOSE_AT", 30)
-        for number in range(12):
+        for number in range(6):  # ~36 loose objects: the fifth create crosses the threshold
             store.create("task", f"single {number}")
         assert repacker.wait_idle(store.root / ".git", 60)
         assert len(loose_of(store)) < 30 and pack_counts(store)
@@ -199,7 +207,9 @@ def test_packed_loose_objects_read_the_same_through_git_and_gc(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     no_maintenance(monkeypatch)
-    made = [store.create("task", f"one of many {number}") for number in range(60)]
+    # ~120 loose objects: blobs, the trees of each level and commits, some sharing a
+    # fan-out folder.
+    made = [store.create("task", f"one of many {number}") for number in range(20)]
     before = objects_of(store)
     assert store.git.pack_loose_objects() > 0
     git("fsck", "--strict", "--no-dangling", cwd=store.root)
@@ -234,6 +244,32 @@ def untidy(store: Store, monkeypatch: pytest.MonkeyPatch) -> set[bytes]:
     return objects_of(store)
 
 
+@pytest.fixture(scope="module")
+def untidy_template(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, frozenset[bytes]]:
+    """An untidy store (`untidy`), made once for the module: its `.beads` and object ids."""
+    root = tmp_path_factory.mktemp("untidy")
+    made, _ = Store.init(root, agent="tester")
+    with pytest.MonkeyPatch.context() as patched:
+        objects = untidy(made, patched)
+    made.close()
+    return root / ".beads", frozenset(objects)
+
+
+@pytest.fixture
+def untidy_store(
+    tmp_path: Path, untidy_template: tuple[Path, frozenset[bytes]]
+) -> Iterator[tuple[Store, set[bytes]]]:
+    """A copy of the untidy store in `tmp_path`, and its object ids; closed once its
+    background repack (if any) ended."""
+    template, objects = untidy_template
+    shutil.copytree(template, tmp_path / ".beads", symlinks=True)
+    opened = Store.open(tmp_path, agent="tester")
+    assert objects_of(opened) == objects
+    yield opened, set(objects)
+    repacker.wait_idle(opened.root / ".git", 60)
+    opened.close()
+
+
 def run_background(store: Store, point: str | None = None, *, no_git: Path | None = None) -> int:
     """Run the background step; `no_git`: with PATH there, where git is not (dulwich's way)."""
     env = {k: v for k, v in os.environ.items() if k != "GC_FAULT_POINT"}
@@ -251,9 +287,9 @@ def run_background(store: Store, point: str | None = None, *, no_git: Path | Non
 
 @pytest.mark.parametrize("point", REPACK_POINTS)
 def test_a_repack_killed_at_any_step_loses_no_object(
-    store: Store, monkeypatch: pytest.MonkeyPatch, point: str, tmp_path: Path
+    untidy_store: tuple[Store, set[bytes]], point: str, tmp_path: Path
 ) -> None:
-    before = untidy(store, monkeypatch)
+    store, before = untidy_store
     head = store.git.head()
     assert run_background(store, point, no_git=tmp_path) == -signal.SIGKILL
     assert objects_of(store) >= before
@@ -284,9 +320,9 @@ def test_packing_loose_tree_versions_killed_midway_loses_no_object(
 
 
 def test_readers_never_miss_an_object_during_a_background_repack(
-    store: Store, monkeypatch: pytest.MonkeyPatch
+    untidy_store: tuple[Store, set[bytes]],
 ) -> None:
-    before = untidy(store, monkeypatch)
+    store, before = untidy_store
     reader = GitRepo(store.root / ".git")
     for sha in before:  # every pack opened and cached, as a long-running reader has them
         reader.get_raw(sha)
@@ -304,11 +340,11 @@ def test_readers_never_miss_an_object_during_a_background_repack(
 
 
 def test_a_reader_whose_cached_packs_were_removed_before_it_opened_them_finds_every_object(
-    store: Store, monkeypatch: pytest.MonkeyPatch
+    untidy_store: tuple[Store, set[bytes]],
 ) -> None:
     # CI found `gc doctor` failing with ENOENT on a `.idx` after a repack killed midway: the
     # store had listed the pack but not yet opened its index when the repack removed it.
-    before = untidy(store, monkeypatch)
+    store, before = untidy_store
     reader = GitRepo(store.root / ".git")
     assert reader.objects.packs  # the packs listed, none of their indexes opened
     assert run_background(store) == 0  # every pack merged into one, the old ones removed
@@ -321,9 +357,12 @@ def test_a_reader_whose_cached_packs_were_removed_before_it_opened_them_finds_ev
 
 @pytest.mark.parametrize("with_git", [True, False])
 def test_doctor_gc_keeps_every_object_and_head_with_and_without_git(
-    store: Store, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, with_git: bool
+    untidy_store: tuple[Store, set[bytes]],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    with_git: bool,
 ) -> None:
-    before = untidy(store, monkeypatch)
+    store, before = untidy_store
     head = store.git.head()
     if not with_git:
         monkeypatch.setenv("PATH", str(tmp_path / "no-git-here"))
@@ -342,9 +381,10 @@ def test_doctor_gc_keeps_every_object_and_head_with_and_without_git(
 def test_doctor_gc_without_git_keeps_the_deltas_git_made(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    beads = [store.create("task", f"t{n}", "line\n" * n) for n in range(30)]
+    # Bodies that grow a line at a time: blobs git stores as deltas of one another.
+    beads = [store.create("task", f"t{n}", "line\n" * n) for n in range(15)]
     doctor(store, compact=True)  # with git: deltas
-    for bead in beads[:10]:
+    for bead in beads[:5]:
         store.close_bead(bead.id, "done")
     before = objects_of(store)
     git_size = sum(p.stat().st_size for p in (store.root / ".git/objects/pack").glob("*.pack"))
@@ -479,15 +519,15 @@ def test_a_settled_store_keeps_its_packs_in_progression_after_loose_objects_are_
     git_dir = store.git.git_dir
     with monkeypatch.context() as patched:
         no_maintenance(patched)
-        batch_of(store, 60, "packed")  # one pack
-        for number in range(40):
+        batch_of(store, 30, "packed")  # one pack, of ~90 objects
+        for number in range(15):
             store.create("task", f"loose {number}")  # about as many objects, loose
     assert len(pack_counts(store)) == 1 and len(loose_of(store)) > pack_counts(store)[0] / 2
     (git_dir / repack.MORE_NAME).touch()  # a writer's request that no run took
     assert repacker.wait_idle(git_dir, 60)
     assert repack.rollup(pack_counts(store)) == 0
     assert not (git_dir / repack.MORE_NAME).exists()
-    assert len(store.list()) == 100
+    assert len(store.list()) == 45
 
 
 def test_a_run_started_for_a_request_another_run_took_changes_nothing(store: Store) -> None:

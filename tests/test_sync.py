@@ -11,6 +11,7 @@ from __future__ import annotations
 import http.server
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -91,16 +92,37 @@ def make_id(runner: GcRunner, *args: str) -> str:
     return runner.json("bead", "create", "--type", "task", *args)["bead"]["id"]
 
 
-@pytest.fixture
-def pair(tmp_path: Path) -> tuple[GcRunner, GcRunner, Path]:
-    """Machine a (made with `gc init`, pushed) and machine b (made with `gc clone`)."""
-    remote = bare(tmp_path / "remote.git")
-    a, b = machine(tmp_path, "a"), machine(tmp_path, "b")
+def copy_template(template: Path, into: Path) -> None:
+    """Copy what a template fixture made (a bare `remote.git`, machines) into `into`, each
+    store's remote moved with it. Approvals, kept outside a store by its path, are not
+    copied: a copy's first command records its first run, as with `gc_store`'s copies. For
+    b that approves what its clone did (nothing): gc init's config.yaml holds no guarded
+    setting."""
+    for part in template.iterdir():
+        shutil.copytree(part, into / part.name, symlinks=True)
+    for config in into.glob("*/.beads/.git/config"):
+        config.write_text(config.read_text().replace(str(template), str(into)))
+
+
+@pytest.fixture(scope="session")
+def pair_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A remote, machine a (made with `gc init`, pushed) and machine b (made with `gc
+    clone`), made once a session (per xdist worker): `pair` copies them."""
+    root = tmp_path_factory.mktemp("pair-template")
+    remote = bare(root / "remote.git")
+    a, b = machine(root, "a"), machine(root, "b")
     assert a("init").returncode == 0
     assert a("remote", "add", "origin", str(remote)).returncode == 0
     assert a("sync").returncode == 0
     assert b("clone", str(remote)).returncode == 0
-    return a, b, remote
+    return root
+
+
+@pytest.fixture
+def pair(tmp_path: Path, pair_template: Path) -> tuple[GcRunner, GcRunner, Path]:
+    """Machine a (made with `gc init`, pushed) and machine b (made with `gc clone`)."""
+    copy_template(pair_template, tmp_path)
+    return GcRunner(tmp_path / "a"), GcRunner(tmp_path / "b"), tmp_path / "remote.git"
 
 
 def test_remote_commands_and_clone(tmp_path: Path, pair: tuple[GcRunner, GcRunner, Path]) -> None:
@@ -650,16 +672,24 @@ def outside_files(top: Path) -> dict[str, bytes]:
     return found
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> tuple[GcRunner, Path]:
-    """Machine a: a project's git work tree holding a store, synced to a bare remote."""
-    remote = bare(tmp_path / "remote.git")
-    a = machine(tmp_path, "a")
+@pytest.fixture(scope="session")
+def project_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """What `project` copies, made once a session (per xdist worker)."""
+    root = tmp_path_factory.mktemp("project-template")
+    remote = bare(root / "remote.git")
+    a = machine(root, "a")
     git("init", "-q", "-b", "main", str(a.cwd))
     assert a("init").returncode == 0
     assert a("remote", "add", "origin", str(remote)).returncode == 0
     assert a("sync").returncode == 0
-    return a, remote
+    return root
+
+
+@pytest.fixture
+def project(tmp_path: Path, project_template: Path) -> tuple[GcRunner, Path]:
+    """Machine a: a project's git work tree holding a store, synced to a bare remote."""
+    copy_template(project_template, tmp_path)
+    return GcRunner(tmp_path / "a"), tmp_path / "remote.git"
 
 
 @pytest.mark.parametrize("kind", ["dotdot-name", "dotdot-parts", "gitlink", "absolute", "symlink"])
@@ -940,6 +970,52 @@ def test_a_name_outside_the_layout_in_head_is_never_written_to_the_view(
     assert a.json("bead", "show", other)["bead"]["title"] == "after"
 
 
+# Runs `gc` racers, each in a process of its own and in its own directory, let go at once:
+# forked from one process that loaded what a claim loads (once, not once a racer), each runs
+# what the console script runs (`entry.script`) and ends as its process would. argv[1]: JSON
+# [[cwd, [gc args]], ...]; prints JSON [[exit code, stdout, stderr], ...].
+RACERS = r"""
+import importlib, json, os, sys, tempfile
+from gc_beads import entry
+
+for name in ("dulwich.client", "beads.sync.syncing", "mail.threads.cli"):
+    importlib.import_module(name)
+start, go = os.pipe()
+forked = []
+for cwd, args in json.loads(sys.argv[1]):
+    out, err = tempfile.TemporaryFile(), tempfile.TemporaryFile()
+    pid = os.fork()
+    if pid == 0:
+        os.close(go)
+        os.read(start, 1)  # returns once the last racer is forked and `go` closed
+        os.chdir(cwd)
+        os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+        os.dup2(out.fileno(), 1)
+        os.dup2(err.fileno(), 2)
+        sys.argv = ["gc", *args]
+        entry.script()  # ends the process: sys.exit with gc's exit code
+    forked.append((pid, out, err))
+os.close(go)
+ended = []
+for pid, out, err in forked:
+    code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+    out.seek(0)
+    err.seek(0)
+    ended.append([code, out.read().decode(), err.read().decode()])
+print(json.dumps(ended))
+"""
+
+
+def race(runs: list[tuple[GcRunner, list[str]]]) -> list[tuple[int, str, str]]:
+    """Run `gc args` on each machine at once (`RACERS`), in the environment every runner
+    has (the test's, less GC_ variables): exit code, stdout, stderr each."""
+    racers = json.dumps([[str(side.cwd), args] for side, args in runs])
+    done = subprocess.run([sys.executable, "-c", RACERS, racers], env=runs[0][0].env,
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return [(code, out, err) for code, out, err in json.loads(done.stdout)]
+
+
 @pytest.mark.parametrize("kind", ["path", "file", "git"])
 def test_racing_claims_on_separate_machines_end_in_one_winner_and_clean_conflicts(
     tmp_path: Path, kind: str, request: pytest.FixtureRequest
@@ -947,8 +1023,6 @@ def test_racing_claims_on_separate_machines_end_in_one_winner_and_clean_conflict
     # Several machines claim one thread at once, each pushing to the one remote: for every
     # kind of remote one claim stands and the others are exit 20 lease_conflict. A local-path
     # remote's ref lock, its compare-and-swap and its refs read after packing were exit 50.
-    from tests.conftest import gc_program
-
     if kind == "git":
         url = f"{request.getfixturevalue('daemon')}/shared.git"
     else:
@@ -961,28 +1035,17 @@ def test_racing_claims_on_separate_machines_end_in_one_winner_and_clean_conflict
     assert first("sync").returncode == 0
     for other in machines[1:]:
         assert other("clone", url).returncode == 0
-    # Each round is a real race of five. Without the handling of a locked branch about
-    # half the rounds of a local-path remote end in an exit 50, without the handling of a
-    # lost compare-and-swap every round does: path and file:// (one client) race five
-    # rounds between them.
+    # Each round is a real race of five processes (`race`). Without the handling of a locked
+    # branch about half the rounds of a local-path remote end in an exit 50, without the
+    # handling of a lost compare-and-swap every round does: path and file:// (one client)
+    # race five rounds between them.
     for round_ in range(3 if kind == "path" else 2):
         made = first.json("thread", "send", "--from", "leader", "--subject", f"race {round_}")
         thread = made["thread"]["thread_id"]
         for side in machines:
             assert side("sync").returncode == 0
-        claim = [gc_program(), "thread", "claim", "--thread", thread, "--json"]
-        racers = [
-            subprocess.Popen(
-                [*claim, "--agent", f"w{n}"],
-                cwd=side.cwd,
-                env=side.env,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-            )
-            for n, side in enumerate(machines)
-        ]
-        ended = [(p.wait(timeout=120), *p.communicate()) for p in racers]
+        claim = ["thread", "claim", "--thread", thread, "--json"]
+        ended = race([(side, [*claim, "--agent", f"w{n}"]) for n, side in enumerate(machines)])
         codes = sorted(code for code, _out, _err in ended)
         assert codes == [0] + [20] * (len(machines) - 1), [e for e in ended if e[0] != 20]
         winner = next(json.loads(out) for code, out, _err in ended if code == 0)["lease"]

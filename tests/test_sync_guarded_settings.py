@@ -27,6 +27,7 @@ from beads.settings import approvals
 from beads.settings.trust import MIN_BODY_BYTES, combine
 from inbox.delivery import Delivery
 from tests.conftest import GcRunner, gc_program
+from tests.test_sync import copy_template, pair_template  # noqa: F401 - fixture
 
 MAILSCRIPT = Path(__file__).parent / "mailscripts" / "jsonmail"
 RM_ROOT = "rm -rf /"
@@ -37,18 +38,10 @@ def git(*args: str) -> str:
 
 
 @pytest.fixture
-def pair(tmp_path: Path) -> tuple[GcRunner, GcRunner]:
+def pair(tmp_path: Path, request: pytest.FixtureRequest) -> tuple[GcRunner, GcRunner]:
     """Machine a (made with `gc init`, pushed) and machine b (cloned), one bare remote."""
-    remote = tmp_path / "remote.git"
-    git("init", "-q", "--bare", "-b", "main", str(remote))
-    (tmp_path / "a").mkdir()
-    (tmp_path / "b").mkdir()
-    a, b = GcRunner(tmp_path / "a"), GcRunner(tmp_path / "b")
-    assert a("init").returncode == 0
-    assert a("remote", "add", "origin", str(remote)).returncode == 0
-    assert a("sync").returncode == 0
-    assert b("clone", str(remote)).returncode == 0
-    return a, b
+    copy_template(request.getfixturevalue("pair_template"), tmp_path)
+    return GcRunner(tmp_path / "a"), GcRunner(tmp_path / "b")
 
 
 def ok(result: subprocess.CompletedProcess[str]) -> subprocess.CompletedProcess[str]:

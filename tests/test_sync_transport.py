@@ -10,6 +10,7 @@ never answer.
 from __future__ import annotations
 
 import json
+import os
 import random
 import socket
 import subprocess
@@ -21,7 +22,16 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import GcRunner, gc_program
-from tests.test_sync import bare, daemon, git, head, machine, make_id  # noqa: F401 - fixture
+from tests.test_sync import (  # noqa: F401 - fixtures
+    bare,
+    copy_template,
+    daemon,
+    git,
+    head,
+    machine,
+    make_id,
+    pair_template,
+)
 
 assert daemon  # the fixture is used by name
 
@@ -55,13 +65,16 @@ def test_a_remote_that_git_gc_gave_a_bitmap_still_syncs_after_a_large_push(
     assert b("clone", url).returncode == 0
     git("gc", "-q", cwd=remote)  # what a person maintaining the remote runs
     assert list((remote / "objects" / "pack").glob("*.bitmap")), "git gc wrote no bitmap"
-    made = [make_id(a, "--title", f"sent {n}") for n in range(70)]  # one push of 64+ objects
+    # One push of 120 objects (6 a bead): a pack without a bitmap beside git gc's, on a
+    # local path as on a daemon's remote (git keeps a push over receive.unpackLimit, 100,
+    # as a pack).
+    made = [make_id(a, "--title", f"sent {n}") for n in range(20)]
     assert a("sync").returncode == 0
     for _ in range(2):  # every sync after it, not only the first
         result = b("sync")
         assert result.returncode == 0, result.stderr
     assert head(b) == head(a) == git("rev-parse", "main", cwd=remote)
-    assert b.json("bead", "show", made[-1])["bead"]["title"] == "sent 69"
+    assert b.json("bead", "show", made[-1])["bead"]["title"] == "sent 19"
     # And b's own push on top of it is read by git and by a again.
     mine = make_id(b, "--title", "from b")
     assert b("sync").returncode == 0 and a("sync").returncode == 0
@@ -69,19 +82,26 @@ def test_a_remote_that_git_gc_gave_a_bitmap_still_syncs_after_a_large_push(
     git("fsck", "--strict", cwd=remote)
 
 
-def push_blob(tmp_path: Path, remote: Path, size: int) -> str:
-    """With real git, commit a file of `size` zero bytes (a pack of a few hundred KB) at a
-    bead's place in the remote's store and push it; returns the commit."""
-    work = tmp_path / "work"
-    git("clone", "-q", str(remote), str(work))
-    place = next(work.rglob("*.yaml"), None)
-    target = place if place is not None and place.name != "config.yaml" else work / "big.yaml"
-    with target.open("wb") as handle:
+def commit_blob(tmp_path: Path, remote: Path, size: int) -> str:
+    """With real git in the remote, commit a blob of `size` zero bytes at a bead's place in
+    its store and move main to it; returns the commit. The blob is a loose object, as git's
+    receive-pack leaves a push of a few objects (a few hundred KB: git deflates it)."""
+    zeros = tmp_path / "zeros"
+    with zeros.open("wb") as handle:
         handle.truncate(size)
-    git("add", "-A", cwd=work)
-    git("-c", "user.name=p", "-c", "user.email=p@x", "commit", "-qm", "big", cwd=work)
-    git("push", "-q", "origin", "main", cwd=work)
-    return git("rev-parse", "HEAD", cwd=work)
+    blob = git("hash-object", "-w", str(zeros), cwd=remote)
+    names = git("ls-tree", "-r", "--name-only", "main", cwd=remote).split()
+    place = next((name for name in names if name.startswith("tasks/")), "big.yaml")
+    index = {**os.environ, "GIT_INDEX_FILE": str(tmp_path / "index")}  # the remote is bare
+    for step in (["read-tree", "main"], ["update-index", "--add", "--cacheinfo",
+                                         f"100644,{blob},{place}"]):  # fmt: skip
+        subprocess.run(["git", *step], cwd=remote, env=index, check=True, capture_output=True)
+    tree = subprocess.run(["git", "write-tree"], cwd=remote, env=index, check=True,
+                          capture_output=True, text=True).stdout.strip()  # fmt: skip
+    commit = git("-c", "user.name=p", "-c", "user.email=p@x", "commit-tree", tree, "-p", "main",
+                 "-m", "big", cwd=remote)  # fmt: skip
+    git("update-ref", "refs/heads/main", commit, cwd=remote)
+    return commit
 
 
 # Runs a command and reports its exit code and peak RSS (KiB). A child's ru_maxrss counts
@@ -114,12 +134,14 @@ def test_an_object_over_the_size_limit_is_refused_before_it_is_inflated_and_noth
     kept = make_id(a, "--title", "kept")
     assert a("sync").returncode == 0 and b("clone", url).returncode == 0
     before = head(b)
-    hostile = push_blob(tmp_path, remote, 100 * 1024 * 1024)  # 100 MiB of zeros
+    # 64 MiB of zeros, far over the limit (4 x store.max_body_bytes + 64 KiB). Inflated whole,
+    # it would take the process (~30 MB itself) well past the bound below, its own size.
+    hostile = commit_blob(tmp_path, remote, 64 * 1024 * 1024)
     code, stderr, peak_kib = sync_measured(b)
     assert code == 30, stderr
     assert len(stderr.strip().splitlines()) == 1 and "over this store's limit" in stderr
-    assert "104857600 bytes" in stderr
-    assert peak_kib < 100 * 1024, f"gc sync held {peak_kib} KiB"
+    assert "67108864 bytes" in stderr
+    assert peak_kib < 64 * 1024, f"gc sync held {peak_kib} KiB"
     assert head(b) == before != hostile
     assert b.json("bead", "show", kept)["bead"]["title"] == "kept"
     assert not list((b.cwd / ".beads" / ".git").glob("fetch-*"))  # the temporary pack is gone
@@ -164,11 +186,12 @@ def test_beads_with_bodies_over_a_pack_chunk_sync_and_clone(
         assert b.json("bead", "show", made)["bead"]["body"] == body
 
 
-def delta_bomb(remote: Path, count: int, copies: int = 66) -> str:
-    """Move the remote's main to a commit holding `count` blobs of `copies` x 60,000 bytes
-    (~4 MB each, each under the object limit), each a delta of a few hundred bytes on one
-    small base: a pack of a few hundred KB that inflates to `count` x 4 MB. Installed with
-    git's own index-pack, so git serves it as it is. Returns the commit."""
+def delta_bomb(remote: Path, count: int, parent: str, copies: int = 66) -> str:
+    """Move the remote's main to a commit on `parent` holding `count` blobs of `copies` x
+    60,000 bytes and a number (~4 MB each, each under the object limit), each a delta of a
+    few hundred bytes on one small base: a pack of a few KB that inflates to `count` x
+    4 MB. Installed with git's own index-pack; the base is in the commit's tree too, so git
+    (and dulwich, for a local path) sends the deltas as they are. Returns the commit."""
     import hashlib
     import struct
     import zlib
@@ -216,21 +239,24 @@ def delta_bomb(remote: Path, count: int, copies: int = 66) -> str:
 
     base = bytes((i * 7 + 3) % 251 for i in range(60000))
     base_at = add(3, base)
-    config = git("cat-file", "blob", "main:config.yaml", cwd=remote).encode() + b"\n"
+    config = git("cat-file", "blob", f"{parent}:config.yaml", cwd=remote).encode() + b"\n"
     add(3, config)
     copy = bytes([0x80 | 0x10 | 0x20, 60000 & 0xFF, 60000 >> 8])  # copy base[0:60000]
-    names = []
+    size = 60000 * copies + 8
+    # Every blob is the same copies, then its number: each id is hashed on from theirs.
+    copies_hashed = hashlib.sha1(b"blob %d\0" % size + base * copies)
+    names = [(b"100644", b"base.yaml", oid(b"blob", base))]
     for n in range(count):
-        prefix = b"%08d" % n
-        delta = varint(len(base)) + varint(len(prefix) + 60000 * copies)
-        delta += bytes([len(prefix)]) + prefix + copy * copies
+        number = b"%08d" % n
+        delta = varint(len(base)) + varint(size) + copy * copies + bytes([len(number)]) + number
         at = 12 + len(body)
         add(6, delta, ofs(at - base_at))
-        names.append((b"100644", b"gc-%08d.yaml" % n, oid(b"blob", prefix + base * copies)))
+        blob_id = copies_hashed.copy()
+        blob_id.update(number)
+        names.append((b"100644", b"gc-%08d.yaml" % n, blob_id.digest()))
     shard = tree(names)
     tasks = tree([(b"40000", b"00", tree([(b"40000", b"00", shard)]))])
     root = tree([(b"100644", b"config.yaml", oid(b"blob", config)), (b"40000", b"tasks", tasks)])
-    parent = git("rev-parse", "main", cwd=remote)
     commit = (
         b"tree %s\nparent %s\nauthor a <a@a> 1700000000 +0000\n"
         b"committer a <a@a> 1700000000 +0000\n\nbomb\n" % (root.hex().encode(), parent.encode())
@@ -253,10 +279,10 @@ def test_a_pack_of_small_deltas_making_large_blobs_is_streamed_and_bounded(
     assert a("init").returncode == 0 and a("remote", "add", "origin", url).returncode == 0
     assert a("sync").returncode == 0 and b("clone", url).returncode == 0
     before = head(b)
-    # ~200 MB inflated from a pack of a few dozen KB: held at once, the process (~30 MB
-    # itself) would peak near 230 MB, well over the bound below; streamed, it stays under
-    # it (a local-path remote's side, in the same process, holds up to ~100 MB).
-    delta_bomb(remote, 50)
+    # ~200 MB inflated from a pack of a few KB: held at once, the process (~30 MB
+    # itself) would peak near 230 MB, well over the bound below; streamed, one blob at a
+    # time, it stays far under it.
+    delta_bomb(remote, 50, before)
     # Within the limits: each blob is written as it is inflated, never all held at once;
     # the gate then refuses the commit (its names are outside the layout).
     code, stderr, peak_kib = sync_measured(b)
@@ -264,16 +290,18 @@ def test_a_pack_of_small_deltas_making_large_blobs_is_streamed_and_bounded(
     assert peak_kib < 160 * 1024, f"gc sync held {peak_kib} KiB"
     assert head(b) == before
     # Over what one fetch may inflate to (4 x sync.max_fetch_bytes): refused from the
-    # pack's headers, before any blob is inflated.
-    c = machine(tmp_path, "c")
-    assert c("clone", url).returncode == 30  # a clone streams it too, then refuses it
+    # pack's headers, before any blob is inflated. 12 blobs (~48 MB) are over 32 MiB.
     assert b("config", "set", "--local", "sync.max_fetch_bytes", "8MiB").returncode == 0
-    delta_bomb(remote, 12)
+    delta_bomb(remote, 12, before)
     refused = b("sync")
     code, stderr = refused.returncode, refused.stderr
     assert code == 30 and "inflate to more than 33554432 bytes" in stderr, stderr
     assert "4 x sync.max_fetch_bytes" in stderr and head(b) == before
     assert b("bead", "create", "--type", "task", "--title", "still usable").returncode == 0
+    # A clone, within its limits, streams such a pack too, then refuses it (the memory
+    # bound is the measured sync's: 12 blobs take the clone down the same path as 50).
+    c = machine(tmp_path, "c")
+    assert c("clone", url).returncode == 30
 
 
 def test_a_remote_listing_more_refs_than_a_store_needs_is_refused_in_one_line(
@@ -297,7 +325,7 @@ def test_a_remote_listing_more_refs_than_a_store_needs_is_refused_in_one_line(
 
 def test_a_fetch_larger_than_sync_max_fetch_bytes_is_refused(pair_remote: tuple) -> None:
     a, b, _url = pair_remote
-    for n in range(30):
+    for n in range(10):  # a pack of over 7 KiB: well over the 4 KiB set below
         make_id(a, "--title", f"bulk {n}", "--body", f"text {n} " * 200)
     assert a("sync").returncode == 0
     before = head(b)
@@ -312,14 +340,10 @@ def test_a_fetch_larger_than_sync_max_fetch_bytes_is_refused(pair_remote: tuple)
 
 
 @pytest.fixture
-def pair_remote(tmp_path: Path) -> tuple[GcRunner, GcRunner, str]:
+def pair_remote(tmp_path: Path, request: pytest.FixtureRequest) -> tuple[GcRunner, GcRunner, str]:
     """Machine a (made with `gc init`, pushed to a local-path remote) and b (its clone)."""
-    remote = bare(tmp_path / "remote.git")
-    a, b = machine(tmp_path, "a"), machine(tmp_path, "b")
-    assert a("init").returncode == 0
-    assert a("remote", "add", "origin", str(remote)).returncode == 0
-    assert a("sync").returncode == 0 and b("clone", str(remote)).returncode == 0
-    return a, b, str(remote)
+    copy_template(request.getfixturevalue("pair_template"), tmp_path)
+    return GcRunner(tmp_path / "a"), GcRunner(tmp_path / "b"), str(tmp_path / "remote.git")
 
 
 class Silent:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
@@ -11,6 +12,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import pytest
@@ -21,6 +23,7 @@ from beads.store import Store
 from gc_beads.cli import main as cli_main
 from mail.beadmail import BeadMail
 from mail.threads import InvalidTransition, LeaseConflict, Threads
+from tests.conftest import GcRunner
 
 INBOX = str(Path(sys.executable).parent / "inbox")
 
@@ -36,8 +39,26 @@ def inbox(cwd: Path, *args: str, check: int | None = 0) -> subprocess.CompletedP
     return result
 
 
-def inbox_json(cwd: Path, *args: str, check: int | None = 0) -> dict:
-    return json.loads(inbox(cwd, *args, "--json", check=check).stdout)
+def inbox_json(cwd: Path, *args: str, check: int | None = 0, process: bool = False) -> dict:
+    """The `inbox` program's `--json` answer, run in `cwd`: in this process (what `in_process`
+    runs, its streams captured here), or with `process` the installed program (`inbox`)."""
+    if process:
+        return json.loads(inbox(cwd, *args, "--json", check=check).stdout)
+    out, err = io.StringIO(), io.StringIO()
+    saved_cwd, saved_env = os.getcwd(), dict(os.environ)
+    try:
+        os.chdir(cwd)
+        for name in [name for name in os.environ if name.startswith("GC_")]:
+            del os.environ[name]  # as `inbox` runs it
+        with redirect_stdout(out), redirect_stderr(err), pytest.raises(SystemExit) as ended:
+            cli_main([*args, "--json"], program="inbox")
+    finally:
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+    if check is not None:
+        assert int(ended.value.code or 0) == check, (args, out.getvalue(), err.getvalue())
+    return json.loads(out.getvalue())
 
 
 def in_process(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
@@ -100,10 +121,10 @@ def test_seed_worker_protocol_through_the_inbox_program(tmp_path: Path) -> None:
     assert (sent["thread"]["priority"], sent["thread"]["priority_level"]) == ("high", 1)
 
     # The seed's own commands, thread ids substituted (--db added: the store is not here).
-    def seed(command: str, check: int = 0) -> dict:
+    def seed(command: str, check: int = 0, process: bool = False) -> dict:
         args = command.replace("thr_123", thr).split("'")
         words = [w for i, part in enumerate(args) for w in ([part] if i % 2 else part.split())]
-        return inbox_json(tmp_path, *words[1:], "--db", db, check=check)
+        return inbox_json(tmp_path, *words[1:], "--db", db, check=check, process=process)
 
     fetched = seed("inbox fetch --agent backend-worker --status pending --json")
     assert [t["thread_id"] for t in fetched["threads"]] == [thr]
@@ -130,10 +151,11 @@ def test_seed_worker_protocol_through_the_inbox_program(tmp_path: Path) -> None:
          "--timeout-seconds", "30", "--json", "--db", db],
         cwd=tmp_path, stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
-    answer = seed(
+    answer = seed(  # the leader's answer from a process, landing while the waiter starts
         "inbox reply --from leader --to backend-worker --thread thr_123 --kind answer --summary "
         "'Use email/password for MVP' --body "
-        "'Use a simple credential flow for the first iteration.' --json"
+        "'Use a simple credential flow for the first iteration.' --json",
+        process=True,
     )["message"]
     out, _ = waiter.communicate(timeout=30)
     woke = json.loads(out)
@@ -264,9 +286,8 @@ def test_wait_reply_wakes_on_a_reply_of_its_kinds_only(tmp_path: Path, threads: 
     assert woke["woke"] is True and woke["message"]["message_id"] == answer.message_id
     assert woke["message"]["kind"] == "answer"
 
-    timed_out = inbox(tmp_path, "wait-reply", "--thread", thr, "--timeout-seconds", "0.2",
-                      "--json", check=10)  # fmt: skip
-    reply = json.loads(timed_out.stdout)
+    reply = inbox_json(tmp_path, "wait-reply", "--thread", thr, "--timeout-seconds", "0.2",
+                       check=10)  # fmt: skip
     assert (reply["ok"], reply["woke"], reply["message"]) == (True, False, None)
     # A `gc mail reply` to the question is an answer in the thread, and wakes a waiter.
     mailed = BeadMail(threads.store).reply(asked.message_id, "leader", "", "Postgres 16")
@@ -286,12 +307,7 @@ def test_rebuild_keeps_every_event_id_and_hands_out_higher_ones(
     threads.update("w1", thr, status="in_progress", summary="working")
     threads.reply("leader", thr, summary="keep going")
     before = inbox_json(tmp_path, "show", "--thread", thr)["messages"]
-    result = subprocess.run(
-        [str(Path(sys.executable).parent / "gc"), "doctor", "--rebuild-index"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-    )
+    result = GcRunner(tmp_path)("doctor", "--rebuild-index")
     assert result.returncode == 0, result.stderr
     after = inbox_json(tmp_path, "show", "--thread", thr)["messages"]
     assert [(m["message_id"], m["event_id"]) for m in after] == [
@@ -304,12 +320,10 @@ def test_rebuild_keeps_every_event_id_and_hands_out_higher_ones(
 GC = str(Path(sys.executable).parent / "gc")
 
 
-def gc_json(cwd: Path, *args: str, check: int = 0) -> dict:
-    """Run the installed `gc` program with `--json` as a user would; its JSON answer."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GC_")}
-    result = subprocess.run(
-        [GC, *args, "--json"], cwd=cwd, capture_output=True, text=True, env=env, timeout=120
-    )
+def gc_json(gc: GcRunner, *args: str, check: int = 0, process: bool = False) -> dict:
+    """`gc ARGS --json` (in this process, or with `process` the installed program, as the
+    `gc` fixture runs either): its JSON answer, its exit code checked."""
+    result = gc(*args, "--json", process=process)
     assert result.returncode == check, (args, result.stdout, result.stderr)
     return json.loads(result.stdout)
 
@@ -324,7 +338,7 @@ def _delete_index(runtime: Path, backup: Path) -> None:
 
 
 def _rebuild_index(runtime: Path, backup: Path) -> None:
-    gc_json(runtime.parent.parent, "doctor", "--rebuild-index")
+    gc_json(GcRunner(runtime.parent.parent), "doctor", "--rebuild-index")
 
 
 def _restore_index(runtime: Path, backup: Path) -> None:
@@ -339,21 +353,20 @@ def _restore_index(runtime: Path, backup: Path) -> None:
     ids=["deleted", "rebuilt", "restored-from-an-older-copy"],
 )
 def test_a_waiters_event_cursor_wakes_once_for_the_new_answer_whatever_befalls_the_index(
-    tmp_path: Path, disturb: object
+    tmp_path: Path, gc_store: GcRunner, disturb: object
 ) -> None:
-    gc_json(tmp_path, "init")
     runtime = tmp_path / ".beads" / ".runtime"
-    thr = gc_json(tmp_path, "thread", "send", "--from", "leader", "--to", "w1", "--subject",
+    thr = gc_json(gc_store, "thread", "send", "--from", "leader", "--to", "w1", "--subject",
                   "Pick a database")["thread"]["thread_id"]  # fmt: skip
-    old = gc_json(tmp_path, "thread", "reply", "--from", "leader", "--thread", thr,
+    old = gc_json(gc_store, "thread", "reply", "--from", "leader", "--thread", thr,
                   "--summary", "Use sqlite for now")["message"]  # fmt: skip
     backup = tmp_path / "backup"  # an older copy of the index, as a backup would hold it
     backup.mkdir()
     for path in _index_files(runtime):
         if path.exists():
             shutil.copyfile(path, backup / path.name)
-    gc_json(tmp_path, "doctor", "--rebuild-index")  # a routine repair, before the cursor
-    question = gc_json(tmp_path, "thread", "reply", "--from", "w1", "--thread", thr, "--kind",
+    gc_json(gc_store, "doctor", "--rebuild-index")  # a routine repair, before the cursor
+    question = gc_json(gc_store, "thread", "reply", "--from", "w1", "--thread", thr, "--kind",
                        "question", "--summary", "Which database?")["message"]  # fmt: skip
     cursor = question["event_id"]
     assert old["event_id"] < cursor
@@ -366,8 +379,9 @@ def test_a_waiters_event_cursor_wakes_once_for_the_new_answer_whatever_befalls_t
         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
     )  # fmt: skip
     try:
-        new = gc_json(tmp_path, "thread", "reply", "--from", "leader", "--thread", thr,
-                      "--summary", "Postgres 16")["message"]  # fmt: skip
+        # The answer from a process of its own, landing while the waiter starts and looks.
+        new = gc_json(gc_store, "thread", "reply", "--from", "leader", "--thread", thr,
+                      "--summary", "Postgres 16", process=True)["message"]  # fmt: skip
         out, err = waiter.communicate(timeout=90)
     finally:
         if waiter.poll() is None:
@@ -382,10 +396,10 @@ def test_a_waiters_event_cursor_wakes_once_for_the_new_answer_whatever_befalls_t
     )
     assert woke["next_event_id"] == new["event_id"] > cursor
     # Once: from the cursor it returned, nothing more (the old answer does not come again).
-    again = gc_json(tmp_path, "thread", "wait-reply", "--thread", thr, "--after-event",
+    again = gc_json(gc_store, "thread", "wait-reply", "--thread", thr, "--after-event",
                     str(woke["next_event_id"]), "--timeout-seconds", "0.5", check=10)  # fmt: skip
     assert again["woke"] is False
-    shown = gc_json(tmp_path, "thread", "show", "--thread", thr)["messages"]
+    shown = gc_json(gc_store, "thread", "show", "--thread", thr)["messages"]
     ids = {m["message_id"]: m["event_id"] for m in shown}
     assert (ids[old["message_id"]], ids[question["message_id"]]) == (old["event_id"], cursor)
     assert len(set(ids.values())) == len(ids)
@@ -521,12 +535,11 @@ def test_an_id_of_another_type_is_the_one_wrong_type_error(tmp_path: Path, gc) -
 
 
 def test_an_index_of_the_older_schema_hands_its_event_ids_to_the_event_log(
-    tmp_path: Path,
+    tmp_path: Path, gc_store: GcRunner
 ) -> None:
-    gc_json(tmp_path, "init")
-    thr = gc_json(tmp_path, "thread", "send", "--from", "leader", "--to", "w1", "--subject",
+    thr = gc_json(gc_store, "thread", "send", "--from", "leader", "--to", "w1", "--subject",
                   "Upgrade")["thread"]["thread_id"]  # fmt: skip
-    gc_json(tmp_path, "thread", "reply", "--from", "leader", "--thread", thr, "--summary", "a")
+    gc_json(gc_store, "thread", "reply", "--from", "leader", "--thread", thr, "--summary", "a")
     runtime = tmp_path / ".beads" / ".runtime"
     # As gc before the event log left it: schema 8, the ids in the index's own table.
     db = sqlite3.connect(runtime / "index.sqlite3", isolation_level=None)
@@ -540,9 +553,9 @@ def test_an_index_of_the_older_schema_hands_its_event_ids_to_the_event_log(
         db.close()
     for path in runtime.glob("events.sqlite3*"):
         path.unlink()
-    shown = gc_json(tmp_path, "thread", "show", "--thread", thr)["messages"]
+    shown = gc_json(gc_store, "thread", "show", "--thread", thr)["messages"]
     assert [m["event_id"] for m in shown] == [110, 120]  # kept, not renumbered
-    newer = gc_json(tmp_path, "thread", "reply", "--from", "leader", "--thread", thr,
+    newer = gc_json(gc_store, "thread", "reply", "--from", "leader", "--thread", thr,
                     "--summary", "b")["message"]  # fmt: skip
     assert newer["event_id"] == 121
 
@@ -726,8 +739,6 @@ def test_a_holder_on_another_machine_cannot_renew_or_finish_after_a_takeover(
     # Two machines, one agent name: a's lease ran out and b took the thread over (confirmed
     # by the remote). a has not synced: its renewal is a claim again and loses; its other
     # writes are refused by the token its claim kept.
-    from tests.conftest import GcRunner
-
     remote = tmp_path / "shared.git"
     subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(remote)], check=True)
     a, b = GcRunner(tmp_path / "a"), GcRunner(tmp_path / "b")

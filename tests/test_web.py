@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from werkzeug.serving import BaseWSGIServer
 
 from beads.errors import InvalidInput
 from beads.store import Store
@@ -431,17 +432,21 @@ def test_off_loopback_no_request_succeeds_without_the_token(tmp_path: Path) -> N
     assert token not in server.stderr.read()  # type: ignore[union-attr]  # said once
 
 
-def test_a_token_shorter_than_16_characters_is_refused_in_one_line(gc: GcRunner) -> None:
-    assert gc("init").returncode == 0
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GC_")}
-    for args in (["--host", "0.0.0.0", "--token", "a"], ["--token", "x" * 15], ["--token", ""]):
-        result = subprocess.run(  # a token accepted would serve until killed: a deadline
-            [gc_program(), "web", *args], cwd=gc.cwd, env=env, capture_output=True, text=True,
-            timeout=60,
-        )  # fmt: skip
-        assert result.returncode == 30, (args, result.stderr)
-        assert "--token must be at least 16 characters" in result.stderr
-        assert result.stderr.count("\n") == 1 and not result.stdout
+def test_a_token_shorter_than_16_characters_is_refused_in_one_line(gc_store: GcRunner) -> None:
+    gc = gc_store  # in a store as `gc init` makes it
+
+    def served(self: Any, *args: Any, **kwargs: Any) -> None:
+        raise AssertionError("the token was accepted: the site is served")
+
+    # In this process, where a token accepted would serve until stopped: serving fails the
+    # command instead.
+    with pytest.MonkeyPatch.context() as patched:
+        patched.setattr(BaseWSGIServer, "serve_forever", served)
+        for args in (["--host", "0.0.0.0", "--token", "a"], ["--token", "x" * 15], ["--token", ""]):
+            result = gc("web", *args)
+            assert result.returncode == 30, (args, result.stderr)
+            assert "--token must be at least 16 characters" in result.stderr
+            assert result.stderr.count("\n") == 1 and not result.stdout
     with Store.open(gc.cwd) as store:
         with pytest.raises(InvalidInput, match="at least 16"):
             serve(store, "0.0.0.0", 0, "a" * 15)
@@ -457,8 +462,8 @@ def test_a_token_shorter_than_16_characters_is_refused_in_one_line(gc: GcRunner)
             server.server_close()
 
 
-def test_gc_web_refuses_what_it_cannot_serve_in_one_line(gc: GcRunner) -> None:
-    assert gc("init").returncode == 0
+def test_gc_web_refuses_what_it_cannot_serve_in_one_line(gc_store: GcRunner) -> None:
+    gc = gc_store  # in a store as `gc init` makes it
     for args, says in (
         (["--port", "70000"], "70000 is not in the range"),
         (["--host", "192.0.2.1"], "cannot listen on 192.0.2.1:0"),
@@ -469,11 +474,11 @@ def test_gc_web_refuses_what_it_cannot_serve_in_one_line(gc: GcRunner) -> None:
 
 
 def test_gc_web_without_the_extra_says_how_to_install_it(
-    gc: GcRunner, monkeypatch: pytest.MonkeyPatch
+    gc_store: GcRunner, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    gc = gc_store  # in a store as `gc init` makes it
     monkeypatch.setitem(sys.modules, "flask", None)  # as if not installed
     monkeypatch.delitem(sys.modules, "web.app", raising=False)
-    assert gc("init").returncode == 0
     result = gc("web")
     assert result.returncode == 30
     assert result.stderr == "gc: gc web needs the web extra: pip install 'gc-beads[web]'\n"
