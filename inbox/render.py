@@ -136,10 +136,17 @@ def fit(
         # are bounded by their producers; see mail/section.py).
         limit = max(MIN_ITEM_CHARS, limit - (len(text) - cap) // len(must) - 1)
         text = render(must, limit, sections)
-    taken = list(must)
-    for item in items[len(must) :]:
-        more = render([*taken, item], limit, sections)
-        if len(more) > cap:
-            break
-        taken, text = [*taken, item], more
-    return taken, text
+    # The longest run of the others whose block still fits: all of them first (the common
+    # case), else found by halving (a block only grows as items join it), a few renders
+    # rather than one per item.
+    rest = items[len(must) :]
+    fits, unknown = 0, len(rest)  # must + rest[:fits] fits; no run past rest[:unknown] can
+    count = unknown
+    while fits < unknown:
+        more = render([*must, *rest[:count]], limit, sections)
+        if len(more) <= cap:
+            fits, text = count, more
+        else:
+            unknown = count - 1
+        count = (fits + unknown + 1) // 2
+    return [*must, *rest[:fits]], text

@@ -66,6 +66,23 @@ def test_the_cap_is_a_setting(store: Store) -> None:
         assert len(drained.text) <= 2000 and len(drained.items) == 2
 
 
+def test_a_large_backlog_fills_the_cap_in_order_and_the_next_item_would_not_fit(
+    store: Store,
+) -> None:
+    from inbox.render import render
+
+    config = {"delivery": {"max_items": 400}, "hooks": {"max_context_chars": 6000}}
+    with Delivery(store.root, config=lambda: config) as delivery:
+        for n in range(300):  # lengths vary, so where the cap falls is not a multiple of one
+            delivery.push(["dog"], f"item {n:03d} " + "x" * (n * 7 % 61), key=f"k{n}")
+        drained = delivery.drain("s1", "dog")
+        taken = [item.content for item in drained.items]
+        assert taken == [f"item {n:03d} " + "x" * (n * 7 % 61) for n in range(len(taken))]
+        assert len(drained.text) <= 6000 and drained.deferred == 300 - len(taken)
+        left = delivery.drain("s2", "dog", deliver=False).items
+        assert len(render([*drained.items, left[0]])) > 6000  # the next one would not fit
+
+
 SEED_WRITER = """
 import fcntl, json, os, sys, time
 path, start, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])

@@ -471,24 +471,37 @@ def corpus_home(corpus_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return home
 
 
-ENTRIES = [*corpus("destructive"), *corpus("harmless"), *corpus("attacks")]
-
-
-@pytest.mark.parametrize(("expected", "command"), ENTRIES, ids=[c[:60] for _, c in ENTRIES])
-def test_the_gate_answers_each_corpus_command_as_written_down(
-    corpus_tree: Path, corpus_home: Path, expected: str, command: str
-) -> None:
+def corpus_mismatch(expected: str, command: str, tree: Path) -> str | None:
+    """What is wrong with the gate's answer to a corpus command, or None."""
     from gates.destructive import judge
     from gates.prescreen import undecided
 
-    answer_given, reason = judge(command, str(corpus_tree))
+    answer_given, reason = judge(command, str(tree))
     if expected.startswith("miss-"):  # a known miss: once caught, its answer is written down
-        assert answer_given is None, f"now {answer_given}: write it in attacks.txt ({reason})"
-        return
-    assert (answer_given or "none") == expected, reason
-    assert bool(reason) == (answer_given is not None)
-    if undecided(command):  # the pre-screen lets it through only where the parser does
-        assert answer_given is None
+        if answer_given is not None:
+            return f"now {answer_given}: write it down as that ({reason})"
+        return None
+    if (answer_given or "none") != expected:
+        return f"answered {answer_given or 'none'} ({reason or 'no reason'})"
+    if bool(reason) != (answer_given is not None):
+        return f"a reason ({reason!r}) only goes with an answer"
+    if undecided(command) and answer_given is not None:
+        return "the pre-screen lets it through, but the parser decides it"
+    return None
+
+
+@pytest.mark.parametrize("name", ["destructive", "harmless", "attacks"])
+def test_the_gate_answers_each_corpus_command_as_written_down(
+    corpus_tree: Path, corpus_home: Path, name: str
+) -> None:
+    """Every line of one corpus file (each command judged on its own; a failure lists every
+    line whose answer differs from the one written down)."""
+    wrong = [
+        f"{name}.txt: expected {expected} for {command!r}: {problem}"
+        for expected, command in corpus(name)
+        if (problem := corpus_mismatch(expected, command, corpus_tree))
+    ]
+    assert not wrong, "\n".join(wrong)
 
 
 def test_the_corpus_is_large_and_its_destructive_half_is_all_stopped() -> None:
