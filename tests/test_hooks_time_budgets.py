@@ -215,6 +215,26 @@ def test_a_type_directory_replaced_by_a_link_is_never_written_through(
     assert names == {f"{first}.yaml", f"{second}.yaml"}
 
 
+def test_a_directory_replaced_by_a_link_under_an_open_store_is_never_written_through(
+    store: Store, tmp_path: Path
+) -> None:
+    # The store stays open between the writes, as in a long-lived program (`gc mcp`).
+    first = store.create("task", "first")
+    tasks = store.root / "tasks"
+    outside = tmp_path / "outside"
+    tasks.rename(outside)
+    tasks.symlink_to(outside)
+    before = tree_of(outside)
+    second = store.create("task", "second")
+    assert tree_of(outside) == before
+    assert tasks.is_dir() and not tasks.is_symlink()
+    # the link was replaced by a real directory, and the next open put back what it hid
+    store.close()
+    with Store.open(store.root) as reopened:
+        assert {p.name for p in tasks.rglob("*.yaml")} == {f"{first.id}.yaml", f"{second.id}.yaml"}
+        assert reopened.get(second.id).title == "second"
+
+
 def test_doctor_reports_links_and_restore_view_replaces_them(gc: GcRunner, tmp_path: Path) -> None:
     assert gc("init").returncode == 0
     gc.json("mail", "send", "dog", "-m", "hi")
