@@ -1034,23 +1034,32 @@ def race(runs: list[tuple[GcRunner, list[str]]]) -> list[tuple[int, str, str]]:
 
 @pytest.mark.parametrize("kind", ["path", "file", "git"])
 def test_racing_claims_on_separate_machines_end_in_one_winner_and_clean_conflicts(
-    tmp_path: Path, kind: str, request: pytest.FixtureRequest
+    tmp_path: Path, kind: str, pair_template: Path, request: pytest.FixtureRequest
 ) -> None:
     # Several machines claim one thread at once, each pushing to the one remote: for every
     # kind of remote one claim stands and the others are exit 20 lease_conflict. A local-path
     # remote's ref lock, its compare-and-swap and its refs read after packing were exit 50.
-    if kind == "git":
+    # Five machines: the pair's a (gc init, pushed) and b (gc clone) with three copies of b,
+    # each the store a `gc clone` of that remote makes; all pointed at this kind of remote.
+    copy_template(pair_template, tmp_path)
+    for n in range(2, 5):
+        shutil.copytree(tmp_path / "b", tmp_path / f"m{n}", symlinks=True)
+    (tmp_path / "a").rename(tmp_path / "m0")
+    (tmp_path / "b").rename(tmp_path / "m1")
+    if kind == "git":  # the daemon serves the remote
         url = f"{request.getfixturevalue('daemon')}/shared.git"
+        shutil.rmtree(tmp_path / "srv" / "shared.git")
+        where = (tmp_path / "remote.git").rename(tmp_path / "srv" / "shared.git")
     else:
-        where = bare(tmp_path / "shared.git")
+        where = (tmp_path / "remote.git").rename(tmp_path / "shared.git")
         url = str(where) if kind == "path" else where.as_uri()
-    machines = [machine(tmp_path, f"m{n}") for n in range(5)]
+    machines = [GcRunner(tmp_path / f"m{n}") for n in range(5)]
+    for side in machines:
+        config = side.cwd / ".beads" / ".git" / "config"
+        text = config.read_text().replace(f"url = {tmp_path / 'remote.git'}\n", f"url = {url}\n")
+        assert f"url = {url}\n" in text
+        config.write_text(text)
     first = machines[0]
-    assert first("init").returncode == 0
-    assert first("remote", "add", "origin", url).returncode == 0
-    assert first("sync").returncode == 0
-    for other in machines[1:]:
-        assert other("clone", url).returncode == 0
     # Each round is a real race of five processes (`race`). Without the handling of a locked
     # branch about half the rounds of a local-path remote end in an exit 50, without the
     # handling of a lost compare-and-swap every round does: path and file:// (one client)
@@ -1073,8 +1082,7 @@ def test_racing_claims_on_separate_machines_end_in_one_winner_and_clean_conflict
             assert side("sync").returncode == 0
             held = side.json("thread", "show", "--thread", thread)["thread"]["lease"]
             assert held == winner
-    served = tmp_path / ("srv" if kind == "git" else "") / "shared.git"
-    git("fsck", "--strict", cwd=served)
+    git("fsck", "--strict", cwd=where)
 
 
 def test_a_sync_that_brings_mail_nudges_the_idle_session_here(
