@@ -1,10 +1,14 @@
 """Writing under `.beads/`: never through a symbolic link, with the store's file modes.
 
 Every directory gc writes into is checked component by component from the store's directory
-(`lstat`: a link is never followed) and made when missing; a directory checked once is trusted
-for the rest of the run (`beads.runtime`), so a batch writing thousands of view files pays a
-set lookup per file. Files are opened with O_NOFOLLOW; temporary files are new (O_EXCL) under
-a random name.
+(`lstat`: a link is never followed) and made when missing. Inside a `checking` block (each
+write under the store's lock is one) a directory checked once is trusted to the block's end,
+so a batch writing thousands of view files pays a set lookup per file; outside one nothing is
+trusted. So every write looks afresh, as a new command would, and a process that runs for
+hours (`gc mcp`, the NATS relay, a program holding a `Store`) makes again a directory another
+process removed since its last write (an emptied shard a prune dropped, a person's `rm`), and
+notices one replaced by a link. Files are opened with O_NOFOLLOW; temporary files are new
+(O_EXCL) under a random name.
 A link met in the view (derived from git) is replaced by a real directory; one met under
 `.runtime/` is refused, and `gc doctor` reports both.
 
@@ -56,16 +60,45 @@ def is_dot_git(name: bytes) -> bool:
     return folded in (b".git", b"git~1")
 
 
+class checking:  # noqa: N801 - used as a function: `with files.checking():`
+    """Run a block of writes (or reads) over the store's files trusting what it checks: a
+    directory found real, from its first check to the block's end, and the store's modes
+    from their first look. `Store.locked` runs each write in one: gc's own removals of
+    directories (`View.remove`) take that lock, so within it only a person could remove one.
+    A block inside another shares the outer one's trust; once the outermost ends, the next
+    write checks again (the module's docstring says why)."""
+
+    def __init__(self) -> None:
+        self._run: runtime.Runtime | None = None
+
+    def __enter__(self) -> None:
+        run = runtime.current()
+        if run.checked_dirs is None:  # the outermost block: its trust starts empty
+            self._run = run
+            run.checked_dirs, run.modes = set(), {}
+
+    def __exit__(self, *exc: object) -> None:
+        if self._run is not None:
+            self._run.checked_dirs = self._run.modes = None
+
+
+def _checked_dirs() -> set[str]:
+    # The block's trusted directories; outside a block, a set of this check's alone.
+    checked = runtime.current().checked_dirs
+    return set() if checked is None else checked
+
+
 def modes(root: str) -> tuple[int, int]:
     """`(directory mode, file mode)` of the store at `root`, from its directory's mode."""
     run = runtime.current()
-    found = run.modes.get(root)
+    known = run.modes if run.modes is not None else {}
+    found = known.get(root)
     if found is None:
         try:
             shared = os.stat(root).st_mode & 0o070 == 0o070
         except OSError:
             shared = False
-        found = run.modes[root] = GROUP if shared else PRIVATE
+        found = known[root] = GROUP if shared else PRIVATE
         if run.own_umask:
             previous = os.umask(0o007 if shared else 0o077)
             if run.started_umask == -1:
@@ -85,7 +118,9 @@ def apply_shared(root: str, shared: object) -> None:
         current = stat.S_IMODE(os.stat(root).st_mode)
     except OSError:
         return
-    runtime.current().modes.pop(root, None)
+    known = runtime.current().modes
+    if known is not None:
+        known.pop(root, None)
     if current == wanted[0]:
         modes(root)
         return
@@ -115,7 +150,7 @@ def apply_shared(root: str, shared: object) -> None:
 def make_dirs(root: str, directory: str, *, replace_links: bool = False) -> bool:
     """Make sure `directory` (a path under `root`) is a real directory, making what is
     missing; True when a link had to be replaced (only with `replace_links`)."""
-    checked = runtime.current().checked_dirs
+    checked = _checked_dirs()
     if directory in checked or directory == root:
         return False
     parent = os.path.dirname(directory)
@@ -141,7 +176,7 @@ def make_dirs(root: str, directory: str, *, replace_links: bool = False) -> bool
 
 def real_dir(root: str, directory: str) -> bool:
     """True when `directory` under `root` exists and no component of it is a link."""
-    checked = runtime.current().checked_dirs
+    checked = _checked_dirs()
     if directory in checked or directory == root:
         return True
     try:
@@ -170,9 +205,12 @@ def links(top: str, skip: frozenset[str] = frozenset()) -> list[str]:
 
 
 def forget(directory: str) -> None:
-    """`directory` was removed: check it (and what held it) again before the next write."""
+    """`directory` was removed: check it and every directory above it again before the next
+    write (one above may be what was removed, though `directory` itself was never checked)."""
     checked = runtime.current().checked_dirs
-    while directory in checked:
+    if not checked:
+        return  # nothing trusted: outside a `checking` block, or none checked yet
+    while directory != os.path.dirname(directory):  # up to "/" ("" for a relative path)
         checked.discard(directory)
         directory = os.path.dirname(directory)
 

@@ -1,8 +1,9 @@
 """What a program decides once, at its entry point, for the library code beneath it.
 
 A `Runtime` carries the umask policy, the output mode and whether a long rebuild may show its
-progress, with the per-run caches that depend on them (the directories checked for links, the
-store modes found). The `gc` program makes one at its entry point and runs under it
+progress, with the caches that depend on them: the umask the process started with, and,
+during a write only (`beads.files.checking`), the directories checked for links and the store
+modes found. The `gc` program makes one at its entry point and runs under it
 (`using`); code called from there without a handle on it (writing a file, spawning a program,
 rebuilding the index) asks `current()`. A library caller sets nothing and gets the safe
 defaults of `LIBRARY`: its process umask is never changed, progress only on a terminal.
@@ -68,11 +69,12 @@ class Runtime:
         # The umask the process started with, once `own_umask` replaced it (-1 before): the
         # programs gc runs (mail scripts, checks, nudges) get it back.
         self.started_umask = -1
-        # Directories found real (no link on the way) from the store's directory: trusted
-        # for the rest of the run (beads/files.py).
-        self.checked_dirs: set[str] = set()
-        # Store directory -> (directory mode, file mode) (beads/files.py).
-        self.modes: dict[str, tuple[int, int]] = {}
+        # Directories found real (no link on the way) from the store's directory, and store
+        # directory -> (directory mode, file mode): trusted inside a `beads.files.checking`
+        # block (a write) alone, None outside one, so a run that lasts for hours looks again
+        # at each write as a new command would.
+        self.checked_dirs: set[str] | None = None
+        self.modes: dict[str, tuple[int, int]] | None = None
         # The garbage collector's thresholds to put back once the run turns out long
         # (`runs_long`), while `collecting_rarely` holds them raised; else None.
         self.collector: tuple[int, int, int] | None = None

@@ -314,7 +314,10 @@ class Store:
                 f"{self._lock_path}"
             )
         try:
-            yield
+            # What the write checks (directories, modes) is trusted to its end, not after:
+            # a store held open for hours looks again at its next write (beads/files.py).
+            with files.checking():
+                yield
         finally:
             lock.release()
 

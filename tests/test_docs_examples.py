@@ -10,7 +10,9 @@ init`) unless the page makes one itself. Placeholders of the docs are filled fir
 tour is a real `git daemon`, NATS URLs a real `nats-server`, `gc-XXXX` the id the page's last
 command printed. A line fails the test when it exits 2 (usage), 50 (internal error) or shows a
 traceback, or when it exits other than 0 or the `# exit N` its comment names; in a `console`
-block, the lines after a `$ ` command are output it must print.
+block, the lines after a `$ ` command are output it must print. A line another test runs once a
+test run with the same argv, where the page's state changes nothing (`SHARED_RUNS`), is judged
+by that run's result.
 
 A block preceded by `<!-- not run: REASON -->`, or a line ending in `# not run: REASON`, is
 skipped and listed by `test_every_example_not_run_says_why`. A line that mentions `gc` or
@@ -34,6 +36,7 @@ import pytest
 
 from beads.store import Store
 from tests.conftest import GcRunner, gc_program
+from tests.test_mail_conformance import STRICT_RUN_ARGS, strict_run_of_the_example
 from tests.test_nats import NatsServer
 from tests.test_sync import daemon  # noqa: F401 - a fixture
 
@@ -48,6 +51,11 @@ EXIT_COMMENT = re.compile(r"#\s*exit (\d+)\b")
 ID_PLACEHOLDER = re.compile(r"\bgc-X{4,}\b")
 PRINTED_ID = re.compile(r"\b[a-z][a-z0-9]*-[0-9a-z]{4,}\b")
 OPERATORS = ("&&", "||", ";", "(", ")", "|", ">", ">>", "<", "&")
+# `gc` lines (their argv after the placeholders are filled) run once a test run for another
+# test too: the exec protocol page's `gc mail conformance --strict` of its example provider
+# (the suite sends to recipients of its own, so the page's state changes nothing), checked
+# case by case in tests/test_mail_conformance.py.
+SHARED_RUNS = {STRICT_RUN_ARGS: strict_run_of_the_example}
 
 
 class Block(NamedTuple):
@@ -188,8 +196,11 @@ ALL_COMMANDS = [c for page in PAGES for block in blocks(page) for c in commands(
 class PageRun:
     """The state of one page's run: its directories, placeholders and the ids printed."""
 
-    def __init__(self, tmp: Path, placeholders: dict[str, str]) -> None:
+    def __init__(
+        self, tmp: Path, placeholders: dict[str, str], tmp_path_factory: pytest.TempPathFactory
+    ) -> None:
         self.tmp = tmp
+        self.tmp_path_factory = tmp_path_factory  # for the runs of `SHARED_RUNS`
         self.work = tmp / "work"
         self.work.mkdir()
         self.placeholders = placeholders
@@ -242,7 +253,10 @@ class PageRun:
         if cwd == self.work and not (self.work / ".beads").exists() and words[1:2] != ["init"]:
             made = GcRunner(cwd)("init", env=env)
             assert made.returncode == 0, made.stderr
-        if words[0] == "gc":
+        shared = SHARED_RUNS.get(tuple(words[1:])) if words[0] == "gc" else None
+        if shared and env == self.env:
+            result = shared(self.tmp_path_factory)
+        elif words[0] == "gc":
             # The program's own entry point, with the line's argv, environment, cwd and
             # streams (tests/conftest.py: a process of its own where a setting needs one).
             result = GcRunner(cwd)(*words[1:], env=env, internal_error=True)
@@ -303,11 +317,14 @@ NEEDS_NATS = {"nats.md", "machines.md"}
 
 @pytest.mark.parametrize("page", RUN_PAGES)
 def test_the_shell_examples_of_a_page_run_in_order(
-    tmp_path: Path, request: pytest.FixtureRequest, page: str
+    tmp_path: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+    request: pytest.FixtureRequest,
+    page: str,
 ) -> None:
     served = request.getfixturevalue("daemon")  # a real `git daemon` for the remotes
     nats = request.getfixturevalue("nats_url") if page in NEEDS_NATS else None
-    run = PageRun(tmp_path, {})
+    run = PageRun(tmp_path, {}, tmp_path_factory)
     run.placeholders = page_placeholders(tmp_path, run.work, f"{served}/shared.git", nats)
     for command in ALL_COMMANDS:
         if command.where.split(":")[0] == page and command.not_run is None:

@@ -142,8 +142,8 @@ def test_missing_or_failing_gh_leaves_the_gate_open_with_the_error(store: Store,
     assert found.status == "open" and "not logged in" in found.meta["error"]
 
 
-def test_guarded_gate_needs_force_to_close(tmp_path: Path, gc: GcRunner) -> None:
-    gc("init")
+def test_guarded_gate_needs_force_to_close(tmp_path: Path, gc_store: GcRunner) -> None:
+    gc = gc_store  # a store as `gc init` makes it (a copy)
     made = gc.json("gate", "create", "--await", "human")["bead"]
     refused = gc("gate", "close", made["id"])
     assert refused.returncode == 30 and "guarded" in refused.stderr
@@ -178,9 +178,9 @@ def test_two_checks_at_once_tell_each_waiter_exactly_once(store: Store) -> None:
 
 
 def test_decision_respond_resolves_gate_before_item_before_nudge(
-    tmp_path: Path, gc: GcRunner
+    tmp_path: Path, gc_store: GcRunner
 ) -> None:
-    gc("init")
+    gc = gc_store  # a store as `gc init` makes it (a copy)
     log = tmp_path / "order.log"
     probe = (
         "import json, subprocess, sys; "
@@ -208,8 +208,8 @@ def test_decision_respond_resolves_gate_before_item_before_nudge(
     assert log.read_text() == "closed 1"  # at nudge time: gate resolved, answer in the inbox
 
 
-def test_answer_survives_a_requester_restart(tmp_path: Path, gc: GcRunner) -> None:
-    gc("init")
+def test_answer_survives_a_requester_restart(tmp_path: Path, gc_store: GcRunner) -> None:
+    gc = gc_store  # a store as `gc init` makes it (a copy)
     made = gc.json("decision", "create", "--prompt", "Ship?", "--option", "ship",
                    "--option", "hold", env={"GC_AGENT": "mayor"})  # fmt: skip
     start = {"session_id": "old", "hook_event_name": "SessionStart", "cwd": str(tmp_path)}
@@ -223,8 +223,8 @@ def test_answer_survives_a_requester_restart(tmp_path: Path, gc: GcRunner) -> No
     assert "answered: hold" in context and "Ship?" in context
 
 
-def test_wait_returns_on_answer(tmp_path: Path, gc: GcRunner) -> None:
-    gc("init")
+def test_wait_returns_on_answer(tmp_path: Path, gc_store: GcRunner) -> None:
+    gc = gc_store  # a store as `gc init` makes it (a copy)
     waiter = subprocess.Popen(
         [sys.executable, "-m", "gc_beads", "decision", "create", "--prompt", "Go?",
          "--option", "yes", "--option", "no", "--wait", "--timeout", "60", "--json"],
@@ -241,8 +241,10 @@ def test_wait_returns_on_answer(tmp_path: Path, gc: GcRunner) -> None:
 
 
 @pytest.mark.gc_process
-def test_wait_times_out_with_exit_10_or_takes_the_default(tmp_path: Path, gc: GcRunner) -> None:
-    gc("init")
+def test_wait_times_out_with_exit_10_or_takes_the_default(
+    tmp_path: Path, gc_store: GcRunner
+) -> None:
+    gc = gc_store  # a store as `gc init` makes it (a copy)
     args = ["decision", "create", "--prompt", "Go?", "--option", "yes", "--option", "no",
             "--wait", "--timeout", "0.1s"]  # fmt: skip
     assert gc(*args).returncode == 10
@@ -274,8 +276,8 @@ def stop(gc: GcRunner, session: str = "s1", active: bool = False) -> dict | None
     return json.loads(result.stdout) if result.stdout.strip() else None
 
 
-def test_strict_gate_blocks_until_marked(tmp_path: Path, gc: GcRunner) -> None:
-    gc("init")
+def test_strict_gate_blocks_until_marked(tmp_path: Path, gc_store: GcRunner) -> None:
+    gc = gc_store  # a store as `gc init` makes it (a copy)
     gc("config", "set", "gates.disabled", '["commit-push", "bead-update"]')
     assert gc("gate", "register", "tests-pass", "--mode", "strict",
               "--description", "run the tests").returncode == 0  # fmt: skip
@@ -291,8 +293,8 @@ def test_strict_gate_blocks_until_marked(tmp_path: Path, gc: GcRunner) -> None:
     assert stop(gc) is None
 
 
-def test_check_command_satisfies_a_gate(tmp_path: Path, gc: GcRunner) -> None:
-    gc("init")
+def test_check_command_satisfies_a_gate(tmp_path: Path, gc_store: GcRunner) -> None:
+    gc = gc_store  # a store as `gc init` makes it (a copy)
     gc("config", "set", "gates.disabled", '["commit-push", "bead-update"]')
     flag = tmp_path / "ok"
     gc("gate", "register", "flag", "--mode", "strict", "--check", f"test -e '{flag}'")
@@ -301,16 +303,18 @@ def test_check_command_satisfies_a_gate(tmp_path: Path, gc: GcRunner) -> None:
     assert stop(gc) is None
 
 
-def test_soft_gate_warns_without_blocking(tmp_path: Path, gc: GcRunner) -> None:
-    gc("init")
+def test_soft_gate_warns_without_blocking(tmp_path: Path, gc_store: GcRunner) -> None:
+    gc = gc_store  # a store as `gc init` makes it (a copy)
     gc("config", "set", "gates.disabled", '["commit-push", "bead-update"]')
     gc("gate", "register", "docs", "--mode", "soft", "--check", "false")
     reply = stop(gc)
     assert "decision" not in reply and "docs" in reply["systemMessage"]
 
 
-def test_loop_detector_lets_the_agent_stop_after_three_blocks(tmp_path: Path, gc: GcRunner) -> None:
-    gc("init")
+def test_loop_detector_lets_the_agent_stop_after_three_blocks(
+    tmp_path: Path, gc_store: GcRunner
+) -> None:
+    gc = gc_store  # a store as `gc init` makes it (a copy)
     gc("config", "set", "gates.disabled", '["commit-push", "bead-update"]')
     gc("gate", "register", "never", "--mode", "strict", "--check", "false")
     assert stop(gc, active=False)["decision"] == "block"
@@ -321,8 +325,8 @@ def test_loop_detector_lets_the_agent_stop_after_three_blocks(tmp_path: Path, gc
     assert stop(gc, active=False)["decision"] == "block"  # a new stop starts counting again
 
 
-def test_broken_gate_check_never_traps_the_agent(tmp_path: Path, gc: GcRunner) -> None:
-    gc("init")
+def test_broken_gate_check_never_traps_the_agent(tmp_path: Path, gc_store: GcRunner) -> None:
+    gc = gc_store  # a store as `gc init` makes it (a copy)
     gc("config", "set", "gates.disabled", '["commit-push", "bead-update"]')
     gc("gate", "register", "broken", "--mode", "strict", "--check", "/no/such/program --x")
     reply = stop(gc)  # a warning, never a block
@@ -330,8 +334,8 @@ def test_broken_gate_check_never_traps_the_agent(tmp_path: Path, gc: GcRunner) -
     assert "counts as satisfied because its check is broken" in reply["systemMessage"]
 
 
-def test_stop_decision_handler_says_what_to_run(tmp_path: Path, gc: GcRunner) -> None:
-    gc("init")
+def test_stop_decision_handler_says_what_to_run(tmp_path: Path, gc_store: GcRunner) -> None:
+    gc = gc_store  # a store as `gc init` makes it (a copy)
     gc("config", "set", "gates.disabled", '["commit-push", "bead-update"]')
     gc("config", "set", "gates.require_decision", "true")
     reply = stop(gc)
@@ -341,16 +345,16 @@ def test_stop_decision_handler_says_what_to_run(tmp_path: Path, gc: GcRunner) ->
     assert stop(gc) is None
 
 
-def test_waiting_on_a_bead_gate_warns_but_never_blocks(tmp_path: Path, gc: GcRunner) -> None:
-    gc("init")
+def test_waiting_on_a_bead_gate_warns_but_never_blocks(tmp_path: Path, gc_store: GcRunner) -> None:
+    gc = gc_store  # a store as `gc init` makes it (a copy)
     gc("config", "set", "gates.disabled", '["commit-push", "bead-update"]')
     made = gc.json("gate", "create", "--await", "human", "--waiter", "dog")["bead"]
     reply = stop(gc)
     assert "decision" not in reply and made["id"] in reply["systemMessage"]
 
 
-def test_hooks_resolve_due_timer_gates(tmp_path: Path, gc: GcRunner) -> None:
-    gc("init")
+def test_hooks_resolve_due_timer_gates(tmp_path: Path, gc_store: GcRunner) -> None:
+    gc = gc_store  # a store as `gc init` makes it (a copy)
     made = gc.json("gate", "create", "--await", "timer:0.2s", "--waiter", "dog")["bead"]
     time.sleep(0.3)
     payload = {"session_id": "s1", "hook_event_name": "UserPromptSubmit", "cwd": str(tmp_path)}
@@ -360,15 +364,15 @@ def test_hooks_resolve_due_timer_gates(tmp_path: Path, gc: GcRunner) -> None:
 
 
 @pytest.mark.parametrize("spec", ["timer:soon", "gh:pr:abc", "nope", "bead:", "mail:gc-nothere"])
-def test_bad_await_specs_are_refused(tmp_path: Path, gc: GcRunner, spec: str) -> None:
-    gc("init")
+def test_bad_await_specs_are_refused(tmp_path: Path, gc_store: GcRunner, spec: str) -> None:
+    gc = gc_store  # a store as `gc init` makes it (a copy)
     result = gc("gate", "create", "--await", spec)
     assert result.returncode in (30, 40) and "Traceback" not in result.stderr
     assert gc.json("gate", "list")["beads"] == []
 
 
-def test_watch_checks_in_a_loop(tmp_path: Path, gc: GcRunner) -> None:
-    gc("init")
+def test_watch_checks_in_a_loop(tmp_path: Path, gc_store: GcRunner) -> None:
+    gc = gc_store  # a store as `gc init` makes it (a copy)
     made = gc.json("gate", "create", "--await", "timer:0.3s", "--waiter", "dog")["bead"]
     result = gc("gate", "watch", "--interval", "0.2", "--rounds", "4")
     assert result.returncode == 0 and f"{made['id']}: timer 0.3s elapsed" in result.stdout
@@ -399,10 +403,12 @@ def test_responding_again_with_the_same_answer_tells_the_requester_again(store: 
         decisions.respond(store, decision.id, "hold")
 
 
-def test_gate_status_and_the_stop_hook_agree_on_bead_update(tmp_path: Path, gc: GcRunner) -> None:
+def test_gate_status_and_the_stop_hook_agree_on_bead_update(
+    tmp_path: Path, gc_store: GcRunner
+) -> None:
     # One evaluation per built-in gate: `gc gate status` saw no stale beads (the Stop chain
     # alone computed them) and said ok while the Stop hook said "not updated".
-    gc("init")
+    gc = gc_store  # a store as `gc init` makes it (a copy)
     gc("config", "set", "gates.disabled", '["commit-push"]')
     task = gc.json("bead", "create", "--type", "task", "--title", "Fix the build",
                    "--assignee", "dog")["bead"]  # fmt: skip
@@ -432,9 +438,11 @@ def test_create_decision_marks_the_asking_sessions_gate(store: Store) -> None:
     assert store.count(type="decision") == before  # refused before the commit
 
 
-def test_hooks_answer_timed_out_decisions_with_the_default(tmp_path: Path, gc: GcRunner) -> None:
+def test_hooks_answer_timed_out_decisions_with_the_default(
+    tmp_path: Path, gc_store: GcRunner
+) -> None:
     # `gc gate check` is not the only one to answer: any hook does, as for due timers.
-    gc("init")
+    gc = gc_store  # a store as `gc init` makes it (a copy)
     with Store.open(tmp_path, agent="dog") as store:
         decision, gate = decisions.create_decision(store, "Ship?", ["ship", "hold"],
                                                    default="hold", timeout="1h")  # fmt: skip
@@ -468,7 +476,7 @@ def project_with_hooks(tmp_path: Path, gc: GcRunner, committed: dict | None) -> 
     """A git project with a store, `committed` as its committed `.claude/settings.json`
     (None: no such file), then `gc hook install` run in it."""
     git("init", "-q", "-b", "main", str(tmp_path), cwd=tmp_path)
-    gc("init")
+    gc("init")  # in the project: it keeps the store out of the project's git
     settings = tmp_path / ".claude" / "settings.json"
     if committed is not None:
         settings.parent.mkdir()

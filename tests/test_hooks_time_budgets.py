@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+import gc_beads.settings  # noqa: F401 - the gate tests set gates.* settings, as `gc` would
 from beads.process import run_bounded
 from beads.store import Store
 from mail.execmail import ExecMail
@@ -151,9 +152,9 @@ def test_one_bad_message_is_skipped_and_the_others_listed(gc: GcRunner, tmp_path
     ],
 )
 def test_the_hook_announces_the_good_messages_of_a_listing(
-    gc: GcRunner, tmp_path: Path, bad: str
+    gc_store: GcRunner, tmp_path: Path, bad: str
 ) -> None:
-    assert gc("init").returncode == 0
+    gc = gc_store  # a store as `gc init` makes it (a copy)
     good = {**MESSAGE, "id": "m-2", "to": "dog", "body": "announce me"}
     prog = script(tmp_path, f"[ \"$1\" = check ] && echo '[{bad}, {json.dumps(good)}]'\n")
     event = {"session_id": "s1", "hook_event_name": "SessionStart", "source": "startup"}
@@ -196,9 +197,9 @@ def tree_of(directory: Path) -> dict[str, bytes]:
 
 
 def test_a_type_directory_replaced_by_a_link_is_never_written_through(
-    gc: GcRunner, tmp_path: Path
+    gc_store: GcRunner, tmp_path: Path
 ) -> None:
-    assert gc("init").returncode == 0
+    gc = gc_store  # a store as `gc init` makes it (a copy)
     first = gc.json("bead", "create", "--type", "task", "--title", "first")["bead"]["id"]
     outside = tmp_path / "outside"
     (tmp_path / ".beads" / "tasks").rename(outside)
@@ -215,8 +216,30 @@ def test_a_type_directory_replaced_by_a_link_is_never_written_through(
     assert names == {f"{first}.yaml", f"{second}.yaml"}
 
 
-def test_doctor_reports_links_and_restore_view_replaces_them(gc: GcRunner, tmp_path: Path) -> None:
-    assert gc("init").returncode == 0
+def test_a_directory_replaced_by_a_link_under_an_open_store_is_never_written_through(
+    store: Store, tmp_path: Path
+) -> None:
+    # The store stays open between the writes, as in a long-lived program (`gc mcp`).
+    first = store.create("task", "first")
+    tasks = store.root / "tasks"
+    outside = tmp_path / "outside"
+    tasks.rename(outside)
+    tasks.symlink_to(outside)
+    before = tree_of(outside)
+    second = store.create("task", "second")
+    assert tree_of(outside) == before
+    assert tasks.is_dir() and not tasks.is_symlink()
+    # the link was replaced by a real directory, and the next open put back what it hid
+    store.close()
+    with Store.open(store.root) as reopened:
+        assert {p.name for p in tasks.rglob("*.yaml")} == {f"{first.id}.yaml", f"{second.id}.yaml"}
+        assert reopened.get(second.id).title == "second"
+
+
+def test_doctor_reports_links_and_restore_view_replaces_them(
+    gc_store: GcRunner, tmp_path: Path
+) -> None:
+    gc = gc_store  # a store as `gc init` makes it (a copy)
     gc.json("mail", "send", "dog", "-m", "hi")
     messages = tmp_path / ".beads" / "messages"
     outside = tmp_path / "outside"
@@ -281,8 +304,8 @@ def test_runtime_files_are_never_written_through_links(store, tmp_path: Path) ->
     assert victim.read_bytes() == b"precious"
 
 
-def test_a_lock_file_link_is_refused_not_truncated(gc: GcRunner, tmp_path: Path) -> None:
-    assert gc("init").returncode == 0
+def test_a_lock_file_link_is_refused_not_truncated(gc_store: GcRunner, tmp_path: Path) -> None:
+    gc = gc_store  # a store as `gc init` makes it (a copy)
     victim = tmp_path / "victim"
     victim.write_bytes(b"precious")
     lock = tmp_path / ".beads" / ".runtime" / "locks" / "write.lock"
@@ -453,8 +476,10 @@ def test_init_through_a_link_to_nowhere_is_invalid_input(
 
 
 @pytest.mark.gc_process
-def test_programs_gc_runs_keep_the_users_umask(gc: GcRunner, tmp_path: Path, umask_022) -> None:
-    assert gc("init").returncode == 0
+def test_programs_gc_runs_keep_the_users_umask(
+    gc_store: GcRunner, tmp_path: Path, umask_022
+) -> None:
+    gc = gc_store  # a store as `gc init` makes it (a copy)
     seen = tmp_path / "umask"
     prog = script(tmp_path, f"umask > {seen}\n")
     assert gc("mail", "inbox", "dog", env={"GC_MAIL": f"exec:{prog}"}).returncode == 0
@@ -462,9 +487,11 @@ def test_programs_gc_runs_keep_the_users_umask(gc: GcRunner, tmp_path: Path, uma
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs to give a directory to another user")
-def test_a_store_of_another_user_is_never_found_by_walking_up(gc: GcRunner, tmp_path: Path) -> None:
+def test_a_store_of_another_user_is_never_found_by_walking_up(
+    gc_store: GcRunner, tmp_path: Path
+) -> None:
     prog = script(tmp_path, f"touch {tmp_path}/ran\n", "evil")
-    assert gc("init").returncode == 0
+    gc = gc_store  # a store as `gc init` makes it (a copy)
     assert gc("config", "set", "mail.provider", f"exec:{prog}").returncode == 0
     store = tmp_path / ".beads"
     os.chown(store, 54321, 54321)

@@ -21,7 +21,10 @@ from mail.conformance import CASES, EXTRAS, Result, run_case
 from mail.fake import FakeProvider
 from tests.conftest import GcRunner
 
-SCRIPT = Path(__file__).parent / "mailscripts" / "jsonmail"
+# The exec protocol page's example provider, a real script as a user would write one, and
+# the page's line that runs the whole suite against it (`strict_run_of_the_example`).
+EXAMPLE = Path(__file__).parent.parent / "docs" / "examples" / "jsonmail"
+STRICT_RUN_ARGS = ("mail", "conformance", "--strict", str(EXAMPLE))
 CONFORMANCE_LINE = re.compile(r"(PASS|FAIL|SKIP) (\w+)( \(extra\))?(?:: (.*))?")
 
 
@@ -38,30 +41,29 @@ def case_lines(stdout: str) -> dict[str, tuple[str, bool, str]]:
     return {m.group(2): (m.group(1), bool(m.group(3)), m.group(4) or "") for m in lines if m}
 
 
+def strict_run_of_the_example(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> subprocess.CompletedProcess:
+    """`gc mail conformance --strict` against the exec protocol page's example provider, run
+    once a test run: its case lines are the exec provider's results in `test_conformance` too,
+    and the docs test takes it as the run of the page's line with the same argv (the suite
+    sends to recipients of its own, so the directory it runs in changes nothing). The first
+    test to need it runs it and the others read what it printed, from the session's temporary
+    directory, or under xdist from the one the workers' temporary directories share
+    (pytest-xdist's recipe for a run-once fixture)."""
+    base = tmp_path_factory.getbasetemp()
+    shared = (base.parent if "PYTEST_XDIST_WORKER" in os.environ else base) / "strict-run.json"
+    with FileLock(f"{shared}.lock"):
+        if not shared.exists():
+            result = GcRunner(tmp_path_factory.mktemp("users-script"))(*STRICT_RUN_ARGS)
+            fields = ("args", "returncode", "stdout", "stderr")
+            shared.write_text(json.dumps({name: getattr(result, name) for name in fields}))
+        return subprocess.CompletedProcess(**json.loads(shared.read_text()))
+
+
 @pytest.fixture(scope="session")
 def users_script_run(tmp_path_factory: pytest.TempPathFactory) -> subprocess.CompletedProcess:
-    """`gc mail conformance --strict` against the real jsonmail script, run once a test run:
-    its case lines are the exec provider's results in `test_conformance` too. Under xdist the
-    first worker to need it runs it and the others read what it printed, from the directory
-    the workers' temporary directories share (pytest-xdist's recipe for a run-once fixture)."""
-
-    def run() -> subprocess.CompletedProcess:
-        where = tmp_path_factory.mktemp("users-script")
-        return GcRunner(where)(
-            "mail", "conformance", "--strict", str(SCRIPT),
-            env={"JSONMAIL_FILE": str(where / "m.json")},
-        )  # fmt: skip
-
-    if "PYTEST_XDIST_WORKER" not in os.environ:
-        return run()
-    shared = tmp_path_factory.getbasetemp().parent / "users-script-run.json"
-    with FileLock(f"{shared}.lock"):
-        if shared.exists():
-            return subprocess.CompletedProcess(**json.loads(shared.read_text()))
-        result = run()
-        fields = ("args", "returncode", "stdout", "stderr")
-        shared.write_text(json.dumps({name: getattr(result, name) for name in fields}))
-        return result
+    return strict_run_of_the_example(tmp_path_factory)
 
 
 @pytest.fixture(params=["fake", "beadmail", "exec"])
@@ -119,14 +121,12 @@ def test_conformance_command_against_a_users_script(
     assert {r["name"]: r["extra"] for r in answer["results"]} == dict.fromkeys(ran, False)
 
 
-EXAMPLE = Path(__file__).parent.parent / "docs" / "examples" / "jsonmail"
-
-
 def test_the_exec_protocol_page_runs_conformance_on_its_short_example_provider() -> None:
     """The exec protocol's page runs `gc mail conformance` and `--strict` against its example
     provider, a real script, and each line must exit 0 (a failed case exits 10): the docs
-    test runs those lines, so the check here is that the page still holds them, to be run,
-    and that the example stays short enough to read in one go."""
+    test runs those lines (the --strict one is `strict_run_of_the_example`, checked case by
+    case here), so the check here is that the page still holds them, to be run, and that the
+    example stays short enough to read in one go."""
     from tests.test_docs_examples import ALL_COMMANDS, EXIT_COMMENT
 
     run_lines = [

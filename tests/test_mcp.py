@@ -421,6 +421,32 @@ def test_an_index_rebuilt_between_two_calls_is_the_one_read_next(shared: SharedS
     shared.run(scenario)
 
 
+def test_a_directory_removed_between_two_calls_is_made_again_by_the_next_write(
+    shared: SharedServers,
+) -> None:
+    mayor, cli = shared["mayor"], shared.cli
+    to = "removed-dir-recipient"  # of this test only: its inbox is listed whole at the end
+    messages = shared.project / ".beads" / "messages"
+
+    async def scenario() -> None:
+        sent = [(await call(mayor, "mail_send", to=[to], body="before"))["message"]["id"]]
+        # Another process removes the directory the server wrote into (a person's rm -r).
+        await anyio.run_process(["rm", "-r", str(messages)])
+        for n in range(2):
+            reply = await call(mayor, "mail_send", to=[to], body=f"after {n}")
+            assert reply["ok"], reply
+            sent.append(reply["message"]["id"])
+        written = {path.stem for path in messages.rglob("*.yaml")}
+        assert set(sent[1:]) <= written  # the server's writes made the directory again
+        inbox = cli_json(cli, to, "mail", "inbox")
+        assert sorted(m["id"] for m in inbox["messages"]) == sorted(sent)
+
+    shared.run(scenario)
+    # What the rm took is derived data: the doctor puts it back from git.
+    assert cli("doctor", "--restore-view").returncode == 0
+    assert cli.json("doctor")["healthy"]
+
+
 def test_two_servers_and_the_cli_writing_at_once_lose_nothing(shared: SharedServers) -> None:
     sends = 8
     acked: list[str] = []

@@ -222,6 +222,65 @@ def test_a_push_on_one_machine_is_in_the_next_drain_on_another(
     assert a.stop_relay() == 0 and b.stop_relay() == 0  # SIGTERM: a clean stop
 
 
+def wakeups(pid: int) -> int:
+    """How many times process `pid` has gone to sleep (its threads' voluntary context
+    switches, from /proc): each is a wake-up later."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            status = (task / "status").read_text()
+        except FileNotFoundError:  # a thread that ended meanwhile
+            continue
+        total += int(status.split("\nvoluntary_ctxt_switches:")[1].split()[0])
+    return total
+
+
+def test_an_idle_relay_sleeps_until_a_push_wakes_it(machines: tuple[Machine, Machine]) -> None:
+    a, _ = machines
+    a.start_relay()
+    assert a.relay is not None
+    a.delivery.push(["b1"], "first", key="first")
+    wait_until(lambda: a.outbox_size() == 0, what=relay_logs(a))  # connected, published
+    # Over a quiet second the relay wakes only for its timers, a few times a second (its
+    # watch on the connection, its own look at the outbox, the look for gaps): a relay that
+    # polled the outbox every few milliseconds would wake hundreds of times.
+    before, began = wakeups(a.relay.pid), time.monotonic()
+    time.sleep(1.0)
+    rate = (wakeups(a.relay.pid) - before) / (time.monotonic() - began)
+    assert rate < 50, f"an idle relay woke {rate:.0f} times a second"
+    a.delivery.push(["b1"], "second", key="second")
+    wait_until(lambda: a.outbox_size() == 0, what=relay_logs(a))
+    assert a.stop_relay() == 0
+    assert not outbox.wake_path(a.root).exists()  # stopped, it listens no more
+
+
+def test_a_push_for_another_machines_agent_wakes_the_relay(
+    machines: tuple[Machine, Machine],
+) -> None:
+    a, _ = machines
+    listening = outbox.Wakes(a.root)  # as A's relay listens (the test reads in its place)
+
+    def wakes() -> int:
+        try:
+            return len(os.read(listening.fd, 4096))
+        except BlockingIOError:
+            return 0
+
+    gc = GcRunner(a.root.parent)
+    try:
+        assert gc("inbox", "push", "--to", "a1", "for a1, who lives on A").returncode == 0
+        assert wakes() == 0  # nothing for the relay to send
+        assert gc("inbox", "push", "--to", "b1", "for b1, on B").returncode == 0
+        assert wakes() == 1  # woken as the push returns: its row is committed
+        a.delivery.push(["b1", "b2"], "for two agents of B", key="two")
+        assert wakes() == 1  # once per transaction
+    finally:
+        listening.close()
+    assert a.outbox_size() == 3
+    assert gc("inbox", "push", "--to", "b1", "no relay listens").returncode == 0
+    assert a.outbox_size() == 4
+
+
 @pytest.fixture
 def shared(
     tmp_path: Path,

@@ -4,6 +4,7 @@ doctor's pruning and after switching; commands never need the view."""
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from pathlib import Path
 
@@ -267,3 +268,30 @@ def test_a_marker_left_half_rewritten_by_a_killed_writer_still_reads(store: Stor
     assert head is not None
     (store.runtime / "view-applied").write_bytes(head + b"\nfull\nrecent 14\n")
     assert store.view.applied() == head
+
+
+@pytest.mark.gc_process
+def test_a_directory_another_process_removed_is_made_again_by_the_next_write(
+    store: Store, gc: GcRunner
+) -> None:
+    # A library caller keeps its store open across writes, as a long-lived program does.
+    aged = old_closed(store, 5)  # the only task: its file alone is under tasks/
+    assert view_beads(store) == {aged.id}
+    # Other gc processes narrow the view, and the doctor brings it to the new setting: the
+    # bead is left out and the directories its file emptied are removed, tasks/ among them.
+    assert gc("config", "set", "store.view_days", "3").returncode == 0
+    assert gc("config", "set", "store.view", "recent").returncode == 0
+    assert gc("doctor").returncode == 0
+    assert not (store.root / "tasks").exists()
+    # The caller's next writes make them again, as a new process would.
+    later = {store.create("task", f"new {n}").id for n in range(2)}
+    assert view_beads(store) == later
+    healthy(store)
+
+
+def test_a_directory_removed_during_a_long_write_is_made_again(store: Store) -> None:
+    with store.locked():  # one write holding the lock: what it checked is trusted to its end
+        store.create("task", "first")
+        shutil.rmtree(store.root / "tasks")  # a person's rm meanwhile
+        second = store.create("task", "second")
+    assert (store.root / bead_path("task", second.id)).is_file()

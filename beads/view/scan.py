@@ -14,6 +14,7 @@ import sys
 import threading
 from pathlib import Path
 
+from beads.files import checking
 from beads.view.view import View, git_blob_sha
 
 SCAN_AHEAD_FILES = 5000  # HEAD files from which `ViewScan` works in the background
@@ -80,7 +81,8 @@ def _scan_child() -> None:
     view = View(root, root / ".runtime")
     files, links = view.scan()
     fields = [str(len(links)).encode(), *map(os.fsencode, links)]
-    for path in files:
-        data = view.read(path)
-        fields += [os.fsencode(path), b"" if data is None else git_blob_sha(data)]
+    with checking():  # one pass over every file: each directory checked once
+        for path in files:
+            data = view.read(path)
+            fields += [os.fsencode(path), b"" if data is None else git_blob_sha(data)]
     sys.stdout.buffer.write(b"\0".join([*fields, b"end", b""]))

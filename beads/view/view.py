@@ -184,8 +184,8 @@ class View:
         # No fsync: the view is derived from git, so a file lost to a power cut is found and
         # rewritten by `gc doctor --restore-view`; the rename still means no process ever
         # reads half a file, and a killed process loses nothing (the page cache survives it).
-        # Directories are checked once per process (never through a link), so a batch of
-        # thousands of files pays a set lookup per file.
+        # Directories are checked once per write (never through a link), so a batch of
+        # thousands of files pays a set lookup per file (`beads.files.checking`).
         if not files.contained(path) or not in_layout(path):
             # Outside the store, inside its .git or .runtime, or a name the store's layout
             # does not hold (a `city.toml` would be read as the project's own file): never

@@ -7,16 +7,25 @@ every broadcast's standing item, gets an outbox row in the same transaction as t
 push never touches the network, and an item committed is an item the relay will publish.
 The relay removes a row once JetStream has acknowledged it. No NATS client here: this module
 is on the path of every push when NATS is configured.
+
+Once a transaction that wrote rows has ended, the writer wakes the relay: one byte into the
+FIFO the relay listens on (`.runtime/nats-relay.wake`, `Wakes`), a few microseconds, and
+nothing at all when no relay runs. An idle relay sleeps until then; it looks on its own only
+now and then (inbox/nats/relay.py), for rows whose writer died before it could wake it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import stat
 
 TYPE_CHECKING = False  # the hooks never import typing (tests/test_hooks.py)
 if TYPE_CHECKING:
     import sqlite3
     from collections.abc import Callable, Iterable, Sequence
+    from pathlib import Path
 
     from inbox.items import Item
 
@@ -30,10 +39,13 @@ TRAVELS = ("agent", "key", "type", "source", "content", "priority", "created_at"
 
 class Outbox:
     """The hook `insert_items` calls inside its transaction: an outbox row for each item
-    whose agent does not live on this machine (`here`)."""
+    whose agent does not live on this machine (`here`); `ended()`, called once the
+    transaction has ended, wakes the relay listening on `fifo` if rows were written."""
 
-    def __init__(self, here: Iterable[str]) -> None:
+    def __init__(self, here: Iterable[str], fifo: Path | None = None) -> None:
         self.here = frozenset(here)
+        self.fifo = fifo
+        self.written = False  # rows written in the transaction under way
 
     def __call__(self, db: sqlite3.Connection, items: Sequence[Item]) -> None:
         rows = [
@@ -46,20 +58,31 @@ class Outbox:
             db.executemany(
                 "INSERT INTO outbox(target, key, item, created_at) VALUES (?, ?, ?, ?)", rows
             )
+            self.written = True
+
+    def ended(self) -> None:
+        """The transaction that called this hook has ended: wake the relay if it wrote rows
+        (rolled back, the relay wakes for nothing and looks once)."""
+        if self.written:
+            self.written = False
+            if self.fifo is not None:
+                wake(self.fifo)
 
 
 def outbox_of(
-    local: dict[str, str], spell: Callable[[str], Iterable[str]] | None = None
+    local: dict[str, str],
+    spell: Callable[[str], Iterable[str]] | None = None,
+    fifo: Path | None = None,
 ) -> Outbox | None:
     """The outbox hook of a store whose machine-local settings (its small git config, read
     without a parser: `beads.git.config.read_values`) are `local`, or None when this machine
     has no `delivery.nats.url`. `spell(agent)` gives every name a local agent goes by
     (`Delivery.spellings`), so an item for `gastown/mayor` stays here when `mayor` lives
-    here."""
+    here; `fifo`: the FIFO the store's relay listens on (`wake_path`)."""
     if not local.get("delivery.nats.url"):
         return None
     here = [a.strip() for a in local.get("delivery.nats.agents", "").split(",") if a.strip()]
-    return Outbox(n for a in here for n in (a, *(spell(a) if spell else ())))
+    return Outbox((n for a in here for n in (a, *(spell(a) if spell else ()))), fifo)
 
 
 def encode(item: Item) -> str:
@@ -84,3 +107,68 @@ def count(db: sqlite3.Connection) -> int:
     """How many items wait to be published."""
     db.execute(TABLE)
     return db.execute("SELECT count(*) FROM outbox").fetchone()[0]
+
+
+# -- waking the relay -----------------------------------------------------------------------
+
+_FLAGS = os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def wake_path(root: Path) -> Path:
+    """The FIFO the relay of the store at `root` listens on for committed outbox rows."""
+    return root / ".runtime" / "nats-relay.wake"
+
+
+def wake(path: Path) -> None:
+    """Wake the relay listening on the FIFO at `path`; nothing when no relay runs."""
+    try:
+        fd = os.open(path, os.O_WRONLY | _FLAGS)
+    except OSError:  # no relay: none ever ran here (no FIFO) or none runs now (no reader)
+        return
+    try:
+        if stat.S_ISFIFO(os.fstat(fd).st_mode):  # anything else found there is left alone
+            os.write(fd, b"\n")
+    except OSError:  # full (the relay has wakes enough waiting), or the relay just stopped
+        pass
+    finally:
+        os.close(fd)
+
+
+class Wakes:
+    """The relay's end of its FIFO (`wake_path`), made anew as the relay starts, with the
+    store's file mode (a group store's members push too): readable once a writer has
+    committed outbox rows. The caller holds the store's relay lock."""
+
+    def __init__(self, root: Path) -> None:
+        from beads import files
+
+        self.path = wake_path(root)
+        mode = files.modes(str(root))[1]
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.path)  # an earlier relay's, or anything else found there
+        os.mkfifo(self.path, mode)
+        self.fd = os.open(self.path, os.O_RDONLY | _FLAGS)
+        try:
+            # A writer of the relay's own: the read end never reports end-of-file (readable
+            # forever) once the last of the pushes' writers has closed it.
+            self._writer = os.open(self.path, os.O_WRONLY | _FLAGS)
+            self._made = os.fstat(self.fd)
+            os.fchmod(self.fd, mode)  # the umask may have taken the group's bits
+        except OSError:
+            os.close(self.fd)
+            raise
+
+    def drain(self) -> None:
+        """Read every wake written so far (one byte each)."""
+        with contextlib.suppress(BlockingIOError):
+            while os.read(self.fd, 4096):
+                pass
+
+    def close(self) -> None:
+        """Stop listening: the FIFO is removed (if it is still this one), pushes wake no one."""
+        with contextlib.suppress(OSError):
+            found = os.lstat(self.path)
+            if (found.st_dev, found.st_ino) == (self._made.st_dev, self._made.st_ino):
+                os.unlink(self.path)
+        os.close(self._writer)
+        os.close(self.fd)

@@ -4,8 +4,9 @@ the stream.
 - **Out**: the outbox (inbox/nats/outbox.py) is published in order, with the subject of the
   item's agent or group and the dedup key as `Nats-Msg-Id`; a row is removed once JetStream
   has acknowledged it, so a relay killed in between publishes it again and JetStream drops
-  the duplicate within its window. New rows are noticed by polling sqlite's `data_version`
-  (a read of shared memory, no I/O).
+  the duplicate within its window. An idle relay sleeps until a writer wakes it through the
+  FIFO it listens on, once the rows are committed (inbox/nats/outbox.py); it looks on its own
+  every `LOOK_EVERY` seconds too, for rows whose writer died before it could wake it.
 - **In**: a durable push consumer per machine (`relay-<machine>`) delivers the items of this
   machine's agents, `inbox.all` and every rig. Items are written to the local delivery
   database in batches (one transaction for whatever arrived meanwhile), through the same
@@ -47,7 +48,7 @@ from inbox.nats.settings import Settings, status_path
 
 BATCH = 1000  # items per transaction, and per round of publishing
 CONNECT_TIMEOUT = 5.0
-POLL = 0.005  # seconds between looks at the outbox when it is empty
+LOOK_EVERY = 1.0  # seconds between looks at an empty outbox that no writer woke the relay for
 MIN_BACKOFF, MAX_BACKOFF = 0.1, 2.0
 STATUS_EVERY = 1.0  # seconds between writes of the status file
 CONFIG_EVERY = 5.0  # seconds a read of config.yaml (rigs, nudges) is reused
@@ -156,10 +157,12 @@ class Relay:
         self.log = log
         self.here = frozenset(settings.names)  # every spelling of this machine's agents
         # What this relay receives is for its own agents: never sent out again.
-        self.delivery = Delivery(root, config=self._config, outbox=outbox.Outbox(self.here))
+        mine = outbox.Outbox(self.here, outbox.wake_path(root))
+        self.delivery = Delivery(root, config=self._config, outbox=mine)
         self._config_at = 0.0
         self._config_value: dict[str, Any] = {}
         self.stopping = asyncio.Event()
+        self.outbox_woken = asyncio.Event()  # a writer committed outbox rows (outbox.Wakes)
         self.status: dict[str, Any] = {
             "pid": os.getpid(),
             "machine": settings.machine,
@@ -185,6 +188,7 @@ class Relay:
             "last_lost": None,
         }
         self._status_at = 0.0
+        self._status_due: asyncio.TimerHandle | None = None  # a throttled write, pending
         self._sync_lock = asyncio.Lock()
 
     def _config(self) -> dict[str, Any]:
@@ -203,6 +207,7 @@ class Relay:
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, self.stopping.set)
+        wakes = self._listen()
         backoff = MIN_BACKOFF
         try:
             while not self.stopping.is_set():
@@ -225,12 +230,31 @@ class Relay:
                     await asyncio.wait_for(self.stopping.wait(), delay)
                 backoff = min(backoff * 2, MAX_BACKOFF)
         finally:
+            if wakes is not None:
+                loop.remove_reader(wakes.fd)
+                wakes.close()
             self._write_status(force=True, stopped=True)
             self.delivery.close()
 
+    def _listen(self) -> outbox.Wakes | None:
+        """Listen for writers' wakes (inbox/nats/outbox.py); None, said in the log, where no
+        FIFO can be made: the relay then finds new rows at its own looks only."""
+        try:
+            wakes = outbox.Wakes(self.root)
+        except OSError as exc:
+            self.log(f"cannot listen for pushes ({exc}): looking every {LOOK_EVERY:g}s instead")
+            return None
+
+        def woken() -> None:
+            wakes.drain()
+            self.outbox_woken.set()
+
+        asyncio.get_running_loop().add_reader(wakes.fd, woken)
+        return wakes
+
     def _note_error(self, exc: BaseException) -> None:
         text = f"{type(exc).__name__}: {exc}".strip().rstrip(":")
-        self.status["last_error"] = text
+        self._set(last_error=text)
         self.log(f"relay: {text}")
 
     async def _session(self) -> None:
@@ -238,7 +262,7 @@ class Relay:
         lost = asyncio.Event()
 
         async def on_error(exc: Exception) -> None:
-            self.status["last_error"] = f"{type(exc).__name__}: {exc}"
+            self._set(last_error=f"{type(exc).__name__}: {exc}")
 
         async def on_closed() -> None:
             lost.set()
@@ -327,7 +351,7 @@ class Relay:
                 "authentication: anyone who reaches it can publish to this machine's agents "
                 "(their items are checked here; see docs/nats.md)"
             )
-        self.status["server_open"] = is_open
+        self._set(server_open=is_open)
 
     async def _gaps(self, js: Any) -> None:
         while True:
@@ -341,7 +365,7 @@ class Relay:
             stream = await js.stream_info(self.settings.stream)
             consumer = await js.consumer_info(self.settings.stream, self.settings.consumer)
         except Exception as exc:  # noqa: BLE001 - the next look tries again
-            self.status["last_error"] = f"checking for gaps: {type(exc).__name__}: {exc}"
+            self._set(last_error=f"checking for gaps: {type(exc).__name__}: {exc}")
             return
         caught_up = not consumer.num_pending and not consumer.num_ack_pending
         state = stream.state
@@ -470,14 +494,12 @@ class Relay:
 
     async def _publish(self, js: Any) -> None:
         db = self.delivery.db
-        seen = None
         while True:
+            self.outbox_woken.clear()  # before the look: a wake after it is one to act on
             rows = outbox.waiting(db, BATCH)
             if not rows:
-                seen = db.execute("PRAGMA data_version").fetchone()[0]
-                while db.execute("PRAGMA data_version").fetchone()[0] == seen:
-                    self._write_status()
-                    await asyncio.sleep(POLL)
+                with contextlib.suppress(TimeoutError):  # asleep until a writer wakes it
+                    await asyncio.wait_for(self.outbox_woken.wait(), LOOK_EVERY)
                 continue
             if any(_hinted(row[3]) for row in rows):
                 # A hint is only worth its bead on the remote: the receiver fetches it there.
@@ -510,13 +532,23 @@ class Relay:
     # -- status ---------------------------------------------------------------------------
 
     def _set(self, **changes: Any) -> None:
+        """Change the status; the file follows at once for `connected`, else within
+        `STATUS_EVERY` (an idle relay, whose status stays as it is, writes nothing)."""
+        if all(self.status.get(key) == value for key, value in changes.items()):
+            return
         self.status.update(changes)
         self._write_status(force="connected" in changes)
 
     def _write_status(self, *, force: bool = False, stopped: bool = False) -> None:
         now = time.monotonic()
-        if not force and now - self._status_at < STATUS_EVERY:
+        due = self._status_at + STATUS_EVERY - now
+        if not force and due > 0:  # written once STATUS_EVERY has passed since the last
+            if self._status_due is None:
+                self._status_due = asyncio.get_running_loop().call_later(due, self._write_due)
             return
+        if self._status_due is not None:
+            self._status_due.cancel()
+            self._status_due = None
         self._status_at = now
         data = {**self.status, "updated_at": time.time(), "running": not stopped}
         path = status_path(self.root)
@@ -524,6 +556,10 @@ class Relay:
             files.write_atomic(
                 str(self.root), str(path), json.dumps(data).encode(), str(path.parent)
             )
+
+    def _write_due(self) -> None:
+        self._status_due = None
+        self._write_status()
 
 
 def _sequences(messages: list[Any]) -> list[int]:
