@@ -91,7 +91,9 @@ def _checked_dirs() -> set[str]:
 def modes(root: str) -> tuple[int, int]:
     """`(directory mode, file mode)` of the store at `root`, from its directory's mode."""
     run = runtime.current()
-    known = run.modes if run.modes is not None else {}
+    known = run.modes  # read once: another thread's write may end its block meanwhile
+    if known is None:
+        known = {}
     found = known.get(root)
     if found is None:
         try:

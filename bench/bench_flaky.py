@@ -23,7 +23,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# Tests that failed once under load on a 2-core machine; each must now pass every time.
+# Tests that failed once on a 2-core machine, under load or run alone (an order they
+# depended on); each must now pass every time.
 ONCE_FLAKY = [
     "tests/test_nats.py::test_a_relay_stops_at_once_on_sigterm_even_while_connecting",
     "tests/test_store_repack.py::test_many_writes_keep_the_packs_geometric_and_few",

@@ -14,8 +14,8 @@ operations taking turns so that the machine's load weighs on each alike:
   3. beside them, the CLI's `gc mail send` (a process per send);
   4. what a write pays for checking its directories afresh (`beads.files.checking`: a
      long-running process trusts no directory from one write to the next): the API send as
-     it is, against the same send trusting what the sends before it checked (`Trusting`, as
-     every write of a process did before), one of each in turn, as a ratio <= 1.05.
+     it is, against the same send trusting what the sends before it checked (`Trusting`, a
+     process-long trust), one of each in turn, as a ratio <= 1.05.
 MCP Agent Mail's `send_message` is not measured here: it is not installed on this machine (it
 would go in a virtualenv of its own, serving on loopback only, never a dependency of ours).
 Always exits 0 (it is a report); the machine's load average is printed with the figures.

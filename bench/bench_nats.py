@@ -19,7 +19,7 @@ each store runs `gc nats relay` as a process of its own. Figures:
      relay fetches it and derives the item from the bead. Reported (median, p95), no target.
   4. an idle relay's CPU: A's and B's relays, connected and with nothing to do, over `--idle`
      seconds (0 skips it), against a baseline process of the same run that looks at A's
-     delivery database every 5 ms (`PRAGMA data_version`, as the relay once did while idle);
+     delivery database every 5 ms (`PRAGMA data_version`: a relay that polls);
      then one push on A after the quiet spell, to drain-ready on B (a relay that backs off
      while idle would be slow here). Needs /proc (Linux) for the CPU figures.
 

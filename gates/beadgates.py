@@ -27,6 +27,7 @@ from beads.process import budget, run_bounded
 from beads.records.record import Bead, check_agent, expect_type
 from beads.records.times import now_stamp, parse_duration, stamp_at, to_stamp
 from beads.store import Store
+from gates import settings as _settings  # noqa: F401 - registers the `gates` section
 from inbox.commits import followed_batch
 from inbox.follow import Change, record
 from inbox.items import Item, clip

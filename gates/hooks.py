@@ -34,6 +34,7 @@ from beads.faults import fault
 from beads.location import find_store
 from beads.records.record import acting_agent
 from beads.sync.auto import fetch_if_due
+from gates import settings as _settings  # noqa: F401 - registers the `gates` section
 from gates.hookbase import HookContext, log_failure
 from gates.pretool import MAX_INPUT_BYTES
 from inbox.delivery import Delivery

@@ -33,6 +33,7 @@ from collections import namedtuple
 from pathlib import Path
 
 from beads.errors import GcError, InvalidInput, NotFound
+from gates import settings as _settings  # noqa: F401 - registers the `gates` section
 from inbox.queue import check_session
 
 TYPE_CHECKING = False  # the hooks never import typing (tests/test_hooks.py)

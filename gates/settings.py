@@ -1,6 +1,6 @@
-"""The gates' settings in `config.yaml`: the `gates` section. Registered with
-`beads.settings.registry`
-on import; the program imports it."""
+"""The gates' settings in `config.yaml`: the `gates` section, registered with
+`beads.settings.registry` when a module that reads or writes them is imported (not the
+package: the PreToolUse path, run before every tool call, reads none of them through it)."""
 
 from __future__ import annotations
 
@@ -22,4 +22,5 @@ register_section(
         "gates.stale_context_after": duration,
     },
     free_form=["gates.session.*"],
+    position=3,  # after delivery's and hooks'
 )

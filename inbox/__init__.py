@@ -9,6 +9,7 @@ importing one module does not pay for the others. The layers above make items th
 from __future__ import annotations
 
 from beads.lazy import lazy_attributes
+from inbox import settings as _settings  # noqa: F401 - registers `delivery` and `hooks`
 
 TYPE_CHECKING = False  # the hooks never import typing (tests/test_hooks.py)
 if TYPE_CHECKING:

@@ -1,6 +1,6 @@
 """The delivery layer's settings in `config.yaml`: `delivery` and `hooks` (what a drain
-injects into a session). Registered with `beads.settings.registry` on import; the program imports
-it."""
+injects into a session). Registered with `beads.settings.registry` as the `inbox` package is
+imported."""
 
 from __future__ import annotations
 
@@ -34,5 +34,6 @@ register_section(
         "delivery.nats.dedup_window": duration,
         "delivery.nats.max_msgs": count,
     },
+    position=2,  # after mail's
 )
-register_section("hooks", {}, {"hooks.max_context_chars": context_chars})
+register_section("hooks", {}, {"hooks.max_context_chars": context_chars}, position=2)

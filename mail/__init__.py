@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from beads.lazy import lazy_attributes
+from mail import settings as _settings  # noqa: F401 - registers the `mail` section
 
 if TYPE_CHECKING:
     from mail.beadmail import BeadMail

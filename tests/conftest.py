@@ -37,8 +37,8 @@ THOROUGH = PROFILE == "ci"
 @pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: `-p no:xdist` still runs
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """`-n auto`: one worker per CPU and two more. Much of the suite waits (timeouts,
-    servers, subprocesses, fsync) and the extra workers fill it: on two cores four workers
-    finished 13-15% sooner than three, in runs taken in turn."""
+    servers, subprocesses, fsync) and the extra workers fill that time (docs/development.md
+    has the measurements)."""
     return len(os.sched_getaffinity(0)) + 2
 
 

@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-import gc_beads.settings  # noqa: F401 - the gate tests set gates.* settings, as `gc` would
 from beads.process import run_bounded
 from beads.store import Store
 from mail.execmail import ExecMail

@@ -13,6 +13,7 @@ import os
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import time
@@ -281,6 +282,26 @@ def test_a_push_for_another_machines_agent_wakes_the_relay(
     assert a.outbox_size() == 4
 
 
+def test_a_push_leaves_a_wake_path_no_relay_listens_on_alone(
+    machines: tuple[Machine, Machine],
+) -> None:
+    a, _ = machines
+    gc = GcRunner(a.root.parent)
+    path = outbox.wake_path(a.root)
+    os.mkfifo(path, 0o600)  # a relay killed with -9 left its FIFO: nobody reads it
+    assert gc("inbox", "push", "--to", "b1", "no reader").returncode == 0
+    path.unlink()
+    path.write_text("planted\n")  # a regular file where the FIFO goes: never written to
+    assert gc("inbox", "push", "--to", "b1", "a file there").returncode == 0
+    assert path.read_text() == "planted\n" and a.outbox_size() == 2
+    listening = outbox.Wakes(a.root)  # a relay starting replaces it with its own FIFO
+    try:
+        assert stat.S_ISFIFO(path.lstat().st_mode)
+    finally:
+        listening.close()
+    assert not path.exists()
+
+
 @pytest.fixture
 def shared(
     tmp_path: Path,
@@ -468,19 +489,20 @@ def test_relay_killed_mid_stream_delivers_every_item_exactly_once(
     a, b = machines
     a.start_relay()
     b.start_relay()
-    # 400 items in pushes of 50, both relays killed once 200 are pushed and B has 100: the
-    # kill finds items on their way (B often has fewer than were pushed), and the 200 after
-    # it come through the restarted relays. (Each drain renders what it hands out, so every
-    # item more costs the test CPU and proves nothing more.)
+    # 400 items in pushes of 50. Once 200 are pushed and B has 100 (both relays at work),
+    # one more push, and both relays are killed as it goes out: the kill finds items on
+    # their way, and the 150 after it come through the restarted relays. (Each drain renders
+    # what it hands out, so every item more costs the test CPU and proves nothing more.)
     keys = [f"k{n:04d}" for n in range(400)]
     from inbox.items import Item
 
     killed = False
     for start in range(0, len(keys), 50):
+        if not killed and start == 200:
+            wait_until(lambda: len(b.keys("b1")) >= 100, what=relay_logs(a, b))
         chunk = [Item.new("b1", f"item {k}", key=k) for k in keys[start : start + 50]]
         a.delivery.push_items(chunk, nudge=False)
-        if not killed and start >= 150:
-            wait_until(lambda: len(b.keys("b1")) >= 100, what=relay_logs(a, b))
+        if not killed and start == 200:
             b.stop_relay(signal.SIGKILL)  # mid-stream: some stored, some not acknowledged
             a.stop_relay(signal.SIGKILL)  # and the publisher mid-outbox
             killed = True

@@ -493,6 +493,42 @@ def test_a_registered_section_is_a_new_stores_default_and_its_settings_are_check
         FREE_FORM[:] = saved[2]
 
 
+# A program of the library's own, not `gc`: it imports only what it uses, in its own order.
+LIBRARY_USER = """
+import importlib, sys
+from beads.store import Store
+for name in sys.argv[2:]:
+    importlib.import_module(name)
+store = Store.init(sys.argv[1], agent="tester")[0]
+if "gates.session_gates" in sys.argv:
+    from gates import session_gates
+    session_gates.register(store, "tests-pass", mode="strict")
+if "mail" in sys.argv:
+    store.set_setting("mail.strict_recipients", True)
+print(store.root.joinpath("config.yaml").read_text())
+"""
+
+
+@pytest.mark.parametrize(
+    "imports", [["gates.session_gates", "mail"], ["mail", "gates.session_gates"], ["inbox"]]
+)
+def test_a_library_user_sets_the_settings_of_the_layers_it_imports(
+    tmp_path: Path, imports: list[str]
+) -> None:
+    # Each layer's settings are known once the module using them is imported (no need for
+    # the program's gc_beads.settings), and a new config.yaml lists its sections in one order
+    # whatever was imported first.
+    done = subprocess.run([sys.executable, "-c", LIBRARY_USER, str(tmp_path), *imports],
+                          capture_output=True, text=True)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    sections = [line.split(":")[0] for line in done.stdout.splitlines() if line[:1].isalpha()]
+    order = ["format", "store", "agents", "rigs", "mail", "delivery", "hooks", "gates"]
+    assert sections == [name for name in order if name in sections]
+    assert {"delivery", "hooks"} <= set(sections)
+    if "mail" in imports:
+        assert "strict_recipients: true" in done.stdout and "tests-pass" in done.stdout
+
+
 def test_store_sync_still_refreshes_the_index_and_warns_it_is_now_refresh(store: Store) -> None:
     bead = store.create("task", "Made before the index was lost")
     store.index.drop_file()

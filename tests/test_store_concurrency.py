@@ -70,7 +70,7 @@ def test_eight_processes_creating_beads_at_once(tmp_path: Path) -> None:
 # What each racing process runs, given `paths` and the barrier `start`: for each path in
 # turn, wait at `start` for the other processes, then open the database there. Run by
 # `exec` in the child, so that it imports what the opening needs and nothing of this test
-# module (whose conftest brings pytest and hypothesis: ~0.4 s of CPU a process).
+# module (whose conftest brings pytest and hypothesis, far more than the opening costs).
 OPEN_SESSIONS_DBS = """
 from pathlib import Path
 from inbox.database import connect

@@ -31,6 +31,9 @@ from beads.git.refs import STALE_LOCK_SECONDS  # noqa: E402
 
 # Section -> its defaults, in the order a new `config.yaml` lists them.
 DEFAULTS: dict[str, Any] = {"format": FORMAT}
+# Section -> its place in that order (lower first, ties in the order of registration): the
+# file reads the same whichever layer a program happened to import first.
+_POSITIONS: dict[str, int] = {"format": -1}
 # Dotted key (`*` = any one name) -> its check, as the sections were registered.
 SETTINGS: dict[str, Check] = {}
 # Settings whose value is a mapping of the user's own keys (a session gate's spec).
@@ -43,10 +46,12 @@ def register_section(
     settings: Mapping[str, Check],
     *,
     free_form: Iterable[str] = (),
+    position: int = 0,
 ) -> None:
     """Declare the section `name` of `config.yaml`: its `defaults` (None: a section not
     written in a new store's file), its settings (dotted keys under `name`, each with the
-    check of its value) and those of them whose value is a mapping of the user's own keys.
+    check of its value), those of them whose value is a mapping of the user's own keys, and
+    its `position` among the sections of a new store's file (the store layer's own are 0).
     Registering a section again replaces it (a module reloaded)."""
     if not name or "." in name or name == "format":
         raise ValueError(f"not a section name: {name!r}")
@@ -55,6 +60,10 @@ def register_section(
             raise ValueError(f"setting {key!r} is not in section {name!r}")
     if defaults is not None:
         DEFAULTS[name] = dict(defaults)
+        _POSITIONS[name] = position
+        ordered = sorted(DEFAULTS.items(), key=lambda section: _POSITIONS[section[0]])
+        DEFAULTS.clear()
+        DEFAULTS.update(ordered)
     for key in [k for k in SETTINGS if k.split(".", 1)[0] == name]:
         del SETTINGS[key]
     SETTINGS.update(settings)

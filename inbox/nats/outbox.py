@@ -143,20 +143,30 @@ class Wakes:
         from beads import files
 
         self.path = wake_path(root)
+        if not files.real_dir(str(root), str(self.path.parent)):  # never through a link
+            raise OSError(f"{self.path.parent} is not a directory of the store's own")
         mode = files.modes(str(root))[1]
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.path)  # an earlier relay's, or anything else found there
         os.mkfifo(self.path, mode)
-        self.fd = os.open(self.path, os.O_RDONLY | _FLAGS)
+        opened: list[int] = []
         try:
+            opened.append(os.open(self.path, os.O_RDONLY | _FLAGS))
+            made = os.fstat(opened[0])
+            if not stat.S_ISFIFO(made.st_mode) or made.st_uid != os.geteuid():
+                raise OSError(f"{self.path} was replaced as it was made")
             # A writer of the relay's own: the read end never reports end-of-file (readable
             # forever) once the last of the pushes' writers has closed it.
-            self._writer = os.open(self.path, os.O_WRONLY | _FLAGS)
-            self._made = os.fstat(self.fd)
-            os.fchmod(self.fd, mode)  # the umask may have taken the group's bits
+            opened.append(os.open(self.path, os.O_WRONLY | _FLAGS))
+            os.fchmod(opened[0], mode)  # the umask may have taken the group's bits
         except OSError:
-            os.close(self.fd)
+            for fd in opened:
+                os.close(fd)
+            with contextlib.suppress(OSError):
+                os.unlink(self.path)
             raise
+        self.fd, self._writer = opened
+        self._made = made
 
     def drain(self) -> None:
         """Read every wake written so far (one byte each)."""

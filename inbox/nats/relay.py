@@ -207,9 +207,10 @@ class Relay:
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, self.stopping.set)
-        wakes = self._listen()
+        wakes = None
         backoff = MIN_BACKOFF
         try:
+            wakes = self._listen()
             while not self.stopping.is_set():
                 began = time.monotonic()
                 try:
@@ -249,7 +250,12 @@ class Relay:
             wakes.drain()
             self.outbox_woken.set()
 
-        asyncio.get_running_loop().add_reader(wakes.fd, woken)
+        try:
+            asyncio.get_running_loop().add_reader(wakes.fd, woken)
+        except OSError as exc:
+            wakes.close()
+            self.log(f"cannot listen for pushes ({exc}): looking every {LOOK_EVERY:g}s instead")
+            return None
         return wakes
 
     def _note_error(self, exc: BaseException) -> None:
