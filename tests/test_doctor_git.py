@@ -156,6 +156,32 @@ def test_doctor_reports_and_removes_every_stale_lock(project: GcRunner) -> None:
     assert gc("bead", "create", "--type", "task", "--title", "x").returncode == 0
 
 
+def test_doctor_runs_on_while_a_repack_removes_the_directories_it_emptied(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A background repack's `git prune-packed` removes each fan-out directory it empties;
+    # doctor's walk must skip one that goes between being seen and being listed. The
+    # removal is made to land in that window: just before the directory is listed.
+    objects = store.root / ".git" / "objects"
+    emptied = objects / "ee"
+    emptied.mkdir()
+    dead = age(objects / "ab" / "tmp_obj_dead", seconds=2 * 3600)
+    real_scandir = os.scandir
+
+    def scandir_after_prune(path: str | os.PathLike[str] = ".") -> object:
+        if os.fspath(path) == os.fspath(emptied) and emptied.exists():
+            emptied.rmdir()
+        return real_scandir(path)
+
+    monkeypatch.setattr(os, "scandir", scandir_after_prune)
+    report = doctor(store)
+    monkeypatch.undo()
+    assert not emptied.exists()  # the removal did happen mid-walk
+    assert report.ok
+    assert [(p.kind, p.fixed) for p in report.problems] == [("stale_file", True)]
+    assert not dead.exists()
+
+
 def test_a_full_disk_during_the_ref_update_changes_nothing_and_leaves_no_lock(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:

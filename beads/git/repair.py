@@ -9,6 +9,7 @@ name), found among the objects HEAD's tree names.
 
 from __future__ import annotations
 
+import fnmatch
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -29,13 +30,25 @@ class RefsLocked(Exception):
 
 def lock_files(git_dir: Path) -> list[Path]:
     """git's lock files anywhere in the repository (`*.lock`)."""
-    return sorted(git_dir.rglob("*.lock"))
+    return _files_named(git_dir, "*.lock")
 
 
 def temporary_files(git_dir: Path) -> list[Path]:
     """Temporary files of git and dulwich among the objects (`tmp_obj_*`, `tmp_pack_*`,
     dulwich's `tmp*.pack`)."""
-    return sorted(git_dir.glob("objects/**/tmp*"))
+    return _files_named(git_dir / "objects", "tmp*")
+
+
+def _files_named(top: Path, pattern: str) -> list[Path]:
+    """The paths under `top` whose names match `pattern`. A background repack's
+    `git prune-packed` removes the fan-out directories it empties while this walks, so a
+    directory gone by the time it is listed holds nothing (os.walk skips it; pathlib's
+    glob would raise)."""
+    return sorted(
+        Path(dirpath, name)
+        for dirpath, dirnames, filenames in os.walk(top)
+        for name in fnmatch.filter(dirnames + filenames, pattern)
+    )
 
 
 def packs_without_index(git_dir: Path) -> list[Path]:
