@@ -255,6 +255,31 @@ def test_an_idle_relay_sleeps_until_a_push_wakes_it(machines: tuple[Machine, Mac
     assert not outbox.wake_path(a.root).exists()  # stopped, it listens no more
 
 
+def test_a_relay_whose_fifo_is_removed_listens_on_a_new_one(
+    machines: tuple[Machine, Machine],
+) -> None:
+    a, _ = machines
+    a.start_relay()
+    path = outbox.wake_path(a.root)
+    wait_until(lambda: listened_on(path), what=relay_logs(a))
+    path.unlink()  # `.runtime/` cleaned while the relay runs
+    wait_until(lambda: listened_on(path), what=relay_logs(a))  # a new FIFO, read
+    a.delivery.push(["b1"], "after the clean", key="after")
+    wait_until(lambda: a.outbox_size() == 0, what=relay_logs(a))
+    assert a.stop_relay() == 0
+    assert not path.exists()
+
+
+def listened_on(path: Path) -> bool:
+    """Whether a process reads the FIFO at `path` (a write end opens only then)."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
+    except OSError:  # no FIFO there, or no reader (ENXIO)
+        return False
+    os.close(fd)
+    return True
+
+
 def test_a_push_for_another_machines_agent_wakes_the_relay(
     machines: tuple[Machine, Machine],
 ) -> None:

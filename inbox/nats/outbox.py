@@ -174,11 +174,19 @@ class Wakes:
             while os.read(self.fd, 4096):
                 pass
 
+    def replaced(self) -> bool:
+        """Whether the FIFO at `path` is no longer the one listened on (removed, or
+        something else put in its place): pushes then wake no one."""
+        try:
+            found = os.lstat(self.path)
+        except OSError:
+            return True
+        return (found.st_dev, found.st_ino) != (self._made.st_dev, self._made.st_ino)
+
     def close(self) -> None:
         """Stop listening: the FIFO is removed (if it is still this one), pushes wake no one."""
-        with contextlib.suppress(OSError):
-            found = os.lstat(self.path)
-            if (found.st_dev, found.st_ino) == (self._made.st_dev, self._made.st_ino):
+        if not self.replaced():
+            with contextlib.suppress(OSError):
                 os.unlink(self.path)
         os.close(self._writer)
         os.close(self.fd)

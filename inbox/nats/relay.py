@@ -6,7 +6,8 @@ the stream.
   has acknowledged it, so a relay killed in between publishes it again and JetStream drops
   the duplicate within its window. An idle relay sleeps until a writer wakes it through the
   FIFO it listens on, once the rows are committed (inbox/nats/outbox.py); it looks on its own
-  every `LOOK_EVERY` seconds too, for rows whose writer died before it could wake it.
+  every `LOOK_EVERY` seconds too, for rows whose writer died before it could wake it, and
+  then makes the FIFO anew if it was removed meanwhile.
 - **In**: a durable push consumer per machine (`relay-<machine>`) delivers the items of this
   machine's agents, `inbox.all` and every rig. Items are written to the local delivery
   database in batches (one transaction for whatever arrived meanwhile), through the same
@@ -163,6 +164,7 @@ class Relay:
         self._config_value: dict[str, Any] = {}
         self.stopping = asyncio.Event()
         self.outbox_woken = asyncio.Event()  # a writer committed outbox rows (outbox.Wakes)
+        self.wakes: outbox.Wakes | None = None  # the FIFO listened on, once running
         self.status: dict[str, Any] = {
             "pid": os.getpid(),
             "machine": settings.machine,
@@ -207,10 +209,9 @@ class Relay:
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, self.stopping.set)
-        wakes = None
         backoff = MIN_BACKOFF
         try:
-            wakes = self._listen()
+            self.wakes = self._listen()
             while not self.stopping.is_set():
                 began = time.monotonic()
                 try:
@@ -231,9 +232,9 @@ class Relay:
                     await asyncio.wait_for(self.stopping.wait(), delay)
                 backoff = min(backoff * 2, MAX_BACKOFF)
         finally:
-            if wakes is not None:
-                loop.remove_reader(wakes.fd)
-                wakes.close()
+            if self.wakes is not None:
+                loop.remove_reader(self.wakes.fd)
+                self.wakes.close()
             self._write_status(force=True, stopped=True)
             self.delivery.close()
 
@@ -257,6 +258,16 @@ class Relay:
             self.log(f"cannot listen for pushes ({exc}): looking every {LOOK_EVERY:g}s instead")
             return None
         return wakes
+
+    def _listen_again_if_replaced(self) -> None:
+        """Make the FIFO anew when it was removed or replaced under the relay (a cleaned
+        `.runtime/`): pushes would otherwise wake no one and wait for the next look."""
+        if self.wakes is None or not self.wakes.replaced():
+            return
+        asyncio.get_running_loop().remove_reader(self.wakes.fd)
+        self.wakes.close()
+        self.log("the FIFO pushes wake the relay through was removed: listening on a new one")
+        self.wakes = self._listen()
 
     def _note_error(self, exc: BaseException) -> None:
         text = f"{type(exc).__name__}: {exc}".strip().rstrip(":")
@@ -504,8 +515,10 @@ class Relay:
             self.outbox_woken.clear()  # before the look: a wake after it is one to act on
             rows = outbox.waiting(db, BATCH)
             if not rows:
-                with contextlib.suppress(TimeoutError):  # asleep until a writer wakes it
+                try:  # asleep until a writer wakes it
                     await asyncio.wait_for(self.outbox_woken.wait(), LOOK_EVERY)
+                except TimeoutError:
+                    self._listen_again_if_replaced()
                 continue
             if any(_hinted(row[3]) for row in rows):
                 # A hint is only worth its bead on the remote: the receiver fetches it there.
