@@ -66,11 +66,12 @@ def pytest_report_header(config: pytest.Config) -> str | None:
     return None if seed is None else f"test order shuffled with --shuffle {seed}"
 
 
-def gc_program() -> str:
-    """The installed `gc` console script of this Python (never another `gc` on PATH)."""
-    beside = Path(sys.executable).parent / "gc"
-    found = str(beside) if beside.exists() else shutil.which("gc")
-    assert found, "the gc console script is not installed (pip install .)"
+def gc_program(name: str = "gc") -> str:
+    """The installed console script `name` (`gc`, `inbox`) of this Python (never another
+    one on PATH)."""
+    beside = Path(sys.executable).parent / name
+    found = str(beside) if beside.exists() else shutil.which(name)
+    assert found, f"the {name} console script is not installed (pip install .)"
     return found
 
 
@@ -80,7 +81,7 @@ PROCESS_ONLY_ENV = ("GC_FAULT_POINT",)
 
 
 class GcRunner:
-    """Runs `gc` in `cwd` with a clean identity, as a user would.
+    """Runs `gc` (or `program`: `inbox`) in `cwd` with a clean identity, as a user would.
 
     By default the command runs in this process (`gc_beads.entry.main`, exactly what the
     installed `gc` calls, with its own argv, environment, cwd, stdin and captured output):
@@ -92,10 +93,11 @@ class GcRunner:
     `internal_error=True`.
     """
 
-    def __init__(self, cwd: Path, *, process: bool = False) -> None:
+    def __init__(self, cwd: Path, *, process: bool = False, program: str = "gc") -> None:
         self.cwd = cwd
         self.env = {k: v for k, v in os.environ.items() if not k.startswith("GC_")}
         self.process = process
+        self.program = program
 
     def __call__(
         self,
@@ -111,22 +113,20 @@ class GcRunner:
         where = cwd or self.cwd
         if process is None:
             process = self.process or any(name in full_env for name in PROCESS_ONLY_ENV)
-        if process:
-            code, out, err = _run_process(args, data, full_env, where)
-        else:
-            code, out, err = _run_in_process(args, data, full_env, where)
+        run = _run_process if process else _run_in_process
+        code, out, err = run(self.program, args, data, full_env, where)
         result = subprocess.CompletedProcess(
-            [gc_program(), *args],
+            [gc_program(self.program), *args],
             code,
             out.decode("utf-8", "replace"),
             err.decode("utf-8", "replace"),
         )
         if not internal_error:
-            assert "gc: internal error" not in result.stderr, result.stderr
+            assert f"{self.program}: internal error" not in result.stderr, result.stderr
         return result
 
     def subprocess(self, *args: str, **kwargs: Any) -> subprocess.CompletedProcess[str]:
-        """Run the real `gc` program in a process of its own."""
+        """Run the real program in a process of its own."""
         return self(*args, process=True, **kwargs)
 
     def json(self, *args: str, **kwargs: Any) -> dict:
@@ -136,10 +136,15 @@ class GcRunner:
 
 
 def _run_process(
-    args: tuple[str, ...], data: bytes | None, env: dict[str, str], cwd: Path
+    program: str, args: tuple[str, ...], data: bytes | None, env: dict[str, str], cwd: Path
 ) -> tuple[int, bytes, bytes]:
     result = subprocess.run(
-        [gc_program(), *args], cwd=cwd, input=data, capture_output=True, env=env, timeout=120
+        [gc_program(program), *args],
+        cwd=cwd,
+        input=data,
+        capture_output=True,
+        env=env,
+        timeout=120,
     )
     return result.returncode, result.stdout, result.stderr
 
@@ -153,9 +158,9 @@ class _Pipe(io.BytesIO):
 
 
 def _run_in_process(
-    args: tuple[str, ...], data: bytes | None, env: dict[str, str], cwd: Path
+    program: str, args: tuple[str, ...], data: bytes | None, env: dict[str, str], cwd: Path
 ) -> tuple[int, bytes, bytes]:
-    """`gc args` through the program's own entry point, with what a fresh process would have:
+    """`program args` through the program's own entry point, with what a fresh process would have:
     its argv, environment, cwd, streams (pipes: no terminal), umask and logging without
     handlers; all of it restored afterwards. (The run's policies and caches are its own
     `beads.runtime.Runtime`, made by the entry point and gone when it returns.)"""
@@ -175,17 +180,17 @@ def _run_in_process(
     saved_logging = root_logger.handlers[:], root_logger.level
     umask = os.umask(0o077)
     os.umask(umask)
-    program = gc_program()
+    path = gc_program(program)
     try:
         root_logger.handlers.clear()  # no handler, as in a fresh process: warnings to stderr
         root_logger.setLevel(logging.WARNING)
         os.environ.clear()
         os.environ.update(env)
         os.chdir(cwd)
-        sys.argv = [program, *args]
+        sys.argv = [path, *args]
         sys.stdin = stream(_Pipe(data or b""), errors)
         sys.stdout, sys.stderr = stream(out, errors), stream(err, "backslashreplace")
-        entry.main()
+        entry.main(program)
         code: object = 0
     except SystemExit as exc:
         code = exc.code

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import shutil
@@ -12,7 +11,6 @@ import subprocess
 import sys
 import textwrap
 import time
-from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import pytest
@@ -20,53 +18,34 @@ import pytest
 from beads.errors import StorageError
 from beads.index.reader import branch_head
 from beads.store import Store
-from gc_beads.cli import main as cli_main
 from mail.beadmail import BeadMail
 from mail.threads import InvalidTransition, LeaseConflict, Threads
 from tests.conftest import GcRunner
 
-INBOX = str(Path(sys.executable).parent / "inbox")
+INBOX = str(Path(sys.executable).parent / "inbox")  # the installed program
 
 
-def inbox(cwd: Path, *args: str, check: int | None = 0) -> subprocess.CompletedProcess[str]:
-    """Run the installed `inbox` program as a user would."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GC_")}
-    result = subprocess.run(
-        [INBOX, *args], cwd=cwd, capture_output=True, text=True, env=env, timeout=60
-    )
+def inbox(
+    cwd: Path, *args: str, check: int | None = 0, process: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """Run the `inbox` program in `cwd` (in this process; with `process` the installed
+    program), its exit code checked against `check` unless that is None."""
+    result = GcRunner(cwd, program="inbox")(*args, process=process)
     if check is not None:
         assert result.returncode == check, (args, result.stdout, result.stderr)
     return result
 
 
 def inbox_json(cwd: Path, *args: str, check: int | None = 0, process: bool = False) -> dict:
-    """The `inbox` program's `--json` answer, run in `cwd`: in this process (what `in_process`
-    runs, its streams captured here), or with `process` the installed program (`inbox`)."""
-    if process:
-        return json.loads(inbox(cwd, *args, "--json", check=check).stdout)
-    out, err = io.StringIO(), io.StringIO()
-    saved_cwd, saved_env = os.getcwd(), dict(os.environ)
-    try:
-        os.chdir(cwd)
-        for name in [name for name in os.environ if name.startswith("GC_")]:
-            del os.environ[name]  # as `inbox` runs it
-        with redirect_stdout(out), redirect_stderr(err), pytest.raises(SystemExit) as ended:
-            cli_main([*args, "--json"], program="inbox")
-    finally:
-        os.chdir(saved_cwd)
-        os.environ.clear()
-        os.environ.update(saved_env)
-    if check is not None:
-        assert int(ended.value.code or 0) == check, (args, out.getvalue(), err.getvalue())
-    return json.loads(out.getvalue())
+    """The `inbox` program's `--json` answer, run in `cwd` (see `inbox`)."""
+    return json.loads(inbox(cwd, *args, "--json", check=check, process=process).stdout)
 
 
-def in_process(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    """Run the `inbox` program in this process (fast): exit code, stdout, stderr."""
-    with pytest.raises(SystemExit) as ended:
-        cli_main(list(args), program="inbox")
-    out, err = capsys.readouterr()
-    return int(ended.value.code or 0), out, err
+def in_process(*args: str) -> tuple[int, str, str]:
+    """Run the `inbox` program here (its arguments name the store): exit code, stdout,
+    stderr."""
+    result = inbox(Path.cwd(), *args, check=None)
+    return result.returncode, result.stdout, result.stderr
 
 
 @pytest.fixture
@@ -472,12 +451,12 @@ BAD_VALUES = [
 
 @pytest.mark.parametrize("command", TRANSITIONS + BAD_VALUES)
 def test_invalid_transitions_and_bad_values_change_nothing(
-    command: str, states: tuple[Path, dict[str, str]], capsys: pytest.CaptureFixture[str]
+    command: str, states: tuple[Path, dict[str, str]]
 ) -> None:
     root, made = states
     words = [made.get(w, w) for w in command.split()]
     head = branch_head(root / ".beads")
-    code, out, err = in_process(capsys, *words, "--beads-dir", str(root), "--json")
+    code, out, err = in_process(*words, "--beads-dir", str(root), "--json")
     assert code == 30, (command, out, err)
     assert len(err.strip().splitlines()) == 1 and err.startswith("inbox: "), err
     expected = "invalid_transition" if command in TRANSITIONS else "invalid_input"
@@ -510,20 +489,16 @@ def test_watch_wakes_on_activity_and_on_an_expired_lease(threads: Threads) -> No
     assert expired.threads[0].lease is not None
 
 
-def test_skill_install_writes_skills_and_hook_install_mentions_it(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_skill_install_writes_skills_and_hook_install_mentions_it(tmp_path: Path) -> None:
     target = tmp_path / "skills"
-    with pytest.raises(SystemExit) as ended:
-        cli_main(["skill", "install", "--dir", str(target), "--json"])
-    assert ended.value.code == 0
-    written = json.loads(capsys.readouterr().out)["skills"]
+    code, out, _err = in_gc("skill", "install", "--dir", str(target), "--json")
+    assert code == 0
+    written = json.loads(out)["skills"]
     assert written == {"gc-mail": "written", "work-threads": "written"}
     text = (target / "work-threads" / "SKILL.md").read_text()
     assert text.startswith("---\nname: work-threads\n") and "wait-reply" in text
-    with pytest.raises(SystemExit):
-        cli_main(["hook", "install", "--settings", str(tmp_path / "settings.json")])
-    assert "gc skill install" in capsys.readouterr().out
+    _code, out, _err = in_gc("hook", "install", "--settings", str(tmp_path / "settings.json"))
+    assert "gc skill install" in out
 
 
 def test_an_id_of_another_type_is_the_one_wrong_type_error(tmp_path: Path, gc) -> None:
@@ -665,22 +640,22 @@ def test_a_stale_process_of_the_same_agent_cannot_write_after_a_newer_claim(
     ],
 )
 def test_every_holder_write_checks_a_given_lease_token(
-    verb: str, tmp_path: Path, threads: Threads, capsys: pytest.CaptureFixture[str]
+    verb: str, tmp_path: Path, threads: Threads
 ) -> None:
     thr = threads.send("leader", to="w", subject=f"token for {verb}")[0].thread_id
     where = ("--beads-dir", str(tmp_path), "--json")
-    code, out, _err = in_process(capsys, "claim", "--agent", "w", "--thread", thr, *where)
+    code, out, _err = in_process("claim", "--agent", "w", "--thread", thr, *where)
     token = json.loads(out)["lease"]["token"]
     head = branch_head(tmp_path / ".beads")
     words = [*verb.split(), "--thread", thr, *where]
     if not verb.startswith("reply"):
         words += ["--agent", "w"]
-    code, out, err = in_process(capsys, *words, "--lease-token", "0" * 16)
+    code, out, err = in_process(*words, "--lease-token", "0" * 16)
     assert code == 20, (out, err)
     assert json.loads(out)["error"]["code"] == "lease_conflict"
     assert len(err.strip().splitlines()) == 1
     assert branch_head(tmp_path / ".beads") == head
-    code, out, err = in_process(capsys, *words, "--lease-token", token)
+    code, out, err = in_process(*words, "--lease-token", token)
     assert code == 0, (out, err)
     assert branch_head(tmp_path / ".beads") != head
 
@@ -770,42 +745,42 @@ def test_a_holder_on_another_machine_cannot_renew_or_finish_after_a_takeover(
     assert a.json("thread", "show", "--thread", thr)["thread"]["status"] == "done"
 
 
-def in_gc(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    """Run the `gc` program in this process: exit code, stdout, stderr."""
-    with pytest.raises(SystemExit) as ended:
-        cli_main(list(args))
-    out, err = capsys.readouterr()
-    return int(ended.value.code or 0), out, err
+def in_gc(*args: str) -> tuple[int, str, str]:
+    """Run the `gc` program here (its arguments name the store): exit code, stdout, stderr."""
+    result = GcRunner(Path.cwd())(*args)
+    return result.returncode, result.stdout, result.stderr
 
 
 def test_fetch_with_no_matching_work_exits_10_with_found_false(
-    tmp_path: Path, threads: Threads, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, threads: Threads
 ) -> None:
     where = ("--beads-dir", str(tmp_path))
     threads.send("leader", to="w1", subject="For w1 only")
     for run, prefix, name in ((in_process, (), "fetch"), (in_gc, ("thread",), "thread.fetch")):
-        code, out, err = run(capsys, *prefix, "fetch", "--agent", "w2", *where, "--json")
+        code, out, err = run(*prefix, "fetch", "--agent", "w2", *where, "--json")
         assert (code, err) == (10, ""), (run, out, err)
         assert json.loads(out) == {"ok": True, "command": name, "threads": [], "found": False}
-        code, out, err = run(capsys, *prefix, "fetch", "--agent", "w2", *where)
+        code, out, err = run(*prefix, "fetch", "--agent", "w2", *where)
         assert (code, out.strip(), err) == (10, "No threads", "")
-        code, out, _ = run(capsys, *prefix, "fetch", "--agent", "w1", *where, "--json")
+        code, out, _ = run(*prefix, "fetch", "--agent", "w1", *where, "--json")
         found = json.loads(out)
         assert code == 0 and found["found"] is True and len(found["threads"]) == 1
     # The installed program, as the seed runs it.
-    empty = inbox(tmp_path, "fetch", "--agent", "w3", "--status", "blocked", "--json", check=10)
+    empty = inbox(
+        tmp_path, "fetch", "--agent", "w3", "--status", "blocked", "--json", check=10, process=True
+    )
     assert json.loads(empty.stdout)["found"] is False
 
 
 def test_lists_take_the_seeds_bar_spelling_as_well_as_commas(
-    tmp_path: Path, threads: Threads, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, threads: Threads
 ) -> None:
     thr = threads.send("leader", to="w", subject="Bars")[0].thread_id
     threads.claim("w", thr)
     threads.update("w", thr, status="in_progress")
     asked = threads.update("w", thr, status="blocked", summary="Which port?")[1]
     where = ("--beads-dir", str(tmp_path), "--json")
-    fetched = in_process(capsys, "fetch", "--agent", "w", "--status", "pending|blocked", *where)
+    fetched = in_process("fetch", "--agent", "w", "--status", "pending|blocked", *where)
     assert fetched[0] == 0 and [t["thread_id"] for t in json.loads(fetched[1])["threads"]] == [thr]
     waiter = subprocess.Popen(
         [INBOX, "wait-reply", "--thread", thr, "--after-message", asked.message_id,
@@ -816,17 +791,17 @@ def test_lists_take_the_seeds_bar_spelling_as_well_as_commas(
     woke = json.loads(waiter.communicate(timeout=60)[0])
     assert waiter.returncode == 0 and woke["message"]["message_id"] == steer.message_id
     mixed = in_process(
-        capsys, "wait-reply", "--thread", thr, "--after-message", asked.message_id,
+        "wait-reply", "--thread", thr, "--after-message", asked.message_id,
         "--kinds", "answer, control|result", "--timeout-seconds", "1", *where,
     )  # fmt: skip
     assert mixed[0] == 0 and json.loads(mixed[1])["message"]["kind"] == "control"
     for bad in ("answer|gossip", "answer||control", "|"):
-        code, out, err = in_process(capsys, "wait-reply", "--thread", thr, "--kinds", bad, *where)
+        code, out, err = in_process("wait-reply", "--thread", thr, "--kinds", bad, *where)
         assert code == 30 and json.loads(out)["error"]["code"] == "invalid_input", (bad, err)
 
 
 def test_only_the_lease_holder_reports_progress_and_result_and_nobody_posts_events(
-    tmp_path: Path, threads: Threads, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, threads: Threads
 ) -> None:
     thr = threads.send("leader", to="w", subject="Roles")[0].thread_id
     token = threads.claim("w", thr).token
@@ -846,12 +821,12 @@ def test_only_the_lease_holder_reports_progress_and_result_and_nobody_posts_even
     ]
     for words, expected in refused:
         for prefix, run in (((), in_process), (("thread",), in_gc)):
-            code, out, err = run(capsys, *prefix, *words, "--thread", thr, "--summary", "x", *where)
+            code, out, err = run(*prefix, *words, "--thread", thr, "--summary", "x", *where)
             assert code == expected, (words, out, err)
             assert len(err.strip().splitlines()) == 1, err
     for start in ("progress", "result", "event"):  # nobody holds a new thread's lease
         code, out, err = in_process(
-            capsys, "send", "--from", "leader", "--subject", "New", "--kind", start, *where
+            "send", "--from", "leader", "--subject", "New", "--kind", start, *where
         )
         assert code == 30 and json.loads(out)["error"]["code"] == "invalid_input", err
     assert branch_head(tmp_path / ".beads") == head  # nothing was written
@@ -920,7 +895,7 @@ def test_a_result_from_anyone_but_the_holder_does_not_wake_wait_reply(
 
 
 def test_a_blocked_update_must_say_what_is_missing_and_a_finish_its_result(
-    tmp_path: Path, threads: Threads, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, threads: Threads
 ) -> None:
     from beads.errors import InvalidInput
 
@@ -938,7 +913,7 @@ def test_a_blocked_update_must_say_what_is_missing_and_a_finish_its_result(
         ["fail", "--summary", " "],
     ):
         for prefix, run in (((), in_process), (("thread",), in_gc)):
-            code, out, err = run(capsys, *prefix, *words, *where)
+            code, out, err = run(*prefix, *words, *where)
             assert code == 30, (words, out, err)
             assert json.loads(out)["error"]["code"] == "invalid_input"
             assert len(err.strip().splitlines()) == 1, err
