@@ -1,17 +1,18 @@
-"""`gc mcp`: its server driven by the MCP SDK's own client, over two connections.
+"""`gc mcp`: its server driven by the MCP SDK's own client, over stdio or in this process.
 
 Over stdio, against the real `gc mcp` process started as a session starts it (its identity
-from $GC_AGENT): the tests whose subject is the process or the wire. The mail tools, end to
+from $GC_AGENT): the tests whose subject is the process or the wire. The mail tools end to
 end, compared with the CLI (the stdio framing, the program's start-up and identity); a server
-killed mid-write; two servers and the CLI writing at once. The one-line refusals without a
-store or without the extra, and `gc mcp install`, run the command itself.
+killed mid-write; two servers and the CLI writing at once, each a process of its own. The
+one-line refusals without a store or without the extra, and `gc mcp install`, run the command
+through the program's entry point (the `gc` fixture).
 
 In this process, through the SDK's in-memory connection (`Client(server)`) to the server `gc
 mcp` builds (`build_server` over an `AgentStore` opened as `gc mcp --beads-dir --agent` opens
-it): the tests whose subject is what the tools do. The work-thread tools, delivery items,
-decisions and resources, bad arguments, a wait the client cancels, an index rebuilt and a
-directory removed between two calls. A server process costs the SDK's import on every start,
-far more than any of these calls.
+it): the tests whose subject is what the tools do. The work-thread tools; delivery items,
+decisions and resources; bad arguments; a wait the client cancels; an index rebuilt and a
+directory removed between two calls; a write after a server was killed. Every server process
+pays the SDK's import at start-up, far more CPU than any of these tests' calls.
 
 The SDK is imported by the tests that use it, never while collecting: every pytest worker
 collects this module, and most run none of its tests.
