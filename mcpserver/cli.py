@@ -22,18 +22,20 @@ def mcp(ctx: click.Context) -> None:
     $GC_SESSION_ID, $GC_AGENT, else human). Runs until the client closes stdin."""
     if ctx.invoked_subcommand is not None:
         return
-    try:
-        from mcpserver.server import serve
-    except ImportError as exc:
-        if (exc.name or "").partition(".")[0] in ("mcp", "mcp_types", "pydantic", "anyio"):
-            raise InvalidInput(INSTALL) from None
-        raise
     from mcpserver.agentstore import AgentStore
 
     options = settings()
+    # The store first: a missing one is said at once, before the SDK's import (most of the
+    # server's start-up).
     agent_store = AgentStore(options.beads_dir, options.agent)
-    runs_long()  # a server: the garbage collector's usual collections back
     try:
+        try:
+            from mcpserver.server import serve
+        except ImportError as exc:
+            if (exc.name or "").partition(".")[0] in ("mcp", "mcp_types", "pydantic", "anyio"):
+                raise InvalidInput(INSTALL) from None
+            raise
+        runs_long()  # a server: the garbage collector's usual collections back
         serve(agent_store)
     finally:
         agent_store.close()

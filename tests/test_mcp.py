@@ -26,6 +26,7 @@ import json
 import os
 import signal
 import sqlite3
+import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager, redirect_stderr
@@ -524,11 +525,25 @@ def test_a_server_killed_mid_write_loses_nothing_it_acknowledged(
     run_in_process(project, "mayor", again)
 
 
+SDK_LEFT_UNIMPORTED = """
+import atexit, sys
+atexit.register(lambda: print("mcp imported:", "mcp" in sys.modules))
+sys.argv = ["gc", "mcp"]
+from gc_beads.entry import script
+script()
+"""
+
+
 def test_without_a_store_or_the_extra_gc_mcp_says_so_in_one_line(
     gc: GcRunner, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     result = gc("mcp")
     assert result.returncode == 40 and result.stderr.count("\n") == 1
+    # Said before the SDK is imported (most of a server's start-up).
+    refused = subprocess.run(
+        [sys.executable, "-c", SDK_LEFT_UNIMPORTED], cwd=gc.cwd, capture_output=True, text=True
+    )
+    assert refused.returncode == 40 and refused.stdout == "mcp imported: False\n", refused
     for name in [m for m in sys.modules if m.split(".")[0] in ("mcp", "mcp_types")]:
         monkeypatch.setitem(sys.modules, name, None)  # as if not installed
     for name in ("mcp", "mcp_types"):  # the extra's two packages, whether imported yet or not
