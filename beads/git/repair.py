@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import fnmatch
 import os
-from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -204,15 +203,3 @@ def restore_blob(git: GitRepo, sha: bytes, data: bytes) -> bool:
         return False
     git.add_loose(blob)
     return True
-
-
-def restore_from(git: GitRepo, sha: bytes, objects: Iterable[object]) -> bool:
-    """Write object `sha` from `objects` (a peer's), taking only one whose id is `sha`
-    (dulwich computes it from the bytes received)."""
-    from dulwich.objects import ShaFile
-
-    for obj in objects:
-        if isinstance(obj, ShaFile) and obj.id == sha:
-            git.add_loose(obj)
-            return True
-    return False
