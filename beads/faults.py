@@ -24,8 +24,9 @@ INIT_POINTS = ("mid-init", "init-renamed")
 # Refreshing after commits made elsewhere: the index brought forward, the view not yet; the
 # view halfway (`Store.refresh`); notifications derived, not yet recorded (`inbox/follow.py`).
 REFRESH_POINTS = ("refreshed-index", "mid-view-refresh", "refresh-derived")
-# A fetch storing what it received as loose objects: half of them written.
-FETCH_POINTS = ("fetch-half-stored",)
+# A fetch storing what it received as loose objects in its quarantine: half of them written;
+# moving them into the store once accepted: half of them moved (`beads/git/quarantine.py`).
+FETCH_POINTS = ("fetch-half-stored", "fetch-half-admitted")
 _ARMED = os.environ.get("GC_FAULT_POINT")
 
 

@@ -90,12 +90,12 @@ def _exclude(root: Path) -> None:
 def remove_dead_builds(root: Path) -> list[Path]:
     """Remove repositories that a killed `gc init` left half built under `root` (their
     builder's process is gone); returns them. A live builder's is never touched."""
-    from beads.process import is_alive
+    from beads.git.repair import process_alive
 
     removed = []
     for path in root.glob(f"{INIT_PREFIX}*"):
         pid = path.name[len(INIT_PREFIX) :]
-        if pid.isdigit() and is_alive(int(pid)):
+        if pid.isdigit() and process_alive(int(pid)):
             continue
         _remove_tree(path)
         removed.append(path)

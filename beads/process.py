@@ -218,15 +218,3 @@ def _exited(process: subprocess.Popen[bytes]) -> bool:
         return os.waitid(os.P_PID, process.pid, flags) is not None
     except ChildProcessError:
         return True
-
-
-def is_alive(pid: int) -> bool:
-    """Whether process `pid` runs on this machine (another user's counts): what a directory
-    named for its maker's pid is judged by, once the maker may have been killed."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process
-        pass
-    return True

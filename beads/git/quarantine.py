@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from beads.errors import StorageError
 from beads.faults import fault
+from beads.git.repair import process_alive
 from beads.git.repo import ADD_ATTEMPTS, GitRepo
 
 if TYPE_CHECKING:
@@ -113,15 +114,13 @@ def receiving(store: GitRepo) -> Iterator[Incoming]:
 def remove_dead(git_dir: Path) -> list[Path]:
     """Remove the quarantine directories whose fetch's process is gone (killed); returns
     them. A live fetch's is never touched."""
-    from beads.process import is_alive
-
     removed = []
     with contextlib.suppress(FileNotFoundError):
         for entry in os.scandir(git_dir / "objects"):
             if not entry.name.startswith(PREFIX):
                 continue
             pid = entry.name[len(PREFIX) :].partition("-")[0]
-            if pid.isdigit() and is_alive(int(pid)):
+            if pid.isdigit() and process_alive(int(pid)):
                 continue
             shutil.rmtree(entry.path, ignore_errors=True)
             removed.append(Path(entry.path))

@@ -50,6 +50,19 @@ def _files_named(top: Path, pattern: str) -> list[Path]:
     )
 
 
+def process_alive(pid: int) -> bool:
+    """Whether process `pid` runs on this machine (another user's counts): what a directory
+    named for the pid of its maker is judged by, once the maker may have been killed (a
+    fetch's quarantine, a repository `gc init` was building)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        pass
+    return True
+
+
 def packs_without_index(git_dir: Path) -> list[Path]:
     """Packs whose `.idx` is missing (a pack counts once its `.idx`, written last, exists)."""
     return [
