@@ -1,24 +1,25 @@
 """What a fetch receives is kept apart until it is accepted: git's quarantine.
 
-A fetch writes the objects it received into a directory of its own inside the store's
-objects directory, `objects/incoming-<pid>-<random>/` (one filesystem: moving them in is
-renames), through `Incoming`, a `GitRepo` that writes there and reads there and, as an
-alternate, from the store's own objects: the checks of the new history see both. Only
-`Incoming.admit`, the one door by which fetched objects enter the store, moves them in;
-any other end of the fetch (a refusal by a limit or by the gate, an error) removes the
-directory with everything in it.
+A fetch hands the objects it received to `Incoming`, a `GitRepo` that reads them, and through
+them the store's own objects: the checks of the new history see both. It holds them in
+memory up to `SPILL_BYTES` (a fetch's last batch and its commits, as the stream held them
+before); past that it writes them into a directory of its own inside the store's objects
+directory, `objects/incoming-<pid>-<random>/` (one filesystem: moving them in is renames),
+read there with the store's objects as an alternate. Only `Incoming.admit`, the one door by
+which fetched objects enter the store, moves them in; any other end of the fetch (a refusal
+by a limit or by the gate, an error) drops them and removes the directory.
 
-A killed process leaves its directory behind. The store never reads it; the next fetch and
-`gc doctor` remove every one whose process is gone (`remove_dead`), as a killed `gc init`'s
-half-built repository is removed (`beads.initstore.remove_dead_builds`).
+A killed process leaves its directory behind. The store never reads it; the next fetch that
+writes one and `gc doctor` remove every one whose process is gone (`remove_dead`), as a
+killed `gc init`'s half-built repository is removed (`beads.initstore.remove_dead_builds`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import shutil
-import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -26,23 +27,56 @@ from typing import TYPE_CHECKING
 from beads.errors import StorageError
 from beads.faults import fault
 from beads.git.repair import process_alive
-from beads.git.repo import ADD_ATTEMPTS, GitRepo
+from beads.git.repo import ADD_ATTEMPTS, PACK_OBJECTS_AT, GitRepo
 
 if TYPE_CHECKING:
     from dulwich.objects import ShaFile
 
 PREFIX = "incoming-"
+# Objects held in memory up to this many bytes: past it they are written to the quarantine
+# directory (a fetch hands over its blobs and trees in batches of about this size).
+SPILL_BYTES = 8 * 1024 * 1024
 
 
 class Incoming(GitRepo):
-    """The store's repository with its writes going to a quarantine directory (`path`),
-    each remembered in the order it was made: a pack's path, or a loose object's id."""
+    """The store's repository as a fetch's objects would make it: the objects handed to
+    `store_objects` are read with the store's (`get_raw`, `has_object`, `commit_of`,
+    `read_path`...), and enter the store only through `admit`."""
 
     def __init__(self, store: GitRepo, path: Path) -> None:
         super().__init__(store.git_dir, objects_dir=path)
         self.store = store
-        self.path = path
+        self.path = path  # made on the first spill
+        self.held: dict[bytes, ShaFile] = {}  # by id, in the order handed over
+        self.held_bytes = 0
+        self.spilled = False
         self.written: list[tuple[str, str]] = []  # ("pack", base path) or ("loose", hex id)
+
+    def store_objects(self, objects: Sequence[ShaFile]) -> None:
+        """Keep `objects` for `admit`: in memory, written to the quarantine directory once
+        more than `SPILL_BYTES` are held."""
+        for obj in objects:
+            if obj.id not in self.held:
+                self.held[obj.id] = obj
+                self.held_bytes += obj.raw_length()
+        if self.held_bytes >= SPILL_BYTES:
+            self._spill()
+
+    def _spill(self) -> None:
+        """Write the objects held into the quarantine directory (made on the first spill)."""
+        if not self.spilled:
+            remove_dead(self.git_dir)
+            try:
+                os.mkdir(self.path)
+                os.mkdir(self.path / "pack")
+            except OSError as exc:
+                raise StorageError(
+                    f"cannot write git objects: {exc.strerror or exc}; nothing was changed"
+                ) from None
+            self.spilled = True
+        super().store_objects(list(self.held.values()))
+        self.held, self.held_bytes = {}, 0
+        fault("fetch-spilled")
 
     def add_loose(self, obj: ShaFile) -> None:
         """Write one object as a loose file of the quarantine (see `GitRepo.add_loose`)."""
@@ -59,19 +93,32 @@ class Incoming(GitRepo):
     def maintain(self, *, loose: bool = False) -> None:
         """Nothing: the store's packs are kept few once the objects are in (`admit`)."""
 
+    def get_raw(self, sha: bytes) -> tuple[int, bytes]:
+        """The type and bytes of object `sha`, held, spilled or the store's; KeyError when
+        it is in none."""
+        obj = self.held.get(sha)
+        if obj is not None:
+            return obj.type_num, obj.as_raw_string()
+        return super().get_raw(sha) if self.spilled else self.store.get_raw(sha)
+
+    def has_object(self, sha: bytes) -> bool:
+        """Whether object `sha` is held, spilled or the store's."""
+        if sha in self.held:
+            return True
+        return super().has_object(sha) if self.spilled else self.store.has_object(sha)
+
     def admit(self) -> None:
-        """Move what was written into the store's objects, in the order it was written (a
-        caller writes what an object names before it: a kill midway leaves no commit in
-        the store without its tree or its parents); a pack by its `.pack`, then its `.idx`
-        (a pack counts once its `.idx` is there). An object the store got meanwhile is
-        kept as it is. Call it under the store's write lock (`gc doctor`, which removes a
-        pack without its `.idx`, runs under it)."""
+        """Move the objects into the store, in the order they were handed over (a fetch hands
+        over what an object names before it: a kill midway leaves no commit in the store
+        without its tree or its parents). Those spilled are moved (a pack by its `.pack`,
+        then its `.idx`: a pack counts once its `.idx` is there); those held are written by
+        `GitRepo.store_objects`. An object the store got meanwhile is kept as it is. Call it
+        under the store's write lock (`gc doctor`, which removes a pack without its `.idx`,
+        runs under it)."""
         objects = self.store.git_dir / "objects"
         packs = 0
         try:
-            for number, (kind, name) in enumerate(self.written):
-                if number == len(self.written) // 2:
-                    fault("fetch-half-admitted")
+            for kind, name in self.written:
                 if kind == "pack":
                     packs += _move_pack(name, objects / "pack")
                 else:
@@ -84,31 +131,30 @@ class Incoming(GitRepo):
         self.written = []
         if packs:
             self.store.maintain()
+        held = list(self.held.values())
+        self.held, self.held_bytes = {}, 0
+        if len(held) >= PACK_OBJECTS_AT:
+            self.store.store_objects(held)  # one pack, its index last: all or nothing
+            return
+        half = len(held) // 2  # loose, one by one: a kill can fall between any two
+        self.store.store_objects(held[:half])
+        fault("fetch-half-stored")
+        self.store.store_objects(held[half:])
 
 
 @contextlib.contextmanager
 def receiving(store: GitRepo) -> Iterator[Incoming]:
-    """A quarantine for the objects of one fetch into `store`: yields the `Incoming` that
-    writes them; the directory is removed when the block ends, admitted or not. The
-    directories of killed fetches are removed first."""
-    remove_dead(store.git_dir)
+    """A quarantine for the objects of one fetch into `store`: yields the `Incoming` they
+    are handed to. Whatever was not admitted is dropped when the block ends."""
+    name = f"{PREFIX}{os.getpid()}-{secrets.token_hex(6)}"
+    incoming = Incoming(store, store.git_dir / "objects" / name)
     try:
-        path = Path(
-            tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-", dir=store.git_dir / "objects")
-        )
-    except OSError as exc:
-        raise StorageError(
-            f"cannot write git objects: {exc.strerror or exc}; nothing was changed"
-        ) from None
-    try:
-        (path / "pack").mkdir()
-        incoming = Incoming(store, path)
-        try:
-            yield incoming
-        finally:
-            incoming.close()
+        yield incoming
     finally:
-        shutil.rmtree(path, ignore_errors=True)
+        incoming.held = {}
+        incoming.close()
+        if incoming.spilled:
+            shutil.rmtree(incoming.path, ignore_errors=True)
 
 
 def remove_dead(git_dir: Path) -> list[Path]:

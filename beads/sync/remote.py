@@ -152,7 +152,7 @@ def restore_objects(
             try:
                 for obj in objects_in(received, size):
                     if obj.id in wanted:
-                        incoming.add_loose(obj)
+                        incoming.store_objects([obj])
                         found.add(obj.id)
             except GcError:
                 raise
@@ -177,13 +177,14 @@ def _fetch(
     offered so the remote sends only what we lack. A remote that has branches but not ours
     is not a store. `locked` is the store's write lock, held while the objects move in.
 
-    The objects received are written to a quarantine (`beads.git.quarantine`) by
-    `GitRepo.store_objects` (loose objects, or one pack named as git names packs: dulwich's
-    own pack install hashes every object id of every pack already in the store, a cost that
-    grows with the store). `check(reader, commit)` then judges the remote's commit, reading
-    the quarantine and the store's objects through `reader`; it raises to refuse the fetch.
-    Only once it passes do the objects enter the store (`Incoming.admit`): a refused fetch,
-    or one that failed, leaves nothing of what it received."""
+    The objects received are unpacked into a quarantine (`beads.git.quarantine`), and from
+    there stored by `GitRepo.store_objects` (loose objects, or one pack named as git names
+    packs: dulwich's own pack install hashes every object id of every pack already in the
+    store, a cost that grows with the store). `check(reader, commit)` first judges the
+    remote's commit, reading the quarantine and the store's objects through `reader`; it
+    raises to refuse the fetch. Only once it passes do the objects enter the store
+    (`Incoming.admit`): a refused fetch, or one that failed, leaves nothing of what it
+    received."""
     import tempfile
 
     timeout, max_fetch = limits(git)

@@ -96,9 +96,9 @@ def check_incoming(
     refused commit's objects never enter the store (`beads.sync.remote.fetch`)."""
     from beads.sync.treegate import check_commits, holds_config
 
-    if not holds_config(git.objects, theirs):
+    if not holds_config(git, theirs):
         raise NotFound(f"the remote {url} is not a gc-beads store (no config.yaml on main)")
-    check_commits(git.objects, only_in(git, theirs, ours), source=f"the remote {url}")
+    check_commits(git, only_in(git, theirs, ours), source=f"the remote {url}")
     check_remote_store(git, theirs, url, prefix)
 
 
