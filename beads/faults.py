@@ -24,8 +24,10 @@ INIT_POINTS = ("mid-init", "init-renamed")
 # Refreshing after commits made elsewhere: the index brought forward, the view not yet; the
 # view halfway (`Store.refresh`); notifications derived, not yet recorded (`inbox/follow.py`).
 REFRESH_POINTS = ("refreshed-index", "mid-view-refresh", "refresh-derived")
-# A fetch storing what it received as loose objects: half of them written.
-FETCH_POINTS = ("fetch-half-stored",)
+# A fetch storing what it received and the gate accepted as loose objects: half of them
+# written; a fetch past its quarantine's memory: the first objects written to its directory
+# (`beads/git/quarantine.py`).
+FETCH_POINTS = ("fetch-half-stored", "fetch-spilled")
 _ARMED = os.environ.get("GC_FAULT_POINT")
 
 

@@ -90,24 +90,16 @@ def _exclude(root: Path) -> None:
 def remove_dead_builds(root: Path) -> list[Path]:
     """Remove repositories that a killed `gc init` left half built under `root` (their
     builder's process is gone); returns them. A live builder's is never touched."""
+    from beads.git.repair import process_alive
+
     removed = []
     for path in root.glob(f"{INIT_PREFIX}*"):
         pid = path.name[len(INIT_PREFIX) :]
-        if pid.isdigit() and _alive(int(pid)):
+        if pid.isdigit() and process_alive(int(pid)):
             continue
         _remove_tree(path)
         removed.append(path)
     return removed
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process
-        pass
-    return True
 
 
 def _remove_tree(path: Path) -> None:

@@ -92,6 +92,34 @@ def make_id(runner: GcRunner, *args: str) -> str:
     return runner.json("bead", "create", "--type", "task", *args)["bead"]["id"]
 
 
+def quarantines(runner: GcRunner) -> list[Path]:
+    """The fetch quarantines in the store's objects directory (`beads.git.quarantine`)."""
+    return sorted((runner.cwd / ".beads" / ".git" / "objects").glob("incoming-*"))
+
+
+def objects_held(runner: GcRunner) -> tuple[int, int]:
+    """The files of the store's objects directory, outside any fetch quarantine, and their
+    bytes in all: read while no background repack runs (its lock held)."""
+    from beads.git.maintenance import locked
+
+    git_dir = runner.cwd / ".beads" / ".git"
+    objects = git_dir / "objects"
+    with locked(git_dir):
+        sizes = [
+            path.stat().st_size
+            for path in objects.rglob("*")
+            if path.is_file() and not path.relative_to(objects).parts[0].startswith("incoming-")
+        ]
+    return len(sizes), sum(sizes)
+
+
+def holds_no_more(runner: GcRunner, before: tuple[int, int]) -> bool:
+    """Whether the store holds no more object files nor bytes than `before`, and no fetch
+    quarantine."""
+    files, size = objects_held(runner)
+    return files <= before[0] and size <= before[1] and not quarantines(runner)
+
+
 def copy_template(template: Path, into: Path) -> None:
     """Copy what a template fixture made (a bare `remote.git`, machines) into `into`, each
     store's remote moved with it. Approvals, kept outside a store by its path, are not
@@ -741,6 +769,35 @@ def test_a_hostile_remote_tree_is_refused_by_sync_and_clone_and_nothing_is_writt
     assert not (c.cwd / ".beads").exists()
     assert outside_files(tmp_path) == before
     assert outside.read_text() == "mine\n"
+
+
+@pytest.mark.parametrize("refusal", ["gitlink", "another-prefix", "not-a-store"])
+def test_a_refused_remote_leaves_none_of_its_objects_in_the_store(
+    tmp_path: Path, project: tuple[GcRunner, Path], refusal: str
+) -> None:
+    a, remote = project
+    make_id(a, "--title", "ours")
+    assert a("sync").returncode == 0
+    entries = root_entries(remote)
+    if refusal == "gitlink":  # the gate for incoming trees refuses it
+        entries.append(hostile_entry(remote, "gitlink", tmp_path))
+        code, words = 30, "a submodule (gitlink)"
+    elif refusal == "another-prefix":  # a store, but of other ids
+        config = plumb(remote, "cat-file", "blob", "main:config.yaml")
+        assert "prefix: gc" in config
+        other = raw_blob(remote, config.replace("prefix: gc", "prefix: zz").encode() + b"\n")
+        entries = [e for e in entries if e[1] != b"config.yaml"]
+        entries.append(("100644", b"config.yaml", other))
+        code, words = 40, "a store of prefix zz"
+    else:  # beads, but no config.yaml: not a store at all
+        entries = [e for e in entries if e[1] != b"config.yaml"]
+        code, words = 40, "not a gc-beads store"
+    commit_tree(remote, raw_tree(remote, entries), "refused")
+    before, ours = objects_held(a), head(a)
+    for _ in range(2):  # refused on every sync: nothing piles up
+        result = a("sync")
+        assert result.returncode == code and words in result.stderr, result.stderr
+        assert head(a) == ours and holds_no_more(a, before), (before, objects_held(a))
 
 
 @pytest.mark.parametrize(

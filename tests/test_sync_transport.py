@@ -28,9 +28,12 @@ from tests.test_sync import (  # noqa: F401 - fixtures
     daemon,
     git,
     head,
+    holds_no_more,
     machine,
     make_id,
+    objects_held,
     pair_template,
+    quarantines,
 )
 
 assert daemon  # the fixture is used by name
@@ -304,6 +307,76 @@ def test_a_pack_of_small_deltas_making_large_blobs_is_streamed_and_bounded(
     assert c("clone", url).returncode == 30
 
 
+def refuse(kind: str, tmp_path: Path, remote: Path, a: GcRunner, b: GcRunner) -> str:
+    """Move the remote's branch to something `b`'s next sync refuses, of the kind `kind`;
+    returns words of the refusal."""
+    if kind == "object-too-large":  # refused from the pack's headers
+        commit_blob(tmp_path, remote, 8 * 1024 * 1024)
+        return "over this store's limit"
+    if kind == "fetch-too-large":  # refused as the pack streams in
+        for n in range(10):
+            make_id(a, "--title", f"bulk {n}", "--body", f"text {n} " * 200)
+        assert a("sync").returncode == 0
+        assert b("config", "set", "--local", "sync.max_fetch_bytes", "4KiB").returncode == 0
+        return "sync.max_fetch_bytes"
+    if kind == "inflates-too-far":  # refused from the pack's headers: 12 x 4 MB > 32 MiB
+        assert b("config", "set", "--local", "sync.max_fetch_bytes", "8MiB").returncode == 0
+        delta_bomb(remote, 12, head(b))
+        return "inflate to more than 33554432 bytes"
+    assert kind == "refused-by-the-gate"  # within every limit: ~48 MB inflated, then refused
+    delta_bomb(remote, 12, head(b))
+    return "outside the store's layout"
+
+
+@pytest.mark.parametrize(
+    "refusal", ["object-too-large", "fetch-too-large", "inflates-too-far", "refused-by-the-gate"]
+)
+def test_a_refused_fetch_leaves_nothing_in_the_stores_objects(
+    tmp_path: Path, remote_kind: str | None, refusal: str
+) -> None:
+    remote, url = served(tmp_path, remote_kind, "refused")
+    a, b = machine(tmp_path, "a"), machine(tmp_path, "b")
+    assert a("init").returncode == 0 and a("remote", "add", "origin", url).returncode == 0
+    assert a("sync").returncode == 0 and b("clone", url).returncode == 0
+    ours = head(b)
+    words = refuse(refusal, tmp_path, remote, a, b)
+    before = objects_held(b)
+    for _ in range(2):  # a remote refused on every sync: nothing piles up either
+        refused = b("sync")
+        assert refused.returncode == 30 and words in refused.stderr, refused.stderr
+        assert head(b) == ours
+        assert holds_no_more(b, before), (before, objects_held(b), quarantines(b))
+    assert b("bead", "create", "--type", "task", "--title", "still usable").returncode == 0
+
+
+def test_an_accepted_fetch_lands_every_object_and_leaves_no_quarantine(
+    tmp_path: Path, remote_kind: str | None
+) -> None:
+    _remote, url = served(tmp_path, remote_kind, "accepted")
+    a, b = machine(tmp_path, "a"), machine(tmp_path, "b")
+    assert a("init").returncode == 0 and a("remote", "add", "origin", url).returncode == 0
+    assert a("sync").returncode == 0 and b("clone", url).returncode == 0
+    # A few objects (stored loose), then over a hundred (stored as one pack).
+    for count in (2, 20):
+        made = [make_id(a, "--title", f"bead {count}.{n}") for n in range(count)]
+        assert a("sync").returncode == 0
+        synced = b("sync")
+        assert synced.returncode == 0, synced.stderr
+        assert head(b) == head(a) and not quarantines(b)
+        assert b.json("bead", "show", made[-1])["bead"]["title"] == f"bead {count}.{count - 1}"
+        git("-C", str(b.cwd / ".beads" / ".git"), "fsck", "--strict", "--no-dangling")
+    # ~10 MB inflated: past what a fetch holds in memory, so partly moved in from its
+    # quarantine directory.
+    bodies = big_bodies(tmp_path, a, 30, "spilled")
+    assert a("sync").returncode == 0
+    synced = b("sync")
+    assert synced.returncode == 0, synced.stderr
+    assert head(b) == head(a) and not quarantines(b)
+    for made, body in bodies.items():
+        assert b.json("bead", "show", made)["bead"]["body"] == body
+    git("-C", str(b.cwd / ".beads" / ".git"), "fsck", "--strict", "--no-dangling")
+
+
 def test_a_remote_listing_more_refs_than_a_store_needs_is_refused_in_one_line(
     tmp_path: Path, remote_kind: str | None
 ) -> None:
@@ -505,6 +578,38 @@ def test_a_sync_killed_while_storing_what_it_fetched_is_finished_by_the_next(
     assert killed.returncode == -9
     finished = b("sync")
     assert finished.returncode == 0, finished.stderr
-    assert head(b) == head(a)
+    assert head(b) == head(a) and not quarantines(b)
     assert {bead["id"] for bead in b.json("bead", "list")["beads"]} >= set(made)
     git("-C", str(tmp_path / "b" / ".beads" / ".git"), "fsck", "--strict", "--no-dangling")
+
+
+@pytest.mark.parametrize("cleaner", ["sync", "doctor"])
+def test_a_fetch_killed_mid_stream_leaves_the_store_intact_and_its_leftovers_are_removed(
+    tmp_path: Path, remote_kind: str | None, cleaner: str
+) -> None:
+    remote, url = served(tmp_path, remote_kind, "killed")
+    a, b = machine(tmp_path, "a"), machine(tmp_path, "b")
+    assert a("init").returncode == 0 and a("remote", "add", "origin", url).returncode == 0
+    assert a("sync").returncode == 0 and b("clone", url).returncode == 0
+    ours = head(b)
+    delta_bomb(remote, 12, ours)  # ~48 MB inflated: past what a fetch holds in memory
+    before = objects_held(b)
+    # kill -9 once the first of them were written to the fetch's quarantine.
+    killed = b.subprocess("sync", env={"GC_FAULT_POINT": "fetch-spilled"})
+    assert killed.returncode == -9
+    [left] = quarantines(b)
+    assert any(path.is_file() for path in left.rglob("*"))
+    assert objects_held(b) == before and head(b) == ours  # none of it in the store
+    live = left.with_name(f"incoming-{os.getpid()}-live")  # a live fetch's (this process)
+    live.mkdir()
+    if cleaner == "sync":  # refused by the gate once more, and nothing left either time
+        again = b("sync")
+        assert again.returncode == 30 and "outside the store's layout" in again.stderr
+    else:
+        report = b.json("doctor")
+        found = [(p["kind"], p["path"], p["fixed"]) for p in report["problems"]]
+        assert ("stale_file", left.relative_to(b.cwd / ".beads").as_posix(), True) in found
+    assert quarantines(b) == [live]  # the live one is never touched
+    live.rmdir()
+    assert holds_no_more(b, before) and head(b) == ours
+    assert b("bead", "create", "--type", "task", "--title", "still usable").returncode == 0

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import fnmatch
 import os
-from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -49,6 +48,19 @@ def _files_named(top: Path, pattern: str) -> list[Path]:
         for dirpath, dirnames, filenames in os.walk(top)
         for name in fnmatch.filter(dirnames + filenames, pattern)
     )
+
+
+def process_alive(pid: int) -> bool:
+    """Whether process `pid` runs on this machine (another user's counts): what a directory
+    named for the pid of its maker is judged by, once the maker may have been killed (a
+    fetch's quarantine, a repository `gc init` was building)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        pass
+    return True
 
 
 def packs_without_index(git_dir: Path) -> list[Path]:
@@ -204,15 +216,3 @@ def restore_blob(git: GitRepo, sha: bytes, data: bytes) -> bool:
         return False
     git.add_loose(blob)
     return True
-
-
-def restore_from(git: GitRepo, sha: bytes, objects: Iterable[object]) -> bool:
-    """Write object `sha` from `objects` (a peer's), taking only one whose id is `sha`
-    (dulwich computes it from the bytes received)."""
-    from dulwich.objects import ShaFile
-
-    for obj in objects:
-        if isinstance(obj, ShaFile) and obj.id == sha:
-            git.add_loose(obj)
-            return True
-    return False

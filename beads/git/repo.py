@@ -122,9 +122,12 @@ class GitRepo(BranchRef):
         *,
         stale_lock_seconds: float = STALE_LOCK_SECONDS,
         committer: Callable[[Path], bytes] | None = None,
+        objects_dir: Path | None = None,
     ) -> None:
         """Open the repository at `git_dir`. `committer` names this machine as the committer
-        of the commits made here (`git_dir` -> `name <email>`), read on the first commit."""
+        of the commits made here (`git_dir` -> `name <email>`), read on the first commit.
+        `objects_dir`: write objects there instead, reading the repository's own objects
+        too (an alternate): a fetch's quarantine (`beads.git.quarantine`)."""
         self.git_dir = git_dir
         self.stale_lock_seconds = stale_lock_seconds
         self._committer_of = committer
@@ -139,7 +142,9 @@ class GitRepo(BranchRef):
                 )
         except OSError as exc:
             raise StorageError(f"cannot read {git_dir / 'config'}: {exc.strerror}") from None
-        self._objects_dir = str(git_dir / "objects")
+        own_objects = str(git_dir / "objects")
+        self._objects_dir = own_objects if objects_dir is None else str(objects_dir)
+        self._alternates = [own_objects] if objects_dir is not None else None
         # dulwich's object store, opened on first use (`objects`); kept in a list the
         # finalizer shares, which cannot hold the repository itself.
         self._opened: list[DiskObjectStore] = []
@@ -161,7 +166,9 @@ class GitRepo(BranchRef):
 
             try:
                 store = DiskObjectStore(
-                    self._objects_dir, loose_compression_level=LOOSE_COMPRESSION
+                    self._objects_dir,
+                    loose_compression_level=LOOSE_COMPRESSION,
+                    alternates=self._alternates,
                 )
             except Exception as exc:  # dulwich raises several kinds for a damaged repository
                 raise StorageError(
@@ -496,11 +503,11 @@ class GitRepo(BranchRef):
         if pack is None:
             return None
         try:
-            base = str(self.git_dir / "objects" / "pack" / ("pack-" + pack.name().decode()))
+            base = os.path.join(self._objects_dir, "pack", "pack-" + pack.name().decode())
         except PackFileDisappeared:  # already taken in by a background repack
             return None
         self.give_mode(
-            base + ".pack", base + ".idx", str(self.git_dir / "objects" / "info" / "packs")
+            base + ".pack", base + ".idx", os.path.join(self._objects_dir, "info", "packs")
         )
         return base
 

@@ -10,8 +10,6 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from beads.errors import GcError, InvalidInput, StorageError
-from beads.faults import fault
-from beads.git.repo import PACK_OBJECTS_AT
 
 if TYPE_CHECKING:
     from dulwich.client import GitClient
@@ -134,11 +132,11 @@ def store_pack(
     max_total: int | None = None,
     total_name: str = "the fetch's limit",
 ) -> None:
-    """Unpack a received pack (deltas resolved against its own objects or ours) into the
-        store's objects, streaming: blobs and trees are written as they are inflated, a batch of
-        at most `STORE_BATCH_BYTES` at a time (unreachable and harmless until a commit names
-        them); only the commits (and tags) are kept, then written last, parents first
-        (`referenced_first`). At most `max_total` bytes are inflated (InvalidInput past it,
+    """Unpack a received pack (deltas resolved against its own objects or ours) into `git`
+    (a fetch's quarantine, `beads.git.quarantine.Incoming`), streaming: blobs and trees are
+    handed to `git.store_objects` as they are inflated, a batch of about `STORE_BATCH_BYTES`
+    at a time; only the commits (and tags) are kept, then handed over last, parents first
+    (`referenced_first`). At most `max_total` bytes are inflated (InvalidInput past it,
     naming `total_name`). `what` names the sender in messages ("the remote URL")."""
     from dulwich.object_format import DEFAULT_OBJECT_FORMAT
     from dulwich.objects import sha_to_hex
@@ -150,8 +148,8 @@ def store_pack(
         hex_id = sha_to_hex(sha) if len(sha) == 20 else sha
         if not git.has_object(hex_id):
             raise KeyError(hex_id)
-        obj = git.objects[hex_id]
-        return obj.type_num, obj.as_raw_chunks()
+        type_num, raw = git.get_raw(hex_id)
+        return type_num, [raw]
 
     size = received.tell()
     received.seek(0)
@@ -186,14 +184,7 @@ def store_pack(
         raise
     except Exception as exc:  # a damaged or truncated pack: dulwich raises several kinds
         raise StorageError(f"{what} sent a pack that does not read: {exc}") from None
-    ordered = batch + referenced_first(last)
-    if len(ordered) >= PACK_OBJECTS_AT:
-        git.store_objects(ordered)  # one pack, its index last: all or nothing
-        return
-    half = len(ordered) // 2  # loose, one by one: a kill can fall between any two
-    git.store_objects(ordered[:half])
-    fault("fetch-half-stored")
-    git.store_objects(ordered[half:])
+    git.store_objects(batch + referenced_first(last))
 
 
 def referenced_first(objects: list[Any]) -> list[Any]:

@@ -1,7 +1,8 @@
 """What would brick the store, repaired by every `gc doctor` run under the write lock: git
-lock files and temporary files of dead writers, half-made repositories of a killed `gc init`,
-a missing `.git/HEAD`, garbled packed refs, loose objects cut short by a full disk or a power
-cut, and a lost or garbled branch ref (restored to the last good commit).
+lock files and temporary files of dead writers, the quarantines of killed fetches, half-made
+repositories of a killed `gc init`, a missing `.git/HEAD`, garbled packed refs, loose objects
+cut short by a full disk or a power cut, and a lost or garbled branch ref (restored to the
+last good commit).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from pathlib import Path
 from beads import files
 from beads.branch import BRANCH, branch_problem
 from beads.errors import GcError
-from beads.git import repair
+from beads.git import quarantine, repair
 from beads.git.refs import GC_LOCK_MTIME, lock_age
 from beads.health.problems import Problem, Report, remove_file, shown_path
 from beads.initstore import remove_dead_builds
@@ -26,11 +27,13 @@ TEMP_STALE_SECONDS = 3600.0
 
 
 def clear_stale_files(store: Store, report: Report) -> None:
-    """Remove git lock files, temporary files and half-built repositories of dead writers.
+    """Remove git lock files, temporary files, fetch quarantines and half-built repositories
+    of dead writers.
 
-    We hold the write lock, so no gc process owns any of them; a git process (a push into
-    the store) holds a lock for milliseconds, so a lock is waited for until it is either
-    released or `store.stale_lock_seconds` old."""
+    We hold the write lock, so no gc process owns any of them but a fetch's quarantine,
+    removed only once its process is gone; a git process (a push into the store) holds a
+    lock for milliseconds, so a lock is waited for until it is either released or
+    `store.stale_lock_seconds` old."""
     git_dir = store.root / ".git"
     stale_after = store.config["store"]["stale_lock_seconds"]
     for lock in repair.lock_files(git_dir):
@@ -62,6 +65,15 @@ def clear_stale_files(store: Store, report: Report) -> None:
                         True,
                     )
                 )
+    for incoming in quarantine.remove_dead(git_dir):
+        report.problems.append(
+            Problem(
+                "stale_file",
+                shown_path(store, incoming),
+                "objects a killed fetch received, never admitted into the store; removed",
+                True,
+            )
+        )
     for building in remove_dead_builds(store.root):
         report.problems.append(
             Problem(
@@ -193,7 +205,7 @@ def _restore(store: Store, damaged: repair.Damaged) -> str | None:
 def _restore_from_remote(store: Store, sha: bytes) -> str | None:
     """Fetch object `sha` from a configured remote (each in turn); its name if one had it."""
     from beads.settings.localconfig import remotes
-    from beads.sync.remote import fetch_objects
+    from beads.sync.remote import restore_objects
 
     try:
         known = remotes(store.git.git_dir)
@@ -201,7 +213,7 @@ def _restore_from_remote(store: Store, sha: bytes) -> str | None:
         return None
     for name, url in known.items():
         try:
-            if repair.restore_from(store.git, sha, fetch_objects(store.git, url, {sha})):
+            if sha in restore_objects(store.git, url, {sha}, store.max_body):
                 return f"rewritten from the remote {name}"
         except GcError:
             continue

@@ -9,6 +9,10 @@ What a remote sends is bounded: every step waits at most `sync.timeout` without 
 (`beads.sync.deadline`); the pack received streams to a temporary file, at most
 `sync.max_fetch_bytes` of it, and each object in it is refused, from its header, when it is
 larger than `object_limit` allows, before it is inflated (`beads.git.packcheck`).
+
+Fetched objects enter the store through one door: they are written to a quarantine, checked
+there (the caller's `check`: the gate for incoming trees), and moved in only once accepted
+(`beads.git.quarantine`). A refused fetch leaves nothing in the store's objects.
 """
 
 from __future__ import annotations
@@ -25,11 +29,11 @@ from beads.settings.localconfig import DEFAULT_MAX_FETCH_BYTES, DEFAULT_TIMEOUT,
 from beads.sync.deadline import deadline, is_timeout, timed_out
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
-
     from beads.git import GitRepo
 
 GitClient = Any  # dulwich's client, which only `beads.git.transport` names
+# The judge of a fetched commit: `check(reader, commit)` raises to refuse it.
+Check = Callable[["GitRepo", bytes], None]
 
 # An object a remote sends may be this many times `store.max_body_bytes` (a bead's YAML
 # holds its body and the rest of its fields), plus this much, before it is refused.
@@ -103,6 +107,7 @@ def fetch(
     locked: Callable[[], Any] | None = None,
     *,
     max_object: int,
+    check: Check | None = None,
 ) -> bytes | None:
     """See `_fetch`; a thin pack whose deltas name a base we cannot find is fetched again
     whole (no thin pack), rather than failing the sync. An object over `max_object` bytes
@@ -110,44 +115,51 @@ def fetch(
     from beads.git.transport import UnresolvedBase
 
     try:
-        return _fetch(git, url, heads, locked, thin=True, max_object=max_object)
+        return _fetch(git, url, heads, locked, thin=True, max_object=max_object, check=check)
     except UnresolvedBase:
-        return _fetch(git, url, heads, locked, thin=False, max_object=max_object)
+        return _fetch(git, url, heads, locked, thin=False, max_object=max_object, check=check)
 
 
-def fetch_objects(
+def restore_objects(
     git: GitRepo, url: str, wanted: set[bytes], max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
-) -> Iterator[Any]:
-    """The objects among `wanted` that the remote's branch holds (`gc doctor` restoring a
-    damaged object): its whole history is asked for, as a clone does, within this machine's
-    limits, and only the wanted objects are handed on (with their ids as computed from the
-    bytes received)."""
+) -> set[bytes]:
+    """Write into the store the objects among `wanted` that the remote's branch holds
+    (`gc doctor` restoring a damaged object); returns their ids. The remote's whole history
+    is asked for, as a clone does, within this machine's limits, and only the wanted
+    objects are kept (their ids as computed from the bytes received). The caller holds the
+    store's write lock."""
     import tempfile
 
     from beads.git.packcheck import check_pack
+    from beads.git.quarantine import receiving
     from beads.git.transport import objects_in
 
     timeout, max_fetch = limits(git)
     client, path = client_for(url, thin_packs=False, timeout=timeout)
     seen: dict[bytes, bytes] = {}
     max_object = object_limit(max_body_bytes)
+    found: set[bytes] = set()
     with tempfile.TemporaryFile(dir=git.git_dir, prefix="fetch-") as received:
         _receive(git, url, (client, path), [], seen, received, timeout, max_fetch, max_object,
                  want_all=True)  # fmt: skip
         if not received.tell():
-            return
+            return found
         what = f"the remote {url}"
         check_pack(received, max_object, what, max_total=INFLATED_FACTOR * max_fetch,
                    total_name=INFLATED_NAME)  # fmt: skip
         size = received.seek(0, 2)
-        try:
-            for obj in objects_in(received, size):
-                if obj.id in wanted:
-                    yield obj
-        except GcError:
-            raise
-        except Exception as exc:  # a damaged pack: dulwich raises several kinds
-            raise StorageError(f"{what} sent a pack that does not read: {exc}") from None
+        with receiving(git) as incoming:
+            try:
+                for obj in objects_in(received, size):
+                    if obj.id in wanted:
+                        incoming.store_objects([obj])
+                        found.add(obj.id)
+            except GcError:
+                raise
+            except Exception as exc:  # a damaged pack: dulwich raises several kinds
+                raise StorageError(f"{what} sent a pack that does not read: {exc}") from None
+            incoming.admit()
+    return found
 
 
 def _fetch(
@@ -158,15 +170,21 @@ def _fetch(
     *,
     thin: bool,
     max_object: int,
+    check: Check | None,
 ) -> bytes | None:
     """Fetch the remote's branch into the store's objects; returns its commit (None for an
     empty remote). `heads` are the commits we have (our branch, the remotes' as last seen),
     offered so the remote sends only what we lack. A remote that has branches but not ours
-    is not a store. `locked` is the store's write lock, held while the objects are written.
+    is not a store. `locked` is the store's write lock, held while the objects move in.
 
-    The pack received is unpacked and stored by `GitRepo.store_objects` (loose objects, or
-    one pack named as git names packs): dulwich's own pack install hashes every object id
-    of every pack already in the store, a cost that grows with the store."""
+    The objects received are unpacked into a quarantine (`beads.git.quarantine`), and from
+    there stored by `GitRepo.store_objects` (loose objects, or one pack named as git names
+    packs: dulwich's own pack install hashes every object id of every pack already in the
+    store, a cost that grows with the store). `check(reader, commit)` first judges the
+    remote's commit, reading the quarantine and the store's objects through `reader`; it
+    raises to refuse the fetch. Only once it passes do the objects enter the store
+    (`Incoming.admit`): a refused fetch, or one that failed, leaves nothing of what it
+    received."""
     import tempfile
 
     timeout, max_fetch = limits(git)
@@ -177,25 +195,41 @@ def _fetch(
         result_refs = _receive(
             git, url, (client, path), heads, seen, received, timeout, max_fetch, max_object
         )
-        if received.tell():
-            from beads.git.packcheck import check_pack
+        # The refs `wants` saw are those the pack was made for: dulwich's local client reads
+        # the refs again after packing, when a push may have moved the branch to a commit not
+        # sent.
+        refs = {k: v for k, v in (seen or result_refs or {}).items() if v is not None}
+        if not received.tell():  # nothing new: the commit is the store's already, or none
+            return _checked_head(git, refs, url, check)
+        from beads.git.packcheck import check_pack
+        from beads.git.quarantine import receiving
 
-            max_total = INFLATED_FACTOR * max_fetch
-            what = f"the remote {url}"
-            check_pack(received, max_object, what, max_total=max_total, total_name=INFLATED_NAME)
-            received.seek(0, 2)
+        max_total = INFLATED_FACTOR * max_fetch
+        what = f"the remote {url}"
+        check_pack(received, max_object, what, max_total=max_total, total_name=INFLATED_NAME)
+        received.seek(0, 2)
+        with receiving(git) as incoming:
+            _store_pack(incoming, received, url, thin, max_total)
+            head = _checked_head(incoming, refs, url, check)
             with locked() if locked is not None else contextlib.nullcontext():
-                _store_pack(git, received, url, thin, max_total)
-    # The refs `wants` saw are those the pack was made for: dulwich's local client reads the
-    # refs again after packing, when a push may have moved the branch to a commit not sent.
-    refs = {k: v for k, v in (seen or result_refs or {}).items() if v is not None}
+                incoming.admit()
+    return head
+
+
+def _checked_head(
+    reader: GitRepo, refs: dict[bytes, bytes], url: str, check: Check | None
+) -> bytes | None:
+    """The remote's branch from its `refs` (None: an empty remote), once `reader` holds its
+    commit and `check` passed it."""
     head = refs.get(BRANCH.encode())
     if head is None:
         if any(name.startswith(b"refs/heads/") for name in refs):
             raise NotFound(f"the remote {url} is not a gc-beads store (it has no branch main)")
         return None
-    if not is_sha(head) or not git.has_object(head):
+    if not is_sha(head) or not reader.has_object(head):
         raise StorageError(f"the remote {url} did not send the commit its branch names")
+    if check is not None:
+        check(reader, head)
     return head
 
 

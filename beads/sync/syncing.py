@@ -92,12 +92,13 @@ def check_incoming(
 ) -> None:
     """Refuse the remote's commit `theirs` unless it is a store (of our `prefix`, when given)
     whose every commit we lack keeps to the layout (`beads.sync.treegate`): before anything of it
-    is merged, written or indexed."""
+    is merged, written or indexed. `git` reads the fetch's quarantine and the store: a
+    refused commit's objects never enter the store (`beads.sync.remote.fetch`)."""
     from beads.sync.treegate import check_commits, holds_config
 
-    if not holds_config(git.objects, theirs):
+    if not holds_config(git, theirs):
         raise NotFound(f"the remote {url} is not a gc-beads store (no config.yaml on main)")
-    check_commits(git.objects, only_in(git, theirs, ours), source=f"the remote {url}")
+    check_commits(git, only_in(git, theirs, ours), source=f"the remote {url}")
     check_remote_store(git, theirs, url, prefix)
 
 
@@ -106,9 +107,14 @@ def _sync(store: Store, result: SyncResult, retries: int) -> None:
     for attempt in range(1, retries + 1):
         result.attempts = attempt
         limit = object_limit(store.max_body)
-        theirs = fetch(git, result.url, known_heads(git), store.locked, max_object=limit)
+
+        def check(reader: GitRepo, theirs: bytes) -> None:
+            check_incoming(reader, theirs, git.head(), result.url, store.prefix)
+
+        theirs = fetch(
+            git, result.url, known_heads(git), store.locked, max_object=limit, check=check
+        )
         if theirs is not None:
-            check_incoming(git, theirs, git.head(), result.url, store.prefix)
             set_tracking(git, result.remote, theirs)
         _integrate(store, theirs, result)
         head = git.head()
@@ -308,13 +314,18 @@ def clone(url: str, path: str | Path, *, agent: str | None = None) -> Path:
         git = init_bare(building, marker=MARKER_SECTION, committer=committer)
         install_hook(building)
         try:
-            head = fetch(git, url, [], max_object=object_limit(DEFAULT_MAX_BODY_BYTES))
+            head = fetch(
+                git,
+                url,
+                [],
+                max_object=object_limit(DEFAULT_MAX_BODY_BYTES),
+                check=lambda reader, theirs: check_incoming(reader, theirs, None, url, None),
+            )
             if head is None:
                 raise NotFound(
                     f"the remote {url} is empty: no store to clone. Make one with 'gc init', "
                     "then 'gc remote add' and 'gc sync' to push it there"
                 )
-            check_incoming(git, head, None, url, None)
             author = acting_agent(agent)
             git.swap_head(None, head, f"clone: from {url}", author)
             add_remote(building, DEFAULT_REMOTE, url)
