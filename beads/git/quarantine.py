@@ -41,7 +41,9 @@ SPILL_BYTES = 8 * 1024 * 1024
 class Incoming(GitRepo):
     """The store's repository as a fetch's objects would make it: the objects handed to
     `store_objects` are read with the store's (`get_raw`, `has_object`, `commit_of`,
-    `read_path`...), and enter the store only through `admit`."""
+    `read_path`...), and enter the store only through `admit`. What reads dulwich's
+    `objects` directly (`files`, `log`, `beads.git.history.objects_since`) sees only what was
+    spilled, never what is held in memory: the checks of a fetch read through `get_raw`."""
 
     def __init__(self, store: GitRepo, path: Path) -> None:
         super().__init__(store.git_dir, objects_dir=path)
