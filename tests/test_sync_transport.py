@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import socket
 import subprocess
 import sys
@@ -613,3 +614,28 @@ def test_a_fetch_killed_mid_stream_leaves_the_store_intact_and_its_leftovers_are
     live.rmdir()
     assert holds_no_more(b, before) and head(b) == ours
     assert b("bead", "create", "--type", "task", "--title", "still usable").returncode == 0
+
+
+@pytest.mark.parametrize(
+    ("removed", "count"), [("", 3), ("pack", 200)], ids=["its-directory", "its-pack-directory"]
+)
+def test_a_quarantine_removed_under_a_fetch_fails_it_and_lands_nothing(
+    tmp_path: Path, removed: str, count: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dulwich.objects import Blob
+
+    import beads.git.quarantine as quarantine
+    from beads.errors import StorageError
+    from beads.store import Store
+
+    monkeypatch.setattr(quarantine, "SPILL_BYTES", 1)  # every batch written to its directory
+    store, _ = Store.init(tmp_path)
+    first = [Blob.from_string(f"first {n}".encode()) for n in range(3)]  # loose files
+    second = [Blob.from_string(f"second {n}".encode()) for n in range(count)]
+    with pytest.raises(StorageError), quarantine.receiving(store.git) as incoming:
+        incoming.store_objects(first)  # its directory made
+        shutil.rmtree(incoming.path / removed)  # removed under it by another process
+        incoming.store_objects(second)  # 200: written as a pack
+        incoming.admit()
+    assert not any(store.git.has_object(blob.id) for blob in first + second)
+    store.close()

@@ -4,8 +4,8 @@ A fetch hands the objects it received to `Incoming`, a `GitRepo` that reads them
 them the store's own objects: the checks of the new history see both. It holds them in
 memory up to `SPILL_BYTES` (a fetch's last batch and its commits, as the stream held them
 before); past that it writes them into a directory of its own inside the store's objects
-directory, `objects/incoming-<pid>-<random>/` (one filesystem: moving them in is renames),
-read there with the store's objects as an alternate. Only `Incoming.admit`, the one door by
+directory, `objects/incoming-<pid>-<random>/` (one filesystem: moving them in is renames);
+a read looks there, then in the store. Only `Incoming.admit`, the one door by
 which fetched objects enter the store, moves them in; any other end of the fetch (a refusal
 by a limit or by the gate, an error) drops them and removes the directory.
 
@@ -43,7 +43,8 @@ class Incoming(GitRepo):
     `store_objects` are read with the store's (`get_raw`, `has_object`, `commit_of`,
     `read_path`...), and enter the store only through `admit`. What reads dulwich's
     `objects` directly (`files`, `log`, `beads.git.history.objects_since`) sees only what was
-    spilled, never what is held in memory: the checks of a fetch read through `get_raw`."""
+    spilled, neither what is held in memory nor the store's: the checks of a fetch read
+    through `get_raw`."""
 
     def __init__(self, store: GitRepo, path: Path) -> None:
         super().__init__(store.git_dir, objects_dir=path)
@@ -76,8 +77,11 @@ class Incoming(GitRepo):
                     f"cannot write git objects: {exc.strerror or exc}; nothing was changed"
                 ) from None
             self.spilled = True
-        super().store_objects(list(self.held.values()))
+        # No longer held once handed over: a write that failed must not find them here
+        # (`GitRepo.write_pack` takes objects it can still read as written).
+        objects = list(self.held.values())
         self.held, self.held_bytes = {}, 0
+        super().store_objects(objects)
         fault("fetch-spilled")
 
     def add_loose(self, obj: ShaFile) -> None:
@@ -101,13 +105,16 @@ class Incoming(GitRepo):
         obj = self.held.get(sha)
         if obj is not None:
             return obj.type_num, obj.as_raw_string()
-        return super().get_raw(sha) if self.spilled else self.store.get_raw(sha)
+        if self.spilled:
+            with contextlib.suppress(KeyError):
+                return self.objects.get_raw(sha)
+        return self.store.get_raw(sha)
 
     def has_object(self, sha: bytes) -> bool:
         """Whether object `sha` is held, spilled or the store's."""
-        if sha in self.held:
+        if sha in self.held or (self.spilled and sha in self.objects):
             return True
-        return super().has_object(sha) if self.spilled else self.store.has_object(sha)
+        return self.store.has_object(sha)
 
     def admit(self) -> None:
         """Move the objects into the store, in the order they were handed over (a fetch hands

@@ -126,8 +126,8 @@ class GitRepo(BranchRef):
     ) -> None:
         """Open the repository at `git_dir`. `committer` names this machine as the committer
         of the commits made here (`git_dir` -> `name <email>`), read on the first commit.
-        `objects_dir`: write objects there instead, reading the repository's own objects
-        too (an alternate): a fetch's quarantine (`beads.git.quarantine`)."""
+        `objects_dir`: keep objects there instead of the repository's own objects directory
+        (a fetch's quarantine, `beads.git.quarantine`, which reads the store's itself)."""
         self.git_dir = git_dir
         self.stale_lock_seconds = stale_lock_seconds
         self._committer_of = committer
@@ -142,9 +142,7 @@ class GitRepo(BranchRef):
                 )
         except OSError as exc:
             raise StorageError(f"cannot read {git_dir / 'config'}: {exc.strerror}") from None
-        own_objects = str(git_dir / "objects")
-        self._objects_dir = own_objects if objects_dir is None else str(objects_dir)
-        self._alternates = [own_objects] if objects_dir is not None else None
+        self._objects_dir = str(git_dir / "objects" if objects_dir is None else objects_dir)
         # dulwich's object store, opened on first use (`objects`); kept in a list the
         # finalizer shares, which cannot hold the repository itself.
         self._opened: list[DiskObjectStore] = []
@@ -166,9 +164,7 @@ class GitRepo(BranchRef):
 
             try:
                 store = DiskObjectStore(
-                    self._objects_dir,
-                    loose_compression_level=LOOSE_COMPRESSION,
-                    alternates=self._alternates,
+                    self._objects_dir, loose_compression_level=LOOSE_COMPRESSION
                 )
             except Exception as exc:  # dulwich raises several kinds for a damaged repository
                 raise StorageError(
