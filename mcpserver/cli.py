@@ -22,11 +22,15 @@ def mcp(ctx: click.Context) -> None:
     $GC_SESSION_ID, $GC_AGENT, else human). Runs until the client closes stdin."""
     if ctx.invoked_subcommand is not None:
         return
+    import importlib.util
+
     from mcpserver.agentstore import AgentStore
 
+    if importlib.util.find_spec("mcp") is None:  # finds the SDK without importing it
+        raise InvalidInput(INSTALL)
     options = settings()
-    # The store first: a missing one is said at once, before the SDK's import (most of the
-    # server's start-up).
+    # Then the store: a missing one is said before the SDK's import (most of the server's
+    # start-up).
     agent_store = AgentStore(options.beads_dir, options.agent)
     try:
         try:

@@ -541,7 +541,13 @@ def test_without_a_store_or_the_extra_gc_mcp_says_so_in_one_line(
     assert result.returncode == 40 and result.stderr.count("\n") == 1
     # Said before the SDK is imported (most of a server's start-up).
     refused = subprocess.run(
-        [sys.executable, "-c", SDK_LEFT_UNIMPORTED], cwd=gc.cwd, capture_output=True, text=True
+        [sys.executable, "-c", SDK_LEFT_UNIMPORTED],
+        cwd=gc.cwd,
+        env=gc.env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert refused.returncode == 40 and refused.stdout == "mcp imported: False\n", refused
     for name in [m for m in sys.modules if m.split(".")[0] in ("mcp", "mcp_types")]:
