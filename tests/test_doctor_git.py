@@ -428,6 +428,25 @@ def test_a_truncated_loose_object_is_found_and_rewritten_from_the_view(store: St
     assert doctor(store).problems == []
 
 
+def test_a_damaged_tree_no_view_file_holds_is_rewritten_from_a_remote(
+    project: GcRunner, tmp_path: Path
+) -> None:
+    gc = project
+    remote = tmp_path / "remote.git"
+    git("init", "-q", "--bare", "-b", "main", str(remote), cwd=tmp_path)
+    assert gc("remote", "add", "origin", str(remote)).returncode == 0
+    assert gc("sync").returncode == 0
+    tree = git("rev-parse", "HEAD^{tree}", cwd=gc.cwd / ".beads").strip()
+    object_file = Path(loose_path(str(git_dir(gc) / "objects"), tree.encode()))
+    object_file.chmod(0o600)
+    object_file.write_bytes(b"")  # cut short; the view holds files, never trees
+    report = gc.json("doctor")
+    assert [(p["kind"], p["fixed"]) for p in report["problems"]] == [("corrupt_object", True)]
+    assert "rewritten from the remote origin" in report["problems"][0]["message"]
+    assert titles(gc) == ["first", "second"]
+    fsck(gc)
+
+
 def test_an_unreadable_loose_object_does_not_fail_every_write_that_packs(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
