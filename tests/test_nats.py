@@ -134,7 +134,7 @@ class Machine:
     def stop_relay(self, signum: int = signal.SIGTERM) -> int:
         assert self.relay is not None
         self.relay.send_signal(signum)
-        code = self.relay.wait(10)
+        code = self.relay.wait(60)  # bounds a hang only
         self.relay = None
         return code
 
