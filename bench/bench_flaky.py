@@ -16,6 +16,7 @@ import argparse
 import os
 import random
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -88,6 +89,9 @@ def main() -> int:
     parser.add_argument("--test", action="append", help="a test to repeat (node id)")
     args = parser.parse_args()
 
+    # A kill (SIGTERM) ends the bench through its `finally`, which stops the second suite's
+    # loop: Python's default would leave that loop running.
+    signal.signal(signal.SIGTERM, lambda _signum, _frame: sys.exit(143))
     second = subprocess.Popen(
         [
             "bash",
