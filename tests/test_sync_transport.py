@@ -50,6 +50,18 @@ def served(tmp_path: Path, daemon_url: str | None, name: str) -> tuple[Path, str
     return path, f"{daemon_url}/{name}.git"
 
 
+def cloned_pair(
+    tmp_path: Path, daemon_url: str | None, name: str
+) -> tuple[Path, str, GcRunner, GcRunner]:
+    """The remote `served` makes, its URL, machine a (made there by `gc init`, synced) and
+    machine b (its clone)."""
+    remote, url = served(tmp_path, daemon_url, name)
+    a, b = machine(tmp_path, "a"), machine(tmp_path, "b")
+    assert a("init").returncode == 0 and a("remote", "add", "origin", url).returncode == 0
+    assert a("sync").returncode == 0 and b("clone", url).returncode == 0
+    return remote, url, a, b
+
+
 @pytest.fixture(params=["local", "daemon"])
 def remote_kind(request: pytest.FixtureRequest, tmp_path: Path) -> str | None:
     """None for a local-path remote, else the base URL of a real `git daemon`."""
@@ -278,10 +290,7 @@ def delta_bomb(remote: Path, count: int, parent: str, copies: int = 66) -> str:
 def test_a_pack_of_small_deltas_making_large_blobs_is_streamed_and_bounded(
     tmp_path: Path, remote_kind: str | None
 ) -> None:
-    remote, url = served(tmp_path, remote_kind, "bomb")
-    a, b = machine(tmp_path, "a"), machine(tmp_path, "b")
-    assert a("init").returncode == 0 and a("remote", "add", "origin", url).returncode == 0
-    assert a("sync").returncode == 0 and b("clone", url).returncode == 0
+    remote, url, a, b = cloned_pair(tmp_path, remote_kind, "bomb")
     before = head(b)
     # ~200 MB inflated from a pack of a few KB: held at once, the process (~30 MB
     # itself) would peak near 230 MB, well over the bound below; streamed, one blob at a
@@ -335,10 +344,7 @@ def refuse(kind: str, tmp_path: Path, remote: Path, a: GcRunner, b: GcRunner) ->
 def test_a_refused_fetch_leaves_nothing_in_the_stores_objects(
     tmp_path: Path, remote_kind: str | None, refusal: str
 ) -> None:
-    remote, url = served(tmp_path, remote_kind, "refused")
-    a, b = machine(tmp_path, "a"), machine(tmp_path, "b")
-    assert a("init").returncode == 0 and a("remote", "add", "origin", url).returncode == 0
-    assert a("sync").returncode == 0 and b("clone", url).returncode == 0
+    remote, url, a, b = cloned_pair(tmp_path, remote_kind, "refused")
     ours = head(b)
     words = refuse(refusal, tmp_path, remote, a, b)
     before = objects_held(b)
@@ -353,10 +359,7 @@ def test_a_refused_fetch_leaves_nothing_in_the_stores_objects(
 def test_an_accepted_fetch_lands_every_object_and_leaves_no_quarantine(
     tmp_path: Path, remote_kind: str | None
 ) -> None:
-    _remote, url = served(tmp_path, remote_kind, "accepted")
-    a, b = machine(tmp_path, "a"), machine(tmp_path, "b")
-    assert a("init").returncode == 0 and a("remote", "add", "origin", url).returncode == 0
-    assert a("sync").returncode == 0 and b("clone", url).returncode == 0
+    _remote, url, a, b = cloned_pair(tmp_path, remote_kind, "accepted")
     # A few objects (stored loose), then over a hundred (stored as one pack).
     for count in (2, 20):
         made = [make_id(a, "--title", f"bead {count}.{n}") for n in range(count)]
@@ -381,10 +384,7 @@ def test_an_accepted_fetch_lands_every_object_and_leaves_no_quarantine(
 def test_a_remote_listing_more_refs_than_a_store_needs_is_refused_in_one_line(
     tmp_path: Path, remote_kind: str | None
 ) -> None:
-    remote, url = served(tmp_path, remote_kind, "tags")
-    a, b = machine(tmp_path, "a"), machine(tmp_path, "b")
-    assert a("init").returncode == 0 and a("remote", "add", "origin", url).returncode == 0
-    assert a("sync").returncode == 0 and b("clone", url).returncode == 0
+    remote, url, a, b = cloned_pair(tmp_path, remote_kind, "tags")
     made = make_id(a, "--title", "after the tags")
     assert a("sync").returncode == 0
     tip = git("rev-parse", "main", cwd=remote)
@@ -588,10 +588,7 @@ def test_a_sync_killed_while_storing_what_it_fetched_is_finished_by_the_next(
 def test_a_fetch_killed_mid_stream_leaves_the_store_intact_and_its_leftovers_are_removed(
     tmp_path: Path, remote_kind: str | None, cleaner: str
 ) -> None:
-    remote, url = served(tmp_path, remote_kind, "killed")
-    a, b = machine(tmp_path, "a"), machine(tmp_path, "b")
-    assert a("init").returncode == 0 and a("remote", "add", "origin", url).returncode == 0
-    assert a("sync").returncode == 0 and b("clone", url).returncode == 0
+    remote, url, a, b = cloned_pair(tmp_path, remote_kind, "killed")
     ours = head(b)
     delta_bomb(remote, 12, ours)  # ~48 MB inflated: past what a fetch holds in memory
     before = objects_held(b)
