@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 from beads.errors import StorageError
 from beads.faults import fault
 from beads.git.repair import process_alive
-from beads.git.repo import ADD_ATTEMPTS, PACK_OBJECTS_AT, GitRepo
+from beads.git.repo import ADD_ATTEMPTS, PACK_OBJECTS_AT, GitRepo, refreshed
 
 if TYPE_CHECKING:
     from dulwich.objects import ShaFile
@@ -200,11 +200,7 @@ def _move_loose(source: Path, objects: Path, hex_id: str) -> None:
     unless `objects` holds it (then its time is refreshed, as `GitRepo.add_loose` does)."""
     fan_out = objects / hex_id[:2]
     target = fan_out / hex_id[2:]
-    try:
-        os.utime(target, None)
-    except (FileNotFoundError, PermissionError):  # absent; or another member's, left stale
-        pass
-    else:
+    if refreshed(str(target)):
         return
     for attempt in range(ADD_ATTEMPTS):
         with contextlib.suppress(FileExistsError):

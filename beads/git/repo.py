@@ -586,6 +586,16 @@ class GitRepo(BranchRef):
         return obj.id
 
 
+def refreshed(path: str) -> bool:
+    """Whether the loose object at `path` is there; its time is refreshed if so, so that a
+    prune by age does not take it before a ref names it."""
+    try:
+        os.utime(path, None)
+    except (FileNotFoundError, PermissionError):  # absent; or another member's, left stale
+        return False
+    return True
+
+
 def _write_loose(obj: ShaFile, path: str) -> None:
     """Write `obj` at `path` as a loose object, unless it is there already (then its time is
     refreshed, so that a prune by age does not take it before a ref names it). The bytes are
@@ -593,11 +603,7 @@ def _write_loose(obj: ShaFile, path: str) -> None:
     place: the steps of dulwich's `DiskObjectStore.add_object`, without its object store."""
     with contextlib.suppress(FileExistsError):
         os.mkdir(os.path.dirname(path))
-    try:
-        os.utime(path, None)
-    except (FileNotFoundError, PermissionError):  # absent; or another member's, left stale
-        pass
-    else:
+    if refreshed(path):
         return
     with GitFile(path, "wb", mask=LOOSE_MODE, fsync=False) as handle:
         handle.write(obj.as_legacy_object(compression_level=LOOSE_COMPRESSION))
