@@ -5,9 +5,9 @@
 While another checkout's suite runs over and over beside it (the load a shared CI machine or
 a busy laptop gives), this runs the README's test command (`./test.sh`) `--runs` times, each
 in an order shuffled by a new seed (`--shuffle SEED`, tests/conftest.py), then each test named
-by `--test` (default: the tests once seen to flake) `--repeat` times. It prints every run's
-result, the load average it ran under, and the failures with the seed that reproduces them.
-Exit 0 only when nothing failed.
+by `--test` (default: the tests once seen to flake) `--repeat` times in one pytest process
+(pytest-repeat's `--count`). It prints every run's result, the load average it ran under, and
+the failures with the seed that reproduces them. Exit 0 only when nothing failed.
 """
 
 from __future__ import annotations
@@ -126,29 +126,32 @@ def main() -> int:
             if done.returncode and not failures(done.stdout):
                 failed.append(f"run {run} exited {done.returncode}")
         for test in find_tests(args.test or ONCE_FLAKY):
-            bad = 0
-            for _ in range(args.repeat):
-                done = subprocess.run(
-                    [
-                        str(ROOT / ".venv/bin/python"),
-                        "-m",
-                        "pytest",
-                        "-q",
-                        "-n0",
-                        "-p",
-                        "no:cacheprovider",
-                        test,
-                    ],
-                    cwd=ROOT,
-                    capture_output=True,
-                    text=True,
-                )
-                bad += done.returncode != 0
+            # One pytest process runs the test --repeat times (pytest-repeat's --count).
+            done = subprocess.run(
+                [
+                    str(ROOT / ".venv/bin/python"),
+                    "-m",
+                    "pytest",
+                    "-q",
+                    "-n0",
+                    "-p",
+                    "no:cacheprovider",
+                    f"--count={args.repeat}",
+                    test,
+                ],
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+            )
+            passed = re.search(r"(\d+) passed", summary(done.stdout))
+            good = int(passed.group(1)) if passed else 0
             print(
-                f"{test}: {args.repeat - bad}/{args.repeat} passed (load {load_average():.1f})",
+                f"{test}: {good}/{args.repeat} passed (load {load_average():.1f})",
                 flush=True,
             )
-            failed += [test] * bad
+            for repeat in failures(done.stdout):
+                print(f"  failed: {repeat}", flush=True)
+            failed += [test] * (args.repeat - good)
     finally:
         os.killpg(second.pid, 15)
         second.wait()
