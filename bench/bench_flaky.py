@@ -125,8 +125,11 @@ def main() -> int:
                 failed.append(f"{test} (--shuffle={seed})")
             if done.returncode and not failures(done.stdout):
                 failed.append(f"run {run} exited {done.returncode}")
-        for test in find_tests(args.test or ONCE_FLAKY):
-            # One pytest process runs the test --repeat times (pytest-repeat's --count).
+        # pytest-repeat renames `test[param]` to `test[param-1-50]`, so a parametrized test
+        # is named without its parameters and each of them runs --repeat times.
+        found = find_tests(args.test or ONCE_FLAKY)
+        for test in dict.fromkeys(node.split("[")[0] for node in found):
+            runs = args.repeat * sum(node.split("[")[0] == test for node in found)
             done = subprocess.run(
                 [
                     str(ROOT / ".venv/bin/python"),
@@ -145,13 +148,10 @@ def main() -> int:
             )
             passed = re.search(r"(\d+) passed", summary(done.stdout))
             good = int(passed.group(1)) if passed else 0
-            print(
-                f"{test}: {good}/{args.repeat} passed (load {load_average():.1f})",
-                flush=True,
-            )
+            print(f"{test}: {good}/{runs} passed (load {load_average():.1f})", flush=True)
             for repeat in failures(done.stdout):
                 print(f"  failed: {repeat}", flush=True)
-            failed += [test] * (args.repeat - good)
+            failed += [test] * (runs - good)
     finally:
         os.killpg(second.pid, 15)
         second.wait()
