@@ -157,6 +157,16 @@ class _Pipe(io.BytesIO):
         pass
 
 
+def _set_environ(wanted: dict[str, str]) -> None:
+    """Make os.environ exactly `wanted`, touching only the variables that differ
+    (`os.environ.clear()` unsets and `update` sets every one, each a libc call)."""
+    for name in [name for name in os.environ if name not in wanted]:
+        del os.environ[name]
+    for name, value in wanted.items():
+        if os.environ.get(name) != value:
+            os.environ[name] = value
+
+
 def _run_in_process(
     program: str, args: tuple[str, ...], data: bytes | None, env: dict[str, str], cwd: Path
 ) -> tuple[int, bytes, bytes]:
@@ -184,8 +194,7 @@ def _run_in_process(
     try:
         root_logger.handlers.clear()  # no handler, as in a fresh process: warnings to stderr
         root_logger.setLevel(logging.WARNING)
-        os.environ.clear()
-        os.environ.update(env)
+        _set_environ(env)
         os.chdir(cwd)
         sys.argv = [path, *args]
         sys.stdin = stream(_Pipe(data or b""), errors)
@@ -201,8 +210,7 @@ def _run_in_process(
         sys.stdin, sys.stdout, sys.stderr = saved_streams
         sys.argv = saved_argv
         os.chdir(saved_cwd)
-        os.environ.clear()
-        os.environ.update(saved_env)
+        _set_environ(saved_env)
         os.umask(umask)
         root_logger.handlers[:] = saved_logging[0]
         root_logger.setLevel(saved_logging[1])
