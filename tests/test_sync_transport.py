@@ -9,6 +9,7 @@ never answer.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import random
@@ -170,13 +171,13 @@ def test_an_object_over_the_size_limit_is_refused_before_it_is_inflated_and_noth
 
 
 def big_bodies(tmp_path: Path, side: GcRunner, count: int, tag: str) -> dict[str, str]:
-    """`count` beads whose bodies (~320 KB of words from a few, ~30 KB deflated) inflate
-    past one read chunk of a pack (64 KiB) from less than one: their ids and bodies."""
-    words = ["alpha", "beta", "gamma", "delta", "eps", tag]
-    pick = random.Random(f"{tag}{count}").choice
+    """`count` beads whose bodies (~73 KB of base64 lines, ~55 KB deflated) inflate past one
+    read chunk of a pack (64 KiB) from less than one: their ids and bodies. Two of them
+    make a pack of over one chunk, so more of it is read after such an object ends."""
+    draw = random.Random(f"{tag}{count}").randbytes
     made = {}
     for n in range(count):
-        body = "".join(" ".join(pick(words) for _ in range(12)) + "\n" for _ in range(4800))
+        body = base64.encodebytes(draw(54_000)).decode()
         path = tmp_path / f"body-{tag}-{n}.txt"
         path.write_text(body)
         made[make_id(side, "--title", f"{tag} {n}", "--body-file", str(path))] = body
@@ -189,11 +190,11 @@ def test_beads_with_bodies_over_a_pack_chunk_sync_and_clone(
     _remote, url = served(tmp_path, remote_kind, "big")
     a, b = machine(tmp_path, "a"), machine(tmp_path, "b")
     assert a("init").returncode == 0 and a("remote", "add", "origin", url).returncode == 0
-    first = big_bodies(tmp_path, a, 3, "first")
+    first = big_bodies(tmp_path, a, 2, "first")
     assert a("sync").returncode == 0
     cloned = b("clone", url)
     assert cloned.returncode == 0, cloned.stderr
-    later = big_bodies(tmp_path, a, 3, "later")
+    later = big_bodies(tmp_path, a, 2, "later")
     assert a("sync").returncode == 0
     synced = b("sync")
     assert synced.returncode == 0, synced.stderr
@@ -357,8 +358,11 @@ def test_a_refused_fetch_leaves_nothing_in_the_stores_objects(
 
 
 def test_an_accepted_fetch_lands_every_object_and_leaves_no_quarantine(
-    tmp_path: Path, remote_kind: str | None
+    tmp_path: Path, remote_kind: str | None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    import beads.git.quarantine as quarantine
+    import beads.git.transport as transport
+
     _remote, url, a, b = cloned_pair(tmp_path, remote_kind, "accepted")
     # A few objects (stored loose), then over a hundred (stored as one pack).
     for count in (2, 20):
@@ -369,12 +373,29 @@ def test_an_accepted_fetch_lands_every_object_and_leaves_no_quarantine(
         assert head(b) == head(a) and not quarantines(b)
         assert b.json("bead", "show", made[-1])["bead"]["title"] == f"bead {count}.{count - 1}"
         git("-C", str(b.cwd / ".beads" / ".git"), "fsck", "--strict", "--no-dangling")
-    # ~10 MB inflated: past what a fetch holds in memory, so partly moved in from its
-    # quarantine directory.
-    bodies = big_bodies(tmp_path, a, 30, "spilled")
+    # Past what a fetch holds in memory, so partly moved in from its quarantine directory.
+    # The fetch runs in this process: with its batch and its memory bound 48 KiB (8 MiB
+    # each in use), ~80 KB of objects take the path ~10 MB would. Its first batch (over 64
+    # objects) is written to the quarantine as a pack; the rest and the commits are held.
+    monkeypatch.setattr(transport, "STORE_BATCH_BYTES", 48 * 1024)
+    monkeypatch.setattr(quarantine, "SPILL_BYTES", 48 * 1024)
+    admitted: list[tuple[list[str], int]] = []  # what each admit moves in, what it holds
+    admit = quarantine.Incoming.admit
+
+    def admit_seen(incoming: quarantine.Incoming) -> None:
+        admitted.append(([kind for kind, _name in incoming.written], len(incoming.held)))
+        admit(incoming)
+
+    monkeypatch.setattr(quarantine.Incoming, "admit", admit_seen)
+    bodies = {}
+    for n in range(30):
+        body = f"spilled {n}\n" + "words of a bead's body " * 40
+        bodies[make_id(a, "--title", f"spilled {n}", "--body", body)] = body
     assert a("sync").returncode == 0
     synced = b("sync")
     assert synced.returncode == 0, synced.stderr
+    [(spilled, held)] = admitted
+    assert "pack" in spilled and held, admitted
     assert head(b) == head(a) and not quarantines(b)
     for made, body in bodies.items():
         assert b.json("bead", "show", made)["bead"]["body"] == body
