@@ -288,6 +288,12 @@ def delta_bomb(remote: Path, count: int, parent: str, copies: int = 66) -> str:
     return sha
 
 
+# Blobs of a delta bomb that pass, together, what a fetch holds in memory and what it hands
+# over in one batch (8 MiB each: `beads.git.quarantine.SPILL_BYTES`,
+# `beads.git.transport.STORE_BATCH_BYTES`): 3 x ~4 MB (two are ~7.9 MB).
+SPILLING = 3
+
+
 def test_a_pack_of_small_deltas_making_large_blobs_is_streamed_and_bounded(
     tmp_path: Path, remote_kind: str | None
 ) -> None:
@@ -304,16 +310,17 @@ def test_a_pack_of_small_deltas_making_large_blobs_is_streamed_and_bounded(
     assert peak_kib < 160 * 1024, f"gc sync held {peak_kib} KiB"
     assert head(b) == before
     # Over what one fetch may inflate to (4 x sync.max_fetch_bytes): refused from the
-    # pack's headers, before any blob is inflated. 12 blobs (~48 MB) are over 32 MiB.
-    assert b("config", "set", "--local", "sync.max_fetch_bytes", "8MiB").returncode == 0
-    delta_bomb(remote, 12, before)
+    # pack's headers, before any blob is inflated. 3 blobs (~12 MB) are over 8 MiB.
+    assert b("config", "set", "--local", "sync.max_fetch_bytes", "2MiB").returncode == 0
+    delta_bomb(remote, SPILLING, before)
     refused = b("sync")
     code, stderr = refused.returncode, refused.stderr
-    assert code == 30 and "inflate to more than 33554432 bytes" in stderr, stderr
+    assert code == 30 and "inflate to more than 8388608 bytes" in stderr, stderr
     assert "4 x sync.max_fetch_bytes" in stderr and head(b) == before
     assert b("bead", "create", "--type", "task", "--title", "still usable").returncode == 0
     # A clone, within its limits, streams such a pack too, then refuses it (the memory
-    # bound is the measured sync's: 12 blobs take the clone down the same path as 50).
+    # bound is the measured sync's: 3 blobs, past what a fetch holds in memory, take the
+    # clone down the same path as 50).
     c = machine(tmp_path, "c")
     assert c("clone", url).returncode == 30
 
@@ -330,12 +337,14 @@ def refuse(kind: str, tmp_path: Path, remote: Path, a: GcRunner, b: GcRunner) ->
         assert a("sync").returncode == 0
         assert b("config", "set", "--local", "sync.max_fetch_bytes", "4KiB").returncode == 0
         return "sync.max_fetch_bytes"
-    if kind == "inflates-too-far":  # refused from the pack's headers: 12 x 4 MB > 32 MiB
-        assert b("config", "set", "--local", "sync.max_fetch_bytes", "8MiB").returncode == 0
-        delta_bomb(remote, 12, head(b))
-        return "inflate to more than 33554432 bytes"
-    assert kind == "refused-by-the-gate"  # within every limit: ~48 MB inflated, then refused
-    delta_bomb(remote, 12, head(b))
+    if kind == "inflates-too-far":  # refused from the pack's headers: 3 x 4 MB > 8 MiB
+        assert b("config", "set", "--local", "sync.max_fetch_bytes", "2MiB").returncode == 0
+        delta_bomb(remote, SPILLING, head(b))
+        return "inflate to more than 8388608 bytes"
+    # Within every limit: ~12 MB inflated, past what a fetch holds in memory (so partly
+    # written to its quarantine directory), then refused.
+    assert kind == "refused-by-the-gate"
+    delta_bomb(remote, SPILLING, head(b))
     return "outside the store's layout"
 
 
@@ -611,7 +620,7 @@ def test_a_fetch_killed_mid_stream_leaves_the_store_intact_and_its_leftovers_are
 ) -> None:
     remote, url, a, b = cloned_pair(tmp_path, remote_kind, "killed")
     ours = head(b)
-    delta_bomb(remote, 12, ours)  # ~48 MB inflated: past what a fetch holds in memory
+    delta_bomb(remote, SPILLING, ours)  # ~12 MB inflated: past what a fetch holds in memory
     before = objects_held(b)
     # kill -9 once the first of them were written to the fetch's quarantine.
     killed = b.subprocess("sync", env={"GC_FAULT_POINT": "fetch-spilled"})
