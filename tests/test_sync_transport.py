@@ -210,11 +210,15 @@ def delta_bomb(remote: Path, count: int, parent: str, copies: int = 66) -> str:
     """Move the remote's main to a commit on `parent` holding `count` blobs of `copies` x
     60,000 bytes and a number (~4 MB each, each under the object limit), each a delta of a
     few hundred bytes on one small base: a pack of a few KB that inflates to `count` x
-    4 MB. Installed with git's own index-pack; the base is in the commit's tree too, so git
-    (and dulwich, for a local path) sends the deltas as they are. Returns the commit."""
+    4 MB. Installed in the remote's objects with its index written here (every id is known:
+    git's index-pack would inflate every blob to find them); the base is in the commit's tree
+    too, so git (and dulwich, for a local path) sends the deltas as they are. Returns the
+    commit."""
     import hashlib
     import struct
     import zlib
+
+    from dulwich.pack import write_pack_index_v2
 
     def entry_header(kind: int, size: int) -> bytes:
         out = [(kind << 4) | (size & 0x0F)]
@@ -246,21 +250,24 @@ def delta_bomb(remote: Path, count: int, parent: str, copies: int = 66) -> str:
         return hashlib.sha1(b"%s %d\0" % (kind, len(data)) + data).digest()
 
     body = bytearray()
+    index: list[tuple[bytes, int, int]] = []  # id, offset, CRC-32 of each entry
 
-    def add(kind: int, data: bytes, prefix: bytes = b"") -> int:
+    def add(kind: int, data: bytes, name: bytes, prefix: bytes = b"") -> int:
         at = 12 + len(body)
-        body.extend(entry_header(kind, len(data)) + prefix + zlib.compress(data))
+        entry = entry_header(kind, len(data)) + prefix + zlib.compress(data)
+        body.extend(entry)
+        index.append((name, at, zlib.crc32(entry)))
         return at
 
     def tree(entries: list[tuple[bytes, bytes, bytes]]) -> bytes:
         data = b"".join(m + b" " + n + b"\0" + i for m, n, i in sorted(entries, key=lambda e: e[1]))
-        add(2, data)
+        add(2, data, oid(b"tree", data))
         return oid(b"tree", data)
 
     base = bytes((i * 7 + 3) % 251 for i in range(60000))
-    base_at = add(3, base)
+    base_at = add(3, base, oid(b"blob", base))
     config = git("cat-file", "blob", f"{parent}:config.yaml", cwd=remote).encode() + b"\n"
-    add(3, config)
+    add(3, config, oid(b"blob", config))
     copy = bytes([0x80 | 0x10 | 0x20, 60000 & 0xFF, 60000 >> 8])  # copy base[0:60000]
     size = 60000 * copies + 8
     # Every blob is the same copies, then its number: each id is hashed on from theirs.
@@ -270,9 +277,9 @@ def delta_bomb(remote: Path, count: int, parent: str, copies: int = 66) -> str:
         number = b"%08d" % n
         delta = varint(len(base)) + varint(size) + copy * copies + bytes([len(number)]) + number
         at = 12 + len(body)
-        add(6, delta, ofs(at - base_at))
         blob_id = copies_hashed.copy()
         blob_id.update(number)
+        add(6, delta, blob_id.digest(), ofs(at - base_at))
         names.append((b"100644", b"gc-%08d.yaml" % n, blob_id.digest()))
     shard = tree(names)
     tasks = tree([(b"40000", b"00", tree([(b"40000", b"00", shard)]))])
@@ -281,11 +288,13 @@ def delta_bomb(remote: Path, count: int, parent: str, copies: int = 66) -> str:
         b"tree %s\nparent %s\nauthor a <a@a> 1700000000 +0000\n"
         b"committer a <a@a> 1700000000 +0000\n\nbomb\n" % (root.hex().encode(), parent.encode())
     )
-    add(1, commit)
+    add(1, commit, oid(b"commit", commit))
     pack = b"PACK" + struct.pack(">II", 2, count + 7) + bytes(body)
-    pack += hashlib.sha1(pack).digest()
-    subprocess.run(["git", "index-pack", "--stdin"], cwd=remote, input=pack, check=True,
-                   capture_output=True)  # fmt: skip
+    checksum = hashlib.sha1(pack).digest()
+    stem = remote / "objects" / "pack" / f"pack-{checksum.hex()}"
+    Path(f"{stem}.pack").write_bytes(pack + checksum)
+    with open(f"{stem}.idx", "wb") as idx:  # the pack counts once its index is there
+        write_pack_index_v2(idx, sorted(index), checksum)
     sha = oid(b"commit", commit).hex()
     git("update-ref", "refs/heads/main", sha, cwd=remote)
     return sha
