@@ -399,7 +399,12 @@ SOAK_WRITERS = r"""
 import importlib, json, os, random, sys, tempfile, time, traceback
 from gc_beads import entry
 
-for name in ("gc_beads.cli", "beads.cli.bead", "mail.cli"):
+for name in (  # what a write loads: its command, the store, its git objects, what it announces
+    "gc_beads.cli", "gc_beads.producers", "gc_beads.settings", "beads.cli.bead", "beads.store",
+    "beads.batch", "beads.git.repo", "beads.records.codec", "beads.settings.trust",
+    "beads.sync.arrivals", "beads.sync.auto", "mail.cli", "mail.beadmail", "mail.notify",
+    "inbox.delivery",
+):
     importlib.import_module(name)
 
 
