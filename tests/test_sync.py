@@ -1102,7 +1102,13 @@ RACERS = r"""
 import importlib, json, os, sys, tempfile
 from gc_beads import entry
 
-for name in ("dulwich.client", "beads.sync.syncing", "mail.threads.cli"):
+for name in (  # what a claim loads: its command, the store, its sync (fetch, gate, merge, push)
+    "gc_beads.cli", "gc_beads.producers", "gc_beads.settings", "mail.threads.cli", "mail.notify",
+    "inbox.arrivals", "beads.sync.syncing", "beads.sync.arrivals", "beads.sync.merge",
+    "beads.sync.treegate", "beads.settings.trust", "beads.records.codec", "beads.refresh",
+    "beads.git.history", "beads.git.localfetch", "beads.git.quarantine", "beads.git.transport",
+    "dulwich.client", "dulwich.diff_tree", "dulwich.graph",
+):
     importlib.import_module(name)
 start, go = os.pipe()
 forked = []
