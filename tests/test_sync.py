@@ -493,9 +493,9 @@ def test_two_machines_four_writers_each_converge(tmp_path: Path, daemon: str) ->
     )  # fmt: skip
     logs = [Path(log) for _cwd, _agent, log in writers]
     # The first syncs start once a write has ended: they run while the other writes go on,
-    # not before any of them.
+    # not before any of them. (The timeout bounds a hang only.)
     wait_for(lambda: writing.poll() is not None or any(log.stat().st_size for log in logs
-                                                       if log.exists()))  # fmt: skip
+                                                       if log.exists()), timeout=120)  # fmt: skip
     sync_codes = []
     while True:  # both machines sync while their writers write
         for side in (a, b):

@@ -302,7 +302,7 @@ def delta_bomb(remote: Path, count: int, parent: str, copies: int = 66) -> str:
 
 # Blobs of a delta bomb that pass, together, what a fetch holds in memory and what it hands
 # over in one batch (8 MiB each: `beads.git.quarantine.SPILL_BYTES`,
-# `beads.git.transport.STORE_BATCH_BYTES`): 3 x ~4 MB (two are ~7.9 MB).
+# `beads.git.transport.STORE_BATCH_BYTES`): 3 x ~4 MB do, two (~7.9 MB) do not.
 SPILLING = 3
 
 
