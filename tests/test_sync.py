@@ -388,35 +388,85 @@ def test_status_shows_ahead_behind(pair: tuple[GcRunner, GcRunner, Path]) -> Non
     assert b.json("sync", "--status")["status"]["ahead"] == 0
 
 
-# One writer: `gc` writes in turn (mail send, bead create, update and close of a bead it made),
-# `count` of them, or until the time `until` when `count` is 0; it logs each exit and each new id.
-SOAK_WRITER = r"""
-import json, random, subprocess, sys, time
-gc, machine, until, count, out = sys.argv[1:]
-until, count = float(until), int(count)
-n = 0
-made = []
-with open(out, "w") as log:
-    while n < count if count else time.time() < until:
-        n += 1
-        kind = n % 4
-        if kind == 1 or (kind != 2 and not made):
-            args = ["mail", "send", "dog", "-s", f"{machine} {n}", "-m", "soak"]
-        elif kind == 2:
-            args = ["bead", "create", "--type", "task", "--title", f"{machine} {n}"]
-        elif kind == 3:
-            args = ["bead", "update", random.choice(made), "--add-label", f"{machine}{n}"]
-        else:
-            args = ["bead", "close", made.pop(0)]
-        done = subprocess.run([gc, *args, "--json"], capture_output=True, text=True)
-        log.write(f"{done.returncode}\t{' '.join(args)}\t{done.stderr.strip()}\n")
-        if done.returncode == 0 and args[1] in ("send", "create"):
-            reply = json.loads(done.stdout)
-            new = (reply.get("message") or reply.get("bead"))["id"]
-            log.write(f"ID\t{new}\n")
-            if args[1] == "create":
-                made.append(new)
-        log.flush()
+# Writers, each a process of its own, forked from one process that loaded what a write
+# loads (once, not once a write). Each writes with `gc` in turn (mail send, bead create, update
+# and close of a bead it made), `count` writes, or until the time `until` when `count` is 0;
+# each write is a process of its own, forked from its writer, that runs what the console
+# script runs (`entry.script`) and ends as its process would. Every writer logs each exit and
+# each new id. argv[1]: JSON [[machine's directory, agent, log], ...]; argv[2]: until;
+# argv[3]: count. Exits 0 once every writer ended without an error of its own.
+SOAK_WRITERS = r"""
+import importlib, json, os, random, sys, tempfile, time, traceback
+from gc_beads import entry
+
+for name in (  # what a write loads: its command, the store, its git objects, what it announces
+    "gc_beads.cli", "gc_beads.producers", "gc_beads.settings", "beads.cli.bead", "beads.store",
+    "beads.batch", "beads.git.repo", "beads.records.codec", "beads.settings.trust",
+    "beads.sync.arrivals", "beads.sync.auto", "mail.cli", "mail.beadmail", "mail.notify",
+    "inbox.delivery",
+):
+    importlib.import_module(name)
+
+
+def gc(cwd, agent, args):
+    out, err = tempfile.TemporaryFile(), tempfile.TemporaryFile()
+    pid = os.fork()
+    if pid == 0:
+        os.chdir(cwd)
+        os.environ["GC_AGENT"] = agent
+        os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+        os.dup2(out.fileno(), 1)
+        os.dup2(err.fileno(), 2)
+        sys.argv = ["gc", *args]
+        entry.script()  # ends the process: sys.exit with gc's exit code
+    code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+    out.seek(0)
+    err.seek(0)
+    return code, out.read().decode(), err.read().decode()
+
+
+def write(cwd, agent, out, until, count):
+    machine = os.path.basename(cwd)
+    random.seed()  # a writer's own choices, not its siblings'
+    n = 0
+    made = []
+    with open(out, "w") as log:
+        while n < count if count else time.time() < until:
+            n += 1
+            kind = n % 4
+            if kind == 1 or (kind != 2 and not made):
+                args = ["mail", "send", "dog", "-s", f"{machine} {n}", "-m", "soak"]
+            elif kind == 2:
+                args = ["bead", "create", "--type", "task", "--title", f"{machine} {n}"]
+            elif kind == 3:
+                args = ["bead", "update", random.choice(made), "--add-label", f"{machine}{n}"]
+            else:
+                args = ["bead", "close", made.pop(0)]
+            code, stdout, stderr = gc(cwd, agent, [*args, "--json"])
+            log.write(f"{code}\t{' '.join(args)}\t{stderr.strip()}\n")
+            if code == 0 and args[1] in ("send", "create"):
+                reply = json.loads(stdout)
+                new = (reply.get("message") or reply.get("bead"))["id"]
+                log.write(f"ID\t{new}\n")
+                if args[1] == "create":
+                    made.append(new)
+            log.flush()
+
+
+until, count = float(sys.argv[2]), int(sys.argv[3])
+writers = []
+for cwd, agent, out in json.loads(sys.argv[1]):
+    pid = os.fork()
+    if pid == 0:  # a write's own exit (SystemExit) ends its process, never caught here
+        try:
+            write(cwd, agent, out, until, count)
+        except Exception:
+            traceback.print_exc()
+            sys.exit(1)
+        sys.exit(0)
+    writers.append(pid)
+ended = [os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in writers]
+sys.exit(0 if ended == [0] * len(writers) else f"writers ended {ended}")
 """
 
 
@@ -434,32 +484,33 @@ def test_two_machines_four_writers_each_converge(tmp_path: Path, daemon: str) ->
     assert a("sync").returncode == 0
     assert b("clone", url).returncode == 0
     until = time.time() + seconds
-    from tests.conftest import gc_program
-
-    writers = []
-    for side in (a, b):
-        for n in range(4):
-            log = tmp_path / f"{side.cwd.name}-{n}.log"
-            writers.append((log, subprocess.Popen(
-                [sys.executable, "-c", SOAK_WRITER, gc_program(), side.cwd.name, str(until),
-                 str(count), str(log)], cwd=side.cwd, env={**side.env, "GC_AGENT": f"w{n}"},
-            )))  # fmt: skip
+    # Four writers a machine, agents w0 to w3, each with its log.
+    writers = [[str(side.cwd), f"w{n}", str(tmp_path / f"{side.cwd.name}-{n}.log")]
+               for side in (a, b) for n in range(4)]  # fmt: skip
+    writing = subprocess.Popen(
+        [sys.executable, "-c", SOAK_WRITERS, json.dumps(writers), str(until), str(count)],
+        cwd=tmp_path, env=a.env,
+    )  # fmt: skip
+    logs = [Path(log) for _cwd, _agent, log in writers]
+    # The first syncs start once a write has ended: they run while the other writes go on,
+    # not before any of them. (The timeout bounds a hang only.)
+    wait_for(lambda: writing.poll() is not None or any(log.stat().st_size for log in logs
+                                                       if log.exists()), timeout=120)  # fmt: skip
     sync_codes = []
     while True:  # both machines sync while their writers write
         for side in (a, b):
-            result = side.subprocess("sync")
+            result = side("sync")
             sync_codes.append((result.returncode, result.stderr))
-        if all(process.poll() is not None for _log, process in writers):
+        if writing.poll() is not None:
             break
         time.sleep(1.0)
-    for _log, process in writers:
-        assert process.wait(timeout=120) == 0
+    assert writing.wait(timeout=120) == 0
     for side in (a, b, a):
-        result = side.subprocess("sync")
+        result = side("sync")
         sync_codes.append((result.returncode, result.stderr))
     assert all(code == 0 for code, _ in sync_codes), [s for s in sync_codes if s[0]]
     acknowledged, exits = [], []
-    for log, _process in writers:
+    for log in logs:
         for line in log.read_text().splitlines():
             first, rest = line.split("\t", 1)
             if first == "ID":
@@ -1051,7 +1102,13 @@ RACERS = r"""
 import importlib, json, os, sys, tempfile
 from gc_beads import entry
 
-for name in ("dulwich.client", "beads.sync.syncing", "mail.threads.cli"):
+for name in (  # what a claim loads: its command, the store, its sync (fetch, gate, merge, push)
+    "gc_beads.cli", "gc_beads.producers", "gc_beads.settings", "mail.threads.cli", "mail.notify",
+    "inbox.arrivals", "beads.sync.syncing", "beads.sync.arrivals", "beads.sync.merge",
+    "beads.sync.treegate", "beads.settings.trust", "beads.records.codec", "beads.refresh",
+    "beads.git.history", "beads.git.localfetch", "beads.git.quarantine", "beads.git.transport",
+    "dulwich.client", "dulwich.diff_tree", "dulwich.graph",
+):
     importlib.import_module(name)
 start, go = os.pipe()
 forked = []

@@ -9,6 +9,7 @@ never answer.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import random
@@ -105,6 +106,9 @@ def commit_blob(tmp_path: Path, remote: Path, size: int) -> str:
     zeros = tmp_path / "zeros"
     with zeros.open("wb") as handle:
         handle.truncate(size)
+    # The remote deflates at level 1 from here on (writing the blob, and packing it for a
+    # fetch through the daemon): how small zeros deflate is not what any test is about.
+    git("config", "core.compression", "1", cwd=remote)
     blob = git("hash-object", "-w", str(zeros), cwd=remote)
     names = git("ls-tree", "-r", "--name-only", "main", cwd=remote).split()
     place = next((name for name in names if name.startswith("tasks/")), "big.yaml")
@@ -170,13 +174,13 @@ def test_an_object_over_the_size_limit_is_refused_before_it_is_inflated_and_noth
 
 
 def big_bodies(tmp_path: Path, side: GcRunner, count: int, tag: str) -> dict[str, str]:
-    """`count` beads whose bodies (~320 KB of words from a few, ~30 KB deflated) inflate
-    past one read chunk of a pack (64 KiB) from less than one: their ids and bodies."""
-    words = ["alpha", "beta", "gamma", "delta", "eps", tag]
-    pick = random.Random(f"{tag}{count}").choice
+    """`count` beads whose bodies (~73 KB of base64 lines, ~55 KB deflated) inflate past one
+    read chunk of a pack (64 KiB) from less than one: their ids and bodies. Two of them
+    make a pack of over one chunk, so more of it is read after such an object ends."""
+    draw = random.Random(f"{tag}{count}").randbytes
     made = {}
     for n in range(count):
-        body = "".join(" ".join(pick(words) for _ in range(12)) + "\n" for _ in range(4800))
+        body = base64.encodebytes(draw(54_000)).decode()
         path = tmp_path / f"body-{tag}-{n}.txt"
         path.write_text(body)
         made[make_id(side, "--title", f"{tag} {n}", "--body-file", str(path))] = body
@@ -189,11 +193,11 @@ def test_beads_with_bodies_over_a_pack_chunk_sync_and_clone(
     _remote, url = served(tmp_path, remote_kind, "big")
     a, b = machine(tmp_path, "a"), machine(tmp_path, "b")
     assert a("init").returncode == 0 and a("remote", "add", "origin", url).returncode == 0
-    first = big_bodies(tmp_path, a, 3, "first")
+    first = big_bodies(tmp_path, a, 2, "first")
     assert a("sync").returncode == 0
     cloned = b("clone", url)
     assert cloned.returncode == 0, cloned.stderr
-    later = big_bodies(tmp_path, a, 3, "later")
+    later = big_bodies(tmp_path, a, 2, "later")
     assert a("sync").returncode == 0
     synced = b("sync")
     assert synced.returncode == 0, synced.stderr
@@ -206,11 +210,15 @@ def delta_bomb(remote: Path, count: int, parent: str, copies: int = 66) -> str:
     """Move the remote's main to a commit on `parent` holding `count` blobs of `copies` x
     60,000 bytes and a number (~4 MB each, each under the object limit), each a delta of a
     few hundred bytes on one small base: a pack of a few KB that inflates to `count` x
-    4 MB. Installed with git's own index-pack; the base is in the commit's tree too, so git
-    (and dulwich, for a local path) sends the deltas as they are. Returns the commit."""
+    4 MB. Installed in the remote's objects with its index written here (every id is known:
+    git's index-pack would inflate every blob to find them); the base is in the commit's tree
+    too, so git (and dulwich, for a local path) sends the deltas as they are. Returns the
+    commit."""
     import hashlib
     import struct
     import zlib
+
+    from dulwich.pack import write_pack_index_v2
 
     def entry_header(kind: int, size: int) -> bytes:
         out = [(kind << 4) | (size & 0x0F)]
@@ -242,21 +250,24 @@ def delta_bomb(remote: Path, count: int, parent: str, copies: int = 66) -> str:
         return hashlib.sha1(b"%s %d\0" % (kind, len(data)) + data).digest()
 
     body = bytearray()
+    index: list[tuple[bytes, int, int]] = []  # id, offset, CRC-32 of each entry
 
-    def add(kind: int, data: bytes, prefix: bytes = b"") -> int:
+    def add(kind: int, data: bytes, name: bytes, prefix: bytes = b"") -> int:
         at = 12 + len(body)
-        body.extend(entry_header(kind, len(data)) + prefix + zlib.compress(data))
+        entry = entry_header(kind, len(data)) + prefix + zlib.compress(data)
+        body.extend(entry)
+        index.append((name, at, zlib.crc32(entry)))
         return at
 
     def tree(entries: list[tuple[bytes, bytes, bytes]]) -> bytes:
         data = b"".join(m + b" " + n + b"\0" + i for m, n, i in sorted(entries, key=lambda e: e[1]))
-        add(2, data)
+        add(2, data, oid(b"tree", data))
         return oid(b"tree", data)
 
     base = bytes((i * 7 + 3) % 251 for i in range(60000))
-    base_at = add(3, base)
+    base_at = add(3, base, oid(b"blob", base))
     config = git("cat-file", "blob", f"{parent}:config.yaml", cwd=remote).encode() + b"\n"
-    add(3, config)
+    add(3, config, oid(b"blob", config))
     copy = bytes([0x80 | 0x10 | 0x20, 60000 & 0xFF, 60000 >> 8])  # copy base[0:60000]
     size = 60000 * copies + 8
     # Every blob is the same copies, then its number: each id is hashed on from theirs.
@@ -266,9 +277,9 @@ def delta_bomb(remote: Path, count: int, parent: str, copies: int = 66) -> str:
         number = b"%08d" % n
         delta = varint(len(base)) + varint(size) + copy * copies + bytes([len(number)]) + number
         at = 12 + len(body)
-        add(6, delta, ofs(at - base_at))
         blob_id = copies_hashed.copy()
         blob_id.update(number)
+        add(6, delta, blob_id.digest(), ofs(at - base_at))
         names.append((b"100644", b"gc-%08d.yaml" % n, blob_id.digest()))
     shard = tree(names)
     tasks = tree([(b"40000", b"00", tree([(b"40000", b"00", shard)]))])
@@ -277,14 +288,22 @@ def delta_bomb(remote: Path, count: int, parent: str, copies: int = 66) -> str:
         b"tree %s\nparent %s\nauthor a <a@a> 1700000000 +0000\n"
         b"committer a <a@a> 1700000000 +0000\n\nbomb\n" % (root.hex().encode(), parent.encode())
     )
-    add(1, commit)
+    add(1, commit, oid(b"commit", commit))
     pack = b"PACK" + struct.pack(">II", 2, count + 7) + bytes(body)
-    pack += hashlib.sha1(pack).digest()
-    subprocess.run(["git", "index-pack", "--stdin"], cwd=remote, input=pack, check=True,
-                   capture_output=True)  # fmt: skip
+    checksum = hashlib.sha1(pack).digest()
+    stem = remote / "objects" / "pack" / f"pack-{checksum.hex()}"
+    Path(f"{stem}.pack").write_bytes(pack + checksum)
+    with open(f"{stem}.idx", "wb") as idx:  # the pack counts once its index is there
+        write_pack_index_v2(idx, sorted(index), checksum)
     sha = oid(b"commit", commit).hex()
     git("update-ref", "refs/heads/main", sha, cwd=remote)
     return sha
+
+
+# Blobs of a delta bomb that pass, together, what a fetch holds in memory and what it hands
+# over in one batch (8 MiB each: `beads.git.quarantine.SPILL_BYTES`,
+# `beads.git.transport.STORE_BATCH_BYTES`): 3 x ~4 MB do, two (~7.9 MB) do not.
+SPILLING = 3
 
 
 def test_a_pack_of_small_deltas_making_large_blobs_is_streamed_and_bounded(
@@ -303,16 +322,17 @@ def test_a_pack_of_small_deltas_making_large_blobs_is_streamed_and_bounded(
     assert peak_kib < 160 * 1024, f"gc sync held {peak_kib} KiB"
     assert head(b) == before
     # Over what one fetch may inflate to (4 x sync.max_fetch_bytes): refused from the
-    # pack's headers, before any blob is inflated. 12 blobs (~48 MB) are over 32 MiB.
-    assert b("config", "set", "--local", "sync.max_fetch_bytes", "8MiB").returncode == 0
-    delta_bomb(remote, 12, before)
+    # pack's headers, before any blob is inflated. 3 blobs (~12 MB) are over 8 MiB.
+    assert b("config", "set", "--local", "sync.max_fetch_bytes", "2MiB").returncode == 0
+    delta_bomb(remote, SPILLING, before)
     refused = b("sync")
     code, stderr = refused.returncode, refused.stderr
-    assert code == 30 and "inflate to more than 33554432 bytes" in stderr, stderr
+    assert code == 30 and "inflate to more than 8388608 bytes" in stderr, stderr
     assert "4 x sync.max_fetch_bytes" in stderr and head(b) == before
     assert b("bead", "create", "--type", "task", "--title", "still usable").returncode == 0
     # A clone, within its limits, streams such a pack too, then refuses it (the memory
-    # bound is the measured sync's: 12 blobs take the clone down the same path as 50).
+    # bound is the measured sync's: 3 blobs, past what a fetch holds in memory, take the
+    # clone down the same path as 50).
     c = machine(tmp_path, "c")
     assert c("clone", url).returncode == 30
 
@@ -329,12 +349,14 @@ def refuse(kind: str, tmp_path: Path, remote: Path, a: GcRunner, b: GcRunner) ->
         assert a("sync").returncode == 0
         assert b("config", "set", "--local", "sync.max_fetch_bytes", "4KiB").returncode == 0
         return "sync.max_fetch_bytes"
-    if kind == "inflates-too-far":  # refused from the pack's headers: 12 x 4 MB > 32 MiB
-        assert b("config", "set", "--local", "sync.max_fetch_bytes", "8MiB").returncode == 0
-        delta_bomb(remote, 12, head(b))
-        return "inflate to more than 33554432 bytes"
-    assert kind == "refused-by-the-gate"  # within every limit: ~48 MB inflated, then refused
-    delta_bomb(remote, 12, head(b))
+    if kind == "inflates-too-far":  # refused from the pack's headers: 3 x 4 MB > 8 MiB
+        assert b("config", "set", "--local", "sync.max_fetch_bytes", "2MiB").returncode == 0
+        delta_bomb(remote, SPILLING, head(b))
+        return "inflate to more than 8388608 bytes"
+    # Within every limit: ~12 MB inflated, past what a fetch holds in memory (so partly
+    # written to its quarantine directory), then refused.
+    assert kind == "refused-by-the-gate"
+    delta_bomb(remote, SPILLING, head(b))
     return "outside the store's layout"
 
 
@@ -357,8 +379,11 @@ def test_a_refused_fetch_leaves_nothing_in_the_stores_objects(
 
 
 def test_an_accepted_fetch_lands_every_object_and_leaves_no_quarantine(
-    tmp_path: Path, remote_kind: str | None
+    tmp_path: Path, remote_kind: str | None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    import beads.git.quarantine as quarantine
+    import beads.git.transport as transport
+
     _remote, url, a, b = cloned_pair(tmp_path, remote_kind, "accepted")
     # A few objects (stored loose), then over a hundred (stored as one pack).
     for count in (2, 20):
@@ -369,12 +394,29 @@ def test_an_accepted_fetch_lands_every_object_and_leaves_no_quarantine(
         assert head(b) == head(a) and not quarantines(b)
         assert b.json("bead", "show", made[-1])["bead"]["title"] == f"bead {count}.{count - 1}"
         git("-C", str(b.cwd / ".beads" / ".git"), "fsck", "--strict", "--no-dangling")
-    # ~10 MB inflated: past what a fetch holds in memory, so partly moved in from its
-    # quarantine directory.
-    bodies = big_bodies(tmp_path, a, 30, "spilled")
+    # Past what a fetch holds in memory, so partly moved in from its quarantine directory.
+    # The fetch runs in this process: with its batch and its memory bound 48 KiB (8 MiB
+    # each in use), ~80 KB of objects take the path ~10 MB would. Its first batch (over 64
+    # objects) is written to the quarantine as a pack; the rest and the commits are held.
+    monkeypatch.setattr(transport, "STORE_BATCH_BYTES", 48 * 1024)
+    monkeypatch.setattr(quarantine, "SPILL_BYTES", 48 * 1024)
+    admitted: list[tuple[list[str], int]] = []  # what each admit moves in, what it holds
+    admit = quarantine.Incoming.admit
+
+    def admit_seen(incoming: quarantine.Incoming) -> None:
+        admitted.append(([kind for kind, _name in incoming.written], len(incoming.held)))
+        admit(incoming)
+
+    monkeypatch.setattr(quarantine.Incoming, "admit", admit_seen)
+    bodies = {}
+    for n in range(30):
+        body = f"spilled {n}\n" + "words of a bead's body " * 40
+        bodies[make_id(a, "--title", f"spilled {n}", "--body", body)] = body
     assert a("sync").returncode == 0
     synced = b("sync")
     assert synced.returncode == 0, synced.stderr
+    [(spilled, held)] = admitted
+    assert "pack" in spilled and held, admitted
     assert head(b) == head(a) and not quarantines(b)
     for made, body in bodies.items():
         assert b.json("bead", "show", made)["bead"]["body"] == body
@@ -590,7 +632,7 @@ def test_a_fetch_killed_mid_stream_leaves_the_store_intact_and_its_leftovers_are
 ) -> None:
     remote, url, a, b = cloned_pair(tmp_path, remote_kind, "killed")
     ours = head(b)
-    delta_bomb(remote, 12, ours)  # ~48 MB inflated: past what a fetch holds in memory
+    delta_bomb(remote, SPILLING, ours)  # ~12 MB inflated: past what a fetch holds in memory
     before = objects_held(b)
     # kill -9 once the first of them were written to the fetch's quarantine.
     killed = b.subprocess("sync", env={"GC_FAULT_POINT": "fetch-spilled"})
