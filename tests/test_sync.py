@@ -470,7 +470,6 @@ sys.exit(0 if ended == [0] * len(writers) else f"writers ended {ended}")
 """
 
 
-@pytest.mark.gc_process
 def test_two_machines_four_writers_each_converge(tmp_path: Path, daemon: str) -> None:
     # Bounded by work unless a time is asked for: 4 writes a writer are one of each kind, 32
     # writes from 8 processes at once, which is what the claim needs; a time-bound soak takes
