@@ -73,7 +73,11 @@ def fetch_pack(
     with closing(Repo(path)) as repo:
         store = _graph_store(repo.object_store.path, repo.get_config())
         try:
-            refs = {ref: sha for ref, sha in repo.get_refs().items() if sha in store}
+            listed = repo.get_refs()
+            # Each commit looked up once: a flood of tags on one commit (refused by count
+            # in `determine_wants`) costs one lookup, not one a tag.
+            held = {sha: sha in store for sha in set(listed.values())}
+            refs = {ref: sha for ref, sha in listed.items() if held[sha]}
             wants = determine_wants(refs)
             if not wants:
                 return refs
