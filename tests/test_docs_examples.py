@@ -299,11 +299,13 @@ def nats_url(tmp_path: Path) -> Iterator[str]:
         server.stop()
 
 
-def page_placeholders(tmp: Path, work: Path, remote: str, nats: str | None) -> dict[str, str]:
+def page_placeholders(
+    tmp: Path, work: Path, remote: str | None, nats: str | None
+) -> dict[str, str]:
     """What the docs write for things a reader has and a test makes, longest first."""
     return {
         "/tmp/gc-demo": str(work),
-        "/tmp/gc-remote.git": remote,
+        "/tmp/gc-remote.git": remote or "git://127.0.0.1:1/shared.git",
         "$PWD/docs/": f"{ROOT}/docs/",
         " docs/examples/": f" {ROOT}/docs/examples/",
         "nats://HOST:4222": nats or "nats://127.0.0.1:1",
@@ -313,6 +315,8 @@ def page_placeholders(tmp: Path, work: Path, remote: str, nats: str | None) -> d
 
 RUN_PAGES = sorted({c.where.split(":")[0] for c in ALL_COMMANDS if c.not_run is None})
 NEEDS_NATS = {"nats.md", "machines.md"}
+# The pages whose commands use the remote: a real `git daemon` serves it for them only.
+NEEDS_REMOTE = {c.where.split(":")[0] for c in ALL_COMMANDS if "/tmp/gc-remote.git" in c.text}
 
 
 @pytest.mark.parametrize("page", RUN_PAGES)
@@ -322,10 +326,11 @@ def test_the_shell_examples_of_a_page_run_in_order(
     request: pytest.FixtureRequest,
     page: str,
 ) -> None:
-    served = request.getfixturevalue("daemon")  # a real `git daemon` for the remotes
+    served = request.getfixturevalue("daemon") if page in NEEDS_REMOTE else None
+    remote = f"{served}/shared.git" if served else None
     nats = request.getfixturevalue("nats_url") if page in NEEDS_NATS else None
     run = PageRun(tmp_path, {}, tmp_path_factory)
-    run.placeholders = page_placeholders(tmp_path, run.work, f"{served}/shared.git", nats)
+    run.placeholders = page_placeholders(tmp_path, run.work, remote, nats)
     for command in ALL_COMMANDS:
         if command.where.split(":")[0] == page and command.not_run is None:
             run.run(command)
