@@ -2,17 +2,16 @@
 block of README.md and docs/*.md, and every Python block.
 
 A page's lines run in order, never through a shell, in a temporary directory of the page's own:
-a `gc` line through the program's entry point as the `gc` fixture runs it (its own argv,
-environment, cwd and streams; a process of its own where a setting needs one), an `inbox` line
-as a subprocess of this environment's `inbox`. The first command there finds a fresh store (`gc
-init`) unless the page makes one itself. Placeholders of the docs are filled first
-(`PLACEHOLDERS`): paths under `/tmp/` go to the temporary directory, the remote of the README's
-tour is a real `git daemon`, NATS URLs a real `nats-server`, `gc-XXXX` the id the page's last
-command printed. A line fails the test when it exits 2 (usage), 50 (internal error) or shows a
-traceback, or when it exits other than 0 or the `# exit N` its comment names; in a `console`
-block, the lines after a `$ ` command are output it must print. A line another test runs once a
-test run with the same argv, where the page's state changes nothing (`SHARED_RUNS`), is judged
-by that run's result.
+a `gc` or `inbox` line through that program's entry point as the `gc` fixture runs it (its own
+argv, environment, cwd and streams; a process of its own where a setting needs one). The first
+command there finds a fresh store (`gc init`) unless the page makes one itself. Placeholders of
+the docs are filled first (`PLACEHOLDERS`): paths under `/tmp/` go to the temporary directory,
+the remote of the README's tour is a real `git daemon`, NATS URLs a real `nats-server`,
+`gc-XXXX` the id the page's last command printed. A line fails the test when it exits 2 (usage),
+50 (internal error) or shows a traceback, or when it exits other than 0 or the `# exit N` its
+comment names; in a `console` block, the lines after a `$ ` command are output it must print. A
+line another test runs once a test run with the same argv, where the page's state changes
+nothing (`SHARED_RUNS`), is judged by that run's result.
 
 A block preceded by `<!-- not run: REASON -->`, or a line ending in `# not run: REASON`, is
 skipped and listed by `test_every_example_not_run_says_why`. A line that mentions `gc` or
@@ -256,14 +255,11 @@ class PageRun:
         shared = SHARED_RUNS.get(tuple(words[1:])) if words[0] == "gc" else None
         if shared and env == self.env:
             result = shared(self.tmp_path_factory)
-        elif words[0] == "gc":
+        else:
             # The program's own entry point, with the line's argv, environment, cwd and
             # streams (tests/conftest.py: a process of its own where a setting needs one).
-            result = GcRunner(cwd)(*words[1:], env=env, internal_error=True)
-        else:  # `inbox`: its own program, in a process of its own
-            program = str(Path(gc_program()).parent / words[0])
-            result = subprocess.run([program, *words[1:]], cwd=cwd, env=env,
-                                    capture_output=True, text=True, timeout=120)  # fmt: skip
+            runner = GcRunner(cwd, program=words[0])
+            result = runner(*words[1:], env=env, internal_error=True)
         said = f"{command.where}: {shlex.join(words)}\n{result.stdout}{result.stderr}"
         assert "Traceback" not in result.stderr and "internal error" not in result.stderr, said
         assert result.returncode not in (2, 50), said
