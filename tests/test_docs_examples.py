@@ -25,6 +25,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -33,7 +34,6 @@ from typing import NamedTuple
 
 import pytest
 
-from beads.store import Store
 from tests.conftest import GcRunner, gc_program
 from tests.test_mail_conformance import STRICT_RUN_ARGS, strict_run_of_the_example
 from tests.test_nats import NatsServer
@@ -381,8 +381,10 @@ def test_the_guides_hold_python_examples() -> None:
 @pytest.mark.parametrize(
     ("page", "block"), EXAMPLES, ids=[f"{page.name}-{n}" for n, (page, _) in enumerate(EXAMPLES)]
 )
-def test_a_python_example_of_the_docs_runs(tmp_path: Path, page: Path, block: str) -> None:
-    Store.init(tmp_path)[0].close()
+def test_a_python_example_of_the_docs_runs(
+    tmp_path: Path, store_template: Path, page: Path, block: str
+) -> None:
+    shutil.copytree(store_template, tmp_path / ".beads", symlinks=True)  # a copy of an init
     result = subprocess.run([sys.executable, "-c", block], cwd=tmp_path, capture_output=True,
                             text=True, timeout=120)  # fmt: skip
     assert result.returncode == 0, f"{page.name}:\n{block}\n{result.stderr}"
