@@ -2,17 +2,16 @@
 block of README.md and docs/*.md, and every Python block.
 
 A page's lines run in order, never through a shell, in a temporary directory of the page's own:
-a `gc` line through the program's entry point as the `gc` fixture runs it (its own argv,
-environment, cwd and streams; a process of its own where a setting needs one), an `inbox` line
-as a subprocess of this environment's `inbox`. The first command there finds a fresh store (`gc
-init`) unless the page makes one itself. Placeholders of the docs are filled first
-(`PLACEHOLDERS`): paths under `/tmp/` go to the temporary directory, the remote of the README's
-tour is a real `git daemon`, NATS URLs a real `nats-server`, `gc-XXXX` the id the page's last
-command printed. A line fails the test when it exits 2 (usage), 50 (internal error) or shows a
-traceback, or when it exits other than 0 or the `# exit N` its comment names; in a `console`
-block, the lines after a `$ ` command are output it must print. A line another test runs once a
-test run with the same argv, where the page's state changes nothing (`SHARED_RUNS`), is judged
-by that run's result.
+a `gc` or `inbox` line through that program's entry point as the `gc` fixture runs it (its own
+argv, environment, cwd and streams; a process of its own where a setting needs one). The first
+command there finds a fresh store (`gc init`) unless the page makes one itself. Placeholders of
+the docs are filled first (`PLACEHOLDERS`): paths under `/tmp/` go to the temporary directory,
+the remote of the README's tour is a real `git daemon`, NATS URLs a real `nats-server`,
+`gc-XXXX` the id the page's last command printed. A line fails the test when it exits 2 (usage),
+50 (internal error) or shows a traceback, or when it exits other than 0 or the `# exit N` its
+comment names; in a `console` block, the lines after a `$ ` command are output it must print. A
+line another test runs once a test run with the same argv, where the page's state changes
+nothing (`SHARED_RUNS`), is judged by that run's result.
 
 A block preceded by `<!-- not run: REASON -->`, or a line ending in `# not run: REASON`, is
 skipped and listed by `test_every_example_not_run_says_why`. A line that mentions `gc` or
@@ -26,6 +25,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -34,7 +34,6 @@ from typing import NamedTuple
 
 import pytest
 
-from beads.store import Store
 from tests.conftest import GcRunner, gc_program
 from tests.test_mail_conformance import STRICT_RUN_ARGS, strict_run_of_the_example
 from tests.test_nats import NatsServer
@@ -256,14 +255,11 @@ class PageRun:
         shared = SHARED_RUNS.get(tuple(words[1:])) if words[0] == "gc" else None
         if shared and env == self.env:
             result = shared(self.tmp_path_factory)
-        elif words[0] == "gc":
+        else:
             # The program's own entry point, with the line's argv, environment, cwd and
             # streams (tests/conftest.py: a process of its own where a setting needs one).
-            result = GcRunner(cwd)(*words[1:], env=env, internal_error=True)
-        else:  # `inbox`: its own program, in a process of its own
-            program = str(Path(gc_program()).parent / words[0])
-            result = subprocess.run([program, *words[1:]], cwd=cwd, env=env,
-                                    capture_output=True, text=True, timeout=120)  # fmt: skip
+            runner = GcRunner(cwd, program=words[0])
+            result = runner(*words[1:], env=env, internal_error=True)
         said = f"{command.where}: {shlex.join(words)}\n{result.stdout}{result.stderr}"
         assert "Traceback" not in result.stderr and "internal error" not in result.stderr, said
         assert result.returncode not in (2, 50), said
@@ -299,11 +295,13 @@ def nats_url(tmp_path: Path) -> Iterator[str]:
         server.stop()
 
 
-def page_placeholders(tmp: Path, work: Path, remote: str, nats: str | None) -> dict[str, str]:
+def page_placeholders(
+    tmp: Path, work: Path, remote: str | None, nats: str | None
+) -> dict[str, str]:
     """What the docs write for things a reader has and a test makes, longest first."""
     return {
         "/tmp/gc-demo": str(work),
-        "/tmp/gc-remote.git": remote,
+        "/tmp/gc-remote.git": remote or "git://127.0.0.1:1/shared.git",
         "$PWD/docs/": f"{ROOT}/docs/",
         " docs/examples/": f" {ROOT}/docs/examples/",
         "nats://HOST:4222": nats or "nats://127.0.0.1:1",
@@ -313,6 +311,8 @@ def page_placeholders(tmp: Path, work: Path, remote: str, nats: str | None) -> d
 
 RUN_PAGES = sorted({c.where.split(":")[0] for c in ALL_COMMANDS if c.not_run is None})
 NEEDS_NATS = {"nats.md", "machines.md"}
+# The pages whose commands use the remote: a real `git daemon` serves it for them only.
+NEEDS_REMOTE = {c.where.split(":")[0] for c in ALL_COMMANDS if "/tmp/gc-remote.git" in c.text}
 
 
 @pytest.mark.parametrize("page", RUN_PAGES)
@@ -322,10 +322,11 @@ def test_the_shell_examples_of_a_page_run_in_order(
     request: pytest.FixtureRequest,
     page: str,
 ) -> None:
-    served = request.getfixturevalue("daemon")  # a real `git daemon` for the remotes
+    served = request.getfixturevalue("daemon") if page in NEEDS_REMOTE else None
+    remote = f"{served}/shared.git" if served else None
     nats = request.getfixturevalue("nats_url") if page in NEEDS_NATS else None
     run = PageRun(tmp_path, {}, tmp_path_factory)
-    run.placeholders = page_placeholders(tmp_path, run.work, f"{served}/shared.git", nats)
+    run.placeholders = page_placeholders(tmp_path, run.work, remote, nats)
     for command in ALL_COMMANDS:
         if command.where.split(":")[0] == page and command.not_run is None:
             run.run(command)
@@ -380,8 +381,10 @@ def test_the_guides_hold_python_examples() -> None:
 @pytest.mark.parametrize(
     ("page", "block"), EXAMPLES, ids=[f"{page.name}-{n}" for n, (page, _) in enumerate(EXAMPLES)]
 )
-def test_a_python_example_of_the_docs_runs(tmp_path: Path, page: Path, block: str) -> None:
-    Store.init(tmp_path)[0].close()
+def test_a_python_example_of_the_docs_runs(
+    tmp_path: Path, store_template: Path, page: Path, block: str
+) -> None:
+    shutil.copytree(store_template, tmp_path / ".beads", symlinks=True)  # a copy of an init
     result = subprocess.run([sys.executable, "-c", block], cwd=tmp_path, capture_output=True,
                             text=True, timeout=120)  # fmt: skip
     assert result.returncode == 0, f"{page.name}:\n{block}\n{result.stderr}"

@@ -2,10 +2,11 @@
 
 Over stdio, against the real `gc mcp` process started as a session starts it (its identity
 from $GC_AGENT): the tests whose subject is the process or the wire. The mail tools end to
-end, compared with the CLI (the stdio framing, the program's start-up and identity); a server
-killed mid-write; two servers and the CLI writing at once, each a process of its own. The
-one-line refusals without a store or without the extra, and `gc mcp install`, run the command
-through the program's entry point (the `gc` fixture).
+end, compared with the CLI (the stdio framing, the program's start-up and identity: the
+recipient's server; the sender's is served in this process); a server killed mid-write; two
+servers and the CLI writing at once, each a process of its own. The one-line refusals without
+a store or without the extra, and `gc mcp install`, run the command through the program's
+entry point (the `gc` fixture).
 
 In this process, through the SDK's in-memory connection (`Client(server)`) to the server `gc
 mcp` builds (`build_server` over an `AgentStore` opened as `gc mcp --beads-dir --agent` opens
@@ -129,8 +130,12 @@ def cli_json(gc: GcRunner, agent: str, *args: str) -> dict[str, Any]:
 def test_mail_tools_act_as_the_sessions_agent_and_answer_as_the_cli_does(
     project: Path, gc_store: GcRunner
 ) -> None:
+    # dog's server is the real `gc mcp` of a session whose $GC_AGENT is dog: every call of
+    # dog's (reads, a reply, a search, refusals) shows the process acting as its agent. The
+    # sender's server needs no process of its own to show that (one more process would cost
+    # the SDK's import again): mayor's is served in this process.
     async def scenario() -> None:
-        async with served(project, "mayor") as mayor, served(project, "dog") as dog:
+        async with in_process(project, "mayor") as mayor, served(project, "dog") as dog:
             sent = await call(mayor, "mail_send", to=["dog"], subject="Review", body="the PR",
                               cc=["cat"])  # fmt: skip
             first = sent["message"]
@@ -432,7 +437,11 @@ def test_a_directory_removed_between_two_calls_is_made_again_by_the_next_write(
 def test_two_servers_and_the_cli_writing_at_once_lose_nothing(
     project: Path, gc_store: GcRunner
 ) -> None:
-    sends = 8
+    sends = 8  # each server's, one after another
+    # `gc mail send` processes, all started with the servers' first sends: a process's
+    # start-up outlasts several of a server's sends, so processes started together write
+    # among the servers' sends (started one after another, most would write alone).
+    cli_sends = 3
     acked: list[str] = []
     to = "at-once-recipient"  # its inbox is listed whole at the end
 
@@ -446,22 +455,22 @@ def test_two_servers_and_the_cli_writing_at_once_lose_nothing(
                 reply = await call(writers[agent], "mail_send", to=[to], body=f"{agent} {n}")
                 acked.append(reply["message"]["id"])
 
-        async def cli_sends() -> None:
-            for n in range(sends):
-                result = await anyio.run_process(
-                    [gc_program(), "--json", "mail", "send", to, f"cli {n}"],
-                    cwd=project,
-                    env={**gc_store.env, "GC_AGENT": "cat"},  # fmt: skip
-                )
-                acked.append(json.loads(result.stdout)["message"]["id"])
+        async def cli_send(n: int) -> None:
+            result = await anyio.run_process(
+                [gc_program(), "--json", "mail", "send", to, f"cli {n}"],
+                cwd=project,
+                env={**gc_store.env, "GC_AGENT": "cat"},  # fmt: skip
+            )
+            acked.append(json.loads(result.stdout)["message"]["id"])
 
         async with anyio.create_task_group() as group:
             group.start_soon(server_sends, "mayor")
             group.start_soon(server_sends, "dog")
-            group.start_soon(cli_sends)
+            for n in range(cli_sends):
+                group.start_soon(cli_send, n)
 
     run(scenario)
-    assert len(set(acked)) == 3 * sends
+    assert len(set(acked)) == 2 * sends + cli_sends
     inbox = cli_json(gc_store, to, "mail", "inbox")
     assert sorted(m["id"] for m in inbox["messages"]) == sorted(acked)
     assert gc_store("doctor").returncode == 0

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from beads.git import config as git_config
 from beads.settings.localconfig import add_remote, set_local
 from beads.store import Store
 from beads.sync import syncing as sync
@@ -102,15 +103,40 @@ def nats_server(tmp_path: Path) -> Iterator[NatsServer]:
         server.stop()
 
 
+RIGS = {"crew": ["b1", "b2"]}  # the rigs of every machine's config.yaml: b1 is `crew/b1`
+
+
+@pytest.fixture(scope="session")
+def machine_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A new store with the rigs of `RIGS`, made once a session (per xdist worker) for each
+    `Machine` to copy (an init and a commit, made once). Its machine id is unset: each copy
+    makes its own on first use, as a copied store does (`machine_id`)."""
+    store, _ = Store.init(tmp_path_factory.mktemp("machine-template"), agent="tester")
+    with store, store.batch() as batch:
+        batch.set_config({**store.config, "rigs": RIGS})
+    git_config.set_value(store.root / ".git", (b"machine",), b"id", None)
+    return store.root
+
+
 class Machine:
     """A store with its machine-local NATS settings, and its relay process."""
 
     def __init__(
-        self, root: Path, name: str, url: str, agents: list[str], *, clone: str | None = None
+        self,
+        root: Path,
+        name: str,
+        url: str,
+        agents: list[str],
+        *,
+        template: Path | None = None,
+        clone: str | None = None,
     ) -> None:
-        """A new store, or with `clone` a clone of the store at that git URL."""
+        """A new store (a copy of `template`, from `machine_template`), or with `clone` a
+        clone of the store at that git URL."""
         if clone is None:
-            self.store, _ = Store.init(root, agent="tester")
+            assert template is not None, "a new store is a copy of machine_template"
+            shutil.copytree(template, root / ".beads", symlinks=True)
+            self.store = Store.open(root, agent="tester")
         else:
             self.store = Store(sync.clone(clone, root, agent="tester"), agent="tester")
         self.root = self.store.root
@@ -118,8 +144,9 @@ class Machine:
         set_local(git, "delivery.nats.url", url)
         set_local(git, "delivery.nats.agents", agents)
         set_local(git, "delivery.nats.machine", name)
-        with self.store.batch() as batch:
-            batch.set_config({**self.store.config, "rigs": {"crew": ["b1", "b2"]}})
+        if clone is not None:
+            with self.store.batch() as batch:
+                batch.set_config({**self.store.config, "rigs": RIGS})
         self.delivery = Delivery(self.root)
         self.relay: subprocess.Popen[bytes] | None = None
         self.log = root / "relay.log"
@@ -164,9 +191,12 @@ class Machine:
 
 
 @pytest.fixture
-def machines(tmp_path: Path, nats_server: NatsServer) -> Iterator[tuple[Machine, Machine]]:
-    a = Machine(tmp_path / "a", "machine-a", nats_server.url, ["a1"])
-    b = Machine(tmp_path / "b", "machine-b", nats_server.url, ["b1", "b2", "b3"])
+def machines(
+    tmp_path: Path, nats_server: NatsServer, machine_template: Path
+) -> Iterator[tuple[Machine, Machine]]:
+    a = Machine(tmp_path / "a", "machine-a", nats_server.url, ["a1"], template=machine_template)
+    b = Machine(tmp_path / "b", "machine-b", nats_server.url, ["b1", "b2", "b3"],
+                template=machine_template)  # fmt: skip
     try:
         yield a, b
     finally:
@@ -332,10 +362,11 @@ def shared(
     tmp_path: Path,
     nats_server: NatsServer,
     git_daemon: str,  # noqa: F811 - the fixture imported above
+    machine_template: Path,
 ) -> Iterator[tuple[Machine, Machine]]:
     """Two machines sharing one store through a real `git daemon`, and one NATS server."""
     url = f"{git_daemon}/shared.git"
-    a = Machine(tmp_path / "a", "machine-a", nats_server.url, ["a1"])
+    a = Machine(tmp_path / "a", "machine-a", nats_server.url, ["a1"], template=machine_template)
     add_remote(a.root / ".git", "origin", url)
     sync.sync(a.store)
     b = Machine(tmp_path / "b", "machine-b", nats_server.url, ["b1", "b2"], clone=url)
@@ -614,8 +645,9 @@ def test_status_and_setup(machines: tuple[Machine, Machine], tmp_path: Path) -> 
     assert "relay relay-machine-a (running, connected" in shown and "1 published" in shown
 
 
-def test_status_says_when_the_server_is_unreachable(tmp_path: Path) -> None:
-    machine = Machine(tmp_path / "m", "m", f"nats://127.0.0.1:{_free_port()}", ["x"])
+def test_status_says_when_the_server_is_unreachable(tmp_path: Path, machine_template: Path) -> None:
+    url = f"nats://127.0.0.1:{_free_port()}"
+    machine = Machine(tmp_path / "m", "m", url, ["x"], template=machine_template)
     try:
         result = GcRunner(tmp_path)("nats", "status", "--beads-dir", str(machine.root))
     finally:
@@ -674,12 +706,15 @@ def test_local_settings_of_nats(store: Store, gc: GcRunner) -> None:
     assert "nats" not in store.config["delivery"]  # never in the synced config.yaml
 
 
-def test_a_relay_stops_at_once_on_sigterm_even_while_connecting(tmp_path: Path) -> None:
+def test_a_relay_stops_at_once_on_sigterm_even_while_connecting(
+    tmp_path: Path, machine_template: Path
+) -> None:
     with socket.socket() as silent:  # accepts connections, never says a word
         silent.bind(("127.0.0.1", 0))
         silent.listen()
         silent.settimeout(120)  # bounds a hang only: the relay connects once it has started
-        machine = Machine(tmp_path / "m", "m", f"nats://127.0.0.1:{silent.getsockname()[1]}", [])
+        url = f"nats://127.0.0.1:{silent.getsockname()[1]}"
+        machine = Machine(tmp_path / "m", "m", url, [], template=machine_template)
         try:
             machine.start_relay()
             connection, _ = silent.accept()  # its signal handlers are in place before this
@@ -714,10 +749,10 @@ def consumer_metadata(server: NatsServer, name: str) -> dict[str, str] | None:
 
 
 def test_two_machines_of_one_name_never_share_a_consumer(
-    tmp_path: Path, nats_server: NatsServer
+    tmp_path: Path, nats_server: NatsServer, machine_template: Path
 ) -> None:
-    a = Machine(tmp_path / "a", "build-01", nats_server.url, ["a1"])
-    b = Machine(tmp_path / "b", "build-01", nats_server.url, ["b1"])
+    a = Machine(tmp_path / "a", "build-01", nats_server.url, ["a1"], template=machine_template)
+    b = Machine(tmp_path / "b", "build-01", nats_server.url, ["b1"], template=machine_template)
     gc = GcRunner(tmp_path)
     try:
         a.start_relay()
@@ -840,7 +875,9 @@ AUTH_KINDS = ["token", "user-password", "mutual-tls"]
 
 
 @pytest.mark.parametrize("kind", AUTH_KINDS)
-def test_relays_work_against_a_server_that_requires_credentials(tmp_path: Path, kind: str) -> None:
+def test_relays_work_against_a_server_that_requires_credentials(
+    tmp_path: Path, machine_template: Path, kind: str
+) -> None:
     options: list[str] = []
     local: dict[str, str] = {}
     scheme, userinfo = "nats", ""
@@ -861,9 +898,10 @@ def test_relays_work_against_a_server_that_requires_credentials(tmp_path: Path, 
     server = NatsServer(tmp_path / "jetstream", *options)
     server.start()
     url = f"{scheme}://{userinfo}127.0.0.1:{server.port}"
-    a = Machine(tmp_path / "a", "machine-a", url, ["a1"])
-    b = Machine(tmp_path / "b", "machine-b", url, ["b1"])
-    stranger = Machine(tmp_path / "c", "machine-c", url.replace(userinfo, ""), ["c1"])
+    a = Machine(tmp_path / "a", "machine-a", url, ["a1"], template=machine_template)
+    b = Machine(tmp_path / "b", "machine-b", url, ["b1"], template=machine_template)
+    stranger = Machine(tmp_path / "c", "machine-c", url.replace(userinfo, ""), ["c1"],
+                       template=machine_template)  # fmt: skip
     gc = GcRunner(tmp_path)
     try:
         for machine in (a, b):

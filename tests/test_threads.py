@@ -501,8 +501,8 @@ def test_skill_install_writes_skills_and_hook_install_mentions_it(tmp_path: Path
     assert "gc skill install" in out
 
 
-def test_an_id_of_another_type_is_the_one_wrong_type_error(tmp_path: Path, gc) -> None:
-    gc("init")
+def test_an_id_of_another_type_is_the_one_wrong_type_error(gc_store: GcRunner) -> None:
+    gc = gc_store  # in a store as `gc init` makes it
     task = gc.json("bead", "create", "--type", "task", "--title", "Fix it")["bead"]["id"]
     result = gc("thread", "claim", "--agent", "w", "--thread", task)
     assert result.returncode == 30
@@ -543,9 +543,9 @@ def closed_port() -> int:
 
 
 def test_a_claim_the_remote_cannot_confirm_exits_50_unconfirmed_and_is_released(
-    tmp_path: Path, gc
+    tmp_path: Path, gc_store: GcRunner
 ) -> None:
-    assert gc("init").returncode == 0
+    gc = gc_store  # in a store as `gc init` makes it
     url = f"git://127.0.0.1:{closed_port()}/shared.git"
     assert gc("remote", "add", "origin", url).returncode == 0
     thr = gc.json("thread", "send", "--from", "leader", "--subject", "Far away")["thread"]
