@@ -39,9 +39,9 @@ def hook(gc: GcRunner, event: str, session: str = "s1", agent: str = "dog", **fi
 
 
 @pytest.fixture
-def project(tmp_path: Path, gc: GcRunner) -> Path:
-    assert gc("init", process=False).returncode == 0  # what a test checks runs as it is marked
-    return tmp_path
+def project(gc_store: GcRunner) -> Path:
+    """`gc`'s directory, holding a store as `gc init` makes it (a copy of one made once)."""
+    return gc_store.cwd
 
 
 def test_session_start_registers_and_drains_into_additional_context(
