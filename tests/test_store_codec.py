@@ -34,10 +34,23 @@ def examples(count: int) -> settings:
 DRAWN = examples(25)
 
 
-AGENT = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9._-]{0,20}", fullmatch=True).filter(
-    lambda a: a != "all"
-)
-ID = st.from_regex(r"[a-z][a-z0-9]{0,5}-[a-z2-7]{8}", fullmatch=True)
+LOWER = "abcdefghijklmnopqrstuvwxyz"
+LETTERS = LOWER + LOWER.upper()
+DIGITS = "0123456789"
+ALNUM = LETTERS + DIGITS
+
+
+def word(*parts: tuple[str, int, int]) -> st.SearchStrategy[str]:
+    """Text of `(alphabet, least, most)` parts in turn: what `st.from_regex` draws for the
+    pattern `[alphabet]{least,most}...`, each part drawn as one piece of text (from_regex
+    draws each character of a repeat on its own, several times the work)."""
+    pieces = [st.text(alphabet, min_size=least, max_size=most) for alphabet, least, most in parts]
+    return st.tuples(*pieces).map("".join)
+
+
+# [A-Za-z0-9][A-Za-z0-9._-]{0,20}, and [a-z][a-z0-9]{0,5}-[a-z2-7]{8}
+AGENT = word((ALNUM, 1, 1), (ALNUM + "._-", 0, 20)).filter(lambda a: a != "all")
+ID = word((LOWER, 1, 1), (LOWER + DIGITS, 0, 5), ("-", 1, 1), (LOWER + "234567", 8, 8))
 STAMP = st.datetimes(min_value=__import__("datetime").datetime(1970, 1, 1)).map(
     lambda d: d.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 )
@@ -52,7 +65,7 @@ SCALAR = (
     | TEXT
     | st.floats(allow_nan=False, allow_infinity=False)
 )
-META_KEY = st.from_regex(r"[A-Za-z_][A-Za-z0-9_.-]{0,10}", fullmatch=True)
+META_KEY = word((LETTERS + "_", 1, 1), (ALNUM + "_.-", 0, 10))  # [A-Za-z_][A-Za-z0-9_.-]{0,10}
 META = st.dictionaries(
     META_KEY,
     st.recursive(
@@ -69,7 +82,7 @@ def beads(draw: st.DrawFn) -> Bead:
     closed = draw(st.booleans())
     return Bead(
         id=draw(ID),
-        type=draw(st.from_regex(r"[a-z][a-z0-9_-]{0,10}", fullmatch=True)),
+        type=draw(word((LOWER, 1, 1), (LOWER + DIGITS + "_-", 0, 10))),  # [a-z][a-z0-9_-]{0,10}
         title=draw(LINE.map(lambda t: t[:500])),
         body=draw(TEXT),
         sender=draw(AGENT),
@@ -78,7 +91,8 @@ def beads(draw: st.DrawFn) -> Bead:
         cc=draw(st.lists(AGENT, max_size=3, unique=True)),
         labels=draw(
             st.lists(
-                st.from_regex(r"[A-Za-z0-9][A-Za-z0-9._:/=-]{0,12}", fullmatch=True),
+                # [A-Za-z0-9][A-Za-z0-9._:/=-]{0,12}
+                word((ALNUM, 1, 1), (ALNUM + "._:/=-", 0, 12)),
                 max_size=3,
                 unique=True,
             )
