@@ -48,9 +48,12 @@ def word(*parts: tuple[str, int, int]) -> st.SearchStrategy[str]:
     return st.tuples(*pieces).map("".join)
 
 
-# [A-Za-z0-9][A-Za-z0-9._-]{0,20}, and [a-z][a-z0-9]{0,5}-[a-z2-7]{8}
+# The patterns, in order: [A-Za-z0-9][A-Za-z0-9._-]{0,20} (but "all"),
+# [a-z][a-z0-9]{0,5}-[a-z2-7]{8}, [a-z][a-z0-9_-]{0,10} and [A-Za-z0-9][A-Za-z0-9._:/=-]{0,12}.
 AGENT = word((ALNUM, 1, 1), (ALNUM + "._-", 0, 20)).filter(lambda a: a != "all")
 ID = word((LOWER, 1, 1), (LOWER + DIGITS, 0, 5), ("-", 1, 1), (LOWER + "234567", 8, 8))
+TYPE = word((LOWER, 1, 1), (LOWER + DIGITS + "_-", 0, 10))
+LABEL = word((ALNUM, 1, 1), (ALNUM + "._:/=-", 0, 12))
 STAMP = st.datetimes(min_value=__import__("datetime").datetime(1970, 1, 1)).map(
     lambda d: d.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 )
@@ -82,21 +85,14 @@ def beads(draw: st.DrawFn) -> Bead:
     closed = draw(st.booleans())
     return Bead(
         id=draw(ID),
-        type=draw(word((LOWER, 1, 1), (LOWER + DIGITS + "_-", 0, 10))),  # [a-z][a-z0-9_-]{0,10}
+        type=draw(TYPE),
         title=draw(LINE.map(lambda t: t[:500])),
         body=draw(TEXT),
         sender=draw(AGENT),
         status="closed" if closed else "open",
         assignee=draw(st.none() | AGENT),
         cc=draw(st.lists(AGENT, max_size=3, unique=True)),
-        labels=draw(
-            st.lists(
-                # [A-Za-z0-9][A-Za-z0-9._:/=-]{0,12}
-                word((ALNUM, 1, 1), (ALNUM + "._:/=-", 0, 12)),
-                max_size=3,
-                unique=True,
-            )
-        ),
+        labels=draw(st.lists(LABEL, max_size=3, unique=True)),
         priority=draw(st.integers(0, 4)),
         thread=draw(st.none() | ID),
         reply_to=draw(st.none() | ID),
