@@ -94,9 +94,10 @@ def test_copies_of_a_send_share_one_budget(tmp_path: Path) -> None:
 
 
 @pytest.mark.gc_process
-def test_exec_timeout_from_config_applies_with_gc_mail(gc: GcRunner, tmp_path: Path) -> None:
-    # The store and its setting in process; the runs that time out in a process of their own.
-    assert gc("init", process=False).returncode == 0
+def test_exec_timeout_from_config_applies_with_gc_mail(gc_store: GcRunner, tmp_path: Path) -> None:
+    # The store (a copy of one `gc init` made) and its setting in process; the runs that time
+    # out in a process of their own.
+    gc = gc_store
     assert gc("config", "set", "mail.exec_timeout", "1", process=False).returncode == 0
     prog = script(tmp_path, '[ "$1" = ensure-running ] && exit 0\nexec sleep 100\n')
     started = time.monotonic()
