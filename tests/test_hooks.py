@@ -249,8 +249,9 @@ def test_hung_nudge_is_killed_and_reported(project: Path, gc: GcRunner) -> None:
     nudge = json.dumps(["sh", "-c", script])
     assert gc("config", "set", "agents.dog.nudge", nudge, process=False).returncode == 0
     assert gc("config", "set", "delivery.nudge_timeout", "1s", process=False).returncode == 0
-    hook(gc, "SessionStart", source="startup")
-    hook(gc, "Stop", stop_hook_active=False)
+    here = GcRunner(project)  # dog's session, idle, made in this process
+    hook(here, "SessionStart", source="startup")
+    hook(here, "Stop", stop_hook_active=False)
     started = time.monotonic()
     assert gc("inbox", "push", "--to", "dog", "wake up").returncode == 0
     assert time.monotonic() - started < 40  # never waits for the nudge's 60 s
