@@ -257,8 +257,7 @@ def test_the_hook_reader_recovers_a_damaged_page(tmp_path: Path, many_beads: lis
         "UPDATE meta SET value = '{' WHERE key = 'config'",
     ],
 )
-def test_a_row_that_does_not_decode_is_rebuilt(tmp_path: Path, damage: str) -> None:
-    store, _ = Store.init(tmp_path, agent="tester")
+def test_a_row_that_does_not_decode_is_rebuilt(store: Store, damage: str) -> None:
     made = store.create("task", "fine")
     store.close()
     with sqlite3.connect(index_file(store.root)) as db:
