@@ -123,6 +123,9 @@ class World:
         # The snapshot taken after the last refused command, while no command ran since: the
         # next check starts from it instead of taking the same snapshot again.
         self.settled: tuple[str, str, int] | None = None
+        # The delivery database, kept open between snapshots: (its device and inode, the
+        # connection). Opening it costs more than counting its items.
+        self.items_db: tuple[tuple[int, int], sqlite3.Connection] | None = None
         store, _ = Store.init(root, agent="tester")
         store.close()
         self.ids: dict[str, str] = {}
@@ -165,10 +168,25 @@ class World:
         _digest_tree(str(base), "", digest)
         items = 0
         database = base / ".runtime" / "delivery.sqlite3"
-        if database.exists():
-            with sqlite3.connect(database) as db:
-                items = db.execute("SELECT count(*) FROM items").fetchone()[0]
+        try:
+            found = os.stat(database)
+        except FileNotFoundError:
+            pass
+        else:
+            # The connection held open keeps its file's inode from being reused: an inode
+            # other than its own is another file, opened afresh.
+            identity = (found.st_dev, found.st_ino)
+            if self.items_db is None or self.items_db[0] != identity:
+                self.close()
+                self.items_db = identity, sqlite3.connect(database)
+            # Every row fetched: the statement ends, and its read of the database with it.
+            [(items,)] = self.items_db[1].execute("SELECT count(*) FROM items").fetchall()
         return head, digest.hexdigest(), items
+
+    def close(self) -> None:
+        if self.items_db is not None:
+            self.items_db[1].close()
+            self.items_db = None
 
 
 def _digest_tree(folder: str, relative: str, digest: Any) -> None:
@@ -207,9 +225,13 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
         patch.setenv("EDITOR", "true")
         patch.delenv("VISUAL", raising=False)
         os.chdir(root)
+        world = None
         try:
-            yield World(root)
+            world = World(root)
+            yield world
         finally:
+            if world is not None:
+                world.close()
             os.chdir(saved)
 
 

@@ -35,7 +35,13 @@ HOOK = (
 
 @pytest.fixture
 def project(gc_store: GcRunner) -> Path:
-    assert hook(gc_store) == ("", False)  # the session's database follows the branch from here
+    """A store as `gc init` makes it (a copy) after dog's first hook: the session's database
+    follows the branch from here. That hook runs in this process; what it loads in a process
+    of its own is checked by `test_the_first_hook_of_a_new_store_follows_the_branch_without_git`."""
+    payload = json.dumps({"session_id": "s1", "hook_event_name": "UserPromptSubmit",
+                          "cwd": str(gc_store.cwd)})  # fmt: skip
+    first = gc_store("hook", "run", input=payload, env={"GC_AGENT": "dog"})
+    assert (first.returncode, first.stdout) == (0, ""), first.stderr
     return gc_store.cwd
 
 
@@ -65,6 +71,11 @@ def followed(project: Path) -> bool:
     root = project / ".beads"
     with Delivery(root) as delivery:
         return watermark(delivery) == branch_head(root)
+
+
+def test_the_first_hook_of_a_new_store_follows_the_branch_without_git(gc_store: GcRunner) -> None:
+    assert hook(gc_store) == ("", False)
+    assert followed(gc_store.cwd)
 
 
 def test_after_bead_and_config_commands_a_hook_moves_the_watermark_without_git(

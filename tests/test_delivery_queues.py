@@ -203,8 +203,8 @@ def test_a_rig_broadcast_reaches_members_only_and_always_has_a_ttl(store: Store)
         assert delivery.drain("s-owl", "owl").items == []  # not a member
 
 
-def test_gc_push_to_all_stands_for_later_agents(gc: GcRunner) -> None:
-    gc("init")
+def test_gc_push_to_all_stands_for_later_agents(gc_store: GcRunner) -> None:
+    gc = gc_store  # a store as `gc init` makes it (a copy)
     gc("inbox", "push", "--to", "all", "hello everyone", "--dedup", "hi")
     drained = gc.json("inbox", "drain", "--session", "s9", env={"GC_AGENT": "fresh"})
     assert [i["content"] for i in drained["items"]] == ["hello everyone"]
@@ -231,13 +231,16 @@ def test_a_gate_waits_for_a_bead_of_another_named_store(store: Store, tmp_path) 
         other.close()
 
 
-def _rig_store(gc: GcRunner) -> None:
-    gc("init")
-    assert gc("config", "set", "rigs.gastown", '["mayor", "dog"]').returncode == 0
+@pytest.fixture
+def rig_store(gc_store: GcRunner) -> GcRunner:
+    """The `gc` runner in a store as `gc init` makes it (a copy), whose config puts mayor and
+    dog in the rig gastown."""
+    assert gc_store("config", "set", "rigs.gastown", '["mayor", "dog"]').returncode == 0
+    return gc_store
 
 
-def test_a_push_without_to_goes_to_every_agent_of_the_current_rig(gc: GcRunner) -> None:
-    _rig_store(gc)
+def test_a_push_without_to_goes_to_every_agent_of_the_current_rig(rig_store: GcRunner) -> None:
+    gc = rig_store
     # The pushing agent's rig (config.yaml lists mayor in gastown).
     pushed = gc.json("inbox", "push", "--type", "alert", "CI build failed on main",
                      env={"GC_AGENT": "mayor"})  # fmt: skip
@@ -248,15 +251,15 @@ def test_a_push_without_to_goes_to_every_agent_of_the_current_rig(gc: GcRunner) 
     assert sorted(i["agent"] for i in pushed["items"]) == ["gastown/dog", "gastown/mayor"]
 
 
-def test_a_push_without_to_and_no_rig_known_is_refused_naming_to(gc: GcRunner) -> None:
-    _rig_store(gc)
+def test_a_push_without_to_and_no_rig_known_is_refused_naming_to(rig_store: GcRunner) -> None:
+    gc = rig_store
     refused = gc("inbox", "push", "--type", "alert", "CI build failed on main")
     assert refused.returncode == 30 and "--to" in refused.stderr
     assert gc.json("inbox", "list", "--all")["items"] == []  # not even to the pusher
 
 
-def test_rig_and_to_together_are_refused_naming_the_full_name(gc: GcRunner) -> None:
-    _rig_store(gc)
+def test_rig_and_to_together_are_refused_naming_the_full_name(rig_store: GcRunner) -> None:
+    gc = rig_store
     refused = gc("inbox", "push", "--rig", "gastown", "--to", "mayor", "Deploy failed")
     assert refused.returncode == 30 and "--to gastown/mayor" in refused.stderr
     assert gc.json("inbox", "list", "--all", env={"GC_AGENT": "mayor"})["items"] == []
@@ -269,8 +272,10 @@ def _session_start(gc: GcRunner, session: str, agent: str) -> str:
     return json.loads(out)["hookSpecificOutput"]["additionalContext"] if out else ""
 
 
-def test_rig_slash_name_reaches_the_session_registered_by_its_bare_name(gc: GcRunner) -> None:
-    gc("init")
+def test_rig_slash_name_reaches_the_session_registered_by_its_bare_name(
+    gc_store: GcRunner,
+) -> None:
+    gc = gc_store  # a store as `gc init` makes it (a copy)
     # Written before the rig was listed: the old item and mail are under the bare name.
     gc("inbox", "push", "--to", "mayor", "old item", "--dedup", "old")
     gc("mail", "send", "mayor", "-s", "old mail", "-m", "from before the rig")
@@ -290,9 +295,9 @@ def test_rig_slash_name_reaches_the_session_registered_by_its_bare_name(gc: GcRu
 
 
 def test_default_keys_follow_the_seed_and_only_dedup_makes_a_retry_idempotent(
-    gc: GcRunner,
+    gc_store: GcRunner,
 ) -> None:
-    gc("init")
+    gc = gc_store  # a store as `gc init` makes it (a copy)
     alert = gc.json("inbox", "push", "--to", "dog", "--type", "alert", "--source", "ci", "red")
     assert alert["items"][0]["key"].startswith("alert:ci:")
     gc("inbox", "push", "--to", "all", "maintenance")
@@ -307,12 +312,12 @@ def test_default_keys_follow_the_seed_and_only_dedup_makes_a_retry_idempotent(
     assert len(gc.json("inbox", "list", env={"GC_AGENT": "owl"})["items"]) == 1
 
 
-def test_items_recovered_by_reconciliation_nudge_an_idle_session(gc: GcRunner) -> None:
+def test_items_recovered_by_reconciliation_nudge_an_idle_session(gc_store: GcRunner) -> None:
     import sqlite3
 
     from inbox.arrivals import announce
 
-    gc("init")
+    gc = gc_store  # a store as `gc init` makes it (a copy)
     log = gc.cwd / "nudges.log"
     argv = ["sh", "-c", f'echo "$0 $1" >> {log}', "{session}", "{text}"]
     gc("config", "set", "agents.dog.nudge", json.dumps(argv))
@@ -363,10 +368,10 @@ def test_the_key_window_follows_the_streams_settings(store: Store) -> None:
         assert delivery.keep_keys() == 30 * 86400
 
 
-def test_the_seeds_own_decision_line_is_derived_from_its_bead(gc: GcRunner) -> None:
+def test_the_seeds_own_decision_line_is_derived_from_its_bead(rig_store: GcRunner) -> None:
     import sqlite3
 
-    _rig_store(gc)  # the requester is mayor of rig gastown: the line's agent is the session's
+    gc = rig_store  # the requester is mayor of rig gastown: the line's agent is the session's
     made = gc.json("decision", "create", "--prompt", "Deploy to prod?", "--option", "yes",
                    "--option", "no", env={"GC_AGENT": "mayor"})  # fmt: skip
     decision = made["bead"]["id"]

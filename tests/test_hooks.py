@@ -39,9 +39,9 @@ def hook(gc: GcRunner, event: str, session: str = "s1", agent: str = "dog", **fi
 
 
 @pytest.fixture
-def project(tmp_path: Path, gc: GcRunner) -> Path:
-    assert gc("init", process=False).returncode == 0  # what a test checks runs as it is marked
-    return tmp_path
+def project(gc_store: GcRunner) -> Path:
+    """`gc`'s directory, holding a store as `gc init` makes it (a copy of one made once)."""
+    return gc_store.cwd
 
 
 def test_session_start_registers_and_drains_into_additional_context(
@@ -249,8 +249,9 @@ def test_hung_nudge_is_killed_and_reported(project: Path, gc: GcRunner) -> None:
     nudge = json.dumps(["sh", "-c", script])
     assert gc("config", "set", "agents.dog.nudge", nudge, process=False).returncode == 0
     assert gc("config", "set", "delivery.nudge_timeout", "1s", process=False).returncode == 0
-    hook(gc, "SessionStart", source="startup")
-    hook(gc, "Stop", stop_hook_active=False)
+    here = GcRunner(project)  # dog's session, idle, made in this process
+    hook(here, "SessionStart", source="startup")
+    hook(here, "Stop", stop_hook_active=False)
     started = time.monotonic()
     assert gc("inbox", "push", "--to", "dog", "wake up").returncode == 0
     assert time.monotonic() - started < 40  # never waits for the nudge's 60 s

@@ -94,9 +94,10 @@ def test_copies_of_a_send_share_one_budget(tmp_path: Path) -> None:
 
 
 @pytest.mark.gc_process
-def test_exec_timeout_from_config_applies_with_gc_mail(gc: GcRunner, tmp_path: Path) -> None:
-    # The store and its setting in process; the runs that time out in a process of their own.
-    assert gc("init", process=False).returncode == 0
+def test_exec_timeout_from_config_applies_with_gc_mail(gc_store: GcRunner, tmp_path: Path) -> None:
+    # The store (a copy of one `gc init` made) and its setting in process; the runs that time
+    # out in a process of their own.
+    gc = gc_store
     assert gc("config", "set", "mail.exec_timeout", "1", process=False).returncode == 0
     prog = script(tmp_path, '[ "$1" = ensure-running ] && exit 0\nexec sleep 100\n')
     started = time.monotonic()
@@ -405,14 +406,15 @@ def test_a_group_store_shares_with_the_group_only(gc: GcRunner, tmp_path: Path, 
 
 
 @pytest.mark.gc_process
-def test_a_store_made_before_modes_becomes_private(gc: GcRunner, tmp_path: Path) -> None:
-    assert gc("init").returncode == 0
-    use_the_store(gc, tmp_path)
+def test_a_store_made_before_modes_becomes_private(gc_store: GcRunner, tmp_path: Path) -> None:
+    gc = gc_store  # a store as `gc init` makes it (a copy)
+    # Used in this process: the modes its files get are replaced below in any case.
+    use_the_store(GcRunner(tmp_path), tmp_path)
     root = tmp_path / ".beads"
     for path in [root, *root.rglob("*")]:  # what the code before this change left
         if not path.is_symlink():
             path.chmod(0o755 if path.is_dir() else 0o644)
-    assert gc("mail", "inbox", "dog").returncode == 0
+    assert gc("mail", "inbox", "dog").returncode == 0  # the installed program, as marked
     assert not {p: oct(m) for p, m in modes_under(root).items() if m & 0o077}
 
 

@@ -175,13 +175,13 @@ def test_a_bead_file_written_by_another_tool_is_used_as_git_holds_it(store: Stor
 
 @pytest.fixture(scope="module")
 def many_beads_template(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
-    """A store of 300 tasks (an index of many pages), made once for the module: its `.beads`
-    and the tasks' ids."""
+    """A store of 100 tasks, made once for the module: its `.beads` and the tasks' ids. Their
+    rows fill some twenty pages of the index's beads table, one of which the tests damage."""
     root = tmp_path_factory.mktemp("many-beads")
     store, _ = Store.init(root, agent="tester")
     with store.batch() as batch:
         ids = [
-            batch.create("task", f"bead {n}", "body " * 40, assignee="dog").id for n in range(300)
+            batch.create("task", f"bead {n}", "body " * 40, assignee="dog").id for n in range(100)
         ]
     store.close()  # the last connection checkpoints the WAL into the file
     return root / ".beads", ids
@@ -189,7 +189,7 @@ def many_beads_template(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path,
 
 @pytest.fixture
 def many_beads(tmp_path: Path, many_beads_template: tuple[Path, list[str]]) -> list[str]:
-    """A copy of the store of 300 tasks in `tmp_path`; the tasks' ids."""
+    """A copy of the store of 100 tasks in `tmp_path`; the tasks' ids."""
     template, ids = many_beads_template
     shutil.copytree(template, tmp_path / ".beads", symlinks=True)
     return ids
@@ -257,8 +257,7 @@ def test_the_hook_reader_recovers_a_damaged_page(tmp_path: Path, many_beads: lis
         "UPDATE meta SET value = '{' WHERE key = 'config'",
     ],
 )
-def test_a_row_that_does_not_decode_is_rebuilt(tmp_path: Path, damage: str) -> None:
-    store, _ = Store.init(tmp_path, agent="tester")
+def test_a_row_that_does_not_decode_is_rebuilt(store: Store, damage: str) -> None:
     made = store.create("task", "fine")
     store.close()
     with sqlite3.connect(index_file(store.root)) as db:

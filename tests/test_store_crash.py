@@ -31,9 +31,8 @@ print("acknowledged", flush=True)
 
 @pytest.mark.parametrize("point", POINTS)
 def test_a_kill_at_any_point_leaves_git_view_and_index_consistent(
-    tmp_path: Path, point: str
+    tmp_path: Path, store: Store, point: str
 ) -> None:
-    store, _ = Store.init(tmp_path, agent="tester")
     kept = store.create("task", "acknowledged before the crash")
     store.close()
     before = git("rev-parse", "HEAD", cwd=tmp_path / ".beads").strip()
@@ -123,9 +122,8 @@ def check_usable(root: Path, titles: list[str]) -> None:
 
 @pytest.mark.parametrize("point", REF_POINTS)
 def test_a_kill_inside_the_ref_update_leaves_a_lock_the_next_writer_clears(
-    tmp_path: Path, point: str
+    tmp_path: Path, store: Store, point: str
 ) -> None:
-    store, _ = Store.init(tmp_path, agent="tester")
     kept = store.create("task", "acknowledged before the crash")
     store.close()
     root = tmp_path / ".beads"
@@ -162,8 +160,9 @@ print("acknowledged", flush=True)
 
 
 @pytest.mark.parametrize("point", PACK_POINTS)
-def test_a_kill_while_packing_leaves_a_usable_store(tmp_path: Path, point: str) -> None:
-    store, _ = Store.init(tmp_path, agent="tester")
+def test_a_kill_while_packing_leaves_a_usable_store(
+    tmp_path: Path, store: Store, point: str
+) -> None:
     store.create("task", "acknowledged before the crash")
     store.close()
     root = tmp_path / ".beads"

@@ -504,7 +504,11 @@ def test_a_first_run_does_not_approve_a_value_over_the_size_cap(
     tmp_path: Path, pair: tuple[GcRunner, GcRunner]
 ) -> None:
     a, _ = pair
-    names = ["destructive-op", *(f"padding-{n:06d}" for n in range(approvals.MAX_VALUE // 10))]
+    # Names of 79 characters, one for each 64 bytes of the cap: their JSON is larger than it
+    # (in fewer, longer names than short ones would take, each a YAML node to read).
+    filler = "x" * 66
+    padding = (f"padding-{n:05d}{filler}" for n in range(approvals.MAX_VALUE // 64))
+    names = ["destructive-op", *padding]
     push_config(tmp_path, lambda config: config.setdefault("gates", {}).update(disabled=names))
     ok(a("sync"))
     fresh = {"GC_TRUST_DIR": str(tmp_path / "fresh-trust")}  # a first run of a store here
