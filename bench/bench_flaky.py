@@ -146,8 +146,15 @@ def main() -> int:
                 capture_output=True,
                 text=True,
             )
-            passed = re.search(r"(\d+) passed", summary(done.stdout))
-            good = int(passed.group(1)) if passed else 0
+            said = summary(done.stdout)
+            counts = {
+                word: int(number)
+                for number, word in re.findall(r"(\d+) (passed|failed|error)", said)
+            }
+            good = counts.get("passed", 0)
+            # Every parameter runs, whichever were named: what pytest ran is the count, and
+            # a run that ran less than was asked (a test not found) fails too.
+            runs = max(runs, sum(counts.values()))
             print(f"{test}: {good}/{runs} passed (load {load_average():.1f})", flush=True)
             for repeat in failures(done.stdout):
                 print(f"  failed: {repeat}", flush=True)

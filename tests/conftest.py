@@ -245,6 +245,18 @@ def person_with_own_data_folder(tmp_path_factory: pytest.TempPathFactory) -> Ite
     os.environ.update(saved)
 
 
+def copy_store(template: Path, beads_dir: Path) -> None:
+    """Copy the store `template` (a `.beads/` directory) to `beads_dir` with what its init
+    recorded outside it: the first run of its settings on this machine (`beads.settings.trust`),
+    so the copy's commands read an approval file as every store's after its init do."""
+    from beads.settings import approvals
+
+    shutil.copytree(template, beads_dir, symlinks=True)
+    made = approvals.read(template)
+    if made is not None:
+        approvals.record(beads_dir, made["approved"], how="first run", changes=[])
+
+
 @pytest.fixture(scope="session")
 def store_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A store made once a session (per xdist worker) by `Store.init`; the `store` fixture
@@ -257,7 +269,7 @@ def store_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def store(tmp_path: Path, store_template: Path) -> Iterator[Store]:
     """A fresh store in `tmp_path`, as `Store.init(tmp_path, agent="tester")` makes it."""
-    shutil.copytree(store_template, tmp_path / ".beads", symlinks=True)
+    copy_store(store_template, tmp_path / ".beads")
     opened = Store.open(tmp_path, agent="tester")
     yield opened
     opened.close()
@@ -288,7 +300,7 @@ def gc_init_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def gc_store(gc: GcRunner, gc_init_template: Path) -> GcRunner:
     """The `gc` runner, in a store as `gc init` makes it (a copy: an init costs four git runs)."""
-    shutil.copytree(gc_init_template, gc.cwd / ".beads", symlinks=True)
+    copy_store(gc_init_template, gc.cwd / ".beads")
     return gc
 
 

@@ -25,7 +25,6 @@ import json
 import os
 import re
 import shlex
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -34,7 +33,7 @@ from typing import NamedTuple
 
 import pytest
 
-from tests.conftest import GcRunner, gc_program
+from tests.conftest import GcRunner, copy_store, gc_program
 from tests.test_mail_conformance import STRICT_RUN_ARGS, strict_run_of_the_example
 from tests.test_nats import NatsServer
 from tests.test_sync import daemon  # noqa: F401 - a fixture
@@ -384,7 +383,7 @@ def test_the_guides_hold_python_examples() -> None:
 def test_a_python_example_of_the_docs_runs(
     tmp_path: Path, store_template: Path, page: Path, block: str
 ) -> None:
-    shutil.copytree(store_template, tmp_path / ".beads", symlinks=True)  # a copy of an init
+    copy_store(store_template, tmp_path / ".beads")  # a copy of an init
     result = subprocess.run([sys.executable, "-c", block], cwd=tmp_path, capture_output=True,
                             text=True, timeout=120)  # fmt: skip
     assert result.returncode == 0, f"{page.name}:\n{block}\n{result.stderr}"

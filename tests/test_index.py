@@ -26,7 +26,7 @@ from beads.records.ids import bead_path, new_id
 from beads.records.record import Bead
 from beads.store import Store
 from beads.view.view import View
-from tests.conftest import GcRunner, gc_program, git
+from tests.conftest import GcRunner, copy_store, gc_program, git
 
 
 def index_file(root: Path) -> Path:
@@ -191,7 +191,7 @@ def many_beads_template(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path,
 def many_beads(tmp_path: Path, many_beads_template: tuple[Path, list[str]]) -> list[str]:
     """A copy of the store of 100 tasks in `tmp_path`; the tasks' ids."""
     template, ids = many_beads_template
-    shutil.copytree(template, tmp_path / ".beads", symlinks=True)
+    copy_store(template, tmp_path / ".beads")
     return ids
 
 

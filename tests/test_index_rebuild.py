@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 import sqlite3
 import subprocess
 from collections.abc import Iterator
@@ -16,6 +15,7 @@ from beads import refresh as reconcile
 from beads.git import program
 from beads.records.ids import bead_path
 from beads.store import Store
+from tests.conftest import copy_store
 
 TABLES = {
     "beads": "SELECT * FROM beads ORDER BY id",
@@ -78,7 +78,7 @@ def varied_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def varied(tmp_path: Path, varied_template: Path) -> Iterator[Store]:
     """A copy of the varied store in `tmp_path`, opened."""
-    shutil.copytree(varied_template, tmp_path / ".beads", symlinks=True)
+    copy_store(varied_template, tmp_path / ".beads")
     opened = Store.open(tmp_path)
     yield opened
     opened.close()

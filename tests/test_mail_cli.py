@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import GcRunner, git
+from tests.conftest import GcRunner, copy_store, git
 
 SCRIPT = Path(__file__).parent / "mailscripts" / "jsonmail"
 
@@ -23,7 +22,7 @@ def example_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def town(gc: GcRunner, example_template: Path) -> GcRunner:
-    shutil.copytree(example_template, gc.cwd / ".beads", symlinks=True)  # `gc init --example`
+    copy_store(example_template, gc.cwd / ".beads")  # `gc init --example`
     return gc
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -19,7 +18,7 @@ import pytest
 from beads.store import Store
 from inbox.delivery import Delivery
 from mail.conformance import CASES, EXTRAS
-from tests.conftest import GcRunner, git
+from tests.conftest import GcRunner, copy_store, git
 from tests.test_mail_conformance import conformance_results
 
 SCRIPT = Path(__file__).parent / "mailscripts" / "jsonmail"
@@ -39,7 +38,7 @@ def town_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def town(gc: GcRunner, town_template: Path) -> GcRunner:
-    shutil.copytree(town_template, gc.cwd / ".beads", symlinks=True)
+    copy_store(town_template, gc.cwd / ".beads")
     return gc
 
 

@@ -59,7 +59,8 @@ def params(project: Path, agent: str | None, *extra: str) -> StdioServerParamete
     """`gc mcp` in `project`, its identity from the environment as a session's would be."""
     from mcp import StdioServerParameters
 
-    env = {"GC_AGENT": agent} if agent else {}
+    # The SDK adds only HOME, PATH and a few more: the session's data folder is passed on.
+    env = {"XDG_DATA_HOME": os.environ["XDG_DATA_HOME"], **({"GC_AGENT": agent} if agent else {})}
     return StdioServerParameters(
         command=gc_program(), args=["mcp", *extra], env=env, cwd=str(project)
     )

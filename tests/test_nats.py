@@ -29,7 +29,7 @@ from beads.sync import syncing as sync
 from inbox.delivery import Delivery
 from inbox.nats import outbox, subjects
 from inbox.nats.settings import status_path
-from tests.conftest import GcRunner, gc_program
+from tests.conftest import GcRunner, copy_store, gc_program
 from tests.test_sync import daemon as git_daemon  # noqa: F401 - a fixture
 
 # A killed relay's unacknowledged messages come back after this; tests wait 1.5 times it to
@@ -135,7 +135,7 @@ class Machine:
         clone of the store at that git URL."""
         if clone is None:
             assert template is not None, "a new store is a copy of machine_template"
-            shutil.copytree(template, root / ".beads", symlinks=True)
+            copy_store(template, root / ".beads")
             self.store = Store.open(root, agent="tester")
         else:
             self.store = Store(sync.clone(clone, root, agent="tester"), agent="tester")

@@ -39,7 +39,12 @@ def test_a_kill_at_any_point_leaves_git_view_and_index_consistent(
 
     result = subprocess.run(
         [sys.executable, "-c", WRITER, str(tmp_path / ".beads"), kept.id],
-        env={"GC_FAULT_POINT": point, "PATH": "/usr/bin:/bin"},
+        # The session's data folder (tests/conftest.py), never the user's, for approvals.
+        env={
+            "GC_FAULT_POINT": point,
+            "PATH": "/usr/bin:/bin",
+            "XDG_DATA_HOME": os.environ["XDG_DATA_HOME"],
+        },
         capture_output=True,
         text=True,
     )
@@ -91,7 +96,12 @@ def run_writer(root: Path, point: str, script: str, *args: str) -> None:
     """Run `script` with `point` armed; it must die there, before acknowledging."""
     result = subprocess.run(
         [sys.executable, "-c", script, str(root), *args],
-        env={"GC_FAULT_POINT": point, "PATH": "/usr/bin:/bin"},
+        # The session's data folder (tests/conftest.py), never the user's, for approvals.
+        env={
+            "GC_FAULT_POINT": point,
+            "PATH": "/usr/bin:/bin",
+            "XDG_DATA_HOME": os.environ["XDG_DATA_HOME"],
+        },
         capture_output=True,
         text=True,
     )

@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -22,7 +21,7 @@ from beads.faults import REPACK_POINTS
 from beads.git import GitRepo
 from beads.git.objects import BLOB, loose_ids, read_loose
 from beads.store import Store
-from tests.conftest import git
+from tests.conftest import copy_store, git
 
 
 def objects_of(store: Store) -> set[bytes]:
@@ -262,7 +261,7 @@ def untidy_store(
     """A copy of the untidy store in `tmp_path`, and its object ids; closed once its
     background repack (if any) ended."""
     template, objects = untidy_template
-    shutil.copytree(template, tmp_path / ".beads", symlinks=True)
+    copy_store(template, tmp_path / ".beads")
     opened = Store.open(tmp_path, agent="tester")
     assert objects_of(opened) == objects
     yield opened, set(objects)

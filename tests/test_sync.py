@@ -427,7 +427,6 @@ def gc(cwd, agent, args):
 
 def write(cwd, agent, out, until, count):
     machine = os.path.basename(cwd)
-    random.seed()  # a writer's own choices, not its siblings'
     n = 0
     made = []
     with open(out, "w") as log:

@@ -20,7 +20,7 @@ from beads.index.reader import branch_head
 from beads.store import Store
 from mail.beadmail import BeadMail
 from mail.threads import InvalidTransition, LeaseConflict, Threads
-from tests.conftest import GcRunner
+from tests.conftest import GcRunner, copy_store
 
 INBOX = str(Path(sys.executable).parent / "inbox")  # the installed program
 
@@ -50,7 +50,7 @@ def in_process(*args: str) -> tuple[int, str, str]:
 
 @pytest.fixture
 def threads(tmp_path: Path, store_template: Path) -> Threads:
-    shutil.copytree(store_template, tmp_path / ".beads", symlinks=True)  # a copy of an init
+    copy_store(store_template, tmp_path / ".beads")  # a copy of an init
     store = Store.open(tmp_path, agent="leader")
     api = Threads(store)
     yield api
