@@ -246,9 +246,9 @@ def person_with_own_data_folder(tmp_path_factory: pytest.TempPathFactory) -> Ite
 
 
 def copy_store(template: Path, beads_dir: Path) -> None:
-    """Copy the store `template` (a `.beads/` directory) to `beads_dir` with what its init
-    recorded outside it: the first run of its settings on this machine (`beads.settings.trust`),
-    so the copy's commands read an approval file as every store's after its init do."""
+    """Copy the store `template` (a `.beads/` directory) to `beads_dir`, with what its init
+    recorded outside it: the first run of its settings on this machine (`beads.settings.trust`).
+    The copy's commands then read an approval file, as a store's commands do after its init."""
     from beads.settings import approvals
 
     shutil.copytree(template, beads_dir, symlinks=True)
