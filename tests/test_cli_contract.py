@@ -14,8 +14,8 @@ import pytest
 from tests.conftest import GcRunner
 
 
-def test_doctor_json_ok_agrees_with_the_exit_code(gc: GcRunner, tmp_path: Path) -> None:
-    assert gc("init").returncode == 0
+def test_doctor_json_ok_agrees_with_the_exit_code(gc_store: GcRunner, tmp_path: Path) -> None:
+    gc = gc_store  # a store as `gc init` makes it (a copy)
     healthy = gc("doctor", "--json")
     assert healthy.returncode == 0 and json.loads(healthy.stdout)["ok"] is True
     messages = tmp_path / ".beads" / "messages"
@@ -47,16 +47,16 @@ def test_every_command_and_group_takes_the_global_options() -> None:
             assert {"--json", "--agent", "--beads-dir"} <= options, path
 
 
-def test_json_at_the_group_position(gc: GcRunner) -> None:
-    assert gc("init").returncode == 0
+def test_json_at_the_group_position(gc_store: GcRunner) -> None:
+    gc = gc_store  # a store as `gc init` makes it (a copy)
     for args in (("bead", "--json", "list"), ("config", "--json", "get", "store")):
         result = gc(*args)
         assert result.returncode == 0, result.stderr
         assert json.loads(result.stdout)["ok"] is True
 
 
-def test_gate_watch_json_prints_one_object_per_round(gc: GcRunner) -> None:
-    assert gc("init").returncode == 0
+def test_gate_watch_json_prints_one_object_per_round(gc_store: GcRunner) -> None:
+    gc = gc_store  # a store as `gc init` makes it (a copy)
     result = gc("gate", "watch", "--interval", "0.1", "--rounds", "2", "--json")
     rounds = [json.loads(line) for line in result.stdout.splitlines()]
     assert [r["round"] for r in rounds] == [1, 2] and rounds[0]["command"] == "gate.watch"
@@ -77,9 +77,9 @@ def test_init_in_an_impossible_place_is_one_line_and_exit_30(
 
 
 def test_hook_install_keeps_the_mode_and_finds_the_project_root(
-    gc: GcRunner, tmp_path: Path
+    gc_store: GcRunner, tmp_path: Path
 ) -> None:
-    assert gc("init").returncode == 0
+    gc = gc_store  # a store as `gc init` makes it (a copy)
     settings = tmp_path / ".claude" / "settings.json"
     settings.parent.mkdir()
     settings.write_text('{"permissions": {}}')
@@ -93,8 +93,8 @@ def test_hook_install_keeps_the_mode_and_finds_the_project_root(
     assert settings.stat().st_mode & 0o777 == 0o644
 
 
-def test_archived_mail_is_not_pending_and_wakes_nobody(gc: GcRunner) -> None:
-    assert gc("init").returncode == 0
+def test_archived_mail_is_not_pending_and_wakes_nobody(gc_store: GcRunner) -> None:
+    gc = gc_store  # a store as `gc init` makes it (a copy)
     sent = gc.json("mail", "send", "dog", "-s", "hi", "-m", "x")
     message_id = sent["messages"][0]["id"] if "messages" in sent else sent["message"]["id"]
     assert [i["key"] for i in gc.json("inbox", "list", "--agent", "dog")["items"]] == [
@@ -117,17 +117,17 @@ def test_archived_mail_is_not_pending_and_wakes_nobody(gc: GcRunner) -> None:
     ],
 )
 def test_config_set_refuses_unknown_keys_and_wrong_types(
-    gc: GcRunner, key: str, value: str, wording: str
+    gc_store: GcRunner, key: str, value: str, wording: str
 ) -> None:
-    assert gc("init").returncode == 0
+    gc = gc_store  # a store as `gc init` makes it (a copy)
     before = gc("config", "get").stdout
     result = gc("config", "set", key, value)
     assert result.returncode == 30 and wording in result.stderr
     assert gc("config", "get").stdout == before
 
 
-def test_config_set_takes_the_documented_settings(gc: GcRunner) -> None:
-    assert gc("init").returncode == 0
+def test_config_set_takes_the_documented_settings(gc_store: GcRunner) -> None:
+    gc = gc_store  # a store as `gc init` makes it (a copy)
     for key, value in [
         ("mail.strict_recipients", "true"),
         ("agents.dog.rig", "kennel"),
@@ -141,8 +141,8 @@ def test_config_set_takes_the_documented_settings(gc: GcRunner) -> None:
 EVIL = "hi \x1b[2J\x1b]0;pwned\x07 \u202eboom"
 
 
-def test_stored_control_characters_never_reach_the_terminal(gc: GcRunner) -> None:
-    assert gc("init").returncode == 0
+def test_stored_control_characters_never_reach_the_terminal(gc_store: GcRunner) -> None:
+    gc = gc_store  # a store as `gc init` makes it (a copy)
     made = gc.json("bead", "create", "--type", "task", "--title", EVIL, "--body", EVIL)
     sent = gc.json("mail", "send", "dog", "-s", "subject", "-m", EVIL)
     message_id = (sent.get("messages") or [sent.get("message")])[0]["id"]
@@ -172,8 +172,8 @@ def test_ascii_text_is_made_terminal_safe_as_the_full_class_makes_it() -> None:
 RFC3339 = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z")
 
 
-def test_json_times_are_rfc3339_everywhere(gc: GcRunner) -> None:
-    assert gc("init").returncode == 0
+def test_json_times_are_rfc3339_everywhere(gc_store: GcRunner) -> None:
+    gc = gc_store  # a store as `gc init` makes it (a copy)
     gc.json("mail", "send", "dog", "-m", "hi")
     hook = json.dumps({"hook_event_name": "SessionStart", "session_id": "s1", "source": "startup"})
     assert gc("hook", "run", input=hook, env={"GC_AGENT": "cat"}).returncode == 0
@@ -186,8 +186,8 @@ def test_json_times_are_rfc3339_everywhere(gc: GcRunner) -> None:
     assert items and sessions and all(RFC3339.fullmatch(t) for t in times), times
 
 
-def test_a_no_is_an_answer_with_ok_true_and_exit_10(gc: GcRunner) -> None:
-    assert gc("init").returncode == 0
+def test_a_no_is_an_answer_with_ok_true_and_exit_10(gc_store: GcRunner) -> None:
+    gc = gc_store  # a store as `gc init` makes it (a copy)
     waited = gc("inbox", "wait", "--agent", "dog", "--timeout", "0.1", "--json")
     assert waited.returncode == 10 and waited.stderr == ""
     assert json.loads(waited.stdout) | {"command": ""} == {
@@ -209,8 +209,8 @@ def test_a_no_is_an_answer_with_ok_true_and_exit_10(gc: GcRunner) -> None:
     assert gc.json("inbox", "wait", "--agent", "dog", "--timeout", "1")["woke"] is True
 
 
-def test_one_shape_per_command(gc: GcRunner) -> None:
-    assert gc("init").returncode == 0
+def test_one_shape_per_command(gc_store: GcRunner) -> None:
+    gc = gc_store  # a store as `gc init` makes it (a copy)
     one = gc.json("mail", "send", "dog", "-m", "hi")
     two = gc.json("mail", "send", "--to", "dog", "--to", "cat", "-m", "hi")
     assert len(one["messages"]) == 1 and one["message"] == one["messages"][0]
@@ -222,8 +222,8 @@ def test_one_shape_per_command(gc: GcRunner) -> None:
     assert one["message"]["id"] in replied.stdout
 
 
-def test_shell_completion_of_commands_options_and_ids(gc: GcRunner) -> None:
-    assert gc("init").returncode == 0
+def test_shell_completion_of_commands_options_and_ids(gc_store: GcRunner) -> None:
+    gc = gc_store  # a store as `gc init` makes it (a copy)
     made = gc.json("bead", "create", "--type", "task", "--title", "x")["bead"]["id"]
 
     def complete(words: str) -> list[str]:
@@ -256,14 +256,14 @@ def test_tables_keep_one_line_a_row_and_fit_the_width() -> None:
     assert max(map(len, table(rows, 0).splitlines())) > 600  # no width: nothing cut
 
 
-def test_piped_list_is_never_cut(gc: GcRunner) -> None:
-    assert gc("init").returncode == 0
+def test_piped_list_is_never_cut(gc_store: GcRunner) -> None:
+    gc = gc_store  # a store as `gc init` makes it (a copy)
     gc.json("mail", "send", "dog", "-s", "s" * 300 + "\nsecond line", "-m", "x")
     listed = gc("mail", "inbox", "dog", env={"COLUMNS": "40"}).stdout.splitlines()
     assert len(listed) == 2 and "s" * 300 + "\\nsecond line" in listed[1]
 
 
-def test_every_list_takes_limit(gc: GcRunner) -> None:
+def test_every_list_takes_limit(gc_store: GcRunner) -> None:
     from gc_beads.cli import cli
 
     ctx = click.Context(cli)
@@ -276,7 +276,7 @@ def test_every_list_takes_limit(gc: GcRunner) -> None:
     assert len(lists) >= 8
     for command in lists:
         assert "--limit" in {opt for param in command.params for opt in param.opts}, command
-    assert gc("init").returncode == 0
+    gc = gc_store  # a store as `gc init` makes it (a copy)
     for n in range(3):
         gc.json("mail", "send", "dog", "-m", f"m{n}")
     assert len(gc.json("mail", "inbox", "dog", "--limit", "2")["messages"]) == 2
@@ -320,9 +320,9 @@ def _on_terminal(
 
 
 def test_a_terminal_gets_a_pager_for_long_lists_and_rows_that_fit(
-    gc: GcRunner, tmp_path: Path
+    gc_store: GcRunner, tmp_path: Path
 ) -> None:
-    assert gc("init").returncode == 0
+    gc = gc_store  # a store as `gc init` makes it (a copy)
     gc.json("mail", "send", "dog", "-s", "s" * 300, "-m", "x")
     for n in range(6):
         gc.json("mail", "send", "dog", "-m", f"m{n}")
@@ -339,8 +339,8 @@ def test_a_terminal_gets_a_pager_for_long_lists_and_rows_that_fit(
     assert not paged.exists() and len(short.splitlines()) == 4
 
 
-def test_doctor_shows_progress_on_a_terminal_only(gc: GcRunner, tmp_path: Path) -> None:
-    assert gc("init").returncode == 0
+def test_doctor_shows_progress_on_a_terminal_only(gc_store: GcRunner, tmp_path: Path) -> None:
+    gc = gc_store  # a store as `gc init` makes it (a copy)
     shown = _on_terminal(["doctor", "--rebuild-index", "--gc"], tmp_path, {})
     assert "gc doctor: rebuilding the index" in shown and "100%" in shown
     assert shown.rstrip().endswith("store is healthy")
@@ -350,8 +350,8 @@ def test_doctor_shows_progress_on_a_terminal_only(gc: GcRunner, tmp_path: Path) 
     assert "%" not in quiet and json.loads(quiet)["ok"] is True
 
 
-def test_consistent_flags_and_hidden_old_names(gc: GcRunner) -> None:
-    assert gc("init").returncode == 0
+def test_consistent_flags_and_hidden_old_names(gc_store: GcRunner) -> None:
+    gc = gc_store  # a store as `gc init` makes it (a copy)
     first = gc.json("inbox", "push", "hi", "--to", "dog", "--dedup", "k1")["items"][0]
     again = gc.json("inbox", "push", "hi", "--to", "dog", "--dedup-key", "k1")["items"][0]
     assert first["created"] and not again["created"] and again["id"] == first["id"]

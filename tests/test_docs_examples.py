@@ -4,14 +4,14 @@ block of README.md and docs/*.md, and every Python block.
 A page's lines run in order, never through a shell, in a temporary directory of the page's own:
 a `gc` or `inbox` line through that program's entry point as the `gc` fixture runs it (its own
 argv, environment, cwd and streams; a process of its own where a setting needs one). The first
-command there finds a fresh store (`gc init`) unless the page makes one itself. Placeholders of
-the docs are filled first (`PLACEHOLDERS`): paths under `/tmp/` go to the temporary directory,
-the remote of the README's tour is a real `git daemon`, NATS URLs a real `nats-server`,
-`gc-XXXX` the id the page's last command printed. A line fails the test when it exits 2 (usage),
-50 (internal error) or shows a traceback, or when it exits other than 0 or the `# exit N` its
-comment names; in a `console` block, the lines after a `$ ` command are output it must print. A
-line another test runs once a test run with the same argv, where the page's state changes
-nothing (`SHARED_RUNS`), is judged by that run's result.
+command there finds a fresh store (a copy of one `gc init` made) unless the page makes one
+itself. Placeholders of the docs are filled first (`PLACEHOLDERS`): paths under `/tmp/` go to
+the temporary directory, the remote of the README's tour is a real `git daemon`, NATS URLs a
+real `nats-server`, `gc-XXXX` the id the page's last command printed. A line fails the test
+when it exits 2 (usage), 50 (internal error) or shows a traceback, or when it exits other than
+0 or the `# exit N` its comment names; in a `console` block, the lines after a `$ ` command are
+output it must print. A line another test runs once a test run with the same argv, where the
+page's state changes nothing (`SHARED_RUNS`), is judged by that run's result.
 
 A block preceded by `<!-- not run: REASON -->`, or a line ending in `# not run: REASON`, is
 skipped and listed by `test_every_example_not_run_says_why`. A line that mentions `gc` or
@@ -195,9 +195,14 @@ class PageRun:
     """The state of one page's run: its directories, placeholders and the ids printed."""
 
     def __init__(
-        self, tmp: Path, placeholders: dict[str, str], tmp_path_factory: pytest.TempPathFactory
+        self,
+        tmp: Path,
+        placeholders: dict[str, str],
+        tmp_path_factory: pytest.TempPathFactory,
+        fresh_store: Path,
     ) -> None:
         self.tmp = tmp
+        self.fresh_store = fresh_store  # a store as `gc init` makes it, copied where one is due
         self.tmp_path_factory = tmp_path_factory  # for the runs of `SHARED_RUNS`
         self.work = tmp / "work"
         self.work.mkdir()
@@ -249,8 +254,7 @@ class PageRun:
         self, command: Command, words: list[str], env: dict[str, str], cwd: Path, code: int
     ) -> None:
         if cwd == self.work and not (self.work / ".beads").exists() and words[1:2] != ["init"]:
-            made = GcRunner(cwd)("init", env=env)
-            assert made.returncode == 0, made.stderr
+            copy_store(self.fresh_store, cwd / ".beads")
         shared = SHARED_RUNS.get(tuple(words[1:])) if words[0] == "gc" else None
         if shared and env == self.env:
             result = shared(self.tmp_path_factory)
@@ -319,12 +323,13 @@ def test_the_shell_examples_of_a_page_run_in_order(
     tmp_path: Path,
     tmp_path_factory: pytest.TempPathFactory,
     request: pytest.FixtureRequest,
+    gc_init_template: Path,
     page: str,
 ) -> None:
     served = request.getfixturevalue("daemon") if page in NEEDS_REMOTE else None
     remote = f"{served}/shared.git" if served else None
     nats = request.getfixturevalue("nats_url") if page in NEEDS_NATS else None
-    run = PageRun(tmp_path, {}, tmp_path_factory)
+    run = PageRun(tmp_path, {}, tmp_path_factory, gc_init_template)
     run.placeholders = page_placeholders(tmp_path, run.work, remote, nats)
     for command in ALL_COMMANDS:
         if command.where.split(":")[0] == page and command.not_run is None:

@@ -262,7 +262,7 @@ def test_hung_nudge_is_killed_and_reported(project: Path, gc: GcRunner) -> None:
             break
         time.sleep(0.1)
     assert session["nudge_outcome"] == "timed out"
-    assert "timed out" in gc("session", "list").stdout
+    assert "timed out" in gc("session", "list", process=False).stdout
     pid = int(pidfile.read_text())
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)

@@ -72,7 +72,8 @@ def git(cwd: Path, *args: str) -> None:
 def made_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A git work tree with one commit and a gc store, made once for the module."""
     where = tmp_path_factory.mktemp("project")
-    git(where, "init", "-q", "-b", "main")
+    # No template: its sample hooks are files each test's copy would copy, and git needs none.
+    git(where, "init", "-q", "-b", "main", "--template=")
     git(where, "config", "user.email", "t@example.com")
     git(where, "config", "user.name", "t")
     (where / "file.txt").write_text("one\n")

@@ -428,11 +428,13 @@ def test_mail_across_machines_comes_from_git_with_the_hint_over_nats(
 def test_items_of_beads_that_arrived_by_sync_say_who_and_where(
     tmp_path: Path,
     git_daemon: str,  # noqa: F811 - the fixture imported above
+    gc_init_template: Path,
 ) -> None:
     url = f"{git_daemon}/shared.git"
     a, b = GcRunner(tmp_path / "a"), GcRunner(tmp_path / "b")
-    (tmp_path / "a").mkdir(), (tmp_path / "b").mkdir()
-    assert a("init").returncode == 0 and a("remote", "add", "origin", url).returncode == 0
+    (tmp_path / "b").mkdir()
+    copy_store(gc_init_template, a.cwd / ".beads")  # a store as `gc init` makes it
+    assert a("remote", "add", "origin", url).returncode == 0
     assert a("config", "set", "--local", "delivery.nats.machine", "build-01").returncode == 0
     assert a("sync").returncode == 0 and b("clone", url).returncode == 0
     drained = Delivery(tmp_path / "b" / ".beads")  # B follows its branch from here

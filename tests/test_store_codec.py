@@ -18,6 +18,7 @@ from beads.records import codec, yamlread, yamlwrite
 from beads.records.codec import dump_bead, dump_data, load_bead
 from beads.records.record import FIELD_ORDER, Bead
 from beads.store import Store
+from tests.conftest import copy_store
 
 
 def examples(count: int) -> settings:
@@ -446,7 +447,7 @@ def test_the_writer_writes_the_same_bytes_without_ruamel_installed(tmp_path: Pat
     assert out.strip() == "0"
 
 
-def test_writing_a_plain_bead_never_imports_ruamel(tmp_path: Path) -> None:
+def test_writing_a_plain_bead_never_imports_ruamel(tmp_path: Path, store_template: Path) -> None:
     # Importing ruamel costs a command tens of ms: a mail send must not pay it.
     code = (
         "import sys\n"
@@ -457,7 +458,7 @@ def test_writing_a_plain_bead_never_imports_ruamel(tmp_path: Path) -> None:
         "store.close()\n"
         "print(sorted(m for m in sys.modules if m.startswith(('ruamel', '_ruamel'))))"
     )
-    Store.init(tmp_path, agent="dog")[0].close()
+    copy_store(store_template, tmp_path / ".beads")  # a new store (a copy of an init)
     out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True,
                          text=True, check=True).stdout  # fmt: skip
     assert out.strip() == "[]"
@@ -467,7 +468,7 @@ def test_writing_a_plain_bead_never_imports_ruamel(tmp_path: Path) -> None:
 
 
 def test_a_bead_of_floats_control_characters_and_long_lines_is_written_without_ruamel(
-    tmp_path: Path,
+    tmp_path: Path, store_template: Path
 ) -> None:
     # What the writer once left to ruamel's emitter: it writes it itself, and reads it back.
     code = _NO_RUAMEL + (
@@ -478,7 +479,7 @@ def test_a_bead_of_floats_control_characters_and_long_lines_is_written_without_r
         "                              'nested': [[1.5, {'k': 'a\\u2028b'}], []]})\n"
         "    print(bead.id)\n"
     )
-    Store.init(tmp_path, agent="dog")[0].close()
+    copy_store(store_template, tmp_path / ".beads")  # a new store (a copy of an init)
     bead_id = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True,
                              text=True, check=True).stdout.strip()  # fmt: skip
     with Store.open(tmp_path) as store:

@@ -709,7 +709,7 @@ def test_a_holder_waiting_for_a_reply_stops_when_its_lease_is_gone(
 
 
 def test_a_holder_on_another_machine_cannot_renew_or_finish_after_a_takeover(
-    tmp_path: Path,
+    tmp_path: Path, gc_init_template: Path
 ) -> None:
     # Two machines, one agent name: a's lease ran out and b took the thread over (confirmed
     # by the remote). a has not synced: its renewal is a claim again and loses; its other
@@ -717,9 +717,9 @@ def test_a_holder_on_another_machine_cannot_renew_or_finish_after_a_takeover(
     remote = tmp_path / "shared.git"
     subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(remote)], check=True)
     a, b = GcRunner(tmp_path / "a"), GcRunner(tmp_path / "b")
-    a.cwd.mkdir()
     b.cwd.mkdir()
-    assert a("init").returncode == 0 and a("remote", "add", "origin", str(remote)).returncode == 0
+    copy_store(gc_init_template, a.cwd / ".beads")  # a store as `gc init` makes it
+    assert a("remote", "add", "origin", str(remote)).returncode == 0
     thr = a.json("thread", "send", "--from", "leader", "--subject", "Shared")["thread"]
     thr = thr["thread_id"]
     assert a("sync").returncode == 0 and b("clone", str(remote)).returncode == 0

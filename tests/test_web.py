@@ -34,7 +34,7 @@ from inbox.delivery import Delivery
 from mail import api
 from mail.beadmail import BeadMail
 from mail.threads.api import Threads
-from tests.conftest import GcRunner, gc_program
+from tests.conftest import GcRunner, copy_store, gc_program
 from web.app import serve, url_of
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -332,8 +332,9 @@ def test_search_is_served_by_the_index_and_follows_every_write(site: Site, gc: G
     assert status == 400 and "no words" in text
 
 
-def test_lists_come_in_pages(tmp_path: Path) -> None:
-    store, _ = Store.init(tmp_path, agent="mayor")
+def test_lists_come_in_pages(tmp_path: Path, store_template: Path) -> None:
+    copy_store(store_template, tmp_path / ".beads")  # a new store (a copy of an init)
+    store = Store.open(tmp_path, agent="mayor")
     with store.batch() as batch:
         for n in range(60):
             batch.create("message", f"note {n}", "", assignee="dog", meta={"read": False})
@@ -355,11 +356,12 @@ def test_lists_come_in_pages(tmp_path: Path) -> None:
 
 
 def test_every_page_the_site_links_to_answers_a_pool_tasks_message_included(
-    tmp_path: Path,
+    tmp_path: Path, store_template: Path
 ) -> None:
     # A work-thread task sent to no one in particular (any agent of the pool may claim it)
     # is a message bead with no mailbox: its conversation page answered 500.
-    store, _ = Store.init(tmp_path, agent="mayor")
+    copy_store(store_template, tmp_path / ".beads")  # a new store (a copy of an init)
+    store = Store.open(tmp_path, agent="mayor")
     _work, task = Threads(store).send("mayor", to=None, subject="Pool task", body="anyone")
     server = serve(store)
     threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -399,9 +401,10 @@ def test_loopback_answers_only_to_localhost_names(site: Site) -> None:
 
 
 @pytest.mark.gc_process
-def test_off_loopback_no_request_succeeds_without_the_token(tmp_path: Path) -> None:
-    store, _ = Store.init(tmp_path, agent="mayor")
-    store.close()
+def test_off_loopback_no_request_succeeds_without_the_token(
+    tmp_path: Path, store_template: Path
+) -> None:
+    copy_store(store_template, tmp_path / ".beads")  # a new store (a copy of an init)
     env = {k: v for k, v in os.environ.items() if not k.startswith("GC_")}
     program = [gc_program(), "web", "--host", "0.0.0.0", "--json"]
     server = subprocess.Popen(program, cwd=tmp_path, env=env, stdout=subprocess.PIPE,
