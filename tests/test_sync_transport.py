@@ -378,6 +378,24 @@ def test_a_refused_fetch_leaves_nothing_in_the_stores_objects(
     assert b("bead", "create", "--type", "task", "--title", "still usable").returncode == 0
 
 
+def made_in_one_commit(side: GcRunner, beads: dict[str, str]) -> dict[str, str]:
+    """Beads titled as `beads`' keys, with its values as bodies, written on `side` in one
+    commit through the store's API (what a fetch then takes is under test, not how the beads
+    were made): their ids and bodies."""
+    from beads.store import Store
+
+    with Store.open(side.cwd, agent="tester") as store, store.batch() as batch:
+        return {batch.create("task", title, body).id: body for title, body in beads.items()}
+
+
+def bodies_on(side: GcRunner, beads: dict[str, str]) -> dict[str, str]:
+    """The bodies `side` holds of the beads `beads` names, read through the store's API."""
+    from beads.store import Store
+
+    with Store.open(side.cwd, agent="tester") as store:
+        return {bead_id: store.get(bead_id).body for bead_id in beads}
+
+
 def test_an_accepted_fetch_lands_every_object_and_leaves_no_quarantine(
     tmp_path: Path, remote_kind: str | None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -385,19 +403,20 @@ def test_an_accepted_fetch_lands_every_object_and_leaves_no_quarantine(
     import beads.git.transport as transport
 
     _remote, url, a, b = cloned_pair(tmp_path, remote_kind, "accepted")
-    # A few objects (stored loose), then over a hundred (stored as one pack).
-    for count in (2, 20):
-        made = [make_id(a, "--title", f"bead {count}.{n}") for n in range(count)]
+    # A few objects (stored loose), then over a hundred (stored as one pack): 40 beads in
+    # one commit are 40 blobs, a tree of each shard level for most and the commit.
+    for count in (2, 40):
+        made = made_in_one_commit(a, {f"bead {count}.{n}": f"body {n}\n" for n in range(count)})
         assert a("sync").returncode == 0
         synced = b("sync")
         assert synced.returncode == 0, synced.stderr
         assert head(b) == head(a) and not quarantines(b)
-        assert b.json("bead", "show", made[-1])["bead"]["title"] == f"bead {count}.{count - 1}"
+        assert bodies_on(b, made) == made
         git("-C", str(b.cwd / ".beads" / ".git"), "fsck", "--strict", "--no-dangling")
     # Past what a fetch holds in memory, so partly moved in from its quarantine directory.
     # The fetch runs in this process: with its batch and its memory bound 48 KiB (8 MiB
     # each in use), ~80 KB of objects take the path ~10 MB would. Its first batch (over 64
-    # objects) is written to the quarantine as a pack; the rest and the commits are held.
+    # objects) is written to the quarantine as a pack; the rest and the commit are held.
     monkeypatch.setattr(transport, "STORE_BATCH_BYTES", 48 * 1024)
     monkeypatch.setattr(quarantine, "SPILL_BYTES", 48 * 1024)
     admitted: list[tuple[list[str], int]] = []  # what each admit moves in, what it holds
@@ -408,18 +427,16 @@ def test_an_accepted_fetch_lands_every_object_and_leaves_no_quarantine(
         admit(incoming)
 
     monkeypatch.setattr(quarantine.Incoming, "admit", admit_seen)
-    bodies = {}
-    for n in range(30):
-        body = f"spilled {n}\n" + "words of a bead's body " * 40
-        bodies[make_id(a, "--title", f"spilled {n}", "--body", body)] = body
+    bodies = made_in_one_commit(
+        a, {f"spilled {n}": f"spilled {n}\n" + "words of a bead's body " * 50 for n in range(60)}
+    )
     assert a("sync").returncode == 0
     synced = b("sync")
     assert synced.returncode == 0, synced.stderr
     [(spilled, held)] = admitted
     assert "pack" in spilled and held, admitted
     assert head(b) == head(a) and not quarantines(b)
-    for made, body in bodies.items():
-        assert b.json("bead", "show", made)["bead"]["body"] == body
+    assert bodies_on(b, bodies) == bodies
     git("-C", str(b.cwd / ".beads" / ".git"), "fsck", "--strict", "--no-dangling")
 
 
