@@ -146,6 +146,25 @@ def pair_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+def served_pair(
+    tmp_path: Path, pair_template: Path, daemon_url: str | None, name: str
+) -> tuple[Path, str, GcRunner, GcRunner]:
+    """The pair `pair_template` made, copied into `tmp_path` with its remote moved to where a
+    remote of `name` is reached: served by the `git daemon` of `daemon_url` (its base is
+    `tmp_path/srv`) or, for None, a local path. Returns the remote, its URL, machine a (made
+    with `gc init`, pushed) and b (made with `gc clone`), both pointed at that URL."""
+    copy_template(pair_template, tmp_path)
+    remote = tmp_path / "srv" / f"{name}.git" if daemon_url else tmp_path / f"{name}.git"
+    (tmp_path / "remote.git").rename(remote)
+    url = f"{daemon_url}/{name}.git" if daemon_url else str(remote)
+    for side in ("a", "b"):
+        config = tmp_path / side / ".beads" / ".git" / "config"
+        text = config.read_text().replace(f"url = {tmp_path / 'remote.git'}\n", f"url = {url}\n")
+        assert f"url = {url}\n" in text
+        config.write_text(text)
+    return remote, url, GcRunner(tmp_path / "a"), GcRunner(tmp_path / "b")
+
+
 @pytest.fixture
 def pair(tmp_path: Path, pair_template: Path) -> tuple[GcRunner, GcRunner, Path]:
     """Machine a (made with `gc init`, pushed) and machine b (made with `gc clone`)."""
