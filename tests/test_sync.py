@@ -488,18 +488,15 @@ sys.exit(0 if ended == [0] * len(writers) else f"writers ended {ended}")
 """
 
 
-def test_two_machines_four_writers_each_converge(tmp_path: Path, daemon: str) -> None:
+def test_two_machines_four_writers_each_converge(
+    tmp_path: Path, daemon: str, pair_template: Path
+) -> None:
     # Bounded by work unless a time is asked for: 4 writes a writer are one of each kind, 32
     # writes from 8 processes at once, which is what the claim needs; a time-bound soak takes
     # whatever CPU the machine has free.
     seconds = float(os.environ.get("GC_SYNC_SOAK_SECONDS", "10" if THOROUGH else "0"))
     count = 0 if seconds else 4
-    url = f"{daemon}/shared.git"
-    a, b = machine(tmp_path, "a"), machine(tmp_path, "b")
-    assert a("init").returncode == 0
-    assert a("remote", "add", "origin", url).returncode == 0
-    assert a("sync").returncode == 0
-    assert b("clone", url).returncode == 0
+    remote, _url, a, b = served_pair(tmp_path, pair_template, daemon, "soak")
     until = time.time() + seconds
     # Four writers a machine, agents w0 to w3, each with its log.
     writers = [[str(side.cwd), f"w{n}", str(tmp_path / f"{side.cwd.name}-{n}.log")]
@@ -547,7 +544,6 @@ def test_two_machines_four_writers_each_converge(tmp_path: Path, daemon: str) ->
                 assert words[4] in beads[words[2]]["labels"], (side.cwd.name, words)
             elif words[:2] == ["bead", "close"]:
                 assert beads[words[2]]["status"] == "closed", (side.cwd.name, words)
-    remote = tmp_path / "srv" / "shared.git"
     git("fsck", "--strict", cwd=remote)
     assert git("rev-parse", "main^{tree}", cwd=remote) == tree(a)
     assert "<<<<<<<" not in git("log", "-p", "main", cwd=remote)
@@ -626,20 +622,19 @@ def test_a_claim_is_confirmed_by_the_remote(pair: tuple[GcRunner, GcRunner, Path
     assert tree(a) == tree(b)
 
 
-def test_a_thin_pack_with_deltas_on_our_objects_is_taken(tmp_path: Path, daemon: str) -> None:
+def test_a_thin_pack_with_deltas_on_our_objects_is_taken(
+    tmp_path: Path, daemon: str, pair_template: Path
+) -> None:
     # git's upload-pack sends a changed blob as a delta on the old one the fetcher already
     # has (a thin pack, REF_DELTA): its base is named by a binary id, which must be read as
     # one (it was taken for a hex id: "Incorrect length of hexsha", exit 50 mid-soak).
-    url = f"{daemon}/shared.git"
-    a, b = machine(tmp_path, "a"), machine(tmp_path, "b")
-    assert a("init").returncode == 0 and a("remote", "add", "origin", url).returncode == 0
+    remote, _url, a, b = served_pair(tmp_path, pair_template, daemon, "thin")
     body = "".join(f"line {n}: the same long text on both machines\n" for n in range(400))
     made = make_id(a, "--title", "big", "--body", body)
-    assert a("sync").returncode == 0
-    assert b("clone", url).returncode == 0
+    assert a("sync").returncode == 0 and b("sync").returncode == 0
     assert a("bead", "update", made, "--body", body + "one more line\n").returncode == 0
     assert a("sync").returncode == 0
-    git("-C", str(tmp_path / "srv" / "shared.git"), "repack", "-adf")  # deltas on the server
+    git("-C", str(remote), "repack", "-adf")  # deltas on the server
     result = b("sync")
     assert result.returncode == 0, result.stderr
     assert b.json("bead", "show", made)["bead"]["body"].endswith("one more line\n")
