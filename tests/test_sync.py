@@ -1106,10 +1106,12 @@ def test_a_name_outside_the_layout_in_head_is_never_written_to_the_view(
     assert a.json("bead", "show", other)["bead"]["title"] == "after"
 
 
-# Runs `gc` racers, each in a process of its own and in its own directory, let go at once:
-# forked from one process that loaded what a claim loads (once, not once a racer), each runs
-# what the console script runs (`entry.script`) and ends as its process would. argv[1]: JSON
-# [[cwd, [gc args]], ...]; prints JSON [[exit code, stdout, stderr], ...].
+# Runs rounds of `gc` racers, each racer in a process of its own and in its own directory, the
+# racers of a round let go at once: forked from one process that loaded what a claim loads
+# (once for every round, not once a racer or a round), each runs what the console script runs
+# (`entry.script`) and ends as its process would. Each line of stdin is a round, JSON
+# [[cwd, [gc args]], ...]; for each, once all its racers ended, one line of JSON
+# [[exit code, stdout, stderr], ...] on stdout.
 RACERS = r"""
 import importlib, json, os, sys, tempfile
 from gc_beads import entry
@@ -1122,40 +1124,63 @@ for name in (  # what a claim loads: its command, the store, its sync (fetch, ga
     "dulwich.client", "dulwich.diff_tree", "dulwich.graph",
 ):
     importlib.import_module(name)
-start, go = os.pipe()
-forked = []
-for cwd, args in json.loads(sys.argv[1]):
-    out, err = tempfile.TemporaryFile(), tempfile.TemporaryFile()
-    pid = os.fork()
-    if pid == 0:
-        os.close(go)
-        os.read(start, 1)  # returns once the last racer is forked and `go` closed
-        os.chdir(cwd)
-        os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
-        os.dup2(out.fileno(), 1)
-        os.dup2(err.fileno(), 2)
-        sys.argv = ["gc", *args]
-        entry.script()  # ends the process: sys.exit with gc's exit code
-    forked.append((pid, out, err))
-os.close(go)
-ended = []
-for pid, out, err in forked:
-    code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
-    out.seek(0)
-    err.seek(0)
-    ended.append([code, out.read().decode(), err.read().decode()])
-print(json.dumps(ended))
+for line in sys.stdin:
+    start, go = os.pipe()
+    forked = []
+    for cwd, args in json.loads(line):
+        out, err = tempfile.TemporaryFile(), tempfile.TemporaryFile()
+        pid = os.fork()
+        if pid == 0:
+            os.close(go)
+            os.read(start, 1)  # returns once the last racer is forked and `go` closed
+            os.chdir(cwd)
+            os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+            os.dup2(out.fileno(), 1)
+            os.dup2(err.fileno(), 2)
+            sys.argv = ["gc", *args]
+            entry.script()  # ends the process: sys.exit with gc's exit code
+        forked.append((pid, out, err))
+    os.close(go)
+    os.close(start)
+    ended = []
+    for pid, out, err in forked:
+        code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+        out.seek(0)
+        err.seek(0)
+        ended.append([code, out.read().decode(), err.read().decode()])
+        out.close()
+        err.close()
+    print(json.dumps(ended), flush=True)
 """
 
 
-def race(runs: list[tuple[GcRunner, list[str]]]) -> list[tuple[int, str, str]]:
-    """Run `gc args` on each machine at once (`RACERS`), in the environment every runner
-    has (the test's, less GC_ variables): exit code, stdout, stderr each."""
-    racers = json.dumps([[str(side.cwd), args] for side, args in runs])
-    done = subprocess.run([sys.executable, "-c", RACERS, racers], env=runs[0][0].env,
-                          capture_output=True, text=True, timeout=120)  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    return [(code, out, err) for code, out, err in json.loads(done.stdout)]
+class Racers:
+    """The `RACERS` process, in the environment every runner has (the test's, less GC_
+    variables); `race` runs one round."""
+
+    def __init__(self, env: dict[str, str], errors: Path) -> None:
+        self.errors = errors.open("w")
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", RACERS], env=env, stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=self.errors, text=True,
+        )  # fmt: skip
+
+    def race(self, runs: list[tuple[GcRunner, list[str]]]) -> list[tuple[int, str, str]]:
+        """Run `gc args` on each machine at once: exit code, stdout, stderr each."""
+        assert self.process.stdin and self.process.stdout
+        self.process.stdin.write(json.dumps([[str(side.cwd), args] for side, args in runs]))
+        self.process.stdin.write("\n")
+        self.process.stdin.flush()
+        line = self.process.stdout.readline()
+        assert line, Path(self.errors.name).read_text()
+        return [(code, out, err) for code, out, err in json.loads(line)]
+
+    def close(self) -> None:
+        if self.process.stdin:
+            self.process.stdin.close()
+        code = self.process.wait(timeout=120)
+        self.errors.close()
+        assert code == 0, Path(self.errors.name).read_text()
 
 
 @pytest.mark.parametrize("kind", ["path", "file", "git"])
@@ -1186,17 +1211,21 @@ def test_racing_claims_on_separate_machines_end_in_one_winner_and_clean_conflict
         assert f"url = {url}\n" in text
         config.write_text(text)
     first = machines[0]
-    # Each round is a real race of five processes (`race`). Without the handling of a locked
-    # branch about half the rounds of a local-path remote end in an exit 50, without the
-    # handling of a lost compare-and-swap every round does: path and file:// (one client)
-    # race five rounds between them.
+    # Each round is a real race of five processes (`Racers`). Without the handling of a
+    # locked branch about half the rounds of a local-path remote end in an exit 50, without
+    # the handling of a lost compare-and-swap every round does: path and file:// (one
+    # client) race five rounds between them.
+    racers = Racers(first.env, tmp_path / "racers.log")
+    request.addfinalizer(racers.close)
     for round_ in range(3 if kind == "path" else 2):
         made = first.json("thread", "send", "--from", "leader", "--subject", f"race {round_}")
         thread = made["thread"]["thread_id"]
         for side in machines:
             assert side("sync").returncode == 0
         claim = ["thread", "claim", "--thread", thread, "--json"]
-        ended = race([(side, [*claim, "--agent", f"w{n}"]) for n, side in enumerate(machines)])
+        ended = racers.race(
+            [(side, [*claim, "--agent", f"w{n}"]) for n, side in enumerate(machines)]
+        )
         codes = sorted(code for code, _out, _err in ended)
         assert codes == [0] + [20] * (len(machines) - 1), [e for e in ended if e[0] != 20]
         winner = next(json.loads(out) for code, out, _err in ended if code == 0)["lease"]
