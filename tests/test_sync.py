@@ -579,8 +579,9 @@ def test_sync_auto_pushes_after_writes_and_hooks_fetch(
     assert status["last_error"] is None and status["last_sync"]
 
 
-@pytest.mark.gc_process
 def test_sync_watch_keeps_syncing(pair: tuple[GcRunner, GcRunner, Path]) -> None:
+    # The watcher is a process of its own, as a person leaves it running; what it is
+    # watched with (a's write and push, b's reads) runs in this process.
     a, b, _remote = pair
     from tests.conftest import gc_program
 
