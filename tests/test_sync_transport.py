@@ -350,6 +350,15 @@ def test_a_pack_of_small_deltas_making_large_blobs_is_streamed_and_bounded(
     assert c("clone", url).returncode == 30
 
 
+def bulk(side: GcRunner) -> None:
+    """Ten beads in one commit on `side` whose bodies (base64 of random bytes) deflate
+    little: a pack of over 7 KiB, well over the 4 KiB `sync.max_fetch_bytes` the tests set."""
+    draw = random.Random("bulk").randbytes
+    made_in_one_commit(
+        side, {f"bulk {n}": base64.encodebytes(draw(600)).decode() for n in range(10)}
+    )
+
+
 def refuse(kind: str, tmp_path: Path, remote: Path, a: GcRunner, b: GcRunner) -> str:
     """Move the remote's branch to something `b`'s next sync refuses, of the kind `kind`;
     returns words of the refusal."""
@@ -357,8 +366,7 @@ def refuse(kind: str, tmp_path: Path, remote: Path, a: GcRunner, b: GcRunner) ->
         commit_blob(tmp_path, remote, 8 * 1024 * 1024)
         return "over this store's limit"
     if kind == "fetch-too-large":  # refused as the pack streams in
-        for n in range(10):
-            make_id(a, "--title", f"bulk {n}", "--body", f"text {n} " * 200)
+        bulk(a)
         assert a("sync").returncode == 0
         assert b("config", "set", "--local", "sync.max_fetch_bytes", "4KiB").returncode == 0
         return "sync.max_fetch_bytes"
@@ -456,8 +464,7 @@ def test_a_remote_listing_more_refs_than_a_store_needs_is_refused_in_one_line(
 
 def test_a_fetch_larger_than_sync_max_fetch_bytes_is_refused(pair_remote: tuple) -> None:
     a, b, _url = pair_remote
-    for n in range(10):  # a pack of over 7 KiB: well over the 4 KiB set below
-        make_id(a, "--title", f"bulk {n}", "--body", f"text {n} " * 200)
+    bulk(a)
     assert a("sync").returncode == 0
     before = head(b)
     assert b("config", "set", "--local", "sync.max_fetch_bytes", "4KiB").returncode == 0
