@@ -27,7 +27,7 @@ from beads.records.codec import dump_bead
 from beads.records.record import Bead
 from beads.store import Store
 from beads.sync.merge import merge_bead
-from tests.conftest import THOROUGH, GcRunner
+from tests.conftest import THOROUGH, GcRunner, copy_store
 
 
 def git(*args: str, cwd: Path | None = None) -> str:
@@ -1191,11 +1191,10 @@ def test_racing_claims_on_separate_machines_end_in_one_winner_and_clean_conflict
     # Several machines claim one thread at once, each pushing to the one remote: for every
     # kind of remote one claim stands and the others are exit 20 lease_conflict. A local-path
     # remote's ref lock, its compare-and-swap and its refs read after packing were exit 50.
-    # Five machines: the pair's a (gc init, pushed) and b (gc clone) with three copies of b,
-    # each the store a `gc clone` of that remote makes; all pointed at this kind of remote.
+    # Five machines: the pair's a (gc init) and b (gc clone), pointed at this kind of remote,
+    # and three copies of b once it synced the threads a sent (each the store a `gc clone` of
+    # that remote then makes).
     copy_template(pair_template, tmp_path)
-    for n in range(2, 5):
-        shutil.copytree(tmp_path / "b", tmp_path / f"m{n}", symlinks=True)
     (tmp_path / "a").rename(tmp_path / "m0")
     (tmp_path / "b").rename(tmp_path / "m1")
     if kind == "git":  # the daemon serves the remote
@@ -1206,23 +1205,30 @@ def test_racing_claims_on_separate_machines_end_in_one_winner_and_clean_conflict
         where = (tmp_path / "remote.git").rename(tmp_path / "shared.git")
         url = str(where) if kind == "path" else where.as_uri()
     machines = [GcRunner(tmp_path / f"m{n}") for n in range(5)]
-    for side in machines:
+    for side in machines[:2]:
         config = side.cwd / ".beads" / ".git" / "config"
         text = config.read_text().replace(f"url = {tmp_path / 'remote.git'}\n", f"url = {url}\n")
         assert f"url = {url}\n" in text
         config.write_text(text)
     first = machines[0]
-    # Each round is a real race of five processes (`Racers`). Without the handling of a
-    # locked branch about half the rounds of a local-path remote end in an exit 50, without
-    # the handling of a lost compare-and-swap every round does: path and file:// (one
-    # client) race five rounds between them.
+    # Each round is a real race of five processes (`Racers`), for a thread of its own. Without
+    # the handling of a locked branch about half the rounds of a local-path remote end in an
+    # exit 50, without the handling of a lost compare-and-swap every round does: path and
+    # file:// (one client) race five rounds between them.
+    threads = [
+        first.json("thread", "send", "--from", "leader", "--subject", f"race {round_}")
+        for round_ in range(3 if kind == "path" else 2)
+    ]
+    assert first("sync").returncode == 0 and machines[1]("sync").returncode == 0
+    for side in machines[2:]:
+        copy_store(machines[1].cwd / ".beads", side.cwd / ".beads")
     racers = Racers(first.env, tmp_path / "racers.log")
     request.addfinalizer(racers.close)
-    for round_ in range(3 if kind == "path" else 2):
-        made = first.json("thread", "send", "--from", "leader", "--subject", f"race {round_}")
+    for round_, made in enumerate(threads):
         thread = made["thread"]["thread_id"]
-        for side in machines:
-            assert side("sync").returncode == 0
+        if round_:  # the last round's syncs each merged more: all start at the remote's head
+            for side in machines:
+                assert side("sync").returncode == 0
         claim = ["thread", "claim", "--thread", thread, "--json"]
         ended = racers.race(
             [(side, [*claim, "--agent", f"w{n}"]) for n, side in enumerate(machines)]
