@@ -42,21 +42,12 @@ from tests.test_sync import (  # noqa: F401 - fixtures
 assert daemon  # the fixture is used by name
 
 
-def served(tmp_path: Path, daemon_url: str | None, name: str) -> tuple[Path, str]:
-    """A bare remote and the URL a store reaches it by: through the `git daemon` (its base
-    is `tmp_path/srv`), or as a local path."""
-    if daemon_url is None:
-        path = bare(tmp_path / f"{name}.git")
-        return path, str(path)
-    path = bare(tmp_path / "srv" / f"{name}.git")
-    return path, f"{daemon_url}/{name}.git"
-
-
 def cloned_pair(
     tmp_path: Path, daemon_url: str | None, name: str, request: pytest.FixtureRequest
 ) -> tuple[Path, str, GcRunner, GcRunner]:
-    """The remote `served` makes, its URL, machine a (made there by `gc init`, synced) and
-    machine b (its clone): copies of `pair_template`'s (`served_pair`)."""
+    """A bare remote named `name`, reached through the `git daemon` of `daemon_url` (its
+    base is `tmp_path/srv`) or, for None, as a local path; its URL; machine a (made there by
+    `gc init`, synced) and machine b (its clone): `pair_template`'s, copied (`served_pair`)."""
     return served_pair(tmp_path, request.getfixturevalue("pair_template"), daemon_url, name)
 
 
