@@ -51,22 +51,22 @@ def cloned_pair(
     return served_pair(tmp_path, request.getfixturevalue("pair_template"), daemon_url, name)
 
 
-def made_in_one_commit(side: GcRunner, beads: dict[str, str]) -> dict[str, str]:
-    """Beads titled as `beads`' keys, with its values as bodies, written on `side` in one
-    commit through the store's API (what a fetch then takes is under test, not how the beads
-    were made): their ids and bodies."""
-    from beads.store import Store
-
-    with Store.open(side.cwd, agent="tester") as store, store.batch() as batch:
-        return {batch.create("task", title, body).id: body for title, body in beads.items()}
-
-
-def bodies_on(side: GcRunner, beads: dict[str, str]) -> dict[str, str]:
-    """The bodies `side` holds of the beads `beads` names, read through the store's API."""
+def made_one_commit_each(side: GcRunner, beads: dict[str, str]) -> list[str]:
+    """Beads titled as `beads`' keys, with its values as bodies, made on `side` a commit each
+    as `gc bead create` makes them, through the store's API (what a fetch then takes is
+    under test, not how the beads were made): their ids, in order."""
     from beads.store import Store
 
     with Store.open(side.cwd, agent="tester") as store:
-        return {bead_id: store.get(bead_id).body for bead_id in beads}
+        return [store.create("task", title, body).id for title, body in beads.items()]
+
+
+def bodies_on(side: GcRunner, beads: list[str]) -> list[str]:
+    """The bodies `side` holds of the beads `beads`, read through the store's API."""
+    from beads.store import Store
+
+    with Store.open(side.cwd, agent="tester") as store:
+        return [store.get(bead_id).body for bead_id in beads]
 
 
 @pytest.fixture(params=["local", "daemon"])
@@ -86,18 +86,17 @@ def test_a_remote_that_git_gc_gave_a_bitmap_still_syncs_after_a_large_push(
     git("gc", "-q", cwd=remote)  # what a person maintaining the remote runs
     packs = remote / "objects" / "pack"
     assert list(packs.glob("*.bitmap")), "git gc wrote no bitmap"
-    # One push of over a hundred objects (40 beads in one commit: their blobs, a tree of
-    # each shard level for most, the commit): a pack without a bitmap beside git gc's, on a
+    # One push of 120 objects (6 a bead): a pack without a bitmap beside git gc's, on a
     # local path as on a daemon's remote (git keeps a push over receive.unpackLimit, 100,
     # as a pack).
-    made = [*made_in_one_commit(a, {f"sent {n}": "" for n in range(40)})]
+    made = made_one_commit_each(a, {f"sent {n}": "" for n in range(20)})
     assert a("sync").returncode == 0
     assert len(list(packs.glob("*.pack"))) == 2 == len(list(packs.glob("*.bitmap"))) + 1
     for _ in range(2):  # every sync after it, not only the first
         result = b("sync")
         assert result.returncode == 0, result.stderr
     assert head(b) == head(a) == git("rev-parse", "main", cwd=remote)
-    assert b.json("bead", "show", made[-1])["bead"]["title"] == "sent 39"
+    assert b.json("bead", "show", made[-1])["bead"]["title"] == "sent 19"
     # And b's own push on top of it is read by git and by a again.
     mine = make_id(b, "--title", "from b")
     assert b("sync").returncode == 0 and a("sync").returncode == 0
@@ -342,12 +341,9 @@ def test_a_pack_of_small_deltas_making_large_blobs_is_streamed_and_bounded(
 
 
 def bulk(side: GcRunner) -> None:
-    """Ten beads in one commit on `side` whose bodies (base64 of random bytes) deflate
-    little: a pack of over 7 KiB, well over the 4 KiB `sync.max_fetch_bytes` the tests set."""
-    draw = random.Random("bulk").randbytes
-    made_in_one_commit(
-        side, {f"bulk {n}": base64.encodebytes(draw(600)).decode() for n in range(10)}
-    )
+    """Ten beads on `side`, a commit each: a pack of over 7 KiB, well over the 4 KiB
+    `sync.max_fetch_bytes` the tests set."""
+    made_one_commit_each(side, {f"bulk {n}": f"text {n} " * 200 for n in range(10)})
 
 
 def refuse(kind: str, tmp_path: Path, remote: Path, a: GcRunner, b: GcRunner) -> str:
@@ -400,20 +396,19 @@ def test_an_accepted_fetch_lands_every_object_and_leaves_no_quarantine(
     import beads.git.transport as transport
 
     _remote, url, a, b = cloned_pair(tmp_path, remote_kind, "accepted", request)
-    # A few objects (stored loose), then over a hundred (stored as one pack): 40 beads in
-    # one commit are 40 blobs, a tree of each shard level for most and the commit.
-    for count in (2, 40):
-        made = made_in_one_commit(a, {f"bead {count}.{n}": f"body {n}\n" for n in range(count)})
+    # A few objects (stored loose), then over a hundred (stored as one pack).
+    for count in (2, 20):
+        made = made_one_commit_each(a, {f"bead {count}.{n}": "" for n in range(count)})
         assert a("sync").returncode == 0
         synced = b("sync")
         assert synced.returncode == 0, synced.stderr
         assert head(b) == head(a) and not quarantines(b)
-        assert bodies_on(b, made) == made
+        assert b.json("bead", "show", made[-1])["bead"]["title"] == f"bead {count}.{count - 1}"
         git("-C", str(b.cwd / ".beads" / ".git"), "fsck", "--strict", "--no-dangling")
     # Past what a fetch holds in memory, so partly moved in from its quarantine directory.
     # The fetch runs in this process: with its batch and its memory bound 48 KiB (8 MiB
     # each in use), ~80 KB of objects take the path ~10 MB would. Its first batch (over 64
-    # objects) is written to the quarantine as a pack; the rest and the commit are held.
+    # objects) is written to the quarantine as a pack; the rest and the commits are held.
     monkeypatch.setattr(transport, "STORE_BATCH_BYTES", 48 * 1024)
     monkeypatch.setattr(quarantine, "SPILL_BYTES", 48 * 1024)
     admitted: list[tuple[list[str], int]] = []  # what each admit moves in, what it holds
@@ -424,16 +419,15 @@ def test_an_accepted_fetch_lands_every_object_and_leaves_no_quarantine(
         admit(incoming)
 
     monkeypatch.setattr(quarantine.Incoming, "admit", admit_seen)
-    bodies = made_in_one_commit(
-        a, {f"spilled {n}": f"spilled {n}\n" + "words of a bead's body " * 50 for n in range(60)}
-    )
+    bodies = [f"spilled {n}\n" + "words of a bead's body " * 40 for n in range(30)]
+    made = made_one_commit_each(a, {f"spilled {n}": body for n, body in enumerate(bodies)})
     assert a("sync").returncode == 0
     synced = b("sync")
     assert synced.returncode == 0, synced.stderr
     [(spilled, held)] = admitted
     assert "pack" in spilled and held, admitted
     assert head(b) == head(a) and not quarantines(b)
-    assert bodies_on(b, bodies) == bodies
+    assert bodies_on(b, made) == bodies
     git("-C", str(b.cwd / ".beads" / ".git"), "fsck", "--strict", "--no-dangling")
 
 
