@@ -22,7 +22,7 @@ from beads.records.ids import bead_path
 from beads.store import Store
 from inbox import Delivery
 from inbox.follow import watermark
-from tests.conftest import GcRunner, git
+from tests.conftest import GcRunner, copy_store, git
 
 # Runs the hook in this interpreter, then says which heavy modules it loaded.
 HOOK = (
@@ -33,16 +33,50 @@ HOOK = (
 )
 
 
+def first_hook(gc: GcRunner) -> None:
+    """Dog's first hook in the store: the session's database follows the branch from here.
+    It runs in this process; what it loads in a process of its own is checked by
+    `test_the_first_hook_of_a_new_store_follows_the_branch_without_git`."""
+    payload = json.dumps({"session_id": "s1", "hook_event_name": "UserPromptSubmit",
+                          "cwd": str(gc.cwd)})  # fmt: skip
+    first = gc("hook", "run", input=payload, env={"GC_AGENT": "dog"})
+    assert (first.returncode, first.stdout) == (0, ""), first.stderr
+
+
 @pytest.fixture
 def project(gc_store: GcRunner) -> Path:
-    """A store as `gc init` makes it (a copy) after dog's first hook: the session's database
-    follows the branch from here. That hook runs in this process; what it loads in a process
-    of its own is checked by `test_the_first_hook_of_a_new_store_follows_the_branch_without_git`."""
-    payload = json.dumps({"session_id": "s1", "hook_event_name": "UserPromptSubmit",
-                          "cwd": str(gc_store.cwd)})  # fmt: skip
-    first = gc_store("hook", "run", input=payload, env={"GC_AGENT": "dog"})
-    assert (first.returncode, first.stdout) == (0, ""), first.stderr
+    """A store as `gc init` makes it (a copy) after dog's first hook."""
+    first_hook(gc_store)
     return gc_store.cwd
+
+
+def send_killed(gc: GcRunner) -> None:
+    """Mayor's `gc mail send` to dog, killed once the message is in the index: a process of
+    its own (the fault point is read at its start, and the kill ends it)."""
+    killed = gc("mail", "send", "dog", "-s", "Deploy", "-m", "ship it",
+                env={"GC_AGENT": "mayor", "GC_FAULT_POINT": "after-index"})  # fmt: skip
+    assert killed.returncode < 0
+
+
+@pytest.fixture(scope="module")
+def killed_sender_template(
+    tmp_path_factory: pytest.TempPathFactory, gc_init_template: Path
+) -> Path:
+    """`project`'s store after `send_killed`, made once a module (per xdist worker): its
+    `.beads`."""
+    root = tmp_path_factory.mktemp("killed-sender")
+    copy_store(gc_init_template, root / ".beads")
+    gc = GcRunner(root)
+    first_hook(gc)
+    send_killed(gc)
+    return root / ".beads"
+
+
+@pytest.fixture
+def killed_sender(gc: GcRunner, killed_sender_template: Path) -> Path:
+    """A copy of `killed_sender_template`'s store in the `gc` runner's directory."""
+    copy_store(killed_sender_template, gc.cwd / ".beads")
+    return gc.cwd
 
 
 def hook(gc: GcRunner, event: str = "UserPromptSubmit") -> tuple[str, bool]:
@@ -126,11 +160,9 @@ def test_a_push_the_index_caught_up_in_one_step_is_stepped_over(
 
 
 def test_mail_of_a_killed_sender_before_a_bead_create_is_still_announced(
-    project: Path, gc: GcRunner
+    killed_sender: Path, gc: GcRunner
 ) -> None:
-    killed = gc("mail", "send", "dog", "-s", "Deploy", "-m", "ship it",
-                env={"GC_AGENT": "mayor", "GC_FAULT_POINT": "after-index"})  # fmt: skip
-    assert killed.returncode < 0
+    project = killed_sender
     create(gc, "meanwhile")
     context, _ = hook(gc)
     assert "ship it" in context
@@ -139,11 +171,9 @@ def test_mail_of_a_killed_sender_before_a_bead_create_is_still_announced(
 
 @pytest.mark.parametrize("damage", ["links lost", "file damaged", "file gone"])
 def test_a_lost_or_damaged_record_of_commits_falls_back_to_git(
-    project: Path, gc: GcRunner, damage: str
+    killed_sender: Path, gc: GcRunner, damage: str
 ) -> None:
-    killed = gc("mail", "send", "dog", "-s", "Deploy", "-m", "ship it",
-                env={"GC_AGENT": "mayor", "GC_FAULT_POINT": "after-index"})  # fmt: skip
-    assert killed.returncode < 0
+    project = killed_sender
     create(gc, "meanwhile")
     path = project / ".beads" / ".runtime" / "index.sqlite3"
     if damage == "links lost":

@@ -27,7 +27,7 @@ from beads.records.codec import dump_bead
 from beads.records.record import Bead
 from beads.store import Store
 from beads.sync.merge import merge_bead
-from tests.conftest import THOROUGH, GcRunner
+from tests.conftest import THOROUGH, GcRunner, copy_store
 
 
 def git(*args: str, cwd: Path | None = None) -> str:
@@ -144,6 +144,25 @@ def pair_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert a("sync").returncode == 0
     assert b("clone", str(remote)).returncode == 0
     return root
+
+
+def served_pair(
+    tmp_path: Path, pair_template: Path, daemon_url: str | None, name: str
+) -> tuple[Path, str, GcRunner, GcRunner]:
+    """The pair `pair_template` made, copied into `tmp_path` with its remote moved to where a
+    remote of `name` is reached: served by the `git daemon` of `daemon_url` (its base is
+    `tmp_path/srv`) or, for None, a local path. Returns the remote, its URL, machine a (made
+    with `gc init`, pushed) and b (made with `gc clone`), both pointed at that URL."""
+    copy_template(pair_template, tmp_path)
+    remote = tmp_path / "srv" / f"{name}.git" if daemon_url else tmp_path / f"{name}.git"
+    (tmp_path / "remote.git").rename(remote)
+    url = f"{daemon_url}/{name}.git" if daemon_url else str(remote)
+    for side in ("a", "b"):
+        config = tmp_path / side / ".beads" / ".git" / "config"
+        text = config.read_text().replace(f"url = {tmp_path / 'remote.git'}\n", f"url = {url}\n")
+        assert f"url = {url}\n" in text
+        config.write_text(text)
+    return remote, url, GcRunner(tmp_path / "a"), GcRunner(tmp_path / "b")
 
 
 @pytest.fixture
@@ -469,18 +488,15 @@ sys.exit(0 if ended == [0] * len(writers) else f"writers ended {ended}")
 """
 
 
-def test_two_machines_four_writers_each_converge(tmp_path: Path, daemon: str) -> None:
+def test_two_machines_four_writers_each_converge(
+    tmp_path: Path, daemon: str, pair_template: Path
+) -> None:
     # Bounded by work unless a time is asked for: 4 writes a writer are one of each kind, 32
     # writes from 8 processes at once, which is what the claim needs; a time-bound soak takes
     # whatever CPU the machine has free.
     seconds = float(os.environ.get("GC_SYNC_SOAK_SECONDS", "10" if THOROUGH else "0"))
     count = 0 if seconds else 4
-    url = f"{daemon}/shared.git"
-    a, b = machine(tmp_path, "a"), machine(tmp_path, "b")
-    assert a("init").returncode == 0
-    assert a("remote", "add", "origin", url).returncode == 0
-    assert a("sync").returncode == 0
-    assert b("clone", url).returncode == 0
+    remote, _url, a, b = served_pair(tmp_path, pair_template, daemon, "soak")
     until = time.time() + seconds
     # Four writers a machine, agents w0 to w3, each with its log.
     writers = [[str(side.cwd), f"w{n}", str(tmp_path / f"{side.cwd.name}-{n}.log")]
@@ -528,7 +544,6 @@ def test_two_machines_four_writers_each_converge(tmp_path: Path, daemon: str) ->
                 assert words[4] in beads[words[2]]["labels"], (side.cwd.name, words)
             elif words[:2] == ["bead", "close"]:
                 assert beads[words[2]]["status"] == "closed", (side.cwd.name, words)
-    remote = tmp_path / "srv" / "shared.git"
     git("fsck", "--strict", cwd=remote)
     assert git("rev-parse", "main^{tree}", cwd=remote) == tree(a)
     assert "<<<<<<<" not in git("log", "-p", "main", cwd=remote)
@@ -564,8 +579,9 @@ def test_sync_auto_pushes_after_writes_and_hooks_fetch(
     assert status["last_error"] is None and status["last_sync"]
 
 
-@pytest.mark.gc_process
 def test_sync_watch_keeps_syncing(pair: tuple[GcRunner, GcRunner, Path]) -> None:
+    # The watcher is a process of its own, as a person leaves it running; what it is
+    # watched with (a's write and push, b's reads) runs in this process.
     a, b, _remote = pair
     from tests.conftest import gc_program
 
@@ -607,20 +623,19 @@ def test_a_claim_is_confirmed_by_the_remote(pair: tuple[GcRunner, GcRunner, Path
     assert tree(a) == tree(b)
 
 
-def test_a_thin_pack_with_deltas_on_our_objects_is_taken(tmp_path: Path, daemon: str) -> None:
+def test_a_thin_pack_with_deltas_on_our_objects_is_taken(
+    tmp_path: Path, daemon: str, pair_template: Path
+) -> None:
     # git's upload-pack sends a changed blob as a delta on the old one the fetcher already
     # has (a thin pack, REF_DELTA): its base is named by a binary id, which must be read as
     # one (it was taken for a hex id: "Incorrect length of hexsha", exit 50 mid-soak).
-    url = f"{daemon}/shared.git"
-    a, b = machine(tmp_path, "a"), machine(tmp_path, "b")
-    assert a("init").returncode == 0 and a("remote", "add", "origin", url).returncode == 0
+    remote, _url, a, b = served_pair(tmp_path, pair_template, daemon, "thin")
     body = "".join(f"line {n}: the same long text on both machines\n" for n in range(400))
     made = make_id(a, "--title", "big", "--body", body)
-    assert a("sync").returncode == 0
-    assert b("clone", url).returncode == 0
+    assert a("sync").returncode == 0 and b("sync").returncode == 0
     assert a("bead", "update", made, "--body", body + "one more line\n").returncode == 0
     assert a("sync").returncode == 0
-    git("-C", str(tmp_path / "srv" / "shared.git"), "repack", "-adf")  # deltas on the server
+    git("-C", str(remote), "repack", "-adf")  # deltas on the server
     result = b("sync")
     assert result.returncode == 0, result.stderr
     assert b.json("bead", "show", made)["bead"]["body"].endswith("one more line\n")
@@ -1092,10 +1107,12 @@ def test_a_name_outside_the_layout_in_head_is_never_written_to_the_view(
     assert a.json("bead", "show", other)["bead"]["title"] == "after"
 
 
-# Runs `gc` racers, each in a process of its own and in its own directory, let go at once:
-# forked from one process that loaded what a claim loads (once, not once a racer), each runs
-# what the console script runs (`entry.script`) and ends as its process would. argv[1]: JSON
-# [[cwd, [gc args]], ...]; prints JSON [[exit code, stdout, stderr], ...].
+# Runs rounds of `gc` racers, each racer in a process of its own and in its own directory, the
+# racers of a round let go at once: forked from one process that loaded what a claim loads
+# (once for every round, not once a racer or a round), each runs what the console script runs
+# (`entry.script`) and ends as its process would. Each line of stdin is a round, JSON
+# [[cwd, [gc args]], ...]; for each, once all its racers ended, one line of JSON
+# [[exit code, stdout, stderr], ...] on stdout.
 RACERS = r"""
 import importlib, json, os, sys, tempfile
 from gc_beads import entry
@@ -1108,40 +1125,63 @@ for name in (  # what a claim loads: its command, the store, its sync (fetch, ga
     "dulwich.client", "dulwich.diff_tree", "dulwich.graph",
 ):
     importlib.import_module(name)
-start, go = os.pipe()
-forked = []
-for cwd, args in json.loads(sys.argv[1]):
-    out, err = tempfile.TemporaryFile(), tempfile.TemporaryFile()
-    pid = os.fork()
-    if pid == 0:
-        os.close(go)
-        os.read(start, 1)  # returns once the last racer is forked and `go` closed
-        os.chdir(cwd)
-        os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
-        os.dup2(out.fileno(), 1)
-        os.dup2(err.fileno(), 2)
-        sys.argv = ["gc", *args]
-        entry.script()  # ends the process: sys.exit with gc's exit code
-    forked.append((pid, out, err))
-os.close(go)
-ended = []
-for pid, out, err in forked:
-    code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
-    out.seek(0)
-    err.seek(0)
-    ended.append([code, out.read().decode(), err.read().decode()])
-print(json.dumps(ended))
+for line in sys.stdin:
+    start, go = os.pipe()
+    forked = []
+    for cwd, args in json.loads(line):
+        out, err = tempfile.TemporaryFile(), tempfile.TemporaryFile()
+        pid = os.fork()
+        if pid == 0:
+            os.close(go)
+            os.read(start, 1)  # returns once the last racer is forked and `go` closed
+            os.chdir(cwd)
+            os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+            os.dup2(out.fileno(), 1)
+            os.dup2(err.fileno(), 2)
+            sys.argv = ["gc", *args]
+            entry.script()  # ends the process: sys.exit with gc's exit code
+        forked.append((pid, out, err))
+    os.close(go)
+    os.close(start)
+    ended = []
+    for pid, out, err in forked:
+        code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+        out.seek(0)
+        err.seek(0)
+        ended.append([code, out.read().decode(), err.read().decode()])
+        out.close()
+        err.close()
+    print(json.dumps(ended), flush=True)
 """
 
 
-def race(runs: list[tuple[GcRunner, list[str]]]) -> list[tuple[int, str, str]]:
-    """Run `gc args` on each machine at once (`RACERS`), in the environment every runner
-    has (the test's, less GC_ variables): exit code, stdout, stderr each."""
-    racers = json.dumps([[str(side.cwd), args] for side, args in runs])
-    done = subprocess.run([sys.executable, "-c", RACERS, racers], env=runs[0][0].env,
-                          capture_output=True, text=True, timeout=120)  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    return [(code, out, err) for code, out, err in json.loads(done.stdout)]
+class Racers:
+    """The `RACERS` process, in the environment every runner has (the test's, less GC_
+    variables); `race` runs one round."""
+
+    def __init__(self, env: dict[str, str], errors: Path) -> None:
+        self.errors = errors.open("w")
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", RACERS], env=env, stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=self.errors, text=True,
+        )  # fmt: skip
+
+    def race(self, runs: list[tuple[GcRunner, list[str]]]) -> list[tuple[int, str, str]]:
+        """Run `gc args` on each machine at once: exit code, stdout, stderr each."""
+        assert self.process.stdin and self.process.stdout
+        self.process.stdin.write(json.dumps([[str(side.cwd), args] for side, args in runs]))
+        self.process.stdin.write("\n")
+        self.process.stdin.flush()
+        line = self.process.stdout.readline()
+        assert line, Path(self.errors.name).read_text()
+        return [(code, out, err) for code, out, err in json.loads(line)]
+
+    def close(self) -> None:
+        if self.process.stdin:
+            self.process.stdin.close()
+        code = self.process.wait(timeout=120)
+        self.errors.close()
+        assert code == 0, Path(self.errors.name).read_text()
 
 
 @pytest.mark.parametrize("kind", ["path", "file", "git"])
@@ -1151,11 +1191,10 @@ def test_racing_claims_on_separate_machines_end_in_one_winner_and_clean_conflict
     # Several machines claim one thread at once, each pushing to the one remote: for every
     # kind of remote one claim stands and the others are exit 20 lease_conflict. A local-path
     # remote's ref lock, its compare-and-swap and its refs read after packing were exit 50.
-    # Five machines: the pair's a (gc init, pushed) and b (gc clone) with three copies of b,
-    # each the store a `gc clone` of that remote makes; all pointed at this kind of remote.
+    # Five machines: the pair's a (gc init) and b (gc clone), pointed at this kind of remote,
+    # and three copies of b once it synced the threads a sent (each the store a `gc clone` of
+    # that remote then makes).
     copy_template(pair_template, tmp_path)
-    for n in range(2, 5):
-        shutil.copytree(tmp_path / "b", tmp_path / f"m{n}", symlinks=True)
     (tmp_path / "a").rename(tmp_path / "m0")
     (tmp_path / "b").rename(tmp_path / "m1")
     if kind == "git":  # the daemon serves the remote
@@ -1166,23 +1205,34 @@ def test_racing_claims_on_separate_machines_end_in_one_winner_and_clean_conflict
         where = (tmp_path / "remote.git").rename(tmp_path / "shared.git")
         url = str(where) if kind == "path" else where.as_uri()
     machines = [GcRunner(tmp_path / f"m{n}") for n in range(5)]
-    for side in machines:
+    for side in machines[:2]:
         config = side.cwd / ".beads" / ".git" / "config"
         text = config.read_text().replace(f"url = {tmp_path / 'remote.git'}\n", f"url = {url}\n")
         assert f"url = {url}\n" in text
         config.write_text(text)
     first = machines[0]
-    # Each round is a real race of five processes (`race`). Without the handling of a locked
-    # branch about half the rounds of a local-path remote end in an exit 50, without the
-    # handling of a lost compare-and-swap every round does: path and file:// (one client)
-    # race five rounds between them.
-    for round_ in range(3 if kind == "path" else 2):
-        made = first.json("thread", "send", "--from", "leader", "--subject", f"race {round_}")
+    # Each round is a real race of five processes (`Racers`), for a thread of its own. Without
+    # the handling of a locked branch about half the rounds of a local-path remote end in an
+    # exit 50, without the handling of a lost compare-and-swap every round does: path and
+    # file:// (one client) race five rounds between them.
+    threads = [
+        first.json("thread", "send", "--from", "leader", "--subject", f"race {round_}")
+        for round_ in range(3 if kind == "path" else 2)
+    ]
+    assert first("sync").returncode == 0 and machines[1]("sync").returncode == 0
+    for side in machines[2:]:
+        copy_store(machines[1].cwd / ".beads", side.cwd / ".beads")
+    racers = Racers(first.env, tmp_path / "racers.log")
+    request.addfinalizer(racers.close)
+    for round_, made in enumerate(threads):
         thread = made["thread"]["thread_id"]
-        for side in machines:
-            assert side("sync").returncode == 0
+        if round_:  # the last round's syncs each merged more: all start at the remote's head
+            for side in machines:
+                assert side("sync").returncode == 0
         claim = ["thread", "claim", "--thread", thread, "--json"]
-        ended = race([(side, [*claim, "--agent", f"w{n}"]) for n, side in enumerate(machines)])
+        ended = racers.race(
+            [(side, [*claim, "--agent", f"w{n}"]) for n, side in enumerate(machines)]
+        )
         codes = sorted(code for code, _out, _err in ended)
         assert codes == [0] + [20] * (len(machines) - 1), [e for e in ended if e[0] != 20]
         winner = next(json.loads(out) for code, out, _err in ended if code == 0)["lease"]
