@@ -5,6 +5,7 @@ Run from the project root (needs `git`, for `git daemon`, the server the remotes
 
     python bench/bench_sync.py            # 100,000 beads against 1,000 (~5 min)
     python bench/bench_sync.py --quick    # 10,000 beads against 1,000
+    python bench/bench_sync.py --only 1 --remote path   # figure 1 through a local-path remote
 
 Figures (each prints its numbers, the target and PASS/FAIL):
   1. `gc sync` of 10 new beads on each side (the syncing machine fetches the other's 10,
@@ -12,7 +13,9 @@ Figures (each prints its numbers, the target and PASS/FAIL):
      the large size as at 1,000 beads: the cost follows the change, not the store. Both
      stores are built with batches of 5,000 and then compacted into one pack, as
      `gc doctor --gc` does (`--no-compact` keeps a pack a batch: every object lookup then
-     probes 20 packs at 100k, a cost of the pack count, not of sync);
+     probes 20 packs at 100k, a cost of the pack count, not of sync). `--remote path`: the
+     remote is a bare repository named by its path, which gc reads in its own process
+     (`beads.git.localfetch`), instead of `git daemon`;
   2. convergence with `sync.auto` on and `sync.interval` 2 s through `git daemon`: the time
      from a send on machine A to the message in machine B's inbox, median and p95 (goal:
      median under 2 intervals). B's hooks are simulated by calling what each hook calls
@@ -34,7 +37,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 from beads.store import Store
@@ -48,6 +51,7 @@ ROUNDS = 5
 SENDS = 20
 INTERVAL = 2.0
 COMPACT = True  # --no-compact: keep the pack of each build batch
+REMOTE = "daemon"  # --remote path: figure 1's remote named by its path
 
 
 def log(text: str) -> None:
@@ -138,7 +142,8 @@ def figure_1(work: Path, large: int) -> tuple[str, bool]:
         (where / "srv").mkdir(parents=True)
         subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(where / "srv" / "s.git")],
                        check=True)  # fmt: skip
-        with git_daemon(where / "srv") as base:
+        served = git_daemon(where / "srv") if REMOTE == "daemon" else nullcontext(where / "srv")
+        with served as base:
             a, b = machines(where, f"{base}/s.git", size)
             times = sync_rounds(a, b)
         medians[size] = statistics.median(times)
@@ -148,7 +153,8 @@ def figure_1(work: Path, large: int) -> tuple[str, bool]:
     passed = ratio <= 1.5
     return (
         f"1. gc sync of 10 new beads each side: {medians[1000] * 1000:.0f} ms at 1,000 beads, "
-        f"{medians[large] * 1000:.0f} ms at {large:,} (median of {ROUNDS}; a merge each) = "
+        f"{medians[large] * 1000:.0f} ms at {large:,} (median of {ROUNDS}; a merge each; "
+        f"{REMOTE} remote) = "
         f"{ratio:.2f}x (target <= 1.5x) {'PASS' if passed else 'FAIL'}",
         passed,
     )
@@ -203,9 +209,14 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="10,000 beads, not 100,000")
     parser.add_argument("--only", choices=("1", "2"), help="run one figure")
     parser.add_argument("--no-compact", action="store_true", help="one pack a build batch")
+    parser.add_argument(
+        "--remote", choices=("daemon", "path"), default="daemon",
+        help="figure 1's remote: git daemon, or a path gc reads itself",
+    )  # fmt: skip
     args = parser.parse_args()
-    global COMPACT
+    global COMPACT, REMOTE
     COMPACT = not args.no_compact
+    REMOTE = args.remote
     large = 10_000 if args.quick else 100_000
     work = Path(tempfile.mkdtemp(prefix="bench-sync-"))
     lines = []

@@ -20,6 +20,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -676,3 +677,87 @@ def test_a_quarantine_removed_under_a_fetch_fails_it_and_lands_nothing(
         incoming.admit()
     assert not any(store.git.has_object(blob.id) for blob in first + second)
     store.close()
+
+
+def test_a_local_fetch_sends_all_the_receiver_lacks_and_reads_no_older_history() -> None:
+    """What a local-path remote sends (`localfetch.new_objects`) completes the receiver's
+    history: a change, a revert to a blob the receiver holds, a move, a merge and an empty
+    commit; and the walk stops at the commit the receiver holds: nothing older is read."""
+    from dulwich.object_store import MemoryObjectStore
+    from dulwich.objects import Blob, Commit, Tree
+
+    from beads.git.localfetch import new_objects
+
+    store = MemoryObjectStore()
+    times = iter(range(1_700_000_000, 1_800_000_000))
+
+    def blob(text: str) -> bytes:
+        made = Blob.from_string(text.encode())
+        store.add_object(made)
+        return made.id
+
+    def tree(entries: dict[str, bytes | dict]) -> bytes:
+        made = Tree()
+        for name, value in entries.items():
+            if isinstance(value, dict):
+                made.add(name.encode(), 0o040000, tree(value))
+            else:
+                made.add(name.encode(), 0o100644, value)
+        store.add_object(made)
+        return made.id
+
+    def commit(tree_id: bytes, *parents: bytes) -> bytes:
+        made = Commit()
+        made.tree, made.parents = tree_id, list(parents)
+        made.author = made.committer = b"t <t@example.com>"
+        made.author_time = made.commit_time = next(times)
+        made.author_timezone = made.commit_timezone = 0
+        made.message = b"m"
+        store.add_object(made)
+        return made.id
+
+    one, two = blob("one"), blob("two")
+    older = commit(tree({"task": {"a.yaml": blob("oldest")}}))
+    for n in range(20):  # history the receiver holds below its head
+        older = commit(tree({"task": {"a.yaml": blob(f"old {n}")}}), older)
+    held = commit(tree({"task": {"a.yaml": one}, "note": {"b.yaml": two}}), older)
+    changed = commit(tree({"task": {"a.yaml": blob("three")}, "note": {"b.yaml": two}}), held)
+    reverted_and_moved = commit(tree({"task": {"a.yaml": one}, "moved": {"b.yaml": two}}), changed)
+    side = commit(
+        tree({"task": {"a.yaml": one}, "note": {"b.yaml": two}, "d": {"z": blob("z")}}), held
+    )
+    empty = commit(store[side].tree, side)
+    merged = commit(
+        tree({"task": {"a.yaml": one}, "moved": {"b.yaml": two}, "d": {"z": blob("z")}}),
+        reverted_and_moved,
+        empty,
+    )
+
+    def closure(sha: bytes) -> set[bytes]:
+        found, stack = set(), [sha]
+        while stack:
+            obj = store[stack.pop()]
+            if obj.id in found:
+                continue
+            found.add(obj.id)
+            if isinstance(obj, Commit):
+                stack += [obj.tree, *obj.parents]
+            elif isinstance(obj, Tree):
+                stack += [entry.sha for entry in obj.iteritems()]
+        return found
+
+    read: list[bytes] = []
+
+    class Counting:
+        def __getitem__(self, sha: bytes) -> Any:
+            read.append(sha)
+            return store[sha]
+
+    receiver = closure(held)
+    sent, bases = new_objects(Counting(), [merged], lambda sha: sha in receiver)
+    ids = {sha for sha, _hint in sent}
+    assert closure(merged) <= ids | receiver  # nothing the receiver lacks is left out
+    assert {held, older} & ids == set()  # the held history is never sent
+    assert bases <= receiver  # a thin pack names only bases the receiver holds
+    assert set(read) <= closure(merged) - (closure(older))  # never below the held commit
+    assert all(store[sha].type_num == hint[0] for sha, hint in sent)

@@ -11,11 +11,18 @@ things make it need care:
 - Every object sent is read, whole, in this process: each one's size is first read from its
   header (`beads.packcheck.stored_size`), and one over the limit refused before it is
   inflated.
+
+What to send is found by `new_objects`, a walk of the new history that stops at the commits
+the receiving store holds (it asks the store itself: a store holds each of its commits with
+everything it names), and reads of each new commit only the paths its parents did not have.
+dulwich's own finder first walks the whole history of the receiver's commits and the whole
+tree of each one the new history meets: a sync's cost would follow the store's size.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import stat
+from collections.abc import Callable, Iterator
 from contextlib import closing
 from pathlib import Path
 from typing import Any
@@ -34,6 +41,34 @@ class _GraphWalkStore:
         from dulwich.object_store import GraphTraversalReachability
 
         return GraphTraversalReachability(self.store)
+
+    def iter_unpacked_subset(
+        self, shas: Any, *, allow_missing: bool = False, convert_ofs_delta: bool = True
+    ) -> Iterator[Any]:
+        """Each object of `shas` (hex ids) that a pack holds, as stored (a delta stays a
+        delta), read at its offset: how a pack's deltas are found for reuse. dulwich's own
+        reads every object of every pack to find them, a cost of the repository's size."""
+        from dulwich.objects import hex_to_sha
+        from dulwich.pack import UnpackedObject
+
+        packs = list(self.store.packs)
+        for sha in shas:
+            for pack in packs:
+                if sha in pack:
+                    stored = pack.get_unpacked_object(sha, convert_ofs_delta=convert_ofs_delta)
+                    yield UnpackedObject(  # with its id, which a delta alone does not give
+                        stored.pack_type_num,
+                        delta_base=stored.delta_base,
+                        decomp_len=stored.decomp_len,
+                        crc32=stored.crc32,
+                        sha=hex_to_sha(sha),
+                        decomp_chunks=stored.decomp_chunks,
+                        offset=stored.offset,
+                    )
+                    break
+            else:
+                if not allow_missing:
+                    raise KeyError(sha)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.store, name)
@@ -58,15 +93,14 @@ def _graph_store(path: str, config: Any) -> Any:
 def fetch_pack(
     path: str,
     determine_wants: Callable[..., list[bytes]],
-    graph_walker: Any,
+    held: Callable[[bytes], bool],
     write: Callable[[bytes], Any],
     limit: int,
     what: str,
 ) -> dict[bytes, bytes]:
-    """Send to `write` a pack of what `determine_wants` asks of the repository at `path`
-    (less what `graph_walker` says we hold); returns its refs. An object over `limit` bytes
-    is refused (InvalidInput) before it is read."""
-    from dulwich.object_store import MissingObjectFinder
+    """Send to `write` a pack of what `determine_wants` asks of the repository at `path`,
+    less the history of the commits `held` says the receiver holds; returns its refs. An
+    object over `limit` bytes is refused (InvalidInput) before it is read."""
     from dulwich.pack import load_pack_index, write_pack_from_container
     from dulwich.repo import Repo
 
@@ -76,14 +110,12 @@ def fetch_pack(
             listed = repo.get_refs()
             # Each commit looked up once: a flood of tags on one commit (refused by count
             # in `determine_wants`) costs one lookup, not one a tag.
-            held = {sha: sha in store for sha in set(listed.values())}
-            refs = {ref: sha for ref, sha in listed.items() if held[sha]}
+            present = {sha: sha in store for sha in set(listed.values())}
+            refs = {ref: sha for ref, sha in listed.items() if present[sha]}
             wants = determine_wants(refs)
             if not wants:
                 return refs
-            haves = store.find_common_revisions(graph_walker)
-            finder = MissingObjectFinder(store, haves=haves, wants=wants)
-            object_ids = list(finder)
+            object_ids, receiver_has = new_objects(store, wants, held)
             objects_dir = Path(store.path)
             indexes = [
                 (idx.with_suffix(".pack"), load_pack_index(str(idx), repo.object_format))
@@ -103,8 +135,63 @@ def fetch_pack(
                 store,
                 object_ids,
                 repo.object_format,
-                other_haves=finder.get_remote_has(),
+                other_haves=receiver_has,
             )
             return refs
         finally:
             store.close()
+
+
+def new_objects(
+    store: Any, wants: list[bytes], held: Callable[[bytes], bool]
+) -> tuple[list[tuple[bytes, tuple[int, bytes | None]]], set[bytes]]:
+    """The objects of the history of `wants` in `store` that a receiver lacks when it holds
+    the commits `held` says it holds, each with its pack hint (type, name); and the ids of
+    objects the receiver holds that those were compared with (bases a thin pack may name).
+
+    The walk goes from `wants` down to the held commits; of each new commit it reads the
+    trees along the paths where it differs from its parents (what a parent has at a path
+    is the parent's: held by the receiver, or sent with the parent). A missing object
+    raises dulwich's KeyError with its id. A want that is not a commit is sent alone: the
+    receiver's checks refuse what is not a store's commit."""
+    from dulwich.objects import Blob, Commit, Tree
+
+    out: dict[bytes, tuple[int, bytes | None]] = {}
+    bases: set[bytes] = set()
+    commits: list[Commit] = []
+    stack = list(wants)
+    while stack:
+        sha = stack.pop()
+        if sha in out or held(sha):
+            continue
+        obj = store[sha]
+        out[sha] = (obj.type_num, None)
+        if isinstance(obj, Commit):
+            commits.append(obj)
+            stack.extend(obj.parents)
+
+    def walk(tree: Tree, olds: list[Tree]) -> None:
+        for entry in tree.iteritems():
+            before = [old[entry.path][1] for old in olds if entry.path in old]
+            if entry.sha in before or entry.sha in out or _is_gitlink(entry.mode):
+                continue
+            bases.update(before)
+            if stat.S_ISDIR(entry.mode):
+                out[entry.sha] = (Tree.type_num, entry.path)
+                older = [store[sha] for sha in before]
+                walk(store[entry.sha], [old for old in older if isinstance(old, Tree)])
+            else:
+                out[entry.sha] = (Blob.type_num, entry.path)
+
+    for commit in commits:
+        parent_trees = [store[store[parent].tree] for parent in commit.parents]
+        bases.update(tree.id for tree in parent_trees)
+        if commit.tree not in out and all(tree.id != commit.tree for tree in parent_trees):
+            out[commit.tree] = (Tree.type_num, b"")
+            walk(store[commit.tree], parent_trees)
+    return list(out.items()), bases - out.keys()
+
+
+def _is_gitlink(mode: int) -> bool:
+    """Whether a tree entry of `mode` names a submodule's commit (never sent, as git does)."""
+    return stat.S_IFMT(mode) == 0o160000

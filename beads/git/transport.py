@@ -101,16 +101,25 @@ def receive(
     from dulwich.client import LocalGitClient
     from dulwich.object_store import ObjectStoreGraphWalker
 
+    offered = [h for h in heads if git.has_object(h)]
+    if isinstance(client, LocalGitClient):
+        from beads.git import localfetch
+
+        # Read here, the remote's history is walked down to the commits this store holds
+        # (each with all it names). Offering none asks for everything (a repair).
+        held = git.has_object if offered else _nothing_held
+        return localfetch.fetch_pack(path, wants, held, write, max_object, what)
+
     def parents(sha: bytes) -> list[bytes]:
         commit = git.commit_of(sha)
         return list(commit.parents) if commit is not None else []
 
-    walker = ObjectStoreGraphWalker([h for h in heads if git.has_object(h)], parents)
-    if isinstance(client, LocalGitClient):
-        from beads.git import localfetch
-
-        return localfetch.fetch_pack(path, wants, walker, write, max_object, what)
+    walker = ObjectStoreGraphWalker(offered, parents)
     return client.fetch_pack(path, wants, walker, write, progress=progress).refs
+
+
+def _nothing_held(sha: bytes) -> bool:
+    return False
 
 
 def objects_in(received: Any, size: int) -> Iterator[Any]:
