@@ -170,25 +170,35 @@ def new_objects(
             commits.append(obj)
             stack.extend(obj.parents)
 
-    def walk(tree: Tree, olds: list[Tree]) -> None:
-        for entry in tree.iteritems():
-            before = [old[entry.path][1] for old in olds if entry.path in old]
-            if entry.sha in before or entry.sha in out or _is_gitlink(entry.mode):
+    def walk(tree: Any, olds: list[Tree]) -> None:
+        # A stack, not recursion: a remote's trees may nest deeper than Python recurses.
+        todo = [(tree, olds)]
+        while todo:
+            tree, olds = todo.pop()
+            if not isinstance(tree, Tree):  # a directory entry naming no tree: sent alone
                 continue
-            bases.update(before)
-            if stat.S_ISDIR(entry.mode):
-                out[entry.sha] = (Tree.type_num, entry.path)
-                older = [store[sha] for sha in before]
-                walk(store[entry.sha], [old for old in older if isinstance(old, Tree)])
-            else:
-                out[entry.sha] = (Blob.type_num, entry.path)
+            for entry in tree.iteritems():
+                before = [old[entry.path][1] for old in olds if entry.path in old]
+                if entry.sha in before or entry.sha in out or _is_gitlink(entry.mode):
+                    continue
+                bases.update(before)
+                if stat.S_ISDIR(entry.mode):
+                    out[entry.sha] = (Tree.type_num, entry.path)
+                    older = [store[sha] for sha in before]
+                    todo.append((store[entry.sha], [old for old in older if isinstance(old, Tree)]))
+                else:
+                    out[entry.sha] = (Blob.type_num, entry.path)
 
     for commit in commits:
-        parent_trees = [store[store[parent].tree] for parent in commit.parents]
+        parents = [store[store[parent].tree] for parent in commit.parents]
+        parent_trees = [tree for tree in parents if isinstance(tree, Tree)]
         bases.update(tree.id for tree in parent_trees)
-        if commit.tree not in out and all(tree.id != commit.tree for tree in parent_trees):
-            out[commit.tree] = (Tree.type_num, b"")
-            walk(store[commit.tree], parent_trees)
+        if commit.tree in out or any(tree.id == commit.tree for tree in parent_trees):
+            continue
+        root = store[commit.tree]
+        out[commit.tree] = (root.type_num, b"")
+        if isinstance(root, Tree):  # else sent alone, for the receiver's checks to refuse
+            walk(root, parent_trees)
     return list(out.items()), bases - out.keys()
 
 
