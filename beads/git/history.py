@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from beads.errors import StorageError
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
 
     from beads.git.repo import GitRepo
 
@@ -65,19 +65,26 @@ def only_in(git: GitRepo, new: bytes, known: bytes | None) -> list[bytes]:
     return sorted(only, key=lambda sha: -times[sha])
 
 
-def objects_since(git: GitRepo, new: bytes, known: bytes | None) -> list[Any]:
+def objects_since(
+    git: GitRepo, new: bytes, known: bytes | None, working: Callable[[], None] = lambda: None
+) -> list[Any]:
     """The objects a holder of `known` lacks to have `new`: each commit `known` does not
     reach, with the trees and blobs its tree holds that none of its parents hold at the same
-    path (read only along the paths that changed)."""
+    path (read only along the paths that changed). `working()` is called once per 1,000
+    trees read (a push's deadline counts silence; a large first push is work)."""
     from dulwich.objects import Tree
 
     out: dict[bytes, Any] = {}
+    trees = [0]
 
     def walk(tree_id: bytes, olds: list[bytes]) -> None:
         if tree_id in out or tree_id in olds:
             return
         tree = git.objects[tree_id]
         out[tree_id] = tree
+        trees[0] += 1
+        if trees[0] % 1000 == 0:
+            working()
         old_trees = [git.objects[old] for old in olds]
         for entry in tree.iteritems():
             before = [t[entry.path][1] for t in old_trees if entry.path in t]

@@ -29,6 +29,9 @@ from typing import Any
 
 from beads.git.packcheck import stored_size, too_large
 
+# Objects found between two calls of a walk's `working` (`new_objects`).
+WORKING_EVERY = 1000
+
 
 class _GraphWalkStore:
     """An object store that walks history by its commits, never by bitmaps: dulwich's store,
@@ -97,10 +100,13 @@ def fetch_pack(
     write: Callable[[bytes], Any],
     limit: int,
     what: str,
+    working: Callable[[], None],
 ) -> dict[bytes, bytes]:
     """Send to `write` a pack of what `determine_wants` asks of the repository at `path`,
     less the history of the commits `held` says the receiver holds; returns its refs. An
-    object over `limit` bytes is refused (InvalidInput) before it is read."""
+    object over `limit` bytes is refused (InvalidInput) before it is read. `working` is
+    called now and then while the objects are found (the exchange's deadline counts
+    silence, and a walk of a large history is work, not silence)."""
     from dulwich.pack import load_pack_index, write_pack_from_container
     from dulwich.repo import Repo
 
@@ -115,7 +121,7 @@ def fetch_pack(
             wants = determine_wants(refs)
             if not wants:
                 return refs
-            object_ids, receiver_has = new_objects(store, wants, held)
+            object_ids, receiver_has = new_objects(store, wants, held, working)
             objects_dir = Path(store.path)
             indexes = [
                 (idx.with_suffix(".pack"), load_pack_index(str(idx), repo.object_format))
@@ -143,7 +149,10 @@ def fetch_pack(
 
 
 def new_objects(
-    store: Any, wants: list[bytes], held: Callable[[bytes], bool]
+    store: Any,
+    wants: list[bytes],
+    held: Callable[[bytes], bool],
+    working: Callable[[], None] = lambda: None,
 ) -> tuple[list[tuple[bytes, tuple[int, bytes | None]]], set[bytes]]:
     """The objects of the history of `wants` in `store` that a receiver lacks when it holds
     the commits `held` says it holds, each with its pack hint (type, name); and the ids of
@@ -153,19 +162,26 @@ def new_objects(
     trees along the paths where it differs from its parents (what a parent has at a path
     is the parent's: held by the receiver, or sent with the parent). A missing object
     raises dulwich's KeyError with its id. A want that is not a commit is sent alone: the
-    receiver's checks refuse what is not a store's commit."""
+    receiver's checks refuse what is not a store's commit. `working()` is called once per
+    `WORKING_EVERY` objects found."""
     from dulwich.objects import Blob, Commit, Tree
 
     out: dict[bytes, tuple[int, bytes | None]] = {}
     bases: set[bytes] = set()
     commits: list[Commit] = []
+
+    def found(sha: bytes, type_num: int, name: bytes | None) -> None:
+        out[sha] = (type_num, name)
+        if len(out) % WORKING_EVERY == 0:
+            working()
+
     stack = list(wants)
     while stack:
         sha = stack.pop()
         if sha in out or held(sha):
             continue
         obj = store[sha]
-        out[sha] = (obj.type_num, None)
+        found(sha, obj.type_num, None)
         if isinstance(obj, Commit):
             commits.append(obj)
             stack.extend(obj.parents)
@@ -183,11 +199,11 @@ def new_objects(
                     continue
                 bases.update(before)
                 if stat.S_ISDIR(entry.mode):
-                    out[entry.sha] = (Tree.type_num, entry.path)
+                    found(entry.sha, Tree.type_num, entry.path)
                     older = [store[sha] for sha in before]
                     todo.append((store[entry.sha], [old for old in older if isinstance(old, Tree)]))
                 else:
-                    out[entry.sha] = (Blob.type_num, entry.path)
+                    found(entry.sha, Blob.type_num, entry.path)
 
     for commit in commits:
         parents = [store[store[parent].tree] for parent in commit.parents]
@@ -196,7 +212,7 @@ def new_objects(
         if commit.tree in out or any(tree.id == commit.tree for tree in parent_trees):
             continue
         root = store[commit.tree]
-        out[commit.tree] = (root.type_num, b"")
+        found(commit.tree, root.type_num, b"")
         if isinstance(root, Tree):  # else sent alone, for the receiver's checks to refuse
             walk(root, parent_trees)
     return list(out.items()), bases - out.keys()

@@ -108,7 +108,7 @@ def receive(
         # Read here, the remote's history is walked down to the commits this store holds
         # (each with all it names). Offering none asks for everything (a repair).
         held = git.has_object if offered else _nothing_held
-        return localfetch.fetch_pack(path, wants, held, write, max_object, what)
+        return localfetch.fetch_pack(path, wants, held, write, max_object, what, progress)
 
     def parents(sha: bytes) -> list[bytes]:
         commit = git.commit_of(sha)
@@ -232,15 +232,26 @@ def send(
     a local-path remote's branch was locked by another push (that push moves it)."""
     from dulwich.file import FileLocked
 
+    working = progress  # the deadline's: writing a large pack is work, not silence
+
     def pack_data(have: Any, want: Any, *, ofs_delta: bool = False, progress: Any = None) -> Any:
         from dulwich.pack import pack_objects_to_data
 
-        return pack_objects_to_data([(obj, None) for obj in objects()], ofs_delta=False)
+        count, records = pack_objects_to_data([(obj, None) for obj in objects()], ofs_delta=False)
+        return count, _working_every(records, 1000, working)
 
     try:
         return client.send_pack(path, update_refs, pack_data, progress=progress)
     except FileLocked:
         return None
+
+
+def _working_every(items: Iterator[Any], every: int, working: Callable[[], None]) -> Iterator[Any]:
+    """`items`, calling `working()` once per `every` of them."""
+    for n, item in enumerate(items, 1):
+        if n % every == 0:
+            working()
+        yield item
 
 
 def remote_head(client: GitClient, path: str, branch: bytes) -> bytes | None:

@@ -333,7 +333,12 @@ def push(git: GitRepo, url: str, expected: bytes | None, new: bytes) -> bool:
     try:
         with deadline(timeout, timer=_needs_timer(client)) as progress:
             result = transport.send(
-                git, client, path, update_refs, lambda: objects_since(git, new, expected), progress
+                git,
+                client,
+                path,
+                update_refs,
+                lambda: objects_since(git, new, expected, progress),
+                progress,
             )
     except GcError:
         raise
@@ -381,8 +386,10 @@ def only_in(git: GitRepo, new: bytes, known: bytes | None) -> list[bytes]:
     return walk(git, new, known)
 
 
-def objects_since(git: GitRepo, new: bytes, known: bytes | None) -> list[Any]:
+def objects_since(
+    git: GitRepo, new: bytes, known: bytes | None, working: Callable[[], None] = lambda: None
+) -> list[Any]:
     """The objects a holder of `known` lacks to have `new` (`beads.git.history`)."""
     from beads.git.history import objects_since as walk
 
-    return walk(git, new, known)
+    return walk(git, new, known, working)
