@@ -11,7 +11,9 @@ from __future__ import annotations
 import http.server
 import json
 import os
+import select
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -1163,7 +1165,7 @@ class Racers:
         self.errors = errors.open("w")
         self.process = subprocess.Popen(
             [sys.executable, "-c", RACERS], env=env, stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, stderr=self.errors, text=True,
+            stdout=subprocess.PIPE, stderr=self.errors, text=True, start_new_session=True,
         )  # fmt: skip
 
     def race(self, runs: list[tuple[GcRunner, list[str]]]) -> list[tuple[int, str, str]]:
@@ -1172,6 +1174,10 @@ class Racers:
         self.process.stdin.write(json.dumps([[str(side.cwd), args] for side, args in runs]))
         self.process.stdin.write("\n")
         self.process.stdin.flush()
+        # A round that never ends (a racer stuck on a lock) fails the test, never hangs it.
+        if not select.select([self.process.stdout], [], [], 120)[0]:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            pytest.fail("a round of racers did not end in 120 s")
         line = self.process.stdout.readline()
         assert line, Path(self.errors.name).read_text()
         return [(code, out, err) for code, out, err in json.loads(line)]

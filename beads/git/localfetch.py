@@ -29,9 +29,6 @@ from typing import Any
 
 from beads.git.packcheck import stored_size, too_large
 
-# Objects found between two calls of a walk's `working` (`new_objects`).
-WORKING_EVERY = 1000
-
 
 class _GraphWalkStore:
     """An object store that walks history by its commits, never by bitmaps: dulwich's store,
@@ -100,13 +97,12 @@ def fetch_pack(
     write: Callable[[bytes], Any],
     limit: int,
     what: str,
-    working: Callable[[], None],
 ) -> dict[bytes, bytes]:
     """Send to `write` a pack of what `determine_wants` asks of the repository at `path`,
     less the history of the commits `held` says the receiver holds; returns its refs. An
-    object over `limit` bytes is refused (InvalidInput) before it is read. `working` is
-    called now and then while the objects are found (the exchange's deadline counts
-    silence, and a walk of a large history is work, not silence)."""
+    object over `limit` bytes is refused (InvalidInput) before it is read. The walk that
+    finds the objects stays within the exchange's deadline (`sync.timeout`): the history
+    walked is a stranger's."""
     from dulwich.pack import load_pack_index, write_pack_from_container
     from dulwich.repo import Repo
 
@@ -121,7 +117,7 @@ def fetch_pack(
             wants = determine_wants(refs)
             if not wants:
                 return refs
-            object_ids, receiver_has = new_objects(store, wants, held, working)
+            object_ids, receiver_has = new_objects(store, wants, held)
             objects_dir = Path(store.path)
             indexes = [
                 (idx.with_suffix(".pack"), load_pack_index(str(idx), repo.object_format))
@@ -152,7 +148,6 @@ def new_objects(
     store: Any,
     wants: list[bytes],
     held: Callable[[bytes], bool],
-    working: Callable[[], None] = lambda: None,
 ) -> tuple[list[tuple[bytes, tuple[int, bytes | None]]], set[bytes]]:
     """The objects of the history of `wants` in `store` that a receiver lacks when it holds
     the commits `held` says it holds, each with its pack hint (type, name); and the ids of
@@ -162,8 +157,7 @@ def new_objects(
     trees along the paths where it differs from its parents (what a parent has at a path
     is the parent's: held by the receiver, or sent with the parent). A missing object
     raises dulwich's KeyError with its id. A want that is not a commit is sent alone: the
-    receiver's checks refuse what is not a store's commit. `working()` is called once per
-    `WORKING_EVERY` objects found."""
+    receiver's checks refuse what is not a store's commit."""
     from dulwich.objects import Blob, Commit, Tree
 
     out: dict[bytes, tuple[int, bytes | None]] = {}
@@ -172,8 +166,6 @@ def new_objects(
 
     def found(sha: bytes, type_num: int, name: bytes | None) -> None:
         out[sha] = (type_num, name)
-        if len(out) % WORKING_EVERY == 0:
-            working()
 
     stack = list(wants)
     while stack:

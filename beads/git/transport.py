@@ -108,7 +108,7 @@ def receive(
         # Read here, the remote's history is walked down to the commits this store holds
         # (each with all it names). Offering none asks for everything (a repair).
         held = git.has_object if offered else _nothing_held
-        return localfetch.fetch_pack(path, wants, held, write, max_object, what, progress)
+        return localfetch.fetch_pack(path, wants, held, write, max_object, what)
 
     def parents(sha: bytes) -> list[bytes]:
         commit = git.commit_of(sha)
