@@ -178,6 +178,42 @@ def test_an_object_over_the_size_limit_is_refused_before_it_is_inflated_and_noth
     assert b("bead", "create", "--type", "task", "--title", "still usable").returncode == 0
 
 
+def test_a_tree_over_the_size_limit_is_refused_before_it_is_read(
+    tmp_path: Path, remote_kind: str | None, request: pytest.FixtureRequest
+) -> None:
+    """A remote's tree of 100,000 entries (~4.8 MB, over the limit of 4 x
+    store.max_body_bytes + 64 KiB, a few hundred KB on disk) is refused from its header:
+    the walk of a local-path remote sizes each tree before it reads it, as the pack check
+    sizes what a server sends. Read and parsed, it would take the process far past the
+    bound below."""
+    import hashlib
+    import zlib
+
+    remote, _url, _a, b = cloned_pair(tmp_path, remote_kind, "wide", request)
+    before = head(b)
+
+    def write_loose(kind: bytes, body: bytes) -> str:
+        raw = kind + b" %d\0" % len(body) + body
+        name = hashlib.sha1(raw).hexdigest()
+        loose = remote / "objects" / name[:2] / name[2:]
+        loose.parent.mkdir(exist_ok=True)
+        loose.write_bytes(zlib.compress(raw, 1))
+        return name
+
+    blob = bytes.fromhex(write_loose(b"blob", b"x"))
+    body = b"".join(b"100644 n%019d\0" % n + blob for n in range(100_000))
+    tree = write_loose(b"tree", body)
+    commit = git("-c", "user.name=p", "-c", "user.email=p@x", "commit-tree", tree, "-p", "main",
+                 "-m", "wide", cwd=remote)  # fmt: skip
+    git("update-ref", "refs/heads/main", commit, cwd=remote)
+    code, stderr, peak_kib = sync_measured(b)
+    assert code == 30, stderr
+    assert len(stderr.strip().splitlines()) == 1 and "over this store's limit" in stderr
+    assert f"{len(body)} bytes" in stderr
+    assert peak_kib < 48 * 1024, f"gc sync held {peak_kib} KiB"
+    assert head(b) == before
+
+
 def big_bodies(tmp_path: Path, side: GcRunner, count: int, tag: str) -> dict[str, str]:
     """`count` beads whose bodies (~73 KB of base64 lines, ~55 KB deflated) inflate past one
     read chunk of a pack (64 KiB) from less than one: their ids and bodies. Two of them

@@ -8,9 +8,9 @@ things make it need care:
   pack without one (any pack pushed since) makes it fail with FileNotFoundError: the sync
   was cut off with "no git repository at ...pack-....bitmap". The walk here uses dulwich's
   graph traversal instead (what git does without a bitmap; cost follows the new history).
-- Every object sent is read, whole, in this process: each one's size is first read from its
-  header (`beads.packcheck.stored_size`), and one over the limit refused before it is
-  inflated.
+- Every object sent, and every commit and tree the walk reads, is read whole in this
+  process: each one's size is first read from its header (`beads.packcheck.stored_size`),
+  and one over the limit refused before it is inflated.
 
 What to send is found by `new_objects`, a walk of the new history that stops at the commits
 the receiving store holds (it asks the store itself: a store holds each of its commits with
@@ -83,6 +83,18 @@ class _GraphWalkStore:
         return iter(self.store)
 
 
+class _Sized:
+    """An object store whose reads (`store[sha]`) first pass each id to `check`."""
+
+    def __init__(self, store: Any, check: Callable[[bytes], None]) -> None:
+        self.store = store
+        self.check = check
+
+    def __getitem__(self, sha: bytes) -> Any:
+        self.check(sha)
+        return self.store[sha]
+
+
 def _graph_store(path: str, config: Any) -> Any:
     """The object store at `path`, walking history by its commits, never by bitmaps."""
     from dulwich.object_store import DiskObjectStore
@@ -117,18 +129,23 @@ def fetch_pack(
             wants = determine_wants(refs)
             if not wants:
                 return refs
-            object_ids, receiver_has = new_objects(store, wants, held)
             objects_dir = Path(store.path)
             indexes = [
                 (idx.with_suffix(".pack"), load_pack_index(str(idx), repo.object_format))
                 for idx in sorted((objects_dir / "pack").glob("pack-*.idx"))
             ]
             try:
-                for sha, _hint in object_ids:
+
+                def sized(sha: bytes) -> None:
                     # None: in an alternate object store, which dulwich reads itself.
                     size = stored_size(objects_dir, sha, indexes)
                     if size is not None and size > limit:
                         raise too_large(what, size, limit)
+
+                # The walk reads commits and trees: each is sized before it is read.
+                object_ids, receiver_has = new_objects(_Sized(store, sized), wants, held)
+                for sha, _hint in object_ids:
+                    sized(sha)
             finally:
                 for _pack, index in indexes:
                     index.close()
