@@ -214,6 +214,33 @@ def test_a_tree_over_the_size_limit_is_refused_before_it_is_read(
     assert head(b) == before
 
 
+def test_a_commit_whose_parent_is_no_commit_is_refused_in_words(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """A local-path remote's history crafted with a tree where a parent commit belongs is
+    refused as a history, in one line, not as an unreachable remote."""
+    import hashlib
+    import zlib
+
+    remote, _url, _a, b = cloned_pair(tmp_path, None, "crafted", request)
+    before = head(b)
+    tree = git("rev-parse", "main^{tree}", cwd=remote)
+    body = (
+        f"tree {tree}\nparent {tree}\nauthor p <p@x> 1700000000 +0000\n"
+        "committer p <p@x> 1700000000 +0000\n\ncrafted\n"
+    ).encode()
+    raw = b"commit %d\0" % len(body) + body
+    commit = hashlib.sha1(raw).hexdigest()
+    loose = remote / "objects" / commit[:2] / commit[2:]
+    loose.parent.mkdir(exist_ok=True)
+    loose.write_bytes(zlib.compress(raw))
+    (remote / "refs" / "heads" / "main").write_text(f"{commit}\n")  # git itself refuses it
+    synced = b("sync")
+    assert synced.returncode == 50, synced.stderr
+    assert synced.stderr == f"gc: the history names {tree} as a commit, which is not a commit\n"
+    assert head(b) == before
+
+
 def big_bodies(tmp_path: Path, side: GcRunner, count: int, tag: str) -> dict[str, str]:
     """`count` beads whose bodies (~73 KB of base64 lines, ~55 KB deflated) inflate past one
     read chunk of a pack (64 KiB) from less than one: their ids and bodies. Two of them

@@ -41,7 +41,9 @@ def only_in(git: GitRepo, new: bytes, known: bytes | None) -> list[bytes]:
             if sha not in times:
                 commit = git.commit_of(sha)
                 if commit is None:
-                    raise StorageError(f"commit {sha.decode()} is missing from the store's objects")
+                    what = "is not a commit" if git.has_object(sha) else "is missing"
+                    named = sha.decode()
+                    raise StorageError(f"the history names {named} as a commit, which {what}")
                 times[sha], parents[sha] = commit.commit_time, commit.parents
             # Painted commits first among equal times: a second's commits stay in order.
             heapq.heappush(heap, (-times[sha], -flags[sha], sha))

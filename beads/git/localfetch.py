@@ -215,8 +215,11 @@ def new_objects(
                     found(entry.sha, Blob.type_num, entry.path)
 
     for commit in commits:
-        parents = [store[store[parent].tree] for parent in commit.parents]
-        parent_trees = [tree for tree in parents if isinstance(tree, Tree)]
+        # A parent that is no commit (a crafted history) was sent alone by the walk above,
+        # for the receiver's checks to refuse; it has no tree to compare with.
+        parents = [store[parent] for parent in commit.parents]
+        roots = [store[parent.tree] for parent in parents if isinstance(parent, Commit)]
+        parent_trees = [tree for tree in roots if isinstance(tree, Tree)]
         bases.update(tree.id for tree in parent_trees)
         if commit.tree in out or any(tree.id == commit.tree for tree in parent_trees):
             continue
