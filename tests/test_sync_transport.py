@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tests.conftest import GcRunner, copy_store, gc_program
 from tests.test_sync import (  # noqa: F401 - fixtures
@@ -751,42 +753,77 @@ def test_a_quarantine_removed_under_a_fetch_fails_it_and_lands_nothing(
     store.close()
 
 
+class History:
+    """A git history built in memory (dulwich's objects): trees from nested dicts whose
+    leaves are blob texts, commits a distinct second each."""
+
+    def __init__(self) -> None:
+        from dulwich.object_store import MemoryObjectStore
+
+        self.store = MemoryObjectStore()
+        self.times = iter(range(1_700_000_000, 1_800_000_000))
+
+    def blob(self, text: str) -> bytes:
+        from dulwich.objects import Blob
+
+        made = Blob.from_string(text.encode())
+        self.store.add_object(made)
+        return made.id
+
+    def tree(self, entries: dict[str, Any]) -> bytes:
+        from dulwich.objects import Tree
+
+        made = Tree()
+        for name, value in entries.items():
+            if isinstance(value, dict):
+                made.add(name.encode(), 0o040000, self.tree(value))
+            else:
+                made.add(
+                    name.encode(), 0o100644, self.blob(value) if isinstance(value, str) else value
+                )
+        self.store.add_object(made)
+        return made.id
+
+    def commit(self, tree_id: bytes, *parents: bytes) -> bytes:
+        from dulwich.objects import Commit
+
+        made = Commit()
+        made.tree, made.parents = tree_id, list(parents)
+        made.author = made.committer = b"t <t@example.com>"
+        made.author_time = made.commit_time = next(self.times)
+        made.author_timezone = made.commit_timezone = 0
+        made.message = b"m"
+        self.store.add_object(made)
+        return made.id
+
+    def closure(self, *shas: bytes) -> set[bytes]:
+        """Every object the commits or trees `shas` name, themselves included."""
+        from dulwich.objects import Commit, Tree
+
+        found: set[bytes] = set()
+        stack = list(shas)
+        while stack:
+            obj = self.store[stack.pop()]
+            if obj.id in found:
+                continue
+            found.add(obj.id)
+            if isinstance(obj, Commit):
+                stack += [obj.tree, *obj.parents]
+            elif isinstance(obj, Tree):
+                stack += [entry.sha for entry in obj.iteritems()]
+        return found
+
+
 def test_a_local_fetch_sends_all_the_receiver_lacks_and_reads_no_older_history() -> None:
     """What a local-path remote sends (`localfetch.new_objects`) completes the receiver's
     history: a change, a revert to a blob the receiver holds, a move, a merge and an empty
     commit; and the walk stops at the commit the receiver holds: nothing older is read."""
-    from dulwich.object_store import MemoryObjectStore
-    from dulwich.objects import Blob, Commit, Tree
-
     from beads.git.localfetch import new_objects
 
-    store = MemoryObjectStore()
-    times = iter(range(1_700_000_000, 1_800_000_000))
-
-    def blob(text: str) -> bytes:
-        made = Blob.from_string(text.encode())
-        store.add_object(made)
-        return made.id
-
-    def tree(entries: dict[str, bytes | dict]) -> bytes:
-        made = Tree()
-        for name, value in entries.items():
-            if isinstance(value, dict):
-                made.add(name.encode(), 0o040000, tree(value))
-            else:
-                made.add(name.encode(), 0o100644, value)
-        store.add_object(made)
-        return made.id
-
-    def commit(tree_id: bytes, *parents: bytes) -> bytes:
-        made = Commit()
-        made.tree, made.parents = tree_id, list(parents)
-        made.author = made.committer = b"t <t@example.com>"
-        made.author_time = made.commit_time = next(times)
-        made.author_timezone = made.commit_timezone = 0
-        made.message = b"m"
-        store.add_object(made)
-        return made.id
+    history = History()
+    store, blob, tree, commit, closure = (
+        history.store, history.blob, history.tree, history.commit, history.closure,
+    )  # fmt: skip
 
     one, two = blob("one"), blob("two")
     older = commit(tree({"task": {"a.yaml": blob("oldest")}}))
@@ -805,19 +842,6 @@ def test_a_local_fetch_sends_all_the_receiver_lacks_and_reads_no_older_history()
         empty,
     )
 
-    def closure(sha: bytes) -> set[bytes]:
-        found, stack = set(), [sha]
-        while stack:
-            obj = store[stack.pop()]
-            if obj.id in found:
-                continue
-            found.add(obj.id)
-            if isinstance(obj, Commit):
-                stack += [obj.tree, *obj.parents]
-            elif isinstance(obj, Tree):
-                stack += [entry.sha for entry in obj.iteritems()]
-        return found
-
     read: list[bytes] = []
 
     class Counting:
@@ -833,3 +857,38 @@ def test_a_local_fetch_sends_all_the_receiver_lacks_and_reads_no_older_history()
     assert bases <= receiver  # a thin pack names only bases the receiver holds
     assert set(read) <= closure(merged) - (closure(older))  # never below the held commit
     assert all(store[sha].type_num == hint[0] for sha, hint in sent)
+
+
+# A tree: up to three names of "abc", each a blob's text or a tree of the same kind.
+TREES = st.recursive(
+    st.dictionaries(st.sampled_from("abc"), st.sampled_from(["1", "2", "3"]), max_size=3),
+    lambda inner: st.dictionaries(
+        st.sampled_from("abc"), st.sampled_from(["1", "2", "3"]) | inner, max_size=3
+    ),
+    max_leaves=8,
+)
+
+
+@given(st.data())
+def test_a_local_fetch_completes_any_history_the_receiver_holds_part_of(data: Any) -> None:
+    """For any history (merges of up to two parents, reverts, paths that turn from file to
+    directory and back, empty commits) and any part of it the receiver holds (with all its
+    commits name), what `new_objects` sends completes the wanted commit's history, and the
+    bases it offers a thin pack are the receiver's."""
+    from beads.git.localfetch import new_objects
+
+    history = History()
+    commits: list[bytes] = []
+    for _ in range(data.draw(st.integers(1, 10))):
+        parents = (
+            data.draw(st.lists(st.sampled_from(commits), max_size=2, unique=True))
+            if commits
+            else []
+        )
+        commits.append(history.commit(history.tree(data.draw(TREES)), *parents))
+    holds = data.draw(st.lists(st.sampled_from(commits), max_size=3))
+    receiver = history.closure(*holds)
+    want = data.draw(st.sampled_from(commits))
+    sent, bases = new_objects(history.store, [want], lambda sha: sha in receiver)
+    assert history.closure(want) <= {sha for sha, _hint in sent} | receiver
+    assert bases <= receiver
