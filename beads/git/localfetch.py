@@ -181,16 +181,13 @@ def new_objects(
     bases: set[bytes] = set()
     commits: list[Commit] = []
 
-    def found(sha: bytes, type_num: int, name: bytes | None) -> None:
-        out[sha] = (type_num, name)
-
     stack = list(wants)
     while stack:
         sha = stack.pop()
         if sha in out or held(sha):
             continue
         obj = store[sha]
-        found(sha, obj.type_num, None)
+        out[sha] = (obj.type_num, None)
         if isinstance(obj, Commit):
             commits.append(obj)
             stack.extend(obj.parents)
@@ -208,11 +205,11 @@ def new_objects(
                     continue
                 bases.update(before)
                 if stat.S_ISDIR(entry.mode):
-                    found(entry.sha, Tree.type_num, entry.path)
+                    out[entry.sha] = (Tree.type_num, entry.path)
                     older = [store[sha] for sha in before]
                     todo.append((store[entry.sha], [old for old in older if isinstance(old, Tree)]))
                 else:
-                    found(entry.sha, Blob.type_num, entry.path)
+                    out[entry.sha] = (Blob.type_num, entry.path)
 
     for commit in commits:
         # A parent that is no commit (a crafted history) was sent alone by the walk above,
@@ -224,7 +221,7 @@ def new_objects(
         if commit.tree in out or any(tree.id == commit.tree for tree in parent_trees):
             continue
         root = store[commit.tree]
-        found(commit.tree, root.type_num, b"")
+        out[commit.tree] = (root.type_num, b"")
         if isinstance(root, Tree):  # else sent alone, for the receiver's checks to refuse
             walk(root, parent_trees)
     return list(out.items()), bases - out.keys()
