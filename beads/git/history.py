@@ -3,14 +3,18 @@ histories meet."""
 
 from __future__ import annotations
 
+import stat
 from typing import TYPE_CHECKING, Any
 
 from beads.errors import StorageError
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Callable, Container, Iterator
 
     from beads.git.repo import GitRepo
+
+# A tree entry's mode for a submodule's commit: never an object of the repository holding it.
+GITLINK = 0o160000
 
 # Seconds of clock difference between machines a history walk allows for (`only_in`): one
 # machine's commits are never older than their parents, and 1 s covers commits of a second.
@@ -67,41 +71,61 @@ def only_in(git: GitRepo, new: bytes, known: bytes | None) -> list[bytes]:
     return sorted(only, key=lambda sha: -times[sha])
 
 
+def changed_entries(
+    read: Callable[[bytes], Any], tree: Any, olds: list[Any], seen: Container[bytes]
+) -> Iterator[tuple[Any, list[bytes], Any]]:
+    """The entries under `tree` (dulwich's Tree), at any depth, whose id none of the trees
+    `olds` holds at the same path and that are not in `seen`: each with the ids the olds
+    hold there, and for a directory its tree as `read` returns it (else None). Directories
+    are entered only where they changed, so the read follows the change, not the tree. The
+    caller adds each yielded id to `seen` before the next. A stack, not recursion: a
+    stranger's trees may nest deeper than Python recurses; an object read where a tree
+    belongs that is none is not entered."""
+    from dulwich.objects import Tree
+
+    todo = [(tree, olds)]
+    while todo:
+        tree, olds = todo.pop()
+        if not isinstance(tree, Tree):
+            continue
+        for entry in tree.iteritems():
+            before = [old[entry.path][1] for old in olds if entry.path in old]
+            if entry.sha in before or entry.sha in seen or stat.S_IFMT(entry.mode) == GITLINK:
+                continue
+            if not stat.S_ISDIR(entry.mode):
+                yield entry, before, None
+                continue
+            subtree = read(entry.sha)
+            yield entry, before, subtree
+            older = [read(sha) for sha in before]
+            todo.append((subtree, [old for old in older if isinstance(old, Tree)]))
+
+
 def objects_since(
     git: GitRepo, new: bytes, known: bytes | None, working: Callable[[], None] = lambda: None
 ) -> list[Any]:
     """The objects a holder of `known` lacks to have `new`: each commit `known` does not
     reach, with the trees and blobs its tree holds that none of its parents hold at the same
-    path (read only along the paths that changed). `working()` is called once per 1,000
-    trees read (a push's deadline counts silence; a large first push is work)."""
-    from dulwich.objects import Tree
-
+    path (`changed_entries`). `working()` is called once per 1,000 objects found (a push's
+    deadline counts silence; a large first push is work)."""
     out: dict[bytes, Any] = {}
-    trees = [0]
 
-    def walk(tree_id: bytes, olds: list[bytes]) -> None:
-        if tree_id in out or tree_id in olds:
-            return
-        tree = git.objects[tree_id]
-        out[tree_id] = tree
-        trees[0] += 1
-        if trees[0] % 1000 == 0:
+    def add(sha: bytes, obj: Any) -> None:
+        out[sha] = obj
+        if len(out) % 1000 == 0:
             working()
-        old_trees = [git.objects[old] for old in olds]
-        for entry in tree.iteritems():
-            before = [t[entry.path][1] for t in old_trees if entry.path in t]
-            if entry.sha in before:
-                continue
-            if entry.mode & 0o170000 == 0o040000:
-                walk(entry.sha, [b for b in before if isinstance(git.objects[b], Tree)])
-            elif entry.sha not in out:
-                out[entry.sha] = git.objects[entry.sha]
 
     for sha in only_in(git, new, known):
         commit = git.commit_of(sha)
         assert commit is not None
-        out[sha] = commit
-        walk(commit.tree, [git.tree_of(parent) for parent in commit.parents])  # type: ignore[misc]
+        add(sha, commit)
+        olds = [git.objects[git.tree_of(parent)] for parent in commit.parents]  # type: ignore[index]
+        if commit.tree in out or any(old.id == commit.tree for old in olds):
+            continue
+        add(commit.tree, git.objects[commit.tree])
+        changed = changed_entries(git.objects.__getitem__, out[commit.tree], olds, out)
+        for entry, _before, subtree in changed:
+            add(entry.sha, subtree if subtree is not None else git.objects[entry.sha])
     return list(out.values())
 
 

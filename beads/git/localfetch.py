@@ -21,12 +21,12 @@ tree of each one the new history meets: a sync's cost would follow the store's s
 
 from __future__ import annotations
 
-import stat
 from collections.abc import Callable, Iterator
 from contextlib import closing
 from pathlib import Path
 from typing import Any
 
+from beads.git.history import changed_entries
 from beads.git.packcheck import stored_size, too_large
 
 
@@ -192,25 +192,6 @@ def new_objects(
             commits.append(obj)
             stack.extend(obj.parents)
 
-    def walk(tree: Any, olds: list[Tree]) -> None:
-        # A stack, not recursion: a remote's trees may nest deeper than Python recurses.
-        todo = [(tree, olds)]
-        while todo:
-            tree, olds = todo.pop()
-            if not isinstance(tree, Tree):  # a directory entry naming no tree: sent alone
-                continue
-            for entry in tree.iteritems():
-                before = [old[entry.path][1] for old in olds if entry.path in old]
-                if entry.sha in before or entry.sha in out or _is_gitlink(entry.mode):
-                    continue
-                bases.update(before)
-                if stat.S_ISDIR(entry.mode):
-                    out[entry.sha] = (Tree.type_num, entry.path)
-                    older = [store[sha] for sha in before]
-                    todo.append((store[entry.sha], [old for old in older if isinstance(old, Tree)]))
-                else:
-                    out[entry.sha] = (Blob.type_num, entry.path)
-
     for commit in commits:
         # A parent that is no commit (a crafted history) was sent alone by the walk above,
         # for the receiver's checks to refuse; it has no tree to compare with.
@@ -220,13 +201,10 @@ def new_objects(
         bases.update(tree.id for tree in parent_trees)
         if commit.tree in out or any(tree.id == commit.tree for tree in parent_trees):
             continue
-        root = store[commit.tree]
+        root = store[commit.tree]  # not a tree: sent alone, for the receiver's checks
         out[commit.tree] = (root.type_num, b"")
-        if isinstance(root, Tree):  # else sent alone, for the receiver's checks to refuse
-            walk(root, parent_trees)
+        for entry, before, subtree in changed_entries(store.__getitem__, root, parent_trees, out):
+            bases.update(before)
+            kind = Blob.type_num if subtree is None else Tree.type_num
+            out[entry.sha] = (kind, entry.path)
     return list(out.items()), bases - out.keys()
-
-
-def _is_gitlink(mode: int) -> bool:
-    """Whether a tree entry of `mode` names a submodule's commit (never sent, as git does)."""
-    return stat.S_IFMT(mode) == 0o160000
