@@ -163,7 +163,8 @@ def test_doctor_runs_on_while_a_repack_removes_the_directories_it_emptied(
     # doctor's walk must skip one that goes between being seen and being listed. The
     # removal is made to land in that window: just before the directory is listed.
     objects = store.root / ".git" / "objects"
-    emptied = objects / "ee"
+    # A fan-out directory the store does not have: its loose objects' names vary by run.
+    emptied = next(objects / f"{n:02x}" for n in range(256) if not (objects / f"{n:02x}").exists())
     emptied.mkdir()
     dead = age(objects / "ab" / "tmp_obj_dead", seconds=2 * 3600)
     real_scandir = os.scandir
