@@ -40,7 +40,7 @@ def create_store(
     from beads.records.codec import dump_data  # lazy, with git: most commands never make a store
     from beads.settings.localconfig import committer
 
-    root = store_dir_for(Path(path).expanduser().absolute())
+    root = store_dir_for(Path(os.path.expanduser(path)).absolute())
     if is_store(root):
         _exclude(root)  # again: a `gc init` killed just after the rename left it out
         return root, False

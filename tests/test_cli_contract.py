@@ -76,6 +76,16 @@ def test_init_in_an_impossible_place_is_one_line_and_exit_30(
     assert reply["ok"] is False and reply["error"]["code"] == "invalid_input"
 
 
+def test_a_path_naming_an_unknown_users_home_is_taken_as_written(gc: GcRunner) -> None:
+    # As the shell does: `~name` of no such user stays as it is, a relative path.
+    made = gc("init", "~no-such-user-0/city")
+    assert made.returncode == 0, made.stderr
+    assert (gc.cwd / "~no-such-user-0" / "city" / ".beads").is_dir()
+    cloned = gc("clone", str(gc.cwd / "~no-such-user-0" / "city" / ".beads"), "~0")
+    assert cloned.returncode == 0, cloned.stderr
+    assert (gc.cwd / "~0" / ".beads").is_dir()
+
+
 def test_hook_install_keeps_the_mode_and_finds_the_project_root(
     gc_store: GcRunner, tmp_path: Path
 ) -> None:

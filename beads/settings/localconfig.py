@@ -80,7 +80,7 @@ def _absolute(what: str) -> Callable[[Any], str]:
     """How a path of this machine is read: absolute (`~` expanded); `what` names it."""
 
     def read(value: Any) -> str:
-        path = Path(str(value)).expanduser()
+        path = Path(os.path.expanduser(str(value)))
         if not path.is_absolute():
             raise InvalidInput(f"a {what} path must be absolute, not {shown(value)}")
         return str(path)

@@ -297,7 +297,7 @@ def clone(url: str, path: str | Path, *, agent: str | None = None) -> Path:
     from beads.settings import approvals
     from beads.settings.localconfig import committer
 
-    root = store_dir_for(Path(path).expanduser().absolute())
+    root = store_dir_for(Path(os.path.expanduser(path)).absolute())
     if is_store(root):
         raise InvalidInput(f"a store exists at {root} already; use 'gc sync' there")
     check_not_foreign(root)
