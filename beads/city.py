@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 
 from beads.errors import InvalidInput
+from beads.workdir import start_directory
 
 TYPE_CHECKING = False  # the PreToolUse hook finds the store through here: no typing, no dataclasses
 if TYPE_CHECKING:
@@ -89,7 +90,7 @@ def find_city_dir(cwd: str | None = None) -> str | None:
         found = _walk_up(os.path.abspath(os.path.expanduser(gc_dir)))
         if found is not None:
             return found
-    return _walk_up(os.path.abspath(cwd or os.getcwd()))
+    return _walk_up(start_directory(cwd))
 
 
 def found_by_walking(city_dir: str) -> bool:
@@ -130,6 +131,8 @@ def load_city(directory: str) -> City:
         data = tomllib.loads(raw.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise InvalidInput(f"{path}: {exc}") from None
+    except RecursionError:
+        raise InvalidInput(f"{path}: nests too deeply") from None
     workspace = data.get("workspace")
     name = workspace.get("name") if isinstance(workspace, dict) else None
     return City(

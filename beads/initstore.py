@@ -24,6 +24,7 @@ from beads.receivehook import install as install_hook
 from beads.records.ids import check_prefix
 from beads.records.record import acting_agent
 from beads.settings.config import CONFIG_PATH, check_config, default_config
+from beads.workdir import check_text_path
 
 
 def create_store(
@@ -40,7 +41,8 @@ def create_store(
     from beads.records.codec import dump_data  # lazy, with git: most commands never make a store
     from beads.settings.localconfig import committer
 
-    root = store_dir_for(Path(os.path.expanduser(path)).absolute())
+    root = store_dir_for(Path(os.path.abspath(os.path.expanduser(path))))
+    check_text_path(root)
     if is_store(root):
         _exclude(root)  # again: a `gc init` killed just after the rename left it out
         return root, False

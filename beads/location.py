@@ -14,6 +14,7 @@ import errno
 import os
 
 from beads.errors import InvalidInput, NotFound
+from beads.workdir import check_text_path, start_directory
 
 TYPE_CHECKING = False  # the PreToolUse hook avoids pathlib: paths here are os.path's
 if TYPE_CHECKING:
@@ -114,6 +115,7 @@ def find_store_dir(explicit: str | os.PathLike[str] | None = None, cwd: str | No
     given = explicit if explicit is not None else os.environ.get("GC_BEADS_DIR") or None
     if given is not None:
         path = os.path.abspath(os.path.expanduser(os.fspath(given)))
+        check_text_path(path)
         try:
             for candidate in (path, os.path.join(path, STORE_DIR)):
                 if is_store(candidate):
@@ -125,7 +127,7 @@ def find_store_dir(explicit: str | os.PathLike[str] | None = None, cwd: str | No
             shown = path if len(path) <= 80 else path[:80] + "..."
             raise InvalidInput(f"cannot use the store directory {shown}: {exc.strerror}") from None
         raise NotFound(f"no gc-beads store at {path}; run 'gc init' to create one")
-    start = os.path.abspath(cwd or os.getcwd())
+    start = start_directory(cwd)
     in_city = _city_store(start)
     if in_city is not None:
         return in_city

@@ -4,14 +4,16 @@ clear exits for impossible paths, escapes on text output, one JSON shape per com
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import click
 import pytest
 
-from tests.conftest import GcRunner
+from tests.conftest import GcRunner, gc_program
 
 
 def test_doctor_json_ok_agrees_with_the_exit_code(gc_store: GcRunner, tmp_path: Path) -> None:
@@ -84,6 +86,47 @@ def test_a_path_naming_an_unknown_users_home_is_taken_as_written(gc: GcRunner) -
     cloned = gc("clone", str(gc.cwd / "~no-such-user-0" / "city" / ".beads"), "~0")
     assert cloned.returncode == 0, cloned.stderr
     assert (gc.cwd / "~0" / ".beads").is_dir()
+
+
+def test_init_climbing_above_the_root_makes_the_store_it_names(
+    gc: GcRunner, tmp_path: Path
+) -> None:
+    # `/..` is `/`, as the shell and the kernel read it.
+    made = gc("init", f"/..{tmp_path}/city")
+    assert made.returncode == 0 and made.stderr == "", made.stderr
+    assert gc("bead", "list", cwd=tmp_path / "city").stdout == "No beads\n"
+
+
+def test_a_store_under_a_path_not_of_text_is_refused_before_anything_is_made(
+    gc: GcRunner, tmp_path: Path
+) -> None:
+    odd = Path(os.fsdecode(os.fsencode(tmp_path) + b"/\xff"))
+    odd.mkdir()
+    for argv, cwd in ((("init",), odd), (("init", str(odd)), tmp_path)):
+        result = gc(*argv, cwd=cwd)
+        assert result.returncode == 30, result.stderr
+        assert "is not valid UTF-8" in result.stderr and len(result.stderr.splitlines()) == 1
+    assert list(odd.iterdir()) == []
+
+
+@pytest.mark.parametrize("argv", [("bead", "list"), ("mail", "inbox", "dog"), ("doctor",)])
+def test_a_command_in_a_removed_directory_says_so_in_one_line(
+    tmp_path: Path, argv: tuple[str, ...]
+) -> None:
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    # The directory is removed under the shell that then runs gc in it.
+    script = 'cd "$1" && rmdir "$1" && shift && exec "$@"'
+    result = subprocess.run(
+        ["sh", "-c", script, "sh", str(gone), gc_program(), *argv],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 40, result.stderr
+    assert result.stderr == (
+        "gc: the current directory no longer exists: cd to a store, or name one with --beads-dir\n"
+    )
 
 
 def test_hook_install_keeps_the_mode_and_finds_the_project_root(

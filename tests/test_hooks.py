@@ -135,6 +135,20 @@ def test_bad_hook_input_fails_open(project: Path, gc: GcRunner, stdin: bytes) ->
     assert (project / ".beads" / ".runtime" / "hooks.log").read_text().strip()
 
 
+@pytest.mark.gc_process
+def test_a_hook_whose_directory_holds_a_nul_fails_open_and_asks_before_a_destructive_call(
+    project: Path, gc: GcRunner
+) -> None:
+    odd = {"session_id": "s", "cwd": "/tmp\u0000x"}
+    stop = gc("hook", "run", input=json.dumps({**odd, "hook_event_name": "Stop"}))
+    assert stop.returncode == 0 and stop.stdout == "" and "Traceback" not in stop.stderr
+    call = {"tool_name": "Bash", "tool_input": {"command": "rm -rf /"}}
+    pre = gc("hook", "run", input=json.dumps({**odd, **call, "hook_event_name": "PreToolUse"}))
+    assert pre.returncode == 0 and "Traceback" not in pre.stderr, pre.stderr
+    decision = json.loads(pre.stdout)["hookSpecificOutput"]["permissionDecision"]
+    assert decision in ("ask", "deny")
+
+
 def test_broken_delivery_database_fails_open(project: Path, gc: GcRunner) -> None:
     hook(gc, "SessionStart", source="startup")
     db = project / ".beads" / ".runtime" / "delivery.sqlite3"

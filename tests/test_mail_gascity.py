@@ -586,6 +586,15 @@ def make_city(gc: GcRunner, where: Path, agents: str = "mayor") -> Path:
     return where
 
 
+def test_a_city_file_nested_too_deeply_is_refused_in_one_line(gc: GcRunner, tmp_path: Path) -> None:
+    town = make_city(gc, tmp_path / "town")
+    (town / "city.toml").write_text("deep = " + "[" * 100_000 + "]" * 100_000 + "\n")
+    result = gc("mail", "send", "mayor", "hi", cwd=town)
+    assert result.returncode == 30, result.stderr
+    assert result.stderr.endswith("city.toml: nests too deeply\n")
+    assert len(result.stderr.splitlines()) == 1
+
+
 def test_the_citys_store_is_found_from_anywhere_the_city_is_named(
     gc: GcRunner, tmp_path: Path
 ) -> None:

@@ -31,6 +31,7 @@ from beads.location import (
 )
 from beads.settings.localconfig import DEFAULT_REMOTE, add_remote, remote_url, tracking_ref
 from beads.sync.remote import check_remote_store, fetch, object_limit, only_in, push
+from beads.workdir import check_text_path
 
 if TYPE_CHECKING:
     from beads.git import GitRepo
@@ -297,7 +298,8 @@ def clone(url: str, path: str | Path, *, agent: str | None = None) -> Path:
     from beads.settings import approvals
     from beads.settings.localconfig import committer
 
-    root = store_dir_for(Path(os.path.expanduser(path)).absolute())
+    root = store_dir_for(Path(os.path.abspath(os.path.expanduser(path))))
+    check_text_path(root)
     if is_store(root):
         raise InvalidInput(f"a store exists at {root} already; use 'gc sync' there")
     check_not_foreign(root)
