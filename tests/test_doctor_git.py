@@ -156,6 +156,20 @@ def test_doctor_reports_and_removes_every_stale_lock(project: GcRunner) -> None:
     assert gc("bead", "create", "--type", "task", "--title", "x").returncode == 0
 
 
+def test_doctor_leaves_alone_a_directory_named_like_a_lock(project: GcRunner) -> None:
+    gc = project
+    # What a sync from a remote named `a.lock` left, before such names were refused.
+    remote_refs = git_dir(gc) / "refs" / "remotes" / "a.lock"
+    remote_refs.mkdir(parents=True)
+    (remote_refs / "main").write_text(head(gc) + "\n")
+    past = time.time() - 3600
+    os.utime(remote_refs, (past, past))
+    result = gc("doctor")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "store is healthy"
+    assert (remote_refs / "main").read_text() == head(gc) + "\n"
+
+
 def test_doctor_runs_on_while_a_repack_removes_the_directories_it_emptied(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -10,8 +10,10 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import stat
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -358,6 +360,72 @@ def test_install_refuses_a_broken_settings_file(tmp_path: Path, gc: GcRunner) ->
     result = gc("hook", "install", "--settings", str(settings))
     assert result.returncode == 30 and "not valid JSON" in result.stderr
     assert settings.read_text() == "{not json"
+
+
+def test_install_through_a_symlinked_settings_file_updates_the_file_it_points_to(
+    tmp_path: Path, gc: GcRunner
+) -> None:
+    dotfile = tmp_path / "dotfiles" / "settings.json"
+    dotfile.parent.mkdir()
+    dotfile.write_text(json.dumps({"permissions": {"allow": ["Bash(ls:*)"]}}))
+    settings = tmp_path / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.symlink_to(Path("..") / "dotfiles" / "settings.json")
+    assert gc("hook", "install").returncode == 0
+    assert settings.is_symlink() and os.readlink(settings) == "../dotfiles/settings.json"
+    written = json.loads(dotfile.read_text())
+    assert written["permissions"] == {"allow": ["Bash(ls:*)"]} and "Stop" in written["hooks"]
+    assert sorted(p.name for p in dotfile.parent.iterdir()) == ["settings.json"]
+
+
+@pytest.mark.parametrize("kind", ["fifo", "directory"])
+def test_install_refuses_a_settings_path_that_is_not_a_regular_file(
+    tmp_path: Path, gc: GcRunner, kind: str
+) -> None:
+    target = tmp_path / "settings.json"
+    if kind == "fifo":
+        os.mkfifo(target)
+    else:
+        target.mkdir()
+    # A reader blocked opening the FIFO gets an end of file, so a gc that opens it fails
+    # this test rather than hanging it.
+    done = threading.Event()
+
+    def end_any_reader() -> None:
+        while not done.wait(0.05):
+            try:
+                os.close(os.open(target, os.O_WRONLY | os.O_NONBLOCK))
+            except OSError:
+                pass  # no reader (ENXIO), or a directory
+
+    feeder = threading.Thread(target=end_any_reader, daemon=True)
+    feeder.start()
+    try:
+        for link in (None, tmp_path / "link.json"):
+            if link is not None:
+                link.symlink_to(target)
+            result = gc("hook", "install", "--settings", str(link or target))
+            assert result.returncode == 30, result.stderr
+            assert result.stderr.strip() == f"gc: cannot read {link or target}: not a regular file"
+    finally:
+        done.set()
+        feeder.join()
+    is_kind = stat.S_ISFIFO if kind == "fifo" else stat.S_ISDIR
+    assert is_kind(target.lstat().st_mode) and sorted(os.listdir(tmp_path)) == [
+        "link.json",
+        "settings.json",
+    ]
+
+
+def test_install_refuses_a_too_deeply_nested_settings_file_as_invalid_json(
+    tmp_path: Path, gc: GcRunner
+) -> None:
+    settings = tmp_path / "settings.json"
+    settings.write_text("[" * 100_000)
+    result = gc("hook", "install", "--settings", str(settings))
+    assert result.returncode == 30, result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and "not valid JSON" in result.stderr
+    assert settings.read_text() == "[" * 100_000
 
 
 def test_inbox_cli_push_list_drain_wait(project: Path, gc: GcRunner) -> None:

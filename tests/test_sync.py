@@ -194,6 +194,17 @@ def test_remote_commands_and_clone(tmp_path: Path, pair: tuple[GcRunner, GcRunne
     git("fsck", "--strict", cwd=remote)
 
 
+@pytest.mark.parametrize("name", ["a.lock", "a..b", "origin."])
+def test_remote_add_refuses_a_name_git_cannot_use_in_a_ref(gc_store: GcRunner, name: str) -> None:
+    gc = gc_store
+    result = gc("remote", "add", name, "/elsewhere")
+    assert result.returncode == 30, result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and repr(name) in result.stderr
+    assert gc.json("remote", "list")["remotes"] == []
+    assert gc("config", "set", "--local", "sync.remote", name).returncode == 30
+    assert gc("remote", "add", "o.k", "/elsewhere").returncode == 0  # a dot inside is fine
+
+
 def test_same_bead_changed_on_both_sides_merges_by_the_rules(
     pair: tuple[GcRunner, GcRunner, Path],
 ) -> None:

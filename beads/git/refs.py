@@ -198,6 +198,13 @@ def is_sha(text: bytes) -> bool:
     return len(text) == 40 and text.strip(b"0123456789abcdef") == b""
 
 
+def valid_ref_name(name: bytes) -> bool:
+    """Whether git accepts `name` (`refs/...`) as a ref name (git check-ref-format's rules)."""
+    from dulwich.refs import check_ref_format
+
+    return check_ref_format(name)
+
+
 def _reflog_time(line: bytes) -> float:
     """The time of a reflog line (`old new name <email> time tz\tmessage`); a line that
     does not parse counts as new: it is kept, never dropped unread."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import stat
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -28,8 +29,17 @@ class RefsLocked(Exception):
 
 
 def lock_files(git_dir: Path) -> list[Path]:
-    """git's lock files anywhere in the repository (`*.lock`)."""
-    return _files_named(git_dir, "*.lock")
+    """git's lock files anywhere in the repository (`*.lock`). A writer's lock is a regular
+    file: anything else so named (a directory of refs, a link) is no lock and is left alone."""
+    return [path for path in _files_named(git_dir, "*.lock") if _is_regular_file(path)]
+
+
+def _is_regular_file(path: Path) -> bool:
+    """Whether `path` is a regular file (a link is not followed); False once it is gone."""
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except FileNotFoundError:
+        return False
 
 
 def temporary_files(git_dir: Path) -> list[Path]:

@@ -200,8 +200,20 @@ def other_store(git_dir: Path, name: str) -> Path:
 
 
 def check_remote_name(name: str) -> str:
+    """`name`, when it is a remote name git can use: its branches are the refs
+    `refs/remotes/NAME/...`, so it is refused where that makes a ref name git rejects (a name
+    ending in `.lock` or `.`, holding `..`), and a sync or `gc doctor` would trip on it."""
+    from beads.git.refs import valid_ref_name
+
     if not re.fullmatch(REMOTE_NAME, name):
         raise InvalidInput(f"a remote name is letters, digits, . _ -, not {shown(name)}")
+    # `refs/remotes/NAME` on its own catches a final '.', which git refuses at a ref's end.
+    if not all(
+        valid_ref_name(ref) for ref in (f"refs/remotes/{name}".encode(), tracking_ref(name))
+    ):
+        raise InvalidInput(
+            f"not a remote name git can use: {shown(name)} (no '..', no ending in '.' or '.lock')"
+        )
     return name
 
 
