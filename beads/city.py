@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 
-from beads.errors import InvalidInput
+from beads.errors import InvalidInput, NotFound
 from beads.workdir import start_directory
 
 TYPE_CHECKING = False  # the PreToolUse hook finds the store through here: no typing, no dataclasses
@@ -90,7 +90,11 @@ def find_city_dir(cwd: str | None = None) -> str | None:
         found = _walk_up(os.path.abspath(os.path.expanduser(gc_dir)))
         if found is not None:
             return found
-    return _walk_up(start_directory(cwd))
+    try:
+        start = start_directory(cwd)
+    except NotFound:  # the working directory was removed: no city around it
+        return None
+    return _walk_up(start)
 
 
 def found_by_walking(city_dir: str) -> bool:

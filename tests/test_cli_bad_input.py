@@ -431,3 +431,58 @@ def test_a_path_name_too_long_is_invalid_input(project: GcRunner, command: list[
     )
     assert "too long" in refused(project(*args))
     assert head(project) == before
+
+
+# -- the environment a command is started in ---------------------------------------------------
+
+
+def _run_in_shell(project: GcRunner, setup: str, *argv: str) -> subprocess.CompletedProcess[str]:
+    """`gc argv` started by a shell after `setup` (a redirection, a ulimit)."""
+    return subprocess.run(
+        [
+            "sh",
+            "-c",
+            f'{setup}; exec "$@"' if setup.startswith("ulimit") else f'exec "$@" {setup}',
+            "sh",
+            gc_program(),
+            *argv,
+        ],
+        cwd=project.cwd,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("mail", "send", "dog", "-s", "s", "--stdin"),
+        ("bead", "create", "--type", "task", "--title", "t", "--body-file", "-"),
+    ],
+)
+def test_a_body_read_from_a_closed_stdin_is_refused_in_one_line(
+    project: GcRunner, argv: tuple[str, ...]
+) -> None:
+    before = head(project)
+    result = _run_in_shell(project, "<&-", *argv)
+    assert refused(result) == "gc: cannot read the body from stdin: it is closed\n"
+    assert head(project) == before
+
+
+def test_an_editor_with_an_unbalanced_quote_is_refused_in_one_line(project: GcRunner) -> None:
+    made = project.json("bead", "create", "--type", "task", "--title", "t")["bead"]
+    result = project("bead", "edit", made["id"], env={"VISUAL": '"x'})
+    assert refused(result) == "gc: cannot run the editor '\"x': No closing quotation\n"
+
+
+def test_running_out_of_descriptors_is_not_reported_as_a_race_or_damage(
+    project: GcRunner,
+) -> None:
+    # The branch ref is read while few descriptors are left: that is this process's trouble.
+    result = _run_in_shell(
+        project, "ulimit -n 8", "bead", "create", "--type", "task", "--title", "t"
+    )
+    stderr = refused(result, code=50)
+    assert "retry" not in stderr and "gc doctor" not in stderr, stderr
+    assert project("doctor").stdout.strip() == "store is healthy"

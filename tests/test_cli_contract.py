@@ -127,6 +127,17 @@ def test_a_command_in_a_removed_directory_says_so_in_one_line(
     assert result.stderr == (
         "gc: the current directory no longer exists: cd to a store, or name one with --beads-dir\n"
     )
+    store = tmp_path / "store"
+    store.mkdir()
+    assert subprocess.run([gc_program(), "init"], cwd=store, capture_output=True).returncode == 0
+    gone.mkdir()
+    named = subprocess.run(  # a store named works from there, as everywhere
+        ["sh", "-c", script, "sh", str(gone), gc_program(), "--beads-dir", str(store), *argv],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert named.returncode in (0, 10) and named.stderr == "", named.stderr  # 10: no mail
 
 
 def test_hook_install_keeps_the_mode_and_finds_the_project_root(

@@ -227,6 +227,8 @@ def edit(bead_id: str) -> None:
             handle.write(dump_bead(current))
         try:
             code = subprocess.call([*shlex.split(editor), path])
+        except ValueError as exc:  # an unbalanced quote in $VISUAL or $EDITOR
+            raise InvalidInput(f"cannot run the editor {editor!r}: {exc}") from None
         except OSError as exc:
             raise InvalidInput(f"cannot run the editor {editor!r}: {exc.strerror}") from None
         if code != 0:

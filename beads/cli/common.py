@@ -377,6 +377,12 @@ def show(text: str) -> None:
         click.echo(text)
         return
     if pager is not None:
+        import shlex
+
+        try:
+            shlex.split(pager)  # click splits it so; say what is wrong before it does
+        except ValueError as exc:
+            raise InvalidInput(f"cannot run the pager {pager!r}: {exc}") from None
         os.environ["PAGER"] = pager
     os.environ.setdefault("LESS", "FRX")  # quit if one screen, keep colours, no clearing
     click.echo_via_pager(text)
@@ -408,6 +414,8 @@ def read_text(
             except OSError as exc:
                 raise InvalidInput(f"cannot read {what} file {path}: {exc.strerror}") from None
         else:
+            if sys.stdin is None:  # closed by whoever started us (`<&-`)
+                raise InvalidInput(f"cannot read the {what} from stdin: it is closed")
             raw = sys.stdin.buffer.read(limit + 1)
     else:
         return None

@@ -179,18 +179,27 @@ def read_ref(git_dir: Path) -> bytes | None:
     except FileNotFoundError:
         pass
     except OSError as exc:  # a directory in its place, no permission: damage, not absence
-        return f"<{exc.strerror}>".encode()
+        return _unreadable(exc)
     try:
         packed = (git_dir / "packed-refs").read_bytes()
     except FileNotFoundError:
         return None
     except OSError as exc:
-        return f"<{exc.strerror}>".encode()
+        return _unreadable(exc)
     for line in packed.splitlines():
         sha, _, name = line.partition(b" ")
         if name.strip() == BRANCH.encode():
             return sha
     return None
+
+
+def _unreadable(exc: OSError) -> bytes:
+    """What a ref that cannot be read holds for `read_ref`'s callers: its error, shown as
+    damage; running out of descriptors or memory is this process's trouble, not the
+    store's, and is raised as such."""
+    if exc.errno in (errno.EMFILE, errno.ENFILE, errno.ENOMEM):
+        raise StorageError(f"cannot read the store's branch: {exc.strerror}") from None
+    return f"<{exc.strerror}>".encode()
 
 
 def is_sha(text: bytes) -> bool:
