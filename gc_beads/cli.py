@@ -7,6 +7,7 @@ a command runs, the program registers every layer's settings.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import sys
@@ -185,13 +186,17 @@ def _fail(
     """Report `error`: its JSON object on stdout under --json, one line on stderr, then
     `detail` (a group's help) as lines of its own on stderr, and exit."""
     as_json = (options.json if options is not None else False) or "--json" in args
-    if as_json:
-        import json
+    # A stream that cannot be written (a reader gone, a full device) loses its text, never
+    # the exit code: that is how a caller tells a refusal from a success.
+    with contextlib.suppress(OSError, ValueError):
+        if as_json:
+            import json
 
-        click.echo(json.dumps({"ok": False, "error": error.to_json()}))
-    click.echo(f"{program}: {one_line(error.message)}", err=True)
-    if detail and not as_json:
-        click.echo(detail, err=True)
+            click.echo(json.dumps({"ok": False, "error": error.to_json()}))
+    with contextlib.suppress(OSError, ValueError):
+        click.echo(f"{program}: {one_line(error.message)}", err=True)
+        if detail and not as_json:
+            click.echo(detail, err=True)
     sys.exit(error.exit_code if exit_code is None else exit_code)
 
 

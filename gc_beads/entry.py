@@ -126,6 +126,10 @@ def _finish(code: int | str | None, program: str) -> int | str | None:
         sys.stdout.flush()
     except BrokenPipeError:
         _silence_stdout()
+    except OSError as exc:  # a full device, an I/O error: the output is lost, and we say so
+        _silence_stdout()
+        _say(f"{program}: cannot write the output: {exc.strerror or exc}")
+        return code if code not in (0, None) else 50
     except KeyboardInterrupt:
         _say(f"{program}: interrupted")
         return 130

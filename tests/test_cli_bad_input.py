@@ -486,3 +486,27 @@ def test_running_out_of_descriptors_is_not_reported_as_a_race_or_damage(
     stderr = refused(result, code=50)
     assert "retry" not in stderr and "gc doctor" not in stderr, stderr
     assert project("doctor").stdout.strip() == "store is healthy"
+
+
+def test_a_refusal_keeps_its_exit_code_when_stdout_cannot_be_written(project: GcRunner) -> None:
+    # A reader gone away (a closed pipe) or a full device loses the JSON text, never the code
+    # that tells a caller the command was refused.
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        gone = subprocess.run(
+            [gc_program(), "--json", "bead", "show", "gc-nope"],
+            cwd=project.cwd,
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        os.close(write_end)
+    assert gone.returncode == 40 and gone.stderr == "gc: no bead gc-nope\n", gone.stderr
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full here")
+    for argv, code in ((("bead", "show", "gc-nope"), 40), (("bead", "list"), 50)):
+        full = _run_in_shell(project, ">/dev/full", "--json", *argv)
+        refused(full, code=code)

@@ -29,7 +29,7 @@ from beads.records.codec import dump_bead
 from beads.records.record import Bead
 from beads.store import Store
 from beads.sync.merge import merge_bead
-from tests.conftest import THOROUGH, GcRunner, copy_store
+from tests.conftest import THOROUGH, GcRunner, copy_store, gc_program
 
 
 def git(*args: str, cwd: Path | None = None) -> str:
@@ -172,6 +172,21 @@ def pair(tmp_path: Path, pair_template: Path) -> tuple[GcRunner, GcRunner, Path]
     """Machine a (made with `gc init`, pushed) and machine b (made with `gc clone`)."""
     copy_template(pair_template, tmp_path)
     return GcRunner(tmp_path / "a"), GcRunner(tmp_path / "b"), tmp_path / "remote.git"
+
+
+def test_a_remote_that_is_a_fifo_or_a_device_is_refused_not_waited_on(tmp_path: Path) -> None:
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for source in (str(fifo), f"file://{fifo}", "/dev/zero"):
+        result = subprocess.run(
+            [gc_program(), "clone", source, str(tmp_path / "copy")],
+            capture_output=True,
+            text=True,
+            timeout=30,  # before, the clone opened the FIFO and waited for ever
+        )
+        assert result.returncode == 30, result.stderr
+        assert result.stderr.endswith("it is not a directory (a remote is a git repository)\n")
+        assert not (tmp_path / "copy").exists()
 
 
 def test_remote_commands_and_clone(tmp_path: Path, pair: tuple[GcRunner, GcRunner, Path]) -> None:

@@ -6,6 +6,7 @@ what is allowed (timeouts, sizes, which refs) is decided by the caller (`beads.s
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +37,7 @@ def client_for(url: str, *, thin_packs: bool = True, timeout: float) -> tuple[Gi
     from dulwich.client import default_urllib3_manager, get_transport_and_path
     from dulwich.config import StackedConfig
 
+    _check_local_kind(url)
     try:
         config = StackedConfig.default()
         manager = None
@@ -48,6 +50,21 @@ def client_for(url: str, *, thin_packs: bool = True, timeout: float) -> tuple[Gi
         )
     except Exception as exc:  # dulwich raises several kinds for a URL it cannot use
         raise Unusable(str(exc)) from None
+
+
+def _check_local_kind(url: str) -> None:
+    """Unusable when `url` names a file on this machine that is neither a directory (a
+    repository) nor a regular file (a bundle): dulwich opens the path to look for a bundle,
+    and a FIFO or a device (`/dev/zero`) would hold the command for ever."""
+    import stat
+
+    path = url[len("file://") :] if url.startswith("file://") else url
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return  # not a local path, or none there: the exchange says which
+    if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
+        raise Unusable("it is not a directory (a remote is a git repository)")
 
 
 def _single_wait_managers() -> dict[str, Any]:
