@@ -16,6 +16,7 @@ from beads.location import (
     INIT_PREFIX,
     MARKER_SECTION,
     check_not_foreign,
+    check_not_in_git_dir,
     exclude_from_project,
     is_store,
     store_dir_for,
@@ -46,6 +47,7 @@ def create_store(
     if is_store(root):
         _exclude(root)  # again: a `gc init` killed just after the rename left it out
         return root, False
+    check_not_in_git_dir(root)
     check_not_foreign(root)
     settings = check_config(config if config is not None else default_config())
     if prefix is not None:

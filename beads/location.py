@@ -54,6 +54,17 @@ def _exists(path: str | Path) -> bool:
     return True
 
 
+def check_not_in_git_dir(beads_dir: str | Path) -> None:
+    """InvalidInput when a new store would be made inside a repository's own `.git`
+    directory: git treats what it finds there as its own (`git gc` prunes it)."""
+    parts = os.path.normpath(os.fspath(beads_dir)).split(os.sep)
+    if ".git" in parts[:-1]:
+        inside = os.sep.join(parts[: parts.index(".git") + 1]) or os.sep
+        raise InvalidInput(
+            f"cannot make a store inside {inside}: that is a git repository's own directory"
+        )
+
+
 def check_not_foreign(beads_dir: str | Path) -> None:
     """Raise if `beads_dir` exists and is not ours (never adopt another tool's data)."""
     if not _exists(beads_dir):

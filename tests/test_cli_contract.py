@@ -88,6 +88,20 @@ def test_a_path_naming_an_unknown_users_home_is_taken_as_written(gc: GcRunner) -
     assert (gc.cwd / "~0" / ".beads").is_dir()
 
 
+def test_no_store_is_made_inside_a_repositorys_own_git_directory(gc_store: GcRunner) -> None:
+    gc = gc_store  # a store as `gc init` makes it (a copy)
+    objects = gc.cwd / ".beads" / ".git" / "objects"
+    before = sorted(p.name for p in objects.iterdir())
+    for argv in (("init", str(objects)), ("clone", str(gc.cwd / ".beads"), str(objects / "x"))):
+        result = gc(*argv)
+        assert result.returncode == 30, result.stderr
+        assert result.stderr == (
+            f"gc: cannot make a store inside {gc.cwd / '.beads' / '.git'}: that is a git "
+            "repository's own directory\n"
+        )
+    assert sorted(p.name for p in objects.iterdir()) == before
+
+
 def test_init_climbing_above_the_root_makes_the_store_it_names(
     gc: GcRunner, tmp_path: Path
 ) -> None:

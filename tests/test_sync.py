@@ -189,6 +189,15 @@ def test_a_remote_that_is_a_fifo_or_a_device_is_refused_not_waited_on(tmp_path: 
         assert not (tmp_path / "copy").exists()
 
 
+@pytest.mark.parametrize("url", ["http://127.0.0.1:99999/x", "ssh://[::1", "git://[::1]:70000/x"])
+def test_a_url_whose_address_does_not_parse_is_refused_as_such(gc: GcRunner, url: str) -> None:
+    # Not taken for an scp-like ssh address, whose host would be the scheme's name.
+    result = gc("clone", url, "copy")
+    assert result.returncode == 30, result.stderr
+    assert result.stderr.startswith(f"gc: cannot use remote '{url}': ")
+    assert "ssh" not in result.stderr.removeprefix(f"gc: cannot use remote '{url}': ")
+
+
 def test_remote_commands_and_clone(tmp_path: Path, pair: tuple[GcRunner, GcRunner, Path]) -> None:
     a, b, remote = pair
     assert a.json("remote", "list")["remotes"] == [{"name": "origin", "url": str(remote)}]

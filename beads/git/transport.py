@@ -38,6 +38,7 @@ def client_for(url: str, *, thin_packs: bool = True, timeout: float) -> tuple[Gi
     from dulwich.config import StackedConfig
 
     _check_local_kind(url)
+    _check_address(url)
     try:
         config = StackedConfig.default()
         manager = None
@@ -49,6 +50,20 @@ def client_for(url: str, *, thin_packs: bool = True, timeout: float) -> tuple[Gi
             url, config=config, quiet=True, thin_packs=thin_packs, pool_manager=manager
         )
     except Exception as exc:  # dulwich raises several kinds for a URL it cannot use
+        raise Unusable(str(exc)) from None
+
+
+def _check_address(url: str) -> None:
+    """Unusable when `url` has a scheme (`scheme://`) but no address that parses: a port out
+    of range, a bracketed host left open. dulwich would take such a URL for an scp-like ssh
+    address, and ssh would look up a host named after the scheme."""
+    from urllib.parse import urlsplit
+
+    if "://" not in url:
+        return
+    try:
+        _ = urlsplit(url).port  # parsed when asked for: ValueError out of range
+    except ValueError as exc:
         raise Unusable(str(exc)) from None
 
 

@@ -26,6 +26,7 @@ from beads.location import (
     INIT_PREFIX,
     MARKER_SECTION,
     check_not_foreign,
+    check_not_in_git_dir,
     is_store,
     store_dir_for,
 )
@@ -302,6 +303,7 @@ def clone(url: str, path: str | Path, *, agent: str | None = None) -> Path:
     check_text_path(root)
     if is_store(root):
         raise InvalidInput(f"a store exists at {root} already; use 'gc sync' there")
+    check_not_in_git_dir(root)
     check_not_foreign(root)
     made = next((p for p in (*reversed(root.parents), root) if not p.exists()), None)
     try:
