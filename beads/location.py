@@ -138,7 +138,14 @@ def find_store_dir(explicit: str | os.PathLike[str] | None = None, cwd: str | No
             shown = path if len(path) <= 80 else path[:80] + "..."
             raise InvalidInput(f"cannot use the store directory {shown}: {exc.strerror}") from None
         raise NotFound(f"no gc-beads store at {path}; run 'gc init' to create one")
-    start = start_directory(cwd)
+    found = _store_around(start_directory(cwd))
+    check_text_path(found)  # the store's path, not the start's: a subdirectory may be odd
+    return found
+
+
+def _store_around(start: str) -> str:
+    """The store of the city around `start`, else the nearest `.beads` at or above it, else
+    the main worktree's; NotFound when there is none."""
     in_city = _city_store(start)
     if in_city is not None:
         return in_city

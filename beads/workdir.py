@@ -11,7 +11,7 @@ from beads.errors import InvalidInput, NotFound
 def start_directory(cwd: str | None = None) -> str:
     """Where a search for a store starts: `cwd` (a hook payload's, say), else the working
     directory, made absolute. NotFound when the working directory was removed under the
-    process; InvalidInput for a name no file system accepts (a NUL in it) or not of text."""
+    process; InvalidInput for a name no file system accepts (a NUL in it)."""
     try:
         start = os.path.abspath(cwd or os.getcwd())
     except FileNotFoundError:
@@ -20,7 +20,6 @@ def start_directory(cwd: str | None = None) -> str:
         ) from None
     if "\0" in start:
         raise InvalidInput(f"a directory name cannot hold a NUL character: {start!r}")
-    check_text_path(start)
     return start
 
 

@@ -121,6 +121,8 @@ def test_a_store_under_a_path_not_of_text_is_refused_before_anything_is_made(
         assert result.returncode == 30, result.stderr
         assert "is not valid UTF-8" in result.stderr and len(result.stderr.splitlines()) == 1
     assert list(odd.iterdir()) == []
+    assert gc("init", cwd=tmp_path).returncode == 0  # a store whose own path is text
+    assert gc("bead", "list", cwd=odd).stdout == "No beads\n"  # is used from below it
 
 
 @pytest.mark.parametrize("argv", [("bead", "list"), ("mail", "inbox", "dog"), ("doctor",)])
