@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc as garbage_collector
 import io
 import json
 import logging
@@ -60,13 +59,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         import random
 
         random.Random(seed).shuffle(items)
-
-
-def pytest_collection_finish(session: pytest.Session) -> None:
-    """Move what collection made (modules, test items, hypothesis's strategies: about 100,000
-    objects a worker) out of the cycle collector's sight: they live until the run ends, and
-    each full collection would walk them all again (about 2 s of the suite's CPU)."""
-    garbage_collector.freeze()
 
 
 def pytest_report_header(config: pytest.Config) -> str | None:
