@@ -128,8 +128,10 @@ def _finish(code: int | str | None, program: str) -> int | str | None:
         _silence_stdout()
     except OSError as exc:  # a full device, an I/O error: the output is lost, and we say so
         _silence_stdout()
+        from beads.errors import StorageError
+
         _say(f"{program}: cannot write the output: {exc.strerror or exc}")
-        return code if code not in (0, None) else 50
+        return code if code not in (0, None) else StorageError.exit_code
     except KeyboardInterrupt:
         _say(f"{program}: interrupted")
         return 130

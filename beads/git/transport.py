@@ -7,6 +7,7 @@ what is allowed (timeouts, sizes, which refs) is decided by the caller (`beads.s
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -71,8 +72,6 @@ def _check_local_kind(url: str) -> None:
     """Unusable when `url` names a file on this machine that is neither a directory (a
     repository) nor a regular file (a bundle): dulwich opens the path to look for a bundle,
     and a FIFO or a device (`/dev/zero`) would hold the command for ever."""
-    import stat
-
     path = url[len("file://") :] if url.startswith("file://") else url
     try:
         mode = os.stat(path).st_mode

@@ -207,8 +207,9 @@ def check_remote_name(name: str) -> str:
 
     if not re.fullmatch(REMOTE_NAME, name):
         raise InvalidInput(f"a remote name is letters, digits, . _ -, not {shown(name)}")
+    # Only a '.' can make a name of those characters a bad ref: others skip dulwich's import.
     # `refs/remotes/NAME` on its own catches a final '.', which git refuses at a ref's end.
-    if not all(
+    if "." in name and not all(
         valid_ref_name(ref) for ref in (f"refs/remotes/{name}".encode(), tracking_ref(name))
     ):
         raise InvalidInput(
