@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 from beads import InvalidInput, NotFound, Store
 from beads.location import find_store
-from tests.conftest import git
+from tests.conftest import GcRunner, git
 
 
 def test_found_by_walking_up_from_a_subdirectory(tmp_path: Path) -> None:
@@ -84,3 +85,21 @@ def test_init_twice_opens_the_same_store(tmp_path: Path) -> None:
     assert (created, created_again) == (True, False)
     assert second.prefix == "ab" and second.get(bead.id).title == "T"
     second.close()
+
+
+@pytest.mark.parametrize("where", ["loop", "/proc/self/gc-beads-test"])
+def test_clone_refuses_a_place_init_refuses_alike_and_makes_nothing(
+    gc_store: GcRunner, where: str
+) -> None:
+    gc = gc_store  # a store as `gc init` makes it (a copy), the clone's source
+    if where.startswith("/proc") and not Path("/proc/self").exists():
+        pytest.skip("no /proc here")
+    os.symlink("loop", gc.cwd / "loop")  # a link to itself: every lookup through it loops
+    before = sorted(p.name for p in gc.cwd.iterdir())
+    made = gc("init", where)
+    cloned = gc("clone", str(gc.cwd / ".beads"), where)
+    assert (made.returncode, cloned.returncode) == (30, 30), cloned.stderr
+    assert cloned.stderr == made.stderr
+    assert cloned.stderr.startswith(f"gc: cannot create a store in '{where}': ")
+    assert len(cloned.stderr.splitlines()) == 1
+    assert sorted(p.name for p in gc.cwd.iterdir()) == before
