@@ -148,7 +148,8 @@ def find_store(explicit: str | os.PathLike[str] | None = None, cwd: Path | None 
 
 def find_store_dir(explicit: str | os.PathLike[str] | None = None, cwd: str | None = None) -> str:
     """`find_store` as a plain path (what the PreToolUse hook uses: no pathlib)."""
-    given = explicit if explicit is not None else os.environ.get("GC_BEADS_DIR") or None
+    # Trimmed, as gc's other variables are ($GC_CITY, $GC_AGENT): a blank one is unset.
+    given = explicit if explicit is not None else os.environ.get("GC_BEADS_DIR", "").strip() or None
     if given is not None:
         path = os.path.abspath(os.path.expanduser(os.fspath(given)))
         check_text_path(path)

@@ -142,3 +142,16 @@ def test_a_beads_that_is_not_a_directory_is_said_to_be_what_it_is(
     )
     assert (named.returncode, named.stderr) == (30, line)
     assert sorted(p.name for p in project.iterdir()) == [".beads"]
+
+
+def test_a_blank_gc_beads_dir_is_unset_as_gcs_other_variables_are(
+    gc_store: GcRunner,
+) -> None:
+    gc = gc_store  # a store as `gc init` makes it (a copy), found from the working directory
+    made = gc.json("bead", "create", "--type", "task", "--title", "here")
+    for blank in (" ", "\t", " \n "):
+        listed = gc.json("bead", "list", env={"GC_BEADS_DIR": blank})
+        assert [b["id"] for b in listed["beads"]] == [made["bead"]["id"]]
+    # A value around spaces is the path within them, as $GC_CITY's is.
+    elsewhere = gc("bead", "list", cwd=gc.cwd.parent, env={"GC_BEADS_DIR": f" {gc.cwd} "})
+    assert elsewhere.returncode == 0, elsewhere.stderr
