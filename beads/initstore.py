@@ -5,7 +5,10 @@ half-made store; what a killed `gc init` left behind is removed by the next one 
 
 from __future__ import annotations
 
+import errno
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -23,9 +26,28 @@ from beads.location import (
 )
 from beads.receivehook import install as install_hook
 from beads.records.ids import check_prefix
-from beads.records.record import acting_agent
+from beads.records.record import acting_agent, shown
 from beads.settings.config import CONFIG_PATH, check_config, default_config
 from beads.workdir import check_text_path
+
+# What making a store can meet on a healthy disk is the place's fault (no such place, not a
+# directory, not writable, a loop of links, a read-only or virtual file system): an input
+# error, exit 30. Only a full disk or an I/O error is a storage error.
+STORAGE_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EIO)
+
+
+@contextmanager
+def making_store_in(path: str | Path) -> Iterator[None]:
+    """Raise what the OS refuses while a store is made at the user's `path` as InvalidInput
+    (`cannot create a store in PATH: reason`), unless the disk is at fault (STORAGE_ERRORS):
+    `gc init` and `gc clone` refuse a place alike, by this one rule."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.errno in STORAGE_ERRORS:
+            raise
+        reason = exc.strerror or str(exc)
+        raise InvalidInput(f"cannot create a store in {shown(path)}: {reason}") from None
 
 
 def create_store(

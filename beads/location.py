@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import errno
 import os
+import stat
 
 from beads.errors import InvalidInput, NotFound
 from beads.workdir import check_text_path, start_directory
@@ -40,18 +41,44 @@ def store_dir_for(path: P) -> P:
     return os.path.join(path, STORE_DIR) if isinstance(path, str) else path / STORE_DIR
 
 
-def _exists(path: str | Path) -> bool:
-    """Whether `path` exists; an error other than "not there" (a name too long, no
-    permission) is raised, as pathlib's `exists` does, not taken for "not there"."""
+# What a path that is not a directory is, in words (`check_directory`).
+KINDS = (
+    (stat.S_ISREG, "a regular file"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
+
+
+def _stat(path: str | Path) -> os.stat_result | None:
+    """`os.stat(path)`, or None when it is not there; an error other than "not there" (a name
+    too long, no permission) is raised, as pathlib's `exists` does, not taken for "not there"."""
     try:
-        os.stat(path)
+        return os.stat(path)
     except OSError as exc:
         if exc.errno in (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP):
-            return False
+            return None
         if exc.errno == errno.ENAMETOOLONG:  # the user's path, not our storage: exit 30
             raise InvalidInput(f"path name too long: {str(path)[:60]}...") from None
         raise
-    return True
+
+
+def _exists(path: str | Path) -> bool:
+    """Whether `path` exists (see `_stat` for the errors raised)."""
+    return _stat(path) is not None
+
+
+def check_directory(path: str | Path) -> bool:
+    """Whether `path` exists; InvalidInput, saying what it is, when it is there and is not a
+    directory (a store is one). Only its status is read: a FIFO or a device is never opened."""
+    info = _stat(path)
+    if info is None:
+        return False
+    if stat.S_ISDIR(info.st_mode):
+        return True
+    what = next((name for test, name in KINDS if test(info.st_mode)), "not a directory")
+    raise InvalidInput(f"{path} is not a store: it is {what}")
 
 
 def check_not_in_git_dir(beads_dir: str | Path) -> None:
@@ -67,10 +94,8 @@ def check_not_in_git_dir(beads_dir: str | Path) -> None:
 
 def check_not_foreign(beads_dir: str | Path) -> None:
     """Raise if `beads_dir` exists and is not ours (never adopt another tool's data)."""
-    if not _exists(beads_dir):
+    if not check_directory(beads_dir):
         return
-    if not os.path.isdir(beads_dir):
-        raise InvalidInput(f"{beads_dir} exists and is not a directory")
     git_dir = os.path.join(beads_dir, ".git")
     if is_our_repo(git_dir) or adopt_clone(git_dir):
         return
@@ -123,11 +148,13 @@ def find_store(explicit: str | os.PathLike[str] | None = None, cwd: Path | None 
 
 def find_store_dir(explicit: str | os.PathLike[str] | None = None, cwd: str | None = None) -> str:
     """`find_store` as a plain path (what the PreToolUse hook uses: no pathlib)."""
-    given = explicit if explicit is not None else os.environ.get("GC_BEADS_DIR") or None
+    # Trimmed, as gc's other variables are ($GC_CITY, $GC_AGENT): a blank one is unset.
+    given = explicit if explicit is not None else os.environ.get("GC_BEADS_DIR", "").strip() or None
     if given is not None:
         path = os.path.abspath(os.path.expanduser(os.fspath(given)))
         check_text_path(path)
         try:
+            check_directory(path)  # a file named as the store is said to be one
             for candidate in (path, os.path.join(path, STORE_DIR)):
                 if is_store(candidate):
                     return candidate
@@ -151,7 +178,7 @@ def _store_around(start: str) -> str:
         return in_city
     for directory in _up_from(start):
         candidate = os.path.join(directory, STORE_DIR)
-        if _exists(candidate):
+        if check_directory(candidate):
             if not os.access(candidate, os.R_OK | os.X_OK):
                 raise InvalidInput(
                     f"{candidate} cannot be read by this user (a store is private to its owner "

@@ -14,6 +14,7 @@ checks running at once resolve it once; the waiters' items are deduplicated by k
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from beads.errors import InvalidInput, NotFound
+from beads.errors import GcError, Interrupted, InvalidInput, NotFound
 from beads.index.query import Query
 from beads.process import budget, run_bounded
 from beads.records.record import Bead, check_agent, expect_type
@@ -136,10 +137,13 @@ def evaluate(
     gh: str = "gh",
     now: str | None = None,
     known: Mapping[str, Bead] | None = None,
+    unreadable: dict[str, str] | None = None,
 ) -> Outcome:
     """Decide what to do with one open gate (no writes).
 
-    `known`: beads already read by id (`Store.get_many`), looked up before the store."""
+    `known`: beads already read by id (`Store.get_many`), looked up before the store.
+    `unreadable`: the named stores found broken so far, each with what is wrong (filled in;
+    one is not tried twice)."""
     meta = gate.meta
     now = now or now_stamp()
     kind, target = meta.get("await_type"), meta.get("await_id")
@@ -149,10 +153,11 @@ def evaluate(
             outcome = Outcome(gate.id, "resolve", f"timer {target} elapsed")
     elif kind == "bead":
         if target and ":" in target:  # `bead:<store>:<id>`: a bead of another store
-            try:
-                other = _other_bead(store, target)
-            except NotFound:  # the store is not named on this machine (yet): wait
-                other = None
+            other, problem = _bead_elsewhere(
+                store, target, {} if unreadable is None else unreadable
+            )
+            if problem is not None:
+                outcome = Outcome(gate.id, "wait", error=problem)
         else:
             other = _bead_or_none(store, target, known)
         if other is not None and other.status == "closed":
@@ -188,6 +193,37 @@ def _other_bead(store: Store, target: str) -> Bead | None:
     name, _, bead_id = target.partition(":")
     with IndexReader(other_store(store.root / ".git", name)) as reader:
         return reader.get(bead_id)
+
+
+def _bead_elsewhere(
+    store: Store, target: str, unreadable: dict[str, str]
+) -> tuple[Bead | None, str | None]:
+    """`_other_bead`, and what is wrong with the other store when it cannot be read (named on
+    this machine, but missing, damaged, another tool's, not a directory): its gates wait with
+    that as their error, and the check goes on with every other gate. A store this machine
+    does not name (yet) is waited for quietly. `unreadable` records the broken stores."""
+    name = target.partition(":")[0]
+    if name in unreadable:
+        return None, unreadable[name]
+    try:
+        return _other_bead(store, target), None
+    except Interrupted:
+        raise
+    except (GcError, OSError, sqlite3.Error) as exc:
+        from beads.settings.localconfig import local_settings
+
+        if isinstance(exc, NotFound) and f"stores.{name}" not in local_settings(
+            store.root / ".git"
+        ):
+            return None, None
+        if isinstance(exc, GcError):
+            why = exc.message
+        elif isinstance(exc, OSError):
+            why = f"{exc.strerror or exc}{f': {exc.filename}' if exc.filename else ''}"
+        else:
+            why = f"its index: {exc}"
+        unreadable[name] = f"store {name} cannot be read (its gates wait): {why}"
+        return None, unreadable[name]
 
 
 def _mail_outcome(store: Store, gate_id: str, message_id: str | None) -> Outcome:
@@ -260,8 +296,13 @@ def check_gates(
     *,
     gh: str | None = None,
     only_timers: bool = False,
+    unreadable: dict[str, str] | None = None,
 ) -> list[Outcome]:
-    """Resolve or escalate every open gate whose condition holds; returns what changed."""
+    """Resolve or escalate every open gate whose condition holds; returns what changed.
+
+    A named store that cannot be read keeps only its own gates waiting (their error says
+    why); it is put in `unreadable` (name: what is wrong), for the caller to report."""
+    unreadable = {} if unreadable is None else unreadable
     gh = gh or (store.config.get("gates") or {}).get("gh_path") or "gh"
     now = now_stamp()
     outcomes = []
@@ -280,7 +321,7 @@ def check_gates(
     known = store.get_many(targets) if targets else {}
     with budget(GH_TIMEOUT):  # every `gh` of this check shares one timeout
         for gate in gates:
-            outcome = evaluate(store, gate, gh=gh, now=now, known=known)
+            outcome = evaluate(store, gate, gh=gh, now=now, known=known, unreadable=unreadable)
             if outcome.action != "wait" or outcome.error != gate.meta.get("error"):
                 outcomes.append(outcome)
     return apply_outcomes(store, outcomes)

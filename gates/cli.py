@@ -14,6 +14,7 @@ from beads.cli.common import (
     emit,
     global_options,
     limit_option,
+    one_line,
     open_store,
     settings,
     table,
@@ -149,8 +150,8 @@ def create(await_spec: str, waiters: tuple[str, ...], timeout: str | None, paren
 @global_options
 def check() -> None:
     """Resolve or escalate every open gate whose condition holds (runs gh for gh gates)."""
-    answered, outcomes, lines = _check_once(open_store())
-    emit({"answered": answered, "outcomes": [o.__dict__ for o in outcomes]},
+    answered, outcomes, lines, warnings = _check_once(open_store())
+    emit({"answered": answered, "outcomes": [o.__dict__ for o in outcomes], "warnings": warnings},
          "\n".join(lines) or "No gate changed")  # fmt: skip
 
 
@@ -169,10 +170,15 @@ def watch(interval: float, rounds: int | None) -> None:
     store = open_store()
     done = 0
     while rounds is None or done < rounds:
-        answered, outcomes, lines = _check_once(store)
+        answered, outcomes, lines, warnings = _check_once(store)
         done += 1
         emit(
-            {"round": done, "answered": answered, "outcomes": [o.__dict__ for o in outcomes]},
+            {
+                "round": done,
+                "answered": answered,
+                "outcomes": [o.__dict__ for o in outcomes],
+                "warnings": warnings,
+            },
             "\n".join(lines),
         )
         if rounds is None or done < rounds:
@@ -180,16 +186,23 @@ def watch(interval: float, rounds: int | None) -> None:
             time.sleep(interval)
 
 
-def _check_once(store: Store) -> tuple[list[str], list[Outcome], list[str]]:
-    """Timed-out decisions answered with their default, then every gate checked."""
+def _check_once(store: Store) -> tuple[list[str], list[Outcome], list[str], list[str]]:
+    """Timed-out decisions answered with their default, then every gate checked; returns the
+    decisions answered, the outcomes, their lines and the warnings, each of which (a named
+    store that cannot be read) is said on stderr in one line. Such a store keeps only its
+    own gates waiting, and the exit stays the check's own (docs/gates-and-decisions.md)."""
     from gates.decisions import check_due
 
-    answered, outcomes = check_due(store)
+    unreadable: dict[str, str] = {}
+    answered, outcomes = check_due(store, unreadable=unreadable)
     lines = [f"decision {d} answered with its default" for d in answered]
     lines += table(
         [(o.action, f"{o.gate_id}: {o.reason or o.error or ''}") for o in outcomes]
     ).splitlines()
-    return answered, outcomes, lines
+    warnings = list(unreadable.values())
+    for warning in warnings:
+        click.echo(f"gc: warning: {one_line(warning)}", err=True)
+    return answered, outcomes, lines, warnings
 
 
 @gate.command()

@@ -209,12 +209,15 @@ def push_answer(store: Store, decision: Bead) -> None:
         record(delivery, [answer_item(decision)])
 
 
-def check_due(store: Store, *, only_timers: bool = False) -> tuple[list[str], list[Outcome]]:
+def check_due(
+    store: Store, *, only_timers: bool = False, unreadable: dict[str, str] | None = None
+) -> tuple[list[str], list[Outcome]]:
     """What `gc gate check` does, and the hooks too: answer every timed-out decision with its
     default, then resolve or escalate the gates whose condition holds (`only_timers`: due
     timers only, no `gh`, no escalations, as a hook does). Returns the decisions answered and
-    the gates' outcomes."""
-    return answer_timed_out(store), check_gates(store, only_timers=only_timers)
+    the gates' outcomes; the named stores that could not be read go in `unreadable`."""
+    answered = answer_timed_out(store)
+    return answered, check_gates(store, only_timers=only_timers, unreadable=unreadable)
 
 
 def answer_timed_out(store: Store) -> list[str]:

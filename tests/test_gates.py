@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -19,7 +20,7 @@ from beads.store import Store
 from gates import beadgates, decisions, session_gates
 from inbox import Delivery
 from mail.beadmail import BeadMail
-from tests.conftest import GcRunner, git
+from tests.conftest import GcRunner, copy_store, git
 
 
 def items(store: Store, agent: str) -> list:
@@ -542,3 +543,64 @@ def test_other_uncommitted_files_count_beside_gcs_settings(tmp_path: Path, gc: G
     assert json.loads(result.stdout)["systemMessage"] == (
         "gc: soft gate dirty-work is not satisfied: the work tree has 2 uncommitted changes"
     )
+
+
+def break_store(beads: Path, how: str) -> None:
+    """Damage the store `beads` as `how` says: gone, its branch naming no commit, or
+    replaced by another tool's directory."""
+    if how == "missing":
+        shutil.rmtree(beads)
+    elif how == "damaged":
+        (beads / ".git" / "refs" / "heads" / "main").write_text("nonsense\n")
+        (beads / ".runtime" / "index.sqlite3").unlink()  # read from git: the damage shows
+    else:
+        shutil.rmtree(beads)
+        beads.mkdir()
+        (beads / "issues.jsonl").write_text("theirs")
+
+
+@pytest.mark.parametrize("how", ["missing", "damaged", "another tool's"])
+def test_one_broken_named_store_holds_back_only_its_own_gates(
+    gc_store: GcRunner, gc_init_template: Path, how: str
+) -> None:
+    gc = gc_store  # a store as `gc init` makes it (a copy)
+    gates = {}
+    for name in ("web", "api"):  # two other stores of this machine; web will break
+        copy_store(gc_init_template, gc.cwd / name / ".beads")
+        gc("config", "set", "--local", f"stores.{name}", str(gc.cwd / name))
+        task = gc.json("bead", "create", "--type", "task", "--title", "deploy", cwd=gc.cwd / name)
+        gc("bead", "close", task["bead"]["id"], cwd=gc.cwd / name)
+        spec = f"bead:{name}:{task['bead']['id']}"
+        gates[name] = gc.json("gate", "create", "--await", spec)["bead"]["id"]
+    gates["timer"] = gc.json("gate", "create", "--await", "timer:0s")["bead"]["id"]
+    break_store(gc.cwd / "web" / ".beads", how)
+    result = gc("gate", "check")
+    assert result.returncode == 0, result.stderr
+    [warning] = result.stderr.splitlines()
+    assert warning.startswith("gc: warning: store web cannot be read (its gates wait): ")
+    assert {g: gc.json("gate", "show", i)["bead"]["status"] for g, i in gates.items()} == {
+        "web": "open",
+        "api": "closed",
+        "timer": "closed",
+    }
+    web = gc.json("gate", "show", gates["web"])["bead"]["meta"]
+    assert web["error"] == warning.removeprefix("gc: warning: ")
+    again = gc.json("gate", "check")  # the store still broken: said again, in the JSON too
+    assert again["ok"] is True and again["warnings"] == [web["error"]]
+
+
+def test_the_stop_hook_neither_fails_nor_blocks_over_a_broken_named_store(
+    gc_store: GcRunner, gc_init_template: Path
+) -> None:
+    gc = gc_store  # a store as `gc init` makes it (a copy)
+    gc("config", "set", "gates.disabled", '["commit-push", "bead-update"]')
+    copy_store(gc_init_template, gc.cwd / "web" / ".beads")
+    gc("config", "set", "--local", "stores.web", str(gc.cwd / "web"))
+    task = gc.json("bead", "create", "--type", "task", "--title", "deploy", cwd=gc.cwd / "web")
+    waiting = gc.json("gate", "create", "--await", f"bead:web:{task['bead']['id']}")["bead"]
+    timer = gc.json("gate", "create", "--await", "timer:0s")["bead"]
+    break_store(gc.cwd / "web" / ".beads", "damaged")
+    reply = stop(gc, session="s1")
+    assert reply is None or "decision" not in reply, reply
+    assert gc.json("gate", "show", timer["id"])["bead"]["status"] == "closed"
+    assert gc.json("gate", "show", waiting["id"])["bead"]["status"] == "open"

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from beads import InvalidInput, NotFound, Store
 from beads.location import find_store
-from tests.conftest import git
+from tests.conftest import GcRunner, gc_program, git
 
 
 def test_found_by_walking_up_from_a_subdirectory(tmp_path: Path) -> None:
@@ -84,3 +86,72 @@ def test_init_twice_opens_the_same_store(tmp_path: Path) -> None:
     assert (created, created_again) == (True, False)
     assert second.prefix == "ab" and second.get(bead.id).title == "T"
     second.close()
+
+
+@pytest.mark.parametrize("where", ["loop", "/proc/self/gc-beads-test"])
+def test_clone_refuses_a_place_init_refuses_alike_and_makes_nothing(
+    gc_store: GcRunner, where: str
+) -> None:
+    gc = gc_store  # a store as `gc init` makes it (a copy), the clone's source
+    if where.startswith("/proc") and not Path("/proc/self").exists():
+        pytest.skip("no /proc here")
+    os.symlink("loop", gc.cwd / "loop")  # a link to itself: every lookup through it loops
+    before = sorted(p.name for p in gc.cwd.iterdir())
+    made = gc("init", where)
+    cloned = gc("clone", str(gc.cwd / ".beads"), where)
+    assert (made.returncode, cloned.returncode) == (30, 30), cloned.stderr
+    assert cloned.stderr == made.stderr
+    assert cloned.stderr.startswith(f"gc: cannot create a store in '{where}': ")
+    assert len(cloned.stderr.splitlines()) == 1
+    assert sorted(p.name for p in gc.cwd.iterdir()) == before
+
+
+@pytest.mark.parametrize("kind", ["a regular file", "a FIFO"])
+def test_a_beads_that_is_not_a_directory_is_said_to_be_what_it_is(
+    tmp_path: Path, kind: str
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    beads = project / ".beads"
+    if kind == "a FIFO":
+        os.mkfifo(beads)  # opened, it would wait for ever for a writer
+    else:
+        beads.write_text("x")
+    line = f"gc: {beads} is not a store: it is {kind}\n"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GC_")}
+    runs = [
+        (project, ("bead", "list")),
+        (project, ("init",)),
+        (tmp_path, ("bead", "list", "--beads-dir", str(project))),
+        (tmp_path, ("init", str(project))),
+    ]
+    if kind == "a FIFO":  # a regular file named by --beads-dir is click's to refuse
+        runs.append((tmp_path, ("bead", "list", "--beads-dir", str(beads))))
+    for cwd, args in runs:
+        result = subprocess.run(
+            [gc_program(), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=30
+        )
+        assert (result.returncode, result.stderr) == (30, line), args
+    named = subprocess.run(
+        [gc_program(), "bead", "list"],
+        cwd=tmp_path,
+        env={**env, "GC_BEADS_DIR": str(beads)},
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert (named.returncode, named.stderr) == (30, line)
+    assert sorted(p.name for p in project.iterdir()) == [".beads"]
+
+
+def test_a_blank_gc_beads_dir_is_unset_as_gcs_other_variables_are(
+    gc_store: GcRunner,
+) -> None:
+    gc = gc_store  # a store as `gc init` makes it (a copy), found from the working directory
+    made = gc.json("bead", "create", "--type", "task", "--title", "here")
+    for blank in (" ", "\t", " \n "):
+        listed = gc.json("bead", "list", env={"GC_BEADS_DIR": blank})
+        assert [b["id"] for b in listed["beads"]] == [made["bead"]["id"]]
+    # A value around spaces is the path within them, as $GC_CITY's is.
+    elsewhere = gc("bead", "list", cwd=gc.cwd.parent, env={"GC_BEADS_DIR": f" {gc.cwd} "})
+    assert elsewhere.returncode == 0, elsewhere.stderr

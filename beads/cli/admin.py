@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import errno
 import time
 from typing import TYPE_CHECKING
 
@@ -10,12 +9,6 @@ import click
 
 from beads.cli.common import emit, global_options, open_store, progress_bar, settings
 from beads.errors import InvalidInput, StorageError
-from beads.records.record import shown
-
-# What `gc init` can meet on a healthy disk is the path's fault (no such place, not a
-# directory, not writable, a read-only or virtual file system): an input error, exit 30.
-# Only a full disk is a storage error.
-STORAGE_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EIO)
 
 if TYPE_CHECKING:
     from beads.git import LogEntry
@@ -29,19 +22,15 @@ if TYPE_CHECKING:
 def init(path: str, prefix: str | None, example: bool) -> None:
     """Create a store in PATH/.beads (PATH defaults to the working directory)."""
     from beads.example import init_example
+    from beads.initstore import making_store_in
     from beads.store import Store
 
     agent = settings().agent
-    try:
+    with making_store_in(path):
         if example:
             store, created = init_example(path, prefix=prefix, agent=agent)
         else:
             store, created = Store.init(path, prefix=prefix, agent=agent)
-    except OSError as exc:
-        if exc.errno in STORAGE_ERRORS:
-            raise
-        reason = exc.strerror or str(exc)
-        raise InvalidInput(f"cannot create a store in {shown(path)}: {reason}") from None
     click.get_current_context().call_on_close(store.close)
     verb = "Initialized" if created else "Already initialized"
     emit(

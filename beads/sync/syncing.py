@@ -293,7 +293,7 @@ def clone(url: str, path: str | Path, *, agent: str | None = None) -> Path:
     """Make a store under `path` from the store at `url`; returns its root. Built under a
     temporary name and renamed into place, as `gc init` does: a failed clone leaves nothing."""
     from beads.git import init_bare
-    from beads.initstore import _exclude, _remove_tree
+    from beads.initstore import _exclude, _remove_tree, making_store_in
     from beads.receivehook import install as install_hook
     from beads.records.record import DEFAULT_MAX_BODY_BYTES, acting_agent
     from beads.settings import approvals
@@ -301,22 +301,24 @@ def clone(url: str, path: str | Path, *, agent: str | None = None) -> Path:
 
     root = store_dir_for(Path(os.path.abspath(os.path.expanduser(path))))
     check_text_path(root)
-    if is_store(root):
-        raise InvalidInput(f"a store exists at {root} already; use 'gc sync' there")
-    check_not_in_git_dir(root)
-    check_not_foreign(root)
-    made = next((p for p in (*reversed(root.parents), root) if not p.exists()), None)
-    try:
-        root.mkdir(parents=True, exist_ok=True)
-    except (FileExistsError, NotADirectoryError):
-        raise InvalidInput(
-            f"cannot make {root}: something that is not a directory is in the way"
-        ) from None
+    with making_store_in(path):  # a place `gc init` refuses (a loop of links, /proc) too
+        if is_store(root):
+            raise InvalidInput(f"a store exists at {root} already; use 'gc sync' there")
+        check_not_in_git_dir(root)
+        check_not_foreign(root)
+        made = next((p for p in (*reversed(root.parents), root) if not p.exists()), None)
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+        except (FileExistsError, NotADirectoryError):
+            raise InvalidInput(
+                f"cannot make {root}: something that is not a directory is in the way"
+            ) from None
     building = root / f"{INIT_PREFIX}{os.getpid()}"
     _remove_tree(building)
     try:
-        git = init_bare(building, marker=MARKER_SECTION, committer=committer)
-        install_hook(building)
+        with making_store_in(path):
+            git = init_bare(building, marker=MARKER_SECTION, committer=committer)
+            install_hook(building)
         try:
             head = fetch(
                 git,
