@@ -15,6 +15,7 @@ from beads.errors import GcError, InvalidInput, StorageError
 
 if TYPE_CHECKING:
     from dulwich.client import GitClient
+    from dulwich.config import StackedConfig
 
     from beads.git.repo import GitRepo
 
@@ -34,14 +35,14 @@ class Unusable(Exception):
 def client_for(url: str, *, thin_packs: bool = True, timeout: float) -> tuple[GitClient, str]:
     """dulwich's client for `url` (with the user's git config: credentials, ssh command)
     and the path it names; an http(s) client's requests wait at most `timeout` seconds for
-    each answer. Unusable when dulwich cannot use the URL."""
+    each answer. Unusable when dulwich cannot use the URL; InvalidInput naming the file when
+    one of the user's git config files does not parse (`user_config`)."""
     from dulwich.client import default_urllib3_manager, get_transport_and_path
-    from dulwich.config import StackedConfig
 
     _check_local_kind(url)
     _check_address(url)
+    config = user_config()
     try:
-        config = StackedConfig.default()
         manager = None
         if url.lower().startswith(("http://", "https://")):
             manager = default_urllib3_manager(
@@ -79,6 +80,39 @@ def _check_local_kind(url: str) -> None:
         return  # not a local path, or none there: the exchange says which
     if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
         raise Unusable("it is not a directory (a remote is a git repository)")
+
+
+def user_config() -> StackedConfig:
+    """The user's and the system's git config, as dulwich's `StackedConfig.default` reads
+    them (credentials, ssh command, proxies, `url.*.insteadOf`), from the files git reads
+    (git-config(1), FILES): `GIT_CONFIG_GLOBAL`, else `~/.gitconfig` and
+    `$XDG_CONFIG_HOME/git/config`; then `GIT_CONFIG_SYSTEM`, else `/etc/gitconfig` (none
+    with `GIT_CONFIG_NOSYSTEM`). A file that is absent, under a path that is no directory,
+    or unreadable to this user is skipped, as git skips it; one that does not parse is
+    InvalidInput naming it (git refuses it too: "bad config line 1 in file ...")."""
+    from dulwich.config import ConfigFile, StackedConfig, get_xdg_config_home_path
+
+    if "GIT_CONFIG_GLOBAL" in os.environ:
+        paths = [os.environ["GIT_CONFIG_GLOBAL"]]
+    else:
+        paths = [os.path.expanduser("~/.gitconfig"), get_xdg_config_home_path("git", "config")]
+    if "GIT_CONFIG_SYSTEM" in os.environ:
+        paths.append(os.environ["GIT_CONFIG_SYSTEM"])
+    elif "GIT_CONFIG_NOSYSTEM" not in os.environ:
+        paths.append("/etc/gitconfig")
+    backends = []
+    for path in paths:
+        try:
+            backends.append(ConfigFile.from_path(path))
+        except (FileNotFoundError, NotADirectoryError, PermissionError):
+            continue
+        except OSError as exc:
+            raise InvalidInput(
+                f"the git config file {path} cannot be read: {exc.strerror or exc}"
+            ) from None
+        except ValueError as exc:  # dulwich's parser: "expected trailing ]" and the like
+            raise InvalidInput(f"the git config file {path} cannot be read: {exc}") from None
+    return StackedConfig(backends)
 
 
 def _single_wait_managers() -> dict[str, Any]:
