@@ -198,6 +198,65 @@ def test_a_url_whose_address_does_not_parse_is_refused_as_such(gc: GcRunner, url
     assert "ssh" not in result.stderr.removeprefix(f"gc: cannot use remote '{url}': ")
 
 
+NO_BUNDLE = "it is a file that is neither a git repository nor a git bundle"
+
+
+@pytest.mark.parametrize(
+    "content",
+    [b"# v2 git bundle\n", b"# v3 git bundle\n@object-format=sha1\n", b"", b"junk\n"],
+    ids=["bundle-header-only", "v3-header-only", "empty", "junk"],
+)
+def test_a_remote_that_is_a_file_but_no_bundle_is_refused_in_one_line(
+    gc_store: GcRunner, tmp_path: Path, content: bytes
+) -> None:
+    (tmp_path / "fake").write_bytes(content)
+    cloned = gc_store("clone", "fake", "copy")
+    assert cloned.returncode == 30, cloned.stderr
+    assert cloned.stderr.startswith(f"gc: cannot use remote 'fake': {NO_BUNDLE}")
+    assert len(cloned.stderr.splitlines()) == 1
+    assert not (tmp_path / "copy").exists()
+    before = head(gc_store)
+    assert gc_store("remote", "add", "origin", str(tmp_path / "fake")).returncode == 0
+    synced = gc_store("sync")
+    assert synced.returncode == 30, synced.stderr
+    assert synced.stderr.endswith(cloned.stderr.removeprefix("gc: cannot use remote 'fake'"))
+    assert head(gc_store) == before
+    assert not (tmp_path / ".beads" / ".git" / "refs" / "remotes").exists()
+
+
+def test_a_truncated_bundle_is_refused_in_one_line_and_nothing_is_made(
+    tmp_path: Path, pair: tuple[GcRunner, GcRunner, Path]
+) -> None:
+    _a, _b, remote = pair
+    whole = tmp_path / "whole.bundle"
+    git("bundle", "create", str(whole), "main", cwd=remote)
+    data = whole.read_bytes()
+    pack = data.index(b"PACK")
+    assert GcRunner(tmp_path)("clone", str(whole), "from-whole").returncode == 0
+    (tmp_path / "header-cut").write_bytes(data[: pack // 2])  # within its line of refs
+    (tmp_path / "pack-cut").write_bytes(data[: pack + (len(data) - pack) // 2])
+    for cut, code, words in [
+        ("header-cut", 30, f"cannot use remote 'header-cut': {NO_BUNDLE}"),
+        ("pack-cut", 50, "the remote pack-cut sent a pack that does not read"),
+    ]:
+        result = GcRunner(tmp_path)("clone", cut, "copy")
+        assert result.returncode == code, result.stderr
+        assert result.stderr.startswith(f"gc: {words}") and len(result.stderr.splitlines()) == 1
+        assert not (tmp_path / "copy").exists()
+
+
+def test_a_bundle_named_by_a_file_url_is_refused_in_words(
+    tmp_path: Path, pair: tuple[GcRunner, GcRunner, Path]
+) -> None:
+    _a, _b, remote = pair
+    bundle = tmp_path / "whole.bundle"
+    git("bundle", "create", str(bundle), "main", cwd=remote)
+    result = GcRunner(tmp_path)("clone", f"file://{bundle}", "copy")
+    assert result.returncode == 30, result.stderr
+    assert result.stderr.endswith("it is a git bundle: name it by its path, not a file:// URL\n")
+    assert not (tmp_path / "copy").exists()
+
+
 def test_remote_commands_and_clone(tmp_path: Path, pair: tuple[GcRunner, GcRunner, Path]) -> None:
     a, b, remote = pair
     assert a.json("remote", "list")["remotes"] == [{"name": "origin", "url": str(remote)}]

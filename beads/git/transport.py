@@ -48,11 +48,13 @@ def client_for(url: str, *, thin_packs: bool = True, timeout: float) -> tuple[Gi
             manager = default_urllib3_manager(
                 config, base_url=url, timeout=timeout, **_single_wait_managers()
             )
-        return get_transport_and_path(
+        client, path = get_transport_and_path(
             url, config=config, quiet=True, thin_packs=thin_packs, pool_manager=manager
         )
     except Exception as exc:  # dulwich raises several kinds for a URL it cannot use
         raise Unusable(str(exc)) from None
+    _check_local_file(client, path)
+    return client, path
 
 
 def _check_address(url: str) -> None:
@@ -80,6 +82,29 @@ def _check_local_kind(url: str) -> None:
         return  # not a local path, or none there: the exchange says which
     if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
         raise Unusable("it is not a directory (a remote is a git repository)")
+
+
+def _check_local_file(client: GitClient, path: str) -> None:
+    """Unusable when the local `path` is a regular file that is no git bundle whose list of
+    refs reads: dulwich takes a file whose first line is a bundle's header for a bundle
+    (and fails on the rest with its parser's words), any other for a repository."""
+    from dulwich.client import BundleClient, LocalGitClient, get_transport_and_path
+
+    if not isinstance(client, BundleClient | LocalGitClient) or not os.path.isfile(path):
+        return
+    if isinstance(client, LocalGitClient):
+        if isinstance(get_transport_and_path(path)[0], BundleClient):  # a file:// URL
+            raise Unusable("it is a git bundle: name it by its path, not a file:// URL")
+        raise Unusable("it is a file that is neither a git repository nor a git bundle")
+    try:
+        client.get_refs(path)  # reads the bundle's header: its refs, up to the pack
+    except OSError as exc:
+        raise Unusable(f"cannot read it: {exc.strerror or exc}") from None
+    except Exception:  # dulwich's parser raises several kinds for a header that does not read
+        raise Unusable(
+            "it is a file that is neither a git repository nor a git bundle "
+            "(its bundle header is cut short or damaged)"
+        ) from None
 
 
 def user_config() -> StackedConfig:
