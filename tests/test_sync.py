@@ -257,6 +257,35 @@ def test_a_bundle_named_by_a_file_url_is_refused_in_words(
     assert not (tmp_path / "copy").exists()
 
 
+@pytest.mark.parametrize("url", ["git://127.0.0.1:70000/x", "ssh://[::1", "http://[::1/x"])
+def test_remote_add_refuses_an_address_that_does_not_parse_as_a_sync_would(
+    gc_store: GcRunner, url: str
+) -> None:
+    config = gc_store.cwd / ".beads" / ".git" / "config"
+    before = config.read_bytes()
+    added = gc_store("remote", "add", "spare", url)
+    assert added.returncode == 30, added.stderr
+    assert added.stderr == gc_store("clone", url, "copy").stderr  # a sync's check and words
+    assert added.stderr.startswith(f"gc: cannot use remote '{url}': ")
+    assert len(added.stderr.splitlines()) == 1
+    assert config.read_bytes() == before
+
+
+def test_an_empty_remote_url_is_refused_as_bad_input(gc_store: GcRunner) -> None:
+    said = "gc: cannot use remote '': it is empty: name a path or URL\n"
+    cloned = gc_store("clone", "", "copy")
+    assert (cloned.returncode, cloned.stderr) == (30, said)
+    assert not (gc_store.cwd / "copy").exists()
+    added = gc_store("remote", "add", "spare", "")
+    assert (added.returncode, added.stderr) == (30, said)
+    blank = gc_store("remote", "add", "spare", " ")
+    assert (blank.returncode, blank.stderr) == (30, said.replace("''", "' '"))
+    # A remote whose URL someone emptied in the git config is refused by the sync alike.
+    git("config", "remote.origin.url", "", cwd=gc_store.cwd / ".beads" / ".git")
+    synced = gc_store("sync", "origin")
+    assert (synced.returncode, synced.stderr) == (30, said)
+
+
 def test_remote_commands_and_clone(tmp_path: Path, pair: tuple[GcRunner, GcRunner, Path]) -> None:
     a, b, remote = pair
     assert a.json("remote", "list")["remotes"] == [{"name": "origin", "url": str(remote)}]

@@ -39,8 +39,8 @@ def client_for(url: str, *, thin_packs: bool = True, timeout: float) -> tuple[Gi
     one of the user's git config files does not parse (`user_config`)."""
     from dulwich.client import default_urllib3_manager, get_transport_and_path
 
+    check_url(url)
     _check_local_kind(url)
-    _check_address(url)
     config = user_config()
     try:
         manager = None
@@ -57,12 +57,14 @@ def client_for(url: str, *, thin_packs: bool = True, timeout: float) -> tuple[Gi
     return client, path
 
 
-def _check_address(url: str) -> None:
-    """Unusable when `url` has a scheme (`scheme://`) but no address that parses: a port out
-    of range, a bracketed host left open. dulwich would take such a URL for an scp-like ssh
-    address, and ssh would look up a host named after the scheme."""
+def check_url(url: str) -> None:
+    """Unusable when `url` is empty (or blank), or has a scheme (`scheme://`) but no address
+    that parses: a port out of range, a bracketed host left open. dulwich would take such a
+    URL for an scp-like ssh address, and ssh would look up a host named after the scheme."""
     from urllib.parse import urlsplit
 
+    if not url.strip():
+        raise Unusable("it is empty: name a path or URL")
     if "://" not in url:
         return
     try:

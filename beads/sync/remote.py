@@ -23,9 +23,14 @@ from typing import TYPE_CHECKING, Any
 
 from beads.branch import BRANCH, is_sha
 from beads.errors import GcError, InvalidInput, NotFound, StorageError
-from beads.records.record import DEFAULT_MAX_BODY_BYTES, shown
+from beads.records.record import DEFAULT_MAX_BODY_BYTES
 from beads.settings.config import CONFIG_PATH, parse_config
-from beads.settings.localconfig import DEFAULT_MAX_FETCH_BYTES, DEFAULT_TIMEOUT, local_settings
+from beads.settings.localconfig import (
+    DEFAULT_MAX_FETCH_BYTES,
+    DEFAULT_TIMEOUT,
+    local_settings,
+    unusable_remote,
+)
 from beads.sync.deadline import deadline, is_timeout, timed_out
 
 if TYPE_CHECKING:
@@ -71,7 +76,7 @@ def client_for(
     try:
         return transport.client_for(url, thin_packs=thin_packs, timeout=timeout)
     except transport.Unusable as exc:
-        raise InvalidInput(f"cannot use remote {shown(url)}: {exc}") from None
+        raise unusable_remote(url, exc) from None
 
 
 def _needs_timer(client: GitClient) -> bool:

@@ -30,7 +30,13 @@ from beads.location import (
     is_store,
     store_dir_for,
 )
-from beads.settings.localconfig import DEFAULT_REMOTE, add_remote, remote_url, tracking_ref
+from beads.settings.localconfig import (
+    DEFAULT_REMOTE,
+    add_remote,
+    check_url,
+    remote_url,
+    tracking_ref,
+)
 from beads.sync.remote import check_remote_store, fetch, object_limit, only_in, push
 from beads.workdir import check_text_path
 
@@ -299,6 +305,7 @@ def clone(url: str, path: str | Path, *, agent: str | None = None) -> Path:
     from beads.settings import approvals
     from beads.settings.localconfig import committer
 
+    check_url(url)  # before anything is made
     root = store_dir_for(Path(os.path.abspath(os.path.expanduser(path))))
     check_text_path(root)
     with making_store_in(path):  # a place `gc init` refuses (a loop of links, /proc) too
