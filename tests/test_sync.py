@@ -286,6 +286,28 @@ def test_an_empty_remote_url_is_refused_as_bad_input(gc_store: GcRunner) -> None
     assert (synced.returncode, synced.stderr) == (30, said)
 
 
+def test_remote_remove_removes_its_remote_tracking_refs_and_their_directory(
+    tmp_path: Path, pair: tuple[GcRunner, GcRunner, Path]
+) -> None:
+    a, _b, remote = pair
+    git_dir = a.cwd / ".beads" / ".git"
+    assert a("remote", "add", "spare", str(remote)).returncode == 0
+    assert a("remote", "add", "spare2", str(remote)).returncode == 0
+    assert a("sync", "spare").returncode == 0 and a("sync", "spare2").returncode == 0
+    git("update-ref", "refs/remotes/spare/other", head(a), cwd=git_dir)  # as a `git fetch`
+    git("pack-refs", "--all", cwd=git_dir)  # one packed, as git gc leaves them
+    git("update-ref", "refs/remotes/spare/main", head(a), cwd=git_dir)  # and one loose
+    assert a("remote", "remove", "spare").returncode == 0
+    assert git("for-each-ref", "refs/remotes/spare/", cwd=git_dir) == ""
+    assert not (git_dir / "refs" / "remotes" / "spare").exists()
+    assert git("for-each-ref", "--format=%(refname)", "refs/remotes/", cwd=git_dir).split() == [
+        "refs/remotes/origin/main", "refs/remotes/spare2/main",
+    ]  # fmt: skip
+    git("fsck", "--strict", cwd=git_dir)
+    assert a("remote", "add", "spare", str(remote)).returncode == 0
+    assert a.json("sync", "--status", "spare")["status"]["remote_head"] is None
+
+
 def test_remote_commands_and_clone(tmp_path: Path, pair: tuple[GcRunner, GcRunner, Path]) -> None:
     a, b, remote = pair
     assert a.json("remote", "list")["remotes"] == [{"name": "origin", "url": str(remote)}]

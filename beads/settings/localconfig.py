@@ -263,12 +263,15 @@ def add_remote(git_dir: Path, name: str, url: str) -> None:
 
 
 def remove_remote(git_dir: Path, name: str) -> None:
-    """Forget remote `name` and its tracking ref."""
+    """Forget remote `name` and its remote-tracking refs (`refs/remotes/NAME/...`, with
+    their directory), as `git remote remove` does."""
     from beads.git import config, refs
 
-    if not config.remove_remote(git_dir, name):
+    if name not in remotes(git_dir):
         raise NotFound(f"no remote {name}")
-    refs.delete_ref(git_dir, tracking_ref(name))
+    # The refs first, as git does: a removal that fails there leaves the remote to retry.
+    refs.delete_refs_under(git_dir, f"refs/remotes/{name}/".encode())
+    config.remove_remote(git_dir, name)
 
 
 def remote_url(git_dir: Path, name: str | None) -> tuple[str, str]:
