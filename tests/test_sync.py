@@ -257,6 +257,22 @@ def test_a_bundle_named_by_a_file_url_is_refused_in_words(
     assert not (tmp_path / "copy").exists()
 
 
+def test_a_bundle_remote_is_fetched_from_and_a_push_to_it_is_refused_in_words(
+    tmp_path: Path, pair: tuple[GcRunner, GcRunner, Path]
+) -> None:
+    _a, _b, remote = pair
+    git("bundle", "create", str(tmp_path / "store.bundle"), "main", cwd=remote)
+    side = machine(tmp_path, "c")
+    assert side("clone", str(tmp_path / "store.bundle")).returncode == 0
+    assert side.json("sync")["sync"]["action"] == "none"
+    made = make_id(side, "--title", "kept here")
+    result = side("sync")
+    assert result.returncode == 30, result.stderr
+    assert result.stderr.startswith(f"gc: the remote {tmp_path / 'store.bundle'} is a git bundle")
+    assert "nothing was pushed" in result.stderr and len(result.stderr.splitlines()) == 1
+    assert side.json("bead", "show", made)["bead"]["title"] == "kept here"
+
+
 @pytest.mark.parametrize("url", ["git://127.0.0.1:70000/x", "ssh://[::1", "http://[::1/x"])
 def test_remote_add_refuses_an_address_that_does_not_parse_as_a_sync_would(
     gc_store: GcRunner, url: str

@@ -109,6 +109,13 @@ def _check_local_file(client: GitClient, path: str) -> None:
         ) from None
 
 
+def read_only(client: GitClient) -> bool:
+    """Whether `client` can only be fetched from: a git bundle's."""
+    from dulwich.client import BundleClient
+
+    return isinstance(client, BundleClient)
+
+
 def user_config() -> StackedConfig:
     """The user's and the system's git config, as dulwich's `StackedConfig.default` reads
     them (credentials, ssh command, proxies, `url.*.insteadOf`), from the files git reads

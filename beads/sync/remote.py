@@ -320,8 +320,15 @@ def push(git: GitRepo, url: str, expected: bytes | None, new: bytes) -> bool:
     commits it lacks. False when the remote's branch was no longer `expected` (someone
     pushed meanwhile: fetch and merge again); the server compares too (git's receive-pack
     refuses an update whose old value is stale)."""
+    from beads.git import transport
+
     timeout, _max_fetch = limits(git)
     client, path = client_for(url, timeout=timeout)
+    if transport.read_only(client):
+        raise InvalidInput(
+            f"the remote {url} is a git bundle, which is only read: nothing was pushed "
+            "(to share this store's commits, sync with a repository)"
+        )
     stale = []
 
     def update_refs(refs: dict[bytes, bytes]) -> dict[bytes, bytes]:
@@ -332,8 +339,6 @@ def push(git: GitRepo, url: str, expected: bytes | None, new: bytes) -> bool:
             stale.append(current)
             return dict(refs)  # nothing changes: the caller fetches and merges again
         return {**refs, BRANCH.encode(): new}
-
-    from beads.git import transport
 
     try:
         with deadline(timeout, timer=_needs_timer(client)) as progress:
