@@ -273,6 +273,21 @@ def test_a_bundle_remote_is_fetched_from_and_a_push_to_it_is_refused_in_words(
     assert side.json("bead", "show", made)["bead"]["title"] == "kept here"
 
 
+def test_a_clone_from_a_relative_path_syncs_from_any_directory_of_the_store(
+    tmp_path: Path, pair: tuple[GcRunner, GcRunner, Path]
+) -> None:
+    a, _b, remote = pair
+    side = machine(tmp_path, "c")
+    assert side("clone", "../remote.git").returncode == 0
+    # Recorded absolute, as git clone records it: the store's commands run from anywhere.
+    assert side.json("remote", "list")["remotes"] == [{"name": "origin", "url": str(remote)}]
+    made = make_id(a, "--title", "from a")
+    assert a("sync").returncode == 0
+    (side.cwd / "deeper").mkdir()
+    assert side("sync", cwd=side.cwd / "deeper").returncode == 0
+    assert side.json("bead", "show", made)["bead"]["title"] == "from a"
+
+
 @pytest.mark.parametrize("url", ["git://127.0.0.1:70000/x", "ssh://[::1", "http://[::1/x"])
 def test_remote_add_refuses_an_address_that_does_not_parse_as_a_sync_would(
     gc_store: GcRunner, url: str

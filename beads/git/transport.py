@@ -116,6 +116,19 @@ def read_only(client: GitClient) -> bool:
     return isinstance(client, BundleClient)
 
 
+def absolute_url(url: str) -> str:
+    """`url`, a relative path of a repository or bundle on this machine made absolute, as
+    `git clone` records its remote: it then names the same remote from any directory."""
+    from dulwich.client import BundleClient, LocalGitClient, get_transport_and_path
+
+    try:
+        client, path = get_transport_and_path(url, config=user_config())
+    except Exception:  # dulwich raises several kinds for a URL it cannot use
+        return url
+    local = isinstance(client, BundleClient | LocalGitClient) and path == url  # no file://
+    return os.path.abspath(url) if local else url
+
+
 def user_config() -> StackedConfig:
     """The user's and the system's git config, as dulwich's `StackedConfig.default` reads
     them (credentials, ssh command, proxies, `url.*.insteadOf`), from the files git reads

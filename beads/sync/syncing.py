@@ -299,6 +299,7 @@ def clone(url: str, path: str | Path, *, agent: str | None = None) -> Path:
     """Make a store under `path` from the store at `url`; returns its root. Built under a
     temporary name and renamed into place, as `gc init` does: a failed clone leaves nothing."""
     from beads.git import init_bare
+    from beads.git.transport import absolute_url
     from beads.initstore import _exclude, _remove_tree, making_store_in
     from beads.receivehook import install as install_hook
     from beads.records.record import DEFAULT_MAX_BODY_BYTES, acting_agent
@@ -341,7 +342,7 @@ def clone(url: str, path: str | Path, *, agent: str | None = None) -> Path:
                 )
             author = acting_agent(agent)
             git.swap_head(None, head, f"clone: from {url}", author)
-            add_remote(building, DEFAULT_REMOTE, url)
+            add_remote(building, DEFAULT_REMOTE, absolute_url(url))
             set_tracking(git, DEFAULT_REMOTE, head)
         finally:
             git.close()
