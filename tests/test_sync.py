@@ -198,6 +198,147 @@ def test_a_url_whose_address_does_not_parse_is_refused_as_such(gc: GcRunner, url
     assert "ssh" not in result.stderr.removeprefix(f"gc: cannot use remote '{url}': ")
 
 
+NO_BUNDLE = "it is a file that is neither a git repository nor a git bundle"
+
+
+@pytest.mark.parametrize(
+    "content",
+    [b"# v2 git bundle\n", b"# v3 git bundle\n@object-format=sha1\n", b"", b"junk\n"],
+    ids=["bundle-header-only", "v3-header-only", "empty", "junk"],
+)
+def test_a_remote_that_is_a_file_but_no_bundle_is_refused_in_one_line(
+    gc_store: GcRunner, tmp_path: Path, content: bytes
+) -> None:
+    (tmp_path / "fake").write_bytes(content)
+    cloned = gc_store("clone", "fake", "copy")
+    assert cloned.returncode == 30, cloned.stderr
+    assert cloned.stderr.startswith(f"gc: cannot use remote 'fake': {NO_BUNDLE}")
+    assert len(cloned.stderr.splitlines()) == 1
+    assert not (tmp_path / "copy").exists()
+    before = head(gc_store)
+    assert gc_store("remote", "add", "origin", str(tmp_path / "fake")).returncode == 0
+    synced = gc_store("sync")
+    assert synced.returncode == 30, synced.stderr
+    assert synced.stderr.endswith(cloned.stderr.removeprefix("gc: cannot use remote 'fake'"))
+    assert head(gc_store) == before
+    assert not (tmp_path / ".beads" / ".git" / "refs" / "remotes").exists()
+
+
+def test_a_truncated_bundle_is_refused_in_one_line_and_nothing_is_made(
+    tmp_path: Path, pair: tuple[GcRunner, GcRunner, Path]
+) -> None:
+    _a, _b, remote = pair
+    whole = tmp_path / "whole.bundle"
+    git("bundle", "create", str(whole), "main", cwd=remote)
+    data = whole.read_bytes()
+    pack = data.index(b"PACK")
+    assert GcRunner(tmp_path)("clone", str(whole), "from-whole").returncode == 0
+    (tmp_path / "header-cut").write_bytes(data[: pack // 2])  # within its line of refs
+    (tmp_path / "pack-cut").write_bytes(data[: pack + (len(data) - pack) // 2])
+    for cut, code, words in [
+        ("header-cut", 30, f"cannot use remote 'header-cut': {NO_BUNDLE}"),
+        ("pack-cut", 50, "the remote pack-cut sent a pack that does not read"),
+    ]:
+        result = GcRunner(tmp_path)("clone", cut, "copy")
+        assert result.returncode == code, result.stderr
+        assert result.stderr.startswith(f"gc: {words}") and len(result.stderr.splitlines()) == 1
+        assert not (tmp_path / "copy").exists()
+
+
+def test_a_bundle_named_by_a_file_url_is_refused_in_words(
+    tmp_path: Path, pair: tuple[GcRunner, GcRunner, Path]
+) -> None:
+    _a, _b, remote = pair
+    bundle = tmp_path / "whole.bundle"
+    git("bundle", "create", str(bundle), "main", cwd=remote)
+    result = GcRunner(tmp_path)("clone", f"file://{bundle}", "copy")
+    assert result.returncode == 30, result.stderr
+    assert result.stderr.endswith("it is a git bundle: name it by its path, not a file:// URL\n")
+    assert not (tmp_path / "copy").exists()
+
+
+def test_a_bundle_remote_is_fetched_from_and_a_push_to_it_is_refused_in_words(
+    tmp_path: Path, pair: tuple[GcRunner, GcRunner, Path]
+) -> None:
+    _a, _b, remote = pair
+    git("bundle", "create", str(tmp_path / "store.bundle"), "main", cwd=remote)
+    side = machine(tmp_path, "c")
+    assert side("clone", str(tmp_path / "store.bundle")).returncode == 0
+    assert side.json("sync")["sync"]["action"] == "none"
+    made = make_id(side, "--title", "kept here")
+    result = side("sync")
+    assert result.returncode == 30, result.stderr
+    assert result.stderr.startswith(f"gc: the remote {tmp_path / 'store.bundle'} is a git bundle")
+    assert "nothing was pushed" in result.stderr and len(result.stderr.splitlines()) == 1
+    assert side.json("bead", "show", made)["bead"]["title"] == "kept here"
+
+
+def test_a_clone_from_a_relative_path_syncs_from_any_directory_of_the_store(
+    tmp_path: Path, pair: tuple[GcRunner, GcRunner, Path]
+) -> None:
+    a, _b, remote = pair
+    side = machine(tmp_path, "c")
+    assert side("clone", "../remote.git").returncode == 0
+    # Recorded absolute, as git clone records it: the store's commands run from anywhere.
+    assert side.json("remote", "list")["remotes"] == [{"name": "origin", "url": str(remote)}]
+    made = make_id(a, "--title", "from a")
+    assert a("sync").returncode == 0
+    (side.cwd / "deeper").mkdir()
+    assert side("sync", cwd=side.cwd / "deeper").returncode == 0
+    assert side.json("bead", "show", made)["bead"]["title"] == "from a"
+
+
+@pytest.mark.parametrize("url", ["git://127.0.0.1:70000/x", "ssh://[::1", "http://[::1/x"])
+def test_remote_add_refuses_an_address_that_does_not_parse_as_a_sync_would(
+    gc_store: GcRunner, url: str
+) -> None:
+    config = gc_store.cwd / ".beads" / ".git" / "config"
+    before = config.read_bytes()
+    added = gc_store("remote", "add", "spare", url)
+    assert added.returncode == 30, added.stderr
+    assert added.stderr == gc_store("clone", url, "copy").stderr  # a sync's check and words
+    assert added.stderr.startswith(f"gc: cannot use remote '{url}': ")
+    assert len(added.stderr.splitlines()) == 1
+    assert config.read_bytes() == before
+
+
+def test_an_empty_remote_url_is_refused_as_bad_input(gc_store: GcRunner) -> None:
+    said = "gc: cannot use remote '': it is empty: name a path or URL\n"
+    cloned = gc_store("clone", "", "copy")
+    assert (cloned.returncode, cloned.stderr) == (30, said)
+    assert not (gc_store.cwd / "copy").exists()
+    added = gc_store("remote", "add", "spare", "")
+    assert (added.returncode, added.stderr) == (30, said)
+    blank = gc_store("remote", "add", "spare", " ")
+    assert (blank.returncode, blank.stderr) == (30, said.replace("''", "' '"))
+    # A remote whose URL someone emptied in the git config is refused by the sync alike.
+    git("config", "remote.origin.url", "", cwd=gc_store.cwd / ".beads" / ".git")
+    synced = gc_store("sync", "origin")
+    assert (synced.returncode, synced.stderr) == (30, said)
+
+
+def test_remote_remove_removes_its_remote_tracking_refs_and_their_directory(
+    tmp_path: Path, pair: tuple[GcRunner, GcRunner, Path]
+) -> None:
+    a, _b, remote = pair
+    git_dir = a.cwd / ".beads" / ".git"
+    assert a("remote", "add", "spare", str(remote)).returncode == 0
+    assert a("remote", "add", "spare2", str(remote)).returncode == 0
+    assert a("sync", "spare").returncode == 0 and a("sync", "spare2").returncode == 0
+    git("update-ref", "refs/remotes/spare/other", head(a), cwd=git_dir)  # as a `git fetch`
+    git("pack-refs", "--all", cwd=git_dir)  # one packed, as git gc leaves them
+    git("update-ref", "refs/remotes/spare/main", head(a), cwd=git_dir)  # and one loose
+    assert a("remote", "remove", "spare").returncode == 0
+    assert git("for-each-ref", "refs/remotes/spare/", cwd=git_dir) == ""
+    assert not (git_dir / "refs" / "remotes" / "spare").exists()
+    assert git("for-each-ref", "--format=%(refname)", "refs/remotes/", cwd=git_dir).split() == [
+        "refs/remotes/origin/main", "refs/remotes/spare2/main",
+    ]  # fmt: skip
+    git("fsck", "--strict", cwd=git_dir)
+    assert a("remote", "add", "spare", str(remote)).returncode == 0
+    assert a.json("sync", "--status", "spare")["status"]["remote_head"] is None
+
+
 def test_remote_commands_and_clone(tmp_path: Path, pair: tuple[GcRunner, GcRunner, Path]) -> None:
     a, b, remote = pair
     assert a.json("remote", "list")["remotes"] == [{"name": "origin", "url": str(remote)}]

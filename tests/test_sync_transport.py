@@ -634,6 +634,39 @@ def test_an_ssh_remote_that_stays_silent_times_out(tmp_path: Path, gc_init_templ
     assert "timed out" in result.stderr
 
 
+def test_a_git_config_file_that_does_not_parse_is_named_when_a_sync_fails(
+    tmp_path: Path, pair_remote: tuple
+) -> None:
+    a, _b, _url = pair_remote
+    home, xdg = tmp_path / "home", tmp_path / "xdg"
+    (xdg / "git").mkdir(parents=True)
+    home.mkdir()
+    a.env.pop("GIT_CONFIG_GLOBAL", None)  # the files under test are the user's own
+    env = {"HOME": str(home), "XDG_CONFIG_HOME": str(xdg)}
+    make_id(a, "--title", "to push")
+    before = head(a)
+    for broken in (home / ".gitconfig", xdg / "git" / "config"):
+        broken.write_text("[core\n")
+        # Real git refuses the file too, and names it.
+        told = subprocess.run(["git", "config", "--list"], env={**a.env, **env},
+                              capture_output=True, text=True)  # fmt: skip
+        assert told.returncode != 0 and str(broken) in told.stderr
+        result = a("sync", env=env)
+        assert result.returncode == 30, result.stderr
+        assert result.stderr.startswith(f"gc: the git config file {broken} cannot be read: ")
+        assert len(result.stderr.splitlines()) == 1 and "cannot use remote" not in result.stderr
+        assert head(a) == before
+        broken.unlink()
+    # XDG_CONFIG_HOME naming a file: git finds no config under it and goes on; so does gc.
+    (tmp_path / "a-file").write_text("not a directory\n")
+    env["XDG_CONFIG_HOME"] = str(tmp_path / "a-file")
+    assert subprocess.run(["git", "config", "--list"], env={**a.env, **env},
+                          capture_output=True).returncode == 0  # fmt: skip
+    result = a("sync", env=env)
+    assert result.returncode == 0, result.stderr
+    assert a.json("sync", "--status")["status"]["ahead"] == 0
+
+
 def test_status_of_a_remote_never_reached_says_never_synced(
     tmp_path: Path, pair_remote: tuple
 ) -> None:

@@ -253,9 +253,23 @@ def read_named_ref(git_dir: Path, name: bytes) -> bytes | None:
     return sha if is_sha(sha) else None
 
 
-def delete_ref(git_dir: Path, name: bytes) -> None:
-    """Remove the loose ref `name` (nothing when it is absent)."""
-    (git_dir / name.decode()).unlink(missing_ok=True)
+def delete_refs_under(git_dir: Path, prefix: bytes) -> None:
+    """Remove every ref whose name starts with `prefix` (`refs/remotes/origin/`), loose or
+    packed, through dulwich's ref container, which also removes the directories it leaves
+    empty (a remote's `refs/remotes/NAME/`, as `git remote remove` leaves none)."""
+    from dulwich.file import FileLocked
+    from dulwich.refs import DiskRefsContainer
+
+    container = DiskRefsContainer(str(git_dir))
+    try:
+        for name in container.keys(base=prefix):  # named without the prefix
+            container.remove_if_equals(prefix + name, None)
+    except FileLocked as exc:
+        raise Conflict(
+            f"{os.fsdecode(exc.lockfilename)} is held by another git process; retry"
+        ) from None
+    except OSError as exc:
+        raise StorageError(f"cannot remove the refs {prefix.decode()}*: {exc}") from None
 
 
 def remote_names(git_dir: Path) -> list[str]:

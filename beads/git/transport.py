@@ -15,6 +15,7 @@ from beads.errors import GcError, InvalidInput, StorageError
 
 if TYPE_CHECKING:
     from dulwich.client import GitClient
+    from dulwich.config import StackedConfig
 
     from beads.git.repo import GitRepo
 
@@ -34,32 +35,36 @@ class Unusable(Exception):
 def client_for(url: str, *, thin_packs: bool = True, timeout: float) -> tuple[GitClient, str]:
     """dulwich's client for `url` (with the user's git config: credentials, ssh command)
     and the path it names; an http(s) client's requests wait at most `timeout` seconds for
-    each answer. Unusable when dulwich cannot use the URL."""
+    each answer. Unusable when dulwich cannot use the URL; InvalidInput naming the file when
+    one of the user's git config files does not parse (`user_config`)."""
     from dulwich.client import default_urllib3_manager, get_transport_and_path
-    from dulwich.config import StackedConfig
 
+    check_url(url)
     _check_local_kind(url)
-    _check_address(url)
+    config = user_config()
     try:
-        config = StackedConfig.default()
         manager = None
         if url.lower().startswith(("http://", "https://")):
             manager = default_urllib3_manager(
                 config, base_url=url, timeout=timeout, **_single_wait_managers()
             )
-        return get_transport_and_path(
+        client, path = get_transport_and_path(
             url, config=config, quiet=True, thin_packs=thin_packs, pool_manager=manager
         )
     except Exception as exc:  # dulwich raises several kinds for a URL it cannot use
         raise Unusable(str(exc)) from None
+    _check_local_file(client, path)
+    return client, path
 
 
-def _check_address(url: str) -> None:
-    """Unusable when `url` has a scheme (`scheme://`) but no address that parses: a port out
-    of range, a bracketed host left open. dulwich would take such a URL for an scp-like ssh
-    address, and ssh would look up a host named after the scheme."""
+def check_url(url: str) -> None:
+    """Unusable when `url` is empty (or blank), or has a scheme (`scheme://`) but no address
+    that parses: a port out of range, a bracketed host left open. dulwich would take such a
+    URL for an scp-like ssh address, and ssh would look up a host named after the scheme."""
     from urllib.parse import urlsplit
 
+    if not url.strip():
+        raise Unusable("it is empty: name a path or URL")
     if "://" not in url:
         return
     try:
@@ -79,6 +84,82 @@ def _check_local_kind(url: str) -> None:
         return  # not a local path, or none there: the exchange says which
     if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
         raise Unusable("it is not a directory (a remote is a git repository)")
+
+
+def _check_local_file(client: GitClient, path: str) -> None:
+    """Unusable when the local `path` is a regular file that is no git bundle whose list of
+    refs reads: dulwich takes a file whose first line is a bundle's header for a bundle
+    (and fails on the rest with its parser's words), any other for a repository."""
+    from dulwich.client import BundleClient, LocalGitClient, get_transport_and_path
+
+    if not isinstance(client, BundleClient | LocalGitClient) or not os.path.isfile(path):
+        return
+    if isinstance(client, LocalGitClient):
+        if isinstance(get_transport_and_path(path)[0], BundleClient):  # a file:// URL
+            raise Unusable("it is a git bundle: name it by its path, not a file:// URL")
+        raise Unusable("it is a file that is neither a git repository nor a git bundle")
+    try:
+        client.get_refs(path)  # reads the bundle's header: its refs, up to the pack
+    except OSError as exc:
+        raise Unusable(f"cannot read it: {exc.strerror or exc}") from None
+    except Exception:  # dulwich's parser raises several kinds for a header that does not read
+        raise Unusable(
+            "it is a file that is neither a git repository nor a git bundle "
+            "(its bundle header is cut short or damaged)"
+        ) from None
+
+
+def read_only(client: GitClient) -> bool:
+    """Whether `client` can only be fetched from: a git bundle's."""
+    from dulwich.client import BundleClient
+
+    return isinstance(client, BundleClient)
+
+
+def absolute_url(url: str) -> str:
+    """`url`, a relative path of a repository or bundle on this machine made absolute, as
+    `git clone` records its remote: it then names the same remote from any directory."""
+    from dulwich.client import BundleClient, LocalGitClient, get_transport_and_path
+
+    try:
+        client, path = get_transport_and_path(url, config=user_config())
+    except Exception:  # dulwich raises several kinds for a URL it cannot use
+        return url
+    local = isinstance(client, BundleClient | LocalGitClient) and path == url  # no file://
+    return os.path.abspath(url) if local else url
+
+
+def user_config() -> StackedConfig:
+    """The user's and the system's git config, as dulwich's `StackedConfig.default` reads
+    them (credentials, ssh command, proxies, `url.*.insteadOf`), from the files git reads
+    (git-config(1), FILES): `GIT_CONFIG_GLOBAL`, else `~/.gitconfig` and
+    `$XDG_CONFIG_HOME/git/config`; then `GIT_CONFIG_SYSTEM`, else `/etc/gitconfig` (none
+    with `GIT_CONFIG_NOSYSTEM`). A file that is absent, under a path that is no directory,
+    or unreadable to this user is skipped, as git skips it; one that does not parse is
+    InvalidInput naming it (git refuses it too: "bad config line 1 in file ...")."""
+    from dulwich.config import ConfigFile, StackedConfig, get_xdg_config_home_path
+
+    if "GIT_CONFIG_GLOBAL" in os.environ:
+        paths = [os.environ["GIT_CONFIG_GLOBAL"]]
+    else:
+        paths = [os.path.expanduser("~/.gitconfig"), get_xdg_config_home_path("git", "config")]
+    if "GIT_CONFIG_SYSTEM" in os.environ:
+        paths.append(os.environ["GIT_CONFIG_SYSTEM"])
+    elif "GIT_CONFIG_NOSYSTEM" not in os.environ:
+        paths.append("/etc/gitconfig")
+    backends = []
+    for path in paths:
+        try:
+            backends.append(ConfigFile.from_path(path))
+        except (FileNotFoundError, NotADirectoryError, PermissionError):
+            continue
+        except OSError as exc:
+            raise InvalidInput(
+                f"the git config file {path} cannot be read: {exc.strerror or exc}"
+            ) from None
+        except ValueError as exc:  # dulwich's parser: "expected trailing ]" and the like
+            raise InvalidInput(f"the git config file {path} cannot be read: {exc}") from None
+    return StackedConfig(backends)
 
 
 def _single_wait_managers() -> dict[str, Any]:

@@ -223,6 +223,24 @@ def tracking_ref(name: str) -> bytes:
     return f"refs/remotes/{name}/main".encode()
 
 
+def check_url(url: str) -> str:
+    """`url`, when it can name a remote (`beads.git.transport.check_url`: not empty, an
+    address that parses); else InvalidInput in the words a sync refuses it with. For what
+    records a remote before any exchange (`gc remote add`, `gc clone`)."""
+    from beads.git import transport
+
+    try:
+        transport.check_url(url)
+    except transport.Unusable as exc:
+        raise unusable_remote(url, exc) from None
+    return url
+
+
+def unusable_remote(url: str, reason: object) -> InvalidInput:
+    """The refusal of a remote URL no client can use, quoting it and saying why."""
+    return InvalidInput(f"cannot use remote {shown(url)}: {reason}")
+
+
 def remotes(git_dir: Path) -> dict[str, str]:
     """The remotes of the store: name -> url."""
     from beads.git import config
@@ -231,9 +249,11 @@ def remotes(git_dir: Path) -> dict[str, str]:
 
 
 def add_remote(git_dir: Path, name: str, url: str) -> None:
-    """Record remote `name` (refused when it exists)."""
+    """Record remote `name` (refused when it exists, or when `url` can name no remote, in
+    the words a sync would refuse it: `check_url`)."""
     check_remote_name(name)
-    if not url.strip() or "\n" in url:
+    check_url(url)
+    if "\n" in url:  # a git config value is one line
         raise InvalidInput(f"not a remote URL: {shown(url)}")
     if name in remotes(git_dir):
         raise InvalidInput(f"remote {name} exists; remove it first with 'gc remote remove {name}'")
@@ -243,12 +263,15 @@ def add_remote(git_dir: Path, name: str, url: str) -> None:
 
 
 def remove_remote(git_dir: Path, name: str) -> None:
-    """Forget remote `name` and its tracking ref."""
+    """Forget remote `name` and its remote-tracking refs (`refs/remotes/NAME/...`, with
+    their directory), as `git remote remove` does."""
     from beads.git import config, refs
 
-    if not config.remove_remote(git_dir, name):
+    if name not in remotes(git_dir):
         raise NotFound(f"no remote {name}")
-    refs.delete_ref(git_dir, tracking_ref(name))
+    # The refs first, as git does: a removal that fails there leaves the remote to retry.
+    refs.delete_refs_under(git_dir, f"refs/remotes/{name}/".encode())
+    config.remove_remote(git_dir, name)
 
 
 def remote_url(git_dir: Path, name: str | None) -> tuple[str, str]:

@@ -23,9 +23,14 @@ from typing import TYPE_CHECKING, Any
 
 from beads.branch import BRANCH, is_sha
 from beads.errors import GcError, InvalidInput, NotFound, StorageError
-from beads.records.record import DEFAULT_MAX_BODY_BYTES, shown
+from beads.records.record import DEFAULT_MAX_BODY_BYTES
 from beads.settings.config import CONFIG_PATH, parse_config
-from beads.settings.localconfig import DEFAULT_MAX_FETCH_BYTES, DEFAULT_TIMEOUT, local_settings
+from beads.settings.localconfig import (
+    DEFAULT_MAX_FETCH_BYTES,
+    DEFAULT_TIMEOUT,
+    local_settings,
+    unusable_remote,
+)
 from beads.sync.deadline import deadline, is_timeout, timed_out
 
 if TYPE_CHECKING:
@@ -71,7 +76,7 @@ def client_for(
     try:
         return transport.client_for(url, thin_packs=thin_packs, timeout=timeout)
     except transport.Unusable as exc:
-        raise InvalidInput(f"cannot use remote {shown(url)}: {exc}") from None
+        raise unusable_remote(url, exc) from None
 
 
 def _needs_timer(client: GitClient) -> bool:
@@ -315,8 +320,15 @@ def push(git: GitRepo, url: str, expected: bytes | None, new: bytes) -> bool:
     commits it lacks. False when the remote's branch was no longer `expected` (someone
     pushed meanwhile: fetch and merge again); the server compares too (git's receive-pack
     refuses an update whose old value is stale)."""
+    from beads.git import transport
+
     timeout, _max_fetch = limits(git)
     client, path = client_for(url, timeout=timeout)
+    if transport.read_only(client):
+        raise InvalidInput(
+            f"the remote {url} is a git bundle, which is only read: nothing was pushed "
+            "(to share this store's commits, sync with a repository)"
+        )
     stale = []
 
     def update_refs(refs: dict[bytes, bytes]) -> dict[bytes, bytes]:
@@ -327,8 +339,6 @@ def push(git: GitRepo, url: str, expected: bytes | None, new: bytes) -> bool:
             stale.append(current)
             return dict(refs)  # nothing changes: the caller fetches and merges again
         return {**refs, BRANCH.encode(): new}
-
-    from beads.git import transport
 
     try:
         with deadline(timeout, timer=_needs_timer(client)) as progress:

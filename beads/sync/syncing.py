@@ -30,7 +30,13 @@ from beads.location import (
     is_store,
     store_dir_for,
 )
-from beads.settings.localconfig import DEFAULT_REMOTE, add_remote, remote_url, tracking_ref
+from beads.settings.localconfig import (
+    DEFAULT_REMOTE,
+    add_remote,
+    check_url,
+    remote_url,
+    tracking_ref,
+)
 from beads.sync.remote import check_remote_store, fetch, object_limit, only_in, push
 from beads.workdir import check_text_path
 
@@ -293,12 +299,14 @@ def clone(url: str, path: str | Path, *, agent: str | None = None) -> Path:
     """Make a store under `path` from the store at `url`; returns its root. Built under a
     temporary name and renamed into place, as `gc init` does: a failed clone leaves nothing."""
     from beads.git import init_bare
+    from beads.git.transport import absolute_url
     from beads.initstore import _exclude, _remove_tree, making_store_in
     from beads.receivehook import install as install_hook
     from beads.records.record import DEFAULT_MAX_BODY_BYTES, acting_agent
     from beads.settings import approvals
     from beads.settings.localconfig import committer
 
+    check_url(url)  # before anything is made
     root = store_dir_for(Path(os.path.abspath(os.path.expanduser(path))))
     check_text_path(root)
     with making_store_in(path):  # a place `gc init` refuses (a loop of links, /proc) too
@@ -334,7 +342,7 @@ def clone(url: str, path: str | Path, *, agent: str | None = None) -> Path:
                 )
             author = acting_agent(agent)
             git.swap_head(None, head, f"clone: from {url}", author)
-            add_remote(building, DEFAULT_REMOTE, url)
+            add_remote(building, DEFAULT_REMOTE, absolute_url(url))
             set_tracking(git, DEFAULT_REMOTE, head)
         finally:
             git.close()
