@@ -273,6 +273,27 @@ def test_a_bundle_remote_is_fetched_from_and_a_push_to_it_is_refused_in_words(
     assert side.json("bead", "show", made)["bead"]["title"] == "kept here"
 
 
+def test_a_bundle_over_the_fetch_limit_is_refused_by_its_size_before_it_is_read(
+    tmp_path: Path, pair: tuple[GcRunner, GcRunner, Path]
+) -> None:
+    a, b, remote = pair
+    make_id(a, "--title", "big", "--body", os.urandom(300_000).hex())  # 600 KB of no pattern
+    assert a("sync").returncode == 0
+    bundle = tmp_path / "store.bundle"
+    git("bundle", "create", str(bundle), "main", cwd=remote)
+    assert b("config", "set", "--local", "sync.max_fetch_bytes", "64KiB").returncode == 0
+    assert b("remote", "add", "usb", str(bundle)).returncode == 0
+    before = head(b)
+    result = b("sync", "usb")
+    assert result.returncode == 30, result.stderr
+    size = bundle.stat().st_size
+    assert result.stderr == (
+        f"gc: the remote {bundle} is a bundle of {size} bytes, over the 65536 one fetch may "
+        "bring (sync.max_fetch_bytes); nothing was merged\n"
+    )
+    assert head(b) == before
+
+
 def test_a_clone_from_a_relative_path_syncs_from_any_directory_of_the_store(
     tmp_path: Path, pair: tuple[GcRunner, GcRunner, Path]
 ) -> None:
@@ -286,6 +307,38 @@ def test_a_clone_from_a_relative_path_syncs_from_any_directory_of_the_store(
     (side.cwd / "deeper").mkdir()
     assert side("sync", cwd=side.cwd / "deeper").returncode == 0
     assert side.json("bead", "show", made)["bead"]["title"] == "from a"
+
+
+def test_a_remote_added_by_a_relative_path_syncs_from_any_directory_of_the_store(
+    tmp_path: Path, pair: tuple[GcRunner, GcRunner, Path]
+) -> None:
+    a, _b, remote = pair
+    added = a.json("remote", "add", "spare", "../remote.git")
+    assert added["remote"]["url"] == str(remote)  # recorded absolute, as a clone records it
+    (a.cwd / "deeper").mkdir()
+    assert a("sync", "spare", cwd=a.cwd / "deeper").returncode == 0
+    assert {"name": "spare", "url": str(remote)} in a.json("remote", "list")["remotes"]
+    # A URL is kept as written; so is a path whose directory is not there yet.
+    assert a.json("remote", "add", "web", "git://127.0.0.1/x")["remote"]["url"] == (
+        "git://127.0.0.1/x"
+    )
+
+
+def test_a_remote_removed_and_added_again_starts_with_no_status_of_the_old_one(
+    tmp_path: Path, pair: tuple[GcRunner, GcRunner, Path]
+) -> None:
+    a, _b, remote = pair
+    assert a("remote", "add", "spare", str(tmp_path / "nothing.git")).returncode == 0
+    assert a("sync", "spare").returncode != 0
+    assert a.json("sync", "--status", "spare")["status"]["last_error"]
+    state = a.cwd / ".beads" / ".runtime" / "sync" / "state.json"
+    last_attempt = state.stat().st_mtime
+    assert a("remote", "remove", "spare").returncode == 0
+    assert state.stat().st_mtime == last_attempt  # what `sync.auto` times its next sync by
+    assert a("remote", "add", "spare", str(remote)).returncode == 0
+    status = a.json("sync", "--status", "spare")["status"]
+    assert (status["last_error"], status["last_attempt"], status["synced"]) == (None, None, False)
+    assert a.json("sync", "--status")["status"]["remote"] == "origin"  # the others kept
 
 
 @pytest.mark.parametrize("url", ["git://127.0.0.1:70000/x", "ssh://[::1", "http://[::1/x"])

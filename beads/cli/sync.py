@@ -32,8 +32,7 @@ def remote_add(name: str, url: str) -> None:
     """Add remote NAME at URL (a path, file://, git://, ssh or http(s) URL)."""
     from beads.settings.localconfig import add_remote
 
-    store = open_store()
-    add_remote(store.root / ".git", name, url)
+    url = add_remote(open_store().root / ".git", name, url)
     emit({"remote": {"name": name, "url": url}}, f"Added remote {name} {url}")
 
 
@@ -41,10 +40,10 @@ def remote_add(name: str, url: str) -> None:
 @click.argument("name")
 @global_options
 def remote_remove(name: str) -> None:
-    """Forget remote NAME."""
-    from beads.settings.localconfig import remove_remote
+    """Forget remote NAME, its remote-tracking refs and its sync status."""
+    from beads.sync.syncing import remove_remote
 
-    remove_remote(open_store().root / ".git", name)
+    remove_remote(open_store().root, name)
     emit({"removed": name}, f"Removed remote {name}")
 
 

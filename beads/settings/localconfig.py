@@ -248,18 +248,22 @@ def remotes(git_dir: Path) -> dict[str, str]:
     return config.remotes(git_dir)
 
 
-def add_remote(git_dir: Path, name: str, url: str) -> None:
-    """Record remote `name` (refused when it exists, or when `url` can name no remote, in
-    the words a sync would refuse it: `check_url`)."""
+def add_remote(git_dir: Path, name: str, url: str) -> str:
+    """Record remote `name` and return the URL recorded: a relative path made absolute, as
+    `git clone` records one, so that it names the same remote from any directory. Refused
+    when `name` exists, or when `url` can name no remote, in the words a sync would refuse
+    it (`check_url`)."""
+    from beads.git import config, transport
+
     check_remote_name(name)
     check_url(url)
     if "\n" in url:  # a git config value is one line
         raise InvalidInput(f"not a remote URL: {shown(url)}")
     if name in remotes(git_dir):
         raise InvalidInput(f"remote {name} exists; remove it first with 'gc remote remove {name}'")
-    from beads.git import config
-
+    url = transport.absolute_url(url)
     config.add_remote(git_dir, name, url, f"+refs/heads/*:refs/remotes/{name}/*")
+    return url
 
 
 def remove_remote(git_dir: Path, name: str) -> None:

@@ -18,6 +18,7 @@ there (the caller's `check`: the gate for incoming trees), and moved in only onc
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -271,6 +272,13 @@ def _receive(
         return [sha] if sha is not None and (want_all or not git.has_object(sha)) else []
 
     try:
+        if transport.read_only(client):  # dulwich reads a bundle's whole pack into memory
+            whole = os.path.getsize(path)
+            if whole > max_fetch:
+                raise InvalidInput(
+                    f"the remote {url} is a bundle of {whole} bytes, over the {max_fetch} "
+                    "one fetch may bring (sync.max_fetch_bytes); nothing was merged"
+                )
         with deadline(timeout, timer=_needs_timer(client)) as progress:
 
             def write(data: bytes) -> None:

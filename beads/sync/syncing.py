@@ -216,7 +216,6 @@ def record_state(
     apart; the file's mtime is the time of the last attempt with any, which the hooks compare
     with `sync.interval`. `refused`: the entry for which the remote's history was refused
     (kept, per remote, until a sync of that remote gets past the gate)."""
-    path = state_path(root)
     state = read_state(root)
     now = time.time()
     mine = state["remotes"].setdefault(remote, {})
@@ -230,10 +229,35 @@ def record_state(
     elif error is None:
         held.pop(remote, None)
     state["refused"] = held
+    _write_state(root, state)
+
+
+def _write_state(root: Path, state: dict[str, Any]) -> None:
+    """Replace the recorded outcomes by `state` (whole: a reader sees the old or the new)."""
+    path = state_path(root)
     path.parent.mkdir(parents=True, exist_ok=True)
     temp = path.with_name(f".state.{os.getpid()}.tmp")
     temp.write_text(json.dumps(state))
     os.replace(temp, path)
+
+
+def remove_remote(root: Path, name: str) -> None:
+    """Forget remote `name` of the store at `root`: its config, its remote-tracking refs
+    (`beads.settings.localconfig.remove_remote`) and what `gc sync --status` kept of it, so
+    that a remote added again under the name starts with no last error of the old one."""
+    from beads.settings.localconfig import remove_remote as forget_config
+
+    forget_config(root / ".git", name)
+    state = read_state(root)
+    held = state.get("refused") if isinstance(state.get("refused"), dict) else {}
+    if state["remotes"].pop(name, None) is None and held.pop(name, None) is None:
+        return
+    if state.get("remote") == name:
+        state.pop("remote")
+    state["refused"] = held
+    last_attempt = state_path(root).stat().st_mtime  # what `sync.auto` times its next sync by
+    _write_state(root, state)
+    os.utime(state_path(root), (last_attempt, last_attempt))
 
 
 def read_state(root: Path) -> dict[str, Any]:
@@ -299,7 +323,6 @@ def clone(url: str, path: str | Path, *, agent: str | None = None) -> Path:
     """Make a store under `path` from the store at `url`; returns its root. Built under a
     temporary name and renamed into place, as `gc init` does: a failed clone leaves nothing."""
     from beads.git import init_bare
-    from beads.git.transport import absolute_url
     from beads.initstore import _exclude, _remove_tree, making_store_in
     from beads.receivehook import install as install_hook
     from beads.records.record import DEFAULT_MAX_BODY_BYTES, acting_agent
@@ -342,7 +365,7 @@ def clone(url: str, path: str | Path, *, agent: str | None = None) -> Path:
                 )
             author = acting_agent(agent)
             git.swap_head(None, head, f"clone: from {url}", author)
-            add_remote(building, DEFAULT_REMOTE, absolute_url(url))
+            add_remote(building, DEFAULT_REMOTE, url)
             set_tracking(git, DEFAULT_REMOTE, head)
         finally:
             git.close()
