@@ -369,6 +369,46 @@ def test_every_example_not_run_says_why() -> None:
     assert all(why for _where, why in marked), [where for where, why in marked if not why]
 
 
+# -- the links between the pages ------------------------------------------------------------
+
+LINK = re.compile(r"\]\(([^)#\s]*)(?:#([^)\s]*))?\)")
+
+
+def headings(page: Path) -> set[str]:
+    """The anchors GitHub gives `page`'s headings: lower case, punctuation dropped, spaces
+    as hyphens, a repeated heading numbered (`-1`, `-2`)."""
+    found: set[str] = set()
+    seen: dict[str, int] = {}
+    fenced = False
+    for line in page.read_text(encoding="utf-8").splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+        heading = None if fenced else re.match(r"#{1,6} (.*)", line)
+        if heading:
+            slug = re.sub(r"[^\w\- ]", "", heading.group(1).strip().lower()).replace(" ", "-")
+            count = seen.get(slug, 0)
+            seen[slug] = count + 1
+            found.add(slug if count == 0 else f"{slug}-{count}")
+    return found
+
+
+def test_every_link_between_the_pages_finds_its_page_and_heading() -> None:
+    # Read on GitHub, a link is relative to its own page: `docs/x.md` from a page of docs/
+    # is a 404 a newcomer meets.
+    broken = []
+    for page in PAGES:
+        for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1):
+            for target, anchor in LINK.findall(line):
+                if re.match(r"[a-z]+:", target):
+                    continue  # a URL of another site
+                linked = (page.parent / target).resolve() if target else page
+                if not linked.exists():
+                    broken.append(f"{page.name}:{number}: {target} does not exist")
+                elif anchor and linked.suffix == ".md" and anchor not in headings(linked):
+                    broken.append(f"{page.name}:{number}: {target}#{anchor} has no such heading")
+    assert not broken, "\n".join(broken)
+
+
 # -- the Python examples --------------------------------------------------------------------
 
 EXAMPLES = [
