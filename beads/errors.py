@@ -61,6 +61,23 @@ class StorageError(GcError):
     exit_code = 50
 
 
+class OutputLost(GcError, OSError):
+    """The command's output could not be written (stdout on a full device, an I/O error:
+    exit 50). A command writes its reply once its work is done, so what it changed is kept:
+    the message says so, where "no space left on device" would read as a failed write. An
+    OSError too, as the failed write was: code that handles those handles this one."""
+
+    code = "output_lost"
+    exit_code = 50
+
+    def __init__(self, cause: OSError) -> None:
+        super().__init__(
+            "any change the command made is kept, but its output could not be written: "
+            f"{cause.strerror or cause}"
+        )
+        self.errno, self.strerror = cause.errno, cause.strerror
+
+
 class Interrupted(GcError):
     """Ctrl-C (exit 130)."""
 

@@ -510,3 +510,72 @@ def test_a_refusal_keeps_its_exit_code_when_stdout_cannot_be_written(project: Gc
     for argv, code in ((("bead", "show", "gc-nope"), 40), (("bead", "list"), 50)):
         full = _run_in_shell(project, ">/dev/full", "--json", *argv)
         refused(full, code=code)
+
+
+OUTPUT_LOST = (
+    "gc: any change the command made is kept, but its output could not be written: "
+    "No space left on device\n"
+)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("bead", "create", "--type", "task", "--title", "made"),
+        ("--json", "bead", "create", "--type", "task", "--title", "made"),
+        ("mail", "send", "dog", "-s", "made", "-m", "hi"),
+    ],
+)
+def test_a_write_whose_output_cannot_be_written_says_the_change_was_made(
+    project: GcRunner, argv: tuple[str, ...]
+) -> None:
+    # stdout on a full device: the commit is in, only the reply is lost, and the error says
+    # so (not "no space left on device", which reads as a failed write), exit 50.
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full here")
+    assert project("config", "set", "agents.dog", "{}").returncode == 0  # a known recipient
+    before = head(project)
+    result = _run_in_shell(project, ">/dev/full", *argv)
+    assert refused(result, code=50) == OUTPUT_LOST
+    assert head(project) != before
+    assert "made" in project("bead", "list", "--all").stdout
+
+
+def test_a_read_whose_output_cannot_be_written_says_so_with_exit_50(project: GcRunner) -> None:
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full here")
+    for argv in (("bead", "list"), ("--help",)):
+        assert refused(_run_in_shell(project, ">/dev/full", *argv), code=50) == OUTPUT_LOST
+    # A refusal keeps its own code and line; the JSON object it could not write is not news.
+    assert refused(
+        _run_in_shell(project, ">/dev/full", "--json", "bead", "show", "gc-nope"), code=40
+    ) == ("gc: no bead gc-nope\n")
+
+
+LEGACY = {"PYTHONIOENCODING": "latin-1"}
+WIDE = "漢字 😀"
+
+
+def test_text_a_legacy_terminal_cannot_encode_is_written_escaped(project: GcRunner) -> None:
+    # A stored character outside the terminal's encoding never crashes the output: it is
+    # written as an escape (stdout and stderr alike), and JSON stays JSON, exact.
+    made = project.json("bead", "create", "--type", "task", "--title", WIDE)["bead"]
+    project.json("mail", "send", "dog", "-s", WIDE, "-m", WIDE)
+    gate = {"hook": "Stop", "mode": "soft", "description": WIDE}
+    assert project("config", "set", "gates.session.wide", json.dumps(gate)).returncode == 0
+    escaped = "\\u6f22\\u5b57"  # (bead show writes YAML escapes of its own)
+    for argv in (
+        ("bead", "list"),
+        ("bead", "show", made["id"]),
+        ("mail", "inbox", "dog"),
+        ("log",),
+    ):
+        result = project.subprocess(*argv, env=LEGACY)
+        assert result.returncode == 0 and result.stderr == "", (argv, result.stderr)
+        assert escaped in result.stdout, (argv, result.stdout)
+    listed = project.subprocess("--json", "bead", "list", env=LEGACY)
+    assert json.loads(listed.stdout)["beads"][0]["title"] == WIDE
+    shown = project.subprocess("config", "get", "gates.session.wide", env=LEGACY)  # as JSON
+    assert json.loads(shown.stdout) == gate, shown.stdout
+    wrong = project.subprocess("bead", "show", f"gc-{WIDE}", env=LEGACY)
+    assert "\\u6f22" in refused(wrong)

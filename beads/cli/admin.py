@@ -8,7 +8,14 @@ from typing import TYPE_CHECKING
 
 import click
 
-from beads.cli.common import emit, global_options, open_store, progress_bar, settings
+from beads.cli.common import (
+    emit,
+    global_options,
+    json_text,
+    open_store,
+    progress_bar,
+    settings,
+)
 from beads.errors import InvalidInput, StorageError
 from beads.records.record import shown
 
@@ -156,8 +163,6 @@ def config() -> None:
 @global_options
 def config_get(key: str | None, local: bool) -> None:
     """Print the whole configuration, or the value of a dotted KEY."""
-    import json
-
     from beads.errors import NotFound
 
     if local:  # this machine's settings, as `sync: {auto: true}`
@@ -176,7 +181,7 @@ def config_get(key: str | None, local: bool) -> None:
         if not isinstance(value, dict) or part not in value:
             raise NotFound(f"no config key {key!r}")
         value = value[part]
-    emit({"key": key, "value": value}, json.dumps(value, indent=2, ensure_ascii=False))
+    emit({"key": key, "value": value}, json_text(value, indent=2))
 
 
 @config.command("set")
@@ -205,9 +210,9 @@ def config_set(key: str, value: str, local: bool) -> None:
         store.set_setting(key, parsed)
         waits = sorted(k for k in getattr(store.config, "held", {}) if within(k, key))
         if waits:  # an agent's change of a guarded setting: committed, not yet in force
-            text = (f"Set {key} = {json.dumps(parsed, ensure_ascii=False)} in config.yaml; "
+            text = (f"Set {key} = {json_text(parsed)} in config.yaml; "
                     f"held until a person approves it on this machine with gc trust "
                     f"({', '.join(waits)})")  # fmt: skip
             emit({"key": key, "value": parsed, "held": waits}, text)
             return
-    emit({"key": key, "value": parsed}, f"Set {key} = {json.dumps(parsed, ensure_ascii=False)}")
+    emit({"key": key, "value": parsed}, f"Set {key} = {json_text(parsed)}")

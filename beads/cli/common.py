@@ -317,6 +317,16 @@ def emit(
         click.echo(f"gc: {one_line(error.message)}", err=True)
 
 
+def json_text(value: Any, **options: Any) -> str:
+    """`value` as JSON in a text reply (`gc config get KEY`): its characters as they are on a
+    UTF-8 stdout, `\\u` escapes on any other (a legacy locale), where the stream would
+    write some as Python's escapes (`\\U0001f600`), which are not JSON."""
+    import codecs
+
+    encoding = getattr(sys.stdout, "encoding", None) or "ascii"
+    return json.dumps(value, ensure_ascii=codecs.lookup(encoding).name != "utf-8", **options)
+
+
 def answer_no(payload: dict[str, Any], text: str | None = None) -> NoReturn:
     """Reply "no" to a yes/no command (nothing unread, nothing woke, no answer yet): an
     answer, not an error, so `"ok": true` with the payload's false `found`/`woke`, `text`
