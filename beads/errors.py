@@ -85,6 +85,19 @@ class Interrupted(GcError):
     exit_code = 130
 
 
+# What a run that exhausts its memory (a `ulimit -v`) says, with exit 50: no traceback, and
+# no "internal error" (no fault of gc's).
+OUT_OF_MEMORY = "out of memory (the process's memory limit, ulimit -v, may be too low)"
+
+
+def is_out_of_memory(exc: BaseException) -> bool:
+    """True when `exc` says the process ran out of memory: a MemoryError, or a shared library
+    (sqlite's) the loader could not map into it, as under a `ulimit -v`."""
+    return isinstance(exc, MemoryError) or (
+        isinstance(exc, ImportError) and "failed to map segment" in str(exc)
+    )
+
+
 def is_interruption(exc: BaseException) -> bool:
     """True when Ctrl-C is behind `exc`: Python 3.11 wraps a KeyboardInterrupt raised inside
     an import-time hook (`__set_name__`) in a RuntimeError."""

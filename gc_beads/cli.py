@@ -23,7 +23,15 @@ from beads.cli.common import (
     prepare_command,
     settings,
 )
-from beads.errors import GcError, Interrupted, InvalidInput, StorageError, is_interruption
+from beads.errors import (
+    OUT_OF_MEMORY,
+    GcError,
+    Interrupted,
+    InvalidInput,
+    StorageError,
+    is_interruption,
+    is_out_of_memory,
+)
 from beads.runtime import LIBRARY, Runtime, current, using
 from gc_beads.commands import COMMANDS, PROGRAMS
 
@@ -126,8 +134,11 @@ def _main(argv: list[str] | None, program: str) -> None:
             _fail(Interrupted("interrupted"), args, ctx_settings, program=program)
         if (ctx_settings and ctx_settings.debug) or "--debug" in args:
             raise
-        # A full disk or a store this user may not write is no fault of ours: say which.
-        error = _storage_error(exc) or GcError(f"internal error: {type(exc).__name__}: {exc}")
+        if is_out_of_memory(exc):  # a memory limit (ulimit -v) reached: no fault of ours either
+            error: GcError = GcError(OUT_OF_MEMORY)
+        else:
+            # A full disk or a store this user may not write is no fault of ours: say which.
+            error = _storage_error(exc) or GcError(f"internal error: {type(exc).__name__}: {exc}")
         _fail(error, args, ctx_settings, program=program)
 
 

@@ -8,8 +8,9 @@ stop); every other command line goes through the click root of `gc_beads.cli`.
 
 Everything runs inside one handler, imports included: Ctrl-C at any moment once `main` runs
 ends `gc` with exit 130 and one line, and a reader that went away (`gc bead list | head`) ends
-it quietly. The run writes through `gc_beads.output`'s streams: never failing on the
-terminal's encoding, and saying so when its output is lost. This module imports only `sys` before that handler is in place. (Before
+it quietly; running out of memory is one line too. The run writes through
+`gc_beads.output`'s streams: never failing on the terminal's encoding, and saying so when
+its output is lost. This module imports only `sys` before that handler is in place. (Before
 `main`, the script pip writes imports `re`, `sys` and this module: a Ctrl-C there is
 Python's own, out of gc's reach, and ends the process as an interrupted Python program does.)
 """
@@ -46,12 +47,16 @@ def _main(program: str, *, own_process: bool) -> None:
     except BrokenPipeError:
         code = 0  # the reader went away: not our error, and nothing left to tell it
     except Exception as exc:
-        from beads.errors import is_interruption
+        from beads.errors import OUT_OF_MEMORY, GcError, is_interruption, is_out_of_memory
 
-        if not is_interruption(exc):  # Ctrl-C wrapped by Python during an import
+        if is_out_of_memory(exc):  # before click's handler runs (its imports): one line too
+            code = GcError.exit_code
+            _say(f"{program}: {OUT_OF_MEMORY}")
+        elif is_interruption(exc):  # Ctrl-C wrapped by Python during an import
+            code = 130
+            _say(f"{program}: interrupted")
+        else:
             raise
-        code = 130
-        _say(f"{program}: interrupted")
     code = _finish(code, program, streams)
     sys.exit(code)
 
@@ -165,10 +170,12 @@ def _silence_stdout() -> None:
 
 
 def _say(line: str) -> None:
+    # Best effort: a stderr that cannot be written (closed, a full device, no memory left to
+    # write with) loses the line, never the exit code.
     try:
         sys.stderr.write(line + "\n")
         sys.stderr.flush()
-    except (OSError, ValueError):
+    except (OSError, ValueError, AttributeError, MemoryError):
         pass
 
 

@@ -579,3 +579,23 @@ def test_text_a_legacy_terminal_cannot_encode_is_written_escaped(project: GcRunn
     assert json.loads(shown.stdout) == gate, shown.stdout
     wrong = project.subprocess("bead", "show", f"gc-{WIDE}", env=LEGACY)
     assert "\\u6f22" in refused(wrong)
+
+
+def test_running_out_of_memory_is_one_line_with_exit_50(project: GcRunner) -> None:
+    # A body limit of 4 GB makes reading stdin ask for 4 GB at once: past `ulimit -v`.
+    assert project("config", "set", "store.max_body_bytes", str(4 << 30)).returncode == 0
+    before = head(project)
+    argv = ("bead", "create", "--type", "task", "--title", "t", "--stdin")
+    for setup in ("ulimit -v 300000", "ulimit -v 300000; exec 2>/dev/full"):
+        result = subprocess.run(
+            ["sh", "-c", f'{setup}; exec "$@" </dev/null', "sh", gc_program(), *argv],
+            cwd=project.cwd,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert result.returncode == 50, result.stderr  # stderr unwritable: the same code
+        if "/dev/full" not in setup:
+            assert result.stderr.startswith("gc: out of memory"), result.stderr
+            assert len(result.stderr.splitlines()) == 1
+    assert head(project) == before
