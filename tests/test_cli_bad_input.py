@@ -599,3 +599,38 @@ def test_running_out_of_memory_is_one_line_with_exit_50(project: GcRunner) -> No
             assert result.stderr.startswith("gc: out of memory"), result.stderr
             assert len(result.stderr.splitlines()) == 1
     assert head(project) == before
+
+
+@pytest.mark.parametrize("locale", [{"LC_ALL": "C", "PYTHONUTF8": "0"}, {"LC_ALL": "C.UTF-8"}])
+def test_utf8_arguments_are_text_in_any_locale(project: GcRunner, locale: dict[str, str]) -> None:
+    # In the C locale without UTF-8 mode, Python decodes the command line as ASCII: the
+    # bytes of `é` are still UTF-8, and taken as text. Bytes that are not UTF-8 still fail.
+    made = project.subprocess(
+        "--json", "bead", "create", "--type", "task", "--title", "café", env=locale
+    )
+    assert made.returncode == 0, made.stderr
+    assert project.json("bead", "show", json.loads(made.stdout)["bead"]["id"])["bead"]["title"] == (
+        "café"
+    )
+    (project.cwd / "body é.txt").write_text("from a file\n")
+    from_file = project.subprocess(
+        "bead", "create", "--type", "task", "--title", "t", "--body-file", "body é.txt", env=locale
+    )
+    assert from_file.returncode == 0, from_file.stderr
+    before = head(project)
+    result = subprocess.run(
+        [gc_program(), "bead", "create", "--type", "task", "--title", b"caf\xff"],
+        cwd=project.cwd,
+        capture_output=True,
+        env={**project.env, **locale},
+        timeout=60,
+    )
+    assert result.returncode == 30 and b"is not valid UTF-8" in result.stderr, result.stderr
+    assert head(project) == before
+    # A store's path is kept as text: past ASCII, one this locale cannot name is refused so.
+    made = project.subprocess("init", "store é", env=locale)
+    if locale["LC_ALL"] == "C":
+        assert refused(made).startswith("gc: the path ") and "use a UTF-8 locale" in made.stderr
+        assert not (project.cwd / "store é").exists()
+    else:
+        assert made.returncode == 0, made.stderr

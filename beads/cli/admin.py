@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import click
 
 from beads.cli.common import (
+    FsPath,
     emit,
     global_options,
     json_text,
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
 
 
 @click.command()
-@click.argument("path", default=".", type=click.Path(file_okay=False))
+@click.argument("path", default=".", type=FsPath(file_okay=False))
 @click.option("--prefix", help="The id prefix (default gc): ids look like PREFIX-7k2qabcd.")
 @click.option("--example", is_flag=True, help="Fill the new store with the example beads.")
 @global_options

@@ -7,6 +7,7 @@ from typing import Any
 import click
 
 from beads.cli.common import (
+    FsPath,
     emit,
     global_options,
     open_store,
@@ -31,7 +32,7 @@ def _body_options(func: Any) -> Any:
     )
     func = click.option(
         "--body-file",
-        type=click.Path(dir_okay=False, allow_dash=True),
+        type=FsPath(dir_okay=False, allow_dash=True),
         help="Read the body from a file (- for stdin).",
     )(func)
     return click.option("--body", help="The body text.")(func)
