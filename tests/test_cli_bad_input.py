@@ -634,3 +634,18 @@ def test_utf8_arguments_are_text_in_any_locale(project: GcRunner, locale: dict[s
         assert not (project.cwd / "store é").exists()
     else:
         assert made.returncode == 0, made.stderr
+
+
+@pytest.mark.parametrize("variable", ["VISUAL", "EDITOR"])
+def test_an_editor_that_is_missing_or_a_directory_is_named_so(
+    project: GcRunner, tmp_path: Path, variable: str
+) -> None:
+    made = project.json("bead", "create", "--type", "task", "--title", "t")["bead"]
+    before = head(project)
+    missing = tmp_path / "no-such-editor"
+    others = {"EDITOR": "vi"} if variable == "VISUAL" else {}  # $VISUAL is the one run
+    result = project("bead", "edit", made["id"], env={**others, variable: str(missing)})
+    assert refused(result) == f"gc: the editor {missing} was not found\n"
+    result = project("bead", "edit", made["id"], env={variable: str(tmp_path)})
+    assert refused(result) == f"gc: the editor {tmp_path} is a directory, not a program\n"
+    assert head(project) == before
