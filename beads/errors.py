@@ -61,11 +61,41 @@ class StorageError(GcError):
     exit_code = 50
 
 
+class OutputLost(GcError, OSError):
+    """The command's output could not be written (stdout on a full device, an I/O error:
+    exit 50). A command writes its reply once its work is done, so what it changed is kept:
+    the message says so, where "no space left on device" would read as a failed write. An
+    OSError too, as the failed write was: code that handles those handles this one."""
+
+    code = "output_lost"
+    exit_code = 50
+
+    def __init__(self, cause: OSError) -> None:
+        super().__init__(
+            "any change the command made is kept, but its output could not be written: "
+            f"{cause.strerror or cause}"
+        )
+        self.errno, self.strerror = cause.errno, cause.strerror
+
+
 class Interrupted(GcError):
     """Ctrl-C (exit 130)."""
 
     code = "interrupted"
     exit_code = 130
+
+
+# What a run that exhausts its memory (a `ulimit -v`) says, with exit 50: no traceback, and
+# no "internal error" (no fault of gc's).
+OUT_OF_MEMORY = "out of memory (the process's memory limit, ulimit -v, may be too low)"
+
+
+def is_out_of_memory(exc: BaseException) -> bool:
+    """True when `exc` says the process ran out of memory: a MemoryError, or a shared library
+    (sqlite's) the loader could not map into it, as under a `ulimit -v`."""
+    return isinstance(exc, MemoryError) or (
+        isinstance(exc, ImportError) and "failed to map segment" in str(exc)
+    )
 
 
 def is_interruption(exc: BaseException) -> bool:

@@ -4,6 +4,7 @@ it (it may have been removed under the process, or be named by bytes that are no
 from __future__ import annotations
 
 import os
+import sys
 
 from beads.errors import InvalidInput, NotFound
 
@@ -32,4 +33,15 @@ def check_text_path(path: str | os.PathLike[str]) -> None:
     from beads.records.record import check_text  # only a path beyond ASCII needs it
 
     shown = text.encode("utf-8", "backslashreplace").decode("ascii", "backslashreplace")
-    check_text(f"the path {shown}", text)
+    try:
+        check_text(f"the path {shown}", text)
+    except InvalidInput as refusal:
+        try:
+            name = os.fsencode(text).decode("utf-8")
+        except UnicodeError:
+            raise refusal from None  # bytes that are not UTF-8: text in no locale
+        # UTF-8 bytes that a locale whose encoding is not UTF-8 (`LC_ALL=C`) cannot name.
+        raise InvalidInput(
+            f"the path {name} is UTF-8, which this locale's encoding "
+            f"({sys.getfilesystemencoding()}) cannot name: use a UTF-8 locale (LC_ALL=C.UTF-8)"
+        ) from None

@@ -33,7 +33,7 @@ from collections import namedtuple
 from pathlib import Path
 
 from beads.errors import GcError, InvalidInput, NotFound
-from gates import settings as _settings  # noqa: F401 - registers the `gates` section
+from gates.settings import session_gate  # importing it registers the `gates` section
 from inbox.queue import check_session
 
 TYPE_CHECKING = False  # the hooks never import typing (tests/test_hooks.py)
@@ -44,8 +44,6 @@ if TYPE_CHECKING:
     from inbox.delivery import Delivery
 
 GATE_ID_RE = re.compile(r"[a-z][a-z0-9_-]{0,63}")
-MODES = ("strict", "soft")
-HOOKS = ("Stop", "UserPromptSubmit", "PreCompact", "PreToolUse")
 CHECK_TIMEOUT = 10.0
 BUILTIN = ("decision", "commit-push", "bead-update")
 # The built-ins of the other events (gates.pretool, gates.promptchains): ids no registered
@@ -95,10 +93,7 @@ def gate_definition(gate_id: str, spec: dict[str, Any]) -> dict[str, Any]:
     check_gate_id(gate_id)
     if gate_id in BUILTIN or gate_id in EVENT_BUILTIN:
         raise InvalidInput(f"{gate_id!r} is a built-in gate")
-    if spec.get("hook") not in HOOKS:
-        raise InvalidInput(f"hook must be one of {', '.join(HOOKS)}")
-    if spec.get("mode") not in MODES:
-        raise InvalidInput("mode must be strict or soft")
+    session_gate(spec)  # its hook and mode: the keys are there, so None is refused too
     if spec.get("check"):
         import shlex  # lazy: only registering a gate splits its command here
 

@@ -23,7 +23,16 @@ from beads.cli.common import (
     prepare_command,
     settings,
 )
-from beads.errors import GcError, Interrupted, InvalidInput, StorageError, is_interruption
+from beads.errors import (
+    OUT_OF_MEMORY,
+    GcError,
+    Interrupted,
+    InvalidInput,
+    StorageError,
+    is_interruption,
+    is_out_of_memory,
+)
+from beads.records.record import shown
 from beads.runtime import LIBRARY, Runtime, current, using
 from gc_beads.commands import COMMANDS, PROGRAMS
 
@@ -94,7 +103,7 @@ def _main(argv: list[str] | None, program: str) -> None:
 
     forget_chosen()  # a `--city` of an earlier command run in this process is not this one's
     try:
-        check_arguments(args)
+        args = check_arguments(args)
         root = cli
         if program in PROGRAMS:
             prepare_program()
@@ -126,8 +135,16 @@ def _main(argv: list[str] | None, program: str) -> None:
             _fail(Interrupted("interrupted"), args, ctx_settings, program=program)
         if (ctx_settings and ctx_settings.debug) or "--debug" in args:
             raise
-        # A full disk or a store this user may not write is no fault of ours: say which.
-        error = _storage_error(exc) or GcError(f"internal error: {type(exc).__name__}: {exc}")
+        if is_out_of_memory(exc):  # a memory limit (ulimit -v) reached: no fault of ours either
+            error: GcError = GcError(OUT_OF_MEMORY)
+        else:
+            # A full disk, a store this user may not write or a locale that cannot name a
+            # file is no fault of ours: say which.
+            error = (
+                _storage_error(exc)
+                or _locale_error(exc)
+                or GcError(f"internal error: {type(exc).__name__}: {exc}")
+            )
         _fail(error, args, ctx_settings, program=program)
 
 
@@ -165,6 +182,24 @@ def _storage_error(exc: Exception) -> StorageError | None:
             return StorageError(f"store is read-only: the index cannot be written ({exc})")
         return StorageError(f"index error: {exc}")
     return None
+
+
+def _locale_error(exc: Exception) -> InvalidInput | None:
+    """The refusal of text the locale's encoding cannot carry to the system (a file name, a
+    program's argument: `LC_ALL=C` without Python's UTF-8 mode is ASCII), or None. Output
+    never fails so (`gc_beads.output`), and arguments are text in any locale
+    (`check_arguments`): this is text gc hands on, a stored `exec:` program's path, say."""
+    import codecs
+
+    if not isinstance(exc, UnicodeEncodeError):
+        return None
+    system = codecs.lookup(sys.getfilesystemencoding()).name
+    if system == "utf-8" or codecs.lookup(exc.encoding).name != system:
+        return None
+    return InvalidInput(
+        f"{shown(exc.object)} cannot be handed to the system in this locale's encoding "
+        f"({system}): use a UTF-8 locale (LC_ALL=C.UTF-8)"
+    )
 
 
 def _quiet_unraisable(unraisable: Any) -> None:

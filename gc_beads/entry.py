@@ -8,14 +8,20 @@ stop); every other command line goes through the click root of `gc_beads.cli`.
 
 Everything runs inside one handler, imports included: Ctrl-C at any moment once `main` runs
 ends `gc` with exit 130 and one line, and a reader that went away (`gc bead list | head`) ends
-it quietly. This module imports only `sys` before that handler is in place. (Before `main`,
-the script pip writes imports `re`, `sys` and this module: a Ctrl-C there is Python's own, out
-of gc's reach, and ends the process as an interrupted Python program does.)
+it quietly; running out of memory is one line too. The run writes through
+`gc_beads.output`'s streams: never failing on the terminal's encoding, and saying so when
+its output is lost. This module imports only `sys` before that handler is in place. (Before
+`main`, the script pip writes imports `re`, `sys` and this module: a Ctrl-C there is
+Python's own, out of gc's reach, and ends the process as an interrupted Python program does.)
 """
 
 from __future__ import annotations
 
 import sys
+
+TYPE_CHECKING = False  # nothing imported before the handler is in place
+if TYPE_CHECKING:
+    from gc_beads.output import Streams
 
 
 def main(program: str = "gc") -> None:
@@ -24,11 +30,16 @@ def main(program: str = "gc") -> None:
 
 
 def _main(program: str, *, own_process: bool) -> None:
+    streams = None
     try:
         import _signal
 
         # Python's own handler may have been replaced (a test's process): Ctrl-C is ours now.
         _signal.signal(_signal.SIGINT, _signal.default_int_handler)
+        from gc_beads.output import Streams
+
+        streams = Streams()
+        streams.install()  # no write fails on the terminal's encoding; a lost output says so
         code = _run(program, own_process)
     except KeyboardInterrupt:
         code = 130
@@ -36,13 +47,18 @@ def _main(program: str, *, own_process: bool) -> None:
     except BrokenPipeError:
         code = 0  # the reader went away: not our error, and nothing left to tell it
     except Exception as exc:
-        from beads.errors import is_interruption
+        from beads.errors import OUT_OF_MEMORY, GcError, is_interruption, is_out_of_memory
 
-        if not is_interruption(exc):  # Ctrl-C wrapped by Python during an import
+        if is_out_of_memory(exc):  # before click's handler runs (its imports): one line too
+            code = GcError.exit_code
+            _say(f"{program}: {OUT_OF_MEMORY}")
+        elif is_interruption(exc):  # Ctrl-C wrapped by Python during an import
+            code = 130
+            _say(f"{program}: interrupted")
+        else:
             raise
-        code = 130
-        _say(f"{program}: interrupted")
-    sys.exit(_finish(code, program))
+    code = _finish(code, program, streams)
+    sys.exit(code)
 
 
 def inbox() -> None:
@@ -117,9 +133,17 @@ def _prepare_hook() -> None:
     register_arrivals()  # a sync the hook starts (`sync.auto`) announces what it brings
 
 
-def _finish(code: int | str | None, program: str) -> int | str | None:
-    """Flush stdout here, where a closed pipe can still be handled; past this point Python
-    would print "Exception ignored ... BrokenPipeError" at exit."""
+def _finish(code: int | str | None, program: str, streams: Streams | None) -> int | str | None:
+    """Flush stdout here, where a failed write can still be handled (past this point Python
+    would print "Exception ignored ... BrokenPipeError" at exit), then put the streams back."""
+    try:
+        return _flushed(code, program)
+    finally:
+        if streams is not None:
+            streams.restore()
+
+
+def _flushed(code: int | str | None, program: str) -> int | str | None:
     if sys.stdout is None:  # started with stdout closed (`gc hook run >&-`)
         return code
     try:
@@ -128,10 +152,11 @@ def _finish(code: int | str | None, program: str) -> int | str | None:
         _silence_stdout()
     except OSError as exc:  # a full device, an I/O error: the output is lost, and we say so
         _silence_stdout()
-        from beads.errors import StorageError
+        from beads.errors import OutputLost
 
-        _say(f"{program}: cannot write the output: {exc.strerror or exc}")
-        return code if code not in (0, None) else StorageError.exit_code
+        error = exc if isinstance(exc, OutputLost) else OutputLost(exc)
+        _say(f"{program}: {error.message}")
+        return code if code not in (0, None) else error.exit_code
     except KeyboardInterrupt:
         _say(f"{program}: interrupted")
         return 130
@@ -139,20 +164,18 @@ def _finish(code: int | str | None, program: str) -> int | str | None:
 
 
 def _silence_stdout() -> None:
-    import os
+    from gc_beads.output import silence
 
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError):
-        pass
+    silence(sys.stdout)
 
 
 def _say(line: str) -> None:
+    # Best effort: a stderr that cannot be written (closed, a full device, no memory left to
+    # write with) loses the line, never the exit code.
     try:
         sys.stderr.write(line + "\n")
         sys.stderr.flush()
-    except (OSError, ValueError):
+    except (OSError, ValueError, AttributeError, MemoryError):
         pass
 
 

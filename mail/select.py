@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from beads.errors import InvalidInput, NotFound
 from beads.settings.config import mail_provider_spec
 from mail.provider import Provider
+from mail.settings import parse_provider
 
 if TYPE_CHECKING:
     from beads.store import Store
@@ -49,22 +50,22 @@ def open_provider(
         return cached[0]
 
     chosen = spec or mail_provider_spec(mail_settings)
-    if chosen == "beadmail":
+    try:
+        kind, program = parse_provider(chosen)
+    except InvalidInput as exc:
+        raise InvalidInput(f"unknown mail provider {chosen!r}: {exc.message}") from None
+    if kind == "beadmail":
         from mail.beadmail import BeadMail
 
         return BeadMail(store())
-    if chosen.startswith("exec:"):
-        from mail.execmail import DEFAULT_TIMEOUT, ExecMail
+    from mail.execmail import DEFAULT_TIMEOUT, ExecMail
 
-        if timeout is None and spec is None:
-            try:
-                timeout = mail_settings().get("exec_timeout")
-            except NotFound:
-                pass  # no store: the default
-        return ExecMail(
-            chosen[len("exec:") :], timeout=exec_timeout(timeout, DEFAULT_TIMEOUT), config=read
-        )
-    raise InvalidInput(f"unknown mail provider {chosen!r}: use beadmail or exec:<program>")
+    if timeout is None and spec is None:
+        try:
+            timeout = mail_settings().get("exec_timeout")
+        except NotFound:
+            pass  # no store: the default
+    return ExecMail(program, timeout=exec_timeout(timeout, DEFAULT_TIMEOUT), config=read)
 
 
 def read_config(beads_dir: str | None = None) -> dict[str, Any]:

@@ -213,7 +213,7 @@ def test_the_library_refuses_lone_surrogates(store: Store) -> None:
     with pytest.raises(InvalidInput, match="UTF-8"):
         store.set_setting("a\udcff", 1)
     with pytest.raises(InvalidInput, match="UTF-8"):
-        store.set_setting("mail.provider", "v\udcff")
+        store.set_setting("mail.provider", "exec:v\udcff")  # a valid form, not text
 
 
 def test_durations_and_times_past_every_limit_are_invalid_input() -> None:
@@ -510,3 +510,142 @@ def test_a_refusal_keeps_its_exit_code_when_stdout_cannot_be_written(project: Gc
     for argv, code in ((("bead", "show", "gc-nope"), 40), (("bead", "list"), 50)):
         full = _run_in_shell(project, ">/dev/full", "--json", *argv)
         refused(full, code=code)
+
+
+OUTPUT_LOST = (
+    "gc: any change the command made is kept, but its output could not be written: "
+    "No space left on device\n"
+)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("bead", "create", "--type", "task", "--title", "made"),
+        ("--json", "bead", "create", "--type", "task", "--title", "made"),
+        ("mail", "send", "dog", "-s", "made", "-m", "hi"),
+    ],
+)
+def test_a_write_whose_output_cannot_be_written_says_the_change_was_made(
+    project: GcRunner, argv: tuple[str, ...]
+) -> None:
+    # stdout on a full device: the commit is in, only the reply is lost, and the error says
+    # so (not "no space left on device", which reads as a failed write), exit 50.
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full here")
+    assert project("config", "set", "agents.dog", "{}").returncode == 0  # a known recipient
+    before = head(project)
+    result = _run_in_shell(project, ">/dev/full", *argv)
+    assert refused(result, code=50) == OUTPUT_LOST
+    assert head(project) != before
+    assert "made" in project("bead", "list", "--all").stdout
+
+
+def test_a_read_whose_output_cannot_be_written_says_so_with_exit_50(project: GcRunner) -> None:
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full here")
+    for argv in (("bead", "list"), ("--help",)):
+        assert refused(_run_in_shell(project, ">/dev/full", *argv), code=50) == OUTPUT_LOST
+    # A refusal keeps its own code and line; the JSON object it could not write is not news.
+    assert refused(
+        _run_in_shell(project, ">/dev/full", "--json", "bead", "show", "gc-nope"), code=40
+    ) == ("gc: no bead gc-nope\n")
+
+
+LEGACY = {"PYTHONIOENCODING": "latin-1"}
+WIDE = "漢字 😀"
+
+
+def test_text_a_legacy_terminal_cannot_encode_is_written_escaped(project: GcRunner) -> None:
+    # A stored character outside the terminal's encoding never crashes the output: it is
+    # written as an escape (stdout and stderr alike), and JSON stays JSON, exact.
+    made = project.json("bead", "create", "--type", "task", "--title", WIDE)["bead"]
+    project.json("mail", "send", "dog", "-s", WIDE, "-m", WIDE)
+    gate = {"hook": "Stop", "mode": "soft", "description": WIDE}
+    assert project("config", "set", "gates.session.wide", json.dumps(gate)).returncode == 0
+    escaped = "\\u6f22\\u5b57"  # (bead show writes YAML escapes of its own)
+    for argv in (
+        ("bead", "list"),
+        ("bead", "show", made["id"]),
+        ("mail", "inbox", "dog"),
+        ("log",),
+    ):
+        result = project.subprocess(*argv, env=LEGACY)
+        assert result.returncode == 0 and result.stderr == "", (argv, result.stderr)
+        assert escaped in result.stdout, (argv, result.stdout)
+    listed = project.subprocess("--json", "bead", "list", env=LEGACY)
+    assert json.loads(listed.stdout)["beads"][0]["title"] == WIDE
+    shown = project.subprocess("config", "get", "gates.session.wide", env=LEGACY)  # as JSON
+    assert json.loads(shown.stdout) == gate, shown.stdout
+    wrong = project.subprocess("bead", "show", f"gc-{WIDE}", env=LEGACY)
+    assert "\\u6f22" in refused(wrong)
+
+
+def test_running_out_of_memory_is_one_line_with_exit_50(project: GcRunner) -> None:
+    # A body limit of 4 GB makes reading stdin ask for 4 GB at once: past `ulimit -v`.
+    assert project("config", "set", "store.max_body_bytes", str(4 << 30)).returncode == 0
+    before = head(project)
+    argv = ("bead", "create", "--type", "task", "--title", "t", "--stdin")
+    for setup in ("ulimit -v 300000", "ulimit -v 300000; exec 2>/dev/full"):
+        result = subprocess.run(
+            ["sh", "-c", f'{setup}; exec "$@" </dev/null', "sh", gc_program(), *argv],
+            cwd=project.cwd,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert result.returncode == 50, result.stderr  # stderr unwritable: the same code
+        if "/dev/full" not in setup:
+            assert result.stderr.startswith("gc: out of memory"), result.stderr
+            assert len(result.stderr.splitlines()) == 1
+    assert head(project) == before
+
+
+@pytest.mark.parametrize("locale", [{"LC_ALL": "C", "PYTHONUTF8": "0"}, {"LC_ALL": "C.UTF-8"}])
+def test_utf8_arguments_are_text_in_any_locale(project: GcRunner, locale: dict[str, str]) -> None:
+    # In the C locale without UTF-8 mode, Python decodes the command line as ASCII: the
+    # bytes of `é` are still UTF-8, and taken as text. Bytes that are not UTF-8 still fail.
+    made = project.subprocess(
+        "--json", "bead", "create", "--type", "task", "--title", "café", env=locale
+    )
+    assert made.returncode == 0, made.stderr
+    assert project.json("bead", "show", json.loads(made.stdout)["bead"]["id"])["bead"]["title"] == (
+        "café"
+    )
+    (project.cwd / "body é.txt").write_text("from a file\n")
+    from_file = project.subprocess(
+        "bead", "create", "--type", "task", "--title", "t", "--body-file", "body é.txt", env=locale
+    )
+    assert from_file.returncode == 0, from_file.stderr
+    before = head(project)
+    result = subprocess.run(
+        [gc_program(), "bead", "create", "--type", "task", "--title", b"caf\xff"],
+        cwd=project.cwd,
+        capture_output=True,
+        env={**project.env, **locale},
+        timeout=60,
+    )
+    assert result.returncode == 30 and b"is not valid UTF-8" in result.stderr, result.stderr
+    assert head(project) == before
+    # A store's path is kept as text: past ASCII, one this locale cannot name is refused so.
+    made = project.subprocess("init", "store é", env=locale)
+    if locale["LC_ALL"] == "C":
+        assert refused(made).startswith("gc: the path ") and "use a UTF-8 locale" in made.stderr
+        assert not (project.cwd / "store é").exists()
+    else:
+        assert made.returncode == 0, made.stderr
+
+
+@pytest.mark.parametrize("variable", ["VISUAL", "EDITOR"])
+def test_an_editor_that_is_missing_or_a_directory_is_named_so(
+    project: GcRunner, tmp_path: Path, variable: str
+) -> None:
+    made = project.json("bead", "create", "--type", "task", "--title", "t")["bead"]
+    before = head(project)
+    missing = tmp_path / "no-such-editor"
+    others = {"EDITOR": "vi"} if variable == "VISUAL" else {}  # $VISUAL is the one run
+    result = project("bead", "edit", made["id"], env={**others, variable: str(missing)})
+    assert refused(result) == f"gc: the editor {missing} was not found\n"
+    result = project("bead", "edit", made["id"], env={variable: str(tmp_path)})
+    assert refused(result) == f"gc: the editor {tmp_path} is a directory, not a program\n"
+    assert head(project) == before

@@ -206,6 +206,38 @@ def test_config_set_refuses_unknown_keys_and_wrong_types(
     assert gc("config", "get").stdout == before
 
 
+@pytest.mark.parametrize(
+    ("key", "value", "wording"),
+    [
+        ("mail.provider", "file", "must be beadmail or exec:/path/to/program"),
+        ("mail.provider", "exec:", "must be beadmail or exec:/path/to/program"),
+        ("gates.session.docs", '{"hook": "Stop", "mode": "hard"}', "mode must be strict or soft"),
+        ("gates.session.docs", '{"hook": "stop"}', "hook must be one of Stop, UserPromptSubmit"),
+        ("agents.dog.rig", "my rig", "must be a rig name"),
+    ],
+)
+def test_config_set_refuses_a_value_the_setting_s_readers_would_refuse(
+    gc_store: GcRunner, key: str, value: str, wording: str
+) -> None:
+    # Accepted, these left every mail command refusing the provider (or the agent's name),
+    # or a gate silently soft or never run.
+    gc = gc_store  # a store as `gc init` makes it (a copy)
+    before = gc("config", "get").stdout
+    result = gc("config", "set", key, value)
+    assert result.returncode == 30, result.stderr
+    assert result.stderr.startswith(f"gc: config {key} is ") and wording in result.stderr
+    assert len(result.stderr.splitlines()) == 1, result.stderr
+    assert gc("config", "get").stdout == before
+    assert gc("mail", "inbox", "dog").returncode == 0
+
+
+def test_config_set_takes_every_mail_provider_form(gc_store: GcRunner) -> None:
+    gc = gc_store  # a store as `gc init` makes it (a copy)
+    for value in ("exec:/usr/local/bin/mymail", "beadmail"):
+        assert gc("config", "set", "mail.provider", value).returncode == 0, value
+        assert gc.json("config", "get", "mail.provider")["value"] == value
+
+
 def test_config_set_takes_the_documented_settings(gc_store: GcRunner) -> None:
     gc = gc_store  # a store as `gc init` makes it (a copy)
     for key, value in [

@@ -371,6 +371,44 @@ def test_a_full_disk_is_one_line_and_a_committed_send_is_never_a_failure(
     assert gc("doctor").returncode == 0
 
 
+def test_with_stdout_full_too_the_message_says_whether_the_write_was_made(
+    small_disk: Path,
+) -> None:
+    # stdout on /dev/full while the store's disk fills up: a write that failed on the store's
+    # disk says "no space left on device" (nothing made); one committed says its output was
+    # lost and the change kept. Never the one for the other.
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full here")
+    gc = GcRunner(small_disk)
+    assert gc("init").returncode == 0
+    assert gc("config", "set", "agents.dog", "{}").returncode == 0  # a known recipient
+    root = small_disk / ".beads"
+    free = os.statvfs(small_disk)
+    filler = small_disk / "filler"
+    filler.write_bytes(b"\0" * max(0, free.f_bavail * free.f_frsize - 160_000))
+    said = set()
+    for n in range(10):
+        before = commits(root)
+        with open("/dev/full", "w") as full:
+            result = subprocess.run(
+                [gc_program(), "mail", "send", "dog", "-s", f"m{n}", "-m", "x" * 3000],
+                cwd=small_disk,
+                stdout=full,
+                stderr=subprocess.PIPE,
+                text=True,
+                env=gc.env,
+                timeout=60,
+            )
+        assert result.returncode == 50 and result.stderr.count("\n") == 1, result.stderr
+        if commits(root) == before:
+            assert result.stderr.startswith("gc: no space left on device"), result.stderr
+            said.add("failed")
+        else:
+            assert "its output could not be written" in result.stderr, result.stderr
+            said.add("made")
+    assert said == {"failed", "made"}
+
+
 # -- a read-only store ----------------------------------------------------------------------
 
 

@@ -7,7 +7,15 @@ from typing import TYPE_CHECKING
 
 import click
 
-from beads.cli.common import emit, global_options, open_store, progress_bar, settings
+from beads.cli.common import (
+    FsPath,
+    emit,
+    global_options,
+    json_text,
+    open_store,
+    progress_bar,
+    settings,
+)
 from beads.errors import InvalidInput, StorageError
 
 if TYPE_CHECKING:
@@ -15,7 +23,7 @@ if TYPE_CHECKING:
 
 
 @click.command()
-@click.argument("path", default=".", type=click.Path(file_okay=False))
+@click.argument("path", default=".", type=FsPath(file_okay=False))
 @click.option("--prefix", help="The id prefix (default gc): ids look like PREFIX-7k2qabcd.")
 @click.option("--example", is_flag=True, help="Fill the new store with the example beads.")
 @global_options
@@ -145,8 +153,6 @@ def config() -> None:
 @global_options
 def config_get(key: str | None, local: bool) -> None:
     """Print the whole configuration, or the value of a dotted KEY."""
-    import json
-
     from beads.errors import NotFound
 
     if local:  # this machine's settings, as `sync: {auto: true}`
@@ -165,7 +171,7 @@ def config_get(key: str | None, local: bool) -> None:
         if not isinstance(value, dict) or part not in value:
             raise NotFound(f"no config key {key!r}")
         value = value[part]
-    emit({"key": key, "value": value}, json.dumps(value, indent=2, ensure_ascii=False))
+    emit({"key": key, "value": value}, json_text(value, indent=2))
 
 
 @config.command("set")
@@ -194,9 +200,9 @@ def config_set(key: str, value: str, local: bool) -> None:
         store.set_setting(key, parsed)
         waits = sorted(k for k in getattr(store.config, "held", {}) if within(k, key))
         if waits:  # an agent's change of a guarded setting: committed, not yet in force
-            text = (f"Set {key} = {json.dumps(parsed, ensure_ascii=False)} in config.yaml; "
+            text = (f"Set {key} = {json_text(parsed)} in config.yaml; "
                     f"held until a person approves it on this machine with gc trust "
                     f"({', '.join(waits)})")  # fmt: skip
             emit({"key": key, "value": parsed, "held": waits}, text)
             return
-    emit({"key": key, "value": parsed}, f"Set {key} = {json.dumps(parsed, ensure_ascii=False)}")
+    emit({"key": key, "value": parsed}, f"Set {key} = {json_text(parsed)}")

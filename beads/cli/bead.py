@@ -7,6 +7,7 @@ from typing import Any
 import click
 
 from beads.cli.common import (
+    FsPath,
     emit,
     global_options,
     open_store,
@@ -31,7 +32,7 @@ def _body_options(func: Any) -> Any:
     )
     func = click.option(
         "--body-file",
-        type=click.Path(dir_okay=False, allow_dash=True),
+        type=FsPath(dir_okay=False, allow_dash=True),
         help="Read the body from a file (- for stdin).",
     )(func)
     return click.option("--body", help="The body text.")(func)
@@ -220,16 +221,26 @@ def edit(bead_id: str) -> None:
 
     store = open_store()
     current = store.get(bead_id)
-    editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
+    # The first of $VISUAL and $EDITOR that names something (one of only spaces does not).
+    chosen = (os.environ.get(name, "") for name in ("VISUAL", "EDITOR"))
+    editor = next((value for value in chosen if value.strip()), "vi")
+    try:
+        command = shlex.split(editor)
+    except ValueError as exc:  # an unbalanced quote in $VISUAL or $EDITOR
+        raise InvalidInput(f"cannot run the editor {editor!r}: {exc}") from None
     with tempfile.TemporaryDirectory(prefix="gc-edit-") as tmp:
         path = os.path.join(tmp, f"{current.id}.yaml")
         with open(path, "wb") as handle:
             handle.write(dump_bead(current))
         try:
-            code = subprocess.call([*shlex.split(editor), path])
-        except ValueError as exc:  # an unbalanced quote in $VISUAL or $EDITOR
-            raise InvalidInput(f"cannot run the editor {editor!r}: {exc}") from None
+            code = subprocess.call([*command, path])
+        except FileNotFoundError:
+            raise InvalidInput(f"the editor {command[0]} was not found") from None
         except OSError as exc:
+            if os.sep in command[0] and os.path.isdir(command[0]):  # not "Permission denied"
+                raise InvalidInput(
+                    f"the editor {command[0]} is a directory, not a program"
+                ) from None
             raise InvalidInput(f"cannot run the editor {editor!r}: {exc.strerror}") from None
         if code != 0:
             raise InvalidInput(f"the editor exited with status {code}; nothing was changed")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
@@ -74,7 +75,7 @@ def _global_options() -> list[click.Option]:
             [
                 click.Option(
                     ["--beads-dir"],
-                    type=click.Path(file_okay=False),
+                    type=FsPath(file_okay=False),
                     expose_value=False,
                     callback=_remember,
                     help="The store directory (else $GC_BEADS_DIR, else found from the "
@@ -82,7 +83,7 @@ def _global_options() -> list[click.Option]:
                 ),
                 click.Option(
                     ["--city"],
-                    type=click.Path(file_okay=False),
+                    type=FsPath(file_okay=False),
                     expose_value=False,
                     callback=_remember,
                     help="The Gas City city directory (else $GC_CITY, $GC_CITY_PATH, "
@@ -231,13 +232,18 @@ class Duration(click.ParamType):
         return seconds
 
 
-def check_arguments(args: Sequence[str]) -> None:
-    """Refuse a command line with bytes that are not UTF-8, or NUL (README: text is valid
-    UTF-8 without NUL).
+def check_arguments(args: Sequence[str]) -> list[str]:
+    """The command line's arguments as text; refuse bytes that are not UTF-8, or NUL
+    (README: text is valid UTF-8 without NUL).
 
-    Python hands such bytes over as lone surrogates, which fail later at the first encode
-    (a commit, a database row): checked once here, every option of every command is covered.
+    Python hands undecodable bytes over as lone surrogates, which fail later at the first
+    encode (a commit, a database row): checked once here, every option of every command is
+    covered. In a locale whose encoding is ASCII (`LC_ALL=C` without Python's UTF-8 mode)
+    every byte past ASCII comes so, valid UTF-8 too (`é`): such an argument is decoded again
+    from its bytes, as UTF-8. A path among them is handed to the file system in its bytes
+    again (`fs_path`).
     """
+    checked: list[str] = []
     for position, arg in enumerate(args, 1):
         if "\x00" in arg:  # never from a real command line; main(argv) from Python could
             raise InvalidInput(f"argument {position} contains a NUL character")
@@ -245,9 +251,31 @@ def check_arguments(args: Sequence[str]) -> None:
             try:
                 arg.encode("utf-8")
             except UnicodeEncodeError:
-                raise InvalidInput(
-                    f"argument {position} is not valid UTF-8: {shown(arg)}"
-                ) from None
+                try:
+                    arg = os.fsencode(arg).decode("utf-8")
+                except UnicodeError:
+                    raise InvalidInput(
+                        f"argument {position} is not valid UTF-8: {shown(arg)}"
+                    ) from None
+        checked.append(arg)
+    return checked
+
+
+def fs_path(text: str) -> str:
+    """`text` (a path given as text) as the file system's functions take it: its UTF-8
+    bytes decoded as Python decodes file names. The same text in a UTF-8 locale; in an ASCII
+    one, the form Python gave the argument in (`check_arguments`), which names the same file."""
+    if text.isascii():
+        return text
+    return os.fsdecode(text.encode("utf-8", "surrogateescape"))
+
+
+class FsPath(click.Path):
+    """click's Path for an argument that names a file or directory: converted to `fs_path`
+    first, so a name past ASCII is found in any locale, as it was given."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        return super().convert(fs_path(value) if isinstance(value, str) else value, param, ctx)
 
 
 def one_line(message: str, limit: int = 2000) -> str:
@@ -317,6 +345,16 @@ def emit(
         click.echo(f"gc: {one_line(error.message)}", err=True)
 
 
+def json_text(value: Any, **options: Any) -> str:
+    """`value` as JSON in a text reply (`gc config get KEY`): its characters as they are on a
+    UTF-8 stdout, `\\u` escapes on any other (a legacy locale), where the stream would
+    write some as Python's escapes (`\\U0001f600`), which are not JSON."""
+    import codecs
+
+    encoding = getattr(sys.stdout, "encoding", None) or "ascii"
+    return json.dumps(value, ensure_ascii=codecs.lookup(encoding).name != "utf-8", **options)
+
+
 def answer_no(payload: dict[str, Any], text: str | None = None) -> NoReturn:
     """Reply "no" to a yes/no command (nothing unread, nothing woke, no answer yet): an
     answer, not an error, so `"ok": true` with the payload's false `found`/`woke`, `text`
@@ -364,8 +402,6 @@ def show(text: str) -> None:
     """Print text for a person: through a pager when it is longer than the terminal, as git
     does (`$GC_PAGER`, else `$PAGER`, else `less` with `LESS=FRX`; `--no-pager`, or a pager
     of `cat` or "", prints it straight); piped output is never paged."""
-    import os
-
     pager = os.environ.get("GC_PAGER", os.environ.get("PAGER"))
     if (
         settings().no_pager
@@ -409,7 +445,7 @@ def read_text(
     elif path is not None or use_stdin:
         if path is not None and path != "-":
             try:
-                with open(path, "rb") as handle:
+                with open(fs_path(path), "rb") as handle:
                     raw = handle.read(limit + 1)
             except OSError as exc:
                 raise InvalidInput(f"cannot read {what} file {path}: {exc.strerror}") from None

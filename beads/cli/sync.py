@@ -8,6 +8,7 @@ import click
 
 from beads.cli.common import (
     Duration,
+    FsPath,
     emit,
     global_options,
     limit_option,
@@ -63,7 +64,7 @@ def remote_list(limit: int | None) -> None:
 
 @click.command()
 @click.argument("url")
-@click.argument("path", default=".", type=click.Path(file_okay=False))
+@click.argument("path", default=".", type=FsPath(file_okay=False))
 @global_options
 def clone(url: str, path: str) -> None:
     """Make a store in PATH/.beads from the store at URL (its remote `origin`)."""

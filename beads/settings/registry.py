@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 
 from beads.errors import InvalidInput
-from beads.records.record import AGENT_RE, DEFAULT_MAX_BODY_BYTES, MAX_INT, shown
+from beads.records.record import AGENT_RE, DEFAULT_MAX_BODY_BYTES, MAX_INT, NAME, shown
 
 TYPE_CHECKING = False  # the hooks never import typing (tests/test_hooks.py)
 if TYPE_CHECKING:
@@ -121,6 +121,12 @@ def names(value: Any) -> None:
         raise InvalidInput("must be a list of names")
 
 
+def rig_name(value: Any) -> None:
+    """A rig's name, the `rig` of an agent's full name `rig/name`."""
+    if not isinstance(value, str) or not re.fullmatch(NAME, value):
+        raise InvalidInput("must be a rig name: letters, digits, '.', '_' or '-' (at most 64)")
+
+
 def agent_names(value: Any) -> None:
     """A list of agent names."""
     if not isinstance(value, list) or not all(
@@ -183,5 +189,5 @@ register_section(
     },
 )
 register_section("agents", {}, {"agents.*": mapping, "agents.*.nudge": check_argv_template,
-                                 "agents.*.rig": text})  # fmt: skip
+                                 "agents.*.rig": rig_name})  # fmt: skip
 register_section("rigs", {}, {"rigs.*": agent_names})

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from beads.cli.common import emit, global_options
+from beads.cli.common import FsPath, emit, global_options
 
 SKILLS = ("gc-mail", "work-threads")
 
@@ -54,7 +54,7 @@ def install_skills(directory: Path) -> dict[str, str]:
     "directory",
     default=".claude/skills",
     show_default=True,
-    type=click.Path(file_okay=False),
+    type=FsPath(file_okay=False),
     help="Where the skills go (one folder per skill).",
 )
 @global_options
