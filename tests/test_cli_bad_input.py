@@ -204,6 +204,7 @@ def test_argv_templates() -> None:
 
 
 def test_the_library_refuses_lone_surrogates(store: Store) -> None:
+    import mail.settings  # noqa: F401 - a program setting mail's settings imports mail
     from inbox.items import Item
 
     with pytest.raises(InvalidInput, match="UTF-8"):
