@@ -213,6 +213,9 @@ def test_config_set_refuses_unknown_keys_and_wrong_types(
         ("mail.provider", "exec:", "must be beadmail or exec:/path/to/program"),
         ("gates.session.docs", '{"hook": "Stop", "mode": "hard"}', "mode must be strict or soft"),
         ("gates.session.docs", '{"hook": "stop"}', "hook must be one of Stop, UserPromptSubmit"),
+        ("gates.session.docs", '{"check": ["true"]}', "check must be a command line"),
+        ("gates.session.docs", '{"check": "echo \'open"}', "cannot split the check command"),
+        ("gates.session.docs", '{"description": {"a": 1}}', "description must be text"),
         ("agents.dog.rig", "my rig", "must be a rig name"),
     ],
 )
@@ -231,6 +234,29 @@ def test_config_set_refuses_a_value_the_setting_s_readers_would_refuse(
     assert gc("mail", "inbox", "dog").returncode == 0
 
 
+@pytest.mark.parametrize(
+    ("key", "value", "section", "what"),
+    [
+        ("rigs.a b", '["dog"]', "rigs", "a rig name"),
+        ("agents.a b.rig", "kennel", "agents", "an agent name"),
+        ("gates.session.Bad Id", '{"mode": "soft"}', "gates.session", "a gate id"),
+    ],
+)
+def test_config_set_refuses_a_name_the_setting_s_readers_would_refuse(
+    gc_store: GcRunner, key: str, value: str, section: str, what: str
+) -> None:
+    # Accepted, `rigs.'a b'` made every mail command to the rig's agents fail.
+    gc = gc_store  # a store as `gc init` makes it (a copy)
+    before = gc("config", "get").stdout
+    result = gc("config", "set", key, value)
+    assert result.returncode == 30, result.stderr
+    name = key.removeprefix(section + ".").split(".")[0]
+    assert result.stderr.startswith(f"gc: config {section} is ")
+    assert f"names '{name}', which is not {what}" in result.stderr
+    assert gc("config", "get").stdout == before
+    assert gc("mail", "inbox", "dog").returncode == 0
+
+
 def test_config_set_takes_every_mail_provider_form(gc_store: GcRunner) -> None:
     gc = gc_store  # a store as `gc init` makes it (a copy)
     for value in ("exec:/usr/local/bin/mymail", "beadmail"):
@@ -243,7 +269,7 @@ def test_config_set_takes_the_documented_settings(gc_store: GcRunner) -> None:
     for key, value in [
         ("mail.strict_recipients", "true"),
         ("agents.dog.rig", "kennel"),
-        ("gates.session.docs", '{"hook": "Stop", "mode": "soft", "check": ["true"]}'),
+        ("gates.session.docs", '{"hook": "Stop", "mode": "soft", "check": "true"}'),
         ("gates.disabled", '["commit-push"]'),
     ]:
         assert gc("config", "set", key, value).returncode == 0, key

@@ -148,6 +148,29 @@ def test_a_gate_check_registered_on_another_machine_runs_here_only_after_gc_trus
     assert log[1]["changes"][0]["key"] == "gates.session.probe"
 
 
+def test_an_approved_gate_check_that_is_no_command_line_counts_as_broken(
+    tmp_path: Path, pair: tuple[GcRunner, GcRunner]
+) -> None:
+    # What `gc config set` refuses can still come in a commit (an older gc, plain git); once
+    # a person approves it, it must neither trap the agent nor end in "internal error".
+    a, _b = pair
+    store = a.cwd / ".beads"
+    config = store / "config.yaml"
+    gate = '  session:\n    docs:\n      mode: strict\n      check: ["true"]\n'
+    config.write_text(config.read_text().replace("gates: {}\n", "gates:\n" + gate, 1))
+    tree = ["--git-dir", str(store / ".git"), "--work-tree", str(store)]
+    git(*tree, "add", "config.yaml")
+    git(*tree, "-c", "user.name=p", "-c", "user.email=p@example.org", "commit", "-qm", "by hand")
+    code, output = in_terminal(a, "trust", answer="yes")
+    assert code == 0 and "gates.session.docs" in output, output
+    payload = {"session_id": "s1", "hook_event_name": "Stop", "stop_hook_active": False,
+               "cwd": str(a.cwd)}  # fmt: skip
+    reply = json.loads(ok(a("hook", "run", input=json.dumps(payload))).stdout)
+    assert "decision" not in reply, reply
+    assert "docs counts as satisfied because its check is broken" in reply["systemMessage"]
+    assert "docs" in ok(a("gate", "status", "--session", "s1")).stdout
+
+
 def test_gates_disabled_from_the_remote_leaves_the_destructive_gate_on_until_approved(
     pair: tuple[GcRunner, GcRunner],
 ) -> None:

@@ -127,6 +127,21 @@ def rig_name(value: Any) -> None:
         raise InvalidInput("must be a rig name: letters, digits, '.', '_' or '-' (at most 64)")
 
 
+def keys_named(pattern: str, what: str) -> Check:
+    """The check of a mapping whose keys are each a `what` (`pattern`, matched whole): the
+    names of `agents`, `rigs` or `gates.session`, which mail and the gates read as such."""
+    whole = re.compile(pattern)
+
+    def check(value: Any) -> None:
+        mapping(value)
+        bad = next((k for k in value if not isinstance(k, str) or not whole.fullmatch(k)), None)
+        if bad is not None:
+            raise InvalidInput(f"names {shown(bad)}, which is not {what}")
+
+    check.__doc__ = f"A mapping whose keys are {what}s."
+    return check
+
+
 def agent_names(value: Any) -> None:
     """A list of agent names."""
     if not isinstance(value, list) or not all(
@@ -188,6 +203,7 @@ register_section(
         "store.view_days": _opened,
     },
 )
-register_section("agents", {}, {"agents.*": mapping, "agents.*.nudge": check_argv_template,
+register_section("agents", {}, {"agents": keys_named(AGENT_RE.pattern, "an agent name"),
+                                 "agents.*": mapping, "agents.*.nudge": check_argv_template,
                                  "agents.*.rig": rig_name})  # fmt: skip
-register_section("rigs", {}, {"rigs.*": agent_names})
+register_section("rigs", {}, {"rigs": keys_named(NAME, "a rig name"), "rigs.*": agent_names})
