@@ -133,12 +133,13 @@ def keys_named(pattern: str, what: str) -> Check:
     whole = re.compile(pattern)
 
     def check(value: Any) -> None:
-        mapping(value)
+        if not isinstance(value, dict):
+            raise InvalidInput(f"must be a mapping, each key {what}")
         bad = next((k for k in value if not isinstance(k, str) or not whole.fullmatch(k)), None)
         if bad is not None:
             raise InvalidInput(f"names {shown(bad)}, which is not {what}")
 
-    check.__doc__ = f"A mapping whose keys are {what}s."
+    check.__doc__ = f"A mapping, each key {what}."
     return check
 
 
