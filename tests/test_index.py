@@ -3,6 +3,7 @@ read-only store is one clear error, and a write whose commit is in is never repo
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -369,6 +370,26 @@ def test_a_full_disk_is_one_line_and_a_committed_send_is_never_a_failure(
     inbox = gc.json("mail", "inbox", "dog")
     assert len(inbox["messages"]) == sent  # nothing lost, nothing twice
     assert gc("doctor").returncode == 0
+
+
+def test_a_disk_full_to_the_last_block_is_said_to_be_full(small_disk: Path) -> None:
+    gc = GcRunner(small_disk)
+    assert gc("init").returncode == 0
+    assert gc("bead", "list").returncode == 0  # the index made
+    filler = small_disk / "filler"
+    with open(filler, "wb", buffering=0) as fill, contextlib.suppress(OSError):
+        while True:  # to the last block
+            fill.write(b"\0" * 4096)
+    for index in ("there", "to be made again"):
+        if index != "there":
+            (small_disk / ".beads" / ".runtime" / "index.sqlite3").unlink()
+        for command in (["mail", "send", "dog", "-s", "s", "-m", "x"], ["bead", "list"]):
+            result = gc(*command)
+            assert result.returncode == 50, (index, result.stderr)
+            assert result.stderr.startswith("gc: no space left on device"), (index, result.stderr)
+            assert result.stderr.count("\n") == 1, result.stderr
+    filler.unlink()
+    assert gc("mail", "send", "dog", "-s", "s", "-m", "x").returncode == 0
 
 
 def test_with_stdout_full_too_the_message_says_whether_the_write_was_made(

@@ -25,6 +25,22 @@ def error_code(exc: sqlite3.Error) -> int:
     return (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
 
 
+def out_of_space(exc: sqlite3.Error, path: Path | str) -> bool:
+    """Whether `exc`, met on the database at `path`, is its disk being full: sqlite says
+    so (FULL; SHMSIZE, a WAL's shared memory that could not grow), or meets an I/O error on
+    a file system with no block left, as a full disk ends some writes."""
+    if error_code(exc) == sqlite3.SQLITE_FULL:
+        return True
+    if getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_IOERR_SHMSIZE:
+        return True
+    if error_code(exc) != sqlite3.SQLITE_IOERR:
+        return False
+    try:
+        return os.statvfs(os.path.dirname(os.path.abspath(path))).f_bavail == 0
+    except OSError:
+        return False
+
+
 def file_id(path: Path | str) -> tuple[int, int] | None:
     """`(device, inode)` of the file at `path`, or None: tells a file another process remade
     from the one found damaged."""

@@ -23,6 +23,7 @@ from beads.index.dbfile import (
     error_code,
     file_id,
     open_read_only,
+    out_of_space,
     rollback,
     use_wal,
 )
@@ -106,6 +107,10 @@ class Index:
                 # Derived data: a damaged file (say, after a power cut, since it is not
                 # synced) is dropped and rebuilt from git by the store.
                 self.drop_file()
+            elif out_of_space(exc, path):
+                raise StorageError(
+                    f"no space left on device: cannot open the index {path}"
+                ) from None
             else:  # never drop a busy file: another process may be using it
                 raise StorageError(f"cannot open the index {path}: {exc}") from None
 
