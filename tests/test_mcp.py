@@ -646,3 +646,34 @@ def test_lines_that_are_no_message_are_answered_with_json_rpc_errors_never_dropp
     assert "surrogate" not in subprocess.run(
         [gc_program(), "--json", "mail", "inbox", "dog"], cwd=project, env=env,
         capture_output=True, text=True, timeout=DEADLINE).stdout  # fmt: skip
+
+
+def test_an_argument_of_another_json_type_is_refused_not_converted(project: Path) -> None:
+    store = Store.open(project)
+    head = store.git.head()
+    store.close()
+
+    async def scenario(mayor: Client) -> None:
+        cases = [
+            ("mail_send", {"to": ["dog"], "body": "x", "priority": True}, "priority"),
+            ("mail_send", {"to": ["dog"], "body": "x", "priority": "1"}, "priority"),
+            ("mail_inbox", {"limit": "5"}, "limit"),
+            ("mail_inbox", {"all": 1}, "all"),
+            ("mail_search", {"query": "x", "archived": "false"}, "archived"),
+            ("inbox_peek", {"item_id": "1"}, "item_id"),
+        ]
+        for tool, args, name in cases:
+            result = await mayor.call_tool(tool, args)
+            body = json.loads(result.content[0].text)
+            assert result.is_error and body["error"]["code"] == "invalid_input", (tool, args)
+            assert body["error"]["message"].startswith(f"{tool}: {name}"), body
+        # A number where the schema says number takes an integer too.
+        reply = await call(mayor, "thread_wait_reply", thread_id="gc-zzzzzzzz", timeout_seconds=0)
+        assert reply["error"]["code"] == "not_found", reply
+
+    run_in_process(project, "mayor", scenario)
+    store = Store.open(project)
+    try:
+        assert store.git.head() == head
+    finally:
+        store.close()
