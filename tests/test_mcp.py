@@ -677,3 +677,19 @@ def test_an_argument_of_another_json_type_is_refused_not_converted(project: Path
         assert store.git.head() == head
     finally:
         store.close()
+
+
+def test_a_nul_in_a_body_or_subject_is_refused_naming_that_field(project: Path) -> None:
+    async def scenario(mayor: Client) -> None:
+        for args, field in [
+            ({"to": ["dog"], "body": "a\x00b"}, "body"),
+            ({"to": ["dog"], "subject": "a\x00b", "body": "x"}, "subject"),
+        ]:
+            reply = await call(mayor, "mail_send", **args)
+            assert reply["error"]["code"] == "invalid_input"
+            assert reply["error"]["message"].startswith(f"{field} contains a NUL byte"), reply
+        sent = await call(mayor, "mail_send", to=["mayor"], body="first")
+        reply = await call(mayor, "mail_reply", message_id=sent["message"]["id"], body="\x00")
+        assert reply["error"]["message"].startswith("body contains a NUL byte"), reply
+
+    run_in_process(project, "mayor", scenario)
