@@ -10,7 +10,7 @@ import pytest
 
 from mail.execmail import ExecMail
 from mail.message import AlreadyArchived, MessageNotFound, ProviderError
-from tests.conftest import gone
+from tests.conftest import GcRunner, gone
 
 MESSAGE = {
     "id": "m-1",
@@ -170,3 +170,22 @@ def test_missing_and_non_executable_programs(tmp_path: Path) -> None:
     plain.write_text("#!/bin/sh\n")
     with pytest.raises(ProviderError, match="not executable"):
         ExecMail(str(plain)).inbox("b")
+
+
+def test_an_exec_timeout_config_set_accepts_is_the_one_mail_reads(
+    gc_store: GcRunner, tmp_path: Path
+) -> None:
+    gc = gc_store
+    prog = script(tmp_path, '[ "$1" = ensure-running ] && exit 0\nexec sleep 100\n')
+    # A duration, as `gc config set` has always accepted it (and docs/config.md says).
+    assert gc("config", "set", "mail.exec_timeout", "1s").returncode == 0
+    started = time.monotonic()
+    result = gc("mail", "inbox", "dog", env={"GC_MAIL": f"exec:{prog}"})
+    assert result.returncode == 50 and "timed out after 1s" in result.stderr
+    assert time.monotonic() - started < 25  # bounds a hang only
+    # What the provider would refuse at each use is refused when it is set.
+    for value in ("0", "0s", "2d", "1e9"):
+        refused = gc("config", "set", "mail.exec_timeout", value)
+        assert refused.returncode == 30, value
+        assert refused.stderr.count("\n") == 1 and "at most 1d" in refused.stderr
+    assert gc.json("config", "get", "mail.exec_timeout")["value"] == "1s"
