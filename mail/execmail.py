@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from beads.errors import InvalidInput, NotFound
-from beads.process import OutputTooLarge, run_bounded
+from beads.process import OutputTooLarge, not_started, run_bounded
 from mail.message import (
     AlreadyArchived,
     Message,
@@ -256,12 +256,9 @@ class ExecMail(Provider):
                 max_output=MAX_OUTPUT,
                 leave_children=True,  # a server `ensure-running` starts lives on, as under gc
             )
-        except FileNotFoundError:
-            raise ProviderError(f"mail program not found: {self.program}") from None
-        except PermissionError:
-            raise ProviderError(f"mail program is not executable: {self.program}") from None
         except OSError as exc:
-            raise ProviderError(f"cannot run mail program {self.program}: {exc}") from None
+            why = not_started(self.program, exc)
+            raise ProviderError(f"mail program {self.program} {why}") from None
         except subprocess.TimeoutExpired:
             raise ProviderError(
                 f"{self.program} {op} timed out after {self.timeout:g}s and was killed"

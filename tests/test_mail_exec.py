@@ -189,3 +189,26 @@ def test_an_exec_timeout_config_set_accepts_is_the_one_mail_reads(
         assert refused.returncode == 30, value
         assert refused.stderr.count("\n") == 1 and "at most 1d" in refused.stderr
     assert gc.json("config", "get", "mail.exec_timeout")["value"] == "1s"
+
+
+def test_a_program_that_cannot_start_says_why(tmp_path: Path) -> None:
+    # What the OS says ("No such file or directory" for a missing interpreter, "Permission
+    # denied" for a directory, "Exec format error") sends a person looking at the wrong thing.
+    interpreter = tmp_path / "no-such-python"
+    missing_interpreter = tmp_path / "old-script"
+    missing_interpreter.write_text(f"#!{interpreter} -u\nprint('[]')\n")
+    no_shebang = tmp_path / "no-shebang"
+    no_shebang.write_text("echo '[]'\n")
+    for path in (missing_interpreter, no_shebang):
+        path.chmod(0o755)
+    cases = [
+        (missing_interpreter, f"names an interpreter that was not found: {interpreter}"),
+        (no_shebang, "cannot be run here (a script needs a #! line)"),
+        (tmp_path, "is a directory, not a program"),
+        (tmp_path / "nope", "was not found"),
+    ]
+    for program, says in cases:
+        with pytest.raises(ProviderError) as raised:
+            ExecMail(str(program)).inbox("b")
+        assert raised.value.message.startswith(f"mail program {program} {says}")
+        assert "Errno" not in raised.value.message
