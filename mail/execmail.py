@@ -240,7 +240,7 @@ class ExecMail(Provider):
         if op in ("archive", "delete") and "already archived" in detail.lower():
             raise AlreadyArchived(f"Already archived {arg}", id=arg)
         raise ProviderError(
-            f"{self.program} {op} failed (exit {code}): {detail[:300] or 'no error output'}"
+            f"{self.program} {op} failed ({_status(code)}): {detail[:300] or 'no error output'}"
         )
 
     def _run(
@@ -267,6 +267,18 @@ class ExecMail(Provider):
             raise ProviderError(
                 f"{self.program} {op} printed more than {MAX_OUTPUT >> 20} MiB; killed"
             ) from None
+
+
+def _status(code: int) -> str:
+    """`exit 3`, or `killed by SIGKILL` for a program a signal ended (a negative code)."""
+    if code >= 0:
+        return f"exit {code}"
+    import signal
+
+    try:
+        return f"killed by {signal.Signals(-code).name}"
+    except ValueError:
+        return f"killed by signal {-code}"
 
 
 def go_json(payload: dict[str, str]) -> bytes:

@@ -212,3 +212,10 @@ def test_a_program_that_cannot_start_says_why(tmp_path: Path) -> None:
             ExecMail(str(program)).inbox("b")
         assert raised.value.message.startswith(f"mail program {program} {says}")
         assert "Errno" not in raised.value.message
+
+
+def test_a_program_a_signal_ends_is_said_killed_by_it(tmp_path: Path) -> None:
+    prog = script(tmp_path, '[ "$1" = ensure-running ] && exit 0\nkill -SEGV $$\n')
+    with pytest.raises(ProviderError) as raised:
+        ExecMail(prog).inbox("b")
+    assert f"{prog} inbox failed (killed by SIGSEGV)" in raised.value.message
