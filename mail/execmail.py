@@ -29,6 +29,7 @@ from typing import Any
 
 from beads.errors import InvalidInput, NotFound
 from beads.process import OutputTooLarge, not_started, run_bounded
+from beads.records.record import shown
 from mail.message import (
     AlreadyArchived,
     Message,
@@ -207,8 +208,8 @@ class ExecMail(Provider):
             try:
                 messages.append(Message.from_json(item))
             except ProviderError as exc:
-                shown = item.get("id") if isinstance(item, dict) else None
-                which = f" {shown}" if isinstance(shown, str) else ""
+                given = item.get("id") if isinstance(item, dict) else None
+                which = f" {_named(given)}" if isinstance(given, str) else ""
                 log.warning("gc: warning: skipped message%s, which %s %s returned malformed: %s",
                             which, self.program, op, exc.message)  # fmt: skip
         return messages
@@ -267,6 +268,14 @@ class ExecMail(Provider):
             raise ProviderError(
                 f"{self.program} {op} printed more than {MAX_OUTPUT >> 20} MiB; killed"
             ) from None
+
+
+def _named(message_id: str) -> str:
+    """An id the program gave, as a warning names it: as it is when printable, else quoted
+    with its control characters escaped (a warning never clears the screen); cut short."""
+    if message_id.isprintable() and len(message_id) <= 80:
+        return message_id
+    return shown(message_id, 80)
 
 
 def _status(code: int) -> str:

@@ -219,3 +219,17 @@ def test_a_program_a_signal_ends_is_said_killed_by_it(tmp_path: Path) -> None:
     with pytest.raises(ProviderError) as raised:
         ExecMail(prog).inbox("b")
     assert f"{prog} inbox failed (killed by SIGSEGV)" in raised.value.message
+
+
+def test_a_skipped_messages_id_reaches_the_terminal_escaped(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    hostile = "\x1b[2J\x1b]0;owned\x07\u202e"
+    listing = json.dumps([{"id": hostile}, {"id": "long" * 1000}, MESSAGE])
+    prog = script(tmp_path, f"[ \"$1\" = ensure-running ] && exit 0\necho '{listing}'\n")
+    assert [m.id for m in ExecMail(prog).inbox("b")] == ["m-1"]
+    warned = [record.getMessage() for record in caplog.records]
+    assert len(warned) == 2
+    assert "skipped message '\\x1b[2J\\x1b]0;owned\\x07\\u202e'," in warned[0]
+    assert not any(char in warned[0] for char in "\x1b\x07\u202e")
+    assert "longlong" in warned[1] and len(warned[1]) < 300
