@@ -36,6 +36,7 @@ from mail.message import (
     MessageNotFound,
     OutOfRange,
     ProviderError,
+    TimedOut,
 )
 from mail.provider import Counts, Provider
 
@@ -261,7 +262,7 @@ class ExecMail(Provider):
             why = not_started(self.program, exc)
             raise ProviderError(f"mail program {self.program} {why}") from None
         except subprocess.TimeoutExpired:
-            raise ProviderError(
+            raise TimedOut(
                 f"{self.program} {op} timed out after {self.timeout:g}s and was killed"
             ) from None
         except OutputTooLarge:

@@ -233,3 +233,24 @@ def test_a_skipped_messages_id_reaches_the_terminal_escaped(
     assert "skipped message '\\x1b[2J\\x1b]0;owned\\x07\\u202e'," in warned[0]
     assert not any(char in warned[0] for char in "\x1b\x07\u202e")
     assert "longlong" in warned[1] and len(warned[1]) < 300
+
+
+def test_conformance_of_a_hanging_program_costs_one_time_out_not_one_per_case(
+    gc_store: GcRunner, tmp_path: Path
+) -> None:
+    from mail.conformance import run
+
+    prog = script(tmp_path, '[ "$1" = ensure-running ] && exit 0\nexec sleep 100\n')
+    started = time.monotonic()
+    results = run(ExecMail(prog, timeout=1))
+    assert time.monotonic() - started < 15  # one time-out, not one per case
+    first, *rest = results
+    assert first.outcome == "failed" and "timed out after 1s" in first.detail
+    assert rest and all(r.outcome == "skipped" for r in rest)
+    assert rest[0].detail == f"not run: the program timed out in {first.name}"
+    # The command reads the store's mail.exec_timeout, as every mail command does.
+    assert gc_store("config", "set", "mail.exec_timeout", "1s").returncode == 0
+    started = time.monotonic()
+    checked = gc_store.json("mail", "conformance", prog)
+    assert checked["conforms"] is False and checked["failed"] == 1
+    assert time.monotonic() - started < 15
