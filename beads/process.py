@@ -93,6 +93,41 @@ def run_bounded(
     return process.returncode, out, err
 
 
+def not_started(program: str, exc: OSError) -> str:
+    """Why `program` could not be started (`exc`, from starting it), worded to end the
+    sentence "PROGRAM ...": `was not found`; `names an interpreter that was not found: /x`
+    (its #! line; the OS says only "No such file or directory"); `is a directory, not a
+    program` (the OS says "Permission denied"); `is not executable`; `cannot be run here (a
+    script needs a #! line)` (the OS's "Exec format error")."""
+    import errno
+    import shutil
+
+    path = program if os.sep in program else shutil.which(program)
+    if isinstance(exc, FileNotFoundError):
+        interpreter = _interpreter(path) if path else None
+        if interpreter:
+            return f"names an interpreter that was not found: {interpreter} (its #! line)"
+        return "was not found"
+    if path and os.path.isdir(path):
+        return "is a directory, not a program"
+    if isinstance(exc, PermissionError):
+        return "is not executable"
+    if exc.errno == errno.ENOEXEC:
+        return "cannot be run here (a script needs a #! line)"
+    return f"cannot be run: {exc.strerror or exc}"
+
+
+def _interpreter(path: str) -> str | None:
+    """The program a script's #! line names, if `path` is a readable file that has one."""
+    try:
+        with open(path, "rb") as file:
+            head = file.read(256)
+    except OSError:
+        return None
+    words = head[2:].split(b"\n", 1)[0].split() if head.startswith(b"#!") else []
+    return words[0].decode("utf-8", "replace") if words else None
+
+
 @contextlib.contextmanager
 def budget(seconds: float) -> Iterator[None]:
     """Every `run_bounded` in the block ends within `seconds` from now, all of them together

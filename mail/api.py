@@ -95,6 +95,9 @@ def reply(
 
 
 def _check_content(subject: str, body: str) -> None:
+    # Each named here: a provider's own check (beadmail's title) may name another field.
+    check_text("subject", subject)
+    check_text("body", body)
     if not body and not subject:
         raise InvalidInput("nothing to send: give a body or a subject")
 

@@ -387,7 +387,7 @@ def conformance(program: str, strict: bool) -> None:
             f"archives real messages for recipients named {prefix}-* on whatever "
             "backend the program talks to."
         )
-    results = run(ExecMail(program), prefix, strict=strict)
+    results = run(ExecMail(program, timeout=_exec_timeout()), prefix, strict=strict)
     tally = {o: sum(1 for r in results if r.outcome == o) for o in ("passed", "failed", "skipped")}
     lines = [
         f"{r.outcome.upper()[:4]} {r.name}"
@@ -404,6 +404,18 @@ def conformance(program: str, strict: bool) -> None:
 
 
 # -- helpers ---------------------------------------------------------------------------------
+
+
+def _exec_timeout() -> float:
+    """`mail.exec_timeout` of the store, when there is one (else the default)."""
+    from mail.execmail import DEFAULT_TIMEOUT
+    from mail.select import exec_timeout, read_config
+
+    try:
+        config = read_config(settings().beads_dir)
+    except NotFound:
+        return DEFAULT_TIMEOUT
+    return exec_timeout((config.get("mail") or {}).get("exec_timeout"), DEFAULT_TIMEOUT)
 
 
 def _block(message: Message, verbose: bool = False) -> str:

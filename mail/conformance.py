@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from mail.message import AlreadyArchived, Message, MessageNotFound, ProviderError
+from mail.message import AlreadyArchived, Message, MessageNotFound, ProviderError, TimedOut
 from mail.provider import PRIORITY, Provider
 
 
@@ -306,6 +306,7 @@ class Result:
     outcome: str  # passed, failed, skipped
     detail: str = ""
     extra: bool = False  # beyond Gas City's suite
+    timed_out: bool = False  # the provider ran out of time: the cases after it are not run
 
 
 def unique_prefix() -> str:
@@ -321,6 +322,8 @@ def run_case(name: str, provider: Provider, prefix: str) -> Result:
         return Result(name, "skipped", str(exc), extra)
     except CaseFailed as exc:
         return Result(name, "failed", str(exc), extra)
+    except TimedOut as exc:
+        return Result(name, "failed", f"{type(exc).__name__}: {exc}", extra, timed_out=True)
     except Exception as exc:  # a provider error is a failed case, reported, never fatal
         return Result(name, "failed", f"{type(exc).__name__}: {exc}", extra)
     return Result(name, "passed", "", extra)
@@ -331,4 +334,14 @@ def run(provider: Provider, prefix: str | None = None, *, strict: bool = False) 
     with names under `prefix` (made unique if None)."""
     prefix = prefix or unique_prefix()
     names = [name for name in CASES if strict or name not in EXTRAS]
-    return [run_case(name, provider, prefix) for name in names]
+    results: list[Result] = []
+    hung = None  # the case in which the provider ran out of time
+    for name in names:
+        if hung:
+            # A program that hung once would hang again: each case would cost a time-out.
+            said = f"not run: the program timed out in {hung}"
+            results.append(Result(name, "skipped", said, name in EXTRAS))
+            continue
+        results.append(run_case(name, provider, prefix))
+        hung = name if results[-1].timed_out else None
+    return results

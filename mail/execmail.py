@@ -28,13 +28,15 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from beads.errors import InvalidInput, NotFound
-from beads.process import OutputTooLarge, run_bounded
+from beads.process import OutputTooLarge, not_started, run_bounded
+from beads.records.record import shown
 from mail.message import (
     AlreadyArchived,
     Message,
     MessageNotFound,
     OutOfRange,
     ProviderError,
+    TimedOut,
 )
 from mail.provider import Counts, Provider
 
@@ -207,8 +209,8 @@ class ExecMail(Provider):
             try:
                 messages.append(Message.from_json(item))
             except ProviderError as exc:
-                shown = item.get("id") if isinstance(item, dict) else None
-                which = f" {shown}" if isinstance(shown, str) else ""
+                given = item.get("id") if isinstance(item, dict) else None
+                which = f" {_named(given)}" if isinstance(given, str) else ""
                 log.warning("gc: warning: skipped message%s, which %s %s returned malformed: %s",
                             which, self.program, op, exc.message)  # fmt: skip
         return messages
@@ -240,7 +242,7 @@ class ExecMail(Provider):
         if op in ("archive", "delete") and "already archived" in detail.lower():
             raise AlreadyArchived(f"Already archived {arg}", id=arg)
         raise ProviderError(
-            f"{self.program} {op} failed (exit {code}): {detail[:300] or 'no error output'}"
+            f"{self.program} {op} failed ({_status(code)}): {detail[:300] or 'no error output'}"
         )
 
     def _run(
@@ -256,20 +258,37 @@ class ExecMail(Provider):
                 max_output=MAX_OUTPUT,
                 leave_children=True,  # a server `ensure-running` starts lives on, as under gc
             )
-        except FileNotFoundError:
-            raise ProviderError(f"mail program not found: {self.program}") from None
-        except PermissionError:
-            raise ProviderError(f"mail program is not executable: {self.program}") from None
         except OSError as exc:
-            raise ProviderError(f"cannot run mail program {self.program}: {exc}") from None
+            why = not_started(self.program, exc)
+            raise ProviderError(f"mail program {self.program} {why}") from None
         except subprocess.TimeoutExpired:
-            raise ProviderError(
+            raise TimedOut(
                 f"{self.program} {op} timed out after {self.timeout:g}s and was killed"
             ) from None
         except OutputTooLarge:
             raise ProviderError(
                 f"{self.program} {op} printed more than {MAX_OUTPUT >> 20} MiB; killed"
             ) from None
+
+
+def _named(message_id: str) -> str:
+    """An id the program gave, as a warning names it: as it is when printable, else quoted
+    with its control characters escaped (a warning never clears the screen); cut short."""
+    if message_id.isprintable() and len(message_id) <= 80:
+        return message_id
+    return shown(message_id, 80)
+
+
+def _status(code: int) -> str:
+    """`exit 3`, or `killed by SIGKILL` for a program a signal ended (a negative code)."""
+    if code >= 0:
+        return f"exit {code}"
+    import signal
+
+    try:
+        return f"killed by {signal.Signals(-code).name}"
+    except ValueError:
+        return f"killed by signal {-code}"
 
 
 def go_json(payload: dict[str, str]) -> bytes:

@@ -28,6 +28,10 @@ class ProviderError(GcError):
     exit_code = 50
 
 
+class TimedOut(ProviderError):
+    """The backend ran out of time (an exec program killed at its time-out; exit 50)."""
+
+
 class PartialChange(GcError):
     """A change of several messages failed part way (a provider that cannot change them in
     one step): says which were changed, which failed and which were not tried. Its code and

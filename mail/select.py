@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from beads.errors import InvalidInput, NotFound
 from beads.settings.config import mail_provider_spec
 from mail.provider import Provider
+from mail.settings import exec_timeout as seconds_of
 from mail.settings import parse_provider
 
 if TYPE_CHECKING:
@@ -79,9 +80,11 @@ def read_config(beads_dir: str | None = None) -> dict[str, Any]:
 
 
 def exec_timeout(value: Any, default: float) -> float:
-    """`mail.exec_timeout` checked: a positive number of seconds (unset: `default`)."""
+    """`mail.exec_timeout` checked, in seconds (`mail.settings.exec_timeout`; unset:
+    `default`)."""
     if value is None:
         return default
-    if type(value) not in (int, float) or not 0 < value <= 86400:
-        raise InvalidInput(f"mail.exec_timeout must be a number of seconds, not {value!r}")
-    return float(value)
+    try:
+        return seconds_of(value)
+    except InvalidInput as exc:
+        raise InvalidInput(f"mail.exec_timeout {exc.message}, not {value!r}") from None

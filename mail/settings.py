@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from beads.errors import InvalidInput
-from beads.settings.registry import duration, flag, register_section
+from beads.settings.registry import flag, register_section
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -24,13 +24,37 @@ def parse_provider(value: Any) -> tuple[str, str]:
     raise InvalidInput(f"must be beadmail or {EXEC}/path/to/program")
 
 
+MAX_EXEC_TIMEOUT = 86400.0  # a day: a program still running then is hung
+
+
+def exec_timeout(value: Any) -> float:
+    """`mail.exec_timeout` in seconds: a duration (`30s`, `2m`) or a number of seconds, more
+    than none and at most a day. What `gc config set` accepts and what the exec provider
+    reads (`mail.select.exec_timeout`)."""
+    from beads.records.times import parse_duration
+
+    seconds = None
+    if type(value) in (int, float):
+        seconds = float(value)
+    elif isinstance(value, str):
+        try:
+            seconds = parse_duration(value)
+        except InvalidInput:
+            pass
+    if seconds is None or not 0 < seconds <= MAX_EXEC_TIMEOUT:
+        raise InvalidInput(
+            "must be a duration such as 30s or a number of seconds, above 0, at most 1d"
+        )
+    return seconds
+
+
 register_section(
     "mail",
     {"provider": "beadmail", "strict_recipients": False},
     {
         "mail.provider": parse_provider,
         "mail.strict_recipients": flag,
-        "mail.exec_timeout": duration,
+        "mail.exec_timeout": exec_timeout,
     },
     position=1,  # after the store layer's own sections
 )

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
@@ -188,12 +189,106 @@ def _as_gc_error(exc: Exception) -> GcError:
 
 def serve(agent_store: AgentStore) -> None:
     """Serve MCP over this process's stdin and stdout until the client closes stdin."""
+    import os
+
     from mcp.server.stdio import stdio_server
 
     server = build_server(agent_store)
+    # The wire is read from a descriptor of its own; fd 0 becomes the null device, as the
+    # SDK's own reader leaves it, so a program the server runs reads nothing of the client's.
+    wire = os.dup(0)
+    nothing = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(nothing, 0)
+    os.close(nothing)
 
     async def main() -> None:
-        async with stdio_server() as (read, write):
+        lines = CheckedLines(anyio.wrap_file(os.fdopen(wire, "rb")))
+        async with stdio_server(stdin=lines) as (read, write):  # type: ignore[arg-type]
+            lines.answer_with(write)
             await server.run(read, write, server.create_initialization_options())
 
     anyio.run(main)
+
+
+class CheckedLines:
+    """The client's lines for the SDK's reader, each checked first. A line the SDK would drop
+    without a word (not UTF-8, not JSON, a lone surrogate such as `\\ud800`, not a JSON-RPC
+    message, an id that is neither a string nor an integer) is answered here with JSON-RPC's
+    error (`-32700` parse error, `-32600` invalid request; the request's id when it has a
+    usable one, else null), so a client never waits for an answer that cannot come."""
+
+    def __init__(self, source: anyio.AsyncFile[bytes]) -> None:
+        self.source = source
+        self.write: Any = None
+        self.ready = anyio.Event()
+
+    def answer_with(self, write: Any) -> None:
+        """Where refusals go: the stream the SDK writes to stdout."""
+        self.write = write
+        self.ready.set()
+
+    def __aiter__(self) -> AsyncIterator[str]:
+        return self._lines()
+
+    async def _lines(self) -> AsyncIterator[str]:
+        from mcp.shared.message import SessionMessage
+
+        async for raw in self.source:
+            if not raw.strip():
+                continue  # a blank line says nothing
+            text, refusal = checked(raw)
+            if refusal is None:
+                yield text
+                continue
+            await self.ready.wait()
+            await self.write.send(SessionMessage(refusal))
+
+
+def checked(raw: bytes) -> tuple[str, types.JSONRPCError | None]:
+    """One line of the client's as text, and the JSON-RPC error that answers it when it is
+    no message the server can take (None when it is one)."""
+    from pydantic import ValidationError
+
+    try:
+        text = raw.decode("utf-8")
+        data = json.loads(text)
+    except UnicodeDecodeError:
+        return "", _refusal(None, types.PARSE_ERROR, "Parse error: the line is not UTF-8")
+    except (ValueError, RecursionError) as exc:  # RecursionError: nested too deep
+        reason = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deep"
+        return "", _refusal(None, types.PARSE_ERROR, f"Parse error: {reason}")
+    if not isinstance(data, dict):
+        return text, _refusal(None, types.INVALID_REQUEST, "Invalid Request: not a JSON object")
+    ident = data.get("id")
+    usable = type(ident) is int or isinstance(ident, str)
+    if "id" in data and not usable:
+        said = "Invalid Request: an id is a string or an integer"
+        return text, _refusal(None, types.INVALID_REQUEST, said)
+    try:
+        types.jsonrpc_message_adapter.validate_json(text, by_name=False)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        if first["type"] == "json_invalid":  # what Python's parser lets through
+            said = f"Parse error: {first['msg'].removeprefix('Invalid JSON: ')}"
+            if _lone_surrogate(data):
+                said = "Parse error: a string holds a lone surrogate (\\ud800 without its pair)"
+            return text, _refusal(ident, types.PARSE_ERROR, said)
+        said = "Invalid Request: not a JSON-RPC 2.0 request, notification or response"
+        return text, _refusal(ident, types.INVALID_REQUEST, said)
+    return text, None
+
+
+def _lone_surrogate(data: Any) -> bool:
+    try:
+        json.dumps(data, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _refusal(ident: Any, code: int, message: str) -> types.JSONRPCError:
+    error = types.ErrorData(code=code, message=message)
+    try:
+        return types.JSONRPCError(jsonrpc="2.0", id=ident, error=error)
+    except ValueError:  # an id the SDK cannot write back (an integer past 64 bits)
+        return types.JSONRPCError(jsonrpc="2.0", id=None, error=error)

@@ -25,9 +25,11 @@ MAX_WAIT_SECONDS = 3600.0
 
 
 class Args(BaseModel):
-    """Arguments of a tool: unknown keys are refused."""
+    """Arguments of a tool: unknown keys are refused, and so is a value of another JSON type
+    than the schema's (`"5"` or `true` for an integer, `1` for a boolean: pydantic's lax mode
+    would convert them)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 ThreadId = Annotated[str, Field(description="The work thread's id (or an unambiguous prefix).")]

@@ -112,7 +112,7 @@ def test_exec_timeout_from_config_applies_with_gc_mail(gc_store: GcRunner, tmp_p
         config["mail"] = {**config["mail"], "exec_timeout": "soon"}
         batch.set_config(config)
     bad = gc("mail", "inbox", "dog", env={"GC_MAIL": f"exec:{prog}"})
-    assert bad.returncode == 30 and "mail.exec_timeout must be a number" in bad.stderr
+    assert bad.returncode == 30 and "mail.exec_timeout must be a duration" in bad.stderr
 
 
 @pytest.mark.parametrize(

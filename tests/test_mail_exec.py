@@ -10,7 +10,7 @@ import pytest
 
 from mail.execmail import ExecMail
 from mail.message import AlreadyArchived, MessageNotFound, ProviderError
-from tests.conftest import gone
+from tests.conftest import GcRunner, gone
 
 MESSAGE = {
     "id": "m-1",
@@ -170,3 +170,87 @@ def test_missing_and_non_executable_programs(tmp_path: Path) -> None:
     plain.write_text("#!/bin/sh\n")
     with pytest.raises(ProviderError, match="not executable"):
         ExecMail(str(plain)).inbox("b")
+
+
+def test_an_exec_timeout_config_set_accepts_is_the_one_mail_reads(
+    gc_store: GcRunner, tmp_path: Path
+) -> None:
+    gc = gc_store
+    prog = script(tmp_path, '[ "$1" = ensure-running ] && exit 0\nexec sleep 100\n')
+    # A duration, as `gc config set` has always accepted it (and docs/config.md says).
+    assert gc("config", "set", "mail.exec_timeout", "1s").returncode == 0
+    started = time.monotonic()
+    result = gc("mail", "inbox", "dog", env={"GC_MAIL": f"exec:{prog}"})
+    assert result.returncode == 50 and "timed out after 1s" in result.stderr
+    assert time.monotonic() - started < 25  # bounds a hang only
+    # What the provider would refuse at each use is refused when it is set.
+    for value in ("0", "0s", "2d", "1e9"):
+        refused = gc("config", "set", "mail.exec_timeout", value)
+        assert refused.returncode == 30, value
+        assert refused.stderr.count("\n") == 1 and "at most 1d" in refused.stderr
+    assert gc.json("config", "get", "mail.exec_timeout")["value"] == "1s"
+
+
+def test_a_program_that_cannot_start_says_why(tmp_path: Path) -> None:
+    # What the OS says ("No such file or directory" for a missing interpreter, "Permission
+    # denied" for a directory, "Exec format error") sends a person looking at the wrong thing.
+    interpreter = tmp_path / "no-such-python"
+    missing_interpreter = tmp_path / "old-script"
+    missing_interpreter.write_text(f"#!{interpreter} -u\nprint('[]')\n")
+    no_shebang = tmp_path / "no-shebang"
+    no_shebang.write_text("echo '[]'\n")
+    for path in (missing_interpreter, no_shebang):
+        path.chmod(0o755)
+    cases = [
+        (missing_interpreter, f"names an interpreter that was not found: {interpreter}"),
+        (no_shebang, "cannot be run here (a script needs a #! line)"),
+        (tmp_path, "is a directory, not a program"),
+        (tmp_path / "nope", "was not found"),
+    ]
+    for program, says in cases:
+        with pytest.raises(ProviderError) as raised:
+            ExecMail(str(program)).inbox("b")
+        assert raised.value.message.startswith(f"mail program {program} {says}")
+        assert "Errno" not in raised.value.message
+
+
+def test_a_program_a_signal_ends_is_said_killed_by_it(tmp_path: Path) -> None:
+    prog = script(tmp_path, '[ "$1" = ensure-running ] && exit 0\nkill -SEGV $$\n')
+    with pytest.raises(ProviderError) as raised:
+        ExecMail(prog).inbox("b")
+    assert f"{prog} inbox failed (killed by SIGSEGV)" in raised.value.message
+
+
+def test_a_skipped_messages_id_reaches_the_terminal_escaped(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    hostile = "\x1b[2J\x1b]0;owned\x07\u202e"
+    listing = json.dumps([{"id": hostile}, {"id": "long" * 1000}, MESSAGE])
+    prog = script(tmp_path, f"[ \"$1\" = ensure-running ] && exit 0\necho '{listing}'\n")
+    assert [m.id for m in ExecMail(prog).inbox("b")] == ["m-1"]
+    warned = [record.getMessage() for record in caplog.records]
+    assert len(warned) == 2
+    assert "skipped message '\\x1b[2J\\x1b]0;owned\\x07\\u202e'," in warned[0]
+    assert not any(char in warned[0] for char in "\x1b\x07\u202e")
+    assert "longlong" in warned[1] and len(warned[1]) < 300
+
+
+def test_conformance_of_a_hanging_program_costs_one_time_out_not_one_per_case(
+    gc_store: GcRunner, tmp_path: Path
+) -> None:
+    from mail.conformance import run
+
+    prog = script(tmp_path, '[ "$1" = ensure-running ] && exit 0\nexec sleep 100\n')
+    started = time.monotonic()
+    results = run(ExecMail(prog, timeout=1))
+    assert time.monotonic() - started < 15  # one time-out, not one per case
+    first, *rest = results
+    assert first.outcome == "failed" and "timed out after 1s" in first.detail
+    assert rest and all(r.outcome == "skipped" for r in rest)
+    assert rest[0].detail == f"not run: the program timed out in {first.name}"
+    # The command reads the store's mail.exec_timeout, as every mail command does.
+    assert gc_store("config", "set", "mail.exec_timeout", "1s").returncode == 0
+    started = time.monotonic()
+    checked = gc_store.json("mail", "conformance", prog)
+    assert checked["conforms"] is False and checked["failed"] == 1
+    assert time.monotonic() - started < 15

@@ -602,3 +602,94 @@ def test_install_into_a_folder_that_does_not_exist_is_refused_as_bad_input(
     assert refused.returncode == 30, refused.stderr
     assert refused.stderr.count("\n") == 1 and "no directory" in refused.stderr
     assert not (gc_store.cwd / "no-such-folder").exists()
+
+
+def test_lines_that_are_no_message_are_answered_with_json_rpc_errors_never_dropped(
+    project: Path,
+) -> None:
+    # Over the real wire: each line below the SDK would have dropped without a word, leaving
+    # a client waiting for an answer that never comes.
+    hello = {"protocolVersion": "2025-06-18", "capabilities": {},
+             "clientInfo": {"name": "raw", "version": "1"}}  # fmt: skip
+    lines = [
+        json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": hello}),
+        json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        # Requests that carry a usable id are answered with that id.
+        '{"jsonrpc":"2.0","id":"surrogate","method":"tools/call","params":{"name":"mail_send",'
+        '"arguments":{"to":["dog"],"body":"\\ud800"}}}',
+        '{"jsonrpc":"1.0","id":"old","method":"ping"}',
+        '{"jsonrpc":"2.0","id":"params","method":"tools/call","params":[]}',
+        # The others with a null id.
+        "not json",
+        '{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}',
+        '{"jsonrpc":"2.0","id":null,"method":"ping"}',
+        "[]",
+        "[" * 100_000,
+        "",  # a blank line says nothing and is not answered
+        json.dumps({"jsonrpc": "2.0", "id": "last", "method": "ping"}),
+    ]
+    wire = b"\n".join(line.encode() for line in lines) + b"\n\xff\xfe\n"
+    env = {**os.environ, "GC_AGENT": "mayor"}
+    done = subprocess.run([gc_program(), "mcp"], cwd=project, env=env, input=wire,
+                          capture_output=True, timeout=DEADLINE)  # fmt: skip
+    assert done.returncode == 0 and b"Traceback" not in done.stderr
+    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    by_id = {a["id"]: a for a in answers if a["id"] is not None}
+    assert by_id["last"]["result"] == {}  # the server still serves after all of them
+    assert by_id["surrogate"]["error"]["code"] == -32700
+    assert "surrogate" in by_id["surrogate"]["error"]["message"]
+    assert by_id["old"]["error"]["code"] == by_id["params"]["error"]["code"] == -32600
+    nulls = sorted(a["error"]["code"] for a in answers if a["id"] is None)
+    # not json, the \xff\xfe line, nested too deep: parse errors; the rest invalid requests.
+    assert nulls == [-32700] * 3 + [-32600] * 3
+    # Nothing was sent: the lone surrogate reached no store.
+    assert "surrogate" not in subprocess.run(
+        [gc_program(), "--json", "mail", "inbox", "dog"], cwd=project, env=env,
+        capture_output=True, text=True, timeout=DEADLINE).stdout  # fmt: skip
+
+
+def test_an_argument_of_another_json_type_is_refused_not_converted(project: Path) -> None:
+    store = Store.open(project)
+    head = store.git.head()
+    store.close()
+
+    async def scenario(mayor: Client) -> None:
+        cases = [
+            ("mail_send", {"to": ["dog"], "body": "x", "priority": True}, "priority"),
+            ("mail_send", {"to": ["dog"], "body": "x", "priority": "1"}, "priority"),
+            ("mail_inbox", {"limit": "5"}, "limit"),
+            ("mail_inbox", {"all": 1}, "all"),
+            ("mail_search", {"query": "x", "archived": "false"}, "archived"),
+            ("inbox_peek", {"item_id": "1"}, "item_id"),
+        ]
+        for tool, args, name in cases:
+            result = await mayor.call_tool(tool, args)
+            body = json.loads(result.content[0].text)
+            assert result.is_error and body["error"]["code"] == "invalid_input", (tool, args)
+            assert body["error"]["message"].startswith(f"{tool}: {name}"), body
+        # A number where the schema says number takes an integer too.
+        reply = await call(mayor, "thread_wait_reply", thread_id="gc-zzzzzzzz", timeout_seconds=0)
+        assert reply["error"]["code"] == "not_found", reply
+
+    run_in_process(project, "mayor", scenario)
+    store = Store.open(project)
+    try:
+        assert store.git.head() == head
+    finally:
+        store.close()
+
+
+def test_a_nul_in_a_body_or_subject_is_refused_naming_that_field(project: Path) -> None:
+    async def scenario(mayor: Client) -> None:
+        for args, field in [
+            ({"to": ["dog"], "body": "a\x00b"}, "body"),
+            ({"to": ["dog"], "subject": "a\x00b", "body": "x"}, "subject"),
+        ]:
+            reply = await call(mayor, "mail_send", **args)
+            assert reply["error"]["code"] == "invalid_input"
+            assert reply["error"]["message"].startswith(f"{field} contains a NUL byte"), reply
+        sent = await call(mayor, "mail_send", to=["mayor"], body="first")
+        reply = await call(mayor, "mail_reply", message_id=sent["message"]["id"], body="\x00")
+        assert reply["error"]["message"].startswith("body contains a NUL byte"), reply
+
+    run_in_process(project, "mayor", scenario)
