@@ -9,6 +9,10 @@ City) the group is killed only when the call runs out of time, and output is rea
 program itself exits: what it wrote is then in the pipes, and a child still holding them is
 never waited for.
 
+A SIGTERM that would end gc while a program runs ends that program's group first (as git's
+cleanup of its children does), then gc, by the same signal: a `timeout` or a supervisor that
+stops gc never leaves the program it ran behind.
+
 A command that runs several programs (a check per session gate, a `gh` per bead gate) runs
 them inside `budget(seconds)`: they share that time, so ten hanging checks cost one timeout.
 """
@@ -42,6 +46,37 @@ class OutputTooLarge(Exception):
     """The program printed more than the caller allows (it has been killed)."""
 
 
+class _Terminated(BaseException):
+    """SIGTERM arrived while a program ran: its group is killed on the way out."""
+
+
+def _on_sigterm(_signum: int, _frame: object) -> None:
+    raise _Terminated
+
+
+@contextlib.contextmanager
+def _group_ends_with_us() -> Iterator[None]:
+    """While the caller runs a program: a SIGTERM that would end this process (nobody else
+    handles it) unwinds it instead, so the caller's cleanup kills the program's group; then
+    this process ends by SIGTERM after all, as it would have."""
+    ours = False
+    try:
+        if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+            signal.signal(signal.SIGTERM, _on_sigterm)
+            ours = True
+    except ValueError:  # not the main thread: signals are the main thread's to handle
+        pass
+    try:
+        yield
+    except _Terminated:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
+        raise SystemExit(128 + signal.SIGTERM) from None  # (if it was not delivered yet)
+    finally:
+        if ours and signal.getsignal(signal.SIGTERM) == _on_sigterm:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def run_bounded(
     argv: list[str],
     timeout: float,
@@ -63,6 +98,18 @@ def run_bounded(
         timeout = min(timeout, deadline - time.monotonic())
     if timeout <= 0:
         raise subprocess.TimeoutExpired(argv, 0)
+    with _group_ends_with_us():
+        return _run_in_group(argv, timeout, cwd, stdin, max_output, leave_children)
+
+
+def _run_in_group(
+    argv: list[str],
+    timeout: float,
+    cwd: Path | None,
+    stdin: bytes,
+    max_output: int | None,
+    leave_children: bool,
+) -> tuple[int, bytes, bytes]:
     process = subprocess.Popen(
         argv,
         cwd=cwd,

@@ -238,7 +238,10 @@ class ExecMail(Provider):
             return None
         detail = " ".join(err.decode("utf-8", "replace").split())
         if "gc-mail-error:not-found" in detail:
-            raise MessageNotFound.of(arg or "")
+            if op in MESSAGE_OPS:
+                raise MessageNotFound.of(arg or "")
+            # a recipient's or a thread's operation: what was not found is not a message
+            raise NotFound(f"{self.program} {op} {shown(arg or '')}: not found")
         if op in ("archive", "delete") and "already archived" in detail.lower():
             raise AlreadyArchived(f"Already archived {arg}", id=arg)
         raise ProviderError(
@@ -269,6 +272,10 @@ class ExecMail(Provider):
             raise ProviderError(
                 f"{self.program} {op} printed more than {MAX_OUTPUT >> 20} MiB; killed"
             ) from None
+
+
+# The operations whose argument is a message id (the others take a recipient or a thread).
+MESSAGE_OPS = frozenset({"get", "read", "reply", "mark-read", "mark-unread", "archive", "delete"})
 
 
 def _named(message_id: str) -> str:

@@ -23,6 +23,7 @@ from beads.index.reader import IndexReader
         ({"order": "title"}, "order must be created, updated or priority"),
         ({"limit": -1}, "limit must be an integer"),
         ({"limit": True}, "limit must be an integer"),
+        ({"text": "word " * 65}, "has 65 words; a search takes at most 64"),
     ],
 )
 def test_a_bad_filter_is_refused_when_the_query_is_made(

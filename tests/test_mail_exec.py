@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
+from beads.errors import NotFound
 from mail.execmail import ExecMail
 from mail.message import AlreadyArchived, MessageNotFound, ProviderError
-from tests.conftest import GcRunner, gone
+from tests.conftest import GcRunner, gc_program, gone
 
 MESSAGE = {
     "id": "m-1",
@@ -219,6 +222,39 @@ def test_a_program_a_signal_ends_is_said_killed_by_it(tmp_path: Path) -> None:
     with pytest.raises(ProviderError) as raised:
         ExecMail(prog).inbox("b")
     assert f"{prog} inbox failed (killed by SIGSEGV)" in raised.value.message
+
+
+def test_gc_ended_by_sigterm_ends_the_mail_program_it_was_running(
+    gc_store: GcRunner, tmp_path: Path
+) -> None:
+    # A `timeout` or a supervisor stopping gc: the program (in a group of its own) went on.
+    started = tmp_path / "started"
+    body = f'[ "$1" = ensure-running ] && exit 0\necho $$ > {started}.tmp\n'
+    body += f"mv {started}.tmp {started}\nexec sleep 100\n"
+    prog = script(tmp_path, body)
+    command = [gc_program(), "mail", "inbox", "dog"]
+    env = {**gc_store.env, "GC_MAIL": f"exec:{prog}"}
+    with subprocess.Popen(command, cwd=gc_store.cwd, env=env, stderr=subprocess.PIPE) as run:
+        deadline = time.monotonic() + 30  # bounds a hang only
+        while not started.exists() and run.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert started.exists(), run.stderr.read() if run.stderr else ""
+        run.send_signal(signal.SIGTERM)
+        assert run.wait(timeout=30) == -signal.SIGTERM
+    assert gone([int(started.read_text())])
+
+
+def test_a_not_found_mark_names_what_the_operation_was_given(tmp_path: Path) -> None:
+    said = "echo 'gc-mail-error:not-found' >&2\nexit 1\n"
+    prog = script(tmp_path, f'[ "$1" = ensure-running ] && exit 0\n{said}')
+    with pytest.raises(MessageNotFound, match="message m-9: bead not found"):
+        ExecMail(prog).get("m-9")
+    for call, op in ((lambda m: m.inbox("dog"), "inbox"), (lambda m: m.thread("t-1"), "thread")):
+        with pytest.raises(NotFound) as raised:
+            call(ExecMail(prog))
+        assert not isinstance(raised.value, MessageNotFound)  # a mailbox, a thread: no message
+        arg = "dog" if op == "inbox" else "t-1"
+        assert raised.value.message == f"{prog} {op} '{arg}': not found"
 
 
 def test_a_skipped_messages_id_reaches_the_terminal_escaped(

@@ -23,6 +23,10 @@ ORDERS = {"created": "created_at", "updated": "updated_at", "priority": "priorit
 _COLUMNS = ("type", "status", "assignee", "sender", "thread", "parent")
 
 
+# The words a search takes: more says nothing a person means, and each costs a prefix scan.
+MAX_SEARCH_WORDS = 64
+
+
 class Query:
     """Filters (None = any), order and limit of a list of beads; raises InvalidInput when made
     with a bad one, so whatever holds a Query holds a valid one.
@@ -89,8 +93,15 @@ class Query:
             check_meta_key(key)
             if isinstance(value, list | dict):
                 raise InvalidInput(f"meta filter {key!r} must be a scalar")
-        if text is not None and not words(text):
-            raise InvalidInput("the search text has no words")
+        if text is not None:
+            found = words(text)
+            if not found:
+                raise InvalidInput("the search text has no words")
+            if len(found) > MAX_SEARCH_WORDS:  # each is a prefix scan of the full-text table
+                raise InvalidInput(
+                    f"the search text has {len(found)} words; a search takes at most "
+                    f"{MAX_SEARCH_WORDS}"
+                )
         if order not in ORDERS:
             raise InvalidInput(f"order must be created, updated or priority, not {order!r}")
         # (`type` is a parameter here: isinstance, and bool is no count)
