@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from beads.errors import GcError, Interrupted, InvalidInput, NotFound
 from beads.index.query import Query
-from beads.process import budget, run_bounded
+from beads.process import budget, not_started, run_bounded
 from beads.records.record import Bead, check_agent, expect_type
 from beads.records.times import now_stamp, parse_duration, stamp_at, to_stamp
 from beads.store import Store
@@ -244,7 +244,7 @@ def _run_gh(gh: str, args: list[str]) -> Any:
     except subprocess.TimeoutExpired:
         raise InvalidInput(f"gh {' '.join(args[:2])} ran past {GH_TIMEOUT:g}s") from None
     except OSError as exc:
-        raise InvalidInput(f"cannot run {gh}: {exc.strerror or exc}") from None
+        raise InvalidInput(f"the gh CLI {gh} {not_started(gh, exc)}") from None
     if code != 0:
         tail = (err.decode("utf-8", "replace").strip().splitlines() or [""])[-1][:200]
         raise InvalidInput(f"gh {' '.join(args[:2])} exited {code}: {tail}")

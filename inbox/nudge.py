@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from beads import files
 from beads.errors import InvalidInput
-from beads.process import run_bounded
+from beads.process import not_started, run_bounded
 from beads.settings.config import check_argv_template
 from inbox.render import preview
 from inbox.sessions import Sessions
@@ -147,7 +147,7 @@ def run_job(job: dict[str, Any]) -> tuple[str, str]:
     except subprocess.TimeoutExpired:
         return "timed out", f"{argv[0]} ran past {timeout:g}s and was killed"
     except OSError as exc:
-        return "failed", f"cannot run {argv[0]!r}: {exc.strerror or exc}"
+        return "failed", f"{argv[0]!r} {not_started(argv[0], exc)}"
     if code != 0:
         tail = err.decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
         return "failed", f"{argv[0]} exited {code} {tail[0][:200]}".rstrip()

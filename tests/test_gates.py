@@ -294,6 +294,13 @@ def test_strict_gate_blocks_until_marked(tmp_path: Path, gc_store: GcRunner) -> 
     assert stop(gc) is None
 
 
+def test_a_gh_that_cannot_start_says_why(tmp_path: Path) -> None:
+    from gates.beadgates import _run_gh
+
+    with pytest.raises(InvalidInput, match=f"the gh CLI {tmp_path} is a directory, not a program"):
+        _run_gh(str(tmp_path), ["run", "view"])
+
+
 def test_check_command_satisfies_a_gate(tmp_path: Path, gc_store: GcRunner) -> None:
     gc = gc_store  # a store as `gc init` makes it (a copy)
     gc("config", "set", "gates.disabled", '["commit-push", "bead-update"]')

@@ -284,6 +284,21 @@ def test_hung_nudge_is_killed_and_reported(project: Path, gc: GcRunner) -> None:
         os.kill(pid, 0)
 
 
+def test_a_nudge_that_cannot_start_says_why(tmp_path: Path) -> None:
+    from inbox.nudge import run_job
+
+    no_shebang = tmp_path / "nudger"
+    no_shebang.write_text("echo hi\n")
+    no_shebang.chmod(0o755)
+    for program, why in ((tmp_path, "is a directory, not a program"),
+                         (no_shebang, "cannot be run here (a script needs a #! line)"),
+                         (tmp_path / "none", "was not found")):  # fmt: skip
+        assert run_job({"argv": [str(program)], "timeout": 5}) == (
+            "failed",
+            f"{str(program)!r} {why}",
+        )
+
+
 def test_nudge_only_idle_agents_once_per_interval(project: Path, gc: GcRunner) -> None:
     log = project / "nudges.log"
     argv = ["sh", "-c", f'echo "$0 $1" >> {log}', "{session}", "{text}"]
