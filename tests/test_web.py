@@ -27,6 +27,7 @@ from typing import Any
 import pytest
 from werkzeug.serving import BaseWSGIServer
 
+import web.data
 from beads.errors import InvalidInput
 from beads.store import Store
 from gates.decisions import create_decision
@@ -496,3 +497,69 @@ def test_the_site_changes_nothing(site: Site) -> None:
     with pytest.raises(urllib.error.HTTPError) as refused:
         urllib.request.urlopen(request, timeout=10)
     assert refused.value.code == 405
+
+
+def test_a_page_number_that_is_no_plain_number_is_refused_in_one_line(site: Site) -> None:
+    # A superscript digit passes str.isdigit but not int(), and a number of thousands of
+    # digits passes both checks' first half but int() refuses it: each answered 500.
+    for given in ("%C2%B2", "9" * 5000, "%EF%BC%91", "1.0", "+1", "", "0x1"):
+        for path in ("", "agents/dog", "search", "work"):
+            status, headers, text = fetch(f"{site.url}{path}.json?q=x&page={given}")
+            assert status == 400, (path, given, text)
+            assert headers["Content-Type"] == "application/json"
+            assert json.loads(text)["error"]["code"] == "invalid_input"
+            assert "page must be a number from 1" in text and len(text) < 300
+    assert fetch(site.url + "?page=2")[0] == 200  # a plain one still serves
+
+
+def test_a_loopback_address_other_than_127_0_0_1_is_answered_by_its_own_url(
+    tmp_path: Path, store_template: Path
+) -> None:
+    # `gc web --host 127.0.0.2` printed http://127.0.0.2:PORT/, which then answered 403
+    # "not this machine": only 127.0.0.1 was taken for a loopback Host.
+    copy_store(store_template, tmp_path / ".beads")  # a new store (a copy of an init)
+    with Store.open(tmp_path, agent="mayor") as store:
+        server = serve(store, "127.0.0.2")
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        try:
+            url = url_of(server)
+            assert url.startswith("http://127.0.0.2:")
+            assert fetch(url)[0] == 200
+            for host in ("127.9.9.9", "[0:0:0:0:0:0:0:1]", f"127.0.0.2:{server.port}"):
+                assert fetch(url, headers={"Host": host})[0] == 200, host
+            # Still refused: names that are not this machine, and addresses off loopback.
+            for host in ("10.0.0.1", "[::ffff:10.0.0.1]", "127.0.0.1.evil.example", "[::2]"):
+                assert fetch(url, headers={"Host": host})[0] == 403, host
+        finally:
+            server.shutdown()
+            server.server_close()
+
+
+def test_a_path_the_site_has_not_is_answered_in_the_sites_error_shape(
+    site: Site, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # werkzeug's own pages answered these: HTML to a JSON client, without the site's layout.
+    status, headers, text = fetch(site.url + "nope.json")
+    assert status == 404 and headers["Content-Type"] == "application/json"
+    assert json.loads(text) == {
+        "ok": False,
+        "error": {"code": "not_found", "message": "no page /nope"},
+    }
+    status, _, text = fetch(site.url + "<script>x</script>")
+    assert status == 404 and "no page /&lt;script&gt;x&lt;/script&gt;" in text
+    assert "<script>x" not in text
+    request = urllib.request.Request(site.url + "head.json", data=b"", method="POST")
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=10)
+    assert refused.value.code == 405
+    assert json.loads(refused.value.read())["error"]["code"] == "invalid_input"
+    assert refused.value.headers["Allow"]  # the methods it takes, as HTTP says
+    status, _, text = fetch(site.url + "x" * 20000 + ".json")
+    assert status == 404 and len(text) < 300  # the path is named cut short
+    # A failure that is a bug: a 500 in the same shape, no traceback, and the site goes on.
+    monkeypatch.setattr(web.data, "agents", lambda *args: 1 / 0)
+    status, headers, text = fetch(site.url + ".json")
+    assert status == 500 and headers["Content-Type"] == "application/json"
+    assert json.loads(text)["error"]["code"] == "internal_error"
+    assert "Traceback" not in text and "ZeroDivision" not in text
+    assert fetch(site.url + "work")[0] == 200

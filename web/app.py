@@ -28,9 +28,10 @@ from typing import Any
 
 from flask import Flask, Response, redirect, render_template, request, url_for
 from markupsafe import Markup, escape
+from werkzeug.exceptions import HTTPException
 from werkzeug.serving import BaseWSGIServer, get_sockaddr, make_server, select_address_family
 
-from beads.errors import GcError, InvalidInput
+from beads.errors import GcError, InvalidInput, NotFound
 from beads.index.reader import branch_head
 from beads.records.ids import ID_RE
 from beads.store import Store
@@ -43,6 +44,7 @@ MIN_TOKEN = 16  # characters; `gc web` makes 32 (`secrets.token_urlsafe(24)`)
 LOCAL_NAMES = ("localhost", "127.0.0.1", "[::1]")
 # Beads ids in text, linked when they name a bead of the store.
 _ID_IN_TEXT = re.compile(rf"(?<![\w-])({ID_RE.pattern})(?![\w-])")
+_PAGE_RE = re.compile(r"[0-9]{1,7}")
 _HTTP_STATUS = {30: 400, 40: 404, 20: 409, 130: 503}
 _SECURITY_HEADERS = {
     # Defence in depth behind the escaping: no inline script, nothing from elsewhere.
@@ -104,6 +106,23 @@ def create_app(store: Store, *, token: str | None = None, loopback: bool = True)
     def failed(error: GcError) -> Response:
         status = _HTTP_STATUS.get(error.exit_code, 500)
         return _refusal(status, error.message, error)
+
+    @app.errorhandler(HTTPException)
+    def refused(error: HTTPException) -> Response:
+        # werkzeug's own refusals (no such page, a method other than GET, a failure with
+        # no GcError) in the site's shape: JSON to a JSON client, else the site's page.
+        status = error.code or 500
+        if status == 404:
+            problem: GcError = NotFound(f"no page {_cut(request.path)}")
+        elif status >= 500:
+            problem = GcError("internal error: the server's log says more")
+        else:
+            problem = InvalidInput(f"{status} {error.name}")
+        response = _refusal(status, problem.message, problem)
+        for name, given in error.get_headers():  # Allow on a 405, say; not its own type
+            if name.lower() != "content-type":
+                response.headers[name] = given
+        return response
 
     @app.template_filter("linked")
     def linked(text: str) -> Markup:
@@ -242,10 +261,17 @@ def url_of(server: BaseWSGIServer, token: str | None = None) -> str:
 
 
 def _is_local(host: str) -> bool:
-    """Whether a Host header names this machine (`localhost:8000`, `[::1]`, `x.localhost`)."""
+    """Whether a Host header names this machine (`localhost:8000`, `[::1]`, `x.localhost`,
+    any loopback address: the URL of `--host 127.0.0.2` names it). A page of another site
+    reached through DNS rebinding sends its own name, never an address."""
     host = host.lower()
     name = host[: host.find("]") + 1] if host.startswith("[") else host.partition(":")[0]
-    return name in LOCAL_NAMES or name.endswith(".localhost")
+    if name in LOCAL_NAMES or name.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(name[1:-1] if name.startswith("[") else name).is_loopback
+    except ValueError:
+        return False
 
 
 def _carries(token: str) -> bool:
@@ -278,9 +304,16 @@ def _refusal(status: int, message: str, error: GcError | None = None) -> Respons
 
 def _page() -> int:
     text = request.args.get("page", "1")
-    if not text.isdigit() or not 1 <= int(text) <= 1_000_000:
-        raise InvalidInput(f"page must be a number from 1, not {text!r}")
+    # ASCII digits only, few of them: str.isdigit takes "²", which int() refuses, and int()
+    # refuses thousands of digits.
+    if not _PAGE_RE.fullmatch(text) or not 1 <= int(text) <= 1_000_000:
+        raise InvalidInput(f"page must be a number from 1 to 1000000, not {_cut(text)!r}")
     return int(text)
+
+
+def _cut(text: str, most: int = 80) -> str:
+    """`text` for an error message: its first `most` characters (a URL may hold 64 KiB)."""
+    return text if len(text) <= most else text[:most] + "..."
 
 
 def _all() -> bool:
