@@ -401,6 +401,26 @@ def test_loopback_answers_only_to_localhost_names(site: Site) -> None:
         assert fetch(site.url, headers={"Host": host})[0] == 200
 
 
+def test_a_client_that_goes_silent_is_let_go_and_others_are_answered(store: Store) -> None:
+    # Each connection holds a thread of the server while it waits: thousands of silent ones
+    # (a slow-loris) held thousands of threads for as long as they stayed open.
+    import socket
+
+    server = serve(store, idle_timeout=0.5)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        with socket.create_connection(("127.0.0.1", server.port), timeout=30) as silent:
+            silent.sendall(b"G")  # the start of a request, and then nothing
+            assert fetch(url_of(server))[0] == 200  # the others are answered meanwhile
+            closed = b""
+            while chunk := silent.recv(4096):  # until the server closes it (30 s bound a hang)
+                closed += chunk
+            assert b"Traceback" not in closed
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 @pytest.mark.gc_process
 def test_off_loopback_no_request_succeeds_without_the_token(
     tmp_path: Path, store_template: Path
@@ -428,7 +448,9 @@ def test_off_loopback_no_request_succeeds_without_the_token(
             assert fetch(base + path + "?token=wrong")[0] == 401
         status, headers, _ = fetch(f"{base}?token={token}")
         assert status == 200 and "HttpOnly" in headers["Set-Cookie"]
-        assert fetch(base + "history.json", headers={"Authorization": f"Bearer {token}"})[0] == 200
+        for scheme in ("Bearer", "bearer"):  # a scheme's case is free (RFC 9110)
+            authorized = {"Authorization": f"{scheme} {token}"}
+            assert fetch(base + "history.json", headers=authorized)[0] == 200
         assert fetch(base, headers={"Cookie": f"gc-web-token={token}"})[0] == 200
     finally:
         server.send_signal(signal.SIGINT)

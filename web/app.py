@@ -29,7 +29,13 @@ from typing import Any
 from flask import Flask, Response, redirect, render_template, request, url_for
 from markupsafe import Markup, escape
 from werkzeug.exceptions import HTTPException
-from werkzeug.serving import BaseWSGIServer, get_sockaddr, make_server, select_address_family
+from werkzeug.serving import (
+    BaseWSGIServer,
+    WSGIRequestHandler,
+    get_sockaddr,
+    make_server,
+    select_address_family,
+)
 
 from beads.errors import GcError, InvalidInput, NotFound
 from beads.index.reader import branch_head
@@ -42,6 +48,9 @@ from web.history import commit_id, history
 TOKEN_COOKIE = "gc-web-token"
 MIN_TOKEN = 16  # characters; `gc web` makes 32 (`secrets.token_urlsafe(24)`)
 LOCAL_NAMES = ("localhost", "127.0.0.1", "[::1]")
+# Seconds a connection may wait for the client's next bytes: an idle or slow client holds a
+# thread of the server, so thousands of them would otherwise hold thousands for good.
+IDLE_TIMEOUT = 30.0
 # Beads ids in text, linked when they name a bead of the store.
 _ID_IN_TEXT = re.compile(rf"(?<![\w-])({ID_RE.pattern})(?![\w-])")
 _PAGE_RE = re.compile(r"[0-9]{1,7}")
@@ -219,11 +228,17 @@ def create_app(store: Store, *, token: str | None = None, loopback: bool = True)
 
 
 def serve(
-    store: Store, host: str = "127.0.0.1", port: int = 0, token: str | None = None
+    store: Store,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    token: str | None = None,
+    *,
+    idle_timeout: float = IDLE_TIMEOUT,
 ) -> BaseWSGIServer:
     """A threaded server of the site, bound (its port chosen by the system when 0), not yet
     serving: call `serve_forever()`. A token is required off loopback, and a token shorter
-    than `MIN_TOKEN` characters is refused (InvalidInput)."""
+    than `MIN_TOKEN` characters is refused (InvalidInput). A connection whose client sends
+    nothing for `idle_timeout` seconds is closed."""
     check_token(token)
     loopback = is_loopback(host)
     if not loopback and not token:
@@ -238,7 +253,11 @@ def serve(
             probe.bind(get_sockaddr(host, port, family))
     except OSError as exc:
         raise InvalidInput(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
-    return make_server(host, port, app, threaded=True)
+
+    class Handler(WSGIRequestHandler):
+        timeout = idle_timeout  # each read of the client's waits at most this long
+
+    return make_server(host, port, app, threaded=True, request_handler=Handler)
 
 
 def check_token(token: str | None) -> None:
@@ -276,10 +295,10 @@ def _is_local(host: str) -> bool:
 
 def _carries(token: str) -> bool:
     """Whether this request carries `token` (query, bearer header or cookie)."""
-    bearer = request.headers.get("Authorization", "")
+    scheme, _, bearer = request.headers.get("Authorization", "").partition(" ")
     given = [
         request.args.get("token", ""),
-        bearer[len("Bearer ") :] if bearer.startswith("Bearer ") else "",
+        bearer.strip() if scheme.lower() == "bearer" else "",  # a scheme's case is free
         request.cookies.get(TOKEN_COOKIE, ""),
     ]
     return any(hmac.compare_digest(text.encode(), token.encode()) for text in given if text)
