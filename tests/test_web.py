@@ -421,6 +421,28 @@ def test_a_client_that_goes_silent_is_let_go_and_others_are_answered(store: Stor
         server.server_close()
 
 
+def test_a_request_the_http_layer_cannot_read_is_refused_in_plain_text(site: Site) -> None:
+    import socket
+
+    def send(request: bytes) -> bytes:
+        with socket.create_connection(("127.0.0.1", site.server.port), timeout=30) as client:
+            client.sendall(request)
+            answer = b""
+            while chunk := client.recv(65536):
+                answer += chunk
+        return answer
+
+    for request in (b"GET /" + b"a" * 70000 + b" HTTP/1.1\r\n\r\n",  # 414
+                    b"GET / HTTP/1.1\r\nX: " + b"b" * 70000 + b"\r\n\r\n"):  # 431  # fmt: skip
+        head, _, body = send(request).partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.") and b" 4" in head.split(b"\r\n")[0], head
+        assert b"Content-Type: text/plain; charset=utf-8" in head, head
+        assert body.count(b"\n") == 1 and b"<" not in body, body
+    # A line that is no HTTP/1.x request is answered as HTTP/0.9 is: the body alone, plain.
+    answer = send(b"GET /a <b>x</b> c d\r\n\r\n")
+    assert answer.startswith(b"400 ") and b"<html" not in answer.lower(), answer
+
+
 @pytest.mark.gc_process
 def test_off_loopback_no_request_succeeds_without_the_token(
     tmp_path: Path, store_template: Path

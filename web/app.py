@@ -256,6 +256,10 @@ def serve(
 
     class Handler(WSGIRequestHandler):
         timeout = idle_timeout  # each read of the client's waits at most this long
+        # What the HTTP layer answers by itself (a request line it cannot read, 414, 431):
+        # plain text, as the site's own short errors, never an HTML page.
+        error_content_type = "text/plain; charset=utf-8"
+        error_message_format = "%(code)d %(message)s\n"
 
     return make_server(host, port, app, threaded=True, request_handler=Handler)
 
