@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Annotated, Any, Literal, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from beads.errors import InvalidInput
 from mcpserver.agentstore import AgentStore
@@ -20,7 +20,19 @@ from mcpserver.agentstore import AgentStore
 # Bounds and words shared with the CLI (mail/threads/model.py, mail/cli.py).
 Kind = Literal["task", "progress", "question", "answer", "result", "control", "event"]
 Status = Literal["pending", "claimed", "in_progress", "blocked", "done", "failed", "cancelled"]
-Priority = Annotated[int, Field(ge=0, le=4)]
+
+
+def _whole(value: Any) -> Any:
+    """A number with no fraction (`5.0`) as the integer it is: JSON Schema's `integer` takes
+    it, and the schemas this server shows say `integer`. Any other value goes on to the strict
+    check (`true` and `"5"` are refused)."""
+    if type(value) is float and value.is_integer():
+        return int(value)
+    return value
+
+
+Whole = Annotated[int, BeforeValidator(_whole)]  # an integer argument
+Priority = Annotated[Whole, Field(ge=0, le=4)]
 MAX_WAIT_SECONDS = 3600.0
 
 
@@ -81,7 +93,7 @@ class MailReply(Args):
 class MailInbox(Args):
     all: bool = Field(False, description="Read messages too, not only unread ones.")
     archived: bool = Field(False, description="Archived messages instead.")
-    limit: int | None = Field(None, ge=1, description="At most this many (default: all).")
+    limit: Whole | None = Field(None, ge=1, description="At most this many (default: all).")
 
 
 class MailId(Args):
@@ -98,7 +110,7 @@ class MailThread(Args):
 
 class MailSearch(Args):
     query: str = Field(description="Words to find; each must start a word of the message.")
-    limit: int = Field(20, ge=1, le=500, description="At most this many (newest first).")
+    limit: Whole = Field(20, ge=1, le=500, description="At most this many (newest first).")
     archived: bool = Field(True, description="Search archived messages too.")
 
 
@@ -123,7 +135,7 @@ class ThreadSend(Content):
 
 class ThreadFetch(Args):
     statuses: list[Status] = Field(["pending"], description="Thread statuses to list.")
-    limit: int = Field(20, ge=1, le=1000)
+    limit: Whole = Field(20, ge=1, le=1000)
     unread: bool = Field(False, description="Only threads with unread mail for you.")
 
 
@@ -168,7 +180,7 @@ class ThreadEnd(Args):
 
 class ThreadWait(Args):
     thread_id: ThreadId
-    after_event: int | None = Field(
+    after_event: Whole | None = Field(
         None, ge=0, le=2**63 - 1, description="Wait for messages after this event id."
     )
     after_message: str | None = Field(
@@ -189,11 +201,11 @@ class ThreadWait(Args):
 class InboxList(Args):
     all: bool = Field(False, description="Every state, not only undelivered items.")
     delivered: bool = Field(False, description="Delivered items only.")
-    limit: int | None = Field(None, ge=1)
+    limit: Whole | None = Field(None, ge=1)
 
 
 class InboxPeek(Args):
-    item_id: int = Field(ge=1, description="The item's id (from inbox_list).")
+    item_id: Whole = Field(ge=1, description="The item's id (from inbox_list).")
 
 
 class DecisionList(Args):

@@ -659,15 +659,18 @@ def test_an_argument_of_another_json_type_is_refused_not_converted(project: Path
             ("mail_inbox", {"all": 1}, "all"),
             ("mail_search", {"query": "x", "archived": "false"}, "archived"),
             ("inbox_peek", {"item_id": "1"}, "item_id"),
+            ("mail_inbox", {"limit": 2.5}, "limit"),
         ]
         for tool, args, name in cases:
             result = await mayor.call_tool(tool, args)
             body = json.loads(result.content[0].text)
             assert result.is_error and body["error"]["code"] == "invalid_input", (tool, args)
             assert body["error"]["message"].startswith(f"{tool}: {name}"), body
-        # A number where the schema says number takes an integer too.
+        # A number where the schema says number takes an integer too, and one where it says
+        # integer a number with no fraction (JSON Schema's integer: 5.0 is one).
         reply = await call(mayor, "thread_wait_reply", thread_id="gc-zzzzzzzz", timeout_seconds=0)
         assert reply["error"]["code"] == "not_found", reply
+        assert (await call(mayor, "mail_inbox", limit=5.0))["ok"] is True
 
     run_in_process(project, "mayor", scenario)
     assert head_of(project) == head  # nothing written
