@@ -1031,6 +1031,21 @@ def project(tmp_path: Path, project_template: Path) -> tuple[GcRunner, Path]:
     return GcRunner(tmp_path / "a"), tmp_path / "remote.git"
 
 
+def test_a_remote_removed_after_a_refusal_is_added_again_with_no_refusal(
+    tmp_path: Path, project: tuple[GcRunner, Path]
+) -> None:
+    # The refusal holds back the commands that need the remote: kept past `remote remove`,
+    # it held back a remote added again under the name, whatever its address.
+    a, remote = project
+    entry = hostile_entry(remote, "dotdot-name", tmp_path / "a" / "victim.txt")
+    commit_tree(remote, raw_tree(remote, [*root_entries(remote), entry]), "hostile")
+    assert a("sync").returncode == 30
+    assert a.json("sync", "--status")["status"]["refused"] is not None
+    assert a("remote", "remove", "origin").returncode == 0
+    assert a("remote", "add", "origin", str(tmp_path / "elsewhere.git")).returncode == 0
+    assert a.json("sync", "--status")["status"]["refused"] is None
+
+
 @pytest.mark.parametrize("kind", ["dotdot-name", "dotdot-parts", "gitlink", "absolute", "symlink"])
 def test_a_hostile_remote_tree_is_refused_by_sync_and_clone_and_nothing_is_written_outside(
     tmp_path: Path, project: tuple[GcRunner, Path], kind: str

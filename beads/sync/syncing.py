@@ -250,7 +250,8 @@ def remove_remote(root: Path, name: str) -> None:
     forget_config(root / ".git", name)
     state = read_state(root)
     held = state.get("refused") if isinstance(state.get("refused"), dict) else {}
-    if state["remotes"].pop(name, None) is None and held.pop(name, None) is None:
+    kept, refusal = state["remotes"].pop(name, None), held.pop(name, None)
+    if kept is None and refusal is None:
         return
     if state.get("remote") == name:
         state.pop("remote")
