@@ -15,6 +15,8 @@ import pytest
 
 from tests.conftest import GcRunner, gc_program
 
+ROOT = Path(__file__).resolve().parent.parent
+
 
 def test_doctor_json_ok_agrees_with_the_exit_code(gc_store: GcRunner, tmp_path: Path) -> None:
     gc = gc_store  # a store as `gc init` makes it (a copy)
@@ -204,6 +206,15 @@ def test_config_set_refuses_unknown_keys_and_wrong_types(
     result = gc("config", "set", key, value)
     assert result.returncode == 30 and wording in result.stderr
     assert gc("config", "get").stdout == before
+
+
+def test_an_unknown_setting_is_refused_naming_the_page_that_lists_the_settings(
+    gc_store: GcRunner,
+) -> None:
+    result = gc_store("config", "set", "mail.strict_recipent", "true")
+    assert result.returncode == 30, result.stderr
+    assert "the settings are listed in docs/config.md" in result.stderr
+    assert "`mail.strict_recipients`" in (ROOT / "docs" / "config.md").read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize(

@@ -180,7 +180,9 @@ def config_get(key: str | None, local: bool) -> None:
 @click.option("--local", is_flag=True, help="A setting of this machine (sync.auto, ...).")
 @global_options
 def config_set(key: str, value: str, local: bool) -> None:
-    """Set a dotted KEY to VALUE (JSON when it parses as JSON, else text)."""
+    """Set a dotted KEY to VALUE (JSON when it parses as JSON, else text).
+
+    Every setting, with what it accepts and its default: docs/config.md."""
     import json
 
     try:

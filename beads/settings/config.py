@@ -194,8 +194,8 @@ def with_setting(config: dict[str, Any], key: str, value: Any = UNSET) -> dict[s
         unknown = _unknown_settings(parts, value)
         if unknown:
             raise InvalidInput(
-                f"unknown setting {', '.join(unknown)} (the settings are listed in the "
-                "README; gc config get shows the current ones)"
+                f"unknown setting {', '.join(unknown)} (the settings are listed in "
+                "docs/config.md; gc config get shows the current ones)"
             )
         node[parts[-1]] = value
     elif parts[-1] in node:
