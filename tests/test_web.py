@@ -529,7 +529,9 @@ def test_gc_web_without_the_extra_says_how_to_install_it(
     monkeypatch.delitem(sys.modules, "web.app", raising=False)
     result = gc("web")
     assert result.returncode == 30
-    assert result.stderr == "gc: gc web needs the web extra: pip install 'gc-beads[web]'\n"
+    assert result.stderr == (
+        "gc: gc web needs the web extra: pip install 'gc-beads[web]' (from a checkout: '.[web]')\n"
+    )
 
 
 def test_the_site_changes_nothing(site: Site) -> None:

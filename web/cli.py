@@ -10,7 +10,7 @@ from beads.runtime import runs_long
 
 # The distributions of the `web` extra, by module name: a missing one is an install to do.
 EXTRA = ("flask", "werkzeug", "jinja2", "markupsafe", "itsdangerous", "blinker")
-INSTALL = "gc web needs the web extra: pip install 'gc-beads[web]'"
+INSTALL = "gc web needs the web extra: pip install 'gc-beads[web]' (from a checkout: '.[web]')"
 
 
 @click.command()
