@@ -50,31 +50,50 @@ class _Terminated(BaseException):
     """SIGTERM arrived while a program ran: its group is killed on the way out."""
 
 
-def _on_sigterm(_signum: int, _frame: object) -> None:
-    raise _Terminated
+class _Termination:
+    """SIGTERM while this process runs a program. It unwinds the caller only once the
+    caller's cleanup is in place (`arm`, the first step inside its `try`): a signal that
+    comes earlier (right after the program started, the process not yet scheduled again) is
+    kept, and raised by `arm`."""
+
+    def __init__(self) -> None:
+        self.asked = False
+        self.armed = False
+
+    def handle(self, _signum: int, _frame: object) -> None:
+        self.asked = True
+        if self.armed:
+            raise _Terminated
+
+    def arm(self) -> None:
+        self.armed = True
+        if self.asked:
+            raise _Terminated
 
 
 @contextlib.contextmanager
-def _group_ends_with_us() -> Iterator[None]:
+def _group_ends_with_us() -> Iterator[_Termination]:
     """While the caller runs a program: a SIGTERM that would end this process (nobody else
     handles it) unwinds it instead, so the caller's cleanup kills the program's group; then
     this process ends by SIGTERM after all, as it would have."""
+    termination = _Termination()
     ours = False
     try:
         if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
-            signal.signal(signal.SIGTERM, _on_sigterm)
+            signal.signal(signal.SIGTERM, termination.handle)
             ours = True
     except ValueError:  # not the main thread: signals are the main thread's to handle
         pass
     try:
-        yield
+        yield termination
     except _Terminated:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        os.kill(os.getpid(), signal.SIGTERM)
-        raise SystemExit(128 + signal.SIGTERM) from None  # (if it was not delivered yet)
+        pass
     finally:
-        if ours and signal.getsignal(signal.SIGTERM) == _on_sigterm:
+        if ours:
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    if termination.asked:  # the program's group is gone: end as SIGTERM would have
+        os.kill(os.getpid(), signal.SIGTERM)
+        raise SystemExit(128 + signal.SIGTERM)  # (if it was not delivered yet)
 
 
 def run_bounded(
@@ -98,8 +117,8 @@ def run_bounded(
         timeout = min(timeout, deadline - time.monotonic())
     if timeout <= 0:
         raise subprocess.TimeoutExpired(argv, 0)
-    with _group_ends_with_us():
-        return _run_in_group(argv, timeout, cwd, stdin, max_output, leave_children)
+    with _group_ends_with_us() as termination:
+        return _run_in_group(argv, timeout, cwd, stdin, max_output, leave_children, termination)
 
 
 def _run_in_group(
@@ -109,6 +128,7 @@ def _run_in_group(
     stdin: bytes,
     max_output: int | None,
     leave_children: bool,
+    termination: _Termination,
 ) -> tuple[int, bytes, bytes]:
     process = subprocess.Popen(
         argv,
@@ -121,6 +141,7 @@ def _run_in_group(
     )
     finished = False
     try:
+        termination.arm()  # a SIGTERM from here on kills the group first (`finally`)
         out, err, finished = _collect(
             process, stdin, time.monotonic() + timeout, max_output, 0.0 if leave_children else None
         )
