@@ -15,9 +15,9 @@ from typing import Any
 
 import click
 
+from beads.cli.arguments import check_arguments
 from beads.cli.common import (
     Settings,
-    check_arguments,
     global_options,
     one_line,
     prepare_command,

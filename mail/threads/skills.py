@@ -8,7 +8,8 @@ from pathlib import Path
 
 import click
 
-from beads.cli.common import FsPath, emit, global_options
+from beads.cli.arguments import FsPath
+from beads.cli.common import emit, global_options
 
 SKILLS = ("gc-mail", "work-threads")
 
