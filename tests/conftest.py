@@ -16,7 +16,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import settings
+
+# Hypothesis runs the "hypothesis" entry points of every installed package at its import: one
+# is trio's (installed for Selenium), which costs each test process trio's whole import and
+# which no test here uses.
+os.environ.setdefault("HYPOTHESIS_NO_PLUGINS", "1")
+from hypothesis import settings  # noqa: E402 - after the variable above
 
 from beads.example import init_example
 from beads.store import Store
@@ -53,12 +58,37 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """`--shuffle SEED`: every xdist worker draws the same order from the same seed."""
+    """`--shuffle SEED`: every xdist worker draws the same order from the same seed. Without
+    it, the tests marked `slow` start first under xdist (`slow_first`)."""
     seed = config.getoption("shuffle")
     if seed is not None:
         import random
 
         random.Random(seed).shuffle(items)
+        return
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0"))
+    if workers > 1:
+        items[:] = slow_first(items, workers)
+
+
+def slow_first(items: list[pytest.Item], workers: int) -> list[pytest.Item]:
+    """`items` reordered so that each of `workers` begins with its share of the tests marked
+    `slow`, the others kept in file order. xdist's `worksteal` hands each worker an even run
+    of the list at the start (sized as below) and balances by taking tests from the end of a
+    busy worker's run: a test of several seconds left near an end becomes the run's tail,
+    one CPU idle while it finishes."""
+    slow = [item for item in items if item.get_closest_marker("slow")]
+    rest = [item for item in items if not item.get_closest_marker("slow")]
+    ordered: list[pytest.Item] = []
+    left = len(items)
+    for worker in range(workers):
+        size = left // (workers - worker)
+        left -= size
+        share = slow[worker::workers]
+        fill = max(0, size - len(share))
+        ordered += share + rest[:fill]
+        del rest[:fill]
+    return ordered + rest
 
 
 def pytest_report_header(config: pytest.Config) -> str | None:

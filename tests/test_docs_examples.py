@@ -318,7 +318,17 @@ NEEDS_NATS = {"nats.md", "machines.md"}
 NEEDS_REMOTE = {c.where.split(":")[0] for c in ALL_COMMANDS if "/tmp/gc-remote.git" in c.text}
 
 
-@pytest.mark.parametrize("page", RUN_PAGES)
+# exec-protocol.md's example provider is a program started for every mail operation: seconds.
+SLOW_PAGES = {"exec-protocol.md"}
+
+
+@pytest.mark.parametrize(
+    "page",
+    [
+        pytest.param(page, marks=pytest.mark.slow) if page in SLOW_PAGES else page
+        for page in RUN_PAGES
+    ],
+)
 def test_the_shell_examples_of_a_page_run_in_order(
     tmp_path: Path,
     tmp_path_factory: pytest.TempPathFactory,

@@ -10,6 +10,8 @@ import functools
 import re
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 RANK = {"beads": 0, "inbox": 1, "mail": 2, "gates": 3, "web": 4, "mcpserver": 4, "gc_beads": 5}
 # A whole string that is a module path or a "module:function" spec.
@@ -116,6 +118,7 @@ def upward_names_in(layer: str, nodes: tuple[ast.AST, ...]) -> list[str]:
     return found
 
 
+@pytest.mark.slow
 def test_no_module_names_a_layer_above_its_own() -> None:
     found = []
     checked = 0

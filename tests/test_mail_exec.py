@@ -278,6 +278,7 @@ def test_a_skipped_messages_id_reaches_the_terminal_escaped(
     assert "longlong" in warned[1] and len(warned[1]) < 300
 
 
+@pytest.mark.slow
 def test_conformance_of_a_hanging_program_costs_one_time_out_not_one_per_case(
     gc_store: GcRunner, tmp_path: Path
 ) -> None:

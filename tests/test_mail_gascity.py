@@ -332,6 +332,7 @@ def test_exec_passes_any_recipient_on(gc: GcRunner, tmp_path: Path) -> None:
     assert gc("mail", "count", "team@example.org", env=env).stdout.startswith("1 total")
 
 
+@pytest.mark.slow
 def test_conformance_runs_gcs_cases_by_default_and_extras_with_strict(
     gc: GcRunner, tmp_path: Path
 ) -> None:

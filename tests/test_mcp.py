@@ -134,6 +134,7 @@ def cli_json(gc: GcRunner, agent: str, *args: str) -> dict[str, Any]:
     return reply
 
 
+@pytest.mark.slow
 def test_mail_tools_act_as_the_sessions_agent_and_answer_as_the_cli_does(
     project: Path, gc_store: GcRunner
 ) -> None:
@@ -435,6 +436,7 @@ def test_a_directory_removed_between_two_calls_is_made_again_by_the_next_write(
     assert cli.json("doctor")["healthy"]
 
 
+@pytest.mark.slow
 def test_two_servers_and_the_cli_writing_at_once_lose_nothing(
     project: Path, gc_store: GcRunner
 ) -> None:

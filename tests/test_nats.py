@@ -449,6 +449,7 @@ def test_items_of_beads_that_arrived_by_sync_say_who_and_where(
     assert items[f"mail:{here['message']['id']}"].startswith(here["message"]["id"])
 
 
+@pytest.mark.slow
 def test_a_forged_decision_over_nats_is_refused_counted_and_never_shown(
     shared: tuple[Machine, Machine], nats_server: NatsServer, tmp_path: Path
 ) -> None:
@@ -541,6 +542,7 @@ def test_a_queue_line_of_a_producers_type_is_derived_from_its_bead(
     assert "APPROVED" in aside and "no bead gc-zzzzzzzz" in aside and "forged" not in aside
 
 
+@pytest.mark.slow
 def test_relay_killed_mid_stream_delivers_every_item_exactly_once(
     machines: tuple[Machine, Machine],
 ) -> None:
@@ -708,6 +710,7 @@ def test_local_settings_of_nats(store: Store, gc: GcRunner) -> None:
     assert "nats" not in store.config["delivery"]  # never in the synced config.yaml
 
 
+@pytest.mark.slow
 def test_a_relay_stops_at_once_on_sigterm_even_while_connecting(
     tmp_path: Path, machine_template: Path
 ) -> None:
@@ -940,6 +943,7 @@ def test_the_relay_says_so_when_the_server_is_open(
     assert "server: requires no authentication" in status.stdout
 
 
+@pytest.mark.slow
 def test_the_stream_is_capped_and_a_gap_is_reported_as_lost_items(
     machines: tuple[Machine, Machine], gc: GcRunner
 ) -> None:

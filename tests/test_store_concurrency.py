@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import beads.git.repacker as repacker
 from beads import doctor
 from beads.store import Store
@@ -31,6 +33,7 @@ EACH = 10
 PACK_LOOSE_AT = 300
 
 
+@pytest.mark.slow
 def test_eight_processes_creating_beads_at_once(tmp_path: Path) -> None:
     Store.init(tmp_path)[0].close()
     writers = [

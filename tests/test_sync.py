@@ -719,6 +719,7 @@ sys.exit(0 if ended == [0] * len(writers) else f"writers ended {ended}")
 """
 
 
+@pytest.mark.slow
 def test_two_machines_four_writers_each_converge(
     tmp_path: Path, daemon: str, pair_template: Path
 ) -> None:
@@ -1435,6 +1436,7 @@ class Racers:
 
 
 @pytest.mark.parametrize("kind", ["path", "file", "git"])
+@pytest.mark.slow
 def test_racing_claims_on_separate_machines_end_in_one_winner_and_clean_conflicts(
     tmp_path: Path, kind: str, pair_template: Path, request: pytest.FixtureRequest
 ) -> None:

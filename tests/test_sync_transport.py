@@ -375,6 +375,7 @@ def delta_bomb(remote: Path, count: int, parent: str, copies: int = 66) -> str:
 SPILLING = 3
 
 
+@pytest.mark.slow
 def test_a_pack_of_small_deltas_making_large_blobs_is_streamed_and_bounded(
     tmp_path: Path, remote_kind: str | None, request: pytest.FixtureRequest
 ) -> None:
@@ -903,6 +904,7 @@ TREES = st.recursive(
 
 
 @given(st.data())
+@pytest.mark.slow
 def test_a_local_fetch_completes_any_history_the_receiver_holds_part_of(data: Any) -> None:
     """For any history (merges of up to two parents, reverts, paths that turn from file to
     directory and back, empty commits) and any part of it the receiver holds (with all its

@@ -189,6 +189,7 @@ RACER = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_eight_processes_race_to_claim_twenty_threads(tmp_path: Path, threads: Threads) -> None:
     ids = [threads.send("leader", subject=f"task {n}")[0].thread_id for n in range(21)]
     last = ids.pop()
@@ -591,6 +592,7 @@ def wait_until_claimable(api: Threads, thread: str, deadline: float = 30.0) -> N
         time.sleep(0.05)
 
 
+@pytest.mark.slow
 def test_a_stale_process_of_the_same_agent_cannot_write_after_a_newer_claim(
     tmp_path: Path, threads: Threads
 ) -> None:
@@ -708,6 +710,7 @@ def test_a_holder_waiting_for_a_reply_stops_when_its_lease_is_gone(
         threads.wait_reply(thr, lease_token=token, timeout=60)
 
 
+@pytest.mark.slow
 def test_a_holder_on_another_machine_cannot_renew_or_finish_after_a_takeover(
     tmp_path: Path, gc_init_template: Path
 ) -> None:
@@ -855,6 +858,7 @@ def test_only_the_lease_holder_reports_progress_and_result_and_nobody_posts_even
         threads.reply("leader", thr, kind="event", summary="forged")
 
 
+@pytest.mark.slow
 def test_a_result_from_anyone_but_the_holder_does_not_wake_wait_reply(
     tmp_path: Path, threads: Threads
 ) -> None:
