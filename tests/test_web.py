@@ -9,6 +9,7 @@ screenshots of a conversation and of the history to the directory it prints
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -102,11 +103,22 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     made.close()
 
 
-def fetch(url: str, *, headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], str]:
-    """GET `url`: status, headers, text (an error status too)."""
+class _Unfollowed(urllib.request.HTTPRedirectHandler):
+    """A redirect answered as it is (an HTTPError of its status), not followed."""
+
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+def fetch(
+    url: str, *, headers: dict[str, str] | None = None, follow: bool = True
+) -> tuple[int, dict[str, str], str]:
+    """GET `url`: status, headers, text (an error status too); a redirect is followed unless
+    `follow` is false."""
     request = urllib.request.Request(url, headers=headers or {})
+    opener = urllib.request.build_opener(*([] if follow else [_Unfollowed()]))
     try:
-        with urllib.request.urlopen(request, timeout=10) as response:
+        with opener.open(request, timeout=10) as response:
             return response.status, dict(response.headers), response.read().decode()
     except urllib.error.HTTPError as error:
         return error.code, dict(error.headers), error.read().decode()
@@ -263,6 +275,55 @@ def test_open_pages_follow_the_store_without_a_reload(site: Site, browser: Any) 
                             ignored_exceptions=(StaleElementReferenceException,))  # fmt: skip
     waiting.until(lambda b: "Live news" in b.find_element(By.ID, "page").text)
     assert browser.execute_script("return window.stillHere") is True
+
+
+@contextlib.contextmanager
+def served(store: Store, host: str = "127.0.0.1", token: str | None = None) -> Iterator[str]:
+    """`store` served on a free port while the block runs: its URL, on 127.0.0.1."""
+    server = serve(store, host, 0, token)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.port}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_page_opened_with_its_token_drops_it_from_the_address_for_a_cookie(
+    tmp_path: Path, store_template: Path, browser: Any
+) -> None:
+    # The printed URL's `?token=` stayed in the address bar, so in the browser's history and
+    # in any link copied from it: the page is now a redirect to the address without it,
+    # which sets the cookie the page then loads by.
+    from selenium.webdriver.common.by import By
+
+    copy_store(store_template, tmp_path / ".beads")  # a new store (a copy of an init)
+    token = "t" * 32
+    with Store.open(tmp_path, agent="mayor") as store, served(store, "0.0.0.0", token) as url:
+        status, headers, _ = fetch(f"{url}agents/dog?box=unread&token={token}&page=1",
+                                   follow=False)  # fmt: skip
+        assert status in (302, 303), status
+        assert headers["Location"] == "/agents/dog?box=unread&page=1"
+        cookie = headers["Set-Cookie"]
+        assert f"gc-web-token={token}" in cookie and "HttpOnly" in cookie
+        assert "SameSite=Strict" in cookie
+        status, _, page = fetch(url + headers["Location"][1:],
+                                headers={"Cookie": f"gc-web-token={token}"})  # fmt: skip
+        assert status == 200 and 'data-view="mailbox"' in page
+        assert fetch(f"{url}?token={token}", follow=False)[1]["Location"] == "/"
+        # A wrong token is refused, not redirected; a JSON client is answered as before.
+        assert fetch(f"{url}?token=wrong", follow=False)[0] == 401
+        for path, headers in (
+            (f"history.json?token={token}", {}),
+            (f"?token={token}", {"Accept": "application/json"}),
+            ("history.json", {"Authorization": f"Bearer {token}"}),
+        ):
+            status, _, text = fetch(url + path, headers=headers, follow=False)
+            assert status == 200 and json.loads(text)["ok"] is True, (path, text)
+        # In a browser: the page loads, and the address shown has no token.
+        browser.get(f"{url}agents/dog?token={token}")
+        assert browser.current_url == f"{url}agents/dog"
+        assert browser.find_element(By.TAG_NAME, "h1").text == "Mailbox of dog"
 
 
 # -- over HTTP -------------------------------------------------------------------------------
@@ -468,8 +529,8 @@ def test_off_loopback_no_request_succeeds_without_the_token(
                 status, _, _ = fetch(base + path, headers=headers)
                 assert status == 401, (path, headers)
             assert fetch(base + path + "?token=wrong")[0] == 401
-        status, headers, _ = fetch(f"{base}?token={token}")
-        assert status == 200 and "HttpOnly" in headers["Set-Cookie"]
+        status, headers, _ = fetch(f"{base}?token={token}", follow=False)
+        assert status == 303 and "HttpOnly" in headers["Set-Cookie"]
         for scheme in ("Bearer", "bearer"):  # a scheme's case is free (RFC 9110)
             authorized = {"Authorization": f"{scheme} {token}"}
             assert fetch(base + "history.json", headers=authorized)[0] == 200

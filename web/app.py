@@ -10,8 +10,10 @@ stream: each open stream would hold one of the six connections a browser allows 
 Who may ask: bound to loopback with no token, only requests naming a localhost host (a page
 of another site cannot read the store through DNS rebinding); with a token (required on any
 other address), every request carries it (`?token=`, which also sets a cookie, or
-`Authorization: Bearer`). A token is compared in constant time (`hmac.compare_digest`) and
-must be at least `MIN_TOKEN` characters: it guards the store's whole history from the network.
+`Authorization: Bearer`). A page asked for with `?token=` is a redirect to its address
+without it, which sets the cookie: the token leaves the address bar and the browser's history.
+A token is compared in constant time (`hmac.compare_digest`) and must be at least `MIN_TOKEN`
+characters: it guards the store's whole history from the network.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import socket
 import threading
 import weakref
 from typing import Any
+from urllib.parse import quote, urlencode
 
 from flask import Flask, Response, redirect, render_template, request, url_for
 from markupsafe import Markup, escape
@@ -101,13 +104,21 @@ def create_app(store: Store, *, token: str | None = None, loopback: bool = True)
             return _refusal(403, f"refused: Host {request.host!r} is not this machine")
         if token is not None and not _carries(token):
             return _refusal(401, "this site needs its token: open the URL gc web printed")
+        if (
+            token is not None
+            and request.method in ("GET", "HEAD")
+            and _token_in_query(token)
+            and not _wants_json()
+        ):
+            # A page opened from the printed URL: the same page without the token, the
+            # cookie (set by `headers`) carrying it from now on. JSON clients are answered.
+            return redirect(_address_without_token(), 303)  # type: ignore[return-value]
         return None
 
     @app.after_request
     def headers(response: Response) -> Response:
         response.headers.update(_SECURITY_HEADERS)
-        given = request.args.get("token")
-        if token is not None and given and hmac.compare_digest(given.encode(), token.encode()):
+        if token is not None and _token_in_query(token):
             response.set_cookie(TOKEN_COOKIE, token, httponly=True, samesite="Strict")
         return response
 
@@ -306,6 +317,20 @@ def _carries(token: str) -> bool:
         request.cookies.get(TOKEN_COOKIE, ""),
     ]
     return any(hmac.compare_digest(text.encode(), token.encode()) for text in given if text)
+
+
+def _token_in_query(token: str) -> bool:
+    """Whether this request's `?token=` is `token`."""
+    given = request.args.get("token")
+    return bool(given) and hmac.compare_digest(given.encode(), token.encode())
+
+
+def _address_without_token() -> str:
+    """This request's path and query without `token`: where a page opened with its token
+    sends the browser. Always one path on this site (`//x` would name another host)."""
+    path = quote(request.script_root + request.path, safe="/:@!$&'()*+,;=")
+    kept = [(name, given) for name, given in request.args.items(multi=True) if name != "token"]
+    return "/" + path.lstrip("/") + (f"?{urlencode(kept)}" if kept else "")
 
 
 def _wants_json() -> bool:
