@@ -326,6 +326,91 @@ def test_a_page_opened_with_its_token_drops_it_from_the_address_for_a_cookie(
         assert browser.find_element(By.TAG_NAME, "h1").text == "Mailbox of dog"
 
 
+RLO_SUBJECT = "abc\u202egpj.exe"  # shows as "abcexe.jpg" when the override acts
+BIDI_CONTROLS = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+
+
+def visual_order(browser: Any, selector: str, first: str, last: str) -> bool:
+    """Whether, in the element `selector`, the character `first` is drawn left of `last`
+    (each the first of its kind in a text node of the element holding both)."""
+    return browser.execute_script(
+        """
+        const [selector, first, last] = arguments;
+        const element = document.querySelector(selector);
+        const walk = document.createTreeWalker(element, NodeFilter.SHOW_TEXT);
+        const left = (char) => {
+          walk.currentNode = element;
+          for (let node = walk.nextNode(); node; node = walk.nextNode()) {
+            const at = node.data.indexOf(char);
+            if (at >= 0) {
+              const range = document.createRange();
+              range.setStart(node, at);
+              range.setEnd(node, at + 1);
+              return range.getBoundingClientRect().left;
+            }
+          }
+          throw new Error("no " + char + " in " + selector);
+        };
+        return left(first) < left(last);
+        """,
+        selector,
+        first,
+        last,
+    )
+
+
+def test_bidi_controls_in_stored_text_are_shown_and_reorder_nothing_around_them(
+    tmp_path: Path, store_template: Path, browser: Any
+) -> None:
+    # A subject "abc<U+202E>gpj.exe" read as "abcexe.jpg", and an override left open reorders
+    # the rest of its line too (the artifact's kind and size after its path): each piece of
+    # stored text is now isolated (<bdi>) and its bidi controls shown as `<U+202E>`.
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    copy_store(store_template, tmp_path / ".beads")  # a new store (a copy of an init)
+    with Store.open(tmp_path, agent="mayor") as store, served(store) as url:
+        mail = BeadMail(store)
+        sent = mail.send("mayor", "dog", RLO_SUBJECT, f"every one: {BIDI_CONTROLS}.")
+        work, _ = Threads(store).send(
+            "mayor", to="dog", subject=RLO_SUBJECT, body="spec",
+            artifacts=[{"path": "abc\u202egpj.exe", "kind": "file", "size": 12}],
+        )  # fmt: skip
+        assert store.get(sent.id).title == RLO_SUBJECT  # the store keeps the text as given
+        # As served: no bidi control is left raw on any page that shows one, and each
+        # shows as its escape inside an isolate.
+        for path in (f"mail/{sent.id}", "agents/dog", "search?q=abc", f"beads/{sent.id}",
+                     "history", f"work/{work.thread_id}", "work"):  # fmt: skip
+            status, _, html = fetch(url + path)
+            assert status == 200, path
+            assert not any(char in html for char in BIDI_CONTROLS), path
+            assert re.search(r'<bdi>abc<span class="bidi"[^>]*>&lt;U\+202E&gt;</span>gpj\.exe',
+                             html), path  # fmt: skip
+        html = fetch(f"{url}mail/{sent.id}")[2]
+        for char in BIDI_CONTROLS:
+            assert f"&lt;U+{ord(char):04X}&gt;" in html
+        # In the browser: "gpj.exe" reads in its own order, and so does what follows the
+        # artifact's path on its line.
+        browser.get(f"{url}mail/{sent.id}")
+        assert browser.find_element(By.CSS_SELECTOR, "h1.subject").text == "abc<U+202E>gpj.exe"
+        assert visual_order(browser, "h1.subject", "g", "x")
+        browser.get(f"{url}work/{work.thread_id}")
+        assert visual_order(browser, "ul.artifacts li", "(", ")")
+        assert visual_order(browser, "ul.artifacts li", "(", "y")  # "(file), 12 bytes"
+        # A live update of an open page isolates and escapes as the page served did.
+        browser.get(url + "agents/eve")
+        with Store.open(tmp_path, agent="dog") as dog:
+            BeadMail(dog).send("dog", "eve", RLO_SUBJECT, "x")
+        WebDriverWait(browser, 60, poll_frequency=0.05).until(
+            lambda b: b.find_elements(By.CSS_SELECTOR, "table.mailbox bdi .bidi")
+        )
+        row = browser.find_element(By.CSS_SELECTOR, "table.mailbox tbody tr")
+        cells = row.find_elements(By.TAG_NAME, "td")
+        assert [c.text for c in cells[1:4]] == ["dog", "abc<U+202E>gpj.exe", "eve"]
+        assert visual_order(browser, "table.mailbox tbody tr td:nth-child(3)", "g", "x")
+        assert "\u202e" not in browser.find_element(By.ID, "page").text
+
+
 # -- over HTTP -------------------------------------------------------------------------------
 
 
