@@ -9,6 +9,7 @@ screenshots of a conversation and of the history to the directory it prints
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -102,11 +103,22 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     made.close()
 
 
-def fetch(url: str, *, headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], str]:
-    """GET `url`: status, headers, text (an error status too)."""
+class _Unfollowed(urllib.request.HTTPRedirectHandler):
+    """A redirect answered as it is (an HTTPError of its status), not followed."""
+
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+def fetch(
+    url: str, *, headers: dict[str, str] | None = None, follow: bool = True
+) -> tuple[int, dict[str, str], str]:
+    """GET `url`: status, headers, text (an error status too); a redirect is followed unless
+    `follow` is false."""
     request = urllib.request.Request(url, headers=headers or {})
+    opener = urllib.request.build_opener(*([] if follow else [_Unfollowed()]))
     try:
-        with urllib.request.urlopen(request, timeout=10) as response:
+        with opener.open(request, timeout=10) as response:
             return response.status, dict(response.headers), response.read().decode()
     except urllib.error.HTTPError as error:
         return error.code, dict(error.headers), error.read().decode()
@@ -263,6 +275,140 @@ def test_open_pages_follow_the_store_without_a_reload(site: Site, browser: Any) 
                             ignored_exceptions=(StaleElementReferenceException,))  # fmt: skip
     waiting.until(lambda b: "Live news" in b.find_element(By.ID, "page").text)
     assert browser.execute_script("return window.stillHere") is True
+
+
+@contextlib.contextmanager
+def served(store: Store, host: str = "127.0.0.1", token: str | None = None) -> Iterator[str]:
+    """`store` served on a free port while the block runs: its URL, on 127.0.0.1."""
+    server = serve(store, host, 0, token)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.port}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_page_opened_with_its_token_drops_it_from_the_address_for_a_cookie(
+    tmp_path: Path, store_template: Path, browser: Any
+) -> None:
+    # The printed URL's `?token=` stayed in the address bar, so in the browser's history and
+    # in any link copied from it: the page is now a redirect to the address without it,
+    # which sets the cookie the page then loads by.
+    from selenium.webdriver.common.by import By
+
+    copy_store(store_template, tmp_path / ".beads")  # a new store (a copy of an init)
+    token = "t" * 32
+    with Store.open(tmp_path, agent="mayor") as store, served(store, "0.0.0.0", token) as url:
+        status, headers, _ = fetch(f"{url}agents/dog?box=unread&token={token}&page=1",
+                                   follow=False)  # fmt: skip
+        assert status in (302, 303), status
+        assert headers["Location"] == "/agents/dog?box=unread&page=1"
+        cookie = headers["Set-Cookie"]
+        assert f"gc-web-token={token}" in cookie and "HttpOnly" in cookie
+        assert "SameSite=Strict" in cookie
+        status, _, page = fetch(url + headers["Location"][1:],
+                                headers={"Cookie": f"gc-web-token={token}"})  # fmt: skip
+        assert status == 200 and 'data-view="mailbox"' in page
+        assert fetch(f"{url}?token={token}", follow=False)[1]["Location"] == "/"
+        # A wrong token is refused, not redirected; a JSON client is answered as before.
+        assert fetch(f"{url}?token=wrong", follow=False)[0] == 401
+        for path, headers in (
+            (f"history.json?token={token}", {}),
+            (f"?token={token}", {"Accept": "application/json"}),
+            ("history.json", {"Authorization": f"Bearer {token}"}),
+        ):
+            status, _, text = fetch(url + path, headers=headers, follow=False)
+            assert status == 200 and json.loads(text)["ok"] is True, (path, text)
+        # In a browser: the page loads, and the address shown has no token.
+        browser.get(f"{url}agents/dog?token={token}")
+        assert browser.current_url == f"{url}agents/dog"
+        assert browser.find_element(By.TAG_NAME, "h1").text == "Mailbox of dog"
+
+
+RLO_SUBJECT = "abc\u202egpj.exe"  # shows as "abcexe.jpg" when the override acts
+BIDI_CONTROLS = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+
+
+def visual_order(browser: Any, selector: str, first: str, last: str) -> bool:
+    """Whether, in the element `selector`, the character `first` is drawn left of `last`
+    (each the first of its kind in a text node of the element holding both)."""
+    return browser.execute_script(
+        """
+        const [selector, first, last] = arguments;
+        const element = document.querySelector(selector);
+        const walk = document.createTreeWalker(element, NodeFilter.SHOW_TEXT);
+        const left = (char) => {
+          walk.currentNode = element;
+          for (let node = walk.nextNode(); node; node = walk.nextNode()) {
+            const at = node.data.indexOf(char);
+            if (at >= 0) {
+              const range = document.createRange();
+              range.setStart(node, at);
+              range.setEnd(node, at + 1);
+              return range.getBoundingClientRect().left;
+            }
+          }
+          throw new Error("no " + char + " in " + selector);
+        };
+        return left(first) < left(last);
+        """,
+        selector,
+        first,
+        last,
+    )
+
+
+def test_bidi_controls_in_stored_text_are_shown_and_reorder_nothing_around_them(
+    tmp_path: Path, store_template: Path, browser: Any
+) -> None:
+    # A subject "abc<U+202E>gpj.exe" read as "abcexe.jpg", and an override left open reorders
+    # the rest of its line too (the artifact's kind and size after its path): each piece of
+    # stored text is now isolated (<bdi>) and its bidi controls shown as `<U+202E>`.
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    copy_store(store_template, tmp_path / ".beads")  # a new store (a copy of an init)
+    with Store.open(tmp_path, agent="mayor") as store, served(store) as url:
+        mail = BeadMail(store)
+        sent = mail.send("mayor", "dog", RLO_SUBJECT, f"every one: {BIDI_CONTROLS}.")
+        work, _ = Threads(store).send(
+            "mayor", to="dog", subject=RLO_SUBJECT, body="spec",
+            artifacts=[{"path": "abc\u202egpj.exe", "kind": "file", "size": 12}],
+        )  # fmt: skip
+        assert store.get(sent.id).title == RLO_SUBJECT  # the store keeps the text as given
+        # As served: no bidi control is left raw on any page that shows one, and each
+        # shows as its escape inside an isolate.
+        for path in (f"mail/{sent.id}", "agents/dog", "search?q=abc", f"beads/{sent.id}",
+                     "history", f"work/{work.thread_id}", "work"):  # fmt: skip
+            status, _, html = fetch(url + path)
+            assert status == 200, path
+            assert not any(char in html for char in BIDI_CONTROLS), path
+            assert re.search(r'<bdi>abc<span class="bidi"[^>]*>&lt;U\+202E&gt;</span>gpj\.exe',
+                             html), path  # fmt: skip
+        html = fetch(f"{url}mail/{sent.id}")[2]
+        for char in BIDI_CONTROLS:
+            assert f"&lt;U+{ord(char):04X}&gt;" in html
+        # In the browser: "gpj.exe" reads in its own order, and so does what follows the
+        # artifact's path on its line.
+        browser.get(f"{url}mail/{sent.id}")
+        assert browser.find_element(By.CSS_SELECTOR, "h1.subject").text == "abc<U+202E>gpj.exe"
+        assert visual_order(browser, "h1.subject", "g", "x")
+        browser.get(f"{url}work/{work.thread_id}")
+        assert visual_order(browser, "ul.artifacts li", "(", ")")
+        assert visual_order(browser, "ul.artifacts li", "(", "y")  # "(file), 12 bytes"
+        # A live update of an open page isolates and escapes as the page served did.
+        browser.get(url + "agents/eve")
+        with Store.open(tmp_path, agent="dog") as dog:
+            BeadMail(dog).send("dog", "eve", RLO_SUBJECT, "x")
+        WebDriverWait(browser, 60, poll_frequency=0.05).until(
+            lambda b: b.find_elements(By.CSS_SELECTOR, "table.mailbox bdi .bidi")
+        )
+        row = browser.find_element(By.CSS_SELECTOR, "table.mailbox tbody tr")
+        cells = row.find_elements(By.TAG_NAME, "td")
+        assert [c.text for c in cells[1:4]] == ["dog", "abc<U+202E>gpj.exe", "eve"]
+        assert visual_order(browser, "table.mailbox tbody tr td:nth-child(3)", "g", "x")
+        assert "\u202e" not in browser.find_element(By.ID, "page").text
 
 
 # -- over HTTP -------------------------------------------------------------------------------
@@ -468,8 +614,8 @@ def test_off_loopback_no_request_succeeds_without_the_token(
                 status, _, _ = fetch(base + path, headers=headers)
                 assert status == 401, (path, headers)
             assert fetch(base + path + "?token=wrong")[0] == 401
-        status, headers, _ = fetch(f"{base}?token={token}")
-        assert status == 200 and "HttpOnly" in headers["Set-Cookie"]
+        status, headers, _ = fetch(f"{base}?token={token}", follow=False)
+        assert status == 303 and "HttpOnly" in headers["Set-Cookie"]
         for scheme in ("Bearer", "bearer"):  # a scheme's case is free (RFC 9110)
             authorized = {"Authorization": f"{scheme} {token}"}
             assert fetch(base + "history.json", headers=authorized)[0] == 200

@@ -10,8 +10,14 @@ stream: each open stream would hold one of the six connections a browser allows 
 Who may ask: bound to loopback with no token, only requests naming a localhost host (a page
 of another site cannot read the store through DNS rebinding); with a token (required on any
 other address), every request carries it (`?token=`, which also sets a cookie, or
-`Authorization: Bearer`). A token is compared in constant time (`hmac.compare_digest`) and
-must be at least `MIN_TOKEN` characters: it guards the store's whole history from the network.
+`Authorization: Bearer`). A page asked for with `?token=` is a redirect to its address
+without it, which sets the cookie: the token leaves the address bar and the browser's history.
+A token is compared in constant time (`hmac.compare_digest`) and must be at least `MIN_TOKEN`
+characters: it guards the store's whole history from the network.
+
+Stored text is shown isolated (each value in a `<bdi>`, through the `shown` filter) with its
+bidi controls written out (`<U+202E>`): a right-to-left override in a subject neither
+reorders the subject nor spills onto what follows it on the line.
 """
 
 from __future__ import annotations
@@ -23,8 +29,10 @@ import logging
 import re
 import socket
 import threading
+import unicodedata
 import weakref
 from typing import Any
+from urllib.parse import quote, urlencode
 
 from flask import Flask, Response, redirect, render_template, request, url_for
 from markupsafe import Markup, escape
@@ -62,6 +70,9 @@ _SECURITY_HEADERS = {
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",  # the token may be in the URL
 }
+# Unicode's explicit directional formatting characters (embeddings, overrides, isolates and
+# their ends, the marks): what reorders text around it. Shown as escapes, never raw.
+BIDI_CONTROLS = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def is_loopback(host: str) -> bool:
@@ -78,6 +89,8 @@ def create_app(store: Store, *, token: str | None = None, loopback: bool = True)
     """The site over `store`; `token`, when set, is required of every request; `loopback`
     checks the Host header instead when no token is set."""
     app = Flask(__name__)
+    # Before the first template compiles (the environment is made on first use).
+    app.jinja_options = {**app.jinja_options, "finalize": _finalize}
     app.json.sort_keys = False  # type: ignore[attr-defined]  # fields in the CLI's order
     delivery = Delivery(store.root, config=lambda: store.config)
     weakref.finalize(app, delivery.close)
@@ -101,13 +114,21 @@ def create_app(store: Store, *, token: str | None = None, loopback: bool = True)
             return _refusal(403, f"refused: Host {request.host!r} is not this machine")
         if token is not None and not _carries(token):
             return _refusal(401, "this site needs its token: open the URL gc web printed")
+        if (
+            token is not None
+            and request.method in ("GET", "HEAD")
+            and _token_in_query(token)
+            and not _wants_json()
+        ):
+            # A page opened from the printed URL: the same page without the token, the
+            # cookie (set by `headers`) carrying it from now on. JSON clients are answered.
+            return redirect(_address_without_token(), 303)  # type: ignore[return-value]
         return None
 
     @app.after_request
     def headers(response: Response) -> Response:
         response.headers.update(_SECURITY_HEADERS)
-        given = request.args.get("token")
-        if token is not None and given and hmac.compare_digest(given.encode(), token.encode()):
+        if token is not None and _token_in_query(token):
             response.set_cookie(TOKEN_COOKIE, token, httponly=True, samesite="Strict")
         return response
 
@@ -138,8 +159,13 @@ def create_app(store: Store, *, token: str | None = None, loopback: bool = True)
         return _linked(store, text)
 
     @app.template_filter("value")
-    def value(item: Any) -> str:
-        return _value(item)
+    def value(item: Any) -> Markup:
+        return _shown(_value(item))
+
+    @app.template_filter("shown")
+    def shown(item: Any) -> Markup:
+        # A macro's output is Markup already: shown as it is, not escaped again.
+        return _shown(item if isinstance(item, str) else str(item))
 
     def page(name: str, template: str, payload: dict[str, Any], **extra: Any) -> Response:
         if _wants_json():
@@ -308,6 +334,20 @@ def _carries(token: str) -> bool:
     return any(hmac.compare_digest(text.encode(), token.encode()) for text in given if text)
 
 
+def _token_in_query(token: str) -> bool:
+    """Whether this request's `?token=` is `token`."""
+    given = request.args.get("token")
+    return bool(given) and hmac.compare_digest(given.encode(), token.encode())
+
+
+def _address_without_token() -> str:
+    """This request's path and query without `token`: where a page opened with its token
+    sends the browser. Always one path on this site (`//x` would name another host)."""
+    path = quote(request.script_root + request.path, safe="/:@!$&'()*+,;=")
+    kept = [(name, given) for name, given in request.args.items(multi=True) if name != "token"]
+    return "/" + path.lstrip("/") + (f"?{urlencode(kept)}" if kept else "")
+
+
 def _wants_json() -> bool:
     if request.environ.get("gc.json"):
         return True
@@ -344,24 +384,64 @@ def _all() -> bool:
 
 
 def _linked(store: Store, text: str) -> Markup:
-    """`text` escaped, with each id of a bead of the store made a link to its page."""
+    """`text` as `_shown` shows it, with each id of a bead of the store made a link to its
+    page."""
     if not text:
         return Markup("")
     found = {m.group(1) for m in _ID_IN_TEXT.finditer(text)}
     known = store.get_many(found) if found else {}
     if not known:
-        return escape(text)
+        return _shown(text)
     parts: list[Markup] = []
     at = 0
     for match in _ID_IN_TEXT.finditer(text):
         bead_id = match.group(1)
         if bead_id not in known:
             continue
-        parts.append(escape(text[at : match.start()]))
+        parts.append(_marked(text[at : match.start()]))
         parts.append(Markup('<a href="{}">{}</a>').format(url_for("bead", ref=bead_id), bead_id))
+        at = match.end()
+    parts.append(_marked(text[at:]))
+    return Markup("<bdi>{}</bdi>").format(Markup("").join(parts))
+
+
+def _shown(text: str) -> Markup:
+    """Stored `text` for a page: escaped, its bidi controls written out (`_marked`), in a
+    `<bdi>`, so that neither its controls nor its right-to-left letters reorder the text
+    around it."""
+    return Markup("<bdi>{}</bdi>").format(_marked(text))
+
+
+def _marked(text: str) -> Markup:
+    """`text` escaped, each bidi control shown as its code point (`<U+202E>`) in a
+    left-to-right span of class `bidi` naming it: a reader sees the control, which no
+    longer acts."""
+    parts: list[Markup] = []
+    at = 0
+    for match in BIDI_CONTROLS.finditer(text):
+        char = match.group()
+        parts.append(escape(text[at : match.start()]))
+        parts.append(
+            Markup('<span class="bidi" dir="ltr" title="{}">&lt;{}&gt;</span>').format(
+                unicodedata.name(char, "bidi control"), _code_point(char)
+            )
+        )
         at = match.end()
     parts.append(escape(text[at:]))
     return Markup("").join(parts)
+
+
+def _code_point(char: str) -> str:
+    return f"U+{ord(char):04X}"
+
+
+def _finalize(item: Any) -> Any:
+    """What a template prints, before it is escaped: text that did not go through `shown`
+    (an attribute, the page's title) has each bidi control written as `<U+202E>`, so none
+    reaches a page raw. Markup (what `shown` made) is printed as it is."""
+    if isinstance(item, str) and not hasattr(item, "__html__") and BIDI_CONTROLS.search(item):
+        return BIDI_CONTROLS.sub(lambda m: f"<{_code_point(m.group())}>", item)
+    return item
 
 
 def _value(item: Any) -> str:
