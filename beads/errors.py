@@ -54,6 +54,15 @@ class NotFound(GcError):
     exit_code = 40
 
 
+class NoStore(NotFound):
+    """No store where one was looked for (exit 40): at `where`, the directory named, or (None)
+    here or above. A program of its own (`inbox`) says it in its own terms."""
+
+    def __init__(self, message: str, where: str | None = None) -> None:
+        super().__init__(message)
+        self.where = where
+
+
 class StorageError(GcError):
     """The store on disk is damaged or unreadable (exit 50)."""
 

@@ -14,7 +14,7 @@ import errno
 import os
 import stat
 
-from beads.errors import InvalidInput, NotFound
+from beads.errors import InvalidInput, NoStore
 from beads.workdir import check_text_path, start_directory
 
 TYPE_CHECKING = False  # the PreToolUse hook avoids pathlib: paths here are os.path's
@@ -140,7 +140,7 @@ def is_store(beads_dir: str | Path) -> bool:
 
 
 def find_store(explicit: str | os.PathLike[str] | None = None, cwd: Path | None = None) -> Path:
-    """The store directory to use, or NotFound telling the user to run `gc init`."""
+    """The store directory to use, or NoStore telling the user to run `gc init`."""
     from pathlib import Path
 
     return Path(find_store_dir(explicit, None if cwd is None else os.fspath(cwd)))
@@ -164,7 +164,7 @@ def find_store_dir(explicit: str | os.PathLike[str] | None = None, cwd: str | No
         except OSError as exc:  # a name too long, a loop of links, no permission
             shown = path if len(path) <= 80 else path[:80] + "..."
             raise InvalidInput(f"cannot use the store directory {shown}: {exc.strerror}") from None
-        raise NotFound(f"no gc-beads store at {path}; run 'gc init' to create one")
+        raise NoStore(f"no gc-beads store at {path}; run 'gc init' to create one", where=path)
     found = _store_around(start_directory(cwd))
     check_text_path(found)  # the store's path, not the start's: a subdirectory may be odd
     return found
@@ -172,7 +172,7 @@ def find_store_dir(explicit: str | os.PathLike[str] | None = None, cwd: str | No
 
 def _store_around(start: str) -> str:
     """The store of the city around `start`, else the nearest `.beads` at or above it, else
-    the main worktree's; NotFound when there is none."""
+    the main worktree's; NoStore when there is none."""
     in_city = _city_store(start)
     if in_city is not None:
         return in_city
@@ -190,7 +190,7 @@ def _store_around(start: str) -> str:
     main = main_worktree(start)
     if main is not None and is_store(os.path.join(main, STORE_DIR)):
         return check_owner(os.path.join(main, STORE_DIR))
-    raise NotFound("no gc-beads store here or above; run 'gc init' to create one")
+    raise NoStore("no gc-beads store here or above; run 'gc init' to create one")
 
 
 def _city_store(start: str) -> str | None:

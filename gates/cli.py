@@ -110,7 +110,11 @@ def clear(gate_id: str | None, session: str | None) -> None:
 @click.option("--session", "session", help="The session (default: $GC_SESSION_ID).")
 @global_options
 def status(session: str | None) -> None:
-    """Each session gate of the session: satisfied or not, and how."""
+    """Each session gate of the session: satisfied or not, and how.
+
+    A report, not a yes/no question: exit 0 whether the gates are satisfied or not (a strict
+    one unsatisfied too); with --json, each gate's "satisfied" says it. Only the hooks block.
+    """
     from gates.session_gates import gate_statuses
     from inbox.delivery import Delivery
 

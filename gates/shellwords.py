@@ -222,7 +222,8 @@ def literal(word: str) -> str | None:
 
 
 def shown(word: str) -> str:
-    """The word for a message: sentinels back as `*`, `?`, `[`, `~`, `$?`."""
+    """The word for a message: sentinels back as `*`, `?`, `[`, `~`, and a part the text
+    leaves unknown as `…` (no shell syntax: `$?` would read as the exit status)."""
     return word.translate(
-        {ord(UNKNOWN): "$?", ord(STAR): "*", ord(QUESTION): "?", ord(BRACKET): "[", ord(TILDE): "~"}
+        {ord(UNKNOWN): "…", ord(STAR): "*", ord(QUESTION): "?", ord(BRACKET): "[", ord(TILDE): "~"}
     )

@@ -14,7 +14,8 @@ gc, and output is read until the program exits, never until a child lets go of t
 command has one time budget
 (30 s): `ensure-running` and the operation share it. Output that breaks the protocol (invalid
 JSON, a malformed message, a number like 1e400) is invalid input (exit 30); in a list, only
-the malformed message is skipped, with a warning.
+the malformed message is skipped, with a warning (so is one nested deeper than Python's JSON
+reader recurses: a listing's elements are then read one by one).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import re
 import subprocess
 import time
 from collections.abc import Callable, Sequence
@@ -197,7 +199,7 @@ class ExecMail(Provider):
 
     def _messages(self, op: str, arg: str) -> list[Message]:
         out = self._call(op, arg)
-        data = _json(out, self.program, op) if out is not None else None
+        data = _json(out, self.program, op, listing=True) if out is not None else None
         if data is None:
             return []
         if not isinstance(data, list):
@@ -207,9 +209,13 @@ class ExecMail(Provider):
             # One malformed message is skipped with a warning: the others are still listed
             # (and, from the hook, still announced).
             try:
+                if isinstance(item, TooDeep):
+                    raise ProviderError("nested too deeply to read")
                 messages.append(Message.from_json(item))
             except ProviderError as exc:
                 given = item.get("id") if isinstance(item, dict) else None
+                if isinstance(item, TooDeep):
+                    given = item.id
                 which = f" {_named(given)}" if isinstance(given, str) else ""
                 log.warning("gc: warning: skipped message%s, which %s %s returned malformed: %s",
                             which, self.program, op, exc.message)  # fmt: skip
@@ -313,14 +319,105 @@ def go_json(payload: dict[str, str]) -> bytes:
     return text.encode("utf-8")
 
 
-def _json(out: bytes, program: str, op: str) -> Any:
+def _json(out: bytes, program: str, op: str, listing: bool = False) -> Any:
+    """The program's output parsed; None when it printed nothing. In a `listing`, a message
+    nested deeper than the reader recurses is a `TooDeep` in its place, the others parsed."""
     out = out.rstrip(b"\n")  # as gc: only trailing newlines are trimmed
     if not out:
         return None
     try:
-        return json.loads(out, parse_constant=_not_a_number, parse_float=_float, parse_int=_int)
-    except (ValueError, UnicodeDecodeError, RecursionError):  # RecursionError: nested too deep
+        try:
+            return _loads(out)
+        except RecursionError:  # the reader recurses once per nested array or object
+            if not listing:
+                raise BadOutput(
+                    f"{program} {op} printed JSON nested too deeply to read: {_preview(out)}"
+                ) from None
+            return _elements(out.decode(json.detect_encoding(out)))
+    except (ValueError, UnicodeDecodeError):
         raise BadOutput(f"{program} {op} printed invalid JSON: {_preview(out)}") from None
+
+
+def _loads(text: str | bytes) -> Any:
+    return json.loads(text, parse_constant=_not_a_number, parse_float=_float, parse_int=_int)
+
+
+class TooDeep:
+    """A listed message nested too deeply to read, in its place in the listing, with its id
+    when that can be read."""
+
+    def __init__(self, message_id: str | None) -> None:
+        self.id = message_id
+
+
+_SPACE = " \t\n\r"  # JSON's whitespace
+
+# What moves the depth of JSON text: its strings (skipped whole: a bracket in one is text),
+# runs of opening or of closing brackets, and commas.
+_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[{]+|[\]}]+|,', re.DOTALL)
+
+
+def _entries(text: str, start: int) -> tuple[list[str], int]:
+    """The top-level entries, as text, of the array or object opening at `text[start]` (an
+    object's as `"key": value`), and where it closes; ValueError if it never closes."""
+    closing = "]" if text[start] == "[" else "}"
+    depth, begin, entries = 0, start + 1, []
+    for token in _TOKEN.finditer(text, start):
+        run = token.group()
+        if run[0] in "[{":
+            depth += len(run)
+        elif run[0] in "]}":
+            if len(run) < depth:
+                depth -= len(run)
+                continue
+            end = token.start() + depth  # just past the bracket that closes the container
+            if text[end - 1] != closing:
+                raise ValueError("closed with the wrong bracket")
+            entries.append(text[begin : end - 1])
+            empty = len(entries) == 1 and not entries[0].strip(_SPACE)
+            return ([] if empty else entries), end
+        elif run == "," and depth == 1:  # a comma between two entries
+            entries.append(text[begin : token.start()])
+            begin = token.end()
+    raise ValueError("never closes")
+
+
+def _elements(text: str) -> list[Any]:
+    """A JSON array read one element at a time: an element nested too deeply to read becomes a
+    `TooDeep`; ValueError when `text` is not one array of JSON values (a too-deep element's
+    own insides are not checked: it is skipped either way)."""
+    start = len(text) - len(text.lstrip(_SPACE))
+    if not text.startswith("[", start):
+        raise ValueError("not an array")
+    entries, end = _entries(text, start)
+    if text[end:].strip(_SPACE):
+        raise ValueError("text after the array")
+    elements: list[Any] = []
+    for entry in entries:
+        try:
+            elements.append(_loads(entry))
+        except RecursionError:
+            elements.append(TooDeep(_deep_id(entry)))
+    return elements
+
+
+def _deep_id(entry: str) -> str | None:
+    """The "id" of an object nested too deeply to read whole, read from its own members."""
+    start = len(entry) - len(entry.lstrip(_SPACE))
+    if not entry.startswith("{", start):
+        return None
+    try:
+        members, _ = _entries(entry, start)
+    except ValueError:
+        return None
+    for member in members:
+        try:
+            given = _loads("{" + member + "}").get("id")
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(given, str):
+            return given
+    return None
 
 
 def _not_a_number(text: str) -> Any:

@@ -415,4 +415,5 @@ def test_exec_output_nested_too_deep_is_invalid_input(project: Path, gc: GcRunne
     program.chmod(0o755)
     result = gc("mail", "count", "dog", env={"GC_MAIL": f"exec:{program}"})
     assert result.returncode == 30, result.stderr
-    assert "invalid JSON" in result.stderr and "internal error" not in result.stderr
+    assert "count printed JSON nested too deeply to read" in result.stderr
+    assert "internal error" not in result.stderr

@@ -294,6 +294,25 @@ def test_strict_gate_blocks_until_marked(tmp_path: Path, gc_store: GcRunner) -> 
     assert stop(gc) is None
 
 
+def test_gate_status_exits_0_with_a_strict_gate_unsatisfied_and_says_so(
+    gc_store: GcRunner,
+) -> None:
+    gc = gc_store
+    gc("config", "set", "gates.disabled", '["commit-push", "bead-update"]')
+    assert gc("gate", "register", "tests-pass", "--mode", "strict").returncode == 0
+    unsatisfied = gc("gate", "status", "--session", "s1", "--json")
+    assert unsatisfied.returncode == 0  # a report: the Stop hook is what blocks
+    assert json.loads(unsatisfied.stdout)["gates"][0]["satisfied"] is False
+    assert gc("gate", "status", "--session", "s1").returncode == 0
+    assert gc("gate", "mark", "tests-pass", "--session", "s1").returncode == 0
+    assert gc("gate", "status", "--session", "s1").returncode == 0
+    helped = " ".join(gc("gate", "status", "--help").stdout.split())
+    assert "exit 0 whether the gates are satisfied or not" in helped
+    page = Path(__file__).resolve().parent.parent / "docs" / "gates-and-decisions.md"
+    page_text = " ".join(page.read_text().split())
+    assert "`gc gate status` is a report, not a yes/no command: it exits 0" in page_text
+
+
 def test_a_gh_that_cannot_start_says_why(tmp_path: Path) -> None:
     from gates.beadgates import _run_gh
 

@@ -152,6 +152,23 @@ def test_harmless_look_alikes_pass(project: Path, gc: GcRunner, command: str) ->
     assert not denied(bash(gc, command)), command
 
 
+@pytest.mark.parametrize(
+    "command, reason",
+    [
+        ('rm -rf "$D"/x', "its target '…/x' is a variable or substitution"),
+        ("sudo $CMD", "it runs the command held in '…'"),
+        ("$x -rf /", "its program '…' is a variable, and as rm it would be stopped"),
+        ("rm -rf /$(date)", "it removes '/…', a top-level directory"),
+    ],
+)
+def test_a_word_the_gate_cannot_know_is_shown_as_an_ellipsis_not_shell_syntax(
+    project: Path, gc: GcRunner, command: str, reason: str
+) -> None:
+    # `$?` read as the shell's exit status: an unknown part of a word is shown as `…`.
+    said = bash(gc, command)["hookSpecificOutput"]["permissionDecisionReason"]
+    assert said == f"gc destructive-op: `{command}`: {reason}."
+
+
 def test_reset_hard_is_denied_only_with_uncommitted_work(project: Path, gc: GcRunner) -> None:
     assert not denied(bash(gc, "git reset --hard HEAD"))
     (project / "file.txt").write_text("changed\n")

@@ -298,3 +298,54 @@ def test_conformance_of_a_hanging_program_costs_one_time_out_not_one_per_case(
     checked = gc_store.json("mail", "conformance", prog)
     assert checked["conforms"] is False and checked["failed"] == 1
     assert time.monotonic() - started < 15
+
+
+@pytest.mark.parametrize("nested", ["array", "object"])
+def test_a_message_nested_thousands_deep_is_skipped_and_the_rest_listed(
+    gc: GcRunner, tmp_path: Path, caplog: pytest.LogCaptureFixture, nested: str
+) -> None:
+    deep = "[" * 5000 + "]" * 5000 if nested == "array" else '{"a":' * 5000 + "1" + "}" * 5000
+    listing = f'[{json.dumps(MESSAGE)}, {{"id": "deep-1", "body": {deep}}}, {{"id": "m-2",'
+    listing += ' "from": "c", "subject": "], [ \\" ,"}]'  # brackets in text are text
+    (tmp_path / "listing.json").write_text(listing)
+    prog = script(tmp_path, f'[ "$1" = ensure-running ] && exit 0\ncat "{tmp_path}/listing.json"\n')
+    assert [m.id for m in ExecMail(prog).inbox("b")] == ["m-1", "m-2"]
+    warned = [record.getMessage() for record in caplog.records]
+    assert len(warned) == 1 and "skipped message deep-1, which" in warned[0]
+    assert "nested too deeply" in warned[0]
+    result = gc("mail", "--json", "inbox", "b", env={"GC_MAIL": f"exec:{prog}"})
+    assert result.returncode == 0, result.stderr
+    assert sorted(m["id"] for m in json.loads(result.stdout)["messages"]) == ["m-1", "m-2"]
+    assert result.stderr.count("\n") == 1 and "skipped message deep-1" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "listing",
+    [
+        "[" * 5000 + "]" * 4999,  # never closes
+        "[" + "[" * 5000 + "]" * 5000 + "}",  # closes with the wrong bracket
+        "[" + "[" * 5000 + "]" * 5000 + "] trailing",
+        "[" + "[" * 5000 + "]" * 5000 + ", nope]",  # another element is not JSON
+        "[" + "[" * 5000 + "]" * 5000 + ",]",
+    ],
+)
+def test_a_listing_nested_deep_that_is_not_json_is_still_refused(
+    tmp_path: Path, listing: str
+) -> None:
+    (tmp_path / "listing.json").write_text(listing)
+    prog = script(tmp_path, f'[ "$1" = ensure-running ] && exit 0\ncat "{tmp_path}/listing.json"\n')
+    with pytest.raises(ProviderError, match="invalid JSON") as raised:
+        ExecMail(prog).inbox("b")
+    assert raised.value.exit_code == 30
+
+
+def test_getting_a_message_nested_thousands_deep_says_it_cannot_be_read(
+    gc: GcRunner, tmp_path: Path
+) -> None:
+    message = '{"id": "deep-1", "from": "a", "body": ' + "[" * 5000 + "]" * 5000 + "}"
+    (tmp_path / "message.json").write_text(message)
+    prog = script(tmp_path, f'[ "$1" = ensure-running ] && exit 0\ncat "{tmp_path}/message.json"\n')
+    result = gc("mail", "read", "deep-1", env={"GC_MAIL": f"exec:{prog}"})
+    assert result.returncode == 30
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+    assert f"gc: {prog} read printed JSON nested too deeply to read" in result.stderr

@@ -17,6 +17,8 @@ from typing import Any
 import pytest
 from hypothesis import settings
 
+from tests.conftest import GcRunner
+
 ROOT = Path(__file__).resolve().parent.parent
 SPEC = re.compile(r"^([A-Za-z0-9_.-]+)>=([^,;\s]+)")
 
@@ -280,3 +282,15 @@ def test_the_references_hold_every_command_and_setting() -> None:
     config_md = (ROOT / "docs" / "config.md").read_text()
     for key in [*SETTINGS, *LOCAL_KEYS]:
         assert f"| `{key}` |" in config_md
+
+
+def test_each_synced_settings_row_says_what_the_value_must_be(gc_store: GcRunner) -> None:
+    synced = _generator().config_reference().split("## Machine-local settings")[0]
+    rows = [line.split(" | ") for line in synced.splitlines() if line.startswith("| `")]
+    assert rows and all(row[1].startswith("must be ") for row in rows), rows
+    # The refusal it is made from names the setting to fix, as the row's neighbours do.
+    refused = gc_store("config", "set", "store.prefix", "9x")
+    assert refused.returncode == 30
+    assert refused.stderr == (
+        "gc: store.prefix must be a lowercase letter then up to 15 letters or digits, not '9x'\n"
+    )

@@ -276,7 +276,7 @@ def test_an_invalid_config_naming_newer_is_reported_not_taken_for_a_newer_format
     store.close()
     with Store.open(store.root) as again:
         assert again.prefix == "gc"  # the last valid settings stay
-        assert "invalid id prefix 'newer-x'" in again.index.invalid()["config.yaml"]
+        assert "store.prefix must be a lowercase letter" in again.index.invalid()["config.yaml"]
 
 
 def test_a_write_conflicts_when_the_branch_moves_underneath(store: Store) -> None:

@@ -87,6 +87,25 @@ MESSAGE_KEYS = {
 }
 
 
+def test_inbox_without_its_db_says_what_to_do_in_inbox_terms(tmp_path: Path) -> None:
+    assert inbox_json(tmp_path, "init", "--db", "coord")["created"] is True
+    lost = inbox(tmp_path, "fetch", check=40)
+    assert lost.stderr == (
+        "inbox: no inbox database here or above; run 'inbox init' to make one, "
+        "or pass --db DIR (or set $GC_BEADS_DIR) to use an existing one\n"
+    )
+    missing = tmp_path / "no db"
+    named = inbox(tmp_path, "fetch", "--db", str(missing), "--json", check=40)
+    assert json.loads(named.stdout)["error"] == {
+        "code": "not_found",
+        "message": f"no inbox database at {missing}; to make one there, run: "
+        f"inbox init --db '{missing}'",
+    }
+    assert inbox(tmp_path, "fetch", "--db", "coord", check=10)  # the one made: nothing yet
+    said = GcRunner(tmp_path)("thread", "fetch")  # gc says it in its own terms
+    assert said.returncode == 40 and "run 'gc init' to create one" in said.stderr
+
+
 def test_seed_worker_protocol_through_the_inbox_program(tmp_path: Path) -> None:
     db = ".agents/coord.db"
     assert inbox_json(tmp_path, "init", "--db", db)["created"] is True

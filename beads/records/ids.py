@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 PREFIX_RE = re.compile(r"[a-z][a-z0-9]{0,15}")
+PREFIX_RULE = "a lowercase letter then up to 15 letters or digits"  # what PREFIX_RE accepts
 ID_RE = re.compile(r"[a-z][a-z0-9]{0,15}-[a-z2-7]{8,26}")
 # What a user may type for an id: a whole id or a prefix of one. Anything else (a path,
 # `../`, spaces) is rejected before it reaches a file name or a query. A pattern's text
@@ -38,9 +39,7 @@ def new_id(prefix: str) -> str:
 def check_prefix(prefix: Any) -> str:
     """Return `prefix` if it is a valid id prefix (`[a-z][a-z0-9]{0,15}`), else raise."""
     if not isinstance(prefix, str) or not PREFIX_RE.fullmatch(prefix):
-        raise InvalidInput(
-            f"invalid id prefix {prefix!r}: a lowercase letter then up to 15 letters or digits"
-        )
+        raise InvalidInput(f"invalid id prefix {prefix!r}: {PREFIX_RULE}")
     return prefix
 
 

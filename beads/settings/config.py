@@ -17,7 +17,7 @@ import os
 
 from beads.errors import InvalidInput, NotFound
 from beads.files import SHARED_VALUES
-from beads.records.ids import check_prefix
+from beads.records.ids import PREFIX_RULE, check_prefix
 from beads.records.record import MAX_INT, check_text, shown
 from beads.settings.registry import (  # noqa: F401 - the settings' names, also offered from here
     DEFAULTS,
@@ -71,7 +71,11 @@ def check_config(data: Any) -> dict[str, Any]:
             config[key].update(value)
         elif value is not None or key not in DEFAULTS:
             config[key] = value
-    check_prefix(config["store"]["prefix"])
+    prefix = config["store"]["prefix"]
+    try:
+        check_prefix(prefix)
+    except InvalidInput:  # said as the setting to fix, as the other settings' refusals are
+        raise InvalidInput(f"store.prefix must be {PREFIX_RULE}, not {shown(prefix)}") from None
     if config["store"].get("shared", "private") not in SHARED_VALUES:
         raise InvalidInput("store.shared must be private (the default) or group")
     limit = config["store"]["max_body_bytes"]

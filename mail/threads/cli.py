@@ -8,6 +8,7 @@ names the sender of `send` and `reply` (default: the acting agent).
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable
 from typing import Any
 
@@ -22,7 +23,7 @@ from beads.cli.common import (
     read_text,
     settings,
 )
-from beads.errors import NoMatch
+from beads.errors import NoMatch, NoStore, NotFound
 from beads.records.record import acting_agent
 from beads.records.times import now_stamp
 from mail.threads.api import Threads
@@ -506,7 +507,8 @@ def wait_reply(
 
 
 class InboxGroup(click.Group):
-    """The root of the `inbox` program: `--db PATH` is read as `--beads-dir PATH`."""
+    """The root of the `inbox` program: `--db PATH` is read as `--beads-dir PATH`, and a
+    missing store is said in inbox's terms (its database, `inbox init`, `--db`)."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         renamed = [
@@ -514,6 +516,24 @@ class InboxGroup(click.Group):
             for arg in args
         ]
         return super().parse_args(ctx, renamed)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except NoStore as exc:
+            raise NotFound(no_database(exc.where)) from None
+
+
+def no_database(where: str | None) -> str:
+    """What `inbox` says when it finds no database: at `where` (a --db or $GC_BEADS_DIR that
+    names none), else here or above."""
+    if where is not None:
+        command = f"inbox init --db {shlex.quote(where)}"
+        return f"no inbox database at {where}; to make one there, run: {command}"
+    return (
+        "no inbox database here or above; run 'inbox init' to make one, "
+        "or pass --db DIR (or set $GC_BEADS_DIR) to use an existing one"
+    )
 
 
 @click.group(cls=InboxGroup, context_settings={"help_option_names": ["-h", "--help"]})
