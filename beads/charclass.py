@@ -14,6 +14,13 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
 
+# Unicode's bidirectional formatting characters (the Arabic letter mark, the left-to-right
+# and right-to-left marks, embeddings, overrides and isolates), as the body of a character
+# class: they reorder the text around them, so whatever shows stored text (the CLI's text
+# replies, the web page) shows each as an escape, never acting.
+BIDI_CONTROLS = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+
+
 class CharClass:
     """A pattern over any text (`full`) and its twin for ASCII text (`ascii`), which must match
     exactly what `full` matches in ASCII text; each compiled on first use. Offers `search`,

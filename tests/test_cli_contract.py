@@ -253,7 +253,9 @@ def test_config_set_takes_the_documented_settings(gc_store: GcRunner) -> None:
     assert gc.json("config", "get", "mail.strict_recipients")["value"] is True
 
 
-EVIL = "hi \x1b[2J\x1b]0;pwned\x07 \u202eboom"
+EVIL = "hi \x1b[2J\x1b]0;pwned\x07 \u202eboom \u200fmark \u061c"
+# Every bidirectional control: each reorders the text around it on a terminal.
+BIDI = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
 
 
 def test_stored_control_characters_never_reach_the_terminal(gc_store: GcRunner) -> None:
@@ -269,8 +271,11 @@ def test_stored_control_characters_never_reach_the_terminal(gc_store: GcRunner) 
         gc("inbox", "list", "--agent", "dog").stdout,
     ]
     for text in outputs:
-        assert "\x1b" not in text and "\x07" not in text and "\u202e" not in text, text
+        assert "\x1b" not in text and "\x07" not in text, text
+        assert not any(char in text for char in BIDI), text
     assert "\\x1b[2J" in gc("bead", "list").stdout
+    assert gc("bead", "create", "--type", "task", "--title", BIDI).returncode == 0
+    assert "\\u200e" in gc("bead", "list").stdout and BIDI[0] not in gc("bead", "list").stdout
     assert gc.json("bead", "show", made["bead"]["id"])["bead"]["title"] == EVIL
 
 

@@ -45,6 +45,7 @@ from werkzeug.serving import (
     select_address_family,
 )
 
+from beads.charclass import BIDI_CONTROLS
 from beads.errors import GcError, InvalidInput, NotFound
 from beads.index.reader import branch_head
 from beads.records.ids import ID_RE
@@ -70,9 +71,8 @@ _SECURITY_HEADERS = {
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",  # the token may be in the URL
 }
-# Unicode's explicit directional formatting characters (embeddings, overrides, isolates and
-# their ends, the marks): what reorders text around it. Shown as escapes, never raw.
-BIDI_CONTROLS = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+# What reorders the text around it: shown as escapes, never raw.
+BIDI_CONTROL = re.compile(f"[{BIDI_CONTROLS}]")
 
 
 def is_loopback(host: str) -> bool:
@@ -418,7 +418,7 @@ def _marked(text: str) -> Markup:
     longer acts."""
     parts: list[Markup] = []
     at = 0
-    for match in BIDI_CONTROLS.finditer(text):
+    for match in BIDI_CONTROL.finditer(text):
         char = match.group()
         parts.append(escape(text[at : match.start()]))
         parts.append(
@@ -439,8 +439,8 @@ def _finalize(item: Any) -> Any:
     """What a template prints, before it is escaped: text that did not go through `shown`
     (an attribute, the page's title) has each bidi control written as `<U+202E>`, so none
     reaches a page raw. Markup (what `shown` made) is printed as it is."""
-    if isinstance(item, str) and not hasattr(item, "__html__") and BIDI_CONTROLS.search(item):
-        return BIDI_CONTROLS.sub(lambda m: f"<{_code_point(m.group())}>", item)
+    if isinstance(item, str) and not hasattr(item, "__html__") and BIDI_CONTROL.search(item):
+        return BIDI_CONTROL.sub(lambda m: f"<{_code_point(m.group())}>", item)
     return item
 
 

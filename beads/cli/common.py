@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 
-from beads.charclass import CharClass
+from beads.charclass import BIDI_CONTROLS, CharClass
 from beads.cli.arguments import FsPath, fs_path
 from beads.errors import GcError, InvalidInput
 from beads.records.record import identity_order
@@ -244,10 +244,8 @@ def one_line(message: str, limit: int = 2000) -> str:
 
 
 # What a terminal acts on rather than shows: C0 controls but tab and newline, DEL, C1
-# controls, and the bidirectional overrides that reorder what follows (Trojan Source).
-_CONTROLS = CharClass(
-    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]", "[\x00-\x08\x0b-\x1f\x7f]"
-)
+# controls, and the bidirectional controls that reorder the text around them (Trojan Source).
+_CONTROLS = CharClass(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{BIDI_CONTROLS}]", "[\x00-\x08\x0b-\x1f\x7f]")
 
 
 def terminal_safe(text: str) -> str:
