@@ -234,6 +234,33 @@ def test_config_set_refuses_unknown_keys_and_values_the_readers_would_refuse(
     assert gc("mail", "inbox", "dog").returncode == 0
 
 
+@pytest.mark.parametrize(
+    ("key", "value", "refusal"),
+    [
+        ("sync.auto", "maybe", "sync.auto must be true or false, not 'maybe'"),
+        ("sync.interval", "0.1s", "sync.interval must be a duration of at least 0.5s"),
+        ("sync.timeout", "soon", "sync.timeout must be a duration from 0.1s to 1d"),
+        ("sync.max_fetch_bytes", "5", "sync.max_fetch_bytes must be a size of at least 1KiB"),
+        ("sync.remote", "a/b", "sync.remote must be a remote's name"),
+        ("stores.web", "web", "stores.web must be the absolute path of a store, not 'web'"),
+        ("delivery.nats.agents", "a b", "delivery.nats.agents must be agent names"),
+        ("gates.destructive.unjudged", "x", "gates.destructive.unjudged must be ask or deny"),
+        ("delivery.nats.token", "two\nlines", "delivery.nats.token must be one line of text"),
+    ],
+)
+def test_a_local_setting_is_refused_naming_it_and_what_it_must_be(
+    gc_store: GcRunner, key: str, value: str, refusal: str
+) -> None:
+    before = gc_store("config", "get", "--local").stdout
+    result = gc_store("config", "set", "--local", key, value)
+    assert result.returncode == 30, result.stderr
+    assert result.stderr.startswith(f"gc: {refusal}"), result.stderr
+    assert len(result.stderr.splitlines()) == 1, result.stderr
+    assert gc_store("config", "get", "--local").stdout == before
+    if key == "delivery.nats.token":  # a token refused is never shown
+        assert "lines" not in result.stderr
+
+
 def test_config_set_takes_every_mail_provider_form(gc_store: GcRunner) -> None:
     gc = gc_store  # a store as `gc init` makes it (a copy)
     for value in ("exec:/usr/local/bin/mymail", "beadmail"):

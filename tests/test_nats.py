@@ -704,7 +704,7 @@ def test_local_settings_of_nats(store: Store, gc: GcRunner) -> None:
     shown = gc.json("config", "get", "--local", *beads)["value"]
     assert shown["delivery"]["nats"] == {"url": "nats://h:4222", "agents": ["b1", "rig/b2"]}
     bad = gc("config", "set", "--local", "delivery.nats.url", "http://h", *beads)
-    assert bad.returncode == 30 and "NATS URL" in bad.stderr
+    assert bad.returncode == 30 and "delivery.nats.url must be nats://HOST:PORT" in bad.stderr
     bad = gc("config", "set", "--local", "delivery.nats.agents", "all", *beads)
     assert bad.returncode == 30
     assert "nats" not in store.config["delivery"]  # never in the synced config.yaml

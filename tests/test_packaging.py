@@ -285,9 +285,12 @@ def test_the_references_hold_every_command_and_setting() -> None:
 
 
 def test_each_synced_settings_row_says_what_the_value_must_be(gc_store: GcRunner) -> None:
-    synced = _generator().config_reference().split("## Machine-local settings")[0]
+    synced, local = _generator().config_reference().split("## Machine-local settings")
     rows = [line.split(" | ") for line in synced.splitlines() if line.startswith("| `")]
     assert rows and all(row[1].startswith("must be ") for row in rows), rows
+    # A machine-local row: what the setting is for, when its reader says, then the same words.
+    rows = [line.split(" | ") for line in local.splitlines() if line.startswith("| `")]
+    assert rows and all(row[1].split("; ")[-1].startswith("must be ") for row in rows), rows
     # The refusal it is made from names the setting to fix, as the row's neighbours do.
     refused = gc_store("config", "set", "store.prefix", "9x")
     assert refused.returncode == 30

@@ -30,6 +30,11 @@ DEFAULT_TIMEOUT = 30.0  # seconds a remote may stay silent (`sync.timeout`)
 DEFAULT_MAX_FETCH_BYTES = 1024**3  # the largest pack one fetch takes (`sync.max_fetch_bytes`)
 
 
+# Each reader below refuses a value as "must be ..., not VALUE"; `set_local` puts the setting's
+# name in front (`sync.auto must be true or false, not 'maybe'`), and docs/config.md's rows
+# are made of these words.
+
+
 def _bool(value: Any) -> bool:
     if isinstance(value, bool):
         return value
@@ -38,42 +43,56 @@ def _bool(value: Any) -> bool:
         return True
     if text in ("false", "no", "off", "0"):
         return False
-    raise InvalidInput(f"expected true or false, not {shown(value)}")
+    raise InvalidInput(f"must be true or false, not {shown(value)}")
+
+
+def _duration(value: Any, low: float, high: float, accepts: str) -> float:
+    """`value` as seconds, from `low` to `high`; refused as "must be `accepts`"."""
+    from beads.records.times import parse_duration
+
+    try:
+        seconds = parse_duration(str(value))
+    except InvalidInput:
+        seconds = -1.0
+    if not low <= seconds <= high:
+        raise InvalidInput(f"must be {accepts}, not {shown(value)}")
+    return seconds
 
 
 def _seconds(value: Any) -> float:
-    from beads.records.times import parse_duration
-
-    seconds = parse_duration(str(value))
-    if seconds < 0.5:
-        raise InvalidInput(f"sync.interval must be at least 0.5s, not {shown(value)}")
-    return seconds
+    """`sync.interval`: how long after a sync the next one may run."""
+    return _duration(value, 0.5, float("inf"), "a duration of at least 0.5s, such as 45s or 10m")
 
 
 def _timeout(value: Any) -> float:
     """`sync.timeout`: how long a remote may stay silent before the exchange fails."""
-    from beads.records.times import parse_duration
-
-    seconds = parse_duration(str(value))
-    if not 0.1 <= seconds <= 86400:
-        raise InvalidInput(f"sync.timeout must be between 0.1s and 1d, not {shown(value)}")
-    return seconds
+    return _duration(value, 0.1, 86400, "a duration from 0.1s to 1d, such as 45s or 10m")
 
 
 def _byte_count(value: Any) -> int:
-    """A size in bytes: an integer, or one with a unit (`512MiB`, `1GiB`, `64KiB`)."""
+    """`sync.max_fetch_bytes`: the largest pack one fetch takes."""
     match = re.fullmatch(r"\s*(\d{1,15})\s*([KMGT]i?B?|B)?\s*", str(value), re.IGNORECASE)
-    if not match:
-        raise InvalidInput(f"expected a size in bytes (e.g. 512MiB), not {shown(value)}")
-    unit = (match.group(2) or "B")[0].upper()
-    size = int(match.group(1)) * 1024 ** "BKMGT".index(unit)
+    size = -1
+    if match:
+        unit = (match.group(2) or "B")[0].upper()
+        size = int(match.group(1)) * 1024 ** "BKMGT".index(unit)
     if size < 1024:
-        raise InvalidInput(f"sync.max_fetch_bytes must be at least 1KiB, not {shown(value)}")
+        raise InvalidInput(
+            "must be a size of at least 1KiB: bytes, or with a unit (64KiB, 512MiB, 1GiB), "
+            f"not {shown(value)}"
+        )
     return size
 
 
 def _remote_name(value: Any) -> str:
-    return check_remote_name(str(value))
+    """`sync.remote`: the remote a sync uses when none is named."""
+    try:
+        return check_remote_name(str(value))
+    except InvalidInput:
+        raise InvalidInput(
+            "must be a remote's name: letters, digits, '.', '_' and '-' (no '..', not ending "
+            f"in '.' or '.lock'), not {shown(value)}"
+        ) from None
 
 
 def _absolute(what: str) -> Callable[[Any], str]:
@@ -82,48 +101,56 @@ def _absolute(what: str) -> Callable[[Any], str]:
     def read(value: Any) -> str:
         path = Path(os.path.expanduser(str(value)))
         if not path.is_absolute():
-            raise InvalidInput(f"a {what} path must be absolute, not {shown(value)}")
+            raise InvalidInput(f"must be the absolute path of a {what}, not {shown(value)}")
         return str(path)
 
     return read
 
 
 def _nats_url(value: Any) -> str:
-    """`delivery.nats.url`: one server URL or several, comma-separated, as nats-py takes them."""
+    """`delivery.nats.url`: the NATS server, or several servers of one cluster."""
     urls = [u.strip() for u in str(value).split(",") if u.strip()]
     schemes = ("nats://", "tls://", "ws://", "wss://")
     if not urls or not all(u.startswith(schemes) and " " not in u for u in urls):
         raise InvalidInput(
-            f"a NATS URL is nats://HOST:PORT (or tls://, ws://, wss://), not {shown(value)}"
+            "must be nats://HOST:PORT (or tls://, ws://, wss://), or several comma-separated, "
+            f"not {shown(value)}"
         )
     return ",".join(urls)
 
 
 def _names_here(value: Any) -> list[str]:
-    """`delivery.nats.agents`: the agents living on this machine (a list, or comma-separated)."""
+    """`delivery.nats.agents`: the agents living on this machine."""
     from beads.records.record import check_agent
 
     names = value if isinstance(value, list) else str(value).split(",")
-    return [check_agent(str(n).strip(), what="agent") for n in names if str(n).strip()]
+    try:
+        return [check_agent(str(n).strip(), what="agent") for n in names if str(n).strip()]
+    except InvalidInput:
+        raise InvalidInput(
+            "must be agent names (letters, digits, '.', '_' or '-', at most 64, or rig/name), "
+            f"a list or comma-separated, not {shown(value)}"
+        ) from None
 
 
 def _machine(value: Any) -> str:
     """`delivery.nats.machine`: this machine's name (its relay's durable consumer)."""
     if not MACHINE_RE.fullmatch(str(value)):
-        raise InvalidInput(f"a machine name is letters, digits, _ and -, not {shown(value)}")
+        raise InvalidInput(f"must be letters, digits, '_' and '-' (at most 64), not {shown(value)}")
     return str(value)
 
 
 def _unjudged(value: Any) -> str:
     """`gates.destructive.unjudged`: what the gate answers when it cannot judge a command."""
     if str(value).strip().lower() not in ("ask", "deny"):
-        raise InvalidInput(f"gates.destructive.unjudged is ask or deny, not {shown(value)}")
+        raise InvalidInput(f"must be ask or deny, not {shown(value)}")
     return str(value).strip().lower()
 
 
 def _secret(value: Any) -> str:
+    """`delivery.nats.token`: the token the NATS server asks for."""
     if not str(value).strip() or "\n" in str(value):
-        raise InvalidInput("a token is one line of text")
+        raise InvalidInput("must be one line of text")  # never shown: it is a secret
     return str(value).strip()
 
 
@@ -330,7 +357,10 @@ def set_local(git_dir: Path, key: str, value: Any) -> Any:
     if value is None:
         config.set_value(git_dir, section, name.encode(), None)
         return None
-    checked = read(value)
+    try:
+        checked = read(value)
+    except InvalidInput as exc:
+        raise InvalidInput(f"{key} {exc.message}") from None
     text = str(checked).lower() if isinstance(checked, bool) else str(checked)
     if isinstance(checked, list):
         text = ",".join(checked)
