@@ -170,6 +170,18 @@ def find_store_dir(explicit: str | os.PathLike[str] | None = None, cwd: str | No
     return found
 
 
+def init_place(given: str | os.PathLike[str] | None) -> str:
+    """The directory whose `.beads/` `gc init` makes: `given` (PATH or --beads-dir), else
+    $GC_BEADS_DIR, else the working directory; as every other command reads them, a directory
+    named `.beads` is the store itself, so its parent is the place."""
+    if given is None:
+        given = os.environ.get("GC_BEADS_DIR", "").strip() or "."
+    path = os.path.expanduser(os.fspath(given))  # relative stays so: errors name it as given
+    if os.path.basename(os.path.normpath(path)) == STORE_DIR:
+        return os.path.dirname(os.path.normpath(path)) or "."
+    return path
+
+
 def _store_around(start: str) -> str:
     """The store of the city around `start`, else the nearest `.beads` at or above it, else
     the main worktree's; NoStore when there is none."""

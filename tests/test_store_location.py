@@ -155,3 +155,32 @@ def test_a_blank_gc_beads_dir_is_unset_as_gcs_other_variables_are(
     # A value around spaces is the path within them, as $GC_CITY's is.
     elsewhere = gc("bead", "list", cwd=gc.cwd.parent, env={"GC_BEADS_DIR": f" {gc.cwd} "})
     assert elsewhere.returncode == 0, elsewhere.stderr
+
+
+def test_init_makes_the_store_where_the_other_commands_will_look_for_it(tmp_path: Path) -> None:
+    # `gc init --beads-dir X` and `$GC_BEADS_DIR` made the store in the working directory,
+    # where the next command given the same X did not look; `inbox init` ignored the variable.
+    gc = GcRunner(tmp_path)
+    for n, (program, args, env) in enumerate(
+        [
+            ("gc", ["--beads-dir", str(tmp_path / "by-option")], {}),
+            ("gc", ["--beads-dir", str(tmp_path / "by-store-dir" / ".beads")], {}),
+            ("gc", [], {"GC_BEADS_DIR": str(tmp_path / "by-variable")}),
+            ("inbox", [], {"GC_BEADS_DIR": str(tmp_path / "inbox-by-variable")}),
+            ("inbox", ["--db", str(tmp_path / "inbox-by-db")], {}),
+        ]
+    ):
+        (tmp_path / f"work{n}").mkdir()
+        runner = GcRunner(tmp_path / f"work{n}", program=program)
+        made = runner("init", *args, env=env)
+        assert made.returncode == 0, made.stderr
+        assert not (tmp_path / f"work{n}" / ".beads").exists(), (program, args, env)
+        listed = gc("bead", "list", *[a.replace("--db", "--beads-dir") for a in args], env=env)
+        assert listed.returncode == 0, (program, args, env, listed.stderr)
+    for place in ["by-option", "by-store-dir", "by-variable", "inbox-by-variable", "inbox-by-db"]:
+        assert Store.open(tmp_path / place).root == tmp_path / place / ".beads"
+    # A PATH given wins over both, as before.
+    assert (
+        gc("init", str(tmp_path / "by-path"), env={"GC_BEADS_DIR": "/nonexistent"}).returncode == 0
+    )
+    assert (tmp_path / "by-path" / ".beads").is_dir()

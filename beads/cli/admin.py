@@ -23,16 +23,19 @@ if TYPE_CHECKING:
 
 
 @click.command()
-@click.argument("path", default=".", type=FsPath(file_okay=False))
+@click.argument("path", required=False, type=FsPath(file_okay=False))
 @click.option("--prefix", help="The id prefix (default gc): ids look like PREFIX-7k2qabcd.")
 @click.option("--example", is_flag=True, help="Fill the new store with the example beads.")
 @global_options
-def init(path: str, prefix: str | None, example: bool) -> None:
-    """Create a store in PATH/.beads (PATH defaults to the working directory)."""
+def init(path: str | None, prefix: str | None, example: bool) -> None:
+    """Create a store in PATH/.beads (PATH defaults to --beads-dir, else $GC_BEADS_DIR, else
+    the working directory; a directory named .beads is the store itself)."""
     from beads.example import init_example
     from beads.initstore import making_store_in
+    from beads.location import init_place
     from beads.store import Store
 
+    path = init_place(path if path is not None else settings().beads_dir)
     agent = settings().agent
     with making_store_in(path):
         if example:

@@ -553,11 +553,11 @@ def inbox() -> None:
 @click.option("--prefix", help="The id prefix (default gc).")
 @global_options
 def init(prefix: str | None) -> None:
-    """Create the store (gc init) at --db PATH (default: here)."""
+    """Create the store (gc init) at --db PATH (else $GC_BEADS_DIR, else here)."""
     from beads.cli.admin import init as gc_init
 
     assert gc_init.callback is not None
-    gc_init.callback(path=settings().beads_dir or ".", prefix=prefix, example=False)
+    gc_init.callback(path=None, prefix=prefix, example=False)
 
 
 for _name, _command in thread.commands.items():
