@@ -115,6 +115,9 @@ def consumer_config(settings: Settings, ack_wait: float) -> api.ConsumerConfig:
         deliver_policy=api.DeliverPolicy.ALL,  # a new machine gets what the stream still has
         ack_wait=ack_wait,
         max_ack_pending=4 * BATCH,
+        # No max_deliver: it stays unlimited. A server can count a delivery back below zero
+        # when the relay's connection closes mid-send (nats-server#8511), and against a
+        # finite limit that item is then dropped, never delivered (docs/machines.md).
         metadata=machines.metadata(settings),  # whose consumer it is (inbox/nats/machines.py)
     )
 
