@@ -151,6 +151,15 @@ def test_guarded_gate_needs_force_to_close(tmp_path: Path, gc_store: GcRunner) -
     assert gc("gate", "close", made["id"], "--force").returncode == 0
 
 
+def test_gate_close_refuses_a_bead_that_is_not_a_gate(gc_store: GcRunner) -> None:
+    gc = gc_store
+    task = gc.json("bead", "create", "--type", "task", "--title", "keep me open")["bead"]["id"]
+    refused = gc("gate", "close", task, "--force")
+    assert refused.returncode == 30
+    assert refused.stderr == f"gc: {task} is a task, not a gate\n"
+    assert gc.json("bead", "show", task)["bead"]["status"] == "open"
+
+
 CHECKER = """
 import sys
 from beads.store import Store
