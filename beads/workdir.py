@@ -12,7 +12,8 @@ from beads.errors import InvalidInput, NotFound
 def start_directory(cwd: str | None = None) -> str:
     """Where a search for a store starts: `cwd` (a hook payload's, say), else the working
     directory, made absolute. NotFound when the working directory was removed under the
-    process; InvalidInput for a name no file system accepts (a NUL in it)."""
+    process; InvalidInput for a name no file system accepts (a NUL in it, or a character no
+    file name encodes)."""
     try:
         start = os.path.abspath(cwd or os.getcwd())
     except FileNotFoundError:
@@ -21,6 +22,10 @@ def start_directory(cwd: str | None = None) -> str:
         ) from None
     if "\0" in start:
         raise InvalidInput(f"a directory name cannot hold a NUL character: {start!r}")
+    try:
+        os.fsencode(start)
+    except UnicodeError:  # a lone surrogate (a hook payload's `"\ud800"`): no name encodes it
+        raise InvalidInput(f"a directory name must be text: {start!r}") from None
     return start
 
 

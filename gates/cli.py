@@ -229,7 +229,8 @@ def resolve(gate_id: str, reason: str | None) -> None:
 def close_gate(gate_id: str, reason: str | None, force: bool) -> None:
     """Close a gate (an unresolved one needs --force)."""
     store = open_store()
-    closed = store.close_bead(gate_id, reason or "closed", force=force)
+    found = expect_type(store.get(gate_id), "gate")  # `--force` closes a gate, never a task
+    closed = store.close_bead(found.id, reason or "closed", force=force)
     emit({"bead": closed.to_dict()}, f"Closed gate {closed.id}")
 
 

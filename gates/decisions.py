@@ -231,7 +231,12 @@ def answer_timed_out(store: Store) -> list[str]:
             continue
         gate = store.get(str(gate_id))
         if gate.status == "open" and gate.meta.get("timeout_at") and gate.meta["timeout_at"] <= now:
-            respond(store, decision.id, str(default), by_default=True)
+            try:
+                respond(store, decision.id, str(default), by_default=True)
+            except InvalidInput:
+                if store.get(decision.id).status == "open":
+                    raise
+                continue  # answered meanwhile (a racing check, or a person): not ours to tell
             answered.append(decision.id)
     return answered
 

@@ -56,8 +56,8 @@ def log_failure(beads_dir: str | None, payload: dict[str, Any] | None, exc: Base
     try:
         cwd = (payload or {}).get("cwd")
         root = find_store(beads_dir, cwd=Path(cwd) if isinstance(cwd, str) and cwd else None)
-    except GcError:
-        return  # no store: nowhere to log, and nothing of ours to protect
+    except Exception:  # no store (or no path to one): nowhere to log, nothing to protect
+        return
     event = (payload or {}).get("hook_event_name", "?")
     import traceback
 

@@ -239,7 +239,12 @@ class Judge:
             self.note(ASK, f"a command of more than {MAX_WORDS} words is more than it reads")
             raise Stop
         items = [Item(value(name.children[0] if name.children else name), _first(name))]
-        items += [Item(value(a), a) for a in arguments]
+        for argument in arguments:  # `{build,dist}`: brace expansion makes several words
+            words = shellwords.values(argument)
+            items += [Item(w, argument if len(words) == 1 else None) for w in words]
+        if len(items) > MAX_WORDS + 1:
+            self.note(ASK, f"a command of more than {MAX_WORDS} words is more than it reads")
+            raise Stop
         for child in node.children:  # `>file cmd`: redirections inside the command
             if child.type in ("file_redirect",):
                 self.file_redirect(child)

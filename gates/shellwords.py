@@ -29,6 +29,8 @@ TILDE = "\x04"
 SENTINELS = UNKNOWN + STAR + QUESTION + BRACKET + TILDE
 GLOBS = {"*": STAR, "?": QUESTION, "[": BRACKET}
 BRACES = re.compile(r"\{[^{}/]*(,|\.\.)[^{}/]*\}")
+BRACE_LIST = re.compile(r"\{([^{}]*,[^{}]*)\}")  # an innermost `{a,b}`, slashes and all
+MAX_BRACE_WORDS = 64  # words one brace expansion gives before it is read as "any of them"
 # Variables whose value the gate knows from its own environment.
 KNOWN_VARIABLES = ("HOME", "TMPDIR")
 
@@ -84,6 +86,30 @@ def value(node: Any) -> str:
     if BRACES.search(out):  # brace expansion: any of several words
         out = BRACES.sub(STAR, out)
     return out
+
+
+def values(node: Any) -> list[str]:
+    """The words bash makes of the argument `node`: a brace list gives one word per
+    alternative (`{build,dist}`, `{~,/tmp/x}`: a `~` that then starts a word is the home
+    directory, as bash expands it after the braces). Past `MAX_BRACE_WORDS` words, and for a
+    sequence (`{1..9}`), a brace is read as `value` reads it: any of several words."""
+    out = _value(node, top=True)
+    if "{" not in out or "," not in out:
+        return [value(node)] if BRACES.search(out) else [out]
+    pending, done = [out], []
+    while pending:
+        word = pending.pop()
+        found = BRACE_LIST.search(word)
+        if found is None:
+            done.append(word)
+            continue
+        parts = found[1].split(",", MAX_BRACE_WORDS)
+        if len(pending) + len(done) + len(parts) > MAX_BRACE_WORDS:  # counted before it is made
+            return [BRACE_LIST.sub(STAR, BRACES.sub(STAR, out))]
+        pending += [word[: found.start()] + part + word[found.end() :] for part in parts]
+    first = out.startswith("{")  # each word then starts with an alternative's text
+    done = [TILDE + w[1:] if first and w.startswith("~") else w for w in reversed(done)]
+    return [BRACES.sub(STAR, w) for w in done]
 
 
 def _value(node: Any, top: bool = False) -> str:

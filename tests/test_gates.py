@@ -20,7 +20,7 @@ from beads.store import Store
 from gates import beadgates, decisions, session_gates
 from inbox import Delivery
 from mail.beadmail import BeadMail
-from tests.conftest import GcRunner, copy_store, git
+from tests.conftest import GcRunner, copy_store, gc_program, git
 
 
 def items(store: Store, agent: str) -> list:
@@ -151,6 +151,15 @@ def test_guarded_gate_needs_force_to_close(tmp_path: Path, gc_store: GcRunner) -
     assert gc("gate", "close", made["id"], "--force").returncode == 0
 
 
+def test_gate_close_refuses_a_bead_that_is_not_a_gate(gc_store: GcRunner) -> None:
+    gc = gc_store
+    task = gc.json("bead", "create", "--type", "task", "--title", "keep me open")["bead"]["id"]
+    refused = gc("gate", "close", task, "--force")
+    assert refused.returncode == 30
+    assert refused.stderr == f"gc: {task} is a task, not a gate\n"
+    assert gc.json("bead", "show", task)["bead"]["status"] == "open"
+
+
 CHECKER = """
 import sys
 from beads.store import Store
@@ -176,6 +185,30 @@ def test_two_checks_at_once_tell_each_waiter_exactly_once(store: Store) -> None:
         keys = [i.key for i in items(store, waiter)]
         assert sorted(keys) == sorted(f"gate:{g.id}" for g in made)
     assert all(store.get(g.id).status == "closed" for g in made)
+
+
+def test_gate_checks_racing_over_timed_out_decisions_all_succeed_and_answer_once(
+    gc_store: GcRunner,
+) -> None:
+    gc = gc_store
+    made = [
+        gc.json("decision", "create", "--prompt", f"Ship {n}?", "--option", "ship",
+                "--option", "hold", "--default", "hold", "--timeout", "0.1s")["bead"]["id"]
+        for n in range(4)
+    ]  # fmt: skip
+    time.sleep(0.2)
+    checks = [
+        subprocess.Popen([gc_program(), "gate", "check"], cwd=gc.cwd, env=gc.env,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        for _ in range(4)
+    ]  # fmt: skip
+    for check in checks:
+        _out, err = check.communicate(timeout=120)
+        assert check.returncode == 0 and err == "", err
+    for decision in made:
+        assert gc.json("decision", "show", decision)["bead"]["meta"]["answer"] == "hold"
+    keys = [i["key"] for i in gc.json("inbox", "list", "--agent", "human")["items"]]
+    assert sorted(keys) == sorted(f"decision:{d}" for d in made)
 
 
 def test_decision_respond_resolves_gate_before_item_before_nudge(

@@ -151,6 +151,22 @@ def test_a_hook_whose_directory_holds_a_nul_fails_open_and_asks_before_a_destruc
     assert decision in ("ask", "deny")
 
 
+@pytest.mark.gc_process
+@pytest.mark.parametrize("entry", [(), ("--event", "PreToolUse")])
+def test_a_hook_whose_directory_is_no_text_fails_open_and_asks_before_a_destructive_call(
+    project: Path, gc: GcRunner, entry: tuple[str, ...]
+) -> None:
+    odd = {"session_id": "s", "cwd": "/tmp/\ud800"}  # a lone surrogate: no file name encodes it
+    stop = gc("hook", "run", input=json.dumps({**odd, "hook_event_name": "Stop"}))
+    assert stop.returncode == 0 and stop.stdout == "" and stop.stderr == ""
+    call = {"tool_name": "Bash", "tool_input": {"command": "rm -rf /"}}
+    payload = json.dumps({**odd, **call, "hook_event_name": "PreToolUse"})
+    pre = gc("hook", "run", *entry, input=payload)
+    assert pre.returncode == 0 and pre.stderr == "", pre.stderr
+    decision = json.loads(pre.stdout)["hookSpecificOutput"]["permissionDecision"]
+    assert decision in ("ask", "deny")
+
+
 def test_broken_delivery_database_fails_open(project: Path, gc: GcRunner) -> None:
     hook(gc, "SessionStart", source="startup")
     db = project / ".beads" / ".runtime" / "delivery.sqlite3"

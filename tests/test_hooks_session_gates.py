@@ -573,6 +573,24 @@ def test_a_backslash_newline_is_joined_as_bash_joins_it(
     assert answer(bash(gc, command)) == expected
 
 
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("rm -rf {~,/tmp/scratch}", "deny"),
+        ("rm -rf {x,/}", "deny"),
+        ("rm -rf {src,~/.ssh}", "deny"),
+        ("rm -rf x/{a,{b,.git}}", "deny"),
+        ("rm -rf {build,dist}", None),
+        ("rm -rf ./{build,dist}/", None),
+        ("cp file.txt{,.bak}", None),
+    ],
+)
+def test_a_brace_list_is_read_as_the_words_bash_makes_of_it(
+    project: Path, gc: GcRunner, command: str, expected: str | None
+) -> None:
+    assert answer(bash(gc, command)) == expected
+
+
 def test_a_removal_the_gate_cannot_judge_is_denied_when_unjudged_is_deny(
     project: Path, gc: GcRunner
 ) -> None:
