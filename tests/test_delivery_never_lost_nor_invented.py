@@ -466,4 +466,4 @@ def test_a_queue_line_with_a_non_finite_time_is_set_aside(project: Path, gc: GcR
     queue.mkdir(parents=True, exist_ok=True)
     (queue / "s1.jsonl").write_text('{"key": "k", "content": "c", "expires_at": NaN}\n')
     assert hook(gc, "UserPromptSubmit") == ""
-    assert "finite" in (queue / "s1.bad.jsonl").read_text()
+    assert "expires_at must be a time in Unix seconds" in (queue / "s1.bad.jsonl").read_text()
