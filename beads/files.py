@@ -292,11 +292,19 @@ def prepare_db(root: str, path: str) -> None:
     else:
         if stat.S_ISLNK(found.st_mode):
             raise _refused(path)
+        if not stat.S_ISREG(found.st_mode):
+            raise not_a_regular_file(path)
         if stat.S_IMODE(found.st_mode) != modes(root)[1] and found.st_uid == os.geteuid():
             _fit_mode_by_name(root, path)
     for suffix in ("-wal", "-shm", "-journal"):
         if os.path.islink(path + suffix):
             raise _refused(path + suffix)
+
+
+def not_a_regular_file(path: str) -> StorageError:
+    """The error for a database path that holds something else (a directory), of which
+    sqlite says only "disk I/O error"."""
+    return StorageError(f"{path} is not a regular file: move it away")
 
 
 def _refused(path: str, what: str = "a symbolic link") -> StorageError:

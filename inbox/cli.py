@@ -24,6 +24,7 @@ from beads.faults import fault
 from beads.records.agents import acting_rig
 from beads.records.record import acting_agent
 from beads.records.times import parse_duration
+from inbox.database import DatabaseReplaced
 from inbox.delivery import Delivery, Session
 from inbox.items import TYPES, Item
 from inbox.render import preview, shown_source
@@ -217,9 +218,16 @@ def drain(session: str | None, reconcile: bool) -> None:
 @global_options
 def wait(timeout: str) -> None:
     """Block until an item is pending for --agent (default: you); exit 10 on timeout."""
+    deadline = time.monotonic() + parse_duration(timeout)
     delivery = open_delivery()
     who = delivery.agent_of(me())
-    if not delivery.wait(who, parse_duration(timeout)):
+    while True:
+        try:
+            woke = delivery.wait(who, max(0.0, deadline - time.monotonic()))
+            break
+        except DatabaseReplaced:  # a new file: pushes go there now
+            delivery = open_delivery()
+    if not woke:
         answer_no({"agent": who, "woke": False, "items": []}, f"No item for {who} within {timeout}")
     items = delivery.items(who, ("pending", "delivering"))
     emit(

@@ -66,6 +66,11 @@ class DatabaseDamaged(StorageError):
         self.file_id = file_id
 
 
+class DatabaseReplaced(StorageError):
+    """The delivery database file was removed or replaced by another process while this
+    connection had it open: what it reads is no longer the database; open it again."""
+
+
 def database_error(
     exc: sqlite3.Error, name: str, file_id: tuple[int, int] | None = None
 ) -> GcError:

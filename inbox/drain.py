@@ -201,13 +201,21 @@ class Drainer:
         return bead is not None and is_moot(bead.to_dict(), item.moot_when or [])
 
     def wait(self, agent: str, timeout: float, poll: float = 0.05) -> bool:
-        """Block until `agent` has a pending item (True) or `timeout` seconds pass (False)."""
+        """Block until `agent` has a pending item (True) or `timeout` seconds pass (False).
+        Raise `DatabaseReplaced` when the database file is removed or replaced meanwhile: a
+        push then goes to the new file, which this connection never sees."""
+        from beads.index.dbfile import file_id
         from beads.waiting import wait_until
+        from inbox.database import DatabaseReplaced
 
         agent = self.names.own(agent)
         has_pending = self.items.has_pending
+        path = self.runtime / "delivery.sqlite3"
+        known = getattr(self.items.db, "file_id", None)
 
         def pending() -> bool | None:
+            if known is not None and file_id(path) != known:
+                raise DatabaseReplaced(f"{path.name} was removed or replaced while waiting")
             self.refresh()  # mail committed meanwhile (a crashed send, a push) wakes it too
             self.broadcasts.take(agent)
             if has_pending(agent) and (not self.settle_moot(agent) or has_pending(agent)):

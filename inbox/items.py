@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from beads.errors import InvalidInput
 from beads.records.ids import check_id
 from beads.records.record import acting_agent, check_agent, check_text
+from beads.records.times import check_time
 
 TYPE_CHECKING = False  # the hooks never import typing (tests/test_hooks.py)
 if TYPE_CHECKING:
@@ -131,6 +132,9 @@ class Item:
             raise InvalidInput("item source must be 1..200 characters")
         if self.pusher is not None:
             check_agent(self.pusher, what="pusher")
+        check_time("created_at", self.created_at)
+        if self.expires_at is not None:
+            check_time("expires_at", self.expires_at)
         if type(self.priority) is not int or not 0 <= self.priority <= 4:
             raise InvalidInput("priority must be an integer 0..4")
         if not isinstance(self.content, str) or not self.content.strip():
@@ -169,10 +173,6 @@ class Item:
             item = cls(**{k: v for k, v in data.items() if k in names})
         except TypeError as exc:
             raise InvalidInput(f"not an inbox item: {exc}") from None
-        for name in ("created_at", "expires_at"):
-            value = getattr(item, name)
-            if value is not None and (type(value) not in (int, float) or not math.isfinite(value)):
-                raise InvalidInput(f"{name} must be a finite number of seconds")
         return item.check()
 
 

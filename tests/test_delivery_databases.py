@@ -135,6 +135,20 @@ def test_a_damaged_delivery_database_is_one_line_and_kept(project: Path, gc: GcR
     assert path.read_bytes() == b"not a database at all" * 100  # the source of truth is kept
 
 
+@pytest.mark.parametrize("name", ["delivery.sqlite3", "sessions.sqlite3", "index.sqlite3"])
+def test_a_directory_in_place_of_a_database_is_named_in_one_line(
+    project: Path, gc: GcRunner, name: str
+) -> None:
+    path = project / ".beads" / ".runtime" / name
+    path.unlink(missing_ok=True)
+    path.mkdir()
+    (path / "kept").write_text("x")
+    result = gc("inbox", "drain", "--session", "s1", env={"GC_AGENT": "dog"})
+    assert result.returncode == 50, result.stderr
+    assert result.stderr == f"gc: {path} is not a regular file: move it away\n"
+    assert (path / "kept").read_text() == "x"  # nothing of it removed
+
+
 def test_a_damaged_page_found_by_a_read_names_the_delivery_database(
     project: Path, gc: GcRunner
 ) -> None:

@@ -466,4 +466,43 @@ def test_a_queue_line_with_a_non_finite_time_is_set_aside(project: Path, gc: GcR
     queue.mkdir(parents=True, exist_ok=True)
     (queue / "s1.jsonl").write_text('{"key": "k", "content": "c", "expires_at": NaN}\n')
     assert hook(gc, "UserPromptSubmit") == ""
-    assert "finite" in (queue / "s1.bad.jsonl").read_text()
+    assert "expires_at must be a time in Unix seconds" in (queue / "s1.bad.jsonl").read_text()
+
+
+def opened(pid: int, path: Path) -> bool:
+    """Whether process `pid` has the file `path` open."""
+    fds = Path(f"/proc/{pid}/fd")
+    try:
+        return any(os.readlink(fd) == str(path) for fd in fds.iterdir())
+    except OSError:  # an fd closed while looked at
+        return False
+
+
+@pytest.mark.parametrize("how", ["removed", "replaced"])
+def test_inbox_wait_wakes_for_an_item_pushed_after_its_database_was_removed(
+    project: Path, gc: GcRunner, how: str
+) -> None:
+    path = project / ".beads" / ".runtime" / "delivery.sqlite3"
+    with Delivery(project / ".beads"):
+        pass  # the database exists, as it does once any hook ran
+    waiter = subprocess.Popen(
+        [gc_program(), "inbox", "wait", "--agent", "cat", "--timeout", "60"],
+        cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**gc.env, "GC_AGENT": "dog"},
+    )  # fmt: skip
+    deadline = time.monotonic() + 60  # bounds a hang only
+    while time.monotonic() < deadline and not opened(waiter.pid, path):
+        time.sleep(0.02)
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+    if how == "replaced":  # a new file made by another process (a restore, a hook)
+        with Delivery(project / ".beads"):
+            pass
+    assert gc("inbox", "push", "--to", "cat", "after the new file").returncode == 0
+    try:
+        out, err = waiter.communicate(timeout=30)  # bounds a hang only
+    finally:
+        waiter.kill()  # (a no-op once it ended)
+        waiter.wait()
+    assert waiter.returncode == 0, err
+    assert "after the new file" in out

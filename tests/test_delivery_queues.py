@@ -136,6 +136,31 @@ def test_seed_lines_get_the_seeds_defaults(delivery: Delivery, store: Store) -> 
     assert queue.bad_path.read_text().count("forged") == 2
 
 
+@pytest.mark.parametrize(
+    "line",
+    [
+        {"id": "far", "content": "year 3e297", "timestamp": 1e308, "ttl_seconds": 1e308},
+        {"id": "past", "content": "before the epoch", "timestamp": -1e20},
+        {"key": "ours", "content": "expires at 1e300", "expires_at": 1e300},
+    ],
+)
+def test_a_queue_line_with_a_time_no_clock_shows_is_set_aside_not_stored(
+    gc_store: GcRunner, line: dict
+) -> None:
+    queue = gc_store.cwd / ".beads" / ".runtime" / "inject-queue" / "s1.jsonl"
+    queue.parent.mkdir(parents=True, exist_ok=True)
+    queue.write_text(json.dumps(line) + "\n" + json.dumps({"id": "ok", "content": "fine"}) + "\n")
+    env = {"GC_AGENT": "dog", "GC_SESSION_ID": "s1"}
+    drained = gc_store("inbox", "drain", env=env)
+    assert drained.returncode == 0, drained.stderr
+    assert "fine" in drained.stdout and line["content"] not in drained.stdout
+    assert "set aside" in drained.stderr
+    # Nothing stored that a later list or drain could not show.
+    listed = gc_store("--json", "inbox", "list", "--all", env=env)
+    assert listed.returncode == 0, listed.stderr
+    assert [i["content"] for i in json.loads(listed.stdout)["items"]] == ["fine"]
+
+
 def test_two_hooks_within_the_interval_reconcile_once(store: Store, monkeypatch) -> None:
     runs: list[str] = []
     monkeypatch.setattr(Delivery, "reconcile", lambda self, agent: runs.append(agent))

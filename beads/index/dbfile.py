@@ -90,8 +90,17 @@ def open_read_only(
     (without locks: a write by its owner meanwhile may show up as a damaged page).
     `usable` may raise to refuse the file outright; the connection is then closed.
     """
+    import stat
     from urllib.parse import quote  # lazy: only this rare path needs it
 
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        mode = None
+    if mode is not None and not stat.S_ISREG(mode):  # a directory: no use trying to read it
+        from beads.files import not_a_regular_file
+
+        raise not_a_regular_file(str(path))
     for options in ("mode=ro", "immutable=1"):
         db = sqlite3.connect(
             f"file:{quote(str(path))}?{options}",

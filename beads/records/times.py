@@ -19,6 +19,15 @@ _UNITS = {"ms": 0.001, "s": 1, None: 1, "m": 60, "h": 3600, "d": 86400, "w": 604
 # Longer than any wait, TTL or look-back a user means, and far inside what datetime, sqlite
 # and JSON take: past it a typo like `99999999999999d` is refused, not an overflow.
 MAX_DURATION = 100 * 365 * 86400
+# The last second a stamp can show (9999-12-31T23:59:59Z): a stored time past it (or before
+# the epoch) could never be written as a stamp, and every listing of it would fail.
+LATEST_TIME = 253402300799
+
+
+def check_time(name: str, value: object) -> None:
+    """Refuse a Unix time (seconds) that is not a number between the epoch and the year 9999."""
+    if type(value) not in (int, float) or not 0 <= value <= LATEST_TIME:  # NaN fails too
+        raise InvalidInput(f"{name} must be a time in Unix seconds between 1970 and 9999")
 
 
 def now_stamp() -> str:
