@@ -36,7 +36,7 @@ from beads.records.record import acting_agent
 from beads.sync.auto import fetch_if_due
 from gates import settings as _settings  # noqa: F401 - registers the `gates` section
 from gates.hookbase import HookContext, log_failure
-from gates.pretool import MAX_INPUT_BYTES
+from gates.pretool import MAX_INPUT_BYTES, send_reply
 from inbox.delivery import Delivery
 
 TYPE_CHECKING = False  # the hooks never import typing (tests/test_hooks.py)
@@ -62,7 +62,7 @@ def main(
         if raw is None:
             raw = sys.stdin.buffer.read(MAX_INPUT_BYTES + 1)
         payload = parse_payload(raw)
-        run_hook(payload, beads_dir=beads_dir, agent=agent, output=write_reply)
+        run_hook(payload, beads_dir=beads_dir, agent=agent, output=send_reply)
     except Exception as exc:  # fail open: log it, exit 0, no block
         if debug:
             raise
@@ -71,16 +71,6 @@ def main(
     except KeyboardInterrupt:
         return 130  # Claude Code cancelled the hook: no traceback, nothing to block
     return 0
-
-
-def write_reply(reply: dict[str, Any]) -> bool:
-    """Write the reply to stdout; True once it is written and flushed."""
-    try:
-        sys.stdout.write(json.dumps(reply) + "\n")
-        sys.stdout.flush()
-        return True
-    except (OSError, AttributeError, ValueError):
-        return False  # stdout closed, absent (None) or gone: nobody saw the items
 
 
 def parse_payload(raw: bytes) -> dict[str, Any]:

@@ -81,8 +81,15 @@ def event_kind(payload: Any, raw: bytes) -> str:
     return "other"
 
 
-def send_reply(reply: dict[str, Any]) -> None:
-    sys.stdout.write(json.dumps(reply) + "\n")
+def send_reply(reply: dict[str, Any]) -> bool:
+    """Write a hook's reply to stdout; True once it is written and flushed. False when stdout
+    is closed, absent or gone: nobody reads the reply, and that is no fault of ours."""
+    try:
+        sys.stdout.write(json.dumps(reply) + "\n")
+        sys.stdout.flush()
+        return True
+    except (OSError, AttributeError, ValueError):
+        return False
 
 
 def ask_reply(reason: str) -> dict[str, Any]:

@@ -485,6 +485,9 @@ def _cd(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth: i
     if not args:
         j.cwd = os.path.expanduser("~")
         return
+    if args[0].literal == "-":  # the directory before: not known from the text
+        j.cwd = None
+        return
     path, _why = pattern(args[0].word, j.cwd)
     j.cwd = path if path is not None and literal_path(path) else None
 
@@ -677,7 +680,19 @@ def _wrapper(j: Judge, program: str, items: list[Item], stdin: Stdin | None, dep
         rest = _xargs_args(read, rest)
     if program == "parallel":
         rest = _parallel_args(rest)
-    j.argv(rest, stdin if program not in ("xargs", "parallel") else None, depth)
+    kept = j.cwd
+    for flag in CHDIR_OPTIONS.get(program, ()):  # `env -C /`: the command runs there
+        for given in read.values.get(flag, []):
+            path = pattern(given, j.cwd)[0] if given else None  # "": a value unknown here
+            j.cwd = path if path is not None and literal_path(path) else None
+    try:
+        j.argv(rest, stdin if program not in ("xargs", "parallel") else None, depth)
+    finally:
+        j.cwd = kept
+
+
+# The wrappers' options naming the directory their command runs in.
+CHDIR_OPTIONS = {"env": ("C", "chdir"), "sudo": ("D", "chdir")}
 
 
 def _xargs_args(read: options.Options, rest: list[Item]) -> list[Item]:

@@ -295,7 +295,7 @@ class Judge:
         if len(items) == 1 or depth > 0:
             self.note(ASK, f"it runs the command held in {shellwords.shown(first.word)!r}")
             return
-        for stand_in in ("rm", "sh", "git", "dd", "chmod"):
+        for stand_in in ("rm", "sh", "eval", "git", "dd", "chmod"):
             if self.probe([Item(stand_in), *items[1:]], stdin, depth) > NONE:
                 self.note(
                     ASK,

@@ -167,6 +167,25 @@ def test_a_hook_whose_directory_is_no_text_fails_open_and_asks_before_a_destruct
     assert decision in ("ask", "deny")
 
 
+@pytest.mark.parametrize("entry", [(), ("--event", "PreToolUse")])
+def test_a_hook_whose_stdout_is_closed_ends_quietly(
+    project: Path, gc: GcRunner, entry: tuple[str, ...]
+) -> None:
+    # A reply written to a closed stdout was a traceback and exit 1, the gate's own "ask"
+    # after it failing the same way.
+    call = {"tool_name": "Bash", "tool_input": {"command": "rm -rf /"}, "cwd": str(project)}
+    payload = {**call, "session_id": "s", "hook_event_name": "PreToolUse"}
+    ran = subprocess.run(
+        [gc_program(), "hook", "run", *entry],
+        input=json.dumps(payload).encode(),
+        stderr=subprocess.PIPE,
+        env=gc.env,
+        preexec_fn=lambda: os.close(1),  # noqa: PLW1509 - the child's stdout, closed
+        timeout=60,
+    )
+    assert (ran.returncode, ran.stderr) == (0, b""), ran.stderr.decode()
+
+
 def test_broken_delivery_database_fails_open(project: Path, gc: GcRunner) -> None:
     hook(gc, "SessionStart", source="startup")
     db = project / ".beads" / ".runtime" / "delivery.sqlite3"

@@ -591,6 +591,28 @@ def test_a_brace_list_is_read_as_the_words_bash_makes_of_it(
     assert answer(bash(gc, command)) == expected
 
 
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("env -C / rm -rf etc", "deny"),
+        ("env --chdir=/ rm -rf etc", "deny"),
+        ("sudo -D / rm -rf etc", "deny"),
+        ('env -C "$D" rm -rf src', "ask"),
+        ("cd - && rm -rf *", "ask"),
+        ("e=eval; $e 'rm -rf /'", "ask"),
+        ("env -C sub rm -rf build", None),
+        ("sudo -D /tmp rm -rf scratch", None),
+    ],
+)
+def test_a_command_run_elsewhere_is_judged_where_it_runs(
+    project: Path, gc: GcRunner, command: str, expected: str | None
+) -> None:
+    # The directory a wrapper's option names (`env -C`, `sudo -D`) was passed over, so `etc`
+    # was taken as the project's; `cd -` read as a directory named "-"; a variable holding
+    # `eval` was never tried as one.
+    assert answer(bash(gc, command)) == expected
+
+
 def test_a_removal_the_gate_cannot_judge_is_denied_when_unjudged_is_deny(
     project: Path, gc: GcRunner
 ) -> None:
