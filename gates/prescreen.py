@@ -267,6 +267,7 @@ RISKY = frozenset(
         "mongo",
         "mongosh",
         "rimraf",
+        "gh",
         "lua",
         "Rscript",
     )

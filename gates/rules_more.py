@@ -221,6 +221,35 @@ def rimraf(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth
             j.note(*removal(item.word, j.cwd, j.tree))
 
 
+def github(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth: int) -> None:
+    """`gh repo delete` (a repository and its whole history, on GitHub): deny, as `dropdb`;
+    `gh api -X DELETE ...` (whatever the path names, gone there): ask."""
+    words = [item.literal for item in items[1:]]
+    if words[:2] == ["repo", "delete"]:
+        j.note(DENY, "gh repo delete deletes a GitHub repository and its history")
+    elif words[:1] == ["api"]:
+        read = options.read(words[1:], GH_API_SHORT_VALUES, GH_API_LONGS)
+        methods = [*read.values.get("X", []), *read.values.get("method", [])]
+        if any(method.upper() == "DELETE" or not method for method in methods):
+            j.note(ASK, "gh api sends a DELETE (or a method unknown here) to GitHub")
+
+
+# `gh api`'s options that take a value, so that a value is never read as a method.
+GH_API_SHORT_VALUES = "XHfFpqt"
+GH_API_LONGS = {
+    "method": True,
+    "header": True,
+    "raw-field": True,
+    "field": True,
+    "preview": True,
+    "jq": True,
+    "template": True,
+    "input": True,
+    "cache": True,
+    "hostname": True,
+}
+
+
 RULES_MORE = {
     "rsync": removes_what_it_stores,
     "tar": writes_an_option,
@@ -254,4 +283,5 @@ RULES_MORE = {
     "mongo": nosql,
     "mongosh": nosql,
     "rimraf": rimraf,
+    "gh": github,
 }

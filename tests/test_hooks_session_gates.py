@@ -613,6 +613,24 @@ def test_a_command_run_elsewhere_is_judged_where_it_runs(
     assert answer(bash(gc, command)) == expected
 
 
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("gh repo delete owner/repo --yes", "deny"),
+        ("gh api -X DELETE repos/owner/repo", "ask"),
+        ("gh api --method=delete repos/owner/repo/labels/bug", "ask"),
+        ('gh api -X "$METHOD" repos/owner/repo', "ask"),
+        ("gh api -X GET repos/owner/repo", None),
+        ('gh api -H "X-Why: DELETE" repos/owner/repo', None),
+        ("gh repo view owner/repo", None),
+    ],
+)
+def test_deleting_on_github_is_judged_as_dropping_a_database_is(
+    project: Path, gc: GcRunner, command: str, expected: str | None
+) -> None:
+    assert answer(bash(gc, command)) == expected
+
+
 def test_a_removal_the_gate_cannot_judge_is_denied_when_unjudged_is_deny(
     project: Path, gc: GcRunner
 ) -> None:

@@ -464,6 +464,8 @@ BAD_VALUES = [
     "send --from leader --subject deep --payload-json " + "[" * 5000,
     "watch --agent leader --after-event 99999999999999999999999",
     "wait-reply --thread B --after-event 1 --after-message x",
+    "wait-reply --thread B --after-message B --timeout-seconds 0",
+    "wait-reply --thread B --after-message P --timeout-seconds 0",
     "watch --status nope",
     "fetch --agent w1 --limit 0",
 ]

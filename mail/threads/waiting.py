@@ -63,7 +63,7 @@ class ThreadWaits(ThreadQueries):
         wanted = tuple(check_kind(k) for k in kinds)
         bead = self._thread_bead(thread)
         thread_id = bead.id
-        cursor = self._cursor(after_event, after_message)
+        cursor = self._cursor(after_event, after_message, thread_id)
         branch = BranchWatch(self.store.root)
         state = {"cursor": cursor}
         if lease_token is not None:
@@ -177,11 +177,20 @@ class ThreadWaits(ThreadQueries):
         threads = {b.id: Thread.from_bead(b) for b in beads}
         return [t for t in threads.values() if t.lease is not None and t.status in HELD]
 
-    def _cursor(self, after_event: int | None, after_message: str | None) -> int:
+    def _cursor(
+        self, after_event: int | None, after_message: str | None, thread_id: str | None = None
+    ) -> int:
+        """The event id a wait starts after; `after_message` must be a message of the thread
+        `thread_id` (a thread's own id, or another thread's message, is no cursor of it)."""
         if after_event is not None and after_message is not None:
             raise InvalidInput("give --after-event or --after-message, not both")
         if after_message is not None:
             message_id = self.store.resolve(after_message)
+            bead = self.store.get(message_id)
+            if bead.type != MESSAGE or bead.thread != thread_id:
+                raise InvalidInput(
+                    f"--after-message {after_message} is not a message of thread {thread_id}"
+                )
             found = events.ids_of(self.store.index, [message_id])
             if message_id not in found:
                 raise NotFound(f"no event for message {after_message}")
