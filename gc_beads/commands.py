@@ -32,7 +32,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
 }
 
 # Programs other than `gc` served by the entry point: name -> (module, root group).
-PROGRAMS: dict[str, tuple[str, str]] = {"inbox": ("mail.threads.cli", "inbox")}
+PROGRAMS: dict[str, tuple[str, str]] = {"inbox": ("mail.threads.inboxcli", "inbox")}
 
 # Exact argument lists of `gc` served without click: Claude Code runs `gc hook run` on every
 # prompt and every stop, and importing click alone costs about as much as the hook's own
