@@ -19,11 +19,14 @@ import signal
 import subprocess
 import sys
 import threading
+import unicodedata
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from html import unescape
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, quote, urlsplit
 
 import pytest
 from werkzeug.serving import BaseWSGIServer
@@ -409,6 +412,71 @@ def test_bidi_controls_in_stored_text_are_shown_and_reorder_nothing_around_them(
         assert [c.text for c in cells[1:4]] == ["dog", "abc<U+202E>gpj.exe", "eve"]
         assert visual_order(browser, "table.mailbox tbody tr td:nth-child(3)", "g", "x")
         assert "\u202e" not in browser.find_element(By.ID, "page").text
+
+
+def test_a_search_holding_a_bidi_control_keeps_it_in_the_box_and_finds_the_same_again(
+    tmp_path: Path, store_template: Path, browser: Any
+) -> None:
+    # The box showed the query's U+202E as the text "<U+202E>" (the escape stored text gets),
+    # so searching again from it looked for "abc U 202E gpj" and found nothing. An input's
+    # value is drawn in the box alone: its controls reorder nothing outside it.
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support import expected_conditions
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    copy_store(store_template, tmp_path / ".beads")  # a new store (a copy of an init)
+    query = "abc\u202egpj"
+    with Store.open(tmp_path, agent="mayor") as store, served(store) as url:
+        sent = BeadMail(store).send("mayor", "dog", RLO_SUBJECT, "x")
+
+        def found(text: str) -> list[str]:
+            answer = fetch(f"{url}search.json?q={quote(text)}")[2]
+            return [b["id"] for b in json.loads(answer)["beads"]]
+
+        # Over HTTP: the box's value attribute is the query, which finds what it found.
+        page = fetch(f"{url}search?q={quote(query)}")[2]
+        value = re.search(r'<input type="search" name="q" value="([^"]*)"', page)
+        assert value is not None and unescape(value.group(1)) == query
+        assert found(unescape(value.group(1))) == found(query) == [sent.id]
+        # In the browser: Enter in the box asks again for the same query and the same beads.
+        browser.get(f"{url}search?q={quote(query)}")
+        for _ in range(2):
+            box = browser.find_element(By.NAME, "q")
+            assert box.get_property("value") == query
+            assert [r.get_attribute("data-id") for r in browser.find_elements(
+                By.CSS_SELECTOR, "table.results tbody tr")] == [sent.id]  # fmt: skip
+            assert parse_qs(urlsplit(browser.current_url).query)["q"] == [query]
+            old = browser.find_element(By.TAG_NAME, "main")
+            box.send_keys(Keys.ENTER)
+            WebDriverWait(browser, 20).until(expected_conditions.staleness_of(old))
+        # What follows the box on its line reads in its own order.
+        browser.execute_script(
+            "document.querySelector('form[role=search]')"
+            ".insertAdjacentHTML('beforeend', '<span>(after)</span>')"
+        )
+        assert visual_order(browser, "form[role=search]", "(", ")")
+
+
+def test_a_pages_title_writes_a_bidi_control_out_and_adds_no_invisible_character(
+    tmp_path: Path, store_template: Path, browser: Any
+) -> None:
+    # The title wrapped the page's name in U+2068 and U+2069 (a <title> holds no <bdi>):
+    # two invisible characters in every tab, bookmark and copied title. Now it is plain
+    # text, each bidi control written out as the page shows it.
+    copy_store(store_template, tmp_path / ".beads")  # a new store (a copy of an init)
+    with Store.open(tmp_path, agent="mayor") as store, served(store) as url:
+        sent = BeadMail(store).send("mayor", "dog", RLO_SUBJECT, "x")
+        work, _ = Threads(store).send("mayor", to="dog", subject=RLO_SUBJECT, body="spec")
+        for path, title in (
+            (f"mail/{sent.id}", "abc<U+202E>gpj.exe · gc web"),
+            (f"work/{work.thread_id}", "abc<U+202E>gpj.exe · gc web"),
+            (f"beads/{sent.id}", f"{sent.id} · gc web"),
+            (f"search?q={quote(RLO_SUBJECT)}", "Search · gc web"),
+        ):
+            browser.get(url + path)
+            assert browser.title == title, path
+            assert not [c for c in browser.title if unicodedata.category(c) == "Cf"], path
 
 
 # -- over HTTP -------------------------------------------------------------------------------

@@ -17,7 +17,10 @@ characters: it guards the store's whole history from the network.
 
 Stored text is shown isolated (each value in a `<bdi>`, through the `shown` filter) with its
 bidi controls written out (`<U+202E>`): a right-to-left override in a subject neither
-reorders the subject nor spills onto what follows it on the line.
+reorders the subject nor spills onto what follows it on the line. The page's title is plain
+text with the controls written out the same way. The search box alone holds its query as
+typed, controls and all: a field's value is drawn inside the field, and must search again for
+the same text.
 """
 
 from __future__ import annotations
@@ -166,6 +169,13 @@ def create_app(store: Store, *, token: str | None = None, loopback: bool = True)
     def shown(item: Any) -> Markup:
         # A macro's output is Markup already: shown as it is, not escaped again.
         return _shown(item if isinstance(item, str) else str(item))
+
+    @app.template_filter("typed")
+    def typed(text: str) -> Markup:
+        # What the reader typed, back in its field as typed: escaped, its bidi controls kept
+        # (a field's value is drawn inside the field alone, so they reorder nothing outside
+        # it), so that submitting the field again asks for the same text.
+        return escape(text)
 
     def page(name: str, template: str, payload: dict[str, Any], **extra: Any) -> Response:
         if _wants_json():
@@ -437,8 +447,9 @@ def _code_point(char: str) -> str:
 
 def _finalize(item: Any) -> Any:
     """What a template prints, before it is escaped: text that did not go through `shown`
-    (an attribute, the page's title) has each bidi control written as `<U+202E>`, so none
-    reaches a page raw. Markup (what `shown` made) is printed as it is."""
+    (an attribute, the page's title: plain text, as a <title> holds no <bdi>) has each bidi
+    control written as `<U+202E>`, so none reaches a page raw. Markup (what `shown` made, and
+    a form field's value through `typed`) is printed as it is."""
     if isinstance(item, str) and not hasattr(item, "__html__") and BIDI_CONTROL.search(item):
         return BIDI_CONTROL.sub(lambda m: f"<{_code_point(m.group())}>", item)
     return item
