@@ -223,6 +223,8 @@ RISKY = frozenset(
         "parallel",
         "script",
         "su",
+        "sg",
+        "newgrp",
         "ssh",
         "docker",
         "podman",

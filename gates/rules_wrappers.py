@@ -1,6 +1,6 @@
 """The destructive-op gate's wrappers: programs that run the command they are given
-(`sudo`, `env`, `timeout`, `nohup`, `su -c`, `xargs`, `parallel`, `watch`, `ssh HOST CMD`,
-`docker exec`, ...).
+(`sudo`, `env`, `timeout`, `nohup`, `su -c`, `sg GROUP -c`, `xargs`, `parallel`, `watch`,
+`ssh HOST CMD`, `docker exec`, ...).
 
 `judge_wrapper` reads a wrapper's own options (`WRAPPERS` says which take a value and how
 many words come before the command) and hands the command it runs back to the judge, with
@@ -32,6 +32,9 @@ def judge_wrapper(
 ) -> None:
     """Judge a wrapper's command (`program` is a key of `WRAPPERS`): the command it runs,
     its `-c` string, or what it runs elsewhere (`ssh HOST CMD`, `docker exec`)."""
+    if program in ("sg", "newgrp"):
+        _new_group(j, program, items, stdin, depth)
+        return
     spec = WRAPPERS[program]
     words = _words(items[1:])
     short_values, longs, skip = spec
@@ -76,6 +79,30 @@ def judge_wrapper(
         j.argv(rest, stdin if program not in ("xargs", "parallel") else None, depth)
     finally:
         j.cwd = kept
+
+
+def _new_group(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth: int) -> None:
+    """`sg [-] GROUP [-c] COMMAND`, `newgrp [-c COMMAND] [GROUP [COMMAND]]`: the command,
+    one word, runs through a shell (`/bin/sh -c`), as `su -c`'s does; with none, the shell
+    reads standard input."""
+    rest = items[1:]
+    if rest and rest[0].literal == "-":  # a login environment
+        rest = rest[1:]
+    commands: list[Item] = []
+    positionals: list[Item] = []
+    at = 0
+    while at < len(rest):
+        if rest[at].literal == "-c" and at + 1 < len(rest):
+            commands.append(rest[at + 1])
+            at += 2
+        else:
+            positionals.append(rest[at])
+            at += 1
+    commands += positionals[1:2]  # GROUP COMMAND
+    for command in commands:
+        j.nested(command.script(), depth)
+    if not commands:
+        j.fed(program, stdin, depth)
 
 
 # The wrappers' options naming the directory their command runs in.
@@ -199,6 +226,8 @@ WRAPPERS: dict[str, tuple[str, dict[str, bool], int]] = {
     "parallel": ("jS", {"jobs": True, "sshlogin": True}, 0),
     "script": ("cEIOTB", {"command": True, "log-out": True, "log-in": True}, 0),
     "su": ("cgGs", {"command": True, "group": True, "shell": True}, 1),
+    "sg": ("c", {}, 1),  # read by `_new_group`
+    "newgrp": ("c", {}, 1),
     "ssh": ("bBcDEeFIiJLlmOoPpQRSWw", {}, 0),
     "docker": ("", {}, 0),
     "podman": ("", {}, 0),

@@ -616,6 +616,27 @@ def test_a_command_run_elsewhere_is_judged_where_it_runs(
 @pytest.mark.parametrize(
     ("command", "expected"),
     [
+        ("sg grp -c 'rm -rf ~'", "deny"),
+        ("sg grp 'rm -rf ~'", "deny"),
+        ("sg - grp -c 'rm -rf .git'", "deny"),
+        ("newgrp -c 'rm -rf ~' grp", "deny"),
+        ("newgrp grp <<< 'rm -rf ~'", "deny"),
+        ('sg grp -c "$CMD"', "ask"),
+        ("sg grp -c 'make test'", None),
+        ("newgrp docker", None),
+    ],
+)
+def test_the_command_sg_or_newgrp_hands_to_a_shell_is_judged(
+    project: Path, gc: GcRunner, command: str, expected: str | None
+) -> None:
+    # `sg GROUP -c CMD` hands CMD to `/bin/sh -c`; it was taken for a program that runs
+    # nothing, so `rm -rf ~` under it passed.
+    assert answer(bash(gc, command)) == expected
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
         ("gh repo delete owner/repo --yes", "deny"),
         ("gh api -X DELETE repos/owner/repo", "ask"),
         ("gh api --method=delete repos/owner/repo/labels/bug", "ask"),
