@@ -131,6 +131,8 @@ RISKY = frozenset(
         "rm",
         "unlink",
         "find",
+        "fd",
+        "fdfind",
         "mv",
         "cp",
         "ln",
