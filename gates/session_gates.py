@@ -331,12 +331,13 @@ def run_check(gate: SessionGate, cwd: Path, stdin: bytes = b"") -> GateStatus:
     import shlex
     import subprocess
 
-    from beads.process import run_bounded
+    from beads.process import reaping, run_bounded
 
     if not isinstance(gate.check, str):  # a synced config.yaml is a stranger's: never trusted
         return GateStatus(gate, True, "broken check: not a command line (text)")
     try:
-        code, _out, _err = run_bounded(shlex.split(gate.check), CHECK_TIMEOUT, cwd, stdin=stdin)
+        with reaping():  # what it leaves running, even in a session of its own, is ended
+            code, _out, _err = run_bounded(shlex.split(gate.check), CHECK_TIMEOUT, cwd, stdin=stdin)
     except subprocess.TimeoutExpired:
         return GateStatus(gate, True, f"broken check: ran past {CHECK_TIMEOUT:g}s")
     except (OSError, ValueError) as exc:
