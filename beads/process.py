@@ -15,6 +15,7 @@ stops gc never leaves the program it ran behind.
 
 A command that runs several programs (a check per session gate, a `gh` per bead gate) runs
 them inside `budget(seconds)`: they share that time, so ten hanging checks cost one timeout.
+A program whose turn comes once that time is spent is not started (`BudgetSpent`).
 
 A program run inside `reaping()` leaves nothing behind, not even what escaped its group
 with `setsid`: on Linux this process is made a child subreaper for the block, so whatever
@@ -45,6 +46,10 @@ _POLL = 0.05
 
 
 _deadline: ContextVar[float | None] = ContextVar("gc_process_deadline", default=None)
+
+
+class BudgetSpent(subprocess.TimeoutExpired):
+    """The program was not started: the `budget` it shares was spent before its turn."""
 
 
 class OutputTooLarge(Exception):
@@ -112,14 +117,18 @@ def run_bounded(
 ) -> tuple[int, bytes, bytes]:
     """Run `argv` with `stdin` as its input; returns `(exit code, stdout, stderr)`.
 
-    Past `timeout` the program's group is killed and TimeoutExpired raised; past `max_output`
+    Past `timeout` the program's group is killed and TimeoutExpired raised (BudgetSpent, one
+    of them, when the `budget` was spent before it started: it never ran); past `max_output`
     bytes on either stream, OutputTooLarge. OSError (missing, not executable) propagates for
     the caller to word. With `leave_children`, what the program started outlives a call that
     ends in time (see the module's docstring).
     """
     deadline = _deadline.get()
     if deadline is not None:
-        timeout = min(timeout, deadline - time.monotonic())
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise BudgetSpent(argv, 0)
+        timeout = min(timeout, left)
     if timeout <= 0:
         raise subprocess.TimeoutExpired(argv, 0)
     with _group_ends_with_us() as termination:
