@@ -15,6 +15,11 @@ stops gc never leaves the program it ran behind.
 
 A command that runs several programs (a check per session gate, a `gh` per bead gate) runs
 them inside `budget(seconds)`: they share that time, so ten hanging checks cost one timeout.
+A program whose turn comes once that time is spent is not started (`BudgetSpent`).
+
+A program run inside `reaping()` leaves nothing behind, not even what escaped its group
+with `setsid`: on Linux this process is made a child subreaper for the block, so whatever
+the program left running comes back to it as a child, and is killed with all it started.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from beads import files
 TYPE_CHECKING = False  # the Stop hook imports this module, and never typing
 if TYPE_CHECKING:
     from collections.abc import Iterator
+    from typing import Any
 
 DRAIN_AFTER_EXIT = 0.2
 # While the program runs, how often to look whether it exited with its pipes held by a child.
@@ -40,6 +46,10 @@ _POLL = 0.05
 
 
 _deadline: ContextVar[float | None] = ContextVar("gc_process_deadline", default=None)
+
+
+class BudgetSpent(subprocess.TimeoutExpired):
+    """The program was not started: the `budget` it shares was spent before its turn."""
 
 
 class OutputTooLarge(Exception):
@@ -107,14 +117,18 @@ def run_bounded(
 ) -> tuple[int, bytes, bytes]:
     """Run `argv` with `stdin` as its input; returns `(exit code, stdout, stderr)`.
 
-    Past `timeout` the program's group is killed and TimeoutExpired raised; past `max_output`
+    Past `timeout` the program's group is killed and TimeoutExpired raised (BudgetSpent, one
+    of them, when the `budget` was spent before it started: it never ran); past `max_output`
     bytes on either stream, OutputTooLarge. OSError (missing, not executable) propagates for
     the caller to word. With `leave_children`, what the program started outlives a call that
     ends in time (see the module's docstring).
     """
     deadline = _deadline.get()
     if deadline is not None:
-        timeout = min(timeout, deadline - time.monotonic())
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise BudgetSpent(argv, 0)
+        timeout = min(timeout, left)
     if timeout <= 0:
         raise subprocess.TimeoutExpired(argv, 0)
     with _group_ends_with_us() as termination:
@@ -194,6 +208,118 @@ def _interpreter(path: str) -> str | None:
         return None
     words = head[2:].split(b"\n", 1)[0].split() if head.startswith(b"#!") else []
     return words[0].decode("utf-8", "replace") if words else None
+
+
+# prctl(2) options: make this process the reaper of its orphaned descendants, and ask.
+PR_SET_CHILD_SUBREAPER = 36
+PR_GET_CHILD_SUBREAPER = 37
+REAP_WAIT = 2.0  # seconds to wait for what was killed to be gone
+
+
+@contextlib.contextmanager
+def reaping() -> Iterator[None]:
+    """Every process that becomes a child of this one during the block (what a program run in
+    it left running, reparented here) is killed at its end, with everything it started.
+
+    On Linux this process is a child subreaper for the block (`PR_SET_CHILD_SUBREAPER`), so a
+    program's leftovers come back to it even from a session of their own (`setsid`) rather
+    than to init. Where that is not available (another system, no libc), nothing is done."""
+    prctl = _prctl()
+    was = _subreaper(prctl, None)
+    if was is None or not _subreaper(prctl, True):
+        yield
+        return
+    me = os.getpid()
+    before = {pid: start for pid, (parent, start) in _processes().items() if parent == me}
+    try:
+        yield
+    finally:
+        try:
+            _end_leftovers(me, before)
+        finally:
+            _subreaper(prctl, was)
+
+
+def _prctl() -> Any:
+    """libc's prctl, or None."""
+    if not os.path.isdir("/proc/self"):
+        return None
+    try:
+        import ctypes  # lazy: only a program run to be reaped needs it
+
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (ImportError, OSError, AttributeError):
+        return None
+
+
+def _subreaper(prctl: Any, on: bool | None) -> bool | None:
+    """Set this process's child-subreaper flag to `on` (True: done), or with None read it;
+    None when prctl refuses or is missing."""
+    if prctl is None:
+        return None
+    import ctypes
+
+    if on is None:
+        flag = ctypes.c_int(0)
+        if prctl(PR_GET_CHILD_SUBREAPER, ctypes.byref(flag), 0, 0, 0) != 0:
+            return None
+        return bool(flag.value)
+    return prctl(PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0) == 0 or None
+
+
+def _processes() -> dict[int, tuple[int, int]]:
+    """Every process: pid -> (parent pid, start time), from /proc."""
+    table = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as stat:
+                fields = (
+                    stat.read().rpartition(b")")[2].split()
+                )  # after the name, which may hold anything
+            table[int(name)] = (int(fields[1]), int(fields[19]))  # ppid, starttime (stat(5))
+        except (OSError, ValueError, IndexError):
+            continue  # gone meanwhile
+    return table
+
+
+def _end_leftovers(me: int, before: dict[int, int]) -> None:
+    """Kill and reap the children of `me` not in `before` (pid -> start time), and all they
+    started; what a killed one left is reparented here, so until none is left."""
+    until = time.monotonic() + REAP_WAIT
+    while time.monotonic() < until:
+        table = _processes()
+        leftovers = [
+            pid
+            for pid, (parent, start) in table.items()
+            if parent == me and before.get(pid) != start
+        ]
+        if not leftovers:
+            return
+        children: dict[int, list[int]] = {}
+        for pid, (parent, _start) in table.items():
+            children.setdefault(parent, []).append(pid)
+        doomed = list(leftovers)
+        for pid in doomed:  # grows as it goes: each one's children, theirs, ...
+            doomed += children.get(pid, [])
+        for pid in doomed:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        for pid in leftovers:
+            _reap(pid, until)
+
+
+def _reap(pid: int, until: float) -> None:
+    """Wait for child `pid` (killed) to end, until `until` at most."""
+    while True:
+        try:
+            done, _status = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if done or time.monotonic() >= until:
+            return
+        time.sleep(0.005)
 
 
 @contextlib.contextmanager

@@ -236,7 +236,7 @@ def _registered(
     from pathlib import Path
 
     from beads.process import budget
-    from gates.session_gates import CHECK_TIMEOUT, SessionGate, run_check, warning
+    from gates.session_gates import CHECK_TIMEOUT, SessionGate, let_by, run_check, warning
 
     with budget(CHECK_TIMEOUT):
         for gate_id, spec in gates:
@@ -245,7 +245,7 @@ def _registered(
             status = run_check(gate, Path(cwd), stdin=json.dumps(payload).encode())
             line = f"{gate.id} ({gate.description or gate.check or 'no check'}): {status.how}"
             if status.satisfied:
-                if status.how.startswith("broken check"):
+                if let_by(status):
                     warnings.append(warning(status))
             elif gate.mode == "strict":
                 denials.append(f"gc gate {line}")

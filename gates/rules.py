@@ -1,5 +1,6 @@
 """The destructive-op gate's rules, program by program (the shell reading is
-`gates.shelljudge`; where paths land, `gates.shellpaths`; git, `gates.rules_git`).
+`gates.shelljudge`; where paths land, `gates.shellpaths`; git, `gates.rules_git`; the
+wrappers, `gates.rules_wrappers`).
 
 Each rule gets the judge, the program's base name, its words and its standard input, and
 notes a verdict: deny (`DENY`) for what is known destructive, ask (`ASK`) for what it cannot
@@ -15,6 +16,7 @@ from fnmatch import fnmatchcase
 
 from gates import options
 from gates.rules_more import RULES_MORE, removes_what_it_stores, substituted
+from gates.rules_wrappers import UNKNOWN_TARGETS, WRAPPERS, judge_wrapper, literal_path
 from gates.shelljudge import Item, Judge, Stdin
 from gates.shellpaths import ASK, DENY, guarded, may_be, pattern, removal, write_target
 from gates.shellwords import TILDE, UNKNOWN, shown
@@ -198,7 +200,7 @@ def judge(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth:
     if rule is not None:
         rule(j, program, items, stdin, depth)
     elif program in WRAPPERS:
-        _wrapper(j, program, items, stdin, depth)
+        judge_wrapper(j, program, items, stdin, depth)
     elif program not in INERT:
         _runs_something(j, program, items, stdin, depth)
 
@@ -266,9 +268,6 @@ def _rm(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth: i
             j.note(*write_target(target.word, j.cwd))
 
 
-UNKNOWN_TARGETS = UNKNOWN + "input"  # the arguments `xargs` adds
-
-
 def _may_be_flags(items: list[Item]) -> bool:
     """Whether a word whose value is unknown could be options (`$F`, `-r${X}f`, `-$X`)."""
     return any(
@@ -298,12 +297,7 @@ def _find(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth:
         if word in ("-exec", "-execdir", "-ok", "-okdir"):
             end = next((k for k in range(i + 1, len(tests)) if tests[k] in (";", "+")), len(tests))
             run = items[1 + at + i + 1 : 1 + at + end]
-            if run and (run[0].literal or "").rsplit("/", 1)[-1] in ("rm", "shred", "unlink"):
-                deletes = True
-            elif run:
-                for root in roots:
-                    swapped = [Item(root.word) if w.literal == "{}" else w for w in run]
-                    j.argv(swapped, None, depth)
+            deletes = _runs_on_matches(j, run, roots, ("{}",), depth) or deletes
     if not deletes:
         return
     guarded = any(
@@ -318,16 +312,54 @@ def _find(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth:
             for w in tests
         )
     )
+    _deletes_under(j, program, roots, bool(named), guarded, loose)
+
+
+def _runs_on_matches(
+    j: Judge,
+    run: list[Item],
+    roots: list[Item],
+    placeholders: tuple[str, ...],
+    depth: int,
+    appended: bool = False,
+) -> bool:
+    """The command `find -exec` or `fd -x` runs on what it finds under `roots`: True when it
+    is `rm`, `shred` or `unlink` (judged as find's own `-delete`), else judged with a root in
+    place of each placeholder word (`appended`: a root added at the end when none is written,
+    as fd does)."""
+    if not run:
+        return False
+    if (run[0].literal or "").rsplit("/", 1)[-1] in ("rm", "shred", "unlink"):
+        return True
+    written = any(w.literal in placeholders for w in run)
+    for root in roots:
+        swapped = [Item(root.word) if w.literal in placeholders else w for w in run]
+        j.argv([*swapped, Item(root.word)] if appended and not written else swapped, None, depth)
+    return False
+
+
+def _deletes_under(
+    j: Judge, program: str, roots: list[Item], filtered: bool, guarded: bool, loose: bool
+) -> None:
+    """What `find -delete` (or `rm` run by `find -exec`, `fd -x`) removes under each root,
+    judged as `rm -r` of the root. At the top of the work tree only a name filter
+    (`filtered`) that surely leaves .git out (not `loose`) keeps it undecided; elsewhere a
+    name filter that can match .git, .beads or .claude (`guarded`) is denied."""
+    whole = (
+        "it deletes through the whole work tree, .git included"
+        if program == "find"
+        else f"{program} deletes what it finds through the whole work tree"
+    )
     for root in roots:
         level, reason = removal(root.word, j.cwd, j.tree)
         path, _why = pattern(root.word, j.cwd)
         if path == j.tree:  # the top of the tree: only a name filter keeps .git out
-            if named and not loose:
+            if filtered and not loose:
                 continue
-            level, reason = DENY, "it deletes through the whole work tree, .git included"
+            level, reason = DENY, whole
         elif level == 0 and guarded:
             level, reason = DENY, "its name filter can match .git, .beads or .claude"
-        j.note(level, reason.replace("it removes", "find deletes under"))
+        j.note(level, reason.replace("it removes", f"{program} deletes under"))
 
 
 def _find_may_match(name: str | None) -> bool:
@@ -340,6 +372,114 @@ def _find_may_match(name: str | None) -> bool:
         fnmatchcase(guarded, lowered) or fnmatchcase("./" + guarded, lowered) or guarded in lowered
         for guarded in (".git", ".beads", ".claude")
     ) or (name.startswith("*") and "/" in name)  # `-path '*/objects/*'`: inside .git too
+
+
+GUARDED_NAMES = (".git", ".beads", ".claude")  # what a name filter must leave out
+FD_PLACEHOLDERS = ("{}", "{/}", "{//}", "{.}", "{/.}")
+FD_VALUES = "dtEeSocj"  # fd's short options taking a value
+FD_LONGS = {
+    **dict.fromkeys(
+        ("max-depth", "min-depth", "exact-depth", "exclude", "type", "extension", "size",
+         "changed-within", "changed-before", "newer", "older", "owner", "format", "batch-size",
+         "ignore-file", "color", "threads", "max-buffer-time", "max-results", "base-directory",
+         "path-separator", "search-path", "and"),
+        True,
+    ),
+    "ignore": False,  # not `--ignore-file`
+}  # fmt: skip
+# fd patterns that match every name: no filter.
+FD_MATCH_ALL = frozenset(("", ".", "^", "$", ".*", ".+", "^.*", ".*$", "^.*$"))
+
+
+def _fd(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth: int) -> None:
+    """`fd [PATTERN] [PATH...] -x|-X CMD... [;]` (`fdfind` on Debian): CMD runs on what it
+    finds, judged as find -exec's command is; fd's own skipping of hidden and ignored files is
+    not counted on."""
+    own: list[Item] = []
+    runs: list[list[Item]] = []
+    at = 1
+    while at < len(items):
+        start = _fd_exec_start(items[at].literal or "")
+        if start is None:
+            own.append(items[at])
+            at += 1
+            continue
+        lead, head = start
+        own += [Item(lead)] if lead else []
+        end = next((k for k in range(at + 1, len(items)) if items[k].literal == ";"), len(items))
+        runs.append([*([Item(head)] if head else []), *items[at + 1 : end]])
+        at = end + 1
+    if not runs:
+        return
+    read = options.read(_words(own), FD_VALUES, FD_LONGS)
+    positionals = [own[i] for i in read.positionals]
+    roots = positionals[1:] + _fd_values(own, "search-path")
+    patterns = [p.literal for p in positionals[:1]] + read.values.get("and", [])
+    patterns = [p for p in patterns if p not in FD_MATCH_ALL]
+    extensions = read.values.get("e", []) + read.values.get("extension", [])
+    glob, fixed = read.has("g", "glob"), read.has("F", "fixed-strings")
+    guarded = any(_fd_may_match(p, glob, fixed) for p in patterns) or any(
+        not e or any(name.endswith("." + e.lower().lstrip(".")) for name in GUARDED_NAMES)
+        for e in extensions
+    )
+    loose = guarded or read.has("p", "full-path") or any(i.literal is None for i in own)
+    kept = j.cwd
+    for given in _fd_values(own, "base-directory"):  # fd searches and runs from there
+        path = pattern(given.word, j.cwd)[0]
+        j.cwd = path if path is not None and literal_path(path) else None
+    try:
+        roots = roots or [Item(".")]
+        deletes = False
+        for run in runs:
+            deletes = _runs_on_matches(j, run, roots, FD_PLACEHOLDERS, depth, True) or deletes
+        if deletes:
+            _deletes_under(j, program, roots, bool(patterns or extensions), guarded, loose)
+    finally:
+        j.cwd = kept
+
+
+def _fd_exec_start(word: str) -> tuple[str, str] | None:
+    """Whether `word` starts fd's command (`-x`, `--exec`, `-X`, `--exec-batch`, `-Hx`,
+    `--exec=rm`): the flags written before it in the same word and the command's first word
+    written after it ("" for none); None when it does not."""
+    if word in ("--exec", "--exec-batch"):
+        return "", ""
+    if word.startswith(("--exec=", "--exec-batch=")):
+        return "", word.partition("=")[2]
+    if not word.startswith("-") or word.startswith("--"):
+        return None
+    for at, letter in enumerate(word[1:]):
+        if letter in "xX":
+            return (word[: 1 + at] if at else ""), word[2 + at :]
+        if letter in FD_VALUES:
+            return None  # the rest of the word is that option's value
+    return None
+
+
+def _fd_values(own: list[Item], name: str) -> list[Item]:
+    """The values of fd's long option `--NAME` (`--NAME V`, `--NAME=V`), as words."""
+    found = []
+    for at, item in enumerate(own):
+        if item.literal == "--" + name and at + 1 < len(own):
+            found.append(own[at + 1])
+        elif item.word.startswith(f"--{name}="):
+            found.append(Item(item.word.partition("=")[2]))
+    return found
+
+
+def _fd_may_match(name: str | None, glob: bool, fixed: bool) -> bool:
+    """Whether an fd pattern (a regular expression searched in the file name; `glob`: a
+    glob; `fixed`: a plain string) can match .git, .beads or .claude, case ignored."""
+    if name is None:
+        return True
+    if glob:
+        return _find_may_match(name)
+    if fixed:
+        return any(name.lower() in protected for protected in GUARDED_NAMES)
+    try:
+        return any(re.search(name, protected, re.I) for protected in GUARDED_NAMES)
+    except (re.error, OverflowError, RecursionError):
+        return True  # a pattern Python cannot read: it may
 
 
 def _mv(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth: int) -> None:
@@ -450,17 +590,8 @@ def _shell(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth
 
 def _fed(j: Judge, program: str, stdin: Stdin | None, depth: int, kind: str) -> None:
     """A shell, interpreter or database client reading its script from standard input."""
-    if stdin is None:
-        return
-    if stdin.text is None:
-        source = "a file" if stdin.what == "file" else "another command's output"
-        j.note(ASK, f"{program} runs what it reads from {source}, which the gate cannot see")
-    elif kind == "shell":
-        j.nested(stdin.text, depth)
-    elif kind == "sql":
-        _sql_text(j, program, stdin.text)
-    else:
-        _code(j, program, stdin.text)
+    read = {"sql": _sql_text, "code": _code}.get(kind)
+    j.fed(program, stdin, depth, None if read is None else lambda text: read(j, program, text))
 
 
 def _eval(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth: int) -> None:
@@ -490,10 +621,6 @@ def _cd(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth: i
         return
     path, _why = pattern(args[0].word, j.cwd)
     j.cwd = path if path is not None and literal_path(path) else None
-
-
-def literal_path(path: str) -> bool:
-    return not any(c < " " for c in path)
 
 
 def _interpreter(
@@ -644,193 +771,12 @@ def _git(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth: 
     judge_git(j, items, depth)
 
 
-def _wrapper(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth: int) -> None:
-    spec = WRAPPERS[program]
-    words = _words(items[1:])
-    short_values, longs, skip = spec
-    read = options.read(words, short_values, longs, stop_at_first_positional=program != "su")
-    for command_flag in ("c", "command", "S", "split-string"):
-        if command_flag in read.values and program in ("su", "script", "flock", "env"):
-            for text in read.values[command_flag]:
-                j.nested(text if program != "env" else text, depth)
-            if program != "env":
-                return
-    rest_at = [1 + i for i in read.positionals]
-    if program in ("sudo", "doas") and read.has("e", "edit"):
-        return
-    rest = items[rest_at[0] :] if rest_at else []
-    if not rest and (program in ("sudo", "doas") and read.has("s", "shell", "i", "login")):
-        _fed(j, program, stdin, depth, "shell")
-        return
-    while rest and program == "env" and "=" in (rest[0].literal or "=") and rest[0].literal:
-        rest = rest[1:]
-    rest = rest[skip:]
-    if program in ("ionice", "taskset") and read.has("p", "pid"):
-        return
-    if program in ("command", "type") and read.has("v", "V"):
-        return
-    if program == "watch" and not read.has("x", "exec"):
-        if rest:
-            j.nested(" ".join(i.script() for i in rest), depth)
-        return
-    if program in ("ssh", "docker", "podman", "kubectl"):
-        _remote(j, program, rest, depth)
-        return
-    if program == "xargs":
-        rest = _xargs_args(read, rest)
-    if program == "parallel":
-        rest = _parallel_args(rest)
-    kept = j.cwd
-    for flag in CHDIR_OPTIONS.get(program, ()):  # `env -C /`: the command runs there
-        for given in read.values.get(flag, []):
-            path = pattern(given, j.cwd)[0] if given else None  # "": a value unknown here
-            j.cwd = path if path is not None and literal_path(path) else None
-    try:
-        j.argv(rest, stdin if program not in ("xargs", "parallel") else None, depth)
-    finally:
-        j.cwd = kept
-
-
-# The wrappers' options naming the directory their command runs in.
-CHDIR_OPTIONS = {"env": ("C", "chdir"), "sudo": ("D", "chdir")}
-
-
-def _xargs_args(read: options.Options, rest: list[Item]) -> list[Item]:
-    marker = (read.values.get("I") or read.values.get("replace") or [None])[-1]
-    if marker:
-        return [Item(UNKNOWN_TARGETS) if i.literal == marker else i for i in rest]
-    return [*rest, Item(UNKNOWN_TARGETS)]
-
-
-def _parallel_args(rest: list[Item]) -> list[Item]:
-    words = [i.literal for i in rest]
-    if ":::" in words:
-        cut = words.index(":::")
-        extra = [i for i in rest[cut + 1 :] if i.literal not in (":::", "::::")]
-        if cut == 0:  # no command: each argument is one
-            return [Item("eval"), *extra]
-        return [*rest[:cut], *extra]
-    return [*rest, Item(UNKNOWN_TARGETS)]
-
-
-def _remote(j: Judge, program: str, rest: list[Item], depth: int) -> None:
-    """`ssh HOST CMD`, `docker exec CONTAINER CMD`, `kubectl exec POD -- CMD`: the command
-    runs elsewhere, so relative paths are unknown there."""
-    if program != "ssh":
-        if not rest or rest[0].literal != "exec":
-            return
-        read = options.read(
-            _words(rest[1:]),
-            "euwc",
-            {
-                "env": True,
-                "user": True,
-                "workdir": True,
-                "env-file": True,
-                "detach-keys": True,
-                "container": True,
-                "namespace": True,
-            },
-            stop_at_first_positional=True,
-        )
-        after = [rest[1 + i] for i in read.positionals]
-        rest = after[1:] if after else []
-        if rest and rest[0].literal == "--":
-            rest = rest[1:]
-        kept = j.cwd
-        j.cwd = None
-        try:
-            j.argv(rest, None, depth + 1)
-        finally:
-            j.cwd = kept
-        return
-    if len(rest) > 1:
-        j.nested(" ".join(i.script() for i in rest[1:]), depth, cwd=None)
-
-
-# name -> (short options taking a value, long options, positionals before the command)
-WRAPPERS: dict[str, tuple[str, dict[str, bool], int]] = {
-    "sudo": (
-        "ugCDhprtUT",
-        {
-            "user": True,
-            "group": True,
-            "chdir": True,
-            "host": True,
-            "prompt": True,
-            "role": True,
-            "type": True,
-            "other-user": True,
-            "close-from": True,
-            "command-timeout": True,
-            "edit": False,
-        },
-        0,
-    ),
-    "doas": ("uC", {}, 0),
-    "env": (
-        "uCS",
-        {
-            "unset": True,
-            "chdir": True,
-            "split-string": True,
-            "ignore-environment": False,
-            "null": False,
-        },
-        0,
-    ),
-    "nice": ("n", {"adjustment": True}, 0),
-    "nohup": ("", {}, 0),
-    "time": ("fo", {"format": True, "output": True}, 0),
-    "command": ("", {}, 0),
-    "builtin": ("", {}, 0),
-    "exec": ("a", {}, 0),
-    "coproc": ("", {}, 0),
-    "timeout": ("sk", {"signal": True, "kill-after": True}, 1),
-    "setsid": ("", {}, 0),
-    "ionice": ("cnpPu", {"class": True, "classdata": True, "pid": True}, 0),
-    "stdbuf": ("ioe", {"input": True, "output": True, "error": True}, 0),
-    "flock": ("wEc", {"timeout": True, "conflict-exit-code": True, "command": True}, 1),
-    "busybox": ("", {}, 0),
-    "chroot": ("", {"userspec": True, "groups": True}, 1),
-    "unshare": ("SGRwt", {"setuid": True, "setgid": True, "root": True, "wd": True}, 0),
-    "watch": ("ndqg", {"interval": True}, 0),
-    "xargs": (
-        "IadELnPsL",
-        {
-            "replace": True,
-            "arg-file": True,
-            "delimiter": True,
-            "max-args": True,
-            "max-procs": True,
-            "max-chars": True,
-            "max-lines": True,
-            "eof": True,
-        },
-        0,
-    ),
-    "parallel": ("jS", {"jobs": True, "sshlogin": True}, 0),
-    "script": ("cEIOTB", {"command": True, "log-out": True, "log-in": True}, 0),
-    "su": ("cgGs", {"command": True, "group": True, "shell": True}, 1),
-    "ssh": ("bBcDEeFIiJLlmOoPpQRSWw", {}, 0),
-    "docker": ("", {}, 0),
-    "podman": ("", {}, 0),
-    "kubectl": ("", {}, 0),
-    "taskset": ("", {"cpu-list": False}, 1),
-    "nsenter": ("tSGrw", {"target": True}, 0),
-    "strace": ("oepsuEIbPX", {}, 0),
-    "ltrace": ("oepsuEn", {}, 0),
-    "fakeroot": ("", {}, 0),
-    "firejail": ("", {}, 0),
-    "caffeinate": ("tw", {}, 0),
-    "chrt": ("T", {}, 1),
-    "numactl": ("CNmip", {}, 0),
-}
-
 RULES: dict[str, Callable] = {
     "rm": _rm,
     "unlink": _rm,
     "find": _find,
+    "fd": _fd,
+    "fdfind": _fd,
     "mv": _mv,
     "cp": _mv,
     "ln": _mv,

@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 
 GATE_ID_RE = re.compile(GATE_ID)
 CHECK_TIMEOUT = 10.0
+NOT_RUN = "not run: "  # a check the shared budget left no time for: why, after it
 BUILTIN = ("decision", "commit-push", "bead-update")
 # The built-ins of the other events (gates.pretool, gates.promptchains): ids no registered
 # gate takes.
@@ -219,7 +220,7 @@ def judged(
         gate = status.gate
         line = f"{gate.id} ({gate.description or gate.check or 'no description'}): {status.how}"
         if status.satisfied:
-            if status.how.startswith("broken check"):
+            if let_by(status):
                 warnings.append(warning(status))
         elif gate.mode == "strict":
             strict.append(line)
@@ -228,10 +229,19 @@ def judged(
     return strict, warnings
 
 
+def let_by(status: GateStatus) -> bool:
+    """Whether `status` counts as satisfied without its check's answer: the check is broken,
+    or the hook's shared budget was spent before its turn (a warning says so)."""
+    return status.satisfied and status.how.startswith(("broken check", NOT_RUN))
+
+
 def warning(status: GateStatus) -> str:
     """The one-sentence warning of a failing soft gate, or of a gate let by for a broken
-    check."""
+    check or one that did not run."""
     gate = status.gate
+    if status.satisfied and status.how.startswith(NOT_RUN):
+        why = status.how.removeprefix(NOT_RUN)
+        return f"gc: gate {gate.id} counts as satisfied: its check did not run because {why}"
     if status.satisfied:
         broken = status.how.removeprefix("broken check: ")
         return f"gc: gate {gate.id} counts as satisfied because its check is broken: {broken}"
@@ -331,12 +341,16 @@ def run_check(gate: SessionGate, cwd: Path, stdin: bytes = b"") -> GateStatus:
     import shlex
     import subprocess
 
-    from beads.process import run_bounded
+    from beads.process import BudgetSpent, reaping, run_bounded
 
     if not isinstance(gate.check, str):  # a synced config.yaml is a stranger's: never trusted
         return GateStatus(gate, True, "broken check: not a command line (text)")
     try:
-        code, _out, _err = run_bounded(shlex.split(gate.check), CHECK_TIMEOUT, cwd, stdin=stdin)
+        with reaping():  # what it leaves running, even in a session of its own, is ended
+            code, _out, _err = run_bounded(shlex.split(gate.check), CHECK_TIMEOUT, cwd, stdin=stdin)
+    except BudgetSpent:  # let by as a check that hangs is, which it may well be
+        spent = f"the hook's {CHECK_TIMEOUT:g} s budget was spent by earlier checks"
+        return GateStatus(gate, True, NOT_RUN + spent)
     except subprocess.TimeoutExpired:
         return GateStatus(gate, True, f"broken check: ran past {CHECK_TIMEOUT:g}s")
     except (OSError, ValueError) as exc:

@@ -324,6 +324,26 @@ class Judge:
         finally:
             self.cwd = kept
 
+    def fed(
+        self,
+        program: str,
+        stdin: Stdin | None,
+        depth: int,
+        read: Callable[[str], None] | None = None,
+    ) -> None:
+        """A shell reading its script from standard input (with `read`, an interpreter or
+        database client, `read` judging the text): judged when the command line fixes the
+        text, else "ask"."""
+        if stdin is None:
+            return
+        if stdin.text is None:
+            source = "a file" if stdin.what == "file" else "another command's output"
+            self.note(ASK, f"{program} runs what it reads from {source}, which the gate cannot see")
+        elif read is None:
+            self.nested(stdin.text, depth)
+        else:
+            read(stdin.text)
+
     # -- input and output -----------------------------------------------------------------
 
     def stdin_of(self, node: Any, parent: Any, grand: Any, great: Any, before: Any) -> Stdin | None:

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import shlex
 import shutil
+import signal
 import stat
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -20,7 +23,7 @@ from beads.store import Store
 from gates import beadgates, decisions, session_gates
 from inbox import Delivery
 from mail.beadmail import BeadMail
-from tests.conftest import GcRunner, copy_store, gc_program, git
+from tests.conftest import GcRunner, alive, copy_store, gc_program, git
 
 
 def items(store: Store, agent: str) -> list:
@@ -392,6 +395,67 @@ def test_broken_gate_check_never_traps_the_agent(tmp_path: Path, gc_store: GcRun
     reply = stop(gc)  # a warning, never a block
     assert reply is not None and "decision" not in reply
     assert "counts as satisfied because its check is broken" in reply["systemMessage"]
+
+
+def running_with(argument: str) -> list[int]:
+    """The live processes one of whose arguments is `argument`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            words = (entry / "cmdline").read_bytes().split(b"\0") if entry.name.isdigit() else []
+        except OSError:
+            continue
+        if argument.encode() in words and alive(int(entry.name)):
+            found.append(int(entry.name))
+    return found
+
+
+@contextlib.contextmanager
+def leftover_marker() -> Iterator[str]:
+    """A `sleep` argument no other process has (`300.N`); what still runs with it is killed
+    when the test ends, whatever it found."""
+    marker = f"300.{os.getpid()}{time.monotonic_ns() % 10**6}"
+    try:
+        yield marker
+    finally:
+        for pid in running_with(marker):
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def gone_within(marker: str, seconds: float = 10.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while running_with(marker):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+@pytest.mark.gc_process
+@pytest.mark.parametrize("leaves", ["setsid sleep {} &", "setsid sh -c 'sleep {}' &"])
+def test_what_a_stop_check_leaves_running_in_a_session_of_its_own_is_ended(
+    gc_store: GcRunner, leaves: str
+) -> None:
+    gc = gc_store
+    gc("config", "set", "gates.disabled", '["commit-push", "bead-update"]')
+    with leftover_marker() as marker:
+        check = shlex.join(["sh", "-c", leaves.format(marker)])
+        assert gc("gate", "register", "spawns", "--mode", "soft", "--check", check).returncode == 0
+        assert stop(gc) is None  # the check passed
+        assert gone_within(marker)  # its `setsid` child escaped its process group, and lived on
+
+
+def test_what_a_check_that_ran_out_of_time_left_running_is_ended(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(session_gates, "CHECK_TIMEOUT", 0.5)
+    with leftover_marker() as marker:
+        check = shlex.join(["sh", "-c", f"setsid sleep {marker} & exec sleep 100"])
+        gate = session_gates.SessionGate("slow", "Stop", "soft", "", check)
+        status = session_gates.run_check(gate, tmp_path)
+        assert status.satisfied and status.how.startswith("broken check: ran past")
+        assert gone_within(marker)
 
 
 def test_stop_decision_handler_says_what_to_run(tmp_path: Path, gc_store: GcRunner) -> None:

@@ -616,6 +616,51 @@ def test_a_command_run_elsewhere_is_judged_where_it_runs(
 @pytest.mark.parametrize(
     ("command", "expected"),
     [
+        ("sg grp -c 'rm -rf ~'", "deny"),
+        ("sg grp 'rm -rf ~'", "deny"),
+        ("sg - grp -c 'rm -rf .git'", "deny"),
+        ("newgrp -c 'rm -rf ~' grp", "deny"),
+        ("newgrp grp <<< 'rm -rf ~'", "deny"),
+        ('sg grp -c "$CMD"', "ask"),
+        ("sg grp -c 'make test'", None),
+        ("newgrp docker", None),
+    ],
+)
+def test_the_command_sg_or_newgrp_hands_to_a_shell_is_judged(
+    project: Path, gc: GcRunner, command: str, expected: str | None
+) -> None:
+    # `sg GROUP -c CMD` hands CMD to `/bin/sh -c`; it was taken for a program that runs
+    # nothing, so `rm -rf ~` under it passed.
+    assert answer(bash(gc, command)) == expected
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("fd . ~ -x rm -rf", "deny"),
+        ("fd -X rm -rf", "deny"),
+        ("fd --exec rm -rf", "deny"),
+        ("fd . ~ --exec-batch rm -rf", "deny"),
+        ("fdfind -X rm -rf", "deny"),
+        ("fd -Hx rm -rf", "deny"),
+        ("fd git -x rm -rf", "deny"),
+        ("fd -e py -x sh -c 'rm -rf ~'", "deny"),
+        ("fd -e pyc -x rm", None),
+        ("fd __pycache__ -t d -X rm -rf", None),
+        ("fd . build -x rm -rf", None),
+        ("fd -e py -x black", None),
+    ],
+)
+def test_a_command_fd_runs_on_each_match_is_judged_like_find_exec(
+    project: Path, gc: GcRunner, command: str, expected: str | None
+) -> None:
+    # fd had no rule, and no wrapper runs `rm` at its start, so `fd . ~ -x rm -rf` passed.
+    assert answer(bash(gc, command)) == expected
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
         ("gh repo delete owner/repo --yes", "deny"),
         ("gh api -X DELETE repos/owner/repo", "ask"),
         ("gh api --method=delete repos/owner/repo/labels/bug", "ask"),

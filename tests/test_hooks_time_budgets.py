@@ -438,7 +438,44 @@ def test_session_gate_checks_of_one_stop_share_one_budget(
     assert time.monotonic() - started < 60  # bounds a hang only
     # One budget: the first check spent it, the other three never started.
     assert started_checks.read_text().split() == ["x"]
-    assert verdict is not None and sum("its check is broken" in w for w in verdict.warnings) == 4
+    assert verdict is not None and sum("its check is broken" in w for w in verdict.warnings) == 1
+    assert sum("its check did not run" in w for w in verdict.warnings) == 3
+
+
+def test_checks_the_spent_budget_left_no_time_for_say_they_did_not_run(
+    store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gates import session_gates
+    from gates.hooks import HookContext
+    from gates.stop import stop_gates
+    from inbox.delivery import Delivery
+
+    monkeypatch.setattr(session_gates, "CHECK_TIMEOUT", 0.6)
+    store.set_setting("gates.disabled", ["commit-push", "bead-update"])
+    store.set_setting(
+        "gates.session",
+        {
+            "a-hangs": {"hook": "Stop", "mode": "strict", "check": "sleep 100"},
+            "b-fails": {"hook": "Stop", "mode": "strict", "check": "false"},
+        },
+    )
+    with Delivery(store.root) as delivery:
+        ctx = HookContext("Stop", "s1", "dog", {"cwd": str(tmp_path)}, delivery, store.root)
+        verdict = stop_gates(ctx)
+        statuses = session_gates.gate_statuses(store.config, delivery, "s1", cwd=tmp_path)
+    # Both are let by with a warning, as a check that hangs is; the second never ran, and
+    # its words said it had run past the budget.
+    assert verdict is not None and verdict.block is None
+    assert verdict.warnings == [
+        "gc: gate a-hangs counts as satisfied because its check is broken: ran past 0.6s",
+        "gc: gate b-fails counts as satisfied: its check did not run because the hook's 0.6 s "
+        "budget was spent by earlier checks",
+    ]
+    shown = {s.gate.id: (s.satisfied, s.how) for s in statuses}  # `gc gate status`'s words
+    assert shown["b-fails"] == (
+        True,
+        "not run: the hook's 0.6 s budget was spent by earlier checks",
+    )
 
 
 def test_gh_runs_of_one_gate_check_share_one_budget(

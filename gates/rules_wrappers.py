@@ -1,0 +1,244 @@
+"""The destructive-op gate's wrappers: programs that run the command they are given
+(`sudo`, `env`, `timeout`, `nohup`, `su -c`, `sg GROUP -c`, `xargs`, `parallel`, `watch`,
+`ssh HOST CMD`, `docker exec`, ...).
+
+`judge_wrapper` reads a wrapper's own options (`WRAPPERS` says which take a value and how
+many words come before the command) and hands the command it runs back to the judge, with
+the directory it runs in (`CHDIR_OPTIONS`) and, for `xargs` and `parallel`, the arguments
+they add (`UNKNOWN_TARGETS`). The other programs' rules are `gates.rules`.
+"""
+
+from __future__ import annotations
+
+from gates import options
+from gates.shelljudge import Item, Judge, Stdin
+from gates.shellpaths import pattern
+from gates.shellwords import UNKNOWN
+
+UNKNOWN_TARGETS = UNKNOWN + "input"  # the arguments `xargs` adds
+
+
+def literal_path(path: str) -> bool:
+    """Whether `path` is one a directory change can be followed to (no control characters)."""
+    return not any(c < " " for c in path)
+
+
+def _words(items: list[Item]) -> list[str | None]:
+    return [item.literal for item in items]
+
+
+def judge_wrapper(
+    j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth: int
+) -> None:
+    """Judge a wrapper's command (`program` is a key of `WRAPPERS`): the command it runs,
+    its `-c` string, or what it runs elsewhere (`ssh HOST CMD`, `docker exec`)."""
+    if program in ("sg", "newgrp"):
+        _new_group(j, program, items, stdin, depth)
+        return
+    spec = WRAPPERS[program]
+    words = _words(items[1:])
+    short_values, longs, skip = spec
+    read = options.read(words, short_values, longs, stop_at_first_positional=program != "su")
+    for command_flag in ("c", "command", "S", "split-string"):
+        if command_flag in read.values and program in ("su", "script", "flock", "env"):
+            for text in read.values[command_flag]:
+                j.nested(text if program != "env" else text, depth)
+            if program != "env":
+                return
+    rest_at = [1 + i for i in read.positionals]
+    if program in ("sudo", "doas") and read.has("e", "edit"):
+        return
+    rest = items[rest_at[0] :] if rest_at else []
+    if not rest and (program in ("sudo", "doas") and read.has("s", "shell", "i", "login")):
+        j.fed(program, stdin, depth)
+        return
+    while rest and program == "env" and "=" in (rest[0].literal or "=") and rest[0].literal:
+        rest = rest[1:]
+    rest = rest[skip:]
+    if program in ("ionice", "taskset") and read.has("p", "pid"):
+        return
+    if program in ("command", "type") and read.has("v", "V"):
+        return
+    if program == "watch" and not read.has("x", "exec"):
+        if rest:
+            j.nested(" ".join(i.script() for i in rest), depth)
+        return
+    if program in ("ssh", "docker", "podman", "kubectl"):
+        _remote(j, program, rest, depth)
+        return
+    if program == "xargs":
+        rest = _xargs_args(read, rest)
+    if program == "parallel":
+        rest = _parallel_args(rest)
+    kept = j.cwd
+    for flag in CHDIR_OPTIONS.get(program, ()):  # `env -C /`: the command runs there
+        for given in read.values.get(flag, []):
+            path = pattern(given, j.cwd)[0] if given else None  # "": a value unknown here
+            j.cwd = path if path is not None and literal_path(path) else None
+    try:
+        j.argv(rest, stdin if program not in ("xargs", "parallel") else None, depth)
+    finally:
+        j.cwd = kept
+
+
+def _new_group(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth: int) -> None:
+    """`sg [-] GROUP [-c] COMMAND`, `newgrp [-c COMMAND] [GROUP [COMMAND]]`: the command,
+    one word, runs through a shell (`/bin/sh -c`), as `su -c`'s does; with none, the shell
+    reads standard input."""
+    rest = items[1:]
+    if rest and rest[0].literal == "-":  # a login environment
+        rest = rest[1:]
+    commands: list[Item] = []
+    positionals: list[Item] = []
+    at = 0
+    while at < len(rest):
+        if rest[at].literal == "-c" and at + 1 < len(rest):
+            commands.append(rest[at + 1])
+            at += 2
+        else:
+            positionals.append(rest[at])
+            at += 1
+    commands += positionals[1:2]  # GROUP COMMAND
+    for command in commands:
+        j.nested(command.script(), depth)
+    if not commands:
+        j.fed(program, stdin, depth)
+
+
+# The wrappers' options naming the directory their command runs in.
+CHDIR_OPTIONS = {"env": ("C", "chdir"), "sudo": ("D", "chdir")}
+
+
+def _xargs_args(read: options.Options, rest: list[Item]) -> list[Item]:
+    marker = (read.values.get("I") or read.values.get("replace") or [None])[-1]
+    if marker:
+        return [Item(UNKNOWN_TARGETS) if i.literal == marker else i for i in rest]
+    return [*rest, Item(UNKNOWN_TARGETS)]
+
+
+def _parallel_args(rest: list[Item]) -> list[Item]:
+    words = [i.literal for i in rest]
+    if ":::" in words:
+        cut = words.index(":::")
+        extra = [i for i in rest[cut + 1 :] if i.literal not in (":::", "::::")]
+        if cut == 0:  # no command: each argument is one
+            return [Item("eval"), *extra]
+        return [*rest[:cut], *extra]
+    return [*rest, Item(UNKNOWN_TARGETS)]
+
+
+def _remote(j: Judge, program: str, rest: list[Item], depth: int) -> None:
+    """`ssh HOST CMD`, `docker exec CONTAINER CMD`, `kubectl exec POD -- CMD`: the command
+    runs elsewhere, so relative paths are unknown there."""
+    if program != "ssh":
+        if not rest or rest[0].literal != "exec":
+            return
+        read = options.read(
+            _words(rest[1:]),
+            "euwc",
+            {
+                "env": True,
+                "user": True,
+                "workdir": True,
+                "env-file": True,
+                "detach-keys": True,
+                "container": True,
+                "namespace": True,
+            },
+            stop_at_first_positional=True,
+        )
+        after = [rest[1 + i] for i in read.positionals]
+        rest = after[1:] if after else []
+        if rest and rest[0].literal == "--":
+            rest = rest[1:]
+        kept = j.cwd
+        j.cwd = None
+        try:
+            j.argv(rest, None, depth + 1)
+        finally:
+            j.cwd = kept
+        return
+    if len(rest) > 1:
+        j.nested(" ".join(i.script() for i in rest[1:]), depth, cwd=None)
+
+
+# name -> (short options taking a value, long options, positionals before the command)
+WRAPPERS: dict[str, tuple[str, dict[str, bool], int]] = {
+    "sudo": (
+        "ugCDhprtUT",
+        {
+            "user": True,
+            "group": True,
+            "chdir": True,
+            "host": True,
+            "prompt": True,
+            "role": True,
+            "type": True,
+            "other-user": True,
+            "close-from": True,
+            "command-timeout": True,
+            "edit": False,
+        },
+        0,
+    ),
+    "doas": ("uC", {}, 0),
+    "env": (
+        "uCS",
+        {
+            "unset": True,
+            "chdir": True,
+            "split-string": True,
+            "ignore-environment": False,
+            "null": False,
+        },
+        0,
+    ),
+    "nice": ("n", {"adjustment": True}, 0),
+    "nohup": ("", {}, 0),
+    "time": ("fo", {"format": True, "output": True}, 0),
+    "command": ("", {}, 0),
+    "builtin": ("", {}, 0),
+    "exec": ("a", {}, 0),
+    "coproc": ("", {}, 0),
+    "timeout": ("sk", {"signal": True, "kill-after": True}, 1),
+    "setsid": ("", {}, 0),
+    "ionice": ("cnpPu", {"class": True, "classdata": True, "pid": True}, 0),
+    "stdbuf": ("ioe", {"input": True, "output": True, "error": True}, 0),
+    "flock": ("wEc", {"timeout": True, "conflict-exit-code": True, "command": True}, 1),
+    "busybox": ("", {}, 0),
+    "chroot": ("", {"userspec": True, "groups": True}, 1),
+    "unshare": ("SGRwt", {"setuid": True, "setgid": True, "root": True, "wd": True}, 0),
+    "watch": ("ndqg", {"interval": True}, 0),
+    "xargs": (
+        "IadELnPsL",
+        {
+            "replace": True,
+            "arg-file": True,
+            "delimiter": True,
+            "max-args": True,
+            "max-procs": True,
+            "max-chars": True,
+            "max-lines": True,
+            "eof": True,
+        },
+        0,
+    ),
+    "parallel": ("jS", {"jobs": True, "sshlogin": True}, 0),
+    "script": ("cEIOTB", {"command": True, "log-out": True, "log-in": True}, 0),
+    "su": ("cgGs", {"command": True, "group": True, "shell": True}, 1),
+    "sg": ("c", {}, 1),  # read by `_new_group`
+    "newgrp": ("c", {}, 1),
+    "ssh": ("bBcDEeFIiJLlmOoPpQRSWw", {}, 0),
+    "docker": ("", {}, 0),
+    "podman": ("", {}, 0),
+    "kubectl": ("", {}, 0),
+    "taskset": ("", {"cpu-list": False}, 1),
+    "nsenter": ("tSGrw", {"target": True}, 0),
+    "strace": ("oepsuEIbPX", {}, 0),
+    "ltrace": ("oepsuEn", {}, 0),
+    "fakeroot": ("", {}, 0),
+    "firejail": ("", {}, 0),
+    "caffeinate": ("tw", {}, 0),
+    "chrt": ("T", {}, 1),
+    "numactl": ("CNmip", {}, 0),
+}
