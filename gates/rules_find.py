@@ -3,22 +3,32 @@
 (`find -exec`, `fd -x`), judged as the gate judges them written out (`gates.rules`).
 
 A deletion is judged as `rm -r` of each place searched, unless a name filter surely leaves
-.git, .beads and .claude out.
+.git, .beads and .claude out. Another command is judged with what can match in place of
+`{}`: the place searched itself when it can be a match, else the paths under it whose names
+match the filters (`find . -name '*.txt' -exec mv {} {}.bak ';'` as `mv ./*.txt ...`).
 """
 
 from __future__ import annotations
 
+import os
 import re
 from fnmatch import fnmatchcase
+from functools import partial
 
 from gates import options
 from gates.rules_wrappers import literal_path
 from gates.shelljudge import Item, Judge, Stdin
 from gates.shellpaths import DENY, may_be, pattern, removal
+from gates.shellwords import GLOBS, SENTINELS, STAR
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
+
+
+# find's operators: with one among the tests before a command, a match need not pass them all.
+FIND_OPERATORS = ("-o", "-or", ",", "-not", "!", "(", ")")
+GLOB_MARKS = str.maketrans(GLOBS)  # a glob's wildcards as a shell word's value marks them
 
 
 def _words(items: list[Item]) -> list[str | None]:
@@ -36,23 +46,32 @@ def _find(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth:
         at += 1
     roots = roots or [Item(".")]
     tests = words[at:]
-    named = [
-        tests[i + 1]
-        for i, w in enumerate(tests[:-1])
-        if w in ("-name", "-iname", "-path", "-ipath", "-wholename", "-iwholename", "-regex")
-    ]
     deletes = "-delete" in tests
     for i, word in enumerate(tests):
         if word in ("-exec", "-execdir", "-ok", "-okdir"):
             end = next((k for k in range(i + 1, len(tests)) if tests[k] in (";", "+")), len(tests))
             run = items[1 + at + i + 1 : 1 + at + end]
-            deletes = _runs_on_matches(j, run, roots, ("{}",), depth) or deletes
+            # What it runs on: the matches of the tests written before it.
+            found = partial(_find_matches, j, before=tests[:i], tests=tests)
+            deletes = _runs_on_matches(j, run, roots, ("{}",), depth, found=found) or deletes
     if not deletes:
         return
+    named, guarded, loose = _find_filters(tests)
+    _deletes_under(j, program, roots, bool(named), guarded, loose)
+
+
+def _find_filters(tests: list[str | None]) -> tuple[list[str | None], bool, bool]:
+    """find's name filters among `tests`; whether one can match .git, .beads or .claude as
+    a shell glob would (`guarded`); and whether, at the top of the work tree, they may fail to
+    leave .git out (`loose`: find's `*` matches a leading dot; an operator can undo them)."""
+    named = [
+        tests[i + 1]
+        for i, w in enumerate(tests[:-1])
+        if w in ("-name", "-iname", "-path", "-ipath", "-wholename", "-iwholename", "-regex")
+    ]
     guarded = any(
         n is None or may_be(n, ".git") or may_be(n, ".beads") or may_be(n, ".claude") for n in named
     )
-    # At the top of the tree only a name filter that surely leaves .git out keeps it safe.
     loose = (
         guarded
         or any(_find_may_match(n) for n in named)
@@ -61,7 +80,74 @@ def _find(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth:
             for w in tests
         )
     )
-    _deletes_under(j, program, roots, bool(named), guarded, loose)
+    return named, guarded, loose
+
+
+def _find_matches(
+    j: Judge, root: Item, before: list[str | None], tests: list[str | None]
+) -> list[Item] | None:
+    """Words for what find can run a command on under `root` when the tests `before` the
+    command leave `root` itself out (a `-name` or `-path` it fails, `-mindepth`): a child
+    or a deeper path named as each `-name` says. None when the root itself can be a match,
+    the tests are not all read, or the root holds the work tree and they may not leave .git
+    out (judged as the root, then)."""
+    if any(w is None or w in FIND_OPERATORS for w in before):
+        return None
+    text = root.literal
+    if text is None:  # `~`: what the shell gives find
+        text, _why = pattern(root.word, j.cwd)
+        if text is None or any(c in text for c in SENTINELS):
+            return None
+    name = os.path.basename(text.rstrip("/")) or "/"  # find's name for a root
+
+    def tested(*kinds: str) -> list[tuple[str, str]]:
+        return [
+            (str(before[k]), str(before[k + 1]))
+            for k in range(len(before) - 1)
+            if before[k] in kinds
+        ]
+
+    names = tested("-name", "-iname")
+    paths = tested("-path", "-ipath", "-wholename", "-iwholename")
+    left_out = (
+        _min_depth(tests) > 0
+        or any(not fnmatchcase(_folded(test, name), _folded(test, p)) for test, p in names)
+        or any(not fnmatchcase(_folded(test, text), _folded(test, p)) for test, p in paths)
+    )
+    if not left_out:
+        return None
+    named, _guarded, loose = _find_filters(before)
+    if _holds_the_tree(j, root) and (loose or not named):
+        return None
+    return _under(root, [_folded(test, p) for test, p in names] or ["*"])
+
+
+def _folded(test: str, text: str) -> str:
+    """`text` as find's test compares it: case ignored for `-iname`, `-ipath`, ..."""
+    return text.lower() if test.startswith("-i") else text
+
+
+def _min_depth(tests: list[str | None]) -> int:
+    """find's `-mindepth` (it holds wherever it is written)."""
+    depths = [tests[k + 1] for k in range(len(tests) - 1) if tests[k] == "-mindepth"]
+    return max((int(d) for d in depths if d is not None and d.isdigit()), default=0)
+
+
+def _holds_the_tree(j: Judge, root: Item) -> bool:
+    """Whether `root` is the top of the work tree or a folder holding it (or is unknown)."""
+    path, _why = pattern(root.word, j.cwd)
+    return path is None or path == j.tree or j.tree.startswith(path.rstrip("/") + "/")
+
+
+def _under(root: Item, names: list[str]) -> list[Item]:
+    """Words for the paths under `root` (a child or deeper) whose names match one of the
+    glob patterns `names` (a backslash's escape is dropped: a wider reading)."""
+    top = root.word.rstrip("/")
+    words = []
+    for name in names:
+        glob = name.replace("\\", "").translate(GLOB_MARKS)
+        words += [Item(f"{top}/{glob}"), Item(f"{top}/{STAR}/{glob}")]
+    return words
 
 
 def _runs_on_matches(
@@ -71,19 +157,27 @@ def _runs_on_matches(
     placeholders: tuple[str, ...],
     depth: int,
     appended: bool = False,
+    found: Callable[[Item], list[Item] | None] | None = None,
 ) -> bool:
     """The command `find -exec` or `fd -x` runs on what it finds under `roots`: True when it
-    is `rm`, `shred` or `unlink` (judged as find's own `-delete`), else judged with a root in
-    place of each placeholder word (`appended`: a root added at the end when none is written,
-    as fd does)."""
+    is `rm`, `shred` or `unlink` (judged as find's own `-delete`), else judged with each
+    word `found` gives for a root in place of `{}` (with the root itself when it gives None)
+    and the root in place of the other placeholder words (`appended`: `{}` added at the end
+    when no placeholder is written, as fd does)."""
     if not run:
         return False
     if (run[0].literal or "").rsplit("/", 1)[-1] in ("rm", "shred", "unlink"):
         return True
     written = any(w.literal in placeholders for w in run)
     for root in roots:
-        swapped = [Item(root.word) if w.literal in placeholders else w for w in run]
-        j.argv([*swapped, Item(root.word)] if appended and not written else swapped, None, depth)
+        for match in (found(root) if found is not None else None) or [root]:
+            swapped = [
+                Item(match.word if w.literal == "{}" else root.word)
+                if w.literal in placeholders
+                else w
+                for w in run
+            ]
+            j.argv([*swapped, match] if appended and not written else swapped, None, depth)
     return False
 
 
@@ -172,6 +266,13 @@ def _fd(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth: i
         for e in extensions
     )
     loose = guarded or read.has("p", "full-path") or any(i.literal is None for i in own)
+    names = _fd_names(patterns, extensions, glob, fixed, read.has("p", "full-path"))
+
+    def found(root: Item) -> list[Item] | None:  # fd never runs a command on the root itself
+        if _holds_the_tree(j, root) and (loose or not (patterns or extensions)):
+            return None
+        return _under(root, names)
+
     kept = j.cwd
     for given in _fd_values(own, "base-directory"):  # fd searches and runs from there
         path = pattern(given.word, j.cwd)[0]
@@ -180,11 +281,27 @@ def _fd(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth: i
         roots = roots or [Item(".")]
         deletes = False
         for run in runs:
-            deletes = _runs_on_matches(j, run, roots, FD_PLACEHOLDERS, depth, True) or deletes
+            deletes = (
+                _runs_on_matches(j, run, roots, FD_PLACEHOLDERS, depth, True, found) or deletes
+            )
         if deletes:
             _deletes_under(j, program, roots, bool(patterns or extensions), guarded, loose)
     finally:
         j.cwd = kept
+
+
+def _fd_names(
+    patterns: list[str | None], extensions: list[str], glob: bool, fixed: bool, full: bool
+) -> list[str]:
+    """Glob patterns for the names fd's `patterns` and `extensions` let through, each alone
+    (a regular expression, or a pattern on the `full` path: any name)."""
+    names = [f"*.{e.lstrip('.')}" if e else "*" for e in extensions]
+    for given in patterns:
+        if given is None or full or not (glob or fixed):
+            names.append("*")
+        else:
+            names.append(given if glob else f"*{given}*")
+    return names or ["*"]
 
 
 def _fd_exec_start(word: str) -> tuple[str, str] | None:
