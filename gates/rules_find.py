@@ -160,13 +160,18 @@ def _runs_on_matches(
     found: Callable[[Item], list[Item] | None] | None = None,
 ) -> bool:
     """The command `find -exec` or `fd -x` runs on what it finds under `roots`: True when it
-    is `rm`, `shred` or `unlink` (judged as find's own `-delete`), else judged with each
-    word `found` gives for a root in place of `{}` (with the root itself when it gives None)
-    and the root in place of the other placeholder words (`appended`: `{}` added at the end
-    when no placeholder is written, as fd does)."""
+    is `rm`, `shred` or `unlink` (judged as find's own `-delete`; what else `rm` is given
+    judged as written, with a root in place of fd's `{//}`, a match's folder),
+    else judged with each word `found` gives for a root in place of `{}` (the root itself
+    when it gives None) and the root in place of the other placeholder words (`appended`:
+    `{}` added at the end when no placeholder is written, as fd does)."""
     if not run:
         return False
-    if (run[0].literal or "").rsplit("/", 1)[-1] in ("rm", "shred", "unlink"):
+    program = (run[0].literal or "").rsplit("/", 1)[-1]
+    if program in ("rm", "shred", "unlink"):
+        for root in roots if program != "shred" else ():  # `shred` with no file is denied
+            besides = [w for w in run if w.literal == "{//}" or w.literal not in placeholders]
+            j.argv([Item(root.word) if w.literal == "{//}" else w for w in besides], None, depth)
         return True
     written = any(w.literal in placeholders for w in run)
     for root in roots:

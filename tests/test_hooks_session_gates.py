@@ -697,6 +697,26 @@ def test_a_command_run_on_each_match_is_judged_on_what_can_match_not_on_the_root
 @pytest.mark.parametrize(
     ("command", "expected"),
     [
+        (r"find build -exec rm -rf / \;", "deny"),
+        (r"find build -maxdepth 0 -exec rm -rf ~ \;", "deny"),
+        ("find build -name x -exec rm -rf {} ~ +", "deny"),
+        ("fd . build -x rm -rf ~", "deny"),
+        ("fd -e txt -x rm -rf {//}", "deny"),
+        ("find build -name '*.o' -exec rm -f {} +", None),
+        ("fd -e pyc build -x rm -f", None),
+    ],
+)
+def test_a_path_written_beside_the_matches_of_find_exec_rm_is_judged(
+    project: Path, gc: GcRunner, command: str, expected: str | None
+) -> None:
+    # `rm` run by `find -exec` or `fd -x` was judged only as deleting what is found, so the
+    # paths written in it (`rm -rf /`) and fd's parent placeholder `{//}` passed unread.
+    assert answer(bash(gc, command)) == expected
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
         ("gh repo delete owner/repo --yes", "deny"),
         ("gh api -X DELETE repos/owner/repo", "ask"),
         ("gh api --method=delete repos/owner/repo/labels/bug", "ask"),
