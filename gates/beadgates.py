@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from beads.errors import GcError, Interrupted, InvalidInput, NotFound
 from beads.index.query import Query
-from beads.process import budget, not_started, run_bounded
+from beads.process import BudgetSpent, budget, not_started, run_bounded
 from beads.records.record import Bead, check_agent, expect_type
 from beads.records.times import now_stamp, parse_duration, stamp_at, to_stamp
 from beads.store import Store
@@ -241,6 +241,9 @@ def _run_gh(gh: str, args: list[str]) -> Any:
         code, out, err = run_bounded([gh, *args], GH_TIMEOUT)
     except FileNotFoundError:
         raise InvalidInput(f"the gh CLI was not found ({gh}); set gates.gh_path") from None
+    except BudgetSpent:  # earlier gates' `gh` runs of this check took all its time
+        spent = f"the gate check's {GH_TIMEOUT:g} s budget was spent by earlier gates"
+        raise InvalidInput(f"gh {' '.join(args[:2])} did not run: {spent}") from None
     except subprocess.TimeoutExpired:
         raise InvalidInput(f"gh {' '.join(args[:2])} ran past {GH_TIMEOUT:g}s") from None
     except OSError as exc:

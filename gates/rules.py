@@ -1,6 +1,6 @@
 """The destructive-op gate's rules, program by program (the shell reading is
-`gates.shelljudge`; where paths land, `gates.shellpaths`; git, `gates.rules_git`; the
-wrappers, `gates.rules_wrappers`).
+`gates.shelljudge`; where paths land, `gates.shellpaths`; git, `gates.rules_git`; `find`
+and `fd`, `gates.rules_find`; the wrappers, `gates.rules_wrappers`).
 
 Each rule gets the judge, the program's base name, its words and its standard input, and
 notes a verdict: deny (`DENY`) for what is known destructive, ask (`ASK`) for what it cannot
@@ -15,10 +15,11 @@ import re
 from fnmatch import fnmatchcase
 
 from gates import options
+from gates.rules_find import RULES_FIND
 from gates.rules_more import RULES_MORE, removes_what_it_stores, substituted
 from gates.rules_wrappers import UNKNOWN_TARGETS, WRAPPERS, judge_wrapper, literal_path
 from gates.shelljudge import Item, Judge, Stdin
-from gates.shellpaths import ASK, DENY, guarded, may_be, pattern, removal, write_target
+from gates.shellpaths import ASK, DENY, guarded, pattern, removal, write_target
 from gates.shellwords import TILDE, UNKNOWN, shown
 
 TYPE_CHECKING = False
@@ -274,212 +275,6 @@ def _may_be_flags(items: list[Item]) -> bool:
         item.literal is None and item.word != UNKNOWN_TARGETS and item.word[:1] in ("-", UNKNOWN)
         for item in items
     )
-
-
-def _find(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth: int) -> None:
-    words = _words(items[1:])
-    roots = []
-    at = 0
-    while at < len(words) and words[at] is not None and words[at] in ("-H", "-L", "-P"):
-        at += 1
-    while at < len(words) and not (words[at] or "x").startswith(("-", "(", "!", ")")):
-        roots.append(items[1 + at])
-        at += 1
-    roots = roots or [Item(".")]
-    tests = words[at:]
-    named = [
-        tests[i + 1]
-        for i, w in enumerate(tests[:-1])
-        if w in ("-name", "-iname", "-path", "-ipath", "-wholename", "-iwholename", "-regex")
-    ]
-    deletes = "-delete" in tests
-    for i, word in enumerate(tests):
-        if word in ("-exec", "-execdir", "-ok", "-okdir"):
-            end = next((k for k in range(i + 1, len(tests)) if tests[k] in (";", "+")), len(tests))
-            run = items[1 + at + i + 1 : 1 + at + end]
-            deletes = _runs_on_matches(j, run, roots, ("{}",), depth) or deletes
-    if not deletes:
-        return
-    guarded = any(
-        n is None or may_be(n, ".git") or may_be(n, ".beads") or may_be(n, ".claude") for n in named
-    )
-    # At the top of the tree only a name filter that surely leaves .git out keeps it safe.
-    loose = (
-        guarded
-        or any(_find_may_match(n) for n in named)
-        or any(
-            w is None or w in ("-not", "!", "-o", "-or", "-prune", "-regex", "-iregex")
-            for w in tests
-        )
-    )
-    _deletes_under(j, program, roots, bool(named), guarded, loose)
-
-
-def _runs_on_matches(
-    j: Judge,
-    run: list[Item],
-    roots: list[Item],
-    placeholders: tuple[str, ...],
-    depth: int,
-    appended: bool = False,
-) -> bool:
-    """The command `find -exec` or `fd -x` runs on what it finds under `roots`: True when it
-    is `rm`, `shred` or `unlink` (judged as find's own `-delete`), else judged with a root in
-    place of each placeholder word (`appended`: a root added at the end when none is written,
-    as fd does)."""
-    if not run:
-        return False
-    if (run[0].literal or "").rsplit("/", 1)[-1] in ("rm", "shred", "unlink"):
-        return True
-    written = any(w.literal in placeholders for w in run)
-    for root in roots:
-        swapped = [Item(root.word) if w.literal in placeholders else w for w in run]
-        j.argv([*swapped, Item(root.word)] if appended and not written else swapped, None, depth)
-    return False
-
-
-def _deletes_under(
-    j: Judge, program: str, roots: list[Item], filtered: bool, guarded: bool, loose: bool
-) -> None:
-    """What `find -delete` (or `rm` run by `find -exec`, `fd -x`) removes under each root,
-    judged as `rm -r` of the root. At the top of the work tree only a name filter
-    (`filtered`) that surely leaves .git out (not `loose`) keeps it undecided; elsewhere a
-    name filter that can match .git, .beads or .claude (`guarded`) is denied."""
-    whole = (
-        "it deletes through the whole work tree, .git included"
-        if program == "find"
-        else f"{program} deletes what it finds through the whole work tree"
-    )
-    for root in roots:
-        level, reason = removal(root.word, j.cwd, j.tree)
-        path, _why = pattern(root.word, j.cwd)
-        if path == j.tree:  # the top of the tree: only a name filter keeps .git out
-            if filtered and not loose:
-                continue
-            level, reason = DENY, whole
-        elif level == 0 and guarded:
-            level, reason = DENY, "its name filter can match .git, .beads or .claude"
-        j.note(level, reason.replace("it removes", f"{program} deletes under"))
-
-
-def _find_may_match(name: str | None) -> bool:
-    """Whether a find name filter (`-name`, `-iname`, `-path`) can match .git, .beads or
-    .claude (find's `*` matches a leading dot; case is ignored for `-iname`)."""
-    if name is None:
-        return True
-    lowered = name.lower()
-    return any(
-        fnmatchcase(guarded, lowered) or fnmatchcase("./" + guarded, lowered) or guarded in lowered
-        for guarded in (".git", ".beads", ".claude")
-    ) or (name.startswith("*") and "/" in name)  # `-path '*/objects/*'`: inside .git too
-
-
-GUARDED_NAMES = (".git", ".beads", ".claude")  # what a name filter must leave out
-FD_PLACEHOLDERS = ("{}", "{/}", "{//}", "{.}", "{/.}")
-FD_VALUES = "dtEeSocj"  # fd's short options taking a value
-FD_LONGS = {
-    **dict.fromkeys(
-        ("max-depth", "min-depth", "exact-depth", "exclude", "type", "extension", "size",
-         "changed-within", "changed-before", "newer", "older", "owner", "format", "batch-size",
-         "ignore-file", "color", "threads", "max-buffer-time", "max-results", "base-directory",
-         "path-separator", "search-path", "and"),
-        True,
-    ),
-    "ignore": False,  # not `--ignore-file`
-}  # fmt: skip
-# fd patterns that match every name: no filter.
-FD_MATCH_ALL = frozenset(("", ".", "^", "$", ".*", ".+", "^.*", ".*$", "^.*$"))
-
-
-def _fd(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth: int) -> None:
-    """`fd [PATTERN] [PATH...] -x|-X CMD... [;]` (`fdfind` on Debian): CMD runs on what it
-    finds, judged as find -exec's command is; fd's own skipping of hidden and ignored files is
-    not counted on."""
-    own: list[Item] = []
-    runs: list[list[Item]] = []
-    at = 1
-    while at < len(items):
-        start = _fd_exec_start(items[at].literal or "")
-        if start is None:
-            own.append(items[at])
-            at += 1
-            continue
-        lead, head = start
-        own += [Item(lead)] if lead else []
-        end = next((k for k in range(at + 1, len(items)) if items[k].literal == ";"), len(items))
-        runs.append([*([Item(head)] if head else []), *items[at + 1 : end]])
-        at = end + 1
-    if not runs:
-        return
-    read = options.read(_words(own), FD_VALUES, FD_LONGS)
-    positionals = [own[i] for i in read.positionals]
-    roots = positionals[1:] + _fd_values(own, "search-path")
-    patterns = [p.literal for p in positionals[:1]] + read.values.get("and", [])
-    patterns = [p for p in patterns if p not in FD_MATCH_ALL]
-    extensions = read.values.get("e", []) + read.values.get("extension", [])
-    glob, fixed = read.has("g", "glob"), read.has("F", "fixed-strings")
-    guarded = any(_fd_may_match(p, glob, fixed) for p in patterns) or any(
-        not e or any(name.endswith("." + e.lower().lstrip(".")) for name in GUARDED_NAMES)
-        for e in extensions
-    )
-    loose = guarded or read.has("p", "full-path") or any(i.literal is None for i in own)
-    kept = j.cwd
-    for given in _fd_values(own, "base-directory"):  # fd searches and runs from there
-        path = pattern(given.word, j.cwd)[0]
-        j.cwd = path if path is not None and literal_path(path) else None
-    try:
-        roots = roots or [Item(".")]
-        deletes = False
-        for run in runs:
-            deletes = _runs_on_matches(j, run, roots, FD_PLACEHOLDERS, depth, True) or deletes
-        if deletes:
-            _deletes_under(j, program, roots, bool(patterns or extensions), guarded, loose)
-    finally:
-        j.cwd = kept
-
-
-def _fd_exec_start(word: str) -> tuple[str, str] | None:
-    """Whether `word` starts fd's command (`-x`, `--exec`, `-X`, `--exec-batch`, `-Hx`,
-    `--exec=rm`): the flags written before it in the same word and the command's first word
-    written after it ("" for none); None when it does not."""
-    if word in ("--exec", "--exec-batch"):
-        return "", ""
-    if word.startswith(("--exec=", "--exec-batch=")):
-        return "", word.partition("=")[2]
-    if not word.startswith("-") or word.startswith("--"):
-        return None
-    for at, letter in enumerate(word[1:]):
-        if letter in "xX":
-            return (word[: 1 + at] if at else ""), word[2 + at :]
-        if letter in FD_VALUES:
-            return None  # the rest of the word is that option's value
-    return None
-
-
-def _fd_values(own: list[Item], name: str) -> list[Item]:
-    """The values of fd's long option `--NAME` (`--NAME V`, `--NAME=V`), as words."""
-    found = []
-    for at, item in enumerate(own):
-        if item.literal == "--" + name and at + 1 < len(own):
-            found.append(own[at + 1])
-        elif item.word.startswith(f"--{name}="):
-            found.append(Item(item.word.partition("=")[2]))
-    return found
-
-
-def _fd_may_match(name: str | None, glob: bool, fixed: bool) -> bool:
-    """Whether an fd pattern (a regular expression searched in the file name; `glob`: a
-    glob; `fixed`: a plain string) can match .git, .beads or .claude, case ignored."""
-    if name is None:
-        return True
-    if glob:
-        return _find_may_match(name)
-    if fixed:
-        return any(name.lower() in protected for protected in GUARDED_NAMES)
-    try:
-        return any(re.search(name, protected, re.I) for protected in GUARDED_NAMES)
-    except (re.error, OverflowError, RecursionError):
-        return True  # a pattern Python cannot read: it may
 
 
 def _mv(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth: int) -> None:
@@ -774,9 +569,7 @@ def _git(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth: 
 RULES: dict[str, Callable] = {
     "rm": _rm,
     "unlink": _rm,
-    "find": _find,
-    "fd": _fd,
-    "fdfind": _fd,
+    **RULES_FIND,
     "mv": _mv,
     "cp": _mv,
     "ln": _mv,

@@ -661,6 +661,62 @@ def test_a_command_fd_runs_on_each_match_is_judged_like_find_exec(
 @pytest.mark.parametrize(
     ("command", "expected"),
     [
+        (r"find . -name '*.txt' -exec mv {} {}.bak \;", None),
+        (r"find . -type f -name '*.orig' -exec mv {} /tmp \;", None),
+        (r"find . -path './src/*' -exec mv {} {}.bak \;", None),
+        (r"find .. -name '*.txt' -exec mv {} {}.bak \;", None),
+        ("fd -e txt -x mv {} {}.bak", None),
+        ("fd txt -x mv {} {}.bak", None),
+        ("fd -e orig -X mv -t /tmp", None),
+        (r"find . -exec mv {} /tmp \;", "deny"),
+        (r"find . -name '.*' -exec mv {} /tmp \;", "deny"),
+        (r"find . -mindepth 1 -exec mv {} /tmp \;", "deny"),
+        (r"find . -name '*git*' -exec mv {} /tmp \;", "deny"),
+        (r"find . -exec mv {} /tmp \; -name '*.txt'", "deny"),
+        (r"find . -name '*.txt' -o -exec mv {} /tmp \;", "deny"),
+        (r"find .. -name '*git' -exec mv {} /tmp \;", "deny"),
+        (r"find ~ -name '*ssh*' -exec mv {} /tmp \;", "deny"),
+        (r"find ~ -name '*rc' -exec cp evil {} \;", "deny"),
+        (r"find src -name .git -exec mv {} /tmp \;", "deny"),
+        ("find ~ -name '.*' -exec rm -rf {} +", "deny"),
+        ("find / -name '*' -exec rm -rf {} +", "deny"),
+        ("fd -x mv {} /tmp", "deny"),
+        ("fd -e txt -x mv {//} /tmp", "deny"),
+        ("fd -H . -x mv {} /tmp", "deny"),
+    ],
+)
+def test_a_command_run_on_each_match_is_judged_on_what_can_match_not_on_the_root(
+    project: Path, gc: GcRunner, command: str, expected: str | None
+) -> None:
+    # The command `find -exec` or `fd -x` runs was judged with the search root in place of
+    # `{}`, so renaming every .txt file was denied as moving the work tree away; a name
+    # filter that leaves the root out now puts what it can match there instead.
+    assert answer(bash(gc, command)) == expected
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        (r"find build -exec rm -rf / \;", "deny"),
+        (r"find build -maxdepth 0 -exec rm -rf ~ \;", "deny"),
+        ("find build -name x -exec rm -rf {} ~ +", "deny"),
+        ("fd . build -x rm -rf ~", "deny"),
+        ("fd -e txt -x rm -rf {//}", "deny"),
+        ("find build -name '*.o' -exec rm -f {} +", None),
+        ("fd -e pyc build -x rm -f", None),
+    ],
+)
+def test_a_path_written_beside_the_matches_of_find_exec_rm_is_judged(
+    project: Path, gc: GcRunner, command: str, expected: str | None
+) -> None:
+    # `rm` run by `find -exec` or `fd -x` was judged only as deleting what is found, so the
+    # paths written in it (`rm -rf /`) and fd's parent placeholder `{//}` passed unread.
+    assert answer(bash(gc, command)) == expected
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
         ("gh repo delete owner/repo --yes", "deny"),
         ("gh api -X DELETE repos/owner/repo", "ask"),
         ("gh api --method=delete repos/owner/repo/labels/bug", "ask"),

@@ -491,7 +491,12 @@ def test_gh_runs_of_one_gate_check_share_one_budget(
     beadgates.check_gates(store, gh=gh)
     assert time.monotonic() - started < 60  # bounds a hang only
     assert runs.read_text().split() == ["x"]  # one budget: the first spent it
-    assert all("ran past" in store.get(g).meta.get("error", "") for g in gates)
+    # The first ran past it; the others never ran, and their errors said they had run past.
+    errors = sorted(store.get(g).meta.get("error", "") for g in gates)
+    assert errors == [
+        "gh pr view did not run: the gate check's 0.6 s budget was spent by earlier gates",
+    ] * 3 + ["gh pr view ran past 0.6s"]
+    assert all(store.get(g).status == "open" for g in gates)  # they still wait
 
 
 def test_a_nudge_command_leaves_nothing_running(tmp_path: Path) -> None:

@@ -1,0 +1,356 @@
+"""The destructive-op gate's rules for `find` and `fd` (`fdfind`): what they delete
+(`find -delete`, `rm` run on each match) and the commands they run on what they find
+(`find -exec`, `fd -x`), judged as the gate judges them written out (`gates.rules`).
+
+A deletion is judged as `rm -r` of each place searched, unless a name filter surely leaves
+.git, .beads and .claude out. Another command is judged with what can match in place of
+`{}`: the place searched itself when it can be a match, else the paths under it whose names
+match the filters (`find . -name '*.txt' -exec mv {} {}.bak ';'` as `mv ./*.txt ...`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from fnmatch import fnmatchcase
+from functools import partial
+
+from gates import options
+from gates.rules_wrappers import literal_path
+from gates.shelljudge import Item, Judge, Stdin
+from gates.shellpaths import DENY, may_be, pattern, removal
+from gates.shellwords import GLOBS, SENTINELS, STAR
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+
+# find's operators: with one among the tests before a command, a match need not pass them all.
+FIND_OPERATORS = ("-o", "-or", ",", "-not", "!", "(", ")")
+GLOB_MARKS = str.maketrans(GLOBS)  # a glob's wildcards as a shell word's value marks them
+
+
+def _words(items: list[Item]) -> list[str | None]:
+    return [item.literal for item in items]
+
+
+def _find(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth: int) -> None:
+    words = _words(items[1:])
+    roots = []
+    at = 0
+    while at < len(words) and words[at] is not None and words[at] in ("-H", "-L", "-P"):
+        at += 1
+    while at < len(words) and not (words[at] or "x").startswith(("-", "(", "!", ")")):
+        roots.append(items[1 + at])
+        at += 1
+    roots = roots or [Item(".")]
+    tests = words[at:]
+    deletes = "-delete" in tests
+    for i, word in enumerate(tests):
+        if word in ("-exec", "-execdir", "-ok", "-okdir"):
+            end = next((k for k in range(i + 1, len(tests)) if tests[k] in (";", "+")), len(tests))
+            run = items[1 + at + i + 1 : 1 + at + end]
+            # What it runs on: the matches of the tests written before it.
+            found = partial(_find_matches, j, before=tests[:i], tests=tests)
+            deletes = _runs_on_matches(j, run, roots, ("{}",), depth, found=found) or deletes
+    if not deletes:
+        return
+    named, guarded, loose = _find_filters(tests)
+    _deletes_under(j, program, roots, bool(named), guarded, loose)
+
+
+def _find_filters(tests: list[str | None]) -> tuple[list[str | None], bool, bool]:
+    """find's name filters among `tests`; whether one can match .git, .beads or .claude as
+    a shell glob would (`guarded`); and whether, at the top of the work tree, they may fail to
+    leave .git out (`loose`: find's `*` matches a leading dot; an operator can undo them)."""
+    named = [
+        tests[i + 1]
+        for i, w in enumerate(tests[:-1])
+        if w in ("-name", "-iname", "-path", "-ipath", "-wholename", "-iwholename", "-regex")
+    ]
+    guarded = any(
+        n is None or may_be(n, ".git") or may_be(n, ".beads") or may_be(n, ".claude") for n in named
+    )
+    loose = (
+        guarded
+        or any(_find_may_match(n) for n in named)
+        or any(
+            w is None or w in ("-not", "!", "-o", "-or", "-prune", "-regex", "-iregex")
+            for w in tests
+        )
+    )
+    return named, guarded, loose
+
+
+def _find_matches(
+    j: Judge, root: Item, before: list[str | None], tests: list[str | None]
+) -> list[Item] | None:
+    """Words for what find can run a command on under `root` when the tests `before` the
+    command leave `root` itself out (a `-name` or `-path` it fails, `-mindepth`): a child
+    or a deeper path named as each `-name` says. None when the root itself can be a match,
+    the tests are not all read, or the root holds the work tree and they may not leave .git
+    out (judged as the root, then)."""
+    if any(w is None or w in FIND_OPERATORS for w in before):
+        return None
+    text = root.literal
+    if text is None:  # `~`: what the shell gives find
+        text, _why = pattern(root.word, j.cwd)
+        if text is None or any(c in text for c in SENTINELS):
+            return None
+    name = os.path.basename(text.rstrip("/")) or "/"  # find's name for a root
+
+    def tested(*kinds: str) -> list[tuple[str, str]]:
+        return [
+            (str(before[k]), str(before[k + 1]))
+            for k in range(len(before) - 1)
+            if before[k] in kinds
+        ]
+
+    names = tested("-name", "-iname")
+    paths = tested("-path", "-ipath", "-wholename", "-iwholename")
+    left_out = (
+        _min_depth(tests) > 0
+        or any(not fnmatchcase(_folded(test, name), _folded(test, p)) for test, p in names)
+        or any(not fnmatchcase(_folded(test, text), _folded(test, p)) for test, p in paths)
+    )
+    if not left_out:
+        return None
+    named, _guarded, loose = _find_filters(before)
+    if _holds_the_tree(j, root) and (loose or not named):
+        return None
+    return _under(root, [_folded(test, p) for test, p in names] or ["*"])
+
+
+def _folded(test: str, text: str) -> str:
+    """`text` as find's test compares it: case ignored for `-iname`, `-ipath`, ..."""
+    return text.lower() if test.startswith("-i") else text
+
+
+def _min_depth(tests: list[str | None]) -> int:
+    """find's `-mindepth` (it holds wherever it is written)."""
+    depths = [tests[k + 1] for k in range(len(tests) - 1) if tests[k] == "-mindepth"]
+    return max((int(d) for d in depths if d is not None and d.isdigit()), default=0)
+
+
+def _holds_the_tree(j: Judge, root: Item) -> bool:
+    """Whether `root` is the top of the work tree or a folder holding it (or is unknown)."""
+    path, _why = pattern(root.word, j.cwd)
+    return path is None or path == j.tree or j.tree.startswith(path.rstrip("/") + "/")
+
+
+def _under(root: Item, names: list[str]) -> list[Item]:
+    """Words for the paths under `root` (a child or deeper) whose names match one of the
+    glob patterns `names` (a backslash's escape is dropped: a wider reading)."""
+    top = root.word.rstrip("/")
+    words = []
+    for name in names:
+        glob = name.replace("\\", "").translate(GLOB_MARKS)
+        words += [Item(f"{top}/{glob}"), Item(f"{top}/{STAR}/{glob}")]
+    return words
+
+
+def _runs_on_matches(
+    j: Judge,
+    run: list[Item],
+    roots: list[Item],
+    placeholders: tuple[str, ...],
+    depth: int,
+    appended: bool = False,
+    found: Callable[[Item], list[Item] | None] | None = None,
+) -> bool:
+    """The command `find -exec` or `fd -x` runs on what it finds under `roots`: True when it
+    is `rm`, `shred` or `unlink` (judged as find's own `-delete`; what else `rm` is given
+    judged as written, with a root in place of fd's `{//}`, a match's folder),
+    else judged with each word `found` gives for a root in place of `{}` (the root itself
+    when it gives None) and the root in place of the other placeholder words (`appended`:
+    `{}` added at the end when no placeholder is written, as fd does)."""
+    if not run:
+        return False
+    program = (run[0].literal or "").rsplit("/", 1)[-1]
+    if program in ("rm", "shred", "unlink"):
+        for root in roots if program != "shred" else ():  # `shred` with no file is denied
+            besides = [w for w in run if w.literal == "{//}" or w.literal not in placeholders]
+            j.argv([Item(root.word) if w.literal == "{//}" else w for w in besides], None, depth)
+        return True
+    written = any(w.literal in placeholders for w in run)
+    for root in roots:
+        for match in (found(root) if found is not None else None) or [root]:
+            swapped = [
+                Item(match.word if w.literal == "{}" else root.word)
+                if w.literal in placeholders
+                else w
+                for w in run
+            ]
+            j.argv([*swapped, match] if appended and not written else swapped, None, depth)
+    return False
+
+
+def _deletes_under(
+    j: Judge, program: str, roots: list[Item], filtered: bool, guarded: bool, loose: bool
+) -> None:
+    """What `find -delete` (or `rm` run by `find -exec`, `fd -x`) removes under each root,
+    judged as `rm -r` of the root. At the top of the work tree only a name filter
+    (`filtered`) that surely leaves .git out (not `loose`) keeps it undecided; elsewhere a
+    name filter that can match .git, .beads or .claude (`guarded`) is denied."""
+    whole = (
+        "it deletes through the whole work tree, .git included"
+        if program == "find"
+        else f"{program} deletes what it finds through the whole work tree"
+    )
+    for root in roots:
+        level, reason = removal(root.word, j.cwd, j.tree)
+        path, _why = pattern(root.word, j.cwd)
+        if path == j.tree:  # the top of the tree: only a name filter keeps .git out
+            if filtered and not loose:
+                continue
+            level, reason = DENY, whole
+        elif level == 0 and guarded:
+            level, reason = DENY, "its name filter can match .git, .beads or .claude"
+        j.note(level, reason.replace("it removes", f"{program} deletes under"))
+
+
+def _find_may_match(name: str | None) -> bool:
+    """Whether a find name filter (`-name`, `-iname`, `-path`) can match .git, .beads or
+    .claude (find's `*` matches a leading dot; case is ignored for `-iname`)."""
+    if name is None:
+        return True
+    lowered = name.lower()
+    return any(
+        fnmatchcase(guarded, lowered) or fnmatchcase("./" + guarded, lowered) or guarded in lowered
+        for guarded in (".git", ".beads", ".claude")
+    ) or (name.startswith("*") and "/" in name)  # `-path '*/objects/*'`: inside .git too
+
+
+GUARDED_NAMES = (".git", ".beads", ".claude")  # what a name filter must leave out
+FD_PLACEHOLDERS = ("{}", "{/}", "{//}", "{.}", "{/.}")
+FD_VALUES = "dtEeSocj"  # fd's short options taking a value
+FD_LONGS = {
+    **dict.fromkeys(
+        ("max-depth", "min-depth", "exact-depth", "exclude", "type", "extension", "size",
+         "changed-within", "changed-before", "newer", "older", "owner", "format", "batch-size",
+         "ignore-file", "color", "threads", "max-buffer-time", "max-results", "base-directory",
+         "path-separator", "search-path", "and"),
+        True,
+    ),
+    "ignore": False,  # not `--ignore-file`
+}  # fmt: skip
+# fd patterns that match every name: no filter.
+FD_MATCH_ALL = frozenset(("", ".", "^", "$", ".*", ".+", "^.*", ".*$", "^.*$"))
+
+
+def _fd(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth: int) -> None:
+    """`fd [PATTERN] [PATH...] -x|-X CMD... [;]` (`fdfind` on Debian): CMD runs on what it
+    finds, judged as find -exec's command is; fd's own skipping of hidden and ignored files is
+    not counted on."""
+    own: list[Item] = []
+    runs: list[list[Item]] = []
+    at = 1
+    while at < len(items):
+        start = _fd_exec_start(items[at].literal or "")
+        if start is None:
+            own.append(items[at])
+            at += 1
+            continue
+        lead, head = start
+        own += [Item(lead)] if lead else []
+        end = next((k for k in range(at + 1, len(items)) if items[k].literal == ";"), len(items))
+        runs.append([*([Item(head)] if head else []), *items[at + 1 : end]])
+        at = end + 1
+    if not runs:
+        return
+    read = options.read(_words(own), FD_VALUES, FD_LONGS)
+    positionals = [own[i] for i in read.positionals]
+    roots = positionals[1:] + _fd_values(own, "search-path")
+    patterns = [p.literal for p in positionals[:1]] + read.values.get("and", [])
+    patterns = [p for p in patterns if p not in FD_MATCH_ALL]
+    extensions = read.values.get("e", []) + read.values.get("extension", [])
+    glob, fixed = read.has("g", "glob"), read.has("F", "fixed-strings")
+    guarded = any(_fd_may_match(p, glob, fixed) for p in patterns) or any(
+        not e or any(name.endswith("." + e.lower().lstrip(".")) for name in GUARDED_NAMES)
+        for e in extensions
+    )
+    loose = guarded or read.has("p", "full-path") or any(i.literal is None for i in own)
+    names = _fd_names(patterns, extensions, glob, fixed, read.has("p", "full-path"))
+
+    def found(root: Item) -> list[Item] | None:  # fd never runs a command on the root itself
+        if _holds_the_tree(j, root) and (loose or not (patterns or extensions)):
+            return None
+        return _under(root, names)
+
+    kept = j.cwd
+    for given in _fd_values(own, "base-directory"):  # fd searches and runs from there
+        path = pattern(given.word, j.cwd)[0]
+        j.cwd = path if path is not None and literal_path(path) else None
+    try:
+        roots = roots or [Item(".")]
+        deletes = False
+        for run in runs:
+            deletes = (
+                _runs_on_matches(j, run, roots, FD_PLACEHOLDERS, depth, True, found) or deletes
+            )
+        if deletes:
+            _deletes_under(j, program, roots, bool(patterns or extensions), guarded, loose)
+    finally:
+        j.cwd = kept
+
+
+def _fd_names(
+    patterns: list[str | None], extensions: list[str], glob: bool, fixed: bool, full: bool
+) -> list[str]:
+    """Glob patterns for the names fd's `patterns` and `extensions` let through, each alone
+    (a regular expression, or a pattern on the `full` path: any name)."""
+    names = [f"*.{e.lstrip('.')}" if e else "*" for e in extensions]
+    for given in patterns:
+        if given is None or full or not (glob or fixed):
+            names.append("*")
+        else:
+            names.append(given if glob else f"*{given}*")
+    return names or ["*"]
+
+
+def _fd_exec_start(word: str) -> tuple[str, str] | None:
+    """Whether `word` starts fd's command (`-x`, `--exec`, `-X`, `--exec-batch`, `-Hx`,
+    `--exec=rm`): the flags written before it in the same word and the command's first word
+    written after it ("" for none); None when it does not."""
+    if word in ("--exec", "--exec-batch"):
+        return "", ""
+    if word.startswith(("--exec=", "--exec-batch=")):
+        return "", word.partition("=")[2]
+    if not word.startswith("-") or word.startswith("--"):
+        return None
+    for at, letter in enumerate(word[1:]):
+        if letter in "xX":
+            return (word[: 1 + at] if at else ""), word[2 + at :]
+        if letter in FD_VALUES:
+            return None  # the rest of the word is that option's value
+    return None
+
+
+def _fd_values(own: list[Item], name: str) -> list[Item]:
+    """The values of fd's long option `--NAME` (`--NAME V`, `--NAME=V`), as words."""
+    found = []
+    for at, item in enumerate(own):
+        if item.literal == "--" + name and at + 1 < len(own):
+            found.append(own[at + 1])
+        elif item.word.startswith(f"--{name}="):
+            found.append(Item(item.word.partition("=")[2]))
+    return found
+
+
+def _fd_may_match(name: str | None, glob: bool, fixed: bool) -> bool:
+    """Whether an fd pattern (a regular expression searched in the file name; `glob`: a
+    glob; `fixed`: a plain string) can match .git, .beads or .claude, case ignored."""
+    if name is None:
+        return True
+    if glob:
+        return _find_may_match(name)
+    if fixed:
+        return any(name.lower() in protected for protected in GUARDED_NAMES)
+    try:
+        return any(re.search(name, protected, re.I) for protected in GUARDED_NAMES)
+    except (re.error, OverflowError, RecursionError):
+        return True  # a pattern Python cannot read: it may
+
+
+RULES_FIND: dict[str, Callable] = {"find": _find, "fd": _fd, "fdfind": _fd}
