@@ -1118,6 +1118,35 @@ def test_a_refused_remote_leaves_none_of_its_objects_in_the_store(
 
 
 @pytest.mark.parametrize(
+    ("ref", "named"),
+    [
+        ("1111111111111111111111111111111111111111", "'1111111111111111111111111111111111111111'"),
+        ("garbage", "'garbage'"),
+        ("ref: refs/heads/main", "'ref: refs/heads/main'"),  # a symbolic ref to itself
+    ],
+)
+def test_a_path_remote_whose_branch_names_no_object_is_said_to_be_damaged(
+    project: tuple[GcRunner, Path], ref: str, named: str
+) -> None:
+    # Read as an empty remote, every push was refused and the sync said the remote "kept
+    # moving" (exit 20), or failed with "cannot reach the remote: AssertionError".
+    a, remote = project
+    assert a("sync").returncode == 0
+    plumb(remote, "pack-refs", "--all")
+    (remote / "refs" / "heads" / "main").write_text(ref + "\n")
+    make_id(a, "--title", "local")
+    ours = head(a)
+    result = a("sync")
+    assert result.returncode == 50, result.stderr
+    assert result.stderr == (
+        f"gc: the remote {remote} is damaged: its branch main names {named}, which is no "
+        "object it holds (git fsck there); nothing was merged\n"
+    )
+    assert head(a) == ours
+    assert (remote / "refs" / "heads" / "main").read_text() == ref + "\n"
+
+
+@pytest.mark.parametrize(
     ("kind", "reason"),
     [
         ("case-collision", "collides with 'tasks' after case folding"),
