@@ -234,6 +234,23 @@ def test_a_pushed_bead_that_does_not_parse_is_reported_and_the_rest_stay_readabl
     assert [(p.kind, p.path) for p in report.problems] == [("unparsable", bad_path)]
 
 
+def test_a_pushed_config_that_does_not_parse_is_no_longer_reported_once_set_again(
+    store: Store, tmp_path: Path
+) -> None:
+    from beads import doctor
+
+    clone = tmp_path / "clone"
+    git("clone", "-q", str(store.root / ".git"), str(clone), cwd=tmp_path)
+    (clone / "config.yaml").write_text("{{{ : [\n")
+    git("commit", "-qam", "a broken config", cwd=clone)
+    git("push", "-q", "origin", "HEAD:main", cwd=clone)
+    assert [(p.kind, p.path) for p in doctor(store).problems] == [("unparsable", "config.yaml")]
+
+    store.set_setting("store.view", "full")  # writes a whole, valid config.yaml
+    assert "view: full" in git("show", "main:config.yaml", cwd=store.root / ".git")
+    assert doctor(store).problems == []
+
+
 def test_the_index_rebuilds_from_git_alone(store: Store) -> None:
     from beads import doctor
 
