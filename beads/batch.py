@@ -393,6 +393,9 @@ class Batch:
             store.index.apply(
                 head=commit.id,
                 upserts=upserts,
+                # Every file this commit wrote is valid: an earlier commit's invalid file at
+                # one of these paths (a config.yaml pushed broken, set again) is gone.
+                invalid=dict.fromkeys(files),
                 config=self.config,
                 loose_objects=loose,
                 link=None if parent is None else (parent, {bead.type for bead, _ in placed}),

@@ -130,6 +130,10 @@ def apply_shared(root: str, shared: object) -> None:
         os.chmod(root, wanted[0])
     except PermissionError:
         return  # a group store opened by a member: only its owner can change its modes
+    except OSError as exc:
+        if exc.errno == errno.EROFS:
+            return  # a read-only mount: reads go on with the modes it has
+        raise
     modes(root)
     for dirpath, dirnames, filenames in os.walk(root):
         for name in dirnames + filenames:

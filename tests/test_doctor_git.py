@@ -490,3 +490,34 @@ def test_a_garbled_ref_is_a_storage_error_never_a_conflict_to_retry(store: Store
         store.create("task", "x")
     with pytest.raises(StorageError):
         store.list()
+
+
+def test_a_pack_whose_idx_was_lost_is_indexed_again_not_removed(project: GcRunner) -> None:
+    # The pack holds the only copy of the history (`gc doctor --gc` packed it all): taken
+    # for a killed writer's and removed, it took every commit with it.
+    assert project("doctor", "--gc").returncode == 0
+    [pack] = (git_dir(project) / "objects" / "pack").glob("pack-*.pack")
+    pack.with_suffix(".idx").unlink()
+    age(pack)
+    checked = project.json("doctor")
+    assert checked["ok"], checked
+    assert [(p["kind"], p["fixed"]) for p in checked["problems"]] == [("stale_file", True)]
+    assert "its .idx was written again" in checked["problems"][0]["message"]
+    assert pack.exists() and pack.with_suffix(".idx").exists()
+    git("fsck", "--strict", cwd=git_dir(project))
+    titles = [b["title"] for b in project.json("bead", "list")["beads"]]
+    assert sorted(titles) == ["first", "second"]
+    assert project("doctor").returncode == 0
+
+
+def test_a_pack_cut_short_without_its_idx_is_still_removed(project: GcRunner) -> None:
+    # A writer killed as it wrote: the pack does not read whole, and no commit names it.
+    made = (
+        git_dir(project) / "objects" / "pack" / "pack-0123456789abcdef0123456789abcdef01234567.pack"
+    )
+    made.write_bytes(b"PACK\x00\x00\x00\x02\x00\x00\x00\x05cut")
+    age(made)
+    checked = project.json("doctor")
+    assert checked["ok"], checked
+    assert "removed" in checked["problems"][0]["message"]
+    assert not made.exists()

@@ -11,7 +11,7 @@ import pytest
 from beads import Conflict, InvalidInput, NotFound, Store
 from beads.records.codec import dump_bead, load_bead
 from beads.records.ids import ID_RE, bead_path
-from tests.conftest import git
+from tests.conftest import GcRunner, git
 
 
 def test_create_writes_a_commit_a_view_file_and_an_index_row(store: Store) -> None:
@@ -232,6 +232,41 @@ def test_a_pushed_bead_that_does_not_parse_is_reported_and_the_rest_stay_readabl
     assert [b.id for b in store.list()] == [good.id]
     report = doctor(store)
     assert [(p.kind, p.path) for p in report.problems] == [("unparsable", bad_path)]
+
+
+def test_a_pushed_config_that_does_not_parse_is_no_longer_reported_once_set_again(
+    store: Store, tmp_path: Path
+) -> None:
+    from beads import doctor
+
+    clone = tmp_path / "clone"
+    git("clone", "-q", str(store.root / ".git"), str(clone), cwd=tmp_path)
+    (clone / "config.yaml").write_text("{{{ : [\n")
+    git("commit", "-qam", "a broken config", cwd=clone)
+    git("push", "-q", "origin", "HEAD:main", cwd=clone)
+    assert [(p.kind, p.path) for p in doctor(store).problems] == [("unparsable", "config.yaml")]
+
+    store.set_setting("store.view", "full")  # writes a whole, valid config.yaml
+    assert "view: full" in git("show", "main:config.yaml", cwd=store.root / ".git")
+    assert doctor(store).problems == []
+
+
+def test_doctor_says_how_to_write_a_config_that_does_not_parse_again(
+    gc_store: GcRunner, tmp_path: Path
+) -> None:
+    gc_store.json("config", "set", "mail.strict_recipients", "true")
+    clone = tmp_path / "clone"
+    git("clone", "-q", str(gc_store.cwd / ".beads" / ".git"), str(clone), cwd=tmp_path)
+    (clone / "config.yaml").write_text("{{{ : [\n")
+    git("commit", "-qam", "a broken config", cwd=clone)
+    git("push", "-q", "origin", "HEAD:main", cwd=clone)
+    said = gc_store("doctor")
+    assert said.returncode == 50
+    assert "gc config set KEY VALUE writes it again" in said.stdout, said.stdout
+    # Doing what it says: the file is whole again, with the settings that were in force.
+    assert gc_store("config", "set", "store.view", "full").returncode == 0
+    assert gc_store("doctor").returncode == 0
+    assert gc_store.json("config", "get", "mail.strict_recipients")["value"] is True
 
 
 def test_the_index_rebuilds_from_git_alone(store: Store) -> None:

@@ -1082,7 +1082,9 @@ def test_a_hostile_remote_tree_is_refused_by_sync_and_clone_and_nothing_is_writt
     assert outside.read_text() == "mine\n"
 
 
-@pytest.mark.parametrize("refusal", ["gitlink", "another-prefix", "not-a-store"])
+@pytest.mark.parametrize(
+    "refusal", ["gitlink", "another-prefix", "not-a-store", "a-config-that-is-not-yaml"]
+)
 def test_a_refused_remote_leaves_none_of_its_objects_in_the_store(
     tmp_path: Path, project: tuple[GcRunner, Path], refusal: str
 ) -> None:
@@ -1100,15 +1102,48 @@ def test_a_refused_remote_leaves_none_of_its_objects_in_the_store(
         entries = [e for e in entries if e[1] != b"config.yaml"]
         entries.append(("100644", b"config.yaml", other))
         code, words = 40, "a store of prefix zz"
+    elif refusal == "a-config-that-is-not-yaml":  # said as what is wrong, not as missing
+        entries = [e for e in entries if e[1] != b"config.yaml"]
+        entries.append(("100644", b"config.yaml", raw_blob(remote, b"{{{{ : : [\n")))
+        code, words = 40, "not a gc-beads store: on main, config.yaml is not valid YAML"
     else:  # beads, but no config.yaml: not a store at all
         entries = [e for e in entries if e[1] != b"config.yaml"]
-        code, words = 40, "not a gc-beads store"
+        code, words = 40, "not a gc-beads store (no config.yaml on main)"
     commit_tree(remote, raw_tree(remote, entries), "refused")
     before, ours = objects_held(a), head(a)
     for _ in range(2):  # refused on every sync: nothing piles up
         result = a("sync")
         assert result.returncode == code and words in result.stderr, result.stderr
         assert head(a) == ours and holds_no_more(a, before), (before, objects_held(a))
+
+
+@pytest.mark.parametrize(
+    ("ref", "named"),
+    [
+        ("1111111111111111111111111111111111111111", "'1111111111111111111111111111111111111111'"),
+        ("garbage", "'garbage'"),
+        ("ref: refs/heads/main", "'ref: refs/heads/main'"),  # a symbolic ref to itself
+    ],
+)
+def test_a_path_remote_whose_branch_names_no_object_is_said_to_be_damaged(
+    project: tuple[GcRunner, Path], ref: str, named: str
+) -> None:
+    # Read as an empty remote, every push was refused and the sync said the remote "kept
+    # moving" (exit 20), or failed with "cannot reach the remote: AssertionError".
+    a, remote = project
+    assert a("sync").returncode == 0
+    plumb(remote, "pack-refs", "--all")
+    (remote / "refs" / "heads" / "main").write_text(ref + "\n")
+    make_id(a, "--title", "local")
+    ours = head(a)
+    result = a("sync")
+    assert result.returncode == 50, result.stderr
+    assert result.stderr == (
+        f"gc: the remote {remote} is damaged: its branch main names {named}, which is no "
+        "object it holds (git fsck there); nothing was merged\n"
+    )
+    assert head(a) == ours
+    assert (remote / "refs" / "heads" / "main").read_text() == ref + "\n"
 
 
 @pytest.mark.parametrize(

@@ -26,8 +26,10 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
+from beads.errors import StorageError
 from beads.git.history import changed_entries
 from beads.git.packcheck import stored_size, too_large
+from beads.git.refs import BRANCH, is_sha
 
 
 class _GraphWalkStore:
@@ -124,7 +126,19 @@ def fetch_pack(
             listed = repo.get_refs()
             # Each commit looked up once: a flood of tags on one commit (refused by count
             # in `determine_wants`) costs one lookup, not one a tag.
-            present = {sha: sha in store for sha in set(listed.values())}
+            present = {sha: is_sha(sha) and sha in store for sha in set(listed.values())}
+            branch = listed.get(BRANCH.encode())
+            if branch is None:  # a symbolic ref that resolves to nothing is left out too
+                branch = repo.refs.read_ref(BRANCH.encode())
+                present[branch] = False
+            if branch is not None and not present[branch]:
+                # Left out as git leaves out a broken ref, the branch would read as an empty
+                # remote, and every push to it be refused as if the remote kept moving.
+                raise StorageError(
+                    f"{what} is damaged: its branch main names "
+                    f"{branch[:40].decode(errors='replace')!r}, which is no object it "
+                    "holds (git fsck there); nothing was merged"
+                )
             refs = {ref: sha for ref, sha in listed.items() if present[sha]}
             wants = determine_wants(refs)
             if not wants:

@@ -1,7 +1,8 @@
 """What would brick the repository, found and put right at git's level for `gc doctor`
 (which decides what to report, and where a lost object's copy comes from).
 
-Lock and temporary files of dead writers, a pack without its `.idx`, a missing or garbled
+Lock and temporary files of dead writers, a pack without its `.idx` (indexed again when
+it reads whole), a missing or garbled
 `HEAD`, lines of `packed-refs` git cannot parse, and loose objects that cannot be read or
 do not hash to their name (a full disk, a power cut: one object's bytes under another's
 name), found among the objects HEAD's tree names.
@@ -80,6 +81,34 @@ def packs_without_index(git_dir: Path) -> list[Path]:
         for pack in sorted(git_dir.glob("objects/pack/pack-*.pack"))
         if not pack.with_suffix(".idx").exists()
     ]
+
+
+def index_pack(pack: Path) -> Path | None:
+    """Write the `.idx` of a pack that has none, when the pack reads whole (its checksum
+    holds and each of its objects resolves within it); returns the `.idx`, or None for a
+    pack that does not read whole (one cut short). The index is written beside the pack
+    under a temporary name (`tmp_pack_*`, cleared by doctor when a kill leaves it) and
+    renamed into place once complete."""
+    import tempfile
+
+    from dulwich.object_format import DEFAULT_OBJECT_FORMAT
+    from dulwich.pack import PackData
+
+    target = pack.with_suffix(".idx")
+    handle, temp = tempfile.mkstemp(prefix="tmp_pack_", suffix=".idx", dir=pack.parent)
+    os.close(handle)
+    try:
+        with PackData(str(pack), DEFAULT_OBJECT_FORMAT) as data:
+            data.check()
+            data.create_index(temp)
+        os.chmod(temp, stat.S_IMODE(os.stat(pack).st_mode))  # read-only, as its pack
+        os.rename(temp, target)
+    except Exception:  # a pack cut short or garbled: dulwich raises several kinds
+        return None
+    finally:
+        if os.path.exists(temp):
+            os.unlink(temp)
+    return target
 
 
 def fix_head(git_dir: Path) -> bytes | None:

@@ -183,7 +183,13 @@ def _check_index(store: Store, tree: dict[str, bytes], report: Report, *, rebuil
                 Problem("index", path, f"the index row differs from the file in HEAD; {hint}")
             )
     for path in tree:
-        if path in invalid:
+        if path == CONFIG_PATH and path in invalid:
+            # The last valid config stays in force; setting one key writes it out whole.
+            fix = (
+                "gc config set KEY VALUE writes it again from the settings in force (gc config get)"
+            )
+            report.problems.append(Problem("unparsable", path, f"{invalid[path]}; {fix}"))
+        elif path in invalid:
             report.problems.append(Problem("unparsable", path, invalid[path]))
         elif path not in checked and parse_bead_path(path) is not None:
             report.problems.append(Problem("index", path, f"the index differs from HEAD; {hint}"))

@@ -52,10 +52,23 @@ def clear_stale_files(store: Store, report: Report) -> None:
     _clear_old_temp_files(store, report, repair.temporary_files(git_dir))
     for pack in repair.packs_without_index(git_dir):
         # A pack counts once its `.idx` exists, and the `.idx` is written last: one without
-        # it is a dead writer's, unless a push is between the two (milliseconds).
+        # it is a dead writer's, unless a push is between the two (milliseconds). A pack
+        # that reads whole may hold the only copy of history (its `.idx` lost, not unwritten):
+        # it is indexed again, and only one cut short is removed.
         age = lock_age(pack)
         if age is not None and age >= stale_after and not pack.with_suffix(".idx").exists():
-            if remove_file(pack):
+            if repair.index_pack(pack) is not None:
+                store.git.objects.close()  # read the packs again, this one with them
+                report.problems.append(
+                    Problem(
+                        "stale_file",
+                        shown_path(store, pack),
+                        "a pack without its .idx; the pack reads whole, so its .idx was "
+                        "written again",
+                        True,
+                    )
+                )
+            elif remove_file(pack):
                 report.problems.append(
                     Problem(
                         "stale_file",

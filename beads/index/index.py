@@ -425,11 +425,14 @@ class Index:
                 if bead.assignee:
                     named.add(bead.assignee)
             db.executemany("INSERT OR IGNORE INTO agents VALUES (?)", [(n,) for n in named])
-            for path, error in (invalid or {}).items():
-                if error is None:
-                    db.execute("DELETE FROM invalid WHERE path = ?", (path,))
-                else:
-                    db.execute("INSERT OR REPLACE INTO invalid VALUES (?, ?)", (path, error))
+            marks = (invalid or {}).items()
+            db.executemany(
+                "DELETE FROM invalid WHERE path = ?", [(p,) for p, e in marks if e is None]
+            )
+            db.executemany(
+                "INSERT OR REPLACE INTO invalid VALUES (?, ?)",
+                [(p, e) for p, e in marks if e is not None],
+            )
             self._set_meta("head", head.decode())
             if link is not None:
                 added = db.execute(

@@ -313,9 +313,14 @@ def check_remote_store(git: GitRepo, head: bytes, url: str, prefix: str | None) 
     """Refuse a remote whose branch is not a store (no `config.yaml`), or a store of another
     id prefix (its ids would mix with ours)."""
     raw = git.read_path(head, CONFIG_PATH) if git.commit_of(head) is not None else None
-    config = parse_config(raw)[0] if raw is not None else None
-    if not isinstance(config, dict) or not isinstance(config.get("store"), dict):
+    if raw is None:
         raise NotFound(f"the remote {url} is not a gc-beads store (no config.yaml on main)")
+    config, why = parse_config(raw)
+    if not isinstance(config, dict) or not isinstance(config.get("store"), dict):
+        # A config.yaml is there but unreadable: say what is wrong with it, not that it is
+        # missing, so whoever runs the remote knows what to repair.
+        why = why or "config.yaml has no 'store' section"
+        raise NotFound(f"the remote {url} is not a gc-beads store: on main, {why}")
     theirs = config["store"].get("prefix", "gc")
     if prefix is not None and theirs != prefix:
         raise NotFound(
