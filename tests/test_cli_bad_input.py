@@ -307,6 +307,33 @@ def test_a_deeply_nested_json_text_is_pushed_as_text(project: GcRunner) -> None:
     assert project("inbox", "drain", "--session", "s1", "--agent", "dog").returncode == 0
 
 
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (
+            ["thread", "send", "--from", "leader", "--subject", "s", "--payload-json",
+             '{"a": 1, "a": 2}'],
+            "gc: --payload-json has the key 'a' twice\n",
+        ),
+        (
+            ["thread", "send", "--from", "leader", "--subject", "s", "--artifact", "x",
+             "--artifact-metadata-json", '{"m": {"k": 1, "k": 1}}'],
+            "gc: --artifact-metadata-json has the key 'k' twice\n",
+        ),
+        (
+            ["config", "set", "agents.dog.nudge", '{"x": 1, "x": 2}'],
+            "gc: the value of agents.dog.nudge has the key 'x' twice\n",
+        ),
+    ],
+)  # fmt: skip
+def test_json_given_with_a_key_twice_is_refused_naming_the_key(
+    project: GcRunner, args: list[str], said: str
+) -> None:
+    before = head(project)
+    assert refused(project(*args)) == said
+    assert head(project) == before  # nothing committed
+
+
 def test_priority_past_its_range_is_usage_error(project: GcRunner) -> None:
     refused(project("inbox", "push", "hi", "--priority", "9" * 30))
     refused(project("bead", "create", "--type", "t", "--title", "t", "--priority", "-" + "9" * 30))
