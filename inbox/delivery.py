@@ -111,7 +111,7 @@ class Delivery:
             self.db, self.write, self.settings, self.session_table, self._store_agents
         )
         self.item_table = ItemTable(
-            self.db, self.write, self.names, self.settings, self.outbox, self._nudge
+            self.runtime, self.db, self.write, self.names, self.settings, self.outbox, self._nudge
         )
         self.broadcasts = Broadcasts(
             self.db, self.write, self.settings, self.names, self.item_table, self.outbox
@@ -391,6 +391,11 @@ class Delivery:
     def has_pending(self, agent: str, now: float | None = None) -> bool:
         """True when `agent` has an unexpired item not yet delivered."""
         return self.item_table.has_pending(agent, now)
+
+    def take_problems(self) -> list[str]:
+        """The rows reading set aside since the last call, one line each (a row holding a
+        time no stamp can show: `ItemTable.sound`), for the caller to tell."""
+        return self.item_table.take_problems()
 
     def settle(self, agent: str, keys: Sequence[str], state: str = "moot") -> int:
         """Settle `agent`'s undelivered items of these keys; returns how many."""
