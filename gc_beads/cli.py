@@ -69,13 +69,16 @@ def cli() -> None:
 
 def prepare_program() -> None:
     """What every command of the program needs before it runs: every layer's settings
-    registered, and a sync's arrivals announced to the agents here. Imports no producer and
-    no command (delivery gets the producer set from the run's runtime, `gc_beads.entry`)."""
+    registered, a sync's arrivals announced to the agents here, and every layer's check
+    run by `gc doctor`. Imports no producer and no command (delivery gets the producer set
+    from the run's runtime, `gc_beads.entry`)."""
     from gc_beads import settings
+    from gc_beads.health import register_checks
     from gc_beads.producers import register_arrivals
 
     settings.load()
     register_arrivals()
+    register_checks()
 
 
 def main(argv: list[str] | None = None, program: str = "gc") -> None:

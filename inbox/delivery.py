@@ -67,6 +67,18 @@ __getattr__ = lazy_attributes(__name__, {"Drained": "inbox.drain"})
 _UNREAD: Any = object()  # the outbox, not read yet
 
 
+def damaged_advice(path: Path) -> str:
+    """What to do about a damaged delivery database at `path`, in words (after the error,
+    and in `gc doctor`'s report). Nothing rebuilds it whole: it is the source of truth of what
+    was pushed. A new file starts at the branch's commit, and the producers' reconcilers
+    (SessionStart, `gc inbox drain --reconcile`) derive again what they still know of."""
+    return (
+        f"move {path} aside and a new one is made: the pushed items and durable entries it "
+        "holds are lost, unread mail and recent decisions and gates come back at each "
+        "agent's next session start (or gc inbox drain --reconcile)"
+    )
+
+
 class Delivery:
     """The delivery databases of one store (`root` is the `.beads/` directory)."""
 
@@ -94,14 +106,16 @@ class Delivery:
         self._nudger: Nudger | None = None
         self._queues: Queues | None = None
         self._drainer: Drainer | None = None
+        path = self.runtime / "delivery.sqlite3"
         self.db = connect(
-            self.runtime / "delivery.sqlite3",
+            path,
             "NORMAL",
             SCHEMA,
             "entries",
             version=SCHEMA_VERSION,
             migrations=MIGRATIONS,
             setup=self._start_following,
+            advice=damaged_advice(path),
         )
         read = config if config is not None else lambda: self.reader.config()
         self.settings = DeliveryConfig(read, fresh=config is not None)

@@ -125,13 +125,20 @@ def test_a_sessions_database_damaged_inside_is_started_afresh(project: Path, gc:
     assert gc.json("session", "list")["sessions"] == []
 
 
-def test_a_damaged_delivery_database_is_one_line_and_kept(project: Path, gc: GcRunner) -> None:
+def test_a_damaged_delivery_database_is_one_line_saying_what_to_do_and_kept(
+    project: Path, gc: GcRunner
+) -> None:
     path = project / ".beads" / ".runtime" / "delivery.sqlite3"
     path.write_bytes(b"not a database at all" * 100)
     for args in (("inbox", "list"), ("inbox", "push", "--to", "dog", "hi")):
         result = gc(*args)
         assert result.returncode == 50, result.stderr
-        assert result.stderr == "gc: delivery.sqlite3 is damaged: file is not a database\n"
+        assert result.stderr == (
+            f"gc: delivery.sqlite3 is damaged: file is not a database; move {path} aside and "
+            "a new one is made: the pushed items and durable entries it holds are lost, "
+            "unread mail and recent decisions and gates come back at each agent's next "
+            "session start (or gc inbox drain --reconcile)\n"
+        )
     assert path.read_bytes() == b"not a database at all" * 100  # the source of truth is kept
 
 
@@ -160,6 +167,7 @@ def test_a_damaged_page_found_by_a_read_names_the_delivery_database(
     result = gc("inbox", "list", "--agent", "dog")
     assert result.returncode == 50, result.stderr
     assert result.stderr.startswith("gc: delivery.sqlite3 is damaged:"), result.stderr
+    assert f"; move {path} aside and a new one is made" in result.stderr
     assert result.stderr.count("\n") == 1
     assert path.read_bytes() == data  # the source of truth is kept
 
