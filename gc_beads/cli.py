@@ -29,6 +29,8 @@ from beads.errors import (
     Interrupted,
     InvalidInput,
     StorageError,
+    Terminated,
+    Termination,
     is_interruption,
     is_out_of_memory,
 )
@@ -63,7 +65,8 @@ def cli() -> None:
     """gc-beads: a git-backed bead store with file-based messaging for AI agents.
 
     Exit codes: 0 ok, 10 a yes/no command's "no", 20 conflict, 30 invalid input,
-    40 not found, 50 storage or internal error, 130 interrupted.
+    40 not found, 50 storage or internal error, 130 interrupted, 143 terminated while
+    waiting.
     """
 
 
@@ -130,6 +133,8 @@ def _main(argv: list[str] | None, program: str) -> None:
         _fail(exc, args, ctx_settings, program=program)
     except KeyboardInterrupt:
         _fail(Interrupted("interrupted"), args, ctx_settings, program=program)
+    except Termination:  # SIGTERM while the command waited (beads.waiting.terminable)
+        _fail(Terminated("terminated"), args, ctx_settings, program=program)
     except BrokenPipeError:
         sys.stderr.close()  # the reader went away (`gc bead list | head`): not our error
         sys.exit(0)

@@ -224,15 +224,18 @@ def drain(session: str | None, reconcile: bool) -> None:
 @global_options
 def wait(timeout: str) -> None:
     """Block until an item is pending for --agent (default: you); exit 10 on timeout."""
+    from beads.waiting import terminable
+
     deadline = time.monotonic() + parse_duration(timeout)
     delivery = open_delivery()
     who = delivery.agent_of(me())
-    while True:
-        try:
-            woke = delivery.wait(who, max(0.0, deadline - time.monotonic()))
-            break
-        except DatabaseReplaced:  # a new file: pushes go there now
-            delivery = open_delivery()
+    with terminable():  # SIGTERM ends the wait in one line, as Ctrl-C does
+        while True:
+            try:
+                woke = delivery.wait(who, max(0.0, deadline - time.monotonic()))
+                break
+            except DatabaseReplaced:  # a new file: pushes go there now
+                delivery = open_delivery()
     warn(delivery.take_problems())
     if not woke:
         answer_no({"agent": who, "woke": False, "items": []}, f"No item for {who} within {timeout}")

@@ -406,6 +406,57 @@ def test_ctrl_c_early_never_shows_a_traceback_of_gc(project: GcRunner) -> None:
     assert reached or os.cpu_count() == 1  # some signal landed in gc's own code
 
 
+def sleeping(pid: int, deadline: float) -> None:
+    """Until process `pid` sleeps between a wait's checks (`time.sleep`), or its kernel does
+    not say where a process sleeps (then some time); the deadline bounds a hang only."""
+    wchan = Path(f"/proc/{pid}/wchan")
+    while time.monotonic() < deadline and "nanosleep" not in wchan.read_text():
+        if wchan.read_text() in ("", "0"):  # a kernel that does not say: give it time
+            time.sleep(2)
+            return
+        time.sleep(0.01)
+
+
+WAITS = [
+    ["gc", "inbox", "wait", "--agent", "dog", "--timeout", "600"],
+    ["gc", "--json", "inbox", "wait", "--agent", "dog", "--timeout", "600"],
+    ["gc", "thread", "wait-reply", "--thread", "THREAD", "--timeout-seconds", "600"],
+    ["inbox", "wait-reply", "--thread", "THREAD", "--timeout-seconds", "600"],
+    ["gc", "thread", "watch", "--agent", "dog", "--timeout-seconds", "600"],
+    ["gc", "gate", "watch", "--interval", "600"],
+    ["gc", "sync", "--watch", "--interval", "600"],
+    ["gc", "decision", "create", "--prompt", "p", "--option", "y", "--option", "n", "--wait"],
+]
+
+
+@pytest.mark.parametrize("command", WAITS, ids=lambda c: " ".join(c[:4]))
+def test_sigterm_ends_a_wait_in_one_line_with_exit_143(
+    project: GcRunner, command: list[str]
+) -> None:
+    thread = project.json("thread", "send", "--from", "leader", "--subject", "s")["thread"]
+    program, *args = [thread["thread_id"] if a == "THREAD" else a for a in command]
+    before = head(project)
+    waiter = subprocess.Popen(
+        [gc_program(program), *args], cwd=project.cwd, env=project.env,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        sleeping(waiter.pid, time.monotonic() + 60)
+        waiter.send_signal(signal.SIGTERM)
+        out, err = waiter.communicate(timeout=60)  # bounds a hang only
+    finally:
+        waiter.kill()
+        waiter.wait()
+    assert (waiter.returncode, err) == (143, f"{program}: terminated\n")
+    if "--json" in args:
+        assert json.loads(out) == {
+            "ok": False,
+            "error": {"code": "terminated", "message": "terminated"},
+        }
+    if "decision" not in args:
+        assert head(project) == before  # a wait writes nothing of its own
+
+
 def test_a_closed_stdout_ends_quietly(project: GcRunner) -> None:
     for _ in range(3):
         project("bead", "create", "--type", "task", "--title", "t")
