@@ -1,7 +1,8 @@
 """One error type per failure kind; each carries its JSON code and its exit code.
 
 The exit codes are the command-line contract of DESIGN.md: 10 nothing matched, 20 conflict,
-30 invalid input or state, 40 not found, 50 storage or internal error.
+30 invalid input or state, 40 not found, 50 storage or internal error, 130 interrupted, 143
+terminated while waiting.
 """
 
 from __future__ import annotations
@@ -92,6 +93,19 @@ class Interrupted(GcError):
 
     code = "interrupted"
     exit_code = 130
+
+
+class Terminated(GcError):
+    """SIGTERM while a command waits (exit 143, the signal's conventional status: 128 + 15)."""
+
+    code = "terminated"
+    exit_code = 143
+
+
+class Termination(BaseException):
+    """Raised where SIGTERM ends a command that waits (`beads.waiting.terminable`): like
+    KeyboardInterrupt, no `except Exception` stops it on its way out; the program reports it
+    as `Terminated`."""
 
 
 # What a run that exhausts its memory (a `ulimit -v`) says, with exit 50: no traceback, and

@@ -11,7 +11,9 @@ never waited for.
 
 A SIGTERM that would end gc while a program runs ends that program's group first (as git's
 cleanup of its children does), then gc, by the same signal: a `timeout` or a supervisor that
-stops gc never leaves the program it ran behind.
+stops gc never leaves the program it ran behind. In a command that waits
+(`beads.waiting.terminable`: `gc gate watch` runs checks), gc then ends as the wait does
+(`Termination`: `gc: terminated`, exit 143).
 
 A command that runs several programs (a check per session gate, a `gh` per bead gate) runs
 them inside `budget(seconds)`: they share that time, so ten hanging checks cost one timeout.
@@ -87,11 +89,12 @@ def _group_ends_with_us() -> Iterator[_Termination]:
     handles it) unwinds it instead, so the caller's cleanup kills the program's group; then
     this process ends by SIGTERM after all, as it would have."""
     termination = _Termination()
-    ours = False
+    before = None  # the handler taken over: the default, or a wait's
     try:
-        if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+        found = signal.getsignal(signal.SIGTERM)
+        if found == signal.SIG_DFL or _ends_a_wait(found):
             signal.signal(signal.SIGTERM, termination.handle)
-            ours = True
+            before = found
     except ValueError:  # not the main thread: signals are the main thread's to handle
         pass
     try:
@@ -99,11 +102,23 @@ def _group_ends_with_us() -> Iterator[_Termination]:
     except _Terminated:
         pass
     finally:
-        if ours:
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        if before is not None:
+            signal.signal(signal.SIGTERM, before)
     if termination.asked:  # the program's group is gone: end as SIGTERM would have
+        if before is not None and before != signal.SIG_DFL:
+            from beads.errors import Termination
+
+            raise Termination  # a wait's: it ends the command in one line
         os.kill(os.getpid(), signal.SIGTERM)
         raise SystemExit(128 + signal.SIGTERM)  # (if it was not delivered yet)
+
+
+def _ends_a_wait(handler: object) -> bool:
+    """Whether `handler` is the SIGTERM handler of a wait (`beads.waiting.terminable`)."""
+    import sys
+
+    waiting = sys.modules.get("beads.waiting")  # not loaded: no wait installed a handler
+    return waiting is not None and isinstance(handler, waiting.Terminable)
 
 
 def run_bounded(

@@ -167,27 +167,27 @@ def check() -> None:
 @global_options
 def watch(interval: float, rounds: int | None) -> None:
     """Run `gc gate check` every --interval seconds (with --json, one object per round)."""
-    import time
-
     from beads.runtime import runs_long
+    from beads.waiting import pause, terminable
 
     store = open_store()
     done = 0
-    while rounds is None or done < rounds:
-        answered, outcomes, lines, warnings = _check_once(store)
-        done += 1
-        emit(
-            {
-                "round": done,
-                "answered": answered,
-                "outcomes": [o.__dict__ for o in outcomes],
-                "warnings": warnings,
-            },
-            "\n".join(lines),
-        )
-        if rounds is None or done < rounds:
-            runs_long()  # a loop: the garbage collector's usual collections back
-            time.sleep(interval)
+    with terminable():  # SIGTERM ends the watch in one line, never in the middle of a round
+        while rounds is None or done < rounds:
+            answered, outcomes, lines, warnings = _check_once(store)
+            done += 1
+            emit(
+                {
+                    "round": done,
+                    "answered": answered,
+                    "outcomes": [o.__dict__ for o in outcomes],
+                    "warnings": warnings,
+                },
+                "\n".join(lines),
+            )
+            if rounds is None or done < rounds:
+                runs_long()  # a loop: the garbage collector's usual collections back
+                pause(interval)
 
 
 def _check_once(store: Store) -> tuple[list[str], list[Outcome], list[str], list[str]]:
@@ -295,8 +295,11 @@ def create_decision(
              f"Created decision {made.id} (gate {gate_bead.id})")  # fmt: skip
         return
     seconds = parse_duration(timeout) if timeout else None
+    from beads.waiting import terminable
+
     try:
-        answered = decisions.wait_or_default(store, made.id, seconds)
+        with terminable():  # SIGTERM ends the wait in one line; the decision stays asked
+            answered = decisions.wait_or_default(store, made.id, seconds)
     except NoMatch as exc:  # no answer and no default: an answer of its own, exit 10
         answer_no({"bead": made.to_dict(), "gate": gate_bead.to_dict(), "found": False},
                   exc.message)  # fmt: skip

@@ -19,6 +19,7 @@ from beads.records.record import Bead, expect_type
 from beads.records.times import now_stamp
 from beads.runtime import runs_long
 from beads.store import Store
+from beads.waiting import pause
 from gates import session_gates
 from gates.beadgates import (
     GATE,
@@ -251,7 +252,7 @@ def wait_for_answer(store: Store, decision_id: str, timeout: float | None) -> Be
         if deadline is not None and time.monotonic() >= deadline:
             raise NoMatch(f"no answer to {decision_id} yet")
         runs_long()  # a wait: the garbage collector's usual collections back
-        time.sleep(0.05)
+        pause(0.05)
 
 
 def wait_or_default(store: Store, decision_id: str, timeout: float | None) -> Bead:

@@ -29,6 +29,8 @@ from beads.errors import (
     Interrupted,
     InvalidInput,
     StorageError,
+    Terminated,
+    Termination,
     is_interruption,
     is_out_of_memory,
 )
@@ -63,19 +65,23 @@ def cli() -> None:
     """gc-beads: a git-backed bead store with file-based messaging for AI agents.
 
     Exit codes: 0 ok, 10 a yes/no command's "no", 20 conflict, 30 invalid input,
-    40 not found, 50 storage or internal error, 130 interrupted.
+    40 not found, 50 storage or internal error, 130 interrupted, 143 terminated while
+    waiting.
     """
 
 
 def prepare_program() -> None:
     """What every command of the program needs before it runs: every layer's settings
-    registered, and a sync's arrivals announced to the agents here. Imports no producer and
-    no command (delivery gets the producer set from the run's runtime, `gc_beads.entry`)."""
+    registered, a sync's arrivals announced to the agents here, and every layer's check
+    run by `gc doctor`. Imports no producer and no command (delivery gets the producer set
+    from the run's runtime, `gc_beads.entry`)."""
     from gc_beads import settings
+    from gc_beads.health import register_checks
     from gc_beads.producers import register_arrivals
 
     settings.load()
     register_arrivals()
+    register_checks()
 
 
 def main(argv: list[str] | None = None, program: str = "gc") -> None:
@@ -127,6 +133,8 @@ def _main(argv: list[str] | None, program: str) -> None:
         _fail(exc, args, ctx_settings, program=program)
     except KeyboardInterrupt:
         _fail(Interrupted("interrupted"), args, ctx_settings, program=program)
+    except Termination:  # SIGTERM while the command waited (beads.waiting.terminable)
+        _fail(Terminated("terminated"), args, ctx_settings, program=program)
     except BrokenPipeError:
         sys.stderr.close()  # the reader went away (`gc bead list | head`): not our error
         sys.exit(0)

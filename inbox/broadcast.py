@@ -20,7 +20,6 @@ from inbox.items import (
     ITEM_COLUMNS,
     NOT_STANDING,
     Item,
-    from_row,
     insert_row,
     refuse_producer_type,
 )
@@ -100,7 +99,7 @@ class Broadcasts:
             "AND expires_at > ? AND NOT EXISTS "
             "(SELECT 1 FROM items WHERE items.agent = ? AND items.key = b.key)"
         )
-        standing = [from_row(row) for row in self.db.execute(sql, (now, agent))]
+        standing = self.items.sound(self.db.execute(sql, (now, agent)))
         if not standing:
             return 0
         config = self.settings.store_config()

@@ -176,7 +176,14 @@ def list_items(show_all: bool, delivered: bool, limit: int | None) -> None:
     delivery.refresh()
     delivery.settle_moot(who)
     items = delivery.items(who, states)[:limit]
+    warn(delivery.take_problems())
     emit({"agent": who, "items": [item_json(i) for i in items]}, lambda: _table(items, who))
+
+
+def warn(problems: list[str]) -> None:
+    """Say each problem met on the way (a line or a row set aside) on stderr, one line each."""
+    for problem in problems:
+        click.echo(f"gc: warning: {problem}", err=True)
 
 
 @inbox.command()
@@ -194,8 +201,7 @@ def drain(session: str | None, reconcile: bool) -> None:
     if reconcile:  # the producers of the delivery's set (inbox/producers.py)
         delivery.reconcile(agent)
     drained = delivery.drain(session, agent, deliver=False)
-    for problem in drained.problems:
-        click.echo(f"gc: warning: {problem}", err=True)
+    warn(list(drained.problems))
     fault("drain-before-output")
     emit(
         {
@@ -218,18 +224,23 @@ def drain(session: str | None, reconcile: bool) -> None:
 @global_options
 def wait(timeout: str) -> None:
     """Block until an item is pending for --agent (default: you); exit 10 on timeout."""
+    from beads.waiting import terminable
+
     deadline = time.monotonic() + parse_duration(timeout)
     delivery = open_delivery()
     who = delivery.agent_of(me())
-    while True:
-        try:
-            woke = delivery.wait(who, max(0.0, deadline - time.monotonic()))
-            break
-        except DatabaseReplaced:  # a new file: pushes go there now
-            delivery = open_delivery()
+    with terminable():  # SIGTERM ends the wait in one line, as Ctrl-C does
+        while True:
+            try:
+                woke = delivery.wait(who, max(0.0, deadline - time.monotonic()))
+                break
+            except DatabaseReplaced:  # a new file: pushes go there now
+                delivery = open_delivery()
+    warn(delivery.take_problems())
     if not woke:
         answer_no({"agent": who, "woke": False, "items": []}, f"No item for {who} within {timeout}")
     items = delivery.items(who, ("pending", "delivering"))
+    warn(delivery.take_problems())
     emit(
         {"agent": who, "woke": True, "items": [item_json(i) for i in items]},
         lambda: _table(items, who),

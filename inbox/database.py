@@ -72,11 +72,14 @@ class DatabaseReplaced(StorageError):
 
 
 def database_error(
-    exc: sqlite3.Error, name: str, file_id: tuple[int, int] | None = None
+    exc: sqlite3.Error,
+    name: str,
+    file_id: tuple[int, int] | None = None,
+    advice: str | None = None,
 ) -> GcError:
     """What sqlite's `exc` on the database `name` (the file `file_id`) means to a user, said
     as the store's own errors say it: a full disk, a read-only store, a busy or a damaged
-    file."""
+    file (followed by `advice`, what to do about it, when the caller has some)."""
     code = error_code(exc)
     # A full disk shows as SQLITE_FULL, or, when the `-shm` file cannot grow, as this I/O
     # error (sqlite writes it through: ENOSPC, a quota).
@@ -88,7 +91,8 @@ def database_error(
     if code in _BUSY:
         return Conflict(f"{name} is busy: {exc}")
     if code in DAMAGED:
-        return DatabaseDamaged(f"{name} is damaged: {exc}", file_id)
+        said = f"{name} is damaged: {exc}"
+        return DatabaseDamaged(f"{said}; {advice}" if advice else said, file_id)
     return StorageError(f"{name}: {exc}")
 
 
@@ -98,6 +102,7 @@ class Connection(sqlite3.Connection):
 
     name: str | None = None  # set once open: until then, sqlite's errors as they are
     file_id: tuple[int, int] | None = None  # the file opened (a damaged one is named so)
+    advice: str | None = None  # what to do when the file is found damaged
 
     def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor:
         try:
@@ -112,24 +117,27 @@ class Connection(sqlite3.Connection):
             raise self._error(exc) from None
 
     def _error(self, exc: sqlite3.Error) -> Exception:
-        return exc if self.name is None else database_error(exc, self.name, self.file_id)
+        if self.name is None:
+            return exc
+        return database_error(exc, self.name, self.file_id, self.advice)
 
 
 @contextlib.contextmanager
 def transaction(db: sqlite3.Connection, name: str) -> Iterator[sqlite3.Connection]:
     """One write transaction on `db` (the file `name`), holding its write lock from the start
     (`BEGIN IMMEDIATE`): two drains or two pushes racing on one agent serialise."""
+    known = getattr(db, "file_id", None), getattr(db, "advice", None)
     try:
         db.execute("BEGIN IMMEDIATE")
     except sqlite3.Error as exc:
-        raise database_error(exc, name, getattr(db, "file_id", None)) from None
+        raise database_error(exc, name, *known) from None
     try:
         yield db
         db.execute("COMMIT")
     except BaseException as exc:
         rollback(db)
         if isinstance(exc, sqlite3.Error):
-            raise database_error(exc, name, getattr(db, "file_id", None)) from None
+            raise database_error(exc, name, *known) from None
         raise
 
 
@@ -142,13 +150,15 @@ def connect(
     version: int = 0,
     migrations: dict[int, str] | None = None,
     setup: Callable[[sqlite3.Connection], None] | None = None,
+    advice: str | None = None,
 ) -> sqlite3.Connection:
     """Open (and on first use create, or upgrade) one of the delivery databases.
 
     A database of an older `user_version` is brought up by `migrations`; `setup` runs once,
     in the same transaction, when the database is made or upgraded. A newer one is refused.
     One this process may not write (a read-only store) is opened read-only: reads answer,
-    writes fail with `store is read-only`. A damaged file raises `DatabaseDamaged`.
+    writes fail with `store is read-only`. A damaged file raises `DatabaseDamaged`, its
+    message followed by `advice` (what to do about it), whenever it is found so.
     """
     # sqlite opens by name: never through a link, created with the store's mode.
     files.prepare_db(str(path.parent.parent), str(path))
@@ -158,7 +168,7 @@ def connect(
         db = sqlite3.connect(
             path, timeout=30, isolation_level=None, check_same_thread=False, factory=Connection
         )
-        db.file_id = file_id
+        db.file_id, db.advice = file_id, advice
         db.execute(f"PRAGMA synchronous={synchronous}")
         if _schema_state(db, last_table, path, version) == (version, True):
             db.name = path.name
@@ -189,14 +199,14 @@ def connect(
     except sqlite3.Error as exc:
         if db is not None:
             db.close()
-        error = database_error(exc, path.name, file_id)
+        error = database_error(exc, path.name, file_id, advice)
         if error_code(exc) in READ_ONLY:
-            return _connect_read_only(path, last_table, version, error)
+            return _connect_read_only(path, last_table, version, error, advice)
         raise error from None
 
 
 def _connect_read_only(
-    path: Path, last_table: str, version: int, cause: GcError
+    path: Path, last_table: str, version: int, cause: GcError, advice: str | None
 ) -> sqlite3.Connection:
     """Open a database this process may not write (a read-only mount, another user's store);
     a newer gc's database is refused here too."""
@@ -207,7 +217,7 @@ def _connect_read_only(
     db = open_read_only(path, current, factory=Connection)
     if db is None:
         raise cause
-    db.name = path.name  # type: ignore[attr-defined]
+    db.name, db.advice = path.name, advice  # type: ignore[attr-defined]
     return db
 
 

@@ -67,6 +67,18 @@ __getattr__ = lazy_attributes(__name__, {"Drained": "inbox.drain"})
 _UNREAD: Any = object()  # the outbox, not read yet
 
 
+def damaged_advice(path: Path) -> str:
+    """What to do about a damaged delivery database at `path`, in words (after the error,
+    and in `gc doctor`'s report). Nothing rebuilds it whole: it is the source of truth of what
+    was pushed. A new file starts at the branch's commit, and the producers' reconcilers
+    (SessionStart, `gc inbox drain --reconcile`) derive again what they still know of."""
+    return (
+        f"move {path} aside and a new one is made: the pushed items and durable entries it "
+        "holds are lost, unread mail and recent decisions and gates come back at each "
+        "agent's next session start (or gc inbox drain --reconcile)"
+    )
+
+
 class Delivery:
     """The delivery databases of one store (`root` is the `.beads/` directory)."""
 
@@ -94,14 +106,16 @@ class Delivery:
         self._nudger: Nudger | None = None
         self._queues: Queues | None = None
         self._drainer: Drainer | None = None
+        path = self.runtime / "delivery.sqlite3"
         self.db = connect(
-            self.runtime / "delivery.sqlite3",
+            path,
             "NORMAL",
             SCHEMA,
             "entries",
             version=SCHEMA_VERSION,
             migrations=MIGRATIONS,
             setup=self._start_following,
+            advice=damaged_advice(path),
         )
         read = config if config is not None else lambda: self.reader.config()
         self.settings = DeliveryConfig(read, fresh=config is not None)
@@ -111,7 +125,7 @@ class Delivery:
             self.db, self.write, self.settings, self.session_table, self._store_agents
         )
         self.item_table = ItemTable(
-            self.db, self.write, self.names, self.settings, self.outbox, self._nudge
+            self.runtime, self.db, self.write, self.names, self.settings, self.outbox, self._nudge
         )
         self.broadcasts = Broadcasts(
             self.db, self.write, self.settings, self.names, self.item_table, self.outbox
@@ -391,6 +405,11 @@ class Delivery:
     def has_pending(self, agent: str, now: float | None = None) -> bool:
         """True when `agent` has an unexpired item not yet delivered."""
         return self.item_table.has_pending(agent, now)
+
+    def take_problems(self) -> list[str]:
+        """The rows reading set aside since the last call, one line each (a row holding a
+        time no stamp can show: `ItemTable.sound`), for the caller to tell."""
+        return self.item_table.take_problems()
 
     def settle(self, agent: str, keys: Sequence[str], state: str = "moot") -> int:
         """Settle `agent`'s undelivered items of these keys; returns how many."""

@@ -13,7 +13,7 @@ import time
 from collections import namedtuple
 
 from beads.errors import NotFound
-from inbox.items import ITEM_COLUMNS, Item, forget_settled, from_row, is_moot
+from inbox.items import ITEM_COLUMNS, Item, forget_settled, is_moot
 from inbox.queue import SessionQueue, check_session
 
 TYPE_CHECKING = False  # the hooks never import typing (tests/test_hooks.py)
@@ -129,15 +129,14 @@ class Drainer:
         now = time.time()
         state = "delivered" if deliver else "delivering"
         with self.write() as db:
-            pending = [
-                from_row(row)
-                for row in db.execute(
+            pending = self.items.sound(
+                db.execute(
                     f"SELECT {ITEM_COLUMNS} FROM items WHERE agent = ? AND (state = 'pending' "
                     "OR (state = 'delivering' AND (session = ? OR settled_at < ?))) "
                     "ORDER BY priority, created_at, id",
                     (agent, session, now - CLAIM_SECONDS),
                 )
-            ]
+            )
             dropped: list[tuple[str, int]] = []
             live: list[Item] = []
             for item in pending:
@@ -166,7 +165,7 @@ class Drainer:
             text=text,
             deferred=len(live) - len(chosen),
             dropped=len(dropped) + settled,
-            problems=problems,
+            problems=problems + self.items.take_problems(),
         )
 
     def delivered(self, drained: Drained) -> None:
@@ -218,8 +217,12 @@ class Drainer:
                 raise DatabaseReplaced(f"{path.name} was removed or replaced while waiting")
             self.refresh()  # mail committed meanwhile (a crashed send, a push) wakes it too
             self.broadcasts.take(agent)
-            if has_pending(agent) and (not self.settle_moot(agent) or has_pending(agent)):
-                return True
-            return None
+            if not has_pending(agent):
+                return None
+            aside = len(self.items.problems)
+            if self.settle_moot(agent) or len(self.items.problems) > aside:
+                # What counted may be moot now, or a row set aside (`ItemTable.sound`).
+                return True if has_pending(agent) else None
+            return True
 
         return wait_until(pending, timeout, poll) is not None

@@ -8,15 +8,18 @@ import math
 import time
 from collections.abc import Callable, Sequence
 
-from beads.errors import InvalidInput
+from beads.errors import GcError, InvalidInput
 from beads.records.ids import check_id
 from beads.records.record import acting_agent, check_agent, check_text
 from beads.records.times import check_time
+from inbox.queue import keep_aside
 
 TYPE_CHECKING = False  # the hooks never import typing (tests/test_hooks.py)
 if TYPE_CHECKING:
     import contextlib
     import sqlite3
+    from collections.abc import Iterable
+    from pathlib import Path
     from typing import Any
 
     from inbox.deliveryconfig import DeliveryConfig
@@ -39,6 +42,9 @@ ITEM_COLUMNS = (
     "id, agent, key, type, source, content, priority, created_at, expires_at, ref_bead, "
     "moot_when, state, session, settled_at, pusher"
 )
+# Where rows whose times no stamp can show are set aside (`ItemTable.sound`), beside the
+# database under `.runtime/`, one JSON line each, as a queue keeps its bad lines.
+SET_ASIDE = "delivery.bad.jsonl"
 
 
 class Item:
@@ -159,6 +165,19 @@ class Item:
     def expired(self, now: float) -> bool:
         return self.expires_at is not None and self.expires_at <= now
 
+    def impossible_time(self) -> str | None:
+        """Why one of the item's times is none a stamp can show (before 1970, past the year
+        9999, not a number), or None: an item checked when stored never has one, a row an
+        older gc or another tool wrote may."""
+        for name in ("created_at", "expires_at", "settled_at"):
+            value = getattr(self, name)
+            if value is not None or name == "created_at":
+                try:
+                    check_time(name, value)
+                except InvalidInput as exc:
+                    return exc.message
+        return None
+
     def to_json(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self.FIELDS}
 
@@ -207,6 +226,7 @@ class ItemTable:
 
     def __init__(
         self,
+        runtime: Path,
         db: sqlite3.Connection,
         write: Callable[[], contextlib.AbstractContextManager[sqlite3.Connection]],
         names: AgentNames,
@@ -214,10 +234,13 @@ class ItemTable:
         outbox: Callable[[], Callable[[sqlite3.Connection, Sequence[Item]], None] | None],
         nudge: Callable[[list[Item]], None],
     ) -> None:
-        """`db` and `write()` (one write transaction): the delivery database; `names`: who
-        an agent is (`own`); `settings`: `delivery.*`; `outbox()`: the hook that also
-        writes items for agents of other machines (None: none); `nudge(items)`: run once
-        new items are committed (it must not raise)."""
+        """`runtime`: the store's `.runtime/`; `db` and `write()` (one write transaction):
+        the delivery database; `names`: who an agent is (`own`); `settings`: `delivery.*`;
+        `outbox()`: the hook that also writes items for agents of other machines (None:
+        none); `nudge(items)`: run once new items are committed (it must not raise)."""
+        self.runtime = runtime
+        # What reading set aside, one line each, until the caller takes them (`take_problems`).
+        self.problems: list[str] = []
         self.db = db
         self.write = write
         self.names = names
@@ -288,7 +311,10 @@ class ItemTable:
             for item in items:
                 created = insert_row(db, item)
                 if not created:
-                    item = self.by_key(item.agent, item.key) or item
+                    found = self.by_key(item.agent, item.key)
+                    if found is None:  # the key's row was set aside (`sound`): the key is free
+                        created = insert_row(db, item)
+                    item = found or item
                 results.append((item, created))
             if then is not None:
                 then(db)
@@ -300,10 +326,11 @@ class ItemTable:
 
     def by_key(self, agent: str, key: str) -> Item | None:
         """The item of `agent` (its full name) with this dedup key, or None."""
-        row = self.db.execute(
+        rows = self.db.execute(
             f"SELECT {ITEM_COLUMNS} FROM items WHERE agent = ? AND key = ?", (agent, key)
-        ).fetchone()
-        return from_row(row) if row else None
+        )
+        found = self.sound(rows)
+        return found[0] if found else None
 
     def items(self, agent: str | None = None, states: Sequence[str] = ("pending",)) -> list[Item]:
         """Items by state (all agents when `agent` is None), most urgent and oldest first."""
@@ -314,7 +341,46 @@ class ItemTable:
             sql += " AND agent = ?"
             params.append(self.names.own(agent))
         sql += " ORDER BY priority, created_at, id"
-        return [from_row(row) for row in self.db.execute(sql, params)]
+        return self.sound(self.db.execute(sql, params))
+
+    def sound(self, rows: Iterable[tuple[Any, ...]]) -> list[Item]:
+        """The items of rows of `SELECT {ITEM_COLUMNS}`, in order. A row holding a time no
+        stamp can show (`Item.impossible_time`), which would fail every listing and drain of
+        its agent, is set aside as a queue's bad line is: kept in
+        `.runtime/delivery.bad.jsonl` with the reason, removed from the table, and said in
+        `problems`. Within a write transaction on the database, in that transaction."""
+        items, bad = [], []
+        for row in rows:
+            item = from_row(row)
+            why = item.impossible_time()
+            if why is None:
+                items.append(item)
+            else:
+                bad.append((item, why))
+        for item, why in bad:
+            self._set_aside(item, why)
+        return items
+
+    def _set_aside(self, item: Item, why: str) -> None:
+        # The line is written before the row goes: a fault between the two keeps both.
+        whose = f"item {item.id} of {item.agent}"
+        try:
+            record = {"row": item.to_json(), "error": why}
+            keep_aside(str(self.runtime.parent), self.runtime / SET_ASIDE, record)
+            if self.db.in_transaction:
+                self.db.execute("DELETE FROM items WHERE id = ?", (item.id,))
+            else:
+                with self.write() as db:
+                    db.execute("DELETE FROM items WHERE id = ?", (item.id,))
+        except (OSError, GcError) as exc:  # a read-only store: left where it is, not shown
+            self.problems.append(f"{whose} skipped ({why}); it cannot be set aside: {exc}")
+            return
+        self.problems.append(f"{whose} set aside in {SET_ASIDE}: {why}")
+
+    def take_problems(self) -> list[str]:
+        """What reading set aside since the last call (`sound`), one line each."""
+        taken, self.problems = self.problems, []
+        return taken
 
     def has_pending(self, agent: str, now: float | None = None) -> bool:
         """True when `agent` has an unexpired item not yet delivered (cheap: one indexed

@@ -68,12 +68,7 @@ class SessionQueue:
 
     def set_aside(self, line: str, why: str) -> None:
         """Keep a line that cannot be used in `<session>.bad.jsonl`, with the reason."""
-        record = json.dumps({"line": line, "error": why}, ensure_ascii=False) + "\n"
-        fd = files.open_file(self._root, str(self.bad_path))
-        try:
-            _write_all(fd, record.encode())
-        finally:
-            os.close(fd)
+        keep_aside(self._root, self.bad_path, {"line": line, "error": why})
 
     def append(self, record: dict[str, Any]) -> None:
         """Add one line, durably."""
@@ -134,6 +129,17 @@ class SessionQueue:
                 problems += store(records)
                 handle.truncate(0)
                 return records, problems
+
+
+def keep_aside(root: str, path: Path, record: dict[str, Any]) -> None:
+    """Append `record` (what could not be used, and why) as one JSON line to `path`, a file
+    of things set aside under the store `root`."""
+    line = json.dumps(record, ensure_ascii=False) + "\n"
+    fd = files.open_file(root, str(path))
+    try:
+        _write_all(fd, line.encode())
+    finally:
+        os.close(fd)
 
 
 def _flock(fd: int) -> None:

@@ -307,6 +307,33 @@ def test_a_deeply_nested_json_text_is_pushed_as_text(project: GcRunner) -> None:
     assert project("inbox", "drain", "--session", "s1", "--agent", "dog").returncode == 0
 
 
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (
+            ["thread", "send", "--from", "leader", "--subject", "s", "--payload-json",
+             '{"a": 1, "a": 2}'],
+            "gc: --payload-json has the key 'a' twice\n",
+        ),
+        (
+            ["thread", "send", "--from", "leader", "--subject", "s", "--artifact", "x",
+             "--artifact-metadata-json", '{"m": {"k": 1, "k": 1}}'],
+            "gc: --artifact-metadata-json has the key 'k' twice\n",
+        ),
+        (
+            ["config", "set", "agents.dog.nudge", '{"x": 1, "x": 2}'],
+            "gc: the value of agents.dog.nudge has the key 'x' twice\n",
+        ),
+    ],
+)  # fmt: skip
+def test_json_given_with_a_key_twice_is_refused_naming_the_key(
+    project: GcRunner, args: list[str], said: str
+) -> None:
+    before = head(project)
+    assert refused(project(*args)) == said
+    assert head(project) == before  # nothing committed
+
+
 def test_priority_past_its_range_is_usage_error(project: GcRunner) -> None:
     refused(project("inbox", "push", "hi", "--priority", "9" * 30))
     refused(project("bead", "create", "--type", "t", "--title", "t", "--priority", "-" + "9" * 30))
@@ -377,6 +404,57 @@ def test_ctrl_c_early_never_shows_a_traceback_of_gc(project: GcRunner) -> None:
         else:
             assert code in (0, -signal.SIGINT, 1), text
     assert reached or os.cpu_count() == 1  # some signal landed in gc's own code
+
+
+def sleeping(pid: int, deadline: float) -> None:
+    """Until process `pid` sleeps between a wait's checks (`time.sleep`), or its kernel does
+    not say where a process sleeps (then some time); the deadline bounds a hang only."""
+    wchan = Path(f"/proc/{pid}/wchan")
+    while time.monotonic() < deadline and "nanosleep" not in wchan.read_text():
+        if wchan.read_text() in ("", "0"):  # a kernel that does not say: give it time
+            time.sleep(2)
+            return
+        time.sleep(0.01)
+
+
+WAITS = [
+    ["gc", "inbox", "wait", "--agent", "dog", "--timeout", "600"],
+    ["gc", "--json", "inbox", "wait", "--agent", "dog", "--timeout", "600"],
+    ["gc", "thread", "wait-reply", "--thread", "THREAD", "--timeout-seconds", "600"],
+    ["inbox", "wait-reply", "--thread", "THREAD", "--timeout-seconds", "600"],
+    ["gc", "thread", "watch", "--agent", "dog", "--timeout-seconds", "600"],
+    ["gc", "gate", "watch", "--interval", "600"],
+    ["gc", "sync", "--watch", "--interval", "600"],
+    ["gc", "decision", "create", "--prompt", "p", "--option", "y", "--option", "n", "--wait"],
+]
+
+
+@pytest.mark.parametrize("command", WAITS, ids=lambda c: " ".join(c[:4]))
+def test_sigterm_ends_a_wait_in_one_line_with_exit_143(
+    project: GcRunner, command: list[str]
+) -> None:
+    thread = project.json("thread", "send", "--from", "leader", "--subject", "s")["thread"]
+    program, *args = [thread["thread_id"] if a == "THREAD" else a for a in command]
+    before = head(project)
+    waiter = subprocess.Popen(
+        [gc_program(program), *args], cwd=project.cwd, env=project.env,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        sleeping(waiter.pid, time.monotonic() + 60)
+        waiter.send_signal(signal.SIGTERM)
+        out, err = waiter.communicate(timeout=60)  # bounds a hang only
+    finally:
+        waiter.kill()
+        waiter.wait()
+    assert (waiter.returncode, err) == (143, f"{program}: terminated\n")
+    if "--json" in args:
+        assert json.loads(out) == {
+            "ok": False,
+            "error": {"code": "terminated", "message": "terminated"},
+        }
+    if "decision" not in args:
+        assert head(project) == before  # a wait writes nothing of its own
 
 
 def test_a_closed_stdout_ends_quietly(project: GcRunner) -> None:

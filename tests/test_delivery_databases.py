@@ -125,13 +125,20 @@ def test_a_sessions_database_damaged_inside_is_started_afresh(project: Path, gc:
     assert gc.json("session", "list")["sessions"] == []
 
 
-def test_a_damaged_delivery_database_is_one_line_and_kept(project: Path, gc: GcRunner) -> None:
+def test_a_damaged_delivery_database_is_one_line_saying_what_to_do_and_kept(
+    project: Path, gc: GcRunner
+) -> None:
     path = project / ".beads" / ".runtime" / "delivery.sqlite3"
     path.write_bytes(b"not a database at all" * 100)
     for args in (("inbox", "list"), ("inbox", "push", "--to", "dog", "hi")):
         result = gc(*args)
         assert result.returncode == 50, result.stderr
-        assert result.stderr == "gc: delivery.sqlite3 is damaged: file is not a database\n"
+        assert result.stderr == (
+            f"gc: delivery.sqlite3 is damaged: file is not a database; move {path} aside and "
+            "a new one is made: the pushed items and durable entries it holds are lost, "
+            "unread mail and recent decisions and gates come back at each agent's next "
+            "session start (or gc inbox drain --reconcile)\n"
+        )
     assert path.read_bytes() == b"not a database at all" * 100  # the source of truth is kept
 
 
@@ -160,6 +167,7 @@ def test_a_damaged_page_found_by_a_read_names_the_delivery_database(
     result = gc("inbox", "list", "--agent", "dog")
     assert result.returncode == 50, result.stderr
     assert result.stderr.startswith("gc: delivery.sqlite3 is damaged:"), result.stderr
+    assert f"; move {path} aside and a new one is made" in result.stderr
     assert result.stderr.count("\n") == 1
     assert path.read_bytes() == data  # the source of truth is kept
 
@@ -431,3 +439,80 @@ def test_exec_output_nested_too_deep_is_invalid_input(project: Path, gc: GcRunne
     assert result.returncode == 30, result.stderr
     assert "count printed JSON nested too deeply to read" in result.stderr
     assert "internal error" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("column", "value"),
+    [
+        ("created_at", -1e20),  # before 1970
+        ("created_at", "soon"),  # not a number at all
+        ("expires_at", 1e308),  # a TTL of 1e308 seconds
+        ("expires_at", float("inf")),
+    ],
+)
+def test_a_stored_row_with_a_time_no_stamp_shows_is_set_aside_and_the_rest_delivered(
+    project: Path, gc: GcRunner, column: str, value: object
+) -> None:
+    dog = {"GC_AGENT": "dog"}
+    assert gc("inbox", "push", "--to", "dog", "before it").returncode == 0
+    database = project / ".beads" / ".runtime" / "delivery.sqlite3"
+    with sqlite3.connect(database) as db:  # as an older gc (or another tool) wrote it
+        row = {"created_at": 1_700_000_000.0, "expires_at": None, column: value}
+        db.execute(
+            "INSERT INTO items(agent, key, type, source, content, priority, created_at, "
+            "expires_at) VALUES ('dog', 'odd', 'event', 'x', 'the odd one', 2, ?, ?)",
+            (row["created_at"], row["expires_at"]),
+        )
+    db.close()
+    assert gc("inbox", "push", "--to", "dog", "after it").returncode == 0
+    listed = gc("--json", "inbox", "list", env=dog)
+    assert listed.returncode == 0, listed.stderr
+    contents = [i["content"] for i in json.loads(listed.stdout)["items"]]
+    assert sorted(contents) == ["after it", "before it"]
+    assert listed.stderr == (
+        f"gc: warning: item 2 of dog set aside in delivery.bad.jsonl: {column} must be a "
+        "time in Unix seconds between 1970 and 9999\n"
+    )
+    kept = (project / ".beads" / ".runtime" / "delivery.bad.jsonl").read_text().splitlines()
+    assert [json.loads(line)["row"]["content"] for line in kept] == ["the odd one"]
+    drained = gc("inbox", "drain", "--session", "s1", env=dog)
+    assert drained.returncode == 0, drained.stderr
+    assert "before it" in drained.stdout and "after it" in drained.stdout
+    assert drained.stderr == ""  # set aside once
+
+
+def test_inbox_wait_is_not_woken_by_a_row_with_a_time_no_stamp_shows(
+    project: Path, gc: GcRunner
+) -> None:
+    assert gc("inbox", "push", "--to", "cat", "not dog's").returncode == 0
+    database = project / ".beads" / ".runtime" / "delivery.sqlite3"
+    with sqlite3.connect(database) as db:
+        db.execute(
+            "INSERT INTO items(agent, key, type, source, content, priority, created_at, "
+            "expires_at) VALUES ('dog', 'odd', 'event', 'x', 'forever', 2, 1.0e9, 1e308)"
+        )
+    db.close()
+    waited = gc("inbox", "wait", "--timeout", "0.3", env={"GC_AGENT": "dog"})
+    assert waited.returncode == 10, waited.stdout + waited.stderr  # timed out: nothing came
+    assert waited.stderr.startswith("gc: warning: item 2 of dog set aside in delivery.bad.jsonl")
+
+
+def test_a_standing_broadcast_with_a_time_no_stamp_shows_is_set_aside_at_a_drain(
+    project: Path, gc: GcRunner
+) -> None:
+    dog = {"GC_AGENT": "dog"}
+    assert gc("inbox", "push", "--to", "dog", "fine").returncode == 0
+    database = project / ".beads" / ".runtime" / "delivery.sqlite3"
+    with sqlite3.connect(database) as db:
+        db.execute(
+            "INSERT INTO items(agent, key, type, source, content, priority, created_at, "
+            "expires_at, state) VALUES ('@all', 'b', 'event', 'x', 'forever', 2, 1.0e9, 1e308, "
+            "'standing')"
+        )
+    db.close()
+    drained = gc("inbox", "drain", "--session", "s1", env=dog)
+    assert drained.returncode == 0, drained.stderr
+    assert "fine" in drained.stdout and "forever" not in drained.stdout
+    assert "item 2 of @all set aside in delivery.bad.jsonl: expires_at" in drained.stderr
+    listed = gc("--json", "inbox", "list", "--all", env=dog)
+    assert [i["content"] for i in json.loads(listed.stdout)["items"]] == ["fine"]

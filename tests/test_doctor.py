@@ -1,11 +1,13 @@
 """The doctor's view check: a view file edited by hand or stray is reported and restored; for
 a large store a child process walks and reads the view while the index is rebuilt, and what it
-found never hides a file edited by hand or gone. Its repairs of `.git` are in
-`test_doctor_git.py`."""
+found never hides a file edited by hand or gone. A damaged delivery database is reported with
+what to do. Its repairs of `.git` are in `test_doctor_git.py`."""
 
 from __future__ import annotations
 
+import json
 import os
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -15,6 +17,7 @@ from beads.records.ids import bead_path
 from beads.store import Store
 from beads.view.scan import SCAN_AHEAD_FILES, ViewScan
 from beads.view.view import git_blob_sha
+from tests.conftest import GcRunner
 
 
 def edit_in_place(path: Path) -> None:
@@ -108,3 +111,50 @@ def test_doctor_reports_and_restores_a_hand_edited_view_file(store: Store) -> No
     fixed = doctor(store, restore_view=True)
     assert fixed.ok and len(fixed.fixed) == 2
     assert view_file.read_bytes() == original and not (store.root / "stray.txt").exists()
+
+
+def damage(path: Path, how: str) -> None:
+    """Damage the database at `path` as a crash, a full disk or a stray write may."""
+    db = sqlite3.connect(path)
+    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # every page in the file itself
+    db.close()
+    data = path.read_bytes()
+    if how == "cut in half":
+        path.write_bytes(data[: len(data) // 2])
+    elif how == "garbage":
+        path.write_bytes(os.urandom(len(data)))
+    else:  # "pages": the header stays, every other page is garbled
+        path.write_bytes(data[:4096] + b"\xff" * (len(data) - 4096))
+
+
+@pytest.mark.parametrize("how", ["cut in half", "garbage", "pages"])
+def test_doctor_reports_a_damaged_delivery_database_and_what_to_do(
+    gc_store: GcRunner, how: str
+) -> None:
+    for n in range(30):  # a database of several pages
+        assert gc_store("inbox", "push", "--to", "dog", f"item {n} " + "y" * 500).returncode == 0
+    path = gc_store.cwd / ".beads" / ".runtime" / "delivery.sqlite3"
+    damage(path, how)
+    kept = path.read_bytes()
+    result = gc_store("--json", "doctor")
+    assert result.returncode == 50, result.stderr
+    reply = json.loads(result.stdout)
+    assert reply["ok"] is False and reply["healthy"] is False
+    [problem] = reply["problems"]
+    assert (problem["kind"], problem["path"], problem["fixed"]) == (
+        "delivery",
+        ".runtime/delivery.sqlite3",
+        False,
+    )
+    assert problem["message"].startswith("damaged (")
+    assert f"move {path} aside and a new one is made" in problem["message"]
+    assert path.read_bytes() == kept  # reported, never changed
+    assert gc_store("doctor").stdout.startswith("delivery: .runtime/delivery.sqlite3: damaged")
+
+
+def test_doctor_finds_an_empty_delivery_database_sound(gc_store: GcRunner) -> None:
+    path = gc_store.cwd / ".beads" / ".runtime" / "delivery.sqlite3"
+    path.write_bytes(b"")  # sqlite takes an empty file for an empty database, as gc does
+    result = gc_store("doctor")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert gc_store("inbox", "push", "--to", "dog", "hi").returncode == 0

@@ -503,6 +503,38 @@ def test_watch_checks_in_a_loop(tmp_path: Path, gc_store: GcRunner) -> None:
     assert gc.json("gate", "show", made["id"])["bead"]["status"] == "closed"
 
 
+def test_sigterm_while_gate_watch_runs_gh_ends_gh_then_the_watch_in_one_line(
+    tmp_path: Path, gc_store: GcRunner
+) -> None:
+    gc = gc_store
+    made = gc.json("gate", "create", "--await", "gh:pr:7", "--waiter", "dog")["bead"]
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    started = tmp_path / "gh.pid"
+    gh = tools / "gh"  # a gh that hangs, saying its pid first
+    gh.write_text(f"#!/bin/sh\necho $$ > {started}.tmp && mv {started}.tmp {started}\nsleep 600\n")
+    gh.chmod(0o755)
+    env = {**gc.env, "PATH": f"{tools}{os.pathsep}{gc.env['PATH']}"}
+    watch = subprocess.Popen(
+        [gc_program(), "gate", "watch", "--interval", "600"], cwd=gc.cwd, env=env,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60  # bounds a hang only
+        while not started.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        watch.send_signal(signal.SIGTERM)
+        _out, err = watch.communicate(timeout=60)
+    finally:
+        watch.kill()
+        watch.wait()
+    assert (watch.returncode, err) == (143, "gc: terminated\n")
+    pid = int(started.read_text())
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)  # gh's group was ended first
+    assert gc.json("gate", "show", made["id"])["bead"]["status"] == "open"  # nothing half done
+
+
 def test_an_escalated_gate_still_resolves_later(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:

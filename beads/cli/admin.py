@@ -16,7 +16,7 @@ from beads.cli.common import (
     progress_bar,
     settings,
 )
-from beads.errors import InvalidInput, StorageError
+from beads.errors import StorageError
 
 if TYPE_CHECKING:
     from beads.git import LogEntry
@@ -186,14 +186,12 @@ def config_set(key: str, value: str, local: bool) -> None:
     """Set a dotted KEY to VALUE (JSON when it parses as JSON, else text).
 
     Every setting, with what it accepts and its default: docs/config.md."""
-    import json
+    from beads.jsontext import loads
 
-    try:
-        parsed = json.loads(value)
+    try:  # a key given twice, or nesting too deep, is refused (InvalidInput)
+        parsed = loads(value, f"the value of {key}")
     except ValueError:
         parsed = value
-    except RecursionError:
-        raise InvalidInput(f"the value of {key} nests too deeply") from None
     if local:  # kept in the store's git config: never committed, never synced
         from beads.settings.localconfig import set_local
 

@@ -97,19 +97,21 @@ def sync(name: str | None, show_status: bool, watch: bool, interval: float | Non
         return
     if watch:
         from beads.settings.localconfig import DEFAULT_INTERVAL, local_settings
+        from beads.waiting import pause, terminable
 
         every = interval or local_settings(store.root / ".git").get(
             "sync.interval", DEFAULT_INTERVAL
         )
         runs_long()  # a watch: the garbage collector's usual collections back
-        while True:
-            try:
-                shown = _result_line(syncing.sync(store, name).to_json())
-            except GcError as exc:  # reported, recorded for --status; the watch goes on
-                shown = f"sync failed: {exc.message}"
-            if not settings().json:
-                click.echo(f"{time.strftime('%H:%M:%S')} {shown}")
-            time.sleep(every)
+        with terminable():  # SIGTERM ends the watch in one line, never in the middle of a sync
+            while True:
+                try:
+                    shown = _result_line(syncing.sync(store, name).to_json())
+                except GcError as exc:  # reported, recorded for --status; the watch goes on
+                    shown = f"sync failed: {exc.message}"
+                if not settings().json:
+                    click.echo(f"{time.strftime('%H:%M:%S')} {shown}")
+                pause(every)
     result = syncing.sync(store, name).to_json()
     emit({"sync": result}, lambda: _result_line(result))
 

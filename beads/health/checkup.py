@@ -9,6 +9,10 @@ What would brick the store is repaired by every run, under the write lock, and r
 problem marked fixed: git lock files and temporary files left by dead writers, half-made
 repositories of a killed `gc init`, a lost or garbled branch ref (restored to the last good
 commit), a missing `.git/HEAD`, loose objects cut short by a full disk or a power cut.
+
+The files the layers above keep under `.runtime/` (the delivery database) are theirs to
+check: the program registers each layer's check (`beads.health.layerchecks`), and every run
+reports what they find. This layer names none of them.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from beads.health.gitrepair import (
     restore_branch,
 )
 from beads.health.historycheck import check_history
+from beads.health.layerchecks import run_checks
 from beads.health.problems import Problem, Report
 from beads.records.ids import parse_bead_path
 from beads.refresh import tree_files
@@ -63,6 +68,7 @@ def doctor(
         if not restore_branch(store, report):
             return report
         _check_hook(store, report)
+        report.problems.extend(run_checks(store.root))  # the layers' own (the delivery database)
         repacked = None
         if compact:  # first: the checks then read one small pack, not what the writers left
             step("packing objects")

@@ -453,12 +453,15 @@ def show(thread_ref: str | None, thread_id: str | None) -> None:
 @global_options
 def watch(statuses: str | None, after_event: int | None, timeout_seconds: float) -> None:
     """Block until a thread (of --agent) gets a message, or a lease expires; exit 10 on timeout."""
-    wake = threads().watch(
-        agent=settings().agent,
-        statuses=parse_list(statuses, STATUSES, "--status"),
-        after_event=after_event,
-        timeout=timeout_seconds,
-    )
+    from beads.waiting import terminable
+
+    with terminable():  # SIGTERM ends the wait in one line, as Ctrl-C does
+        wake = threads().watch(
+            agent=settings().agent,
+            statuses=parse_list(statuses, STATUSES, "--status"),
+            after_event=after_event,
+            timeout=timeout_seconds,
+        )
     emit_wake(
         wake,
         lambda: "\n".join(
@@ -491,12 +494,15 @@ def wait_reply(
     lease_token: str | None,
 ) -> None:
     """Block until a reply of these kinds comes in the thread; exit 10 on timeout."""
-    wake = threads().wait_reply(
-        thread_id,
-        after_event=after_event,
-        after_message=after_message,
-        kinds=parse_list(kinds, KINDS, "--kinds") or (),
-        timeout=timeout_seconds,
-        lease_token=lease_token,
-    )
+    from beads.waiting import terminable
+
+    with terminable():  # SIGTERM ends the wait in one line, as Ctrl-C does
+        wake = threads().wait_reply(
+            thread_id,
+            after_event=after_event,
+            after_message=after_message,
+            kinds=parse_list(kinds, KINDS, "--kinds") or (),
+            timeout=timeout_seconds,
+            lease_token=lease_token,
+        )
     emit_wake(wake, lambda: message_line(wake.message) if wake.message else "")

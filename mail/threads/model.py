@@ -7,11 +7,11 @@ A thread is a bead of type `thread`; its messages are `message` beads of the thr
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Any
 
 from beads.errors import Conflict, InvalidInput
+from beads.jsontext import parse_json
 from beads.records.record import MAX_TITLE_CHARS, Bead, check_meta_key, shown
 
 THREAD = "thread"
@@ -112,12 +112,7 @@ def parse_object(text: str | None, what: str) -> dict[str, Any]:
     """A JSON object given as text (`--payload-json`); {} for none."""
     if text is None:
         return {}
-    try:
-        value = json.loads(text)
-    except ValueError as exc:
-        raise InvalidInput(f"{what} is not valid JSON: {exc}") from None
-    except RecursionError:
-        raise InvalidInput(f"{what} nests too deeply") from None
+    value = parse_json(text, what)  # a key given twice is refused
     if not isinstance(value, dict):
         raise InvalidInput(f"{what} must be a JSON object, not {type(value).__name__}")
     _check_keys(value, what)
