@@ -344,6 +344,19 @@ class Store:
             else:
                 rebuild_view(self.git, self.view, head)
 
+    def rebuild_index(self) -> None:
+        """Rebuild the index from HEAD's files into a new file, put in place once it is whole
+        (call with the lock held): a rebuild git cannot finish (a damaged object) leaves the
+        index as it was, so reads go on."""
+        from beads.index.index import remove_files
+        from beads.refresh import rebuild_index
+
+        head = require_head(self.root)
+        aside = self.runtime / "index.sqlite3.new"
+        remove_files(aside)  # a killed rebuild's
+        files.prepare_db(str(self.root), str(aside))
+        self.index.replace_with(aside, lambda fresh: rebuild_index(self.git, fresh, head))
+
     def sync(self, *, rebuild_index: bool = False) -> None:
         """Deprecated name of `refresh` (kept for one release): "sync" is the exchange with
         a remote (`beads.sync`)."""

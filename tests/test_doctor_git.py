@@ -521,3 +521,43 @@ def test_a_pack_cut_short_without_its_idx_is_still_removed(project: GcRunner) ->
     assert checked["ok"], checked
     assert "removed" in checked["problems"][0]["message"]
     assert not made.exists()
+
+
+def cut_pack_in_half(gc: GcRunner) -> Path:
+    """`gc doctor --gc` packs every object into one pack; cut it to half its length (a disk
+    fault, a copy that stopped): the objects past the cut are lost, its `.idx` still names
+    them."""
+    assert gc("doctor", "--gc").returncode == 0
+    [pack] = (git_dir(gc) / "objects" / "pack").glob("pack-*.pack")
+    pack.chmod(0o600)
+    with open(pack, "r+b") as handle:
+        handle.truncate(pack.stat().st_size // 2)
+    return pack
+
+
+def test_a_rebuild_of_the_index_on_a_pack_cut_short_says_so_and_keeps_the_index(
+    project: GcRunner,
+) -> None:
+    gc = project
+    for title in ("third", "fourth"):
+        assert gc("bead", "create", "--type", "task", "--title", title).returncode == 0
+    listed = gc("bead", "list").stdout
+    pack = cut_pack_in_half(gc)
+    assert gc("bead", "list").stdout == listed  # served by the index
+    result = gc("doctor", "--rebuild-index")
+    assert result.returncode == 50, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr and "BufferError" not in result.stdout + result.stderr
+    damaged = [line for line in result.stdout.splitlines() if pack.name in line]
+    assert len(damaged) == 1, result.stdout
+    assert "cut short or overwritten" in damaged[0] and "gc clone" in damaged[0], damaged
+    assert "the index was kept" in result.stdout, result.stdout
+    assert not (gc.cwd / ".beads" / ".runtime" / "index.sqlite3.new").exists()
+    # What read from the index before still does.
+    again = gc("bead", "list")
+    assert (again.returncode, again.stdout) == (0, listed), again.stderr
+    assert gc("mail", "inbox").returncode == 0
+    history = gc("log")  # reads git: the damage, in one line
+    assert history.returncode == 50 and len(history.stderr.splitlines()) == 1, history.stderr
+    report = gc.json("doctor")
+    assert report["ok"] is False, report
+    assert pack.name in report["problems"][0]["path"], report

@@ -2,7 +2,7 @@
 (which decides what to report, and where a lost object's copy comes from).
 
 Lock and temporary files of dead writers, a pack without its `.idx` (indexed again when
-it reads whole), a missing or garbled
+it reads whole), a pack cut short (found, for doctor to report), a missing or garbled
 `HEAD`, lines of `packed-refs` git cannot parse, and loose objects that cannot be read or
 do not hash to their name (a full disk, a power cut: one object's bytes under another's
 name), found among the objects HEAD's tree names.
@@ -109,6 +109,37 @@ def index_pack(pack: Path) -> Path | None:
         if os.path.exists(temp):
             os.unlink(temp)
     return target
+
+
+# The end of a pack is the checksum of its bytes; its `.idx` ends with that checksum, then
+# its own.
+CHECKSUM_BYTES = 20
+
+
+def packs_cut_short(git_dir: Path) -> list[Path]:
+    """Packs whose end is not the checksum their `.idx` records: cut short (a disk fault, a
+    copy that stopped) or overwritten. Only the last bytes of each file are read, so every
+    `gc doctor` run looks (a pack damaged inside reads whole at its ends: git fsck finds it).
+    A pack removed meanwhile (a repack) is passed over."""
+    found = []
+    for index in sorted(git_dir.glob("objects/pack/pack-*.idx")):
+        pack = index.with_suffix(".pack")
+        try:
+            recorded = _bytes_at_end(index, 2 * CHECKSUM_BYTES)[:CHECKSUM_BYTES]
+            cut = _bytes_at_end(pack, CHECKSUM_BYTES) != recorded
+        except FileNotFoundError:
+            continue
+        except OSError:  # shorter than a checksum (a seek before its start), unreadable
+            cut = True
+        if cut:
+            found.append(pack)
+    return found
+
+
+def _bytes_at_end(path: Path, count: int) -> bytes:
+    with open(path, "rb") as handle:
+        handle.seek(-count, os.SEEK_END)
+        return handle.read(count)
 
 
 def fix_head(git_dir: Path) -> bytes | None:
