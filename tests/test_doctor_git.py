@@ -561,3 +561,63 @@ def test_a_rebuild_of_the_index_on_a_pack_cut_short_says_so_and_keeps_the_index(
     report = gc.json("doctor")
     assert report["ok"] is False, report
     assert pack.name in report["problems"][0]["path"], report
+
+
+# -- a lost head commit ----------------------------------------------------------------------
+
+
+def lose_head_commit(gc: GcRunner, *, with_its_objects: bool = False) -> tuple[str, str, str]:
+    """Delete the loose object of the branch's commit (with its new trees and blob too, as
+    a power cut takes what a write had not synced); returns the lost commit, its parent and
+    the id of the bead it created."""
+    made = gc.json("bead", "create", "--type", "task", "--title", "last")["bead"]["id"]
+    beads_dir = gc.cwd / ".beads"
+    lost = head(gc)
+    parent = git("rev-parse", "main^", cwd=beads_dir).strip()
+    names = [lost]
+    if with_its_objects:
+        listed = git("rev-list", "--objects", "main^..main", cwd=beads_dir).split("\n")
+        names = [line.split()[0] for line in listed if line]
+    for name in names:
+        Path(loose_path(str(git_dir(gc) / "objects"), name.encode())).unlink()
+    return lost, parent, made
+
+
+@pytest.mark.parametrize("with_its_objects", [False, True])
+def test_doctor_makes_a_lost_head_commit_again_and_loses_no_bead(
+    project: GcRunner, with_its_objects: bool
+) -> None:
+    gc = project
+    lost, parent, made = lose_head_commit(gc, with_its_objects=with_its_objects)
+    report = gc.json("doctor")
+    assert report["ok"], report
+    assert [(p["kind"], p["fixed"]) for p in report["problems"]] == [("branch", True)]
+    assert "made again from the index's record" in report["problems"][0]["message"]
+    shown = gc("bead", "show", made)
+    assert shown.returncode == 0 and "title: last" in shown.stdout, shown.stderr
+    beads_dir = gc.cwd / ".beads"
+    subject = git("log", "-1", "--format=%s", cwd=beads_dir).strip()
+    assert subject.startswith(f"gc doctor: redo lost commit {lost[:12]} (bead create {made}")
+    assert git("rev-parse", "main^", cwd=beads_dir).strip() == parent
+    assert titles(gc) == ["first", "last", "second"]
+    fsck(gc)
+    assert gc("doctor").returncode == 0
+    assert gc("bead", "create", "--type", "task", "--title", "after").returncode == 0
+
+
+def test_a_lost_head_commit_the_index_did_not_record_is_reported_and_its_files_kept(
+    project: GcRunner,
+) -> None:
+    gc = project
+    lost, parent, made = lose_head_commit(gc)
+    [view_file] = (gc.cwd / ".beads" / "tasks").rglob(f"{made}.yaml")
+    content = view_file.read_bytes()
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{gc.cwd}/.beads/.runtime/index.sqlite3{suffix}").unlink(missing_ok=True)
+    result = gc("doctor")
+    assert result.returncode == 50, result.stdout + result.stderr
+    assert f"the changes of the lost commit {lost} are not in it" in result.stdout
+    kept = gc.cwd / ".beads" / ".runtime" / "lost-commits" / lost
+    assert [p.read_bytes() for p in kept.rglob("*.yaml")] == [content], result.stdout
+    assert head(gc) == parent and titles(gc) == ["first", "second"]
+    assert gc("doctor").returncode == 0

@@ -211,6 +211,22 @@ def last_reflog_entry(git_dir: Path) -> bytes | None:
     return None
 
 
+def reflog_entry_making(git_dir: Path, sha: bytes) -> tuple[bytes | None, str] | None:
+    """The newest entry of the branch's reflog that moved it to `sha`: the commit it moved
+    from (None: from no commit) and its message; None when no entry did."""
+    try:
+        lines = (git_dir / "logs" / BRANCH).read_bytes().splitlines()
+    except OSError:
+        return None
+    for line in reversed(lines):
+        moved, _, message = line.partition(b"\t")
+        fields = moved.split(b" ", 2)
+        if len(fields) == 3 and fields[1] == sha:
+            old = fields[0] if is_sha(fields[0]) and fields[0] != b"0" * 40 else None
+            return old, message.decode("utf-8", "replace")
+    return None
+
+
 # -- damaged loose objects -----------------------------------------------------------------
 
 

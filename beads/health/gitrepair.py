@@ -16,6 +16,7 @@ from beads.branch import BRANCH, branch_problem
 from beads.errors import GcError
 from beads.git import quarantine, repair
 from beads.git.refs import GC_LOCK_MTIME, lock_age
+from beads.health.lostcommit import keep_view_files, lost_commit, redo
 from beads.health.problems import Problem, Report, remove_file, shown_path
 from beads.initstore import remove_dead_builds
 from beads.store import Store
@@ -265,6 +266,23 @@ def restore_branch(store: Store, report: Report) -> bool:
         problem = branch_problem(store.root)
     else:
         problem = f"{BRANCH} names {head.decode()}, which is not a commit of the store"
+    lost = lost_commit(store, head)
+    if lost is not None:
+        if head is None:
+            problem += f"; its last commit {lost.decode()} is lost too"
+        redone = redo(store, lost)
+        if redone is not None:
+            report.problems.append(
+                Problem(
+                    "branch",
+                    f".git/{BRANCH}",
+                    f"{problem}; that commit was made again from the index's record of its "
+                    f"files as {redone.sha.decode()} on its parent {redone.parent.decode()} "
+                    "('git -C .beads log' shows it: gc doctor: redo lost commit)",
+                    True,
+                )
+            )
+            return True
     found = _last_good_commit(store)
     if found is None:
         report.problems.append(
@@ -272,18 +290,30 @@ def restore_branch(store: Store, report: Report) -> bool:
         )
         return False
     sha, source = found
-    if sha == head:
+    if lost is None and sha == head:
         # It reads now: dulwich checks a pack's checksum at its first read only, so a pack
         # cut short (reported by `check_packs`) failed that one read. The branch is right.
         return True
+    left = ""
+    if lost is not None:
+        folder, kept = keep_view_files(store, lost, sha)
+        left = (
+            f"; the changes of the lost commit {lost.decode()} are not in it (the index "
+            "and the view do not hold all its files)"
+        )
+        if kept:
+            left += (
+                f": the view's {kept} file(s) that differ are kept in {folder}; make their "
+                "changes again (gc bead show ID compares) and remove the folder"
+            )
     git.swap_head(None, sha, f"gc doctor: restore the branch ({source})", store.agent, force=True)
     report.problems.append(
         Problem(
             "branch",
             f".git/{BRANCH}",
             f"{problem}; restored to {sha.decode()} ({source}); "
-            "'git -C .beads reflog' lists where it has been",
-            True,
+            f"'git -C .beads reflog' lists where it has been{left}",
+            lost is None,
         )
     )
     return True

@@ -373,6 +373,13 @@ class Index:
         return dict(self.db.execute("SELECT path, error FROM invalid"))
 
     @_guarded
+    def link_parent(self, commit: bytes) -> bytes | None:
+        """The commit the index came to `commit` from, as it recorded (None: not recorded)."""
+        row = self.db.execute("SELECT parent FROM links WHERE id = ?", (commit.decode(),))
+        found = row.fetchone()
+        return found[0].encode() if found else None
+
+    @_guarded
     def types_changed(self, old: bytes, new: bytes) -> set[str] | None:
         """The bead types changed from commit `old` to `new`, by the links recorded from `new`
         back to `old`; None when that chain is not all recorded (then only git can tell)."""
