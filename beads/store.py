@@ -280,6 +280,27 @@ class Store:
         approve_setting(self.root, key, changed)  # a person's change; an agent's waits
         return changed
 
+    def unparsable(self, bead_id: str) -> tuple[str, bytes] | None:
+        """The path and bytes of HEAD's file for bead `bead_id` (a whole id) when it does not
+        parse (it arrived by a sync or a plain git push; `gc doctor` reports it); else None."""
+        from beads.records.ids import parse_bead_path
+
+        self._refresh_if_moved()
+        head = require_head(self.root)
+        for path in self.index.invalid():
+            located = parse_bead_path(path)
+            if located is not None and located[1] == bead_id:
+                data = self.git.read_path(head, path)
+                if data is not None:
+                    return path, data
+        return None
+
+    def mend(self, bead: Bead) -> Bead:
+        """Write `bead` whole over its file that does not parse (one commit). See
+        `Batch.mend`."""
+        with self.batch() as batch:
+            return batch.mend(bead)
+
     def create(self, type: str, title: str, body: str = "", **fields: Any) -> Bead:
         """Create one bead (one commit). See `Batch.create` for the fields."""
         with self.batch() as batch:

@@ -2,8 +2,8 @@
 
 Git is the source of truth, so every repair rewrites derived data from it: the index
 (`rebuild_index`), view files edited by hand (`restore_view`), loose objects (`compact`).
-A bead that does not parse is reported by path; it cannot be repaired from git, and every
-other bead stays readable.
+A bead that does not parse is reported by path, with its repair (`gc bead edit ID` opens it
+as it is); every other bead stays readable.
 
 What would brick the store is repaired by every run, under the write lock, and reported as a
 problem marked fixed: git lock files and temporary files left by dead writers, half-made
@@ -215,7 +215,13 @@ def _check_index(store: Store, tree: dict[str, bytes], report: Report, *, rebuil
             )
             report.problems.append(Problem("unparsable", path, f"{invalid[path]}; {fix}"))
         elif path in invalid:
-            report.problems.append(Problem("unparsable", path, invalid[path]))
+            located = parse_bead_path(path)
+            fix = (
+                f"; gc bead edit {located[1]} opens the file as it is and commits it once it parses"
+                if located is not None
+                else ""
+            )
+            report.problems.append(Problem("unparsable", path, invalid[path] + fix))
         elif path not in checked and parse_bead_path(path) is not None:
             report.problems.append(Problem("index", path, f"the index differs from HEAD; {hint}"))
     if CONFIG_PATH not in tree:
