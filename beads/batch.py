@@ -251,6 +251,21 @@ class Batch:
         self._put(bead, f'bead import {bead.id}: {bead.type} "{shorten(bead.title)}"')
         return bead
 
+    def mend(self, bead: Bead) -> Bead:
+        """Write `bead` whole over its file when that file does not parse (one that arrived
+        by a sync or a plain git push: `gc bead edit` of it). Its path is the bead's own, so
+        the edit keeps the id and type the path names; a file that parses is changed by
+        `update`, never here."""
+        path = bead_path(bead.type, bead.id)
+        if self._blob_at(path) is None:
+            raise NotFound(f"no {bead.type} bead {bead.id}: the edit must keep its id and type")
+        # The index is at this batch's base (refreshed under the lock): its record of the
+        # files there that do not parse.
+        if bead.id in self.changed or path not in self.store.index.invalid():
+            raise InvalidInput(f"bead {bead.id} parses; gc bead update or edit changes it")
+        self._put(bead, f'bead mend {bead.id}: {bead.type} "{shorten(bead.title)}"')
+        return bead
+
     def update(
         self,
         ref: str,

@@ -280,6 +280,27 @@ class Store:
         approve_setting(self.root, key, changed)  # a person's change; an agent's waits
         return changed
 
+    def unparsable(self, bead_id: str) -> tuple[str, bytes] | None:
+        """The path and bytes of HEAD's file for bead `bead_id` (a whole id) when it does not
+        parse (it arrived by a sync or a plain git push; `gc doctor` reports it); else None."""
+        from beads.records.ids import parse_bead_path
+
+        self._refresh_if_moved()
+        head = require_head(self.root)
+        for path in self.index.invalid():
+            located = parse_bead_path(path)
+            if located is not None and located[1] == bead_id:
+                data = self.git.read_path(head, path)
+                if data is not None:
+                    return path, data
+        return None
+
+    def mend(self, bead: Bead) -> Bead:
+        """Write `bead` whole over its file that does not parse (one commit). See
+        `Batch.mend`."""
+        with self.batch() as batch:
+            return batch.mend(bead)
+
     def create(self, type: str, title: str, body: str = "", **fields: Any) -> Bead:
         """Create one bead (one commit). See `Batch.create` for the fields."""
         with self.batch() as batch:
@@ -343,6 +364,19 @@ class Store:
                 refresh_view(self.git, self.view, view_head, head)
             else:
                 rebuild_view(self.git, self.view, head)
+
+    def rebuild_index(self) -> None:
+        """Rebuild the index from HEAD's files into a new file, put in place once it is whole
+        (call with the lock held): a rebuild git cannot finish (a damaged object) leaves the
+        index as it was, so reads go on."""
+        from beads.index.index import remove_files
+        from beads.refresh import rebuild_index
+
+        head = require_head(self.root)
+        aside = self.runtime / "index.sqlite3.new"
+        remove_files(aside)  # a killed rebuild's
+        files.prepare_db(str(self.root), str(aside))
+        self.index.replace_with(aside, lambda fresh: rebuild_index(self.git, fresh, head))
 
     def sync(self, *, rebuild_index: bool = False) -> None:
         """Deprecated name of `refresh` (kept for one release): "sync" is the exchange with

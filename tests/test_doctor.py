@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,7 @@ from beads.records.ids import bead_path
 from beads.store import Store
 from beads.view.scan import SCAN_AHEAD_FILES, ViewScan
 from beads.view.view import git_blob_sha
-from tests.conftest import GcRunner
+from tests.conftest import GcRunner, git
 
 
 def edit_in_place(path: Path) -> None:
@@ -158,3 +159,44 @@ def test_doctor_finds_an_empty_delivery_database_sound(gc_store: GcRunner) -> No
     result = gc_store("doctor")
     assert result.returncode == 0, result.stdout + result.stderr
     assert gc_store("inbox", "push", "--to", "dog", "hi").returncode == 0
+
+
+def test_an_unparsable_bead_that_arrived_by_sync_names_its_repair_which_works(
+    gc_store: GcRunner, tmp_path: Path
+) -> None:
+    gc = gc_store
+    remote = tmp_path / "remote.git"
+    git("init", "-q", "--bare", "-b", "main", str(remote), cwd=tmp_path)
+    assert gc("remote", "add", "origin", str(remote)).returncode == 0
+    assert gc("sync").returncode == 0
+    clone = tmp_path / "clone"
+    git("clone", "-q", str(remote), str(clone), cwd=tmp_path)
+    broken = bead_path("task", "gc-brokenxx")
+    (clone / broken).parent.mkdir(parents=True, exist_ok=True)
+    (clone / broken).write_text("id: gc-brokenxx\ntitle: [unclosed\n")
+    git("add", broken, cwd=clone)
+    git("commit", "-qm", "a broken bead", cwd=clone)
+    git("push", "-q", "origin", "HEAD:main", cwd=clone)
+    assert gc("sync").returncode == 0
+
+    report = gc.json("doctor")
+    [problem] = report["problems"]
+    assert (problem["kind"], problem["path"]) == ("unparsable", broken), report
+    assert "gc bead edit gc-brokenxx" in problem["message"], problem
+
+    # Following the advice: the file opens as it is, and what the editor leaves is committed.
+    script = tmp_path / "editor.py"
+    fixed = (
+        "id: gc-brokenxx\ntype: task\ntitle: mended\nfrom: human\n"
+        "created_at: '2026-01-01T00:00:00.000000Z'\nupdated_at: '2026-01-01T00:00:00.000000Z'\n"
+    )
+    script.write_text(
+        "import sys\n"
+        "path = sys.argv[1]\n"
+        "assert open(path).read() == 'id: gc-brokenxx\\ntitle: [unclosed\\n'\n"
+        f"open(path, 'w').write({fixed!r})\n"
+    )
+    edited = gc("bead", "edit", "gc-brokenxx", env={"EDITOR": f"{sys.executable} {script}"})
+    assert edited.returncode == 0, edited.stderr
+    assert gc("doctor").returncode == 0
+    assert gc.json("bead", "show", "gc-brokenxx")["bead"]["title"] == "mended"

@@ -521,3 +521,103 @@ def test_a_pack_cut_short_without_its_idx_is_still_removed(project: GcRunner) ->
     assert checked["ok"], checked
     assert "removed" in checked["problems"][0]["message"]
     assert not made.exists()
+
+
+def cut_pack_in_half(gc: GcRunner) -> Path:
+    """`gc doctor --gc` packs every object into one pack; cut it to half its length (a disk
+    fault, a copy that stopped): the objects past the cut are lost, its `.idx` still names
+    them."""
+    assert gc("doctor", "--gc").returncode == 0
+    [pack] = (git_dir(gc) / "objects" / "pack").glob("pack-*.pack")
+    pack.chmod(0o600)
+    with open(pack, "r+b") as handle:
+        handle.truncate(pack.stat().st_size // 2)
+    return pack
+
+
+def test_a_rebuild_of_the_index_on_a_pack_cut_short_says_so_and_keeps_the_index(
+    project: GcRunner,
+) -> None:
+    gc = project
+    for title in ("third", "fourth"):
+        assert gc("bead", "create", "--type", "task", "--title", title).returncode == 0
+    listed = gc("bead", "list").stdout
+    pack = cut_pack_in_half(gc)
+    assert gc("bead", "list").stdout == listed  # served by the index
+    result = gc("doctor", "--rebuild-index")
+    assert result.returncode == 50, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr and "BufferError" not in result.stdout + result.stderr
+    damaged = [line for line in result.stdout.splitlines() if pack.name in line]
+    assert len(damaged) == 1, result.stdout
+    assert "cut short or overwritten" in damaged[0] and "gc clone" in damaged[0], damaged
+    assert "the index was kept" in result.stdout, result.stdout
+    assert not (gc.cwd / ".beads" / ".runtime" / "index.sqlite3.new").exists()
+    # What read from the index before still does.
+    again = gc("bead", "list")
+    assert (again.returncode, again.stdout) == (0, listed), again.stderr
+    assert gc("mail", "inbox").returncode == 0
+    history = gc("log")  # reads git: the damage, in one line
+    assert history.returncode == 50 and len(history.stderr.splitlines()) == 1, history.stderr
+    report = gc.json("doctor")
+    assert report["ok"] is False, report
+    assert pack.name in report["problems"][0]["path"], report
+
+
+# -- a lost head commit ----------------------------------------------------------------------
+
+
+def lose_head_commit(gc: GcRunner, *, with_its_objects: bool = False) -> tuple[str, str, str]:
+    """Delete the loose object of the branch's commit (with its new trees and blob too, as
+    a power cut takes what a write had not synced); returns the lost commit, its parent and
+    the id of the bead it created."""
+    made = gc.json("bead", "create", "--type", "task", "--title", "last")["bead"]["id"]
+    beads_dir = gc.cwd / ".beads"
+    lost = head(gc)
+    parent = git("rev-parse", "main^", cwd=beads_dir).strip()
+    names = [lost]
+    if with_its_objects:
+        listed = git("rev-list", "--objects", "main^..main", cwd=beads_dir).split("\n")
+        names = [line.split()[0] for line in listed if line]
+    for name in names:
+        Path(loose_path(str(git_dir(gc) / "objects"), name.encode())).unlink()
+    return lost, parent, made
+
+
+@pytest.mark.parametrize("with_its_objects", [False, True])
+def test_doctor_makes_a_lost_head_commit_again_and_loses_no_bead(
+    project: GcRunner, with_its_objects: bool
+) -> None:
+    gc = project
+    lost, parent, made = lose_head_commit(gc, with_its_objects=with_its_objects)
+    report = gc.json("doctor")
+    assert report["ok"], report
+    assert [(p["kind"], p["fixed"]) for p in report["problems"]] == [("branch", True)]
+    assert "made again from the index's record" in report["problems"][0]["message"]
+    shown = gc("bead", "show", made)
+    assert shown.returncode == 0 and "title: last" in shown.stdout, shown.stderr
+    beads_dir = gc.cwd / ".beads"
+    subject = git("log", "-1", "--format=%s", cwd=beads_dir).strip()
+    assert subject.startswith(f"gc doctor: redo lost commit {lost[:12]} (bead create {made}")
+    assert git("rev-parse", "main^", cwd=beads_dir).strip() == parent
+    assert titles(gc) == ["first", "last", "second"]
+    fsck(gc)
+    assert gc("doctor").returncode == 0
+    assert gc("bead", "create", "--type", "task", "--title", "after").returncode == 0
+
+
+def test_a_lost_head_commit_the_index_did_not_record_is_reported_and_its_files_kept(
+    project: GcRunner,
+) -> None:
+    gc = project
+    lost, parent, made = lose_head_commit(gc)
+    [view_file] = (gc.cwd / ".beads" / "tasks").rglob(f"{made}.yaml")
+    content = view_file.read_bytes()
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{gc.cwd}/.beads/.runtime/index.sqlite3{suffix}").unlink(missing_ok=True)
+    result = gc("doctor")
+    assert result.returncode == 50, result.stdout + result.stderr
+    assert f"the changes of the lost commit {lost} are not in it" in result.stdout
+    kept = gc.cwd / ".beads" / ".runtime" / "lost-commits" / lost
+    assert [p.read_bytes() for p in kept.rglob("*.yaml")] == [content], result.stdout
+    assert head(gc) == parent and titles(gc) == ["first", "second"]
+    assert gc("doctor").returncode == 0

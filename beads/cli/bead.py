@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -17,6 +17,9 @@ from beads.cli.common import (
 )
 from beads.errors import InvalidInput
 from beads.records.record import Bead
+
+if TYPE_CHECKING:
+    from beads.store import Store
 
 PRIORITY = click.IntRange(0, 4)
 
@@ -210,17 +213,56 @@ def update(
 @click.argument("bead_id")
 @global_options
 def edit(bead_id: str) -> None:
-    """Edit a bead's YAML in $EDITOR (or $VISUAL); it is validated, then committed."""
+    """Edit a bead's YAML in $EDITOR (or $VISUAL); it is validated, then committed.
+
+    A bead file that does not parse (it arrived by a sync) opens as it is."""
+    from beads.errors import NotFound
+    from beads.records.codec import dump_bead, load_bead
+
+    store = open_store()
+    unparsable = None
+    try:
+        current = store.get(bead_id)
+    except NotFound:
+        unparsable = store.unparsable(bead_id)
+        if unparsable is None:
+            raise
+    if unparsable is not None:
+        _mend(store, bead_id, *unparsable)
+        return
+    raw = _edited(store, dump_bead(current), current.id)
+    edited = load_bead(raw, what="the edited bead", max_body=store.max_body)
+    changed = store.update(current.id, **_edits(current, edited))
+    emit(
+        {"bead": changed.to_dict()}, f"Updated {changed.id}" if changed != current else "No changes"
+    )
+
+
+def _mend(store: Store, bead_id: str, path: str, content: bytes) -> None:
+    """`edit` of a bead file that does not parse (it arrived by a sync or a plain git push):
+    it opens as it is, and is committed once what the editor leaves parses."""
+    from beads.records.codec import load_bead
+    from beads.records.ids import bead_path
+
+    raw = _edited(store, content, bead_id)
+    edited = load_bead(raw, what="the edited bead", max_body=store.max_body)
+    if bead_path(edited.type, edited.id) != path:
+        raise InvalidInput(
+            f"the edited bead must keep the id and type its file's path names ({path}); "
+            "nothing was changed"
+        )
+    mended = store.mend(edited)
+    emit({"bead": mended.to_dict()}, f"Updated {mended.id}")
+
+
+def _edited(store: Store, content: bytes, bead_id: str) -> bytes:
+    """What $VISUAL or $EDITOR (else vi) leaves of `content`, edited in a file of its own."""
     # Only `edit` needs these; importing them lazily keeps the other commands fast to start.
     import os
     import shlex
     import subprocess
     import tempfile
 
-    from beads.records.codec import dump_bead, load_bead
-
-    store = open_store()
-    current = store.get(bead_id)
     # The first of $VISUAL and $EDITOR that names something (one of only spaces does not).
     chosen = (os.environ.get(name, "") for name in ("VISUAL", "EDITOR"))
     editor = next((value for value in chosen if value.strip()), "vi")
@@ -229,9 +271,9 @@ def edit(bead_id: str) -> None:
     except ValueError as exc:  # an unbalanced quote in $VISUAL or $EDITOR
         raise InvalidInput(f"cannot run the editor {editor!r}: {exc}") from None
     with tempfile.TemporaryDirectory(prefix="gc-edit-") as tmp:
-        path = os.path.join(tmp, f"{current.id}.yaml")
+        path = os.path.join(tmp, f"{bead_id}.yaml")
         with open(path, "wb") as handle:
-            handle.write(dump_bead(current))
+            handle.write(content)
         try:
             code = subprocess.call([*command, path])
         except FileNotFoundError:
@@ -251,11 +293,7 @@ def edit(bead_id: str) -> None:
             raw = handle.read(limit + 1)
         if len(raw) > limit:
             raise InvalidInput(f"the edited bead is larger than {limit} bytes; nothing was changed")
-        edited = load_bead(raw, what="the edited bead", max_body=store.max_body)
-    changed = store.update(current.id, **_edits(current, edited))
-    emit(
-        {"bead": changed.to_dict()}, f"Updated {changed.id}" if changed != current else "No changes"
-    )
+    return raw
 
 
 def _edits(current: Bead, edited: Bead) -> dict[str, Any]:

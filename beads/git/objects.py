@@ -150,9 +150,17 @@ class TreeCache:
             self._kept.pop(sha, None)
 
 
+DOCTOR_RESTORES = "; run 'gc doctor' to restore it"
+
+
 class DamagedObject(StorageError):
     """An object whose bytes cannot be read or do not hash to its name (`gc doctor`
-    restores it): the store still opens, for doctor to run."""
+    restores it): the store still opens, for doctor to run. `what` says what is damaged,
+    without the advice to run doctor (for doctor's own report)."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(what + DOCTOR_RESTORES)
+        self.what = what
 
 
 def damaged(sha: bytes, path: str | None = None) -> DamagedObject:
@@ -160,7 +168,7 @@ def damaged(sha: bytes, path: str | None = None) -> DamagedObject:
     where = f" ({path})" if path else ""
     return DamagedObject(
         f"git object {sha.decode(errors='replace')}{where} is damaged: its bytes cannot be "
-        "read or do not hash to its name; run 'gc doctor' to restore it"
+        "read or do not hash to its name"
     )
 
 

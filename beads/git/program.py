@@ -146,8 +146,7 @@ def file_contents(git_dir: Path, commit: bytes) -> Iterator[tuple[str, bytes, by
         if listing.wait() != 0 or reader.wait() != 0 or not fed[0] or paths:
             if started:
                 raise DamagedObject(
-                    "git could not read all the files of the commit (a damaged object); "
-                    "run 'gc doctor' to restore it"
+                    "git could not read all the files of the commit (a damaged object)"
                 )
             raise GitUnavailable("git ls-tree or cat-file failed")
     except ValueError:

@@ -51,11 +51,19 @@ class BranchRef:
         return self.git_dir / "logs" / BRANCH
 
     def swap_head(
-        self, old: bytes | None, new: bytes, reflog: str, author: str, *, force: bool = False
+        self,
+        old: bytes | None,
+        new: bytes,
+        reflog: str,
+        author: str,
+        *,
+        force: bool = False,
+        logged_from: bytes | None = None,
     ) -> None:
         """Move the branch from `old` to `new`, failing if someone moved it meanwhile (with
         `force`, from whatever it holds: `gc doctor` restoring a lost ref). Call it holding
-        the store's write lock.
+        the store's write lock. `logged_from`: the commit the reflog says the branch moved
+        from, when not the one it held (`gc doctor` making a lost commit again).
 
         Git's protocol, done here rather than by dulwich so a lock left by a killed writer
         is recognised: create `main.lock` exclusively, compare, write and fsync the new id
@@ -94,7 +102,7 @@ class BranchRef:
         with contextlib.suppress(OSError):
             os.utime(ref)  # the ref is dated now, not 1970
         before = current if force and current and is_sha(current) else old
-        self._log_ref(before or ZERO_SHA, new, reflog, author)
+        self._log_ref(logged_from or before or ZERO_SHA, new, reflog, author)
 
     def _take_lock(self, lock: Path) -> int:
         """Create `lock` exclusively (git's lock protocol); returns its open descriptor."""
@@ -153,6 +161,22 @@ class BranchRef:
                 handle.write(line.encode())
         except OSError:
             pass  # an aid for people: failing to append must not fail a commit that is in
+
+    def drop_reflog_entries(self, sha: bytes) -> int:
+        """Drop the reflog entries that name commit `sha` (one whose object is lost: git fsck
+        fails on them, as `git reflog expire --stale-fix` knows); returns how many."""
+        try:
+            lines = self.reflog_path.read_bytes().splitlines(keepends=True)
+        except FileNotFoundError:
+            return 0
+        kept = [line for line in lines if sha not in line.partition(b"\t")[0].split(b" ")[:2]]
+        if len(kept) == len(lines):
+            return 0
+        from dulwich.file import GitFile  # lazy: hooks read refs without loading dulwich
+
+        with GitFile(self.reflog_path, "wb") as handle:  # git's lock protocol, as git does
+            handle.write(b"".join(kept))
+        return len(lines) - len(kept)
 
     def expire_reflog(self, keep_seconds: float = REFLOG_KEEP_SECONDS) -> int:
         """Drop reflog entries older than `keep_seconds`, always keeping the newest (the log

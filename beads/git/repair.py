@@ -2,7 +2,7 @@
 (which decides what to report, and where a lost object's copy comes from).
 
 Lock and temporary files of dead writers, a pack without its `.idx` (indexed again when
-it reads whole), a missing or garbled
+it reads whole), a pack cut short (found, for doctor to report), a missing or garbled
 `HEAD`, lines of `packed-refs` git cannot parse, and loose objects that cannot be read or
 do not hash to their name (a full disk, a power cut: one object's bytes under another's
 name), found among the objects HEAD's tree names.
@@ -111,6 +111,37 @@ def index_pack(pack: Path) -> Path | None:
     return target
 
 
+# The end of a pack is the checksum of its bytes; its `.idx` ends with that checksum, then
+# its own.
+CHECKSUM_BYTES = 20
+
+
+def packs_cut_short(git_dir: Path) -> list[Path]:
+    """Packs whose end is not the checksum their `.idx` records: cut short (a disk fault, a
+    copy that stopped) or overwritten. Only the last bytes of each file are read, so every
+    `gc doctor` run looks (a pack damaged inside reads whole at its ends: git fsck finds it).
+    A pack removed meanwhile (a repack) is passed over."""
+    found = []
+    for index in sorted(git_dir.glob("objects/pack/pack-*.idx")):
+        pack = index.with_suffix(".pack")
+        try:
+            recorded = _bytes_at_end(index, 2 * CHECKSUM_BYTES)[:CHECKSUM_BYTES]
+            cut = _bytes_at_end(pack, CHECKSUM_BYTES) != recorded
+        except FileNotFoundError:
+            continue
+        except OSError:  # shorter than a checksum (a seek before its start), unreadable
+            cut = True
+        if cut:
+            found.append(pack)
+    return found
+
+
+def _bytes_at_end(path: Path, count: int) -> bytes:
+    with open(path, "rb") as handle:
+        handle.seek(-count, os.SEEK_END)
+        return handle.read(count)
+
+
 def fix_head(git_dir: Path) -> bytes | None:
     """Make `HEAD` name the branch (and `refs/heads/` exist, for a lost branch to be put
     back into). Returns what HEAD held when it was rewritten (b"" when it was missing),
@@ -177,6 +208,22 @@ def last_reflog_entry(git_dir: Path) -> bytes | None:
         fields = line.split(b" ", 2)
         if len(fields) == 3 and is_sha(fields[1]) and fields[1] != b"0" * 40:
             return fields[1]
+    return None
+
+
+def reflog_entry_making(git_dir: Path, sha: bytes) -> tuple[bytes | None, str] | None:
+    """The newest entry of the branch's reflog that moved it to `sha`: the commit it moved
+    from (None: from no commit) and its message; None when no entry did."""
+    try:
+        lines = (git_dir / "logs" / BRANCH).read_bytes().splitlines()
+    except OSError:
+        return None
+    for line in reversed(lines):
+        moved, _, message = line.partition(b"\t")
+        fields = moved.split(b" ", 2)
+        if len(fields) == 3 and fields[1] == sha:
+            old = fields[0] if is_sha(fields[0]) and fields[0] != b"0" * 40 else None
+            return old, message.decode("utf-8", "replace")
     return None
 
 

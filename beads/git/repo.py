@@ -31,6 +31,7 @@ from beads.errors import StorageError
 from beads.faults import fault
 from beads.git.objects import (
     TREE,
+    DamagedObject,
     TreeCache,
     TreeData,
     damaged,
@@ -57,6 +58,8 @@ LOOSE_COMPRESSION = 0
 ADD_ATTEMPTS = 3
 # The mode a loose object file is created with (less the umask), as git and dulwich make it.
 LOOSE_MODE = 0o444
+# Calls to close an object store, each of which drops at least one pack (`_close_stores`).
+CLOSE_ATTEMPTS = 1000
 # Who made a commit when the opener named no committer.
 DEFAULT_COMMITTER = b"gc-beads <gc-beads@localhost>"
 
@@ -196,11 +199,31 @@ class GitRepo(BranchRef):
             found = self._loose_raw(sha)
             if found is not None:
                 return found
+        found = self._stored_raw(sha)
+        if found is None:
+            self.objects.close()  # public: forgets the packs; the next look lists them anew
+            found = self._stored_raw(sha)
+            if found is None:
+                raise KeyError(sha)
+        return found
+
+    def _stored_raw(self, sha: bytes) -> tuple[int, bytes] | None:
+        """The type and bytes of `sha` as dulwich's object store reads them; None when it
+        is absent (or a pack was removed under us), DamagedObject when dulwich cannot read
+        it (a pack cut short, say).
+
+        The DamagedObject is raised once dulwich's exception is dropped: its traceback holds
+        views of the pack's memory map, and while they live the pack cannot be closed (the
+        close would fail with a BufferError that hides the damage)."""
         try:
             return self.objects.get_raw(sha)
         except (KeyError, FileNotFoundError):
-            self.objects.close()  # public: forgets the packs; the next look lists them anew
-            return self.objects.get_raw(sha)
+            return None
+        except StorageError:  # the object store cannot be opened: said as it is
+            raise
+        except Exception:  # zlib.error, ChecksumMismatch, ...: dulwich raises several kinds
+            pass
+        raise damaged(sha)
 
     def _loose_raw(self, sha: bytes) -> tuple[int, bytes] | None:
         """The type and bytes of `sha` (hex) read from its loose file, or None when it is not
@@ -275,15 +298,39 @@ class GitRepo(BranchRef):
         return self.read(sha)
 
     def files(self, commit_id: bytes | None) -> Iterator[tuple[str, bytes]]:
-        """Every file of the commit as `(path, blob sha)`."""
-        from dulwich.object_store import iter_tree_contents
-
+        """Every file of the commit as `(path, blob sha)`, in git's order (a directory's
+        entries by name, each subdirectory's files where it stands). A tree that is missing,
+        cannot be read or is no tree is a DamagedObject naming it and its path."""
         tree = self.tree_of(commit_id)
         if tree is None:
             return
-        for entry in iter_tree_contents(self.objects, tree):
-            if _is_file(entry.mode):
-                yield entry.path.decode(), entry.sha
+        todo: list[tuple[bytes, bytes]] = [(tree, b"")]
+        while todo:
+            tree_id, prefix = todo.pop()
+            subtrees = []
+            for entry in self._tree(tree_id, prefix).iteritems(name_order=True):
+                path = prefix + entry.path
+                if entry.mode is not None and entry.mode & 0o170000 == DIR_MODE:
+                    subtrees.append((entry.sha, path + b"/"))
+                elif _is_file(entry.mode):
+                    yield path.decode(), entry.sha
+            todo.extend(reversed(subtrees))
+
+    def _tree(self, sha: bytes, prefix: bytes) -> Tree:
+        """Tree `sha`, found at `prefix` (its path, with a trailing slash); DamagedObject
+        when it is missing, cannot be read or is no tree."""
+        obj: ShaFile | None
+        try:
+            obj = self.get(sha)
+        except DamagedObject:
+            obj = None
+        except StorageError:  # the object store cannot be opened: said as it is
+            raise
+        except Exception:  # absent (KeyError), malformed: dulwich raises several kinds
+            obj = None
+        if not isinstance(obj, Tree):
+            raise damaged(sha, prefix.decode(errors="replace").rstrip("/") or "the root tree")
+        return obj
 
     def changes(
         self,
@@ -330,16 +377,24 @@ class GitRepo(BranchRef):
         out: list[LogEntry] = []
         from dulwich.walk import Walker
 
-        for entry in Walker(self.objects, include=[head], paths=paths):
-            commit = entry.commit
-            if not commit.message.startswith(prefix):
-                continue
-            author = commit.author.decode("utf-8", "replace")
-            message = commit.message.decode("utf-8", "replace").rstrip("\n")
-            out.append(LogEntry(commit.id.decode(), author, commit.commit_time, message))
-            if limit is not None and len(out) >= limit:
-                break
-        return out
+        try:
+            for entry in Walker(self.objects, include=[head], paths=paths):
+                commit = entry.commit
+                if not commit.message.startswith(prefix):
+                    continue
+                author = commit.author.decode("utf-8", "replace")
+                message = commit.message.decode("utf-8", "replace").rstrip("\n")
+                out.append(LogEntry(commit.id.decode(), author, commit.commit_time, message))
+                if limit is not None and len(out) >= limit:
+                    break
+            return out
+        except StorageError:
+            raise
+        except Exception:  # a damaged object: dulwich raises several kinds
+            pass
+        # Raised once dulwich's exception is dropped (see `_stored_raw`).
+        after = f" past commit {out[-1].commit}" if out else ""
+        raise DamagedObject(f"the history cannot be read{after}: a git object is damaged")
 
     # -- writing ------------------------------------------------------------------------
 
@@ -610,9 +665,19 @@ def _write_loose(obj: ShaFile, path: str) -> None:
 
 
 def _close_stores(opened: list[DiskObjectStore]) -> None:
-    """Close the pack files of the object store in `opened`, if it was opened."""
+    """Close the pack files of the object store in `opened`, if it was opened.
+
+    A pack whose memory map is still viewed (by the traceback of an error dulwich raised
+    reading it, while that error is being handled) cannot be unmapped: dulwich has dropped
+    it from its packs before trying (it is unmapped once the views go), so the close goes
+    on with the others, and the error being handled is the one told."""
     for store in opened:
-        store.close()
+        for _pack in range(CLOSE_ATTEMPTS):
+            try:
+                store.close()
+                break
+            except BufferError:
+                continue
 
 
 def _is_file(mode: int | None) -> bool:

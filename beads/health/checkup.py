@@ -2,8 +2,8 @@
 
 Git is the source of truth, so every repair rewrites derived data from it: the index
 (`rebuild_index`), view files edited by hand (`restore_view`), loose objects (`compact`).
-A bead that does not parse is reported by path; it cannot be repaired from git, and every
-other bead stays readable.
+A bead that does not parse is reported by path, with its repair (`gc bead edit ID` opens it
+as it is); every other bead stays readable.
 
 What would brick the store is repaired by every run, under the write lock, and reported as a
 problem marked fixed: git lock files and temporary files left by dead writers, half-made
@@ -21,17 +21,20 @@ import os
 from collections.abc import Callable
 
 from beads import files
-from beads.errors import GcError
+from beads.errors import GcError, StorageError
+from beads.git.objects import DamagedObject
 from beads.health.gitrepair import (
+    COPY_AGAIN,
     check_git_head,
     check_loose_objects,
     check_packed_refs,
+    check_packs,
     clear_stale_files,
     restore_branch,
 )
 from beads.health.historycheck import check_history
 from beads.health.layerchecks import run_checks
-from beads.health.problems import Problem, Report
+from beads.health.problems import Problem, Report, shown_path
 from beads.records.ids import parse_bead_path
 from beads.refresh import tree_files
 from beads.settings.config import CONFIG_PATH, config_problems
@@ -65,6 +68,7 @@ def doctor(
         check_git_head(store, report)
         check_packed_refs(store, report)
         check_loose_objects(store, report)
+        check_packs(store, report)
         if not restore_branch(store, report):
             return report
         _check_hook(store, report)
@@ -86,10 +90,14 @@ def doctor(
             early = None
         step("rebuilding the index" if rebuild_index else "bringing the index up to date")
         # Not twice: a store whose index was lost rebuilt it into a new file when it opened.
-        rebuild = rebuild_index and (head is None or not store.index.just_rebuilt(head))
+        rebuild = rebuild_index and head is not None and not store.index.just_rebuilt(head)
         if rebuild:
-            store.index.drop_file()  # from a fresh file: the old one may be damaged anywhere
-        store.refresh(rebuild_index=rebuild)
+            try:
+                store.rebuild_index()  # into a new file: the old one may be damaged anywhere
+            except StorageError as exc:  # git cannot read HEAD's files: the old one is kept
+                _not_rebuilt(store, exc, report)
+                return report
+        store.refresh()
         if rebuild_index:
             report.fixed.append(f"index rebuilt from git ({store.index.count()} beads)")
         scan = early if early is not None and early.still_valid(store) else None
@@ -99,7 +107,8 @@ def doctor(
             has = store.git.has_object
             missing = [] if rebuild_index else [p for p, sha in tree.items() if not has(sha)]
         except Exception as exc:  # a damaged object store raises many kinds
-            report.problems.append(Problem("repository", ".git", f"cannot read HEAD's tree: {exc}"))
+            why = exc.what if isinstance(exc, DamagedObject) else str(exc)
+            report.problems.append(Problem("repository", ".git", f"cannot read HEAD's tree: {why}"))
             return report
         for path in missing:
             report.problems.append(Problem("repository", path, "the file's object is missing"))
@@ -126,6 +135,22 @@ def doctor(
                 report.fixed.append(f"dropped {expired} reflog entries older than 90 days")
         report.beads = store.index.count()
     return report
+
+
+def _not_rebuilt(store: Store, exc: StorageError, report: Report) -> None:
+    """Report a rebuild of the index that git could not finish: what it could not read,
+    that the index was kept, and (unless a lost object was reported already, saying it)
+    what to do."""
+    why = exc.what if isinstance(exc, DamagedObject) else exc.message
+    told = any(p.kind == "corrupt_object" and not p.fixed for p in report.problems)
+    advice = "" if told else f"; {COPY_AGAIN}"
+    report.problems.append(
+        Problem(
+            "index",
+            shown_path(store, store.index.path),
+            f"not rebuilt: {why}; the index was kept as it was, so reads go on{advice}",
+        )
+    )
 
 
 def _check_hook(store: Store, report: Report) -> None:
@@ -196,7 +221,13 @@ def _check_index(store: Store, tree: dict[str, bytes], report: Report, *, rebuil
             )
             report.problems.append(Problem("unparsable", path, f"{invalid[path]}; {fix}"))
         elif path in invalid:
-            report.problems.append(Problem("unparsable", path, invalid[path]))
+            located = parse_bead_path(path)
+            fix = (
+                f"; gc bead edit {located[1]} opens the file as it is and commits it once it parses"
+                if located is not None
+                else ""
+            )
+            report.problems.append(Problem("unparsable", path, invalid[path] + fix))
         elif path not in checked and parse_bead_path(path) is not None:
             report.problems.append(Problem("index", path, f"the index differs from HEAD; {hint}"))
     if CONFIG_PATH not in tree:

@@ -2,7 +2,7 @@
 lock files and temporary files of dead writers, the quarantines of killed fetches, half-made
 repositories of a killed `gc init`, a missing `.git/HEAD`, garbled packed refs, loose objects
 cut short by a full disk or a power cut, and a lost or garbled branch ref (restored to the
-last good commit).
+last good commit). A pack cut short is reported: gc cannot rewrite it.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from beads.branch import BRANCH, branch_problem
 from beads.errors import GcError
 from beads.git import quarantine, repair
 from beads.git.refs import GC_LOCK_MTIME, lock_age
+from beads.health.lostcommit import keep_view_files, lost_commit, redo
 from beads.health.problems import Problem, Report, remove_file, shown_path
 from beads.initstore import remove_dead_builds
 from beads.store import Store
@@ -202,6 +203,27 @@ def check_loose_objects(store: Store, report: Report) -> None:
         report.problems.append(Problem("corrupt_object", shown, message, fixed))
 
 
+# What to do about objects that are lost for good from this repository.
+COPY_AGAIN = "copy the store again from a remote or a backup (gc clone URL makes a new one)"
+
+
+def check_packs(store: Store, report: Report) -> bool:
+    """Report each pack cut short or overwritten (its end is not what its `.idx` records):
+    the objects past the damage are lost from this repository, and gc cannot rewrite a pack
+    from its own broken copy. Returns whether one was found."""
+    found = repair.packs_cut_short(store.root / ".git")
+    for pack in found:
+        report.problems.append(
+            Problem(
+                "corrupt_object",
+                shown_path(store, pack),
+                "a pack cut short or overwritten (its end is not the checksum its .idx "
+                f"records): objects in it cannot be read; {COPY_AGAIN}",
+            )
+        )
+    return bool(found)
+
+
 def _restore(store: Store, damaged: repair.Damaged) -> str | None:
     """Put a damaged object's right bytes back; returns how (None: no copy found)."""
     git = store.git
@@ -244,6 +266,23 @@ def restore_branch(store: Store, report: Report) -> bool:
         problem = branch_problem(store.root)
     else:
         problem = f"{BRANCH} names {head.decode()}, which is not a commit of the store"
+    lost = lost_commit(store, head)
+    if lost is not None:
+        if head is None:
+            problem += f"; its last commit {lost.decode()} is lost too"
+        redone = redo(store, lost)
+        if redone is not None:
+            report.problems.append(
+                Problem(
+                    "branch",
+                    f".git/{BRANCH}",
+                    f"{problem}; that commit was made again from the index's record of its "
+                    f"files as {redone.sha.decode()} on its parent {redone.parent.decode()} "
+                    "('git -C .beads log' shows it: gc doctor: redo lost commit)",
+                    True,
+                )
+            )
+            return True
     found = _last_good_commit(store)
     if found is None:
         report.problems.append(
@@ -251,14 +290,30 @@ def restore_branch(store: Store, report: Report) -> bool:
         )
         return False
     sha, source = found
+    if lost is None and sha == head:
+        # It reads now: dulwich checks a pack's checksum at its first read only, so a pack
+        # cut short (reported by `check_packs`) failed that one read. The branch is right.
+        return True
+    left = ""
+    if lost is not None:
+        folder, kept = keep_view_files(store, lost, sha)
+        left = (
+            f"; the changes of the lost commit {lost.decode()} are not in it (the index "
+            "and the view do not hold all its files)"
+        )
+        if kept:
+            left += (
+                f": the view's {kept} file(s) that differ are kept in {folder}; make their "
+                "changes again (gc bead show ID compares) and remove the folder"
+            )
     git.swap_head(None, sha, f"gc doctor: restore the branch ({source})", store.agent, force=True)
     report.problems.append(
         Problem(
             "branch",
             f".git/{BRANCH}",
             f"{problem}; restored to {sha.decode()} ({source}); "
-            "'git -C .beads reflog' lists where it has been",
-            True,
+            f"'git -C .beads reflog' lists where it has been{left}",
+            lost is None,
         )
     )
     return True

@@ -61,6 +61,13 @@ class _BadRow(Exception):
     """A row whose JSON is not what it holds (a bead, the config): damaged like a bad page."""
 
 
+def remove_files(path: Path, *, main: bool = True) -> None:
+    """Delete the sqlite database `path` with its `-wal` and `-shm` files (with `main`
+    False, those two only)."""
+    for suffix in ("", "-wal", "-shm") if main else ("-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+
+
 # Primary result codes (an extended code keeps its primary one in the low byte).
 def _guarded(method: Any) -> Any:
     """Make `method` recover from a damaged file: the one place every index call passes.
@@ -173,8 +180,30 @@ class Index:
         """
         self.close()
         if self._file_id is None or file_id(self.path) == self._file_id:
-            for suffix in ("", "-wal", "-shm"):
-                Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+            remove_files(self.path)
+        self._open()
+
+    def replace_with(self, aside: Path, fill: Callable[[Index], object]) -> None:
+        """Fill a new index at `aside` (an empty file the caller made, beside this one: it
+        shares the event log) with `fill`, then put it in this file's place. When `fill`
+        raises, `aside` is removed and this file is kept as it was: reads go on.
+
+        For `gc doctor --rebuild-index`, which starts from a new file (the old one may be
+        damaged anywhere) and may fail half-way (git cannot read an object)."""
+        fresh = Index(aside)
+        try:
+            fill(fresh)
+            # Everything into the file itself: its `-wal` is not moved with it.
+            fresh.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        except BaseException:
+            fresh.close()
+            remove_files(aside)
+            raise
+        fresh.close()
+        self.close()
+        remove_files(self.path, main=False)  # this file's: they must not meet the new one
+        aside.replace(self.path)
+        remove_files(aside, main=False)
         self._open()
 
     def _recover(self, cause: Exception) -> None:
@@ -342,6 +371,13 @@ class Index:
     def invalid(self) -> dict[str, str]:
         """Bead files of HEAD that could not be indexed, path -> why."""
         return dict(self.db.execute("SELECT path, error FROM invalid"))
+
+    @_guarded
+    def link_parent(self, commit: bytes) -> bytes | None:
+        """The commit the index came to `commit` from, as it recorded (None: not recorded)."""
+        row = self.db.execute("SELECT parent FROM links WHERE id = ?", (commit.decode(),))
+        found = row.fetchone()
+        return found[0].encode() if found else None
 
     @_guarded
     def types_changed(self, old: bytes, new: bytes) -> set[str] | None:
