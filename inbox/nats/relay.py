@@ -458,7 +458,11 @@ class Relay:
                 elif item.agent.startswith("@"):
                     self._refuse(f"a {item.type} item {item.key} for the group {item.agent}")
                 continue
-            trust.as_relayed(item)
+            try:
+                trust.as_relayed(item)
+            except InvalidInput as exc:  # a producer's key on a plain item: acknowledged
+                self._refuse(f"an item {item.key} on {msg.subject}: {exc}")
+                continue
             if item.agent.startswith("@"):
                 groups.append(item)
                 items += [copy_for(item, agent) for agent in self._members(item.agent)]
