@@ -304,8 +304,11 @@ def create_decision(
         answer_no({"bead": made.to_dict(), "gate": gate_bead.to_dict(), "found": False},
                   exc.message)  # fmt: skip
     gate_bead = store.get(gate_bead.id)
-    emit({"bead": answered.to_dict(), "gate": gate_bead.to_dict(), "found": True},
-         decisions.answer_text(answered))  # fmt: skip
+    # An answer that arrived from another machine says so, as its item in a hook does.
+    origin = decisions.answered_elsewhere(store, answered)
+    emit({"bead": answered.to_dict(), "gate": gate_bead.to_dict(), "found": True,
+          "origin": origin.strip() or None},
+         origin + decisions.answer_text(answered))  # fmt: skip
 
 
 @decision.command()

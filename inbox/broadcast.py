@@ -79,7 +79,7 @@ class Broadcasts:
         recipients = self.names.recipients(to, rig)  # NotFound for an unknown rig
         ttl = self.settings.setting("broadcast_ttl") if ttl is None else ttl
         standing = Item.new(acting_agent(), content, key=key, ttl=ttl, **fields)
-        refuse_producer_type(standing.type)
+        refuse_producer_type(standing.type, standing.key)
         standing.agent, standing.state = group, "standing"
         standing.pusher = standing.pusher or acting_agent()
         outbox = self.outbox()

@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 
 from beads.errors import GcError, InvalidInput
 from beads.records.ids import check_id
-from beads.records.record import acting_agent, check_agent, check_text
+from beads.records.record import acting_agent, check_agent, check_text, shown
 from beads.records.times import check_time
 from inbox.queue import keep_aside
 
@@ -30,6 +30,7 @@ TYPES = ("decision", "alert", "event", "agent", "mail", "gate", "system")
 # `inbox.follow.record`: a push or a queue line of one of them is refused, so nobody can make
 # an item that looks like mail from someone else.
 PRODUCER_TYPES = ("mail", "decision", "gate")
+PRODUCER_KEYS = tuple(f"{kind}:" for kind in PRODUCER_TYPES)  # their items' dedup keys
 MAX_CONTENT_BYTES = 64 * 1024
 MAX_KEY_CHARS = 200
 # A broadcast's standing row has a group for agent (`@all`, `@rig:<rig>`, inbox/broadcast.py).
@@ -212,12 +213,19 @@ def is_moot(bead_fields: dict[str, Any], conditions: list[dict[str, Any]]) -> bo
     return False
 
 
-def refuse_producer_type(type: str) -> None:
-    """Items of a producer's type (mail, decision, gate) come from that producer only."""
+def refuse_producer_type(type: str, key: str | None = None) -> None:
+    """Items of a producer's type (mail, decision, gate) come from that producer only, and
+    so do their dedup keys (`mail:<id>`, `decision:<id>`, `gate:<id>...`): a plain item
+    holding one would stand in for the producer's item, which dedup would then drop."""
     if type in PRODUCER_TYPES:
         raise InvalidInput(
             f"items of type {type!r} come only from their producer (gc mail, gc decision, "
             "gc gate); push another type (alert, event, agent, system)"
+        )
+    if key is not None and key.startswith(PRODUCER_KEYS):
+        raise InvalidInput(
+            f"dedup keys starting with {key.split(':', 1)[0]}: are its producer's "
+            f"({shown(key)}); push with another key"
         )
 
 
@@ -290,7 +298,7 @@ class ItemTable:
     def push_items(self, items: Sequence[Item], *, nudge: bool = True) -> list[tuple[Item, bool]]:
         """Push checked items in one transaction (see `push`); returns `(item, created)`."""
         for item in items:
-            refuse_producer_type(item.type)
+            refuse_producer_type(item.type, item.key)
             item.pusher = item.pusher or acting_agent()
         return self.insert(items, nudge=nudge)
 

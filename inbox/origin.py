@@ -6,7 +6,9 @@ agent as author (beads/git/repo.py). A bead whose last change was committed unde
 machine id came by sync (or a push into the store): its items say who and where, so a person
 reading them can tell an answer typed here from one that came over the wire. Both names are
 what that machine wrote: they inform, they do not authenticate (anyone with push access to
-the remote writes commits).
+the remote writes commits). A commit whose committer names no gc machine (plain git, or a gc
+from before machines were named) is never taken for this machine's: its items say who
+committed it, "(from t, committed by t outside gc)".
 """
 
 from __future__ import annotations
@@ -36,16 +38,23 @@ class Origin:
         self.machine_id = machine_id
 
     def note(self) -> str:
+        if not self.machine_id:
+            return f"(from {self.author}, committed by {self.machine} outside gc) "
         return f"(from {self.author} on {self.machine}) "
 
 
-def origin_of(commit: object) -> Origin | None:
-    """The origin a commit names; None for a commit made before machines were named."""
-    found = _COMMITTER.fullmatch(getattr(commit, "committer", b""))
-    if found is None:
-        return None
+def origin_of(commit: object) -> Origin:
+    """The origin a commit names. A committer that is not a gc machine's gives the machine
+    id "" (never this machine's) and its name as the machine."""
+    committer = getattr(commit, "committer", b"")
+    found = _COMMITTER.fullmatch(committer)
     author = getattr(commit, "author", b"").split(b" <", 1)[0]
-    text = [part.decode("utf-8", "replace") for part in (author, *found.groups())]
+    if found is None:
+        name = committer.split(b" <", 1)[0] or b"(nobody)"
+        parts = (author, name, b"")
+    else:
+        parts = (author, *found.groups())
+    text = [part.decode("utf-8", "replace") for part in parts]
     return Origin(*text)
 
 
@@ -72,7 +81,7 @@ def foreign_origins(
             continue
         origin = origin_of(commit)
         for path in touched:
-            if origin is not None and origin.machine_id != here:
+            if origin.machine_id != here:
                 found[path] = origin
         wanted -= touched
         if not wanted:

@@ -65,7 +65,7 @@ class Queues:
     ) -> Item:
         """Append an item to one session's JSONL queue (the merge buffer the next drain of
         that session takes; the database is not touched, dedup happens at the drain)."""
-        refuse_producer_type(type)
+        refuse_producer_type(type, key)
         known = self.sessions.session(check_session(session))
         agent = known.agent if known else "queued"  # the drain fills in the session's agent
         item = Item.new(agent, content, key=key, ttl=ttl, type=type, source=source,
@@ -96,7 +96,7 @@ class Queues:
                         asked[(agent, key)] = record
                         continue
                     item = Item.from_json({**fields, "agent": agent})
-                    refuse_producer_type(item.type)
+                    refuse_producer_type(item.type, item.key)
                     items.append(item)
                 except InvalidInput as exc:
                     queue.set_aside(json.dumps(record), str(exc))

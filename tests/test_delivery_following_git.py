@@ -191,6 +191,29 @@ def test_a_lost_or_damaged_record_of_commits_falls_back_to_git(
     assert hook(gc) == ("", False)  # the rebuilt index links the next commits again
 
 
+def test_mail_pushed_by_plain_git_says_it_was_not_made_here(
+    project: Path, gc: GcRunner, gc_init_template: Path, tmp_path: Path
+) -> None:
+    # A message bead written elsewhere (another store's gc) and pushed into this store by
+    # plain git: its commit names no gc machine, so nothing says it was made here.
+    elsewhere = GcRunner(tmp_path / "elsewhere")
+    copy_store(gc_init_template, elsewhere.cwd / ".beads")
+    sent = elsewhere("mail", "send", "dog", "-s", "Approved", "-m", "ship it", "--json",
+                     env={"GC_AGENT": "human"})  # fmt: skip
+    assert sent.returncode == 0, sent.stderr
+    message = json.loads(sent.stdout)["message"]["id"]
+    path = bead_path("message", message)
+    clone = tmp_path / "clone"
+    git("clone", "-q", str(project / ".beads" / ".git"), str(clone), cwd=tmp_path)
+    (clone / path).parent.mkdir(parents=True, exist_ok=True)
+    (clone / path).write_bytes((elsewhere.cwd / ".beads" / path).read_bytes())
+    git("add", path, cwd=clone)
+    git("commit", "-qm", "mail", cwd=clone)
+    git("push", "-q", "origin", "HEAD:main", cwd=clone)
+    context, _ = hook(gc)
+    assert f"(from t, committed by t outside gc) {message} from human" in context
+
+
 # -- the index's links ----------------------------------------------------------------------
 
 

@@ -277,6 +277,34 @@ def test_wait_returns_on_answer(tmp_path: Path, gc_store: GcRunner) -> None:
     assert waiter.returncode == 0 and json.loads(out)["bead"]["meta"]["answer"] == "yes"
 
 
+def test_wait_says_when_the_answer_came_from_another_machine(
+    tmp_path: Path, gc_store: GcRunner
+) -> None:
+    gc = gc_store  # a store as `gc init` makes it (a copy)
+    waiter = subprocess.Popen(
+        [sys.executable, "-m", "gc_beads", "decision", "create", "--prompt", "Deploy?",
+         "--option", "yes", "--option", "no", "--wait", "--timeout", "60"],
+        cwd=tmp_path, stdout=subprocess.PIPE, text=True, env={**gc.env, "GC_AGENT": "mayor"},
+    )  # fmt: skip
+    deadline = time.monotonic() + 30
+    open_ones: list = []
+    while time.monotonic() < deadline and not open_ones:
+        open_ones = gc.json("decision", "list")["beads"]
+        time.sleep(0.1)
+    # Another machine (a copy of the store with a machine id of its own) answers, and its
+    # commit is pushed into this store.
+    there = GcRunner(tmp_path / "there")
+    copy_store(tmp_path / ".beads", there.cwd / ".beads")
+    git("config", "--unset", "machine.id", cwd=there.cwd / ".beads" / ".git")
+    answered = there("decision", "respond", open_ones[0]["id"], "--select", "yes",
+                     env={"GC_AGENT": "human"})  # fmt: skip
+    assert answered.returncode == 0, answered.stderr
+    git("push", "-q", str(tmp_path / ".beads" / ".git"), "main", cwd=there.cwd / ".beads")
+    out, _ = waiter.communicate(timeout=30)
+    assert waiter.returncode == 0
+    assert out.startswith("(from human on ") and "answered: yes" in out
+
+
 @pytest.mark.gc_process
 def test_wait_times_out_with_exit_10_or_takes_the_default(
     tmp_path: Path, gc_store: GcRunner

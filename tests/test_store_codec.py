@@ -14,6 +14,7 @@ import pytest
 from hypothesis import assume, event, given, settings
 from hypothesis import strategies as st
 
+from beads.errors import InvalidInput
 from beads.records import codec, yamlread, yamlwrite
 from beads.records.codec import dump_bead, dump_data, load_bead
 from beads.records.record import FIELD_ORDER, Bead
@@ -651,3 +652,14 @@ def test_writing_ascii_text_never_compiles_the_full_character_classes() -> None:
         [sys.executable, "-c", script], capture_output=True, text=True, check=True
     )
     assert done.stdout.split("\n")[:2] == ["[]", "True"]
+
+
+def test_a_duplicate_key_is_named_without_advice_that_does_not_apply() -> None:
+    # ruamel ends its refusal with how to switch the check off in ruamel's own API: nothing a
+    # person reading gc's one line (a remote's config.yaml, a bead edited by hand) can do.
+    with pytest.raises(InvalidInput) as refused:
+        codec.load_data(b"format: 1\nmail:\n  provider: beadmail\n  provider: exec:/x\n",
+                        what="config.yaml")  # fmt: skip
+    message = refused.value.message
+    assert 'duplicate key "provider"' in message and "line 4" in message
+    assert "suppress" not in message and "http" not in message

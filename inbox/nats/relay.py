@@ -458,7 +458,11 @@ class Relay:
                 elif item.agent.startswith("@"):
                     self._refuse(f"a {item.type} item {item.key} for the group {item.agent}")
                 continue
-            trust.as_relayed(item)
+            try:
+                trust.as_relayed(item)
+            except InvalidInput as exc:  # a producer's key on a plain item: acknowledged
+                self._refuse(f"an item {item.key} on {msg.subject}: {exc}")
+                continue
             if item.agent.startswith("@"):
                 groups.append(item)
                 items += [copy_for(item, agent) for agent in self._members(item.agent)]
@@ -607,7 +611,7 @@ def decode(subject: str, data: bytes) -> Item:
     subject it came on (a group item keeps its group, `@all` or `@rig:<rig>`, as agent)."""
     try:
         fields = json.loads(data)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):  # nested too deep too
         raise InvalidInput("not JSON") from None
     target = fields.get("agent") if isinstance(fields, dict) else None
     if not isinstance(target, str) or not target:
@@ -629,7 +633,7 @@ def _hinted(data: bytes | str) -> bool:
     """True when a message (or an outbox row) carries an item of a producer's type."""
     try:
         fields = json.loads(data)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):  # `decode` drops it
         return False
     return isinstance(fields, dict) and fields.get("type") in PRODUCER_TYPES
 

@@ -36,8 +36,12 @@ def is_hint(item: Item) -> bool:
 
 
 def as_relayed(item: Item) -> Item:
-    """A plain item under the local push's rule (see the module's docstring)."""
+    """A plain item under the local push's rule (see the module's docstring); InvalidInput
+    when it holds a producer's dedup key (`decision:<id>`: it would stand in for the answer)."""
+    from inbox.items import refuse_producer_type
     from inbox.render import names_human
+
+    refuse_producer_type(item.type, item.key)
 
     if names_human(item.source):
         item.source = RELAYED_HUMAN
