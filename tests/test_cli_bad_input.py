@@ -406,13 +406,19 @@ def test_ctrl_c_early_never_shows_a_traceback_of_gc(project: GcRunner) -> None:
     assert reached or os.cpu_count() == 1  # some signal landed in gc's own code
 
 
-def sleeping(pid: int, deadline: float) -> None:
-    """Until process `pid` sleeps between a wait's checks (`time.sleep`), or its kernel does
-    not say where a process sleeps (then some time); the deadline bounds a hang only."""
-    wchan = Path(f"/proc/{pid}/wchan")
-    while time.monotonic() < deadline and "nanosleep" not in wchan.read_text():
-        if wchan.read_text() in ("", "0"):  # a kernel that does not say: give it time
-            time.sleep(2)
+def catching_sigterm(pid: int, deadline: float) -> None:
+    """Until process `pid` has its SIGTERM handler (a wait's, `beads.waiting.terminable`: a
+    signal from then on ends the wait whatever the process is doing), as the kernel shows it
+    (`SigCgt`, the signals a handler catches); where the kernel does not say, some time. The
+    deadline bounds a hang only."""
+    status = Path(f"/proc/{pid}/status")
+    if not status.exists():
+        time.sleep(2)
+        return
+    wanted = 1 << (signal.SIGTERM - 1)
+    while time.monotonic() < deadline:
+        fields = dict(line.split(":", 1) for line in status.read_text().splitlines())
+        if int(fields["SigCgt"], 16) & wanted:
             return
         time.sleep(0.01)
 
@@ -441,7 +447,7 @@ def test_sigterm_ends_a_wait_in_one_line_with_exit_143(
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
-        sleeping(waiter.pid, time.monotonic() + 60)
+        catching_sigterm(waiter.pid, time.monotonic() + 60)
         waiter.send_signal(signal.SIGTERM)
         out, err = waiter.communicate(timeout=60)  # bounds a hang only
     finally:
