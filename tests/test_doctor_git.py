@@ -563,6 +563,28 @@ def test_a_rebuild_of_the_index_on_a_pack_cut_short_says_so_and_keeps_the_index(
     assert pack.name in report["problems"][0]["path"], report
 
 
+def test_doctor_gc_on_a_pack_cut_short_reports_each_problem_in_one_line(
+    project: GcRunner,
+) -> None:
+    # git's repack fails with an `error:` line per object it cannot read, then a `fatal:`
+    # line: the report gives the one line that says why, in the text and in --json.
+    gc = project
+    cut_pack_in_half(gc)
+    result = gc("doctor", "--gc")
+    assert result.returncode == 50, result.stdout + result.stderr
+    kinds = ("corrupt_object: ", "repository: ")
+    lines = result.stdout.splitlines()
+    assert all(line.startswith(kinds) for line in lines[:-1]), result.stdout
+    assert lines[-1].endswith("not fixed"), result.stdout
+    [repack] = [line for line in lines if "repack failed" in line]
+    assert repack.count("error:") + repack.count("fatal:") == 1, repack
+    assert len(result.stderr.splitlines()) == 1, result.stderr
+    report = gc.json("doctor", "--gc")
+    assert report["ok"] is False and len(report["problems"]) == len(lines) - 1, report
+    for problem in report["problems"]:
+        assert "\n" not in problem["message"] and "\r" not in problem["message"], problem
+
+
 # -- a lost head commit ----------------------------------------------------------------------
 
 
