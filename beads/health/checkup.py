@@ -1,7 +1,8 @@
 """`gc doctor`: check the repository, the index and the view against HEAD, and repair them.
 
 Git is the source of truth, so every repair rewrites derived data from it: the index
-(`rebuild_index`), view files edited by hand (`restore_view`), loose objects (`compact`).
+(`rebuild_index`), view files edited by hand (`restore_view`), loose objects (`compact`); a
+blob of HEAD whose object is missing is written again from the view file that hashes to it.
 A bead that does not parse is reported by path, with its repair (`gc bead edit ID` opens it
 as it is); every other bead stays readable.
 
@@ -31,6 +32,7 @@ from beads.health.gitrepair import (
     check_packs,
     clear_stale_files,
     restore_branch,
+    restore_missing_blobs,
 )
 from beads.health.historycheck import check_history
 from beads.health.layerchecks import run_checks
@@ -110,8 +112,8 @@ def doctor(
             why = exc.what if isinstance(exc, DamagedObject) else str(exc)
             report.problems.append(Problem("repository", ".git", f"cannot read HEAD's tree: {why}"))
             return report
-        for path in missing:
-            report.problems.append(Problem("repository", path, "the file's object is missing"))
+        # (before the history check: a blob written again leaves no history to reset)
+        restore_missing_blobs(store, tree, missing, report)
         step("checking the index")
         _check_index(store, tree, report, rebuilt=rebuild_index)
         if head is not None:
