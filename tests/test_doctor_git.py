@@ -499,6 +499,25 @@ def test_a_blob_the_history_check_found_missing_is_not_reported_once_written_aga
     assert gc("doctor").returncode == 0
 
 
+def test_restore_view_over_a_file_whose_object_is_missing_says_so_in_one_line(
+    project: GcRunner,
+) -> None:
+    gc = project
+    view_file = sorted((gc.cwd / ".beads" / "tasks").rglob("*.yaml"))[0]
+    path = view_file.relative_to(gc.cwd / ".beads").as_posix()
+    delete_loose_blobs(gc, only=path)
+    edited = view_file.read_bytes() + b"# edited\n"
+    view_file.write_bytes(edited)  # no copy of the blob left anywhere
+    result = gc("doctor", "--restore-view")
+    assert result.returncode == 50, result.stdout + result.stderr
+    assert f"repository: {path}: the file's object is missing" in result.stdout
+    assert (
+        f"view_modified: {path}: edited outside gc (edits go through gc bead edit); HEAD's "
+        "version cannot be read to put it back" in result.stdout
+    ), result.stdout
+    assert view_file.read_bytes() == edited  # left as it was
+
+
 def test_a_damaged_tree_no_view_file_holds_is_rewritten_from_a_remote(
     project: GcRunner, tmp_path: Path
 ) -> None:

@@ -288,17 +288,23 @@ def _check_view(
         data = store.view.read(path)
         if data is not None and git_blob_sha(data) == sha:
             continue
+        why = hint
         if restore:
-            store.view.write(path, store.git.read(sha))
-            report.fixed.append(f"restored {path} from HEAD")
-        elif data is None:
-            report.problems.append(Problem("view_missing", path, "missing from the view" + hint))
+            try:
+                store.view.write(path, store.git.read(sha))
+            except (KeyError, StorageError):  # its object missing or damaged, reported already
+                why = "; HEAD's version cannot be read to put it back"
+            else:
+                report.fixed.append(f"restored {path} from HEAD")
+                continue
+        if data is None:
+            report.problems.append(Problem("view_missing", path, "missing from the view" + why))
         else:
             report.problems.append(
                 Problem(
                     "view_modified",
                     path,
-                    "edited outside gc (edits go through gc bead edit)" + hint,
+                    "edited outside gc (edits go through gc bead edit)" + why,
                 )
             )
     for path in set(present) - expected:
