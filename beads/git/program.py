@@ -41,19 +41,6 @@ def worth_starting(git_dir: Path) -> bool:
     return held >= WORTH_STARTING_AT
 
 
-def what_git_said(stderr: str, limit: int = 300) -> str:
-    """The one line of git's `stderr` that says why it failed, for a one-line message: its
-    last `fatal:` line, else its last `error:` line, else its last line that is not blank
-    (git may repeat an `error:` for each object it could not read before its `fatal:`);
-    cut at `limit` characters."""
-    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
-    for prefix in ("fatal:", "error:"):
-        said = [line for line in lines if line.startswith(prefix)]
-        if said:
-            return said[-1][:limit]
-    return lines[-1][:limit] if lines else "(it said nothing)"
-
-
 def git_command(git_dir: Path) -> tuple[list[str], dict[str, str]]:
     """The argv start and environment that run git on the repository, or GitUnavailable."""
     import os
