@@ -114,6 +114,25 @@ def test_doctor_reports_and_restores_a_hand_edited_view_file(store: Store) -> No
     assert view_file.read_bytes() == original and not (store.root / "stray.txt").exists()
 
 
+def test_a_stray_view_file_whose_name_holds_a_line_break_is_reported_on_one_line(
+    gc_store: GcRunner,
+) -> None:
+    gc = gc_store
+    stray = gc.cwd / ".beads" / "stray\nfile.txt"
+    stray.write_text("x")
+    result = gc("doctor")
+    assert result.returncode == 50, result.stderr
+    assert result.stdout.splitlines()[0] == (
+        "view_stray: stray\\nfile.txt: not in HEAD; gc doctor --restore-view puts HEAD's "
+        "version back"
+    ), result.stdout
+    [problem] = gc.json("doctor")["problems"]
+    assert problem["path"] == "stray\nfile.txt"  # exact, as every string in --json
+    restored = gc("doctor", "--restore-view")
+    assert restored.returncode == 0 and not stray.exists(), restored.stderr
+    assert "fixed: removed stray\\nfile.txt (not in HEAD)" in restored.stdout.splitlines()
+
+
 def damage(path: Path, how: str) -> None:
     """Damage the database at `path` as a crash, a full disk or a stray write may."""
     db = sqlite3.connect(path)

@@ -443,6 +443,81 @@ def test_a_truncated_loose_object_is_found_and_rewritten_from_the_view(store: St
     assert doctor(store).problems == []
 
 
+def delete_loose_blobs(gc: GcRunner, *, only: str | None = None) -> dict[str, str]:
+    """Delete the loose files of the blobs of HEAD's tree (of the one at `only`): deleted,
+    not damaged, as a hand or a tool cleaning the objects may; returns path -> blob id."""
+    listed = git("ls-tree", "-r", "HEAD", cwd=gc.cwd / ".beads").splitlines()
+    blobs = {}
+    for line in listed:
+        info, path = line.split("\t")
+        if info.split()[1] == "blob" and only in (None, path):
+            blobs[path] = info.split()[2]
+            Path(loose_path(str(git_dir(gc) / "objects"), blobs[path].encode())).unlink()
+    return blobs
+
+
+def test_blobs_of_head_deleted_are_written_again_from_the_view_and_no_bead_is_lost(
+    project: GcRunner,
+) -> None:
+    gc = project
+    blobs = delete_loose_blobs(gc)
+    assert len(blobs) == 3  # config.yaml and the two beads
+    report = gc.json("doctor")
+    assert report["ok"], report
+    assert sorted((p["kind"], p["path"], p["fixed"]) for p in report["problems"]) == sorted(
+        ("repository", path, True) for path in blobs
+    ), report  # and no history entry, which would suggest a reset that drops beads
+    assert all("rewritten from the view file" in p["message"] for p in report["problems"])
+    fsck(gc)
+    assert titles(gc) == ["first", "second"]
+    assert gc("doctor").returncode == 0
+
+
+def test_a_blob_the_history_check_found_missing_is_not_reported_once_written_again(
+    project: GcRunner,
+) -> None:
+    # Its view file edited meanwhile: no copy, so the history check records the entry; once
+    # the file holds the blob's bytes again, doctor writes the blob and checks that commit
+    # again.
+    gc = project
+    [bead] = [b["id"] for b in gc.json("bead", "list")["beads"] if b["title"] == "second"]
+    [view_file] = (gc.cwd / ".beads" / "tasks").rglob(f"{bead}.yaml")
+    path = view_file.relative_to(gc.cwd / ".beads").as_posix()
+    delete_loose_blobs(gc, only=path)
+    content = view_file.read_bytes()
+    view_file.write_bytes(content + b"# edited\n")
+    first = gc.json("doctor")
+    assert not first["ok"] and "history" in {p["kind"] for p in first["problems"]}, first
+    view_file.write_bytes(content)
+    again = gc.json("doctor")
+    assert again["ok"], again
+    assert [(p["kind"], p["path"], p["fixed"]) for p in again["problems"]] == [
+        ("repository", path, True)
+    ], again
+    fsck(gc)
+    assert titles(gc) == ["first", "second"]
+    assert gc("doctor").returncode == 0
+
+
+def test_restore_view_over_a_file_whose_object_is_missing_says_so_in_one_line(
+    project: GcRunner,
+) -> None:
+    gc = project
+    view_file = sorted((gc.cwd / ".beads" / "tasks").rglob("*.yaml"))[0]
+    path = view_file.relative_to(gc.cwd / ".beads").as_posix()
+    delete_loose_blobs(gc, only=path)
+    edited = view_file.read_bytes() + b"# edited\n"
+    view_file.write_bytes(edited)  # no copy of the blob left anywhere
+    result = gc("doctor", "--restore-view")
+    assert result.returncode == 50, result.stdout + result.stderr
+    assert f"repository: {path}: the file's object is missing" in result.stdout
+    assert (
+        f"view_modified: {path}: edited outside gc (edits go through gc bead edit); HEAD's "
+        "version cannot be read to put it back" in result.stdout
+    ), result.stdout
+    assert view_file.read_bytes() == edited  # left as it was
+
+
 def test_a_damaged_tree_no_view_file_holds_is_rewritten_from_a_remote(
     project: GcRunner, tmp_path: Path
 ) -> None:
@@ -561,6 +636,28 @@ def test_a_rebuild_of_the_index_on_a_pack_cut_short_says_so_and_keeps_the_index(
     report = gc.json("doctor")
     assert report["ok"] is False, report
     assert pack.name in report["problems"][0]["path"], report
+
+
+def test_doctor_gc_on_a_pack_cut_short_reports_each_problem_in_one_line(
+    project: GcRunner,
+) -> None:
+    # git's repack fails with an `error:` line per object it cannot read, then a `fatal:`
+    # line: the report gives the one line that says why, in the text and in --json.
+    gc = project
+    cut_pack_in_half(gc)
+    result = gc("doctor", "--gc")
+    assert result.returncode == 50, result.stdout + result.stderr
+    kinds = ("corrupt_object: ", "repository: ")
+    lines = result.stdout.splitlines()
+    assert all(line.startswith(kinds) for line in lines[:-1]), result.stdout
+    assert lines[-1].endswith("not fixed"), result.stdout
+    [repack] = [line for line in lines if "repack failed" in line]
+    assert repack.count("error:") + repack.count("fatal:") == 1, repack
+    assert len(result.stderr.splitlines()) == 1, result.stderr
+    report = gc.json("doctor", "--gc")
+    assert report["ok"] is False and len(report["problems"]) == len(lines) - 1, report
+    for problem in report["problems"]:
+        assert "\n" not in problem["message"] and "\r" not in problem["message"], problem
 
 
 # -- a lost head commit ----------------------------------------------------------------------

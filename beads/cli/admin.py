@@ -12,6 +12,7 @@ from beads.cli.common import (
     emit,
     global_options,
     json_text,
+    one_line,
     open_store,
     progress_bar,
     settings,
@@ -110,9 +111,11 @@ def doctor(
             progress=advance,
         )
     lines = [
-        f"{p.kind}: {p.path}: {p.message}{' (fixed)' if p.fixed else ''}" for p in report.problems
+        # (a path may hold a line break: a stray file's name; --json gives it exact)
+        f"{p.kind}: {one_line(p.path)}: {p.message}{' (fixed)' if p.fixed else ''}"
+        for p in report.problems
     ]
-    lines += [f"fixed: {line}" for line in report.fixed]
+    lines += [f"fixed: {one_line(line)}" for line in report.fixed]
     lines += [f"notice: {line}" for line in report.notices]
     if reset is not None:
         lines.insert(

@@ -384,6 +384,8 @@ def _git(program: str, git_dir: Path, args: tuple[str, ...]) -> None:
     """Run git on the store's repository; StorageError naming what git said when it fails."""
     import subprocess
 
+    from beads.process import telling_line  # not at import: writers load this module
+
     result = subprocess.run(
         [program, "-C", str(git_dir), *args],
         stdin=subprocess.DEVNULL,
@@ -392,4 +394,4 @@ def _git(program: str, git_dir: Path, args: tuple[str, ...]) -> None:
         umask=umask_for(git_dir),  # its packs and their list: no wider than an object file
     )
     if result.returncode != 0:
-        raise StorageError(f"git repack failed: {result.stderr.strip()[:300]}")
+        raise StorageError(f"git repack failed: {telling_line(result.stderr)}")

@@ -1,7 +1,8 @@
 """`gc doctor`: check the repository, the index and the view against HEAD, and repair them.
 
 Git is the source of truth, so every repair rewrites derived data from it: the index
-(`rebuild_index`), view files edited by hand (`restore_view`), loose objects (`compact`).
+(`rebuild_index`), view files edited by hand (`restore_view`), loose objects (`compact`); a
+blob of HEAD whose object is missing is written again from the view file that hashes to it.
 A bead that does not parse is reported by path, with its repair (`gc bead edit ID` opens it
 as it is); every other bead stays readable.
 
@@ -31,6 +32,7 @@ from beads.health.gitrepair import (
     check_packs,
     clear_stale_files,
     restore_branch,
+    restore_missing_blobs,
 )
 from beads.health.historycheck import check_history
 from beads.health.layerchecks import run_checks
@@ -110,8 +112,8 @@ def doctor(
             why = exc.what if isinstance(exc, DamagedObject) else str(exc)
             report.problems.append(Problem("repository", ".git", f"cannot read HEAD's tree: {why}"))
             return report
-        for path in missing:
-            report.problems.append(Problem("repository", path, "the file's object is missing"))
+        # (before the history check: a blob written again leaves no history to reset)
+        restore_missing_blobs(store, tree, missing, report)
         step("checking the index")
         _check_index(store, tree, report, rebuilt=rebuild_index)
         if head is not None:
@@ -286,17 +288,23 @@ def _check_view(
         data = store.view.read(path)
         if data is not None and git_blob_sha(data) == sha:
             continue
+        why = hint
         if restore:
-            store.view.write(path, store.git.read(sha))
-            report.fixed.append(f"restored {path} from HEAD")
-        elif data is None:
-            report.problems.append(Problem("view_missing", path, "missing from the view" + hint))
+            try:
+                store.view.write(path, store.git.read(sha))
+            except (KeyError, StorageError):  # its object missing or damaged, reported already
+                why = "; HEAD's version cannot be read to put it back"
+            else:
+                report.fixed.append(f"restored {path} from HEAD")
+                continue
+        if data is None:
+            report.problems.append(Problem("view_missing", path, "missing from the view" + why))
         else:
             report.problems.append(
                 Problem(
                     "view_modified",
                     path,
-                    "edited outside gc (edits go through gc bead edit)" + hint,
+                    "edited outside gc (edits go through gc bead edit)" + why,
                 )
             )
     for path in set(present) - expected:

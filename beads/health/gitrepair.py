@@ -2,7 +2,8 @@
 lock files and temporary files of dead writers, the quarantines of killed fetches, half-made
 repositories of a killed `gc init`, a missing `.git/HEAD`, garbled packed refs, loose objects
 cut short by a full disk or a power cut, and a lost or garbled branch ref (restored to the
-last good commit). A pack cut short is reported: gc cannot rewrite it.
+last good commit); a blob of HEAD whose object is missing is written again from the view
+file that hashes to it. A pack cut short is reported: gc cannot rewrite it.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ from beads.health.lostcommit import keep_view_files, lost_commit, redo
 from beads.health.problems import Problem, Report, remove_file, shown_path
 from beads.initstore import remove_dead_builds
 from beads.store import Store
-from beads.view.view import git_blob_sha
 
 # Temporary files of git and dulwich (`tmp_pack_*`, `tmp_obj_*`): a push may write one for a
 # while, so only one untouched this long is a dead writer's.
@@ -226,15 +226,37 @@ def check_packs(store: Store, report: Report) -> bool:
 
 def _restore(store: Store, damaged: repair.Damaged) -> str | None:
     """Put a damaged object's right bytes back; returns how (None: no copy found)."""
-    git = store.git
-    if damaged.path is not None:
-        data = store.view.read(damaged.path)
-        if data is not None and git_blob_sha(data) == damaged.sha:
-            repair.restore_blob(git, damaged.sha, data)
-            return f"rewritten from the view file {damaged.path}, whose bytes hash right"
-    if git.has_object(damaged.sha):
+    if damaged.path is not None and _restore_from_view(store, damaged.sha, damaged.path):
+        return f"rewritten from the view file {damaged.path}, whose bytes hash right"
+    if store.git.has_object(damaged.sha):
         return "moved aside (a pack holds the object)"
     return _restore_from_remote(store, damaged.sha)
+
+
+def _restore_from_view(store: Store, sha: bytes, path: str) -> bool:
+    """Write blob `sha` again from the view file at `path` (where HEAD's tree names it) when
+    that file's bytes hash to exactly `sha`; whether it was written."""
+    data = store.view.read(path)
+    return data is not None and repair.restore_blob(store.git, sha, data)
+
+
+def restore_missing_blobs(
+    store: Store, tree: dict[str, bytes], missing: list[str], report: Report
+) -> None:
+    """Report each file of HEAD's `tree` (path -> blob id) whose object is `missing` (its
+    loose file deleted, not damaged), written again, and so fixed, when the view file at its
+    path holds bytes that hash to exactly that id: the history that names it is whole
+    again, and no reset that drops beads is ever suggested for it."""
+    for path in missing:
+        if _restore_from_view(store, tree[path], path):
+            message, fixed = (
+                "the file's object was missing; rewritten from the view file, whose bytes "
+                "hash to it",
+                True,
+            )
+        else:
+            message, fixed = "the file's object is missing", False
+        report.problems.append(Problem("repository", path, message, fixed))
 
 
 def _restore_from_remote(store: Store, sha: bytes) -> str | None:

@@ -3,9 +3,9 @@
 before the gate), and `gc doctor --reset-to` to leave them.
 
 Each run checks only the commits added since the last run (the commit it reached is kept in
-`.runtime/history-checked`, with the bad entries found so far, reported while the branch
-still reaches them): its cost follows what changed, as the index's catch-up does. A store
-whose record is missing is checked from its first commit once.
+`.runtime/history-checked`, with the bad entries found so far, whose commits are checked
+again while the branch still reaches them): its cost follows what changed, as the index's
+catch-up does. A store whose record is missing is checked from its first commit once.
 """
 
 from __future__ import annotations
@@ -38,7 +38,10 @@ def check_history(store: Store, head: bytes, report: Report) -> None:
     if mark is not None and not git.has_object(mark):
         mark, known = None, []
     commits = only_in(git, head, mark) if mark != head else []
-    found = [e for e in known if _reaches(store, head, e.commit)]
+    # The commits of the entries found before are checked again: an object missing then may
+    # be back (doctor writes a blob again from the view file that hashes to it).
+    again = sorted({e.commit for e in known if _reaches(store, head, e.commit)})
+    found = find_bad(git.objects, [commit.encode() for commit in again])
     found += find_bad(git.objects, commits)
     found = found[:KEEP_FOUND]
     _write_mark(store, head, found)

@@ -24,6 +24,14 @@ class Problem:
     message: str
     fixed: bool = False
 
+    def __post_init__(self) -> None:
+        # Every message is one line (docs/contract.md), whatever it quotes: an exception's
+        # text, what a program said. Its lines are joined; the path is kept exact.
+        lines = [line.strip() for line in self.message.splitlines()]
+        joined = "; ".join(line for line in lines if line)
+        if joined != self.message:
+            object.__setattr__(self, "message", joined)
+
     def to_json(self) -> dict[str, object]:
         return {"kind": self.kind, "path": self.path, "message": self.message, "fixed": self.fixed}
 
