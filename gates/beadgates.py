@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from beads.errors import GcError, Interrupted, InvalidInput, NotFound
 from beads.index.query import Query
-from beads.process import BudgetSpent, budget, not_started, run_bounded
+from beads.process import BudgetSpent, budget, not_started, run_bounded, telling_line
 from beads.records.record import Bead, check_agent, expect_type
 from beads.records.times import now_stamp, parse_duration, stamp_at, to_stamp
 from beads.store import Store
@@ -249,8 +249,8 @@ def _run_gh(gh: str, args: list[str]) -> Any:
     except OSError as exc:
         raise InvalidInput(f"the gh CLI {gh} {not_started(gh, exc)}") from None
     if code != 0:
-        tail = (err.decode("utf-8", "replace").strip().splitlines() or [""])[-1][:200]
-        raise InvalidInput(f"gh {' '.join(args[:2])} exited {code}: {tail}")
+        said = telling_line(err.decode("utf-8", "replace"), 200)
+        raise InvalidInput(f"gh {' '.join(args[:2])} exited {code}: {said}")
     try:
         return json.loads(out)
     except ValueError:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from beads import files
 from beads.errors import InvalidInput
-from beads.process import not_started, run_bounded
+from beads.process import not_started, run_bounded, telling_line
 from beads.settings.config import check_argv_template
 from inbox.render import preview
 from inbox.sessions import Sessions
@@ -149,8 +149,10 @@ def run_job(job: dict[str, Any]) -> tuple[str, str]:
     except OSError as exc:
         return "failed", f"{argv[0]!r} {not_started(argv[0], exc)}"
     if code != 0:
-        tail = err.decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
-        return "failed", f"{argv[0]} exited {code} {tail[0][:200]}".rstrip()
+        return (
+            "failed",
+            f"{argv[0]} exited {code}: {telling_line(err.decode('utf-8', 'replace'), 200)}",
+        )
     return "ok", f"{argv[0]} exited 0"
 
 
