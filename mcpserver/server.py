@@ -23,6 +23,7 @@ import mcp_types as types
 from mcp.server.lowlevel import Server
 
 from beads.errors import GcError, InvalidInput, StorageError
+from beads.jsontext import unique_keys
 from beads.waiting import POLL, BranchWatch
 from mcpserver.agentstore import OPEN_THREADS, AgentStore
 from mcpserver.tools import BY_NAME, TOOLS, WAIT_TOOL, Tool, parse, schema
@@ -213,7 +214,8 @@ def serve(agent_store: AgentStore) -> None:
 class CheckedLines:
     """The client's lines for the SDK's reader, each checked first. A line the SDK would drop
     without a word (not UTF-8, not JSON, a lone surrogate such as `\\ud800`, not a JSON-RPC
-    message, an id that is neither a string nor an integer) is answered here with JSON-RPC's
+    message, an id that is neither a string nor an integer) or that it would read as another
+    (an object giving a key twice, of which it would keep the last) is answered here with JSON-RPC's
     error (`-32700` parse error, `-32600` invalid request; the request's id when it has a
     usable one, else null), so a client never waits for an answer that cannot come."""
 
@@ -244,6 +246,11 @@ class CheckedLines:
             await self.write.send(SessionMessage(refusal))
 
 
+# Every object of a message as a dict, refusing one that gives a key twice (the SDK's parser
+# would keep the last, so `"method":"ping","method":"tools/list"` would be served as the latter).
+_UNIQUE = unique_keys("the message")
+
+
 def checked(raw: bytes) -> tuple[str, types.JSONRPCError | None]:
     """One line of the client's as text, and the JSON-RPC error that answers it when it is
     no message the server can take (None when it is one)."""
@@ -251,7 +258,13 @@ def checked(raw: bytes) -> tuple[str, types.JSONRPCError | None]:
 
     try:
         text = raw.decode("utf-8")
-        data = json.loads(text)
+        try:
+            data = json.loads(text, object_pairs_hook=_UNIQUE)
+        except InvalidInput as twice:  # which of the key's values is meant cannot be told
+            # Read again to the end (a line that is no JSON past the key is a parse error).
+            members = json.loads(text, object_pairs_hook=_Pairs)
+            said = f"Invalid Request: {twice}"
+            return text, _refusal(_sole_id(members), types.INVALID_REQUEST, said)
     except UnicodeDecodeError:
         return "", _refusal(None, types.PARSE_ERROR, "Parse error: the line is not UTF-8")
     except (ValueError, RecursionError) as exc:  # RecursionError: nested too deep
@@ -276,6 +289,20 @@ def checked(raw: bytes) -> tuple[str, types.JSONRPCError | None]:
         said = "Invalid Request: not a JSON-RPC 2.0 request, notification or response"
         return text, _refusal(ident, types.INVALID_REQUEST, said)
     return text, None
+
+
+class _Pairs(list):  # type: ignore[type-arg]
+    """An object's members in order, keys repeated and all (what `_sole_id` reads)."""
+
+
+def _sole_id(message: Any) -> Any:
+    """The id of a message read as `_Pairs` when it gives one usable id (the client waits for
+    an answer to it), else None."""
+    if not isinstance(message, _Pairs):
+        return None
+    ids = [value for key, value in message if key == "id"]
+    usable = len(ids) == 1 and (type(ids[0]) is int or isinstance(ids[0], str))
+    return ids[0] if usable else None
 
 
 def _lone_surrogate(data: Any) -> bool:

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -342,6 +343,95 @@ def test_priority_past_its_range_is_usage_error(project: GcRunner) -> None:
 def test_an_error_quoting_control_characters_stays_one_line(project: GcRunner) -> None:
     stderr = refused(project("bead", "update", "gc-zzzz", "--body-file", "a\nb\x1ec"), 30)
     assert "a\\nb\\x1ec" in stderr
+
+
+# -- ids and names with whitespace ------------------------------------------------------------
+
+# What a line read from a file or pasted adds to an id, and what is never part of one.
+NOT_IN_AN_ID = ["{}\n", "{}\r\n", " {}", "{}\t", "{}\x0b", "{}\x1b"]
+
+
+@pytest.mark.parametrize("shape", NOT_IN_AN_ID, ids=repr)
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["bead", "show", "{id}"],
+        ["bead", "show", "{short}"],
+        ["bead", "close", "{id}"],
+        ["bead", "update", "{id}", "--title", "changed"],
+        ["bead", "list", "--thread", "{id}"],
+        ["doctor", "--reset-to", "{head}"],
+    ],
+    ids=" ".join,
+)
+def test_an_id_with_a_newline_or_a_space_is_no_id_and_is_refused_in_one_line(
+    project: GcRunner, command: list[str], shape: str
+) -> None:
+    made = project.json("bead", "create", "--type", "task", "--title", "t")["bead"]["id"]
+    before = head(project)
+    values = {"id": made, "short": made.split("-")[1][:4], "head": before}
+    args = [shape.format(arg.format(**values)) if "{" in arg else arg for arg in command]
+    stderr = refused(project(*args))
+    assert stderr.startswith(("gc: invalid id ", "gc: invalid commit ")), stderr
+    assert head(project) == before
+    assert project.json("bead", "show", made)["bead"]["status"] == "open"
+
+
+def test_an_id_in_another_script_that_lowers_to_ascii_is_no_id() -> None:
+    from beads.records.ids import check_id_prefix
+
+    assert check_id_prefix("GC-7K2Q") == "gc-7k2q"  # ASCII capitals are the same id
+    with pytest.raises(InvalidInput):
+        check_id_prefix("gc-7\u212a2q")  # the Kelvin sign, which str.lower makes a 'k'
+
+
+def _validators() -> list[tuple[str, Any, str]]:
+    """Every check of a name, id, key or label a user gives, with a value it takes."""
+    from flask import Flask
+
+    from beads.records import ids, record
+    from beads.settings import localconfig, registry
+    from gates.session_gates import check_gate_id
+    from inbox.queue import check_session
+    from web import app
+
+    def page(text: str) -> None:
+        with Flask(__name__).test_request_context("/", query_string={"page": text}):
+            app._page()
+
+    def local_key(name: str) -> None:
+        if localconfig._local_key(f"stores.{name}") is None:
+            raise InvalidInput(f"no setting stores.{name}")
+
+    return [
+        ("id prefix", ids.check_prefix, "gc"),
+        ("id", ids.check_id, "gc-7k2qabcd"),
+        ("id or prefix typed", ids.check_id_prefix, "gc-7k2q"),
+        ("agent", record.check_agent, "rig/dog"),
+        ("type", record.check_type, "task"),
+        ("label", record.check_label, "area:web"),
+        ("meta key", record.check_meta_key, "owner.team"),
+        ("session", check_session, "s-1:2"),
+        ("gate id", check_gate_id, "tests-pass"),
+        ("rig", registry.rig_name, "rig"),
+        ("agents' names", lambda n: registry.keys_named(record.NAME, "a name")({n: {}}), "dog"),
+        ("stream", registry.stream_name, "GC_INBOX"),
+        ("machine", localconfig._machine, "laptop-2"),
+        ("remote", localconfig.check_remote_name, "origin"),
+        ("store name", local_key, "work"),
+        ("web page", page, "2"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("what", "check", "value"), _validators(), ids=[v[0] for v in _validators()]
+)
+def test_every_name_and_id_check_refuses_its_value_with_a_newline_after_it(
+    what: str, check: Any, value: str
+) -> None:
+    check(value)  # taken as it is
+    with pytest.raises(InvalidInput):
+        check(value + "\n")
 
 
 # -- 13. Ctrl-C and a closed stdout ---------------------------------------------------------

@@ -650,6 +650,43 @@ def test_lines_that_are_no_message_are_answered_with_json_rpc_errors_never_dropp
         capture_output=True, text=True, timeout=DEADLINE).stdout  # fmt: skip
 
 
+def test_a_message_giving_a_key_twice_is_refused_naming_the_key_never_served(
+    project: Path,
+) -> None:
+    # Over the real wire: the SDK's parser keeps a repeated key's last value, so the first
+    # line would be served as tools/list and the second would send "b".
+    hello = {"protocolVersion": "2025-06-18", "capabilities": {},
+             "clientInfo": {"name": "raw", "version": "1"}}  # fmt: skip
+    head = head_of(project)
+    lines = [
+        json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": hello}),
+        json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        '{"jsonrpc":"2.0","id":1,"method":"ping","method":"tools/list"}',
+        '{"jsonrpc":"2.0","id":"send","method":"tools/call","params":{"name":"mail_send",'
+        '"arguments":{"to":["dog"],"body":"a","body":"b"}}}',
+        '{"jsonrpc":"2.0","id":2,"id":3,"method":"ping"}',  # which id is meant: neither
+        '{"jsonrpc":"2.0","method":"ping","method":"ping","id":"cut"',  # no JSON: parse error
+        json.dumps({"jsonrpc": "2.0", "id": "last", "method": "ping"}),
+    ]
+    wire = "".join(f"{line}\n" for line in lines).encode()
+    env = {**os.environ, "GC_AGENT": "mayor"}
+    done = subprocess.run([gc_program(), "mcp"], cwd=project, env=env, input=wire,
+                          capture_output=True, timeout=DEADLINE)  # fmt: skip
+    assert done.returncode == 0 and b"Traceback" not in done.stderr
+    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    by_id = {a["id"]: a for a in answers if a["id"] is not None}
+    said = "Invalid Request: the message has the key 'method' twice"
+    assert by_id[1] == {"jsonrpc": "2.0", "id": 1, "error": {"code": -32600, "message": said}}
+    assert by_id["send"]["error"]["code"] == -32600
+    assert "'body' twice" in by_id["send"]["error"]["message"]
+    assert by_id["last"]["result"] == {}  # still serving
+    nulls = [(a["error"]["code"], a["error"]["message"]) for a in answers if a["id"] is None]
+    assert nulls[0] == (-32600, "Invalid Request: the message has the key 'id' twice")
+    assert [code for code, _ in nulls] == [-32600, -32700]
+    assert set(by_id) == {0, 1, "send", "last"}  # nothing else was served
+    assert head_of(project) == head  # nothing was sent
+
+
 def test_an_argument_of_another_json_type_is_refused_not_converted(project: Path) -> None:
     head = head_of(project)
 

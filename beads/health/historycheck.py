@@ -116,7 +116,7 @@ def reset_to(store: Store, target: str) -> dict[str, Any]:
 
 
 def _resolve(store: Store, target: str) -> bytes:
-    text = target.strip().lower()
+    text = target.lower()  # nothing stripped: a newline or a space makes it no commit id
     if not 4 <= len(text) <= 40 or any(c not in "0123456789abcdef" for c in text):
         raise InvalidInput(f"invalid commit {target!r}: expected a commit id (4 to 40 hex digits)")
     if len(text) == 40:

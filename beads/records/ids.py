@@ -51,8 +51,11 @@ def check_id(value: Any, *, what: str = "id") -> str:
 
 
 def check_id_prefix(value: str) -> str:
-    """Normalise what a user typed for an id (a whole id or a prefix); raise if it cannot be one."""
-    text = value.strip().lower()
+    """Normalise what a user typed for an id (a whole id or a prefix, in either case); raise if
+    it cannot be one. Nothing is stripped: a space, a newline or a control character anywhere
+    makes it no id (a line read from a file or pasted keeps its newline)."""
+    # Only ASCII is folded: `str.lower` makes the Kelvin sign 'K' an ASCII 'k'.
+    text = value.lower() if value.isascii() else value
     if not re.fullmatch(ID_PREFIX, text):
         raise InvalidInput(f"invalid id {value!r}: ids are letters, digits and '-'")
     return text
