@@ -4,8 +4,9 @@
 
 A deletion is judged as `rm -r` of each place searched, unless a name filter surely leaves
 .git, .beads and .claude out. Another command is judged with what can match in place of
-`{}`: the place searched itself when it can be a match, else the paths under it whose names
-match the filters (`find . -name '*.txt' -exec mv {} {}.bak ';'` as `mv ./*.txt ...`).
+`{}` (put in inside a word too, as find and fd do): the place searched itself when it can
+be a match, else the paths under it whose names match the filters (`find . -name '*.txt'
+-exec mv {} {}.bak ';'` as `mv ./*.txt ...`).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from gates import options
 from gates.rules_wrappers import literal_path
 from gates.shelljudge import Item, Judge, Stdin
 from gates.shellpaths import DENY, may_be, pattern, removal
-from gates.shellwords import GLOBS, SENTINELS, STAR
+from gates.shellwords import BRACKET, GLOBS, QUESTION, SENTINELS, STAR, TILDE, UNKNOWN
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -160,30 +161,63 @@ def _runs_on_matches(
     found: Callable[[Item], list[Item] | None] | None = None,
 ) -> bool:
     """The command `find -exec` or `fd -x` runs on what it finds under `roots`: True when it
-    is `rm`, `shred` or `unlink` (judged as find's own `-delete`; what else `rm` is given
-    judged as written, with a root in place of fd's `{//}`, a match's folder),
-    else judged with each word `found` gives for a root in place of `{}` (the root itself
-    when it gives None) and the root in place of the other placeholder words (`appended`:
-    `{}` added at the end when no placeholder is written, as fd does)."""
+    is `rm`, `shred` or `unlink` (its `{}` judged as find's own `-delete`, the rest of it as
+    written). Each placeholder is put in wherever it is written, inside a word too (as find
+    and fd do; in a script `sh -c` is given, as text): `{}` as each word `found` gives for a
+    root (the root itself when it gives None); fd's `{.}` as the match without its
+    extension, the other placeholders as the root (`appended`: `{}` added at the end when
+    no placeholder is written, as fd does)."""
     if not run:
         return False
     program = (run[0].literal or "").rsplit("/", 1)[-1]
-    if program in ("rm", "shred", "unlink"):
-        for root in roots if program != "shred" else ():  # `shred` with no file is denied
-            besides = [w for w in run if w.literal == "{//}" or w.literal not in placeholders]
-            j.argv([Item(root.word) if w.literal == "{//}" else w for w in besides], None, depth)
-        return True
-    written = any(w.literal in placeholders for w in run)
+    deletes = program in ("rm", "shred", "unlink")
+    marks = re.compile("|".join(re.escape(p) for p in sorted(placeholders, key=len)[::-1]))
+    written = any(marks.search(w.word) for w in run)
+    full = [*run, Item("{}")] if appended and not written else run
+    # `rm {}` is judged as find's own -delete; `shred` with no file is denied.
+    besides = [] if program == "shred" else [w for w in full if not (deletes and w.literal == "{}")]
+    seen: set[tuple[str, ...]] = set()
+
+    def judged(words: list[Item], values: dict[str, Item]) -> None:
+        if j.level >= DENY:  # nothing can raise the verdict: the rest costs time alone
+            return
+        put = [_put(w, marks, values) for w in words]
+        key = tuple(w.word for w in put)
+        if key not in seen:
+            seen.add(key)
+            j.argv(put, None, depth)
+
     for root in roots:
         for match in (found(root) if found is not None else None) or [root]:
-            swapped = [
-                Item(match.word if w.literal == "{}" else root.word)
-                if w.literal in placeholders
-                else w
-                for w in run
-            ]
-            j.argv([*swapped, match] if appended and not written else swapped, None, depth)
-    return False
+            values = {"{}": match, "{//}": root, "{.}": _stem(match), "{/}": root, "{/.}": root}
+            judged(besides, values)
+    return deletes
+
+
+def _put(item: Item, marks: re.Pattern, values: dict[str, Item]) -> Item:
+    """`item` with each placeholder `marks` finds in it replaced by its value."""
+    if not marks.search(item.word):
+        return item
+    word = marks.sub(lambda m: values[m[0]].word, item.word)
+    text = marks.sub(lambda m: _as_text(values[m[0]].word), item.script())
+    return Item(word, None, text)
+
+
+def _as_text(word: str) -> str:
+    """A word's value as shell text: its wildcards and `~` as written, what is unknown as
+    an expansion."""
+    return word.translate(
+        {ord(STAR): "*", ord(QUESTION): "?", ord(BRACKET): "[", ord(TILDE): "~", ord(UNKNOWN): "$_"}
+    )
+
+
+def _stem(item: Item) -> Item:
+    """The path without its extension (fd's `{.}`; a name's leading dot is no extension)."""
+    base = item.word.rsplit("/", 1)[-1]
+    dot = base.rfind(".")
+    if dot <= 0 or base == "..":
+        return item
+    return Item(item.word[: len(item.word) - len(base) + dot])
 
 
 def _deletes_under(

@@ -717,6 +717,25 @@ def test_a_path_written_beside_the_matches_of_find_exec_rm_is_judged(
 @pytest.mark.parametrize(
     ("command", "expected"),
     [
+        (r"find . -maxdepth 0 -exec mv {}/ /tmp \;", "deny"),
+        (r"find . -maxdepth 0 -exec sh -c 'mv {} /tmp' \;", "deny"),
+        (r"find . -name x -exec rm -rf {}/.. \;", "deny"),
+        ("fd -e txt -x sh -c 'mv {//} /tmp'", "deny"),
+        (r"find . -name '*.txt' -exec sh -c 'mv {} {}.bak' \;", None),
+        ("fd -e txt -x mv {} {.}.md", None),
+    ],
+)
+def test_a_placeholder_inside_a_longer_word_is_put_in_as_find_and_fd_do(
+    project: Path, gc: GcRunner, command: str, expected: str | None
+) -> None:
+    # `{}` was put in only as a whole word: `{}/` and the `{}` in a script `sh -c` runs
+    # were read as literal text, so moving the work tree away passed.
+    assert answer(bash(gc, command)) == expected
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
         ("gh repo delete owner/repo --yes", "deny"),
         ("gh api -X DELETE repos/owner/repo", "ask"),
         ("gh api --method=delete repos/owner/repo/labels/bug", "ask"),
