@@ -159,14 +159,17 @@ def _runs_on_matches(
     depth: int,
     appended: bool = False,
     found: Callable[[Item], list[Item] | None] | None = None,
+    bases: Callable[[], list[Item]] | None = None,
 ) -> bool:
     """The command `find -exec` or `fd -x` runs on what it finds under `roots`: True when it
     is `rm`, `shred` or `unlink` (its `{}` judged as find's own `-delete`, the rest of it as
     written). Each placeholder is put in wherever it is written, inside a word too (as find
     and fd do; in a script `sh -c` is given, as text): `{}` as each word `found` gives for a
-    root (the root itself when it gives None); fd's `{.}` as the match without its
-    extension, the other placeholders as the root (`appended`: `{}` added at the end when
-    no placeholder is written, as fd does)."""
+    root (the root itself when it gives None);
+    fd's `{//}` (a match's folder) as the root, `{.}` as the match without its extension,
+    `{/}` and `{/.}` (its base name, which the command, run in the current directory, reads
+    as a path there) as each name `bases` gives (`appended`: `{}` added at the end when no
+    placeholder is written, as fd does)."""
     if not run:
         return False
     program = (run[0].literal or "").rsplit("/", 1)[-1]
@@ -176,6 +179,9 @@ def _runs_on_matches(
     full = [*run, Item("{}")] if appended and not written else run
     # `rm {}` is judged as find's own -delete; `shred` with no file is denied.
     besides = [] if program == "shred" else [w for w in full if not (deletes and w.literal == "{}")]
+    named = bases() if bases is not None and any(
+        "{/}" in w.word or "{/.}" in w.word for w in besides
+    ) else [None]  # fmt: skip
     seen: set[tuple[str, ...]] = set()
 
     def judged(words: list[Item], values: dict[str, Item]) -> None:
@@ -189,8 +195,11 @@ def _runs_on_matches(
 
     for root in roots:
         for match in (found(root) if found is not None else None) or [root]:
-            values = {"{}": match, "{//}": root, "{.}": _stem(match), "{/}": root, "{/.}": root}
-            judged(besides, values)
+            for base in named:
+                base = base or root
+                values = {"{}": match, "{//}": root, "{.}": _stem(match), "{/}": base,
+                          "{/.}": _stem(base)}  # fmt: skip
+                judged(besides, values)
     return deletes
 
 
@@ -312,6 +321,12 @@ def _fd(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth: i
             return None
         return _under(root, names)
 
+    def bases() -> list[Item]:  # `{/}`: names in the current directory (a shell's `*`
+        # leaves out the dot names fd can match: those the gate guards are added)
+        words = [Item(name.replace("\\", "").translate(GLOB_MARKS)) for name in names]
+        dotted = loose or not (patterns or extensions)
+        return words + ([Item(name) for name in GUARDED_NAMES] if dotted else [])
+
     kept = j.cwd
     for given in _fd_values(own, "base-directory"):  # fd searches and runs from there
         path = pattern(given.word, j.cwd)[0]
@@ -321,7 +336,8 @@ def _fd(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth: i
         deletes = False
         for run in runs:
             deletes = (
-                _runs_on_matches(j, run, roots, FD_PLACEHOLDERS, depth, True, found) or deletes
+                _runs_on_matches(j, run, roots, FD_PLACEHOLDERS, depth, True, found, bases=bases)
+                or deletes
             )
         if deletes:
             _deletes_under(j, program, roots, bool(patterns or extensions), guarded, loose)

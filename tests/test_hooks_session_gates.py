@@ -736,6 +736,27 @@ def test_a_placeholder_inside_a_longer_word_is_put_in_as_find_and_fd_do(
 @pytest.mark.parametrize(
     ("command", "expected"),
     [
+        ("fd -g .git build -x mv {/} /tmp", "deny"),
+        ("fd -g .git build -x mv {/.} /tmp", "deny"),
+        ("fd -g .git build -x rm -rf {/}", "deny"),
+        ("fd git -x mv {/} /tmp", "deny"),
+        ("fd -x mv {/} /tmp", "deny"),
+        ("fd -e txt -x mv {/} /tmp", None),
+        ("fd -e txt build -x mv {/} {/}.bak", None),
+    ],
+)
+def test_fd_base_name_placeholder_is_judged_as_a_name_in_the_current_directory(
+    project: Path, gc: GcRunner, command: str, expected: str | None
+) -> None:
+    # fd runs the command in the current directory, where `{/}` (a match's base name) names
+    # a file of that name: `fd -g .git build -x mv {/} /tmp` moves ./.git away. It was
+    # judged as the search root, so that passed and `fd -e txt -x mv {/} /tmp` was denied.
+    assert answer(bash(gc, command)) == expected
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
         ("gh repo delete owner/repo --yes", "deny"),
         ("gh api -X DELETE repos/owner/repo", "ask"),
         ("gh api --method=delete repos/owner/repo/labels/bug", "ask"),
