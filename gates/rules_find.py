@@ -6,7 +6,9 @@ A deletion is judged as `rm -r` of each place searched, unless a name filter sur
 .git, .beads and .claude out. Another command is judged with what can match in place of
 `{}` (put in inside a word too, as find and fd do): the place searched itself when it can
 be a match, else the paths under it whose names match the filters (`find . -name '*.txt'
--exec mv {} {}.bak ';'` as `mv ./*.txt ...`).
+-exec mv {} {}.bak ';'` as `mv ./*.txt ...`). Where find's root holds the work tree's .git
+or the store's .beads/.git, what its tests let it reach inside them (`gates.findreach`:
+`-name HEAD`, `-name '*.pack'`) is judged too, as deleting or writing there.
 """
 
 from __future__ import annotations
@@ -17,10 +19,11 @@ from fnmatch import fnmatchcase
 from functools import partial
 
 from gates import options
+from gates.findreach import reaches_git
 from gates.rules_wrappers import literal_path
 from gates.shelljudge import Item, Judge, Stdin
 from gates.shellpaths import DENY, may_be, pattern, removal
-from gates.shellwords import BRACKET, GLOBS, QUESTION, SENTINELS, STAR, TILDE, UNKNOWN
+from gates.shellwords import BRACKET, GLOBS, QUESTION, SENTINELS, STAR, TILDE, UNKNOWN, shown
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -54,11 +57,41 @@ def _find(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth:
             run = items[1 + at + i + 1 : 1 + at + end]
             # What it runs on: the matches of the tests written before it.
             found = partial(_find_matches, j, before=tests[:i], tests=tests)
-            deletes = _runs_on_matches(j, run, roots, ("{}",), depth, found=found) or deletes
+            inside = partial(_inside_git, j, tests=tests, action=i)
+            deletes = (
+                _runs_on_matches(j, run, roots, ("{}",), depth, found=found, inside=inside)
+                or deletes
+            )
+        elif word == "-delete":
+            for root in roots:
+                for sample in _inside_git(j, root, tests, i)[:1]:
+                    j.note(DENY, f"it deletes inside a repository's .git ({shown(sample.word)})")
     if not deletes:
         return
     named, guarded, loose = _find_filters(tests)
     _deletes_under(j, program, roots, bool(named), guarded, loose)
+
+
+def _inside_git(j: Judge, root: Item, tests: list[str | None], action: int) -> list[Item]:
+    """Words for the files inside the work tree's .git and the store's .beads/.git that
+    find's action at `tests[action]` can run on under `root` (`gates.findreach`): none when
+    the root holds neither, or is not known (as a write to an unknown path is judged)."""
+    path, _why = pattern(root.word, j.cwd)
+    if path is None or any(c in path for c in SENTINELS):
+        return []
+    if path == j.tree or j.tree.startswith(path.rstrip("/") + "/"):
+        lead = os.path.relpath(j.tree, path)
+        tops = [".git", ".beads/.git"] if lead == "." else [f"{lead}/.git", f"{lead}/.beads/.git"]
+    elif path == j.tree + "/.beads":
+        tops = [".git"]
+    else:
+        return []
+    tops = [top for top in tops if os.path.isdir(os.path.join(path, top))]
+    if not tops:
+        return []
+    top = root.word.rstrip("/")
+    text = root.literal if root.literal is not None else path  # `~`: find is given the path
+    return [Item(f"{top}/{inner}") for inner in reaches_git(tests, action, text, tops, j.in_time)]
 
 
 def _find_filters(tests: list[str | None]) -> tuple[list[str | None], bool, bool]:
@@ -159,13 +192,14 @@ def _runs_on_matches(
     depth: int,
     appended: bool = False,
     found: Callable[[Item], list[Item] | None] | None = None,
+    inside: Callable[[Item], list[Item]] | None = None,
     bases: Callable[[], list[Item]] | None = None,
 ) -> bool:
     """The command `find -exec` or `fd -x` runs on what it finds under `roots`: True when it
     is `rm`, `shred` or `unlink` (its `{}` judged as find's own `-delete`, the rest of it as
     written). Each placeholder is put in wherever it is written, inside a word too (as find
     and fd do; in a script `sh -c` is given, as text): `{}` as each word `found` gives for a
-    root (the root itself when it gives None);
+    root (the root itself when it gives None) and each file inside .git that `inside` gives;
     fd's `{//}` (a match's folder) as the root, `{.}` as the match without its extension,
     `{/}` and `{/.}` (its base name, which the command, run in the current directory, reads
     as a path there) as each name `bases` gives (`appended`: `{}` added at the end when no
@@ -200,6 +234,8 @@ def _runs_on_matches(
                 values = {"{}": match, "{//}": root, "{.}": _stem(match), "{/}": base,
                           "{/.}": _stem(base)}  # fmt: skip
                 judged(besides, values)
+        for sample in inside(root) if inside is not None else ():
+            judged(full, {"{}": sample, "{//}": root, "{.}": sample, "{/}": root, "{/.}": root})
     return deletes
 
 

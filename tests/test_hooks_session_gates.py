@@ -717,6 +717,49 @@ def test_a_path_written_beside_the_matches_of_find_exec_rm_is_judged(
 @pytest.mark.parametrize(
     ("command", "expected"),
     [
+        ("find . -name '*.pack' -delete", "deny"),
+        ("find . -name HEAD -delete", "deny"),
+        (r"find . -name config -exec cp /evil {} \;", "deny"),
+        ("find . -name '*.idx' -exec rm {} +", "deny"),
+        ("find . -type f -name 'index' -delete", "deny"),
+        ("find . -iname head -delete", "deny"),
+        ("find . -name main -delete", "deny"),
+        (r"find . -name pre-commit -exec cp evil {} \;", "deny"),
+        ("find . -type f -exec sed -i s/a/b/ {} +", "deny"),
+        ("find .. -name HEAD -exec cp /evil {} +", "deny"),
+        ("find .beads -name config -exec cp /evil {} +", "deny"),
+        ("find . -mindepth 2 -name HEAD -delete", "deny"),
+        # -delete turns -depth on, and -prune does nothing under -depth.
+        ("find . -path ./.git -prune -o -name HEAD -delete", "deny"),
+        # Pruning .git alone leaves the store's .beads/.git.
+        (r"find . -path ./.git -prune -o -name config -exec cp /evil {} \;", "deny"),
+        (r"find . -name .git -prune -o -name config -exec cp /evil {} \;", None),
+        (r"find . -not -path '*/.git/*' -name config -exec cp /evil {} \;", None),
+        ("find . -maxdepth 1 -type f -name HEAD -delete", None),
+        ("find . -path './src/*' -name HEAD -delete", None),
+        ("find src -name HEAD -delete", None),
+        ("find . -name '*.pyc' -delete", None),
+        ("find . -name '__pycache__' -exec rm -rf {} +", None),
+        ("find . -type d -name build -exec rm -rf {} +", None),
+        ("find . -name '*.orig' -exec rm {} +", None),
+        ("find . -name '*.log' -mtime +7 -delete", None),
+        ("find . -name '*.py' -exec sed -i s/a/b/ {} +", None),
+        ("find . -type f -exec grep -l TODO {} +", None),
+    ],
+)
+def test_find_reaching_the_files_inside_git_is_judged_as_deleting_them_there(
+    project: Path, gc: GcRunner, command: str, expected: str | None
+) -> None:
+    # find goes into .git and .beads/.git, so a name filter that cannot match .git itself
+    # (`-name HEAD`, `-name '*.pack'`) still reached git's own files, and passed.
+    assert answer(bash(gc, command)) == expected
+    if expected == "deny":
+        assert answer(bash(gc, "rm .git/HEAD")) == "deny"  # what deleting there gets
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
         (r"find . -maxdepth 0 -exec mv {}/ /tmp \;", "deny"),
         (r"find . -maxdepth 0 -exec sh -c 'mv {} /tmp' \;", "deny"),
         (r"find . -name x -exec rm -rf {}/.. \;", "deny"),
