@@ -4,8 +4,11 @@
 
 A deletion is judged as `rm -r` of each place searched, unless a name filter surely leaves
 .git, .beads and .claude out. Another command is judged with what can match in place of
-`{}`: the place searched itself when it can be a match, else the paths under it whose names
-match the filters (`find . -name '*.txt' -exec mv {} {}.bak ';'` as `mv ./*.txt ...`).
+`{}` (put in inside a word too, as find and fd do): the place searched itself when it can
+be a match, else the paths under it whose names match the filters (`find . -name '*.txt'
+-exec mv {} {}.bak ';'` as `mv ./*.txt ...`). Where find's root holds the work tree's .git
+or the store's .beads/.git, what its tests let it reach inside them (`gates.findreach`:
+`-name HEAD`, `-name '*.pack'`) is judged too, as deleting or writing there.
 """
 
 from __future__ import annotations
@@ -16,10 +19,11 @@ from fnmatch import fnmatchcase
 from functools import partial
 
 from gates import options
+from gates.findreach import reaches_git
 from gates.rules_wrappers import literal_path
 from gates.shelljudge import Item, Judge, Stdin
 from gates.shellpaths import DENY, may_be, pattern, removal
-from gates.shellwords import GLOBS, SENTINELS, STAR
+from gates.shellwords import BRACKET, GLOBS, QUESTION, SENTINELS, STAR, TILDE, UNKNOWN, shown
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -53,11 +57,41 @@ def _find(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth:
             run = items[1 + at + i + 1 : 1 + at + end]
             # What it runs on: the matches of the tests written before it.
             found = partial(_find_matches, j, before=tests[:i], tests=tests)
-            deletes = _runs_on_matches(j, run, roots, ("{}",), depth, found=found) or deletes
+            inside = partial(_inside_git, j, tests=tests, action=i)
+            deletes = (
+                _runs_on_matches(j, run, roots, ("{}",), depth, found=found, inside=inside)
+                or deletes
+            )
+        elif word == "-delete":
+            for root in roots:
+                for sample in _inside_git(j, root, tests, i)[:1]:
+                    j.note(DENY, f"it deletes inside a repository's .git ({shown(sample.word)})")
     if not deletes:
         return
     named, guarded, loose = _find_filters(tests)
     _deletes_under(j, program, roots, bool(named), guarded, loose)
+
+
+def _inside_git(j: Judge, root: Item, tests: list[str | None], action: int) -> list[Item]:
+    """Words for the files inside the work tree's .git and the store's .beads/.git that
+    find's action at `tests[action]` can run on under `root` (`gates.findreach`): none when
+    the root holds neither, or is not known (as a write to an unknown path is judged)."""
+    path, _why = pattern(root.word, j.cwd)
+    if path is None or any(c in path for c in SENTINELS):
+        return []
+    if path == j.tree or j.tree.startswith(path.rstrip("/") + "/"):
+        lead = os.path.relpath(j.tree, path)
+        tops = [".git", ".beads/.git"] if lead == "." else [f"{lead}/.git", f"{lead}/.beads/.git"]
+    elif path == j.tree + "/.beads":
+        tops = [".git"]
+    else:
+        return []
+    tops = [top for top in tops if os.path.isdir(os.path.join(path, top))]
+    if not tops:
+        return []
+    top = root.word.rstrip("/")
+    text = root.literal if root.literal is not None else path  # `~`: find is given the path
+    return [Item(f"{top}/{inner}") for inner in reaches_git(tests, action, text, tops, j.in_time)]
 
 
 def _find_filters(tests: list[str | None]) -> tuple[list[str | None], bool, bool]:
@@ -158,32 +192,77 @@ def _runs_on_matches(
     depth: int,
     appended: bool = False,
     found: Callable[[Item], list[Item] | None] | None = None,
+    inside: Callable[[Item], list[Item]] | None = None,
+    bases: Callable[[], list[Item]] | None = None,
 ) -> bool:
     """The command `find -exec` or `fd -x` runs on what it finds under `roots`: True when it
-    is `rm`, `shred` or `unlink` (judged as find's own `-delete`; what else `rm` is given
-    judged as written, with a root in place of fd's `{//}`, a match's folder),
-    else judged with each word `found` gives for a root in place of `{}` (the root itself
-    when it gives None) and the root in place of the other placeholder words (`appended`:
-    `{}` added at the end when no placeholder is written, as fd does)."""
+    is `rm`, `shred` or `unlink` (its `{}` judged as find's own `-delete`, the rest of it as
+    written). Each placeholder is put in wherever it is written, inside a word too (as find
+    and fd do; in a script `sh -c` is given, as text): `{}` as each word `found` gives for a
+    root (the root itself when it gives None) and each file inside .git that `inside` gives;
+    fd's `{//}` (a match's folder) as the root, `{.}` as the match without its extension,
+    `{/}` and `{/.}` (its base name, which the command, run in the current directory, reads
+    as a path there) as each name `bases` gives (`appended`: `{}` added at the end when no
+    placeholder is written, as fd does)."""
     if not run:
         return False
     program = (run[0].literal or "").rsplit("/", 1)[-1]
-    if program in ("rm", "shred", "unlink"):
-        for root in roots if program != "shred" else ():  # `shred` with no file is denied
-            besides = [w for w in run if w.literal == "{//}" or w.literal not in placeholders]
-            j.argv([Item(root.word) if w.literal == "{//}" else w for w in besides], None, depth)
-        return True
-    written = any(w.literal in placeholders for w in run)
+    deletes = program in ("rm", "shred", "unlink")
+    marks = re.compile("|".join(re.escape(p) for p in sorted(placeholders, key=len)[::-1]))
+    written = any(marks.search(w.word) for w in run)
+    full = [*run, Item("{}")] if appended and not written else run
+    # `rm {}` is judged as find's own -delete; `shred` with no file is denied.
+    besides = [] if program == "shred" else [w for w in full if not (deletes and w.literal == "{}")]
+    named = bases() if bases is not None and any(
+        "{/}" in w.word or "{/.}" in w.word for w in besides
+    ) else [None]  # fmt: skip
+    seen: set[tuple[str, ...]] = set()
+
+    def judged(words: list[Item], values: dict[str, Item]) -> None:
+        if j.level >= DENY:  # nothing can raise the verdict: the rest costs time alone
+            return
+        put = [_put(w, marks, values) for w in words]
+        key = tuple(w.word for w in put)
+        if key not in seen:
+            seen.add(key)
+            j.argv(put, None, depth)
+
     for root in roots:
         for match in (found(root) if found is not None else None) or [root]:
-            swapped = [
-                Item(match.word if w.literal == "{}" else root.word)
-                if w.literal in placeholders
-                else w
-                for w in run
-            ]
-            j.argv([*swapped, match] if appended and not written else swapped, None, depth)
-    return False
+            for base in named:
+                base = base or root
+                values = {"{}": match, "{//}": root, "{.}": _stem(match), "{/}": base,
+                          "{/.}": _stem(base)}  # fmt: skip
+                judged(besides, values)
+        for sample in inside(root) if inside is not None else ():
+            judged(full, {"{}": sample, "{//}": root, "{.}": sample, "{/}": root, "{/.}": root})
+    return deletes
+
+
+def _put(item: Item, marks: re.Pattern, values: dict[str, Item]) -> Item:
+    """`item` with each placeholder `marks` finds in it replaced by its value."""
+    if not marks.search(item.word):
+        return item
+    word = marks.sub(lambda m: values[m[0]].word, item.word)
+    text = marks.sub(lambda m: _as_text(values[m[0]].word), item.script())
+    return Item(word, None, text)
+
+
+def _as_text(word: str) -> str:
+    """A word's value as shell text: its wildcards and `~` as written, what is unknown as
+    an expansion."""
+    return word.translate(
+        {ord(STAR): "*", ord(QUESTION): "?", ord(BRACKET): "[", ord(TILDE): "~", ord(UNKNOWN): "$_"}
+    )
+
+
+def _stem(item: Item) -> Item:
+    """The path without its extension (fd's `{.}`; a name's leading dot is no extension)."""
+    base = item.word.rsplit("/", 1)[-1]
+    dot = base.rfind(".")
+    if dot <= 0 or base == "..":
+        return item
+    return Item(item.word[: len(item.word) - len(base) + dot])
 
 
 def _deletes_under(
@@ -278,6 +357,12 @@ def _fd(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth: i
             return None
         return _under(root, names)
 
+    def bases() -> list[Item]:  # `{/}`: names in the current directory (a shell's `*`
+        # leaves out the dot names fd can match: those the gate guards are added)
+        words = [Item(name.replace("\\", "").translate(GLOB_MARKS)) for name in names]
+        dotted = loose or not (patterns or extensions)
+        return words + ([Item(name) for name in GUARDED_NAMES] if dotted else [])
+
     kept = j.cwd
     for given in _fd_values(own, "base-directory"):  # fd searches and runs from there
         path = pattern(given.word, j.cwd)[0]
@@ -287,7 +372,8 @@ def _fd(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth: i
         deletes = False
         for run in runs:
             deletes = (
-                _runs_on_matches(j, run, roots, FD_PLACEHOLDERS, depth, True, found) or deletes
+                _runs_on_matches(j, run, roots, FD_PLACEHOLDERS, depth, True, found, bases=bases)
+                or deletes
             )
         if deletes:
             _deletes_under(j, program, roots, bool(patterns or extensions), guarded, loose)

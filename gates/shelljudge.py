@@ -111,13 +111,15 @@ class Stop(Exception):
 
 
 class Item:
-    """One word of a command: its value (with sentinels) and its node (None: made up)."""
+    """One word of a command: its value (with sentinels) and its node (None: made up);
+    `text`, for a made-up word, the text a shell reading it as a script gets."""
 
-    __slots__ = ("word", "node")
+    __slots__ = ("word", "node", "text")
 
-    def __init__(self, word: str, node: Any = None) -> None:
+    def __init__(self, word: str, node: Any = None, text: str | None = None) -> None:
         self.word = word
         self.node = node
+        self.text = text
 
     @property
     def literal(self) -> str | None:
@@ -125,6 +127,8 @@ class Item:
 
     def script(self) -> str:
         """The word as the text a shell reading it as a script would get."""
+        if self.text is not None:
+            return self.text
         return script_text(self.node) if self.node is not None else self.word
 
 

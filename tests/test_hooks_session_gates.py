@@ -717,6 +717,89 @@ def test_a_path_written_beside_the_matches_of_find_exec_rm_is_judged(
 @pytest.mark.parametrize(
     ("command", "expected"),
     [
+        ("find . -name '*.pack' -delete", "deny"),
+        ("find . -name HEAD -delete", "deny"),
+        (r"find . -name config -exec cp /evil {} \;", "deny"),
+        ("find . -name '*.idx' -exec rm {} +", "deny"),
+        ("find . -type f -name 'index' -delete", "deny"),
+        ("find . -iname head -delete", "deny"),
+        ("find . -name main -delete", "deny"),
+        (r"find . -name pre-commit -exec cp evil {} \;", "deny"),
+        ("find . -type f -exec sed -i s/a/b/ {} +", "deny"),
+        ("find .. -name HEAD -exec cp /evil {} +", "deny"),
+        ("find .beads -name config -exec cp /evil {} +", "deny"),
+        ("find . -mindepth 2 -name HEAD -delete", "deny"),
+        # -delete turns -depth on, and -prune does nothing under -depth.
+        ("find . -path ./.git -prune -o -name HEAD -delete", "deny"),
+        # Pruning .git alone leaves the store's .beads/.git.
+        (r"find . -path ./.git -prune -o -name config -exec cp /evil {} \;", "deny"),
+        (r"find . -name .git -prune -o -name config -exec cp /evil {} \;", None),
+        (r"find . -not -path '*/.git/*' -name config -exec cp /evil {} \;", None),
+        ("find . -maxdepth 1 -type f -name HEAD -delete", None),
+        ("find . -path './src/*' -name HEAD -delete", None),
+        ("find src -name HEAD -delete", None),
+        ("find . -name '*.pyc' -delete", None),
+        ("find . -name '__pycache__' -exec rm -rf {} +", None),
+        ("find . -type d -name build -exec rm -rf {} +", None),
+        ("find . -name '*.orig' -exec rm {} +", None),
+        ("find . -name '*.log' -mtime +7 -delete", None),
+        ("find . -name '*.py' -exec sed -i s/a/b/ {} +", None),
+        ("find . -type f -exec grep -l TODO {} +", None),
+    ],
+)
+def test_find_reaching_the_files_inside_git_is_judged_as_deleting_them_there(
+    project: Path, gc: GcRunner, command: str, expected: str | None
+) -> None:
+    # find goes into .git and .beads/.git, so a name filter that cannot match .git itself
+    # (`-name HEAD`, `-name '*.pack'`) still reached git's own files, and passed.
+    assert answer(bash(gc, command)) == expected
+    if expected == "deny":
+        assert answer(bash(gc, "rm .git/HEAD")) == "deny"  # what deleting there gets
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        (r"find . -maxdepth 0 -exec mv {}/ /tmp \;", "deny"),
+        (r"find . -maxdepth 0 -exec sh -c 'mv {} /tmp' \;", "deny"),
+        (r"find . -name x -exec rm -rf {}/.. \;", "deny"),
+        ("fd -e txt -x sh -c 'mv {//} /tmp'", "deny"),
+        (r"find . -name '*.txt' -exec sh -c 'mv {} {}.bak' \;", None),
+        ("fd -e txt -x mv {} {.}.md", None),
+    ],
+)
+def test_a_placeholder_inside_a_longer_word_is_put_in_as_find_and_fd_do(
+    project: Path, gc: GcRunner, command: str, expected: str | None
+) -> None:
+    # `{}` was put in only as a whole word: `{}/` and the `{}` in a script `sh -c` runs
+    # were read as literal text, so moving the work tree away passed.
+    assert answer(bash(gc, command)) == expected
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("fd -g .git build -x mv {/} /tmp", "deny"),
+        ("fd -g .git build -x mv {/.} /tmp", "deny"),
+        ("fd -g .git build -x rm -rf {/}", "deny"),
+        ("fd git -x mv {/} /tmp", "deny"),
+        ("fd -x mv {/} /tmp", "deny"),
+        ("fd -e txt -x mv {/} /tmp", None),
+        ("fd -e txt build -x mv {/} {/}.bak", None),
+    ],
+)
+def test_fd_base_name_placeholder_is_judged_as_a_name_in_the_current_directory(
+    project: Path, gc: GcRunner, command: str, expected: str | None
+) -> None:
+    # fd runs the command in the current directory, where `{/}` (a match's base name) names
+    # a file of that name: `fd -g .git build -x mv {/} /tmp` moves ./.git away. It was
+    # judged as the search root, so that passed and `fd -e txt -x mv {/} /tmp` was denied.
+    assert answer(bash(gc, command)) == expected
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
         ("gh repo delete owner/repo --yes", "deny"),
         ("gh api -X DELETE repos/owner/repo", "ask"),
         ("gh api --method=delete repos/owner/repo/labels/bug", "ask"),
