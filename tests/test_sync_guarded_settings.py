@@ -202,8 +202,9 @@ def test_a_nudge_command_from_the_remote_is_not_run_until_approved(
     code, output = in_terminal(a, "trust", answer="yes")
     assert code == 0, output
     ok(a("mail", "send", "dog", "two", "--notify"))
-    deadline = time.monotonic() + 20  # the nudge runs beside the send
-    while not log.exists() and time.monotonic() < deadline:
+    deadline = time.monotonic() + 60  # the nudge runs beside the send; bounds a hang only
+    # `>>` makes the file before echo writes to it: wait for the line, not the file.
+    while not (log.exists() and log.read_text().endswith("\n")) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert log.read_text() == "x\n"
 
