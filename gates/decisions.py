@@ -24,6 +24,7 @@ from gates import session_gates
 from gates.beadgates import (
     GATE,
     Outcome,
+    changed_paths,
     check_gates,
     close_resolved,
     gate_meta,
@@ -31,7 +32,7 @@ from gates.beadgates import (
 )
 from inbox.commits import followed_batch
 from inbox.delivery import Delivery
-from inbox.follow import Change, record
+from inbox.follow import Change, reconciled, record
 from inbox.items import Item, clip
 from inbox.producers import ProducerSet
 from inbox.queue import check_session
@@ -216,7 +217,7 @@ def reconcile(delivery: Delivery, agent: str) -> int:
     agent = delivery.agent_of(agent)
     changes = recent_changes(delivery, (DECISION,))
     items = [item for item in derive(changes) if delivery.agent_of(item.agent) == agent]
-    record(delivery, items)
+    reconciled(delivery, items, changed_paths(changes))
     return len(items)
 
 

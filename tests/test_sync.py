@@ -1553,3 +1553,36 @@ def test_a_sync_that_brings_mail_nudges_the_idle_session_here(
     assert line.startswith("s-dog ") and "From A" in line
     # The item is there for the session's next hook, as a local send's is.
     assert "across machines" in prompt_hook(b, "dog")
+
+
+# -- where a bead came from --------------------------------------------------------------
+
+
+def named(side: GcRunner, machine: str) -> GcRunner:
+    """`side`, its machine named `machine` (the name its commits give as committer)."""
+    done = side("config", "set", "--local", "delivery.nats.machine", machine)
+    assert done.returncode == 0, done.stderr
+    return side
+
+
+def test_a_first_session_start_says_which_machine_mail_answers_and_gates_came_from(
+    pair: tuple[GcRunner, GcRunner, Path],
+) -> None:
+    # Everything is made on b, then a syncs: a's first hook ever finds the mail, the answer
+    # and the resolved gate already in its store, and derives their items at start-up.
+    a, b, _remote = pair
+    b = named(b, "build-01")
+    mail = b.json("mail", "send", "mayor", "-s", "Hi", "-m", "from b",
+                  env={"GC_AGENT": "human"})["message"]["id"]  # fmt: skip
+    asked = b.json("decision", "create", "--prompt", "Deploy?", "--option", "yes", "--option",
+                   "no", env={"GC_AGENT": "mayor"})["bead"]["id"]  # fmt: skip
+    answered = b("decision", "respond", asked, "--select", "yes", env={"GC_AGENT": "human"})
+    assert answered.returncode == 0, answered.stderr
+    gate = b.json("gate", "create", "--await", "human", "--waiter", "mayor",
+                  env={"GC_AGENT": "mayor"})["bead"]["id"]  # fmt: skip
+    assert b("gate", "resolve", gate, "--reason", "seen", env={"GC_AGENT": "human"}).returncode == 0
+    assert b("sync").returncode == 0 and a("sync").returncode == 0
+    context = prompt_hook(a, "mayor", "SessionStart")
+    assert f"(from human on build-01) {mail} from human [Hi]" in context, context
+    assert f"(from human on build-01) Decision {asked} answered: yes" in context, context
+    assert f"(from human on build-01) Gate {gate} resolved" in context, context
