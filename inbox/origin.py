@@ -67,14 +67,19 @@ def foreign_origins(
     stop: bytes | None,
     paths: Iterable[str],
     here: str,
+    *,
+    ever: bool = False,
 ) -> dict[str, Origin]:
     """For each of `paths`: the origin of its last change from `head` back to `stop` (not
     included), when that change was committed by another machine than `here` (a machine id).
+    With `ever`, the newest change committed elsewhere, looking past this machine's later
+    changes back to the commit that made the file (a message read here is still its
+    sender's).
 
     Merge commits are stepped over: a sync's merge brings the other side's changes, which its
-    own commits made. Paths changed last here, or not found, are left out. Each commit is
-    compared with its parent at the wanted paths only, the trees read kept for the next: a
-    walk reads what lies on those paths, not whole tree diffs."""
+    own commits made. Paths changed last here (with `ever`: only here), or not found, are
+    left out. Each commit is compared with its parent at the wanted paths only, the trees
+    read kept for the next: a walk reads what lies on those paths, not whole tree diffs."""
     from beads.git.history import walk
 
     wanted = set(paths)
@@ -95,6 +100,8 @@ def foreign_origins(
             origin = origin or origin_of(commit)
             if origin.machine_id != here:
                 found[path] = origin
+            elif ever and before is not None:
+                continue  # changed here after it came: look further back
             wanted.discard(path)
         if not wanted:
             break
@@ -108,10 +115,11 @@ def origins(
     git: GitRepo | None = None,
     head: bytes | None = None,
     stop: bytes | None = None,
+    ever: bool = False,
 ) -> dict[str, Origin]:
     """`foreign_origins` of the store at `root` (its `.beads/`), from `head` (default: the
     branch) back to `stop`, as this machine sees them: the one lookup behind every item's
-    origin. `git`: the store's, when the caller has it open.
+    origin and every reading command's. `git`: the store's, when the caller has it open.
     Raises what reading git or the machine id raises (GcError, OSError, KeyError)."""
     from beads.git import GitRepo
     from beads.index.reader import branch_head
@@ -123,12 +131,35 @@ def origins(
         return {}
     here = machine_id(root / ".git")
     if git is not None:
-        return foreign_origins(git, head, stop, wanted, here)
+        return foreign_origins(git, head, stop, wanted, here, ever=ever)
     opened = GitRepo(root / ".git")
     try:
-        return foreign_origins(opened, head, stop, wanted, here)
+        return foreign_origins(opened, head, stop, wanted, here, ever=ever)
     finally:
         opened.close()
+
+
+def note_of(
+    root: Path, bead_type: str, bead_id: str, *, git: GitRepo | None = None, ever: bool = True
+) -> str:
+    """What a reading command puts before a bead that came from elsewhere: the note of the
+    newest change to it committed by another machine (or by plain git),
+    `"(from human on build-01) "`; with `ever=False`, of its last change only. "" when it
+    was made here, or when the origin cannot be read (it informs)."""
+    from beads.errors import GcError
+    from beads.records.ids import bead_path
+
+    path = bead_path(bead_type, bead_id)
+    try:
+        found = origins(root, (path,), git=git, ever=ever)
+    except (GcError, OSError, KeyError):
+        return ""
+    return found[path].note() if path in found else ""
+
+
+def above(note: str, text: str) -> str:
+    """`text` under `note` (a `note_of`) on a line of its own; `text` alone for no note."""
+    return f"{note.strip()}\n{text}" if note else text
 
 
 def named_bead(item: Item) -> str:
