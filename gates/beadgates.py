@@ -30,7 +30,7 @@ from beads.records.times import now_stamp, parse_duration, stamp_at, to_stamp
 from beads.store import Store
 from gates import settings as _settings  # noqa: F401 - registers the `gates` section
 from inbox.commits import followed_batch
-from inbox.follow import Change, record
+from inbox.follow import Change, reconciled
 from inbox.items import Item, clip
 
 if TYPE_CHECKING:
@@ -425,6 +425,14 @@ def recent_changes(delivery: Delivery, bead_types: Sequence[str]) -> list[Change
     ]
 
 
+def changed_paths(changes: Sequence[Change]) -> dict[str, str]:
+    """Each changed bead's file, by id: where a reconcile looks for the origin of its items
+    (`inbox.follow.reconciled`)."""
+    from beads.records.ids import bead_path
+
+    return {c.new.id: bead_path(c.new.type, c.new.id) for c in changes if c.new is not None}
+
+
 def reconcile(delivery: Delivery, agent: str) -> int:
     """Record `agent`'s items of gates resolved or escalated lately (idempotent: dedup keys;
     `gc inbox drain --reconcile`, SessionStart and the hooks' heartbeat run it); returns how
@@ -432,7 +440,7 @@ def reconcile(delivery: Delivery, agent: str) -> int:
     agent = delivery.agent_of(agent)
     changes = recent_changes(delivery, (GATE, "decision"))
     items = [item for item in derive(changes) if delivery.agent_of(item.agent) == agent]
-    record(delivery, items)
+    reconciled(delivery, items, changed_paths(changes))
     return len(items)
 
 

@@ -342,6 +342,11 @@ def list_decisions(show_all: bool, limit: int | None) -> None:
 @click.argument("decision_id")
 @global_options
 def show_decision(decision_id: str) -> None:
-    """Show a decision."""
-    found = expect_type(open_store().get(decision_id), "decision")
-    emit({"bead": found.to_dict()}, lambda: json.dumps(found.to_dict(), indent=2))
+    """Show a decision (and the machine it came from, if not this one)."""
+    from inbox.origin import above, note_of
+
+    store = open_store()
+    found = expect_type(store.get(decision_id), "decision")
+    origin = note_of(store.root, found.type, found.id, git=store.git)
+    emit({"bead": found.to_dict(), "origin": origin.strip() or None},
+         lambda: above(origin, json.dumps(found.to_dict(), indent=2)))  # fmt: skip

@@ -24,6 +24,7 @@ from gates import session_gates
 from gates.beadgates import (
     GATE,
     Outcome,
+    changed_paths,
     check_gates,
     close_resolved,
     gate_meta,
@@ -31,7 +32,7 @@ from gates.beadgates import (
 )
 from inbox.commits import followed_batch
 from inbox.delivery import Delivery
-from inbox.follow import Change, record
+from inbox.follow import Change, reconciled, record
 from inbox.items import Item, clip
 from inbox.producers import ProducerSet
 from inbox.queue import check_session
@@ -166,22 +167,9 @@ def answered_elsewhere(store: Store, decision: Bead) -> str:
     """The origin of `decision`'s last change when another machine (or plain git) committed
     it, as items show it (`"(from human on build-01) "`, inbox/origin.py); "" when it was
     made here. An origin informs: one that cannot be read is ""."""
-    from beads.errors import GcError
-    from beads.index.reader import branch_head
-    from beads.records.ids import bead_path
-    from beads.settings.localconfig import machine_id
-    from inbox.origin import foreign_origins
+    from inbox.origin import note_of
 
-    path = bead_path(decision.type, decision.id)
-    head = branch_head(store.root)
-    if head is None:
-        return ""
-    try:
-        here = machine_id(store.root / ".git")
-        found = foreign_origins(store.git, head, None, {path}, here)
-    except (GcError, OSError, KeyError):
-        return ""
-    return found[path].note() if path in found else ""
+    return note_of(store.root, decision.type, decision.id, git=store.git, ever=False)
 
 
 def answer_item(decision: Bead) -> Item:
@@ -216,7 +204,7 @@ def reconcile(delivery: Delivery, agent: str) -> int:
     agent = delivery.agent_of(agent)
     changes = recent_changes(delivery, (DECISION,))
     items = [item for item in derive(changes) if delivery.agent_of(item.agent) == agent]
-    record(delivery, items)
+    reconciled(delivery, items, changed_paths(changes))
     return len(items)
 
 

@@ -25,7 +25,7 @@ up only then too, so a hook that finds the watermark at the branch pays two chea
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from beads.errors import GcError, InvalidInput
@@ -39,7 +39,6 @@ TYPE_CHECKING = False  # the hooks never import typing (tests/test_hooks.py)
 if TYPE_CHECKING:
     from typing import Protocol
 
-    from beads.git import GitRepo
     from inbox.items import Item, ItemTable
 
     class Following(Protocol):
@@ -48,7 +47,7 @@ if TYPE_CHECKING:
         follower: Follower
 
 
-__all__ = ["Change", "Follower", "committed", "derive", "record", "watermark"]
+__all__ = ["Change", "Follower", "committed", "derive", "reconciled", "record", "watermark"]
 
 
 def derive(
@@ -128,6 +127,27 @@ class Follower:
 
         return self.items.insert(items, then=move if advance else None)
 
+    def reconciled(
+        self, items: Sequence[Item], paths: Mapping[str, str]
+    ) -> list[tuple[Item, bool]]:
+        """A reconciler's items, recorded (`record`). Those not recorded yet are first marked
+        with their origin as a follow marks what it derives (inbox/origin.py `mark_items`;
+        `paths`: each bead's file by id), so an item made at start-up of a bead that came
+        from another machine says so too; the recorded ones cost no walk of git."""
+        from inbox.origin import mark_items
+
+        names = self.items.names
+        new = [
+            item
+            for item in items
+            if self.db.execute(
+                "SELECT 1 FROM items WHERE agent = ? AND key = ?", (names.own(item.agent), item.key)
+            ).fetchone()
+            is None
+        ]
+        mark_items(self.root, new, paths, self.log)
+        return self.record(items)
+
     def committed(
         self, parent: bytes | None, commit: bytes | None, changes: Sequence[Change]
     ) -> list[tuple[Item, bool]]:
@@ -181,6 +201,7 @@ class Follower:
         from beads.index.reader import IndexReader
         from beads.records.codec import load_bead
         from beads.records.ids import parse_bead_path
+        from inbox.origin import mark_items
 
         # The index brought to the branch (opening the store only if it is behind), and git
         # for the tree diff: the store itself, with its lock and view, is not needed.
@@ -215,41 +236,14 @@ class Follower:
 
                     changes.append(Change(new, load_old=load_old if change.old_sha else None))
                 items = derive(changes, producers, self.log)
-                self._mark_foreign(git, head, mark, items, paths)
+                # The origin of each item whose bead was last changed on another machine (it
+                # came by sync: inbox/origin.py).
+                mark_items(self.root, items, paths, self.log, git=git, head=head, stop=mark)
                 fault("refresh-derived")
                 made = self.record(items, advance=(mark, head))
             finally:
                 git.close()
         return _created(made)
-
-    def _mark_foreign(
-        self,
-        git: GitRepo,
-        head: bytes,
-        mark: bytes,
-        items: Sequence[Item],
-        paths: dict[str, str],
-    ) -> None:
-        """Put the origin in front of each item whose bead was last changed on another
-        machine (it came by sync: inbox/origin.py). An origin informs: a fault reading one is
-        logged."""
-        if not items:
-            return
-        from beads.settings.localconfig import machine_id
-        from inbox.origin import foreign_origins
-        from inbox.origin import mark as mark_origin
-
-        try:
-            here = machine_id(self.root / ".git")
-            origins = foreign_origins(git, head, mark, paths.values(), here)
-        except (GcError, OSError, KeyError) as exc:
-            self.log(f"origin of followed items not read: {exc}")
-            return
-        for item in items:
-            bead_id = item.key.split(":")[1] if item.key.count(":") else ""
-            origin = origins.get(paths.get(bead_id, ""))
-            if origin is not None:
-                mark_origin(item, origin)
 
 
 def watermark(delivery: Following) -> bytes | None:
@@ -265,6 +259,14 @@ def record(
 ) -> list[tuple[Item, bool]]:
     """`Follower.record` of `delivery`: a producer's items (a reconciler's, say)."""
     return delivery.follower.record(items, advance=advance)
+
+
+def reconciled(
+    delivery: Following, items: Sequence[Item], paths: Mapping[str, str]
+) -> list[tuple[Item, bool]]:
+    """`Follower.reconciled` of `delivery`: a reconciler's items, marked with their origin
+    and recorded."""
+    return delivery.follower.reconciled(items, paths)
 
 
 def committed(

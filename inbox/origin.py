@@ -14,10 +14,13 @@ committed it, "(from t, committed by t outside gc)".
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 
 TYPE_CHECKING = False  # the hooks never import typing (tests/test_hooks.py)
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Mapping, Sequence
+    from pathlib import Path
+    from typing import Any
+
     from beads.git import GitRepo
     from inbox.items import Item
 
@@ -59,34 +62,140 @@ def origin_of(commit: object) -> Origin:
 
 
 def foreign_origins(
-    git: GitRepo, head: bytes, stop: bytes | None, paths: Iterable[str], here: str
+    git: GitRepo,
+    head: bytes,
+    stop: bytes | None,
+    paths: Iterable[str],
+    here: str,
+    *,
+    ever: bool = False,
 ) -> dict[str, Origin]:
     """For each of `paths`: the origin of its last change from `head` back to `stop` (not
     included), when that change was committed by another machine than `here` (a machine id).
+    With `ever`, the newest change committed elsewhere, looking past this machine's later
+    changes back to the commit that made the file (a message read here is still its
+    sender's).
 
     Merge commits are stepped over: a sync's merge brings the other side's changes, which its
-    own commits made. Paths changed last here, or not found, are left out."""
+    own commits made. Paths changed last here (with `ever`: only here), or not found, are
+    left out. Each commit is compared with its parent at the wanted paths only, the trees
+    read kept for the next: a walk reads what lies on those paths, not whole tree diffs."""
     from beads.git.history import walk
 
     wanted = set(paths)
     found: dict[str, Origin] = {}
     if not wanted:
         return found
+    trees: dict[bytes, Any] = {}  # kept across the walk: neighbours share most trees
     for commit in walk(git, head, stop, limit=MAX_WALK):
         if len(commit.parents) > 1:
             continue
-        parent = commit.parents[0] if commit.parents else None
-        touched = {change.path for change in git.changes(parent, commit.id)} & wanted
-        if not touched:
-            continue
-        origin = origin_of(commit)
-        for path in touched:
+        parent = git.tree_of(commit.parents[0]) if commit.parents else None
+        origin: Origin | None = None
+        for path in sorted(wanted):
+            now = git.file_at(commit.tree, path, trees)
+            before = git.file_at(parent, path, trees)
+            if now == before:
+                continue
+            origin = origin or origin_of(commit)
             if origin.machine_id != here:
                 found[path] = origin
-        wanted -= touched
+            elif ever and before is not None:
+                continue  # changed here after it came: look further back
+            wanted.discard(path)
         if not wanted:
             break
     return found
+
+
+def origins(
+    root: Path,
+    paths: Iterable[str],
+    *,
+    git: GitRepo | None = None,
+    head: bytes | None = None,
+    stop: bytes | None = None,
+    ever: bool = False,
+) -> dict[str, Origin]:
+    """`foreign_origins` of the store at `root` (its `.beads/`), from `head` (default: the
+    branch) back to `stop`, as this machine sees them: the one lookup behind every item's
+    origin and every reading command's. `git`: the store's, when the caller has it open.
+    Raises what reading git or the machine id raises (GcError, OSError, KeyError)."""
+    from beads.git import GitRepo
+    from beads.index.reader import branch_head
+    from beads.settings.localconfig import machine_id
+
+    wanted = set(paths)
+    head = head if head is not None else branch_head(root)
+    if head is None or not wanted:
+        return {}
+    here = machine_id(root / ".git")
+    if git is not None:
+        return foreign_origins(git, head, stop, wanted, here, ever=ever)
+    opened = GitRepo(root / ".git")
+    try:
+        return foreign_origins(opened, head, stop, wanted, here, ever=ever)
+    finally:
+        opened.close()
+
+
+def note_of(
+    root: Path, bead_type: str, bead_id: str, *, git: GitRepo | None = None, ever: bool = True
+) -> str:
+    """What a reading command puts before a bead that came from elsewhere: the note of the
+    newest change to it committed by another machine (or by plain git),
+    `"(from human on build-01) "`; with `ever=False`, of its last change only. "" when it
+    was made here, or when the origin cannot be read (it informs)."""
+    from beads.errors import GcError
+    from beads.records.ids import bead_path
+
+    path = bead_path(bead_type, bead_id)
+    try:
+        found = origins(root, (path,), git=git, ever=ever)
+    except (GcError, OSError, KeyError):
+        return ""
+    return found[path].note() if path in found else ""
+
+
+def above(note: str, text: str) -> str:
+    """`text` under `note` (a `note_of`) on a line of its own; `text` alone for no note."""
+    return f"{note.strip()}\n{text}" if note else text
+
+
+def named_bead(item: Item) -> str:
+    """The bead a producer's item is of: its key's second part (`mail:<id>`); "" for none."""
+    parts = item.key.split(":")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def mark_items(
+    root: Path,
+    items: Sequence[Item],
+    paths: Mapping[str, str],
+    log: Callable[[str], None],
+    *,
+    git: GitRepo | None = None,
+    head: bytes | None = None,
+    stop: bytes | None = None,
+) -> None:
+    """Put its origin in front of each item whose bead (`named_bead`; `paths` gives each
+    bead's file by id) was last changed on another machine, from `head` (default: the
+    branch) back to `stop`: what a follow, a reconcile and a re-derivation all do. An origin
+    informs: a fault reading one is logged, and the items go unmarked."""
+    from beads.errors import GcError
+
+    wanted = {paths[bead] for bead in map(named_bead, items) if bead in paths}
+    if not wanted:
+        return
+    try:
+        found = origins(root, wanted, git=git, head=head, stop=stop)
+    except (GcError, OSError, KeyError) as exc:
+        log(f"origin of items not read: {exc}")
+        return
+    for item in items:
+        origin = found.get(paths.get(named_bead(item), ""))
+        if origin is not None:
+            mark(item, origin)
 
 
 def mark(item: Item, origin: Origin) -> Item:

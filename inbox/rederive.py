@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from beads.errors import GcError, InvalidInput
+from beads.errors import InvalidInput
 from beads.records.ids import bead_path, check_id
 from inbox.producers import Change
 
@@ -63,10 +63,9 @@ def rederive(
     `root`: the store's `.beads/`; `reader()`: its index, caught up; `producers()`: who
     derives (None: nobody, every request is refused); `agent_of(name)`: an agent's full
     name; `log`: where a fault reading an origin goes."""
-    items: list[Item] = []
     refused: list[Refused] = []
     if not wanted:
-        return items, refused
+        return [], refused
     index = reader()
     known = producers()
     found: list[tuple[Item, str]] = []
@@ -96,31 +95,8 @@ def rederive(
             refused.append(Refused(agent, key, why))
             continue
         found.append((match, bead_path(bead.type, bead.id)))
-    _mark_origins(root, found, log)
-    return [item for item, _ in found], refused
+    from inbox.origin import mark_items
 
-
-def _mark_origins(root: Path, found: list[tuple[Item, str]], log: Callable[[str], None]) -> None:
-    """Put the origin in front of each item whose bead was last changed elsewhere."""
-    if not found:
-        return
-    from beads.git import GitRepo
-    from beads.index.reader import branch_head
-    from beads.settings.localconfig import machine_id
-    from inbox.origin import foreign_origins, mark
-
-    head = branch_head(root)
-    if head is None:
-        return
-    git = GitRepo(root / ".git")
-    try:
-        here = machine_id(root / ".git")
-        origins = foreign_origins(git, head, None, {path for _, path in found}, here)
-    except (GcError, OSError, KeyError) as exc:  # an origin informs: never stop delivery
-        log(f"origin of re-derived items not read: {exc}")
-        return
-    finally:
-        git.close()
-    for item, path in found:
-        if path in origins:
-            mark(item, origins[path])
+    items = [item for item, _ in found]
+    mark_items(root, items, {named_bead(item.key): path for item, path in found}, log)
+    return items, refused

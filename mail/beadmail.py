@@ -205,6 +205,11 @@ class BeadMail(Provider):
     def get(self, message_id: str) -> Message:
         return bead_message(self._bead(message_id))
 
+    def origin(self, message_id: str) -> str:
+        from inbox.origin import note_of
+
+        return note_of(self.store.root, MESSAGE, message_id, git=self.store.git)
+
     def thread(self, thread_id: str) -> list[Message]:
         try:
             beads = self.store.list(type=MESSAGE, thread=thread_id)

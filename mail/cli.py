@@ -184,9 +184,9 @@ VERBOSE = click.option("-v", "--verbose", is_flag=True, help="Also show cc, thre
 @VERBOSE
 @global_options
 def read(message_id: str | None, verbose: bool) -> None:
-    """Show a message and mark it read."""
-    message = provider().read(given(message_id))
-    emit({"message": message.to_json()}, lambda: _block(message, verbose))
+    """Show a message and mark it read (and the machine it came from, if not this one)."""
+    chosen = provider()
+    _show(chosen, chosen.read(given(message_id)), verbose)
 
 
 @mail.command()
@@ -195,8 +195,18 @@ def read(message_id: str | None, verbose: bool) -> None:
 @global_options
 def peek(message_id: str | None, verbose: bool) -> None:
     """Show a message without marking it read."""
-    message = provider().get(given(message_id))
-    emit({"message": message.to_json()}, lambda: _block(message, verbose))
+    chosen = provider()
+    _show(chosen, chosen.get(given(message_id)), verbose)
+
+
+def _show(chosen: Provider, message: Message, verbose: bool) -> None:
+    """What read and peek print: the message, after where it was written when another
+    machine (or plain git) wrote it, as its item in a hook says (`"origin"` in --json)."""
+    from inbox.origin import above
+
+    origin = chosen.origin(message.id)
+    emit({"message": message.to_json(), "origin": origin.strip() or None},
+         lambda: above(origin, _block(message, verbose)))  # fmt: skip
 
 
 @mail.command()

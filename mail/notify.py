@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from beads.errors import InvalidInput
-from inbox.follow import Change, record
+from inbox.follow import Change, reconciled
 from inbox.items import Item
 from mail.unread import MESSAGE, SETTLED_WHEN, is_unread
 
@@ -62,6 +62,7 @@ def derive(changes: Sequence[Change]) -> list[Item]:
 
 def reconcile(delivery: Delivery, agent: str) -> int:
     """Record an item for every unread message of `agent` (idempotent); returns how many."""
+    from beads.records.ids import bead_path
     from beads.settings.config import mail_provider_spec
     from beads.settings.trust import provider_waits
     from beads.store import Store
@@ -96,7 +97,9 @@ def reconcile(delivery: Delivery, agent: str) -> int:
             items.append(mail_item(agent, message, in_store=in_store))
         except InvalidInput as exc:  # one odd message (an id too long for a key) spoils no other
             delivery.note_fault(f"no mail item for {message.id[:80]!r}: {exc}")
-    made = record(delivery, items)
+    # A message that came from another machine says so, as its item from a follow does.
+    paths = {m.id: bead_path(MESSAGE, m.id) for m in messages} if in_store else {}
+    made = reconciled(delivery, items, paths)
     if not in_store:
         # No bead to check at drain time: an item whose message is no longer unread (read or
         # archived through the script since) is moot now, or it would announce read mail.

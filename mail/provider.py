@@ -147,5 +147,11 @@ class Provider(ABC):
         messages = self.all(recipient)
         return Counts(len(messages), sum(1 for m in messages if not m.read))
 
+    def origin(self, message_id: str) -> str:
+        """Where the message was written when another machine (or plain git) wrote it, as a
+        note to put before it (`"(from human on build-01) "`, inbox/origin.py); "" when it
+        was written here, or the provider cannot tell (only beadmail's beads have commits)."""
+        return ""
+
     def close(self) -> None:  # noqa: B027 - most providers hold nothing
         """Release what the provider holds."""

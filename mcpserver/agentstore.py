@@ -165,14 +165,21 @@ class AgentStore:
     def mail_read(self, message_id: str) -> dict[str, Any]:
         """`gc mail read --json`: a message of this agent's mailbox, marked read."""
         self._in_mailbox(message_id)
-        return {"message": self.provider.read(message_id).to_json()}
+        message = self.provider.read(message_id)
+        return {
+            "message": message.to_json(),
+            "origin": self.provider.origin(message.id).strip() or None,
+        }
 
     def mail_peek(self, message_id: str) -> dict[str, Any]:
         """`gc mail peek --json`: a message this agent sent or received, left as it is."""
         message = self.provider.get(message_id)
         if not self._party(message):
             raise self._not_yours(message_id)
-        return {"message": message.to_json()}
+        return {
+            "message": message.to_json(),
+            "origin": self.provider.origin(message.id).strip() or None,
+        }
 
     def mail_archive(self, message_ids: Sequence[str]) -> dict[str, Any]:
         """`gc mail archive --json`: messages of this agent's mailbox, all or none."""
@@ -352,6 +359,18 @@ class AgentStore:
         return self.threads.wait_reply(thread_id, after_event=after_event,
                                        after_message=after_message, timeout=0,
                                        lease_token=lease_token, **extra)  # fmt: skip
+
+    def thread_origin(self, message: ThreadMessage | None) -> str | None:
+        """Where a thread's message was written when another machine (or plain git) wrote
+        it, as `gc thread wait-reply --json` says it (`"origin"`); None for here."""
+        from inbox.origin import note_of
+
+        if message is None:
+            return None
+        return (
+            note_of(self.store.root, MESSAGE, message.message_id, git=self.store.git).strip()
+            or None
+        )
 
     def _as_holder(self) -> Threads:
         """The threads, knowing the tokens of this agent's claims made on this machine by

@@ -145,6 +145,7 @@ async def wait_reply(agent_store: AgentStore, args: Any) -> dict[str, Any]:
         "woke": wake.woke,
         "next_event_id": wake.next_event_id,
         "message": wake.message.to_json() if wake.message else None,
+        "origin": agent_store.thread_origin(wake.message),
     }
 
 

@@ -1553,3 +1553,81 @@ def test_a_sync_that_brings_mail_nudges_the_idle_session_here(
     assert line.startswith("s-dog ") and "From A" in line
     # The item is there for the session's next hook, as a local send's is.
     assert "across machines" in prompt_hook(b, "dog")
+
+
+# -- where a bead came from --------------------------------------------------------------
+
+
+def named(side: GcRunner, machine: str) -> GcRunner:
+    """`side`, its machine named `machine` (the name its commits give as committer)."""
+    done = side("config", "set", "--local", "delivery.nats.machine", machine)
+    assert done.returncode == 0, done.stderr
+    return side
+
+
+def test_a_first_session_start_says_which_machine_mail_answers_and_gates_came_from(
+    pair: tuple[GcRunner, GcRunner, Path],
+) -> None:
+    # Everything is made on b, then a syncs: a's first hook ever finds the mail, the answer
+    # and the resolved gate already in its store, and derives their items at start-up.
+    a, b, _remote = pair
+    b = named(b, "build-01")
+    mail = b.json("mail", "send", "mayor", "-s", "Hi", "-m", "from b",
+                  env={"GC_AGENT": "human"})["message"]["id"]  # fmt: skip
+    asked = b.json("decision", "create", "--prompt", "Deploy?", "--option", "yes", "--option",
+                   "no", env={"GC_AGENT": "mayor"})["bead"]["id"]  # fmt: skip
+    answered = b("decision", "respond", asked, "--select", "yes", env={"GC_AGENT": "human"})
+    assert answered.returncode == 0, answered.stderr
+    gate = b.json("gate", "create", "--await", "human", "--waiter", "mayor",
+                  env={"GC_AGENT": "mayor"})["bead"]["id"]  # fmt: skip
+    assert b("gate", "resolve", gate, "--reason", "seen", env={"GC_AGENT": "human"}).returncode == 0
+    assert b("sync").returncode == 0 and a("sync").returncode == 0
+    context = prompt_hook(a, "mayor", "SessionStart")
+    assert f"(from human on build-01) {mail} from human [Hi]" in context, context
+    assert f"(from human on build-01) Decision {asked} answered: yes" in context, context
+    assert f"(from human on build-01) Gate {gate} resolved" in context, context
+
+
+def test_reading_commands_say_which_machine_a_bead_came_from(
+    pair: tuple[GcRunner, GcRunner, Path],
+) -> None:
+    a, b, _remote = pair
+    b = named(b, "build-01")
+    note = "(from human on build-01)"
+    human, mayor = {"GC_AGENT": "human"}, {"GC_AGENT": "mayor"}
+    there = b.json("mail", "send", "mayor", "-s", "Hi", "-m", "from b", env=human)
+    here = a.json("mail", "send", "mayor", "-s", "Yo", "-m", "from a", env=human)
+    ask = ("decision", "create", "--option", "yes", "--option", "no", "--prompt")
+    asked = a.json(*ask, "Deploy?", env=mayor)["bead"]["id"]
+    mine = a.json(*ask, "Test?", env=mayor)["bead"]["id"]
+    assert a("decision", "respond", mine, "--select", "no", env=human).returncode == 0
+    sent = a.json("thread", "send", "--to", "dog", "--subject", "Which DB?", "--summary",
+                  "which one", env=mayor)  # fmt: skip
+    thread, question = sent["thread"]["thread_id"], sent["message"]["message_id"]
+    assert a("sync").returncode == 0 and b("sync").returncode == 0
+    assert b("decision", "respond", asked, "--select", "yes", env=human).returncode == 0
+    replied = b("thread", "reply", "--thread", thread, "--summary", "Postgres", env=human)
+    assert replied.returncode == 0, replied.stderr
+    assert b("sync").returncode == 0 and a("sync").returncode == 0
+
+    # gc mail read: the note, and "origin" in --json. Reading it again, after this machine
+    # marked it read, still says where it was written.
+    there, here = there["message"]["id"], here["message"]["id"]
+    read = a("mail", "read", there, env=mayor)
+    assert read.returncode == 0, read.stderr
+    assert read.stdout.startswith(f"{note}\nID:       {there}\n"), read.stdout
+    assert a.json("mail", "read", there, env=mayor)["origin"] == note
+    assert a.json("mail", "read", here, env=mayor)["origin"] is None
+    assert a("mail", "read", here, env=mayor).stdout.startswith(f"ID:       {here}\n")
+    # gc decision show
+    shown = a("decision", "show", asked)
+    assert shown.returncode == 0 and shown.stdout.startswith(f"{note}\n{{"), shown.stdout
+    assert a.json("decision", "show", asked)["origin"] == note
+    assert a.json("decision", "show", mine)["origin"] is None
+    assert a("decision", "show", mine).stdout.startswith("{")
+    # gc thread wait-reply
+    wait = ("thread", "wait-reply", "--thread", thread, "--after-message", question,
+            "--timeout-seconds", "5")  # fmt: skip
+    woke = a(*wait, env=mayor)
+    assert woke.returncode == 0 and woke.stdout.startswith(f"{note} "), woke.stdout
+    assert a.json(*wait, env=mayor)["origin"] == note

@@ -297,6 +297,27 @@ class GitRepo(BranchRef):
             return None
         return self.read(sha)
 
+    def file_at(
+        self, tree: bytes | None, path: str, trees: MutableMapping[bytes, Tree] | None = None
+    ) -> bytes | None:
+        """The blob id of the file at `path` under tree `tree`, or None when there is none
+        (not there, or no regular file: `changes` counts the same files). `trees`: where to
+        keep the trees read, by id, and find them again (a walk that compares neighbouring
+        commits at a few paths reads each tree once)."""
+        kept = _TreesKept(self.get, {} if trees is None else trees)
+        parts = path.encode().split(b"/")
+        for depth, part in enumerate(parts):
+            if tree is None:
+                return None
+            node = kept[tree]
+            if not isinstance(node, Tree) or part not in node:
+                return None
+            mode, sha = node[part]
+            if depth == len(parts) - 1:
+                return sha if _is_file(mode) else None
+            tree = sha if mode & 0o170000 == 0o040000 else None  # a directory
+        return None
+
     def files(self, commit_id: bytes | None) -> Iterator[tuple[str, bytes]]:
         """Every file of the commit as `(path, blob sha)`, in git's order (a directory's
         entries by name, each subdirectory's files where it stands). A tree that is missing,

@@ -29,6 +29,7 @@ from mail.threads.api import Threads
 from mail.threads.model import (
     DEFAULT_LEASE_SECONDS,
     KINDS,
+    MESSAGE,
     REPLY_KINDS,
     STATUSES,
     Lease,
@@ -188,12 +189,16 @@ def emit_thread(thread: Thread, message: ThreadMessage | None, text: str) -> Non
     emit(payload, text)
 
 
-def emit_wake(wake: Wake, text: Callable[[], str]) -> None:
+def emit_wake(wake: Wake, text: Callable[[], str], origin: str | None = None) -> None:
+    """What watch and wait-reply print; with `origin` (a note, or ""), where the message
+    was written too (`"origin"`, null for here)."""
     payload: dict[str, Any] = {
         "woke": wake.woke,
         "next_event_id": wake.next_event_id,
         "message": wake.message.to_json() if wake.message else None,
     }
+    if origin is not None:
+        payload["origin"] = origin.strip() or None
     if wake.messages and len(wake.messages) > 1 or wake.threads:
         payload["messages"] = [m.to_json() for m in wake.messages]
         payload["threads"] = [t.to_json(now_stamp()) for t in wake.threads]
@@ -493,11 +498,14 @@ def wait_reply(
     timeout_seconds: float,
     lease_token: str | None,
 ) -> None:
-    """Block until a reply of these kinds comes in the thread; exit 10 on timeout."""
+    """Block until a reply of these kinds comes in the thread; exit 10 on timeout. A reply
+    from another machine starts with where it came from: (from human on build-01)."""
     from beads.waiting import terminable
+    from inbox.origin import note_of
 
+    api = threads()
     with terminable():  # SIGTERM ends the wait in one line, as Ctrl-C does
-        wake = threads().wait_reply(
+        wake = api.wait_reply(
             thread_id,
             after_event=after_event,
             after_message=after_message,
@@ -505,4 +513,7 @@ def wait_reply(
             timeout=timeout_seconds,
             lease_token=lease_token,
         )
-    emit_wake(wake, lambda: message_line(wake.message) if wake.message else "")
+    reply = wake.message
+    # A reply written on another machine says so, as its item in a hook would.
+    origin = note_of(api.store.root, MESSAGE, reply.message_id, git=api.store.git) if reply else ""
+    emit_wake(wake, lambda: origin + message_line(reply) if reply else "", origin)
