@@ -132,3 +132,16 @@ def is_interruption(exc: BaseException) -> bool:
         seen.add(id(current))
         current = current.__cause__ or current.__context__
     return False
+
+
+def telling_line(stderr: str, limit: int = 300) -> str:
+    """The one line of a program's `stderr` that says why it failed, for a one-line
+    message: its last `fatal:` line, else its last `error:` line (git's words; git may
+    repeat an `error:` for each object it could not read before its `fatal:`), else its
+    last line that is not blank; cut at `limit` characters."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    for prefix in ("fatal:", "error:"):
+        said = [line for line in lines if line.startswith(prefix)]
+        if said:
+            return said[-1][:limit]
+    return lines[-1][:limit] if lines else "(it said nothing)"

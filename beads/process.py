@@ -190,19 +190,6 @@ def _run_in_group(
     return process.returncode, out, err
 
 
-def telling_line(stderr: str, limit: int = 300) -> str:
-    """The one line of a program's `stderr` that says why it failed, for a one-line
-    message: its last `fatal:` line, else its last `error:` line (git's words; git may
-    repeat an `error:` for each object it could not read before its `fatal:`), else its
-    last line that is not blank; cut at `limit` characters."""
-    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
-    for prefix in ("fatal:", "error:"):
-        said = [line for line in lines if line.startswith(prefix)]
-        if said:
-            return said[-1][:limit]
-    return lines[-1][:limit] if lines else "(it said nothing)"
-
-
 def not_started(program: str, exc: OSError) -> str:
     """Why `program` could not be started (`exc`, from starting it), worded to end the
     sentence "PROGRAM ...": `was not found`; `names an interpreter that was not found: /x`

@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from beads.errors import GcError, Interrupted, InvalidInput, NotFound
+from beads.errors import GcError, Interrupted, InvalidInput, NotFound, telling_line
 from beads.index.query import Query
-from beads.process import BudgetSpent, budget, not_started, run_bounded, telling_line
+from beads.process import BudgetSpent, budget, not_started, run_bounded
 from beads.records.record import Bead, check_agent, expect_type
 from beads.records.times import now_stamp, parse_duration, stamp_at, to_stamp
 from beads.store import Store

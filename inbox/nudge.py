@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from beads import files
-from beads.errors import InvalidInput
-from beads.process import not_started, run_bounded, telling_line
+from beads.errors import InvalidInput, telling_line
+from beads.process import not_started, run_bounded
 from beads.settings.config import check_argv_template
 from inbox.render import preview
 from inbox.sessions import Sessions

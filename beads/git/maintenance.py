@@ -35,7 +35,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
-from beads.errors import Conflict, StorageError
+from beads.errors import Conflict, StorageError, telling_line
 from beads.faults import fault
 from beads.git.objects import loose_ids, read_loose, umask_for
 
@@ -383,8 +383,6 @@ GEOMETRIC = (*GIT_LIMITS, "repack", "-d", "-q", "--geometric=2")
 def _git(program: str, git_dir: Path, args: tuple[str, ...]) -> None:
     """Run git on the store's repository; StorageError naming what git said when it fails."""
     import subprocess
-
-    from beads.process import telling_line  # not at import: writers load this module
 
     result = subprocess.run(
         [program, "-C", str(git_dir), *args],
