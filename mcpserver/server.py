@@ -8,19 +8,24 @@ is held between calls. A result is the CLI's `--json` object (`{"ok": true, "com
 (`isError`) carrying the CLI's error object (`{"ok": false, "error": {"code": "not_found",
 "message": ...}}`), never a traceback. `thread_wait_reply` is the one call that waits: it
 looks again each time the store's branch moves, sleeping between looks on the event loop,
-so a client's cancellation ends it at once.
+so a client's cancellation ends it at once. When the client closes stdin, every request read
+is answered before the server exits (`CheckedLines`).
 """
 
 from __future__ import annotations
 
 import json
 import sys
+from collections import Counter
 from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
 import mcp_types as types
 from mcp.server.lowlevel import Server
+from mcp.shared.dispatcher import coerce_request_id
+from mcp.shared.jsonrpc_dispatcher import cancelled_request_id_from_params
+from mcp.shared.message import SessionMessage
 
 from beads.errors import GcError, InvalidInput, StorageError
 from beads.jsontext import unique_keys
@@ -190,7 +195,8 @@ def _as_gc_error(exc: Exception) -> GcError:
 
 
 def serve(agent_store: AgentStore) -> None:
-    """Serve MCP over this process's stdin and stdout until the client closes stdin."""
+    """Serve MCP over this process's stdin and stdout until the client closes stdin and every
+    request read from it is answered."""
     import os
 
     from mcp.server.stdio import stdio_server
@@ -206,8 +212,8 @@ def serve(agent_store: AgentStore) -> None:
     async def main() -> None:
         lines = CheckedLines(anyio.wrap_file(os.fdopen(wire, "rb")))
         async with stdio_server(stdin=lines) as (read, write):  # type: ignore[arg-type]
-            lines.answer_with(write)
-            await server.run(read, write, server.create_initialization_options())
+            answers = lines.answer_with(write)
+            await server.run(read, answers, server.create_initialization_options())
 
     anyio.run(main)
 
@@ -218,33 +224,96 @@ class CheckedLines:
     message, an id that is neither a string nor an integer) or that it would read as another
     (an object giving a key twice, of which it would keep the last) is answered here with JSON-RPC's
     error (`-32700` parse error, `-32600` invalid request; the request's id when it has a
-    usable one, else null), so a client never waits for an answer that cannot come."""
+    usable one, else null), so a client never waits for an answer that cannot come.
+
+    The end of the input is held back until every request passed on has been answered or
+    cancelled by the client: at that end the SDK ends its session, cancelling each request
+    still being served (one not started yet is never answered at all), so a client that
+    pipes its requests and closes its end would lose answers, and not know whether a write it
+    asked for was made. A request the client cancels (`notifications/cancelled`) is not
+    waited for: MCP sends no answer to it."""
 
     def __init__(self, source: anyio.AsyncFile[bytes]) -> None:
         self.source = source
         self.write: Any = None
         self.ready = anyio.Event()
+        # Requests passed on and not yet answered, by id as the SDK correlates them ("7" is
+        # 7); a count, as a client may reuse an id while its first request is served.
+        self.unanswered: Counter[types.RequestId] = Counter()
+        self.drained = anyio.Event()
 
-    def answer_with(self, write: Any) -> None:
-        """Where refusals go: the stream the SDK writes to stdout."""
+    def answer_with(self, write: Any) -> Answers:
+        """Where refusals go: the stream the SDK writes to stdout. Returns that stream for the
+        server, noting each answer it carries."""
         self.write = write
         self.ready.set()
+        return Answers(write, self)
+
+    def settled(self, ident: types.RequestId) -> None:
+        """The request `ident` was answered, or cancelled by the client: one fewer to wait
+        for (none when it is no request passed on or already settled)."""
+        key = coerce_request_id(ident)
+        if self.unanswered[key] > 1:
+            self.unanswered[key] -= 1
+            return
+        self.unanswered.pop(key, None)
+        if not self.unanswered:
+            self.drained.set()
 
     def __aiter__(self) -> AsyncIterator[str]:
         return self._lines()
 
     async def _lines(self) -> AsyncIterator[str]:
-        from mcp.shared.message import SessionMessage
-
         async for raw in self.source:
             if not raw.strip():
                 continue  # a blank line says nothing
-            text, refusal = checked(raw)
-            if refusal is None:
+            outcome = checked(raw)
+            if isinstance(outcome, tuple):
+                text, message = outcome
+                self._passing_on(message)
                 yield text
                 continue
             await self.ready.wait()
-            await self.write.send(SessionMessage(refusal))
+            await self.write.send(SessionMessage(outcome))
+        self.drained = anyio.Event()  # set by the answer that leaves none unanswered
+        if self.unanswered:
+            await self.drained.wait()
+
+    def _passing_on(self, message: types.JSONRPCMessage) -> None:
+        if isinstance(message, types.JSONRPCRequest):
+            self.unanswered[coerce_request_id(message.id)] += 1
+        elif isinstance(message, types.JSONRPCNotification):
+            if message.method == "notifications/cancelled":
+                ident = cancelled_request_id_from_params(message.params)
+                if ident is not None:
+                    self.settled(ident)
+
+
+class Answers:
+    """The stream the server writes to stdout through, telling `CheckedLines` of each answer
+    once the SDK's writer has taken it (that writer writes all it took before it ends)."""
+
+    def __init__(self, stream: Any, lines: CheckedLines) -> None:
+        self.stream = stream
+        self.lines = lines
+
+    async def send(self, item: SessionMessage) -> None:
+        """Hand `item` to the writer; an answer settles its request."""
+        await self.stream.send(item)
+        message = item.message
+        answer = isinstance(message, types.JSONRPCResponse | types.JSONRPCError)
+        if answer and message.id is not None:
+            self.lines.settled(message.id)
+
+    async def aclose(self) -> None:
+        """Close the stream: the writer ends once it has written what it took."""
+        await self.stream.aclose()
+
+    async def __aenter__(self) -> Answers:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
 
 # Every object of a message as a dict, refusing one that gives a key twice (the SDK's parser
@@ -252,9 +321,9 @@ class CheckedLines:
 _UNIQUE = unique_keys("the message")
 
 
-def checked(raw: bytes) -> tuple[str, types.JSONRPCError | None]:
-    """One line of the client's as text, and the JSON-RPC error that answers it when it is
-    no message the server can take (None when it is one)."""
+def checked(raw: bytes) -> tuple[str, types.JSONRPCMessage] | types.JSONRPCError:
+    """One line of the client's: as text with the message it is (as the SDK reads it), or
+    the JSON-RPC error that answers it when it is no message the server can take."""
     from pydantic import ValidationError
 
     try:
@@ -265,31 +334,31 @@ def checked(raw: bytes) -> tuple[str, types.JSONRPCError | None]:
             # Read again to the end (a line that is no JSON past the key is a parse error).
             members = json.loads(text, object_pairs_hook=_Pairs)
             said = f"Invalid Request: {twice}"
-            return text, _refusal(_sole_id(members), types.INVALID_REQUEST, said)
+            return _refusal(_sole_id(members), types.INVALID_REQUEST, said)
     except UnicodeDecodeError:
-        return "", _refusal(None, types.PARSE_ERROR, "Parse error: the line is not UTF-8")
+        return _refusal(None, types.PARSE_ERROR, "Parse error: the line is not UTF-8")
     except (ValueError, RecursionError) as exc:  # RecursionError: nested too deep
         reason = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deep"
-        return "", _refusal(None, types.PARSE_ERROR, f"Parse error: {reason}")
+        return _refusal(None, types.PARSE_ERROR, f"Parse error: {reason}")
     if not isinstance(data, dict):
-        return text, _refusal(None, types.INVALID_REQUEST, "Invalid Request: not a JSON object")
+        return _refusal(None, types.INVALID_REQUEST, "Invalid Request: not a JSON object")
     ident = data.get("id")
     usable = type(ident) is int or isinstance(ident, str)
     if "id" in data and not usable:
         said = "Invalid Request: an id is a string or an integer"
-        return text, _refusal(None, types.INVALID_REQUEST, said)
+        return _refusal(None, types.INVALID_REQUEST, said)
     try:
-        types.jsonrpc_message_adapter.validate_json(text, by_name=False)
+        message = types.jsonrpc_message_adapter.validate_json(text, by_name=False)
     except ValidationError as exc:
         first = exc.errors()[0]
         if first["type"] == "json_invalid":  # what Python's parser lets through
             said = f"Parse error: {first['msg'].removeprefix('Invalid JSON: ')}"
             if _lone_surrogate(data):
                 said = "Parse error: a string holds a lone surrogate (\\ud800 without its pair)"
-            return text, _refusal(ident, types.PARSE_ERROR, said)
+            return _refusal(ident, types.PARSE_ERROR, said)
         said = "Invalid Request: not a JSON-RPC 2.0 request, notification or response"
-        return text, _refusal(ident, types.INVALID_REQUEST, said)
-    return text, None
+        return _refusal(ident, types.INVALID_REQUEST, said)
+    return text, message
 
 
 class _Pairs(list):  # type: ignore[type-arg]

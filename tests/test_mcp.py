@@ -4,9 +4,9 @@ Over stdio, against the real `gc mcp` process started as a session starts it (it
 from $GC_AGENT): the tests whose subject is the process or the wire. The mail tools end to
 end, compared with the CLI (the stdio framing, the program's start-up and identity: the
 recipient's server; the sender's is served in this process); a server killed mid-write; two
-servers and the CLI writing at once, each a process of its own. The one-line refusals without
-a store or without the extra, and `gc mcp install`, run the command through the program's
-entry point (the `gc` fixture).
+servers and the CLI writing at once, each a process of its own; requests piped with stdin
+closed at once after them. The one-line refusals without a store or without the extra, and
+`gc mcp install`, run the command through the program's entry point (the `gc` fixture).
 
 In this process, through the SDK's in-memory connection (`Client(server)`) to the server `gc
 mcp` builds (`build_server` over an `AgentStore` opened as `gc mcp --beads-dir --agent` opens
@@ -685,6 +685,69 @@ def test_a_message_giving_a_key_twice_is_refused_naming_the_key_never_served(
     assert [code for code, _ in nulls] == [-32600, -32700]
     assert set(by_id) == {0, 1, "send", "last"}  # nothing else was served
     assert head_of(project) == head  # nothing was sent
+
+
+def piped(project: Path, lines: list[str]) -> tuple[subprocess.CompletedProcess[bytes], list[Any]]:
+    """`gc mcp` as mayor in `project` fed `lines` after the handshake and then the end of its
+    input, as a script piping its requests sends them; the process and its answers."""
+    hello = {"protocolVersion": "2025-06-18", "capabilities": {},
+             "clientInfo": {"name": "raw", "version": "1"}}  # fmt: skip
+    handshake = [
+        json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": hello}),
+        json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    ]
+    wire = "".join(f"{line}\n" for line in handshake + lines).encode()
+    env = {**os.environ, "GC_AGENT": "mayor"}
+    done = subprocess.run([gc_program(), "mcp"], cwd=project, env=env, input=wire,
+                          capture_output=True, timeout=DEADLINE)  # fmt: skip
+    assert done.returncode == 0 and b"Traceback" not in done.stderr, done.stderr
+    return done, [json.loads(line) for line in done.stdout.splitlines()]
+
+
+def test_every_request_read_before_stdin_closes_is_answered_before_the_server_exits(
+    project: Path, gc_store: GcRunner
+) -> None:
+    # A flood closed at once: the SDK ends its session at the end of the input, cancelling
+    # every request it has not answered yet (most of these, the send last of all).
+    pings = [json.dumps({"jsonrpc": "2.0", "id": n, "method": "ping"}) for n in range(1, 3001)]
+    send = {"name": "mail_send", "arguments": {"to": ["dog"], "body": "sent last"}}
+    last = json.dumps({"jsonrpc": "2.0", "id": "send", "method": "tools/call", "params": send})
+    _, answers = piped(project, [*pings, last])
+    assert len(answers) == 3002
+    by_id = {a["id"]: a for a in answers}
+    assert set(by_id) == {*range(3001), "send"}
+    assert all(by_id[n]["result"] == {} for n in range(1, 3001))
+    sent = by_id["send"]["result"]["structuredContent"]
+    assert sent["ok"] is True
+    inbox = cli_json(gc_store, "dog", "mail", "inbox")
+    assert [m["id"] for m in inbox["messages"]] == [sent["message"]["id"]]
+
+
+def test_a_wait_under_way_when_stdin_closes_ends_as_it_would_have_unless_cancelled(
+    project: Path, gc_store: GcRunner
+) -> None:
+    thread_id = cli_json(gc_store, "mayor", "thread", "send", "--subject", "Wait")["thread"][
+        "thread_id"
+    ]
+
+    def wait(ident: str, seconds: float) -> str:
+        args = {"thread_id": thread_id, "timeout_seconds": seconds}
+        params = {"name": "thread_wait_reply", "arguments": args}
+        return json.dumps({"jsonrpc": "2.0", "id": ident, "method": "tools/call",
+                           "params": params})  # fmt: skip
+
+    cancel = {"requestId": "cancelled", "reason": "moot"}
+    lines = [
+        wait("cancelled", 3600),  # longer than the test may take: only its cancel ends it
+        json.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": cancel}),
+        wait("waits", 0.5),
+    ]
+    done, answers = piped(project, lines)
+    by_id = {a["id"]: a for a in answers}
+    assert set(by_id) == {0, "waits"}  # a request the client cancelled is never answered
+    waited = by_id["waits"]["result"]["structuredContent"]
+    assert waited["ok"] is True and waited["woke"] is False  # its whole time, then no reply
+    assert b"cancelled by the client" in done.stderr
 
 
 def test_an_argument_of_another_json_type_is_refused_not_converted(project: Path) -> None:
