@@ -10,11 +10,13 @@ is held between calls. A result is the CLI's `--json` object (`{"ok": true, "com
 looks again each time the store's branch moves, sleeping between looks on the event loop,
 so a client's cancellation ends it at once. When the client closes stdin, every request read
 is answered before the server exits, but for one still running after a grace period (`GRACE`,
-`CheckedLines`).
+`CheckedLines`). A client that stops reading (closes its end of stdout) ends the server
+quietly, as a reader that went away ends any `gc` command.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import sys
 from collections import Counter
@@ -217,13 +219,23 @@ def serve(agent_store: AgentStore) -> None:
     os.dup2(nothing, 0)
     os.close(nothing)
 
+    reader_gone = False
+
     async def main() -> None:
+        nonlocal reader_gone
         lines = CheckedLines(anyio.wrap_file(os.fdopen(wire, "rb")), grace=_grace())
-        async with stdio_server(stdin=lines) as (read, write):  # type: ignore[arg-type]
-            answers = lines.answer_with(write)
-            await server.run(read, answers, server.create_initialization_options())
+        try:
+            async with stdio_server(stdin=lines) as (read, write):  # type: ignore[arg-type]
+                answers = lines.answer_with(write)
+                await server.run(read, answers, server.create_initialization_options())
+        except* BrokenPipeError:  # the SDK's writer, the client's end of stdout closed
+            reader_gone = True
 
     anyio.run(main)
+    if reader_gone:
+        # As any command's reader that went away (`gc bead list | head`): not our error, and
+        # nothing left to tell it: the CLI's handler ends quietly with exit 0.
+        raise BrokenPipeError(errno.EPIPE, "the client stopped reading")
 
 
 def _grace() -> float:

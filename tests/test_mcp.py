@@ -5,9 +5,9 @@ from $GC_AGENT): the tests whose subject is the process or the wire. The mail to
 end, compared with the CLI (the stdio framing, the program's start-up and identity: the
 recipient's server; the sender's is served in this process); a server killed mid-write; two
 servers and the CLI writing at once, each a process of its own; requests piped with stdin
-closed at once after them. The one-line refusals without a
-store or without the extra, and `gc mcp install`, run the command through the program's entry
-point (the `gc` fixture).
+closed at once after them; a client that stops reading. The one-line refusals without a store
+or without the extra, and `gc mcp install`, run the command through the program's entry point
+(the `gc` fixture).
 
 In this process, through the SDK's in-memory connection (`Client(server)`) to the server `gc
 mcp` builds (`build_server` over an `AgentStore` opened as `gc mcp --beads-dir --agent` opens
@@ -786,6 +786,29 @@ def test_a_long_wait_under_way_when_stdin_closes_is_ended_after_the_grace_and_th
     sent = by_id["send"]["result"]["structuredContent"]  # the write was done and answered
     inbox = cli_json(gc_store, "dog", "mail", "inbox")
     assert [m["id"] for m in inbox["messages"]] == [sent["message"]["id"]]
+
+
+def test_a_client_that_stops_reading_ends_the_server_quietly(project: Path, tmp_path: Path) -> None:
+    # `gc mcp < flood.jsonl | head -1`: more answers than a pipe holds, the reader gone after
+    # the first.
+    flood = tmp_path / "flood.jsonl"
+    pings = [json.dumps({"jsonrpc": "2.0", "id": n, "method": "ping"}) for n in range(1, 3001)]
+    flood.write_bytes(handshaken(pings))
+    errors = tmp_path / "stderr"
+    env = {**os.environ, "GC_AGENT": "mayor"}
+    with flood.open("rb") as stdin, errors.open("wb") as stderr:
+        server = subprocess.Popen([gc_program(), "mcp"], cwd=project, env=env, stdin=stdin,
+                                  stdout=subprocess.PIPE, stderr=stderr)  # fmt: skip
+        try:
+            assert server.stdout is not None
+            first = json.loads(server.stdout.readline())
+            server.stdout.close()
+            code = server.wait(timeout=DEADLINE)
+        finally:
+            server.kill()
+            server.wait()
+    assert first["id"] == 0
+    assert (code, errors.read_bytes()) == (0, b"")
 
 
 def test_an_argument_of_another_json_type_is_refused_not_converted(project: Path) -> None:
