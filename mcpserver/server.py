@@ -9,11 +9,14 @@ is held between calls. A result is the CLI's `--json` object (`{"ok": true, "com
 "message": ...}}`), never a traceback. `thread_wait_reply` is the one call that waits: it
 looks again each time the store's branch moves, sleeping between looks on the event loop,
 so a client's cancellation ends it at once. When the client closes stdin, every request read
-is answered before the server exits (`CheckedLines`).
+is answered before the server exits, but for one still running after a grace period (`GRACE`,
+`CheckedLines`). A client that stops reading (closes its end of stdout) ends the server
+quietly, as a reader that went away ends any `gc` command.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import sys
 from collections import Counter
@@ -34,6 +37,13 @@ from mcpserver.agentstore import OPEN_THREADS, AgentStore
 from mcpserver.tools import BY_NAME, TOOLS, WAIT_TOOL, Tool, parse, schema
 
 NAME = "gc-beads"
+# How long the requests still being served after the client closed stdin may run on before
+# the server ends them (the SDK's cancellation, as at the end of any session) and exits. Of
+# the order of a command's budget (`mail.exec_timeout`, 30 s): a write finishes well within
+# it, while a wait (`thread_wait_reply` may wait an hour) does not keep the process of a
+# client that went away alive until its timeout.
+GRACE = 30.0
+GRACE_ENV = "GC_MCP_GRACE"  # for tests only: a shorter grace, in seconds
 RESOURCES = {
     "gc://mail/inbox": (
         "inbox",
@@ -209,13 +219,33 @@ def serve(agent_store: AgentStore) -> None:
     os.dup2(nothing, 0)
     os.close(nothing)
 
+    reader_gone = False
+
     async def main() -> None:
-        lines = CheckedLines(anyio.wrap_file(os.fdopen(wire, "rb")))
-        async with stdio_server(stdin=lines) as (read, write):  # type: ignore[arg-type]
-            answers = lines.answer_with(write)
-            await server.run(read, answers, server.create_initialization_options())
+        nonlocal reader_gone
+        lines = CheckedLines(anyio.wrap_file(os.fdopen(wire, "rb")), grace=_grace())
+        try:
+            async with stdio_server(stdin=lines) as (read, write):  # type: ignore[arg-type]
+                answers = lines.answer_with(write)
+                await server.run(read, answers, server.create_initialization_options())
+        except* BrokenPipeError:  # the SDK's writer, the client's end of stdout closed
+            reader_gone = True
 
     anyio.run(main)
+    if reader_gone:
+        # As any command's reader that went away (`gc bead list | head`): not our error, and
+        # nothing left to tell it: the CLI's handler ends quietly with exit 0.
+        raise BrokenPipeError(errno.EPIPE, "the client stopped reading")
+
+
+def _grace() -> float:
+    """The seconds of `GRACE`, or those $GC_MCP_GRACE names (a test's)."""
+    import os
+
+    try:
+        return max(0.0, float(os.environ[GRACE_ENV]))
+    except (KeyError, ValueError):
+        return GRACE
 
 
 class CheckedLines:
@@ -227,14 +257,16 @@ class CheckedLines:
     usable one, else null), so a client never waits for an answer that cannot come.
 
     The end of the input is held back until every request passed on has been answered or
-    cancelled by the client: at that end the SDK ends its session, cancelling each request
-    still being served (one not started yet is never answered at all), so a client that
-    pipes its requests and closes its end would lose answers, and not know whether a write it
-    asked for was made. A request the client cancels (`notifications/cancelled`) is not
-    waited for: MCP sends no answer to it."""
+    cancelled by the client, for at most `grace` seconds: at that end the SDK ends its
+    session, cancelling each request still being served (one not started yet is never
+    answered at all), so a client that pipes its requests and closes its end would lose
+    answers, and not know whether a write it asked for was made. A request the client cancels
+    (`notifications/cancelled`) is not waited for: MCP sends no answer to it. What still runs
+    after the grace (a long wait) is left to the SDK's cancellation: its client went away."""
 
-    def __init__(self, source: anyio.AsyncFile[bytes]) -> None:
+    def __init__(self, source: anyio.AsyncFile[bytes], grace: float = GRACE) -> None:
         self.source = source
+        self.grace = grace
         self.write: Any = None
         self.ready = anyio.Event()
         # Requests passed on and not yet answered, by id as the SDK correlates them ("7" is
@@ -277,7 +309,8 @@ class CheckedLines:
             await self.write.send(SessionMessage(outcome))
         self.drained = anyio.Event()  # set by the answer that leaves none unanswered
         if self.unanswered:
-            await self.drained.wait()
+            with anyio.move_on_after(self.grace):
+                await self.drained.wait()
 
     def _passing_on(self, message: types.JSONRPCMessage) -> None:
         if isinstance(message, types.JSONRPCRequest):

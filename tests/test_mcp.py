@@ -5,8 +5,9 @@ from $GC_AGENT): the tests whose subject is the process or the wire. The mail to
 end, compared with the CLI (the stdio framing, the program's start-up and identity: the
 recipient's server; the sender's is served in this process); a server killed mid-write; two
 servers and the CLI writing at once, each a process of its own; requests piped with stdin
-closed at once after them. The one-line refusals without a store or without the extra, and
-`gc mcp install`, run the command through the program's entry point (the `gc` fixture).
+closed at once after them; a client that stops reading. The one-line refusals without a store
+or without the extra, and `gc mcp install`, run the command through the program's entry point
+(the `gc` fixture).
 
 In this process, through the SDK's in-memory connection (`Client(server)`) to the server `gc
 mcp` builds (`build_server` over an `AgentStore` opened as `gc mcp --beads-dir --agent` opens
@@ -687,18 +688,29 @@ def test_a_message_giving_a_key_twice_is_refused_naming_the_key_never_served(
     assert head_of(project) == head  # nothing was sent
 
 
-def piped(project: Path, lines: list[str]) -> tuple[subprocess.CompletedProcess[bytes], list[Any]]:
-    """`gc mcp` as mayor in `project` fed `lines` after the handshake and then the end of its
-    input, as a script piping its requests sends them; the process and its answers."""
+def handshaken(lines: list[str]) -> bytes:
+    """What a client sends for `lines`: the handshake first, a line each."""
     hello = {"protocolVersion": "2025-06-18", "capabilities": {},
              "clientInfo": {"name": "raw", "version": "1"}}  # fmt: skip
     handshake = [
         json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": hello}),
         json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
     ]
-    wire = "".join(f"{line}\n" for line in handshake + lines).encode()
+    return "".join(f"{line}\n" for line in handshake + lines).encode()
+
+
+def piped(
+    project: Path, lines: list[str], grace: float | None = None
+) -> tuple[subprocess.CompletedProcess[bytes], list[Any]]:
+    """`gc mcp` as mayor in `project` fed `lines` after the handshake and then the end of its
+    input, as a script piping its requests sends them; the process and its answers. `grace`:
+    the seconds requests may run on after that end, when not the server's own."""
+    from mcpserver.server import GRACE_ENV
+
     env = {**os.environ, "GC_AGENT": "mayor"}
-    done = subprocess.run([gc_program(), "mcp"], cwd=project, env=env, input=wire,
+    if grace is not None:
+        env[GRACE_ENV] = str(grace)
+    done = subprocess.run([gc_program(), "mcp"], cwd=project, env=env, input=handshaken(lines),
                           capture_output=True, timeout=DEADLINE)  # fmt: skip
     assert done.returncode == 0 and b"Traceback" not in done.stderr, done.stderr
     return done, [json.loads(line) for line in done.stdout.splitlines()]
@@ -723,24 +735,27 @@ def test_every_request_read_before_stdin_closes_is_answered_before_the_server_ex
     assert [m["id"] for m in inbox["messages"]] == [sent["message"]["id"]]
 
 
-def test_a_wait_under_way_when_stdin_closes_ends_as_it_would_have_unless_cancelled(
+def waiting(thread_id: str, ident: str, seconds: float) -> str:
+    """A `thread_wait_reply` request with id `ident`, waiting up to `seconds` on `thread_id`."""
+    args = {"thread_id": thread_id, "timeout_seconds": seconds}
+    params = {"name": "thread_wait_reply", "arguments": args}
+    return json.dumps({"jsonrpc": "2.0", "id": ident, "method": "tools/call",
+                       "params": params})  # fmt: skip
+
+
+def test_a_wait_under_way_when_stdin_closes_ends_as_it_would_have_within_the_grace_unless_cancelled(
     project: Path, gc_store: GcRunner
 ) -> None:
     thread_id = cli_json(gc_store, "mayor", "thread", "send", "--subject", "Wait")["thread"][
         "thread_id"
     ]
-
-    def wait(ident: str, seconds: float) -> str:
-        args = {"thread_id": thread_id, "timeout_seconds": seconds}
-        params = {"name": "thread_wait_reply", "arguments": args}
-        return json.dumps({"jsonrpc": "2.0", "id": ident, "method": "tools/call",
-                           "params": params})  # fmt: skip
-
     cancel = {"requestId": "cancelled", "reason": "moot"}
     lines = [
-        wait("cancelled", 3600),  # longer than the test may take: only its cancel ends it
+        # Longer than the server's grace: ended unanswered by its cancel, not at the grace's
+        # end (`Connection closed`).
+        waiting(thread_id, "cancelled", 3600),
         json.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": cancel}),
-        wait("waits", 0.5),
+        waiting(thread_id, "waits", 0.5),  # well within the grace
     ]
     done, answers = piped(project, lines)
     by_id = {a["id"]: a for a in answers}
@@ -748,6 +763,52 @@ def test_a_wait_under_way_when_stdin_closes_ends_as_it_would_have_unless_cancell
     waited = by_id["waits"]["result"]["structuredContent"]
     assert waited["ok"] is True and waited["woke"] is False  # its whole time, then no reply
     assert b"cancelled by the client" in done.stderr
+
+
+def test_a_long_wait_under_way_when_stdin_closes_is_ended_after_the_grace_and_the_server_exits(
+    project: Path, gc_store: GcRunner
+) -> None:
+    # A client that went away mid-wait: its server does not live on for the hour. (A grace
+    # of a few seconds, not the server's own, so the test does not wait that long; `piped`
+    # fails the test when the server has not exited within DEADLINE, over ten graces.)
+    thread_id = cli_json(gc_store, "mayor", "thread", "send", "--subject", "Wait")["thread"][
+        "thread_id"
+    ]
+    send = {"name": "mail_send", "arguments": {"to": ["dog"], "body": "sent mid-wait"}}
+    lines = [
+        waiting(thread_id, "waits", 3600),
+        json.dumps({"jsonrpc": "2.0", "id": "send", "method": "tools/call", "params": send}),
+    ]
+    _, answers = piped(project, lines, grace=5)
+    by_id = {a["id"]: a for a in answers}
+    assert set(by_id) == {0, "waits", "send"}
+    assert by_id["waits"]["error"]["message"] == "Connection closed"  # ended, as the SDK ends it
+    sent = by_id["send"]["result"]["structuredContent"]  # the write was done and answered
+    inbox = cli_json(gc_store, "dog", "mail", "inbox")
+    assert [m["id"] for m in inbox["messages"]] == [sent["message"]["id"]]
+
+
+def test_a_client_that_stops_reading_ends_the_server_quietly(project: Path, tmp_path: Path) -> None:
+    # `gc mcp < flood.jsonl | head -1`: more answers than a pipe holds, the reader gone after
+    # the first.
+    flood = tmp_path / "flood.jsonl"
+    pings = [json.dumps({"jsonrpc": "2.0", "id": n, "method": "ping"}) for n in range(1, 3001)]
+    flood.write_bytes(handshaken(pings))
+    errors = tmp_path / "stderr"
+    env = {**os.environ, "GC_AGENT": "mayor"}
+    with flood.open("rb") as stdin, errors.open("wb") as stderr:
+        server = subprocess.Popen([gc_program(), "mcp"], cwd=project, env=env, stdin=stdin,
+                                  stdout=subprocess.PIPE, stderr=stderr)  # fmt: skip
+        try:
+            assert server.stdout is not None
+            first = json.loads(server.stdout.readline())
+            server.stdout.close()
+            code = server.wait(timeout=DEADLINE)
+        finally:
+            server.kill()
+            server.wait()
+    assert first["id"] == 0
+    assert (code, errors.read_bytes()) == (0, b"")
 
 
 def test_an_argument_of_another_json_type_is_refused_not_converted(project: Path) -> None:
