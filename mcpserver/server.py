@@ -154,7 +154,8 @@ async def wait_reply(agent_store: AgentStore, args: Any) -> dict[str, Any]:
                 agent_store.fresh()
                 wake = agent_store.thread_wait_step(after_event=wake.next_event_id, **look)
     except anyio.get_cancelled_exc_class():
-        print(f"gc mcp: {WAIT_TOOL} cancelled by the client", file=sys.stderr, flush=True)
+        # By the client, or by the end of its input once the grace ran out.
+        print(f"gc mcp: {WAIT_TOOL} was cancelled before a reply came", file=sys.stderr, flush=True)
         raise
     return {
         "woke": wake.woke,
