@@ -72,9 +72,9 @@ def foreign_origins(
 ) -> dict[str, Origin]:
     """For each of `paths`: the origin of its last change from `head` back to `stop` (not
     included), when that change was committed by another machine than `here` (a machine id).
-    With `ever`, the newest change committed elsewhere, looking past this machine's later
-    changes back to the commit that made the file (a message read here is still its
-    sender's).
+    With `ever`, the newest change committed elsewhere, whatever this machine changed since
+    (a message read here is still its sender's): only other machines' commits are compared,
+    so for a bead made here the walk goes to its end (`MAX_WALK` commits at most).
 
     Merge commits are stepped over: a sync's merge brings the other side's changes, which its
     own commits made. Paths changed last here (with `ever`: only here), or not found, are
@@ -90,18 +90,18 @@ def foreign_origins(
     for commit in walk(git, head, stop, limit=MAX_WALK):
         if len(commit.parents) > 1:
             continue
+        origin = origin_of(commit)
+        if ever and origin.machine_id == here:
+            # Only a change made elsewhere is sought: this machine's commits are passed over
+            # unread (reading their trees was most of a long walk's cost), so a bead made
+            # here is looked for back to the walk's end, where it is found made here.
+            continue
         parent = git.tree_of(commit.parents[0]) if commit.parents else None
-        origin: Origin | None = None
         for path in sorted(wanted):
-            now = git.file_at(commit.tree, path, trees)
-            before = git.file_at(parent, path, trees)
-            if now == before:
+            if git.file_at(commit.tree, path, trees) == git.file_at(parent, path, trees):
                 continue
-            origin = origin or origin_of(commit)
             if origin.machine_id != here:
                 found[path] = origin
-            elif ever and before is not None:
-                continue  # changed here after it came: look further back
             wanted.discard(path)
         if not wanted:
             break
