@@ -330,12 +330,18 @@ def respond(decision_id: str, select: str, text: str | None) -> None:
 @limit_option
 @global_options
 def list_decisions(show_all: bool, limit: int | None) -> None:
-    """Open decisions (all with --all)."""
-    found = open_store().list(type="decision", status=None if show_all else "open", limit=limit)
-    rows = [(d.id, d.status, f"{d.meta.get('requested_by')} -> {d.assignee}",
+    """Open decisions (all with --all), each asked or answered on another machine with where
+    it came from: (from human on build-01)."""
+    from inbox.origin import notes_of
+
+    store = open_store()
+    found = store.list(type="decision", status=None if show_all else "open", limit=limit)
+    origins = notes_of(store.root, "decision", [d.id for d in found], git=store.git)
+    rows = [(d.id, d.status, f"{origins.get(d.id, '')}{d.meta.get('requested_by')} -> {d.assignee}",
              f"{d.meta.get('prompt')} [{', '.join(o['key'] for o in d.meta.get('options') or [])}]")
             for d in found]  # fmt: skip
-    emit({"beads": [d.to_dict() for d in found]}, table(rows) or "No decisions")
+    beads = [{**d.to_dict(), "origin": origins.get(d.id, "").strip() or None} for d in found]
+    emit({"beads": beads}, table(rows) or "No decisions")
 
 
 @decision.command("show")

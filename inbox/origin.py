@@ -78,8 +78,10 @@ def foreign_origins(
 
     Merge commits are stepped over: a sync's merge brings the other side's changes, which its
     own commits made. Paths changed last here (with `ever`: only here), or not found, are
-    left out. Each commit is compared with its parent at the wanted paths only, the trees
-    read kept for the next: a walk reads what lies on those paths, not whole tree diffs."""
+    left out. Each commit is compared with its parent at the wanted paths only, descending
+    only where their trees differ, the trees read kept for the next: one walk for any number
+    of paths reads about what the commits changed, not whole tree diffs nor every path."""
+    from beads.git import PathTree
     from beads.git.history import walk
 
     wanted = set(paths)
@@ -87,6 +89,7 @@ def foreign_origins(
     if not wanted:
         return found
     trees: dict[bytes, Any] = {}  # kept across the walk: neighbours share most trees
+    layout = PathTree(wanted)  # made again only when the paths still wanted change
     for commit in walk(git, head, stop, limit=MAX_WALK):
         if len(commit.parents) > 1:
             continue
@@ -97,14 +100,15 @@ def foreign_origins(
             # here is looked for back to the walk's end, where it is found made here.
             continue
         parent = git.tree_of(commit.parents[0]) if commit.parents else None
-        for path in sorted(wanted):
-            if git.file_at(commit.tree, path, trees) == git.file_at(parent, path, trees):
-                continue
+        changed = git.changed_files(commit.tree, parent, layout, trees)
+        for path in changed:
             if origin.machine_id != here:
                 found[path] = origin
             wanted.discard(path)
         if not wanted:
             break
+        if changed:
+            layout = PathTree(wanted)
     return found
 
 
@@ -146,15 +150,29 @@ def note_of(
     newest change to it committed by another machine (or by plain git),
     `"(from human on build-01) "`; with `ever=False`, of its last change only. "" when it
     was made here, or when the origin cannot be read (it informs)."""
+    return notes_of(root, bead_type, (bead_id,), git=git, ever=ever).get(bead_id, "")
+
+
+def notes_of(
+    root: Path,
+    bead_type: str,
+    bead_ids: Iterable[str],
+    *,
+    git: GitRepo | None = None,
+    ever: bool = True,
+) -> dict[str, str]:
+    """`note_of` of each of `bead_ids` (of one type), by id, for those that came from
+    elsewhere: one walk of the history for them all, as a listing needs (a walk per row
+    would read the same commits once per row)."""
     from beads.errors import GcError
     from beads.records.ids import bead_path
 
-    path = bead_path(bead_type, bead_id)
+    paths = {bead_path(bead_type, bead_id): bead_id for bead_id in bead_ids}
     try:
-        found = origins(root, (path,), git=git, ever=ever)
+        found = origins(root, paths, git=git, ever=ever)
     except (GcError, OSError, KeyError):
-        return ""
-    return found[path].note() if path in found else ""
+        return {}
+    return {paths[path]: origin.note() for path, origin in found.items()}
 
 
 def above(note: str, text: str) -> str:

@@ -210,6 +210,11 @@ class BeadMail(Provider):
 
         return note_of(self.store.root, MESSAGE, message_id, git=self.store.git)
 
+    def origins(self, message_ids: Sequence[str]) -> dict[str, str]:
+        from inbox.origin import notes_of
+
+        return notes_of(self.store.root, MESSAGE, message_ids, git=self.store.git)
+
     def thread(self, thread_id: str) -> list[Message]:
         try:
             beads = self.store.list(type=MESSAGE, thread=thread_id)

@@ -165,11 +165,17 @@ def inbox(recipient: str | None, show_all: bool, archived: bool, limit: int | No
     else:
         messages = api.in_order(chosen.all(who)) if show_all else api.inbox(chosen, who)
     messages = messages[:limit]
+    origins = chosen.origins([m.id for m in messages])
     empty = f"No {'archived' if archived else 'unread' if not show_all else ''} messages for {who}"
     emit(
-        {"recipient": who, "messages": [m.to_json() for m in messages]},
+        {"recipient": who, "messages": chosen.listed(messages)},
         lambda: (
-            table([("ID", "FROM", "SUBJECT", "BODY"), *map(_inbox_row, messages)])
+            table(
+                [
+                    ("ID", "FROM", "SUBJECT", "BODY"),
+                    *(_inbox_row(m, origins.get(m.id, "")) for m in messages),
+                ]
+            )  # fmt: skip
             if messages
             else " ".join(empty.split())
         ),
@@ -306,10 +312,11 @@ def thread(thread_or_message_id: str | None) -> None:
             found = chosen.get(thread_or_message_id)
             messages = chosen.thread(found.thread_id or found.id)
     columns = ("ID", "FROM", "TO", "SUBJECT", "SENT", "READ")
+    origins = chosen.origins([m.id for m in messages])
     emit(
-        {"messages": [m.to_json() for m in messages]},
+        {"messages": chosen.listed(messages)},
         lambda: (
-            table([columns, *map(_thread_row, messages)])
+            table([columns, *(_thread_row(m, origins.get(m.id, "")) for m in messages)])
             if messages
             else f"No messages in thread {thread_or_message_id}"
         ),
@@ -452,15 +459,18 @@ def _when(stamp: str, *, seconds: bool = False) -> str:
     return stamp[: 19 if seconds else 16].replace("T", " ")
 
 
-def _inbox_row(m: Message) -> tuple[str, ...]:
+def _inbox_row(m: Message, origin: str = "") -> tuple[str, ...]:
+    """A row of `inbox`; `origin` (a note, or "") goes in front of the sender."""
     body = " ".join(m.body.split())
-    return (m.id, m.shown_sender(), m.subject, body if len(body) <= 60 else body[:57] + "...")
+    return (m.id, origin + m.shown_sender(), m.subject,
+            body if len(body) <= 60 else body[:57] + "...")  # fmt: skip
 
 
-def _thread_row(m: Message) -> tuple[str, ...]:
+def _thread_row(m: Message, origin: str = "") -> tuple[str, ...]:
+    """A row of `thread`; `origin` (a note, or "") goes in front of the sender."""
     return (
         m.id,
-        m.shown_sender(),
+        origin + m.shown_sender(),
         m.to,
         m.subject,
         _when(m.created_at),

@@ -153,5 +153,16 @@ class Provider(ABC):
         was written here, or the provider cannot tell (only beadmail's beads have commits)."""
         return ""
 
+    def origins(self, message_ids: Sequence[str]) -> dict[str, str]:
+        """`origin` of each of the messages that came from elsewhere, by id, found together
+        (a listing's rows): {} when the provider cannot tell."""
+        return {}
+
+    def listed(self, messages: Sequence[Message]) -> list[dict[str, Any]]:
+        """The messages as a listing's --json gives them, each with its `"origin"`
+        (`origins`: `"(from human on build-01)"` for one written elsewhere, else null)."""
+        found = self.origins([m.id for m in messages])
+        return [{**m.to_json(), "origin": found.get(m.id, "").strip() or None} for m in messages]
+
     def close(self) -> None:  # noqa: B027 - most providers hold nothing
         """Release what the provider holds."""

@@ -33,7 +33,7 @@ from mail import api
 from mail.beadmail import BeadMail, bead_message
 from mail.message import Message
 from mail.provider import Provider
-from mail.threads.api import Threads
+from mail.threads.api import Threads, origins_of, with_origin
 from mail.threads.model import Thread, ThreadMessage, Wake, artifact
 from mail.threads.tokens import keep_token, read_tokens
 from mail.unread import MESSAGE
@@ -160,7 +160,7 @@ class AgentStore:
             messages = api.in_order(chosen.all(self.agent))
         else:
             messages = api.inbox(chosen, self.agent)
-        return {"recipient": self.agent, "messages": [m.to_json() for m in messages[:limit]]}
+        return {"recipient": self.agent, "messages": chosen.listed(messages[:limit])}
 
     def mail_read(self, message_id: str) -> dict[str, Any]:
         """`gc mail read --json`: a message of this agent's mailbox, marked read."""
@@ -198,7 +198,7 @@ class AgentStore:
         if not messages:
             found = chosen.get(thread_or_message_id)  # not_found when it is neither
             messages = chosen.thread(found.thread_id or found.id)
-        return {"messages": [m.to_json() for m in messages if self._party(m)]}
+        return {"messages": chosen.listed([m for m in messages if self._party(m)])}
 
     def mail_count(self) -> dict[str, Any]:
         """`gc mail count --json` of this agent's mailbox."""
@@ -278,7 +278,11 @@ class AgentStore:
     def thread_show(self, thread_id: str) -> dict[str, Any]:
         """`gc thread show --json`: the thread and its messages in event order."""
         found, messages = self.threads.show(thread_id)
-        return {"thread": found.to_json(now_stamp()), "messages": [m.to_json() for m in messages]}
+        origins = origins_of(self.threads, messages)
+        return {
+            "thread": found.to_json(now_stamp()),
+            "messages": [with_origin(m, origins) for m in messages],
+        }
 
     def thread_claim(self, thread_id: str, lease_seconds: float) -> dict[str, Any]:
         """`gc thread claim --json`: take the lease (lease_conflict while another holds it)."""
@@ -411,11 +415,15 @@ class AgentStore:
     def decision_list(self, *, answered: bool = False) -> dict[str, Any]:
         """`gc decision list --json`, of the decisions assigned to this agent (never those
         of `human`: a person answers them)."""
+        from inbox.origin import notes_of
+
         if self.agent == HUMAN:
             return {"beads": []}
         status = None if answered else "open"
         found = self.store.list(type=DECISION, assignee=self.agent, status=status)
-        return {"beads": [d.to_dict() for d in found]}
+        origins = notes_of(self.store.root, DECISION, [d.id for d in found], git=self.store.git)
+        return {"beads": [{**d.to_dict(), "origin": origins.get(d.id, "").strip() or None}
+                          for d in found]}  # fmt: skip
 
     def decision_answer(self, decision_id: str, option: str, text: str | None) -> dict[str, Any]:
         """`gc decision respond --json`, for a decision assigned to this agent."""

@@ -267,6 +267,41 @@ def test_work_thread_tools_claim_report_wait_and_finish(project: Path, gc_store:
     run(scenario)
 
 
+def test_tools_give_the_origin_of_a_bead_written_on_another_machine(
+    project: Path, gc_store: GcRunner
+) -> None:
+    # The beads of the first machine id stand for another machine's (as after a sync): the
+    # store then takes a machine id of its own, as a copy of a store does.
+    assert gc_store("config", "set", "--local", "delivery.nats.machine", "build-01").returncode == 0
+    there = cli_json(gc_store, "human", "mail", "send", "mayor", "-s", "Hi", "-m", "b")
+    sent = cli_json(gc_store, "mayor", "thread", "send", "--to", "dog", "--subject", "DB?",
+                    "--summary", "which one")  # fmt: skip
+    thread_id, question = sent["thread"]["thread_id"], sent["message"]["message_id"]
+    far = cli_json(gc_store, "dog", "thread", "reply", "--thread", thread_id, "--summary", "pg")
+    git_config = ["git", "--git-dir", str(project / ".beads" / ".git"), "config"]
+    subprocess.run([*git_config, "machine.id", "m-00000000000000aa"], check=True)
+    here = cli_json(gc_store, "human", "mail", "send", "mayor", "-s", "Yo", "-m", "a")
+    near = cli_json(gc_store, "dog", "thread", "reply", "--thread", thread_id, "--summary", "ok")
+    there, here = there["message"]["id"], here["message"]["id"]
+
+    async def scenario(mayor: Client) -> None:
+        read = await call(mayor, "mail_read", message_id=there)
+        assert read["origin"] == "(from human on build-01)", read
+        assert (await call(mayor, "mail_peek", message_id=there))["origin"] == read["origin"]
+        assert (await call(mayor, "mail_read", message_id=here))["origin"] is None
+        assert (await call(mayor, "mail_peek", message_id=here))["origin"] is None
+        wait = {"thread_id": thread_id, "timeout_seconds": 0}
+        woke = await call(mayor, "thread_wait_reply", after_message=question, **wait)
+        assert woke["message"]["message_id"] == far["message"]["message_id"], woke
+        assert woke["origin"] == "(from dog on build-01)", woke
+        after = far["message"]["message_id"]
+        woke = await call(mayor, "thread_wait_reply", after_message=after, **wait)
+        assert woke["message"]["message_id"] == near["message"]["message_id"], woke
+        assert woke["origin"] is None, woke
+
+    run_in_process(project, "mayor", scenario)
+
+
 def test_inbox_items_decisions_and_resources(project: Path, gc_store: GcRunner) -> None:
     gc_store("decision", "create", "--prompt", "Merge?", "--option", "y", "--option", "n",
              "--to", "dog", env={"GC_AGENT": "mayor"})  # fmt: skip

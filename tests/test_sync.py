@@ -1631,3 +1631,59 @@ def test_reading_commands_say_which_machine_a_bead_came_from(
     woke = a(*wait, env=mayor)
     assert woke.returncode == 0 and woke.stdout.startswith(f"{note} "), woke.stdout
     assert a.json(*wait, env=mayor)["origin"] == note
+
+
+def test_listings_say_which_machine_each_bead_came_from(
+    pair: tuple[GcRunner, GcRunner, Path],
+) -> None:
+    # mail inbox and thread, thread show and watch, decision list: each row of a bead from
+    # elsewhere carries the note reading it alone does, and "origin" in --json.
+    a, b, _remote = pair
+    b = named(b, "build-01")
+    note = "(from human on build-01)"
+    human, mayor = {"GC_AGENT": "human"}, {"GC_AGENT": "mayor"}
+    here = a.json("mail", "send", "mayor", "-s", "Yo", "-m", "from a", env=human)["message"]["id"]
+    ask = ("decision", "create", "--option", "yes", "--option", "no", "--prompt")
+    asked = a.json(*ask, "Deploy?", env=mayor)["bead"]["id"]
+    mine = a.json(*ask, "Test?", env=mayor)["bead"]["id"]
+    sent = a.json("thread", "send", "--to", "dog", "--subject", "Which DB?", "--summary",
+                  "which one", env=mayor)  # fmt: skip
+    thread, question = sent["thread"]["thread_id"], sent["message"]["message_id"]
+    assert a("sync").returncode == 0 and b("sync").returncode == 0
+    there = b.json("mail", "reply", here, "-m", "from b", env=mayor)["message"]["id"]
+    assert b("decision", "respond", asked, "--select", "yes", env=human).returncode == 0
+    replied = b.json("thread", "reply", "--thread", thread, "--summary", "Postgres", env=human)
+    reply = replied["message"]["message_id"]
+    assert b("sync").returncode == 0 and a("sync").returncode == 0
+
+    def origins(payload: dict, key: str, entries: str = "messages") -> dict:
+        return {entry[key]: entry["origin"] for entry in payload[entries]}
+
+    # gc mail inbox (human's: mayor replied on b) and gc mail thread
+    by_mayor = "(from mayor on build-01)"
+    inbox = a("mail", "inbox", "--all", env=human)
+    assert inbox.returncode == 0, inbox.stderr
+    assert f"{there}  {by_mayor} mayor  Re: Yo" in inbox.stdout, inbox.stdout
+    assert a.json("mail", "inbox", "--all", env=human)["messages"][0]["origin"] == by_mayor
+    assert a.json("mail", "inbox", "--all", env=mayor)["messages"][0]["origin"] is None
+    shown = a("mail", "thread", here).stdout
+    assert f"{there}  {by_mayor} mayor  human" in shown and f"{here}  human " in shown, shown
+    assert origins(a.json("mail", "thread", here), "id") == {here: None, there: by_mayor}
+    # gc thread show and watch
+    shown = a("thread", "show", thread).stdout
+    assert f"\n{note} #" in shown and "human -> mayor: Postgres" in shown, shown
+    assert "\n#" in shown and "mayor -> dog: which one" in shown, shown
+    payload = a.json("thread", "show", thread)
+    assert origins(payload, "message_id") == {question: None, reply: note}
+    watch = ("thread", "watch", "--after-event", "0", "--timeout-seconds", "5")
+    woke = a(*watch, env=mayor)
+    assert woke.returncode == 0 and f"\n{note} #" in woke.stdout, woke.stdout
+    payload = a.json(*watch, env=mayor)
+    assert origins(payload, "message_id") == {question: None, reply: note}, payload
+    assert payload["origin"] == (note if payload["message"]["message_id"] == reply else None)
+    # gc decision list
+    listed = a("decision", "list", "--all").stdout
+    rows = {line.split()[0]: line for line in listed.splitlines()}
+    assert f"closed  {note} mayor -> human  Deploy?" in rows[asked], listed
+    assert "open    mayor -> human" in rows[mine], listed
+    assert origins(a.json("decision", "list", "--all"), "id", "beads") == {asked: note, mine: None}

@@ -19,9 +19,9 @@ TYPE_CHECKING = False  # the hooks never import typing (tests/test_hooks.py)
 if TYPE_CHECKING:
     from typing import Any
 
-    from beads.git.repo import FileChange, GitRepo, LogEntry, init_bare
+    from beads.git.repo import FileChange, GitRepo, LogEntry, PathTree, init_bare
 
-__all__ = ["FileChange", "GitRepo", "LogEntry", "init_bare"]
+__all__ = ["FileChange", "GitRepo", "LogEntry", "PathTree", "init_bare"]
 _HOMES = {name: "beads.git.repo" for name in __all__}
 
 

@@ -19,9 +19,9 @@ import contextlib
 import os
 import time
 import weakref
-from collections.abc import Callable, Iterator, MutableMapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, MutableMapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from dulwich.errors import NotTreeError
 from dulwich.file import FileLocked, GitFile
@@ -317,6 +317,41 @@ class GitRepo(BranchRef):
                 return sha if _is_file(mode) else None
             tree = sha if mode & 0o170000 == 0o040000 else None  # a directory
         return None
+
+    def changed_files(
+        self,
+        tree: bytes | None,
+        before: bytes | None,
+        paths: Iterable[str] | PathTree,
+        trees: MutableMapping[bytes, Tree] | None = None,
+    ) -> set[str]:
+        """Which of `paths` (files; a `PathTree` of them, for many calls) differ between the
+        trees `tree` and `before` (None: an empty tree), each judged as `file_at` reads it.
+        Only the subtrees whose ids differ on the way to some of `paths` are read: comparing
+        a commit with its parent at many paths costs about what the commit changed, not a
+        lookup of every path. `trees`: as for `file_at`."""
+        kept = _TreesKept(self.get, {} if trees is None else trees)
+        layout = paths if isinstance(paths, PathTree) else PathTree(paths)
+        changed: set[str] = set()
+        todo: list[tuple[bytes | None, bytes | None, dict[bytes, Any]]] = [
+            (tree, before, layout.root)
+        ]
+        while todo:
+            now, then, node = todo.pop()
+            if now == then:
+                continue
+            now_tree, then_tree = _tree_or_none(kept, now), _tree_or_none(kept, then)
+            for part, below in node.items():
+                new = now_tree[part] if now_tree is not None and part in now_tree else None
+                old = then_tree[part] if then_tree is not None and part in then_tree else None
+                if new == old:
+                    continue
+                if isinstance(below, str):
+                    if _file_sha(new) != _file_sha(old):
+                        changed.add(below)
+                else:
+                    todo.append((_dir_sha(new), _dir_sha(old), below))
+        return changed
 
     def files(self, commit_id: bytes | None) -> Iterator[tuple[str, bytes]]:
         """Every file of the commit as `(path, blob sha)`, in git's order (a directory's
@@ -704,6 +739,42 @@ def _close_stores(opened: list[DiskObjectStore]) -> None:
 def _is_file(mode: int | None) -> bool:
     """A regular file's mode (a gitlink, a link or a directory is not one)."""
     return mode is not None and mode & 0o170000 == 0o100000
+
+
+def _file_sha(entry: tuple[int, bytes] | None) -> bytes | None:
+    """The blob id of a tree entry that is a regular file, else None (as `file_at`)."""
+    return entry[1] if entry is not None and _is_file(entry[0]) else None
+
+
+def _dir_sha(entry: tuple[int, bytes] | None) -> bytes | None:
+    """The tree id of a tree entry that is a directory, else None (as `file_at`)."""
+    return entry[1] if entry is not None and entry[0] & 0o170000 == 0o040000 else None
+
+
+def _tree_or_none(kept: _TreesKept, sha: bytes | None) -> Tree | None:
+    """The tree `sha` names; None for none, or for an object that is no tree."""
+    if sha is None:
+        return None
+    node = kept[sha]
+    return node if isinstance(node, Tree) else None
+
+
+class PathTree:
+    """File paths as a tree of their parts (`changed_files`), made once for many
+    comparisons: a directory is a dict by name, a file the whole path."""
+
+    __slots__ = ("root",)
+
+    def __init__(self, paths: Iterable[str]) -> None:
+        self.root: dict[bytes, Any] = {}
+        for path in paths:
+            *dirs, name = path.encode().split(b"/")
+            node = self.root
+            for part in dirs:
+                if not isinstance(node.get(part), dict):  # a file's name taken as a directory
+                    node[part] = {}
+                node = node[part]
+            node.setdefault(name, path)
 
 
 class _TreesKept:

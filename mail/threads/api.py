@@ -23,6 +23,7 @@ from mail.threads import rules
 from mail.threads.leases import ThreadLeases, held_by
 from mail.threads.model import (
     HELD,
+    MESSAGE,
     POOL,
     TERMINAL,
     THREAD,
@@ -282,3 +283,17 @@ def _other(thread: Thread, agent: str) -> str | None:
     if agent != thread.created_by:
         return thread.created_by
     return thread.assigned_to if thread.assigned_to != agent else None
+
+
+def origins_of(api: Threads, messages: Sequence[ThreadMessage | None]) -> dict[str, str]:
+    """The note of each of `messages` written on another machine (or pushed with plain
+    git), by message id (`inbox.origin.notes_of`: one walk for them all)."""
+    from inbox.origin import notes_of
+
+    ids = [m.message_id for m in messages if m is not None]
+    return notes_of(api.store.root, MESSAGE, ids, git=api.store.git) if ids else {}
+
+
+def with_origin(message: ThreadMessage, origins: dict[str, str]) -> dict[str, Any]:
+    """A message as --json gives it, with its `"origin"` (null for one written here)."""
+    return {**message.to_json(), "origin": origins.get(message.message_id, "").strip() or None}

@@ -25,11 +25,10 @@ from beads.cli.common import (
 from beads.errors import NoMatch
 from beads.records.record import acting_agent
 from beads.records.times import now_stamp
-from mail.threads.api import Threads
+from mail.threads.api import Threads, origins_of, with_origin
 from mail.threads.model import (
     DEFAULT_LEASE_SECONDS,
     KINDS,
-    MESSAGE,
     REPLY_KINDS,
     STATUSES,
     Lease,
@@ -189,18 +188,20 @@ def emit_thread(thread: Thread, message: ThreadMessage | None, text: str) -> Non
     emit(payload, text)
 
 
-def emit_wake(wake: Wake, text: Callable[[], str], origin: str | None = None) -> None:
-    """What watch and wait-reply print; with `origin` (a note, or ""), where the message
-    was written too (`"origin"`, null for here)."""
+def emit_wake(wake: Wake, text: Callable[[], str], origins: dict[str, str]) -> None:
+    """What watch and wait-reply print; `origins` (`origins_of` the messages) says where
+    each was written (`"origin"`, null for here)."""
+    message = wake.message
     payload: dict[str, Any] = {
         "woke": wake.woke,
         "next_event_id": wake.next_event_id,
-        "message": wake.message.to_json() if wake.message else None,
+        "message": message.to_json() if message else None,
+        "origin": None,
     }
-    if origin is not None:
-        payload["origin"] = origin.strip() or None
+    if message is not None:
+        payload["origin"] = origins.get(message.message_id, "").strip() or None
     if wake.messages and len(wake.messages) > 1 or wake.threads:
-        payload["messages"] = [m.to_json() for m in wake.messages]
+        payload["messages"] = [with_origin(m, origins) for m in wake.messages]
         payload["threads"] = [t.to_json(now_stamp()) for t in wake.threads]
     emit(payload, text if wake.woke else "Nothing came before the timeout")
     if not wake.woke:
@@ -441,11 +442,21 @@ def show(thread_ref: str | None, thread_id: str | None) -> None:
 
     if (thread_ref is None) == (thread_id is None):
         raise InvalidInput("give the thread once: --thread ID (or ID)")
-    found, messages = threads().show(thread_ref or thread_id or "")
-    payload = {"thread": found.to_json(now_stamp()), "messages": [m.to_json() for m in messages]}
+    api = threads()
+    found, messages = api.show(thread_ref or thread_id or "")
+    origins = origins_of(api, messages)
+    payload = {
+        "thread": found.to_json(now_stamp()),
+        "messages": [with_origin(m, origins) for m in messages],
+    }
     emit(
         payload,
-        lambda: "\n".join([thread_line(found), *(message_line(m) for m in messages)]),
+        lambda: "\n".join(
+            [
+                thread_line(found),
+                *(origins.get(m.message_id, "") + message_line(m) for m in messages),
+            ]
+        ),
     )
 
 
@@ -460,19 +471,23 @@ def watch(statuses: str | None, after_event: int | None, timeout_seconds: float)
     """Block until a thread (of --agent) gets a message, or a lease expires; exit 10 on timeout."""
     from beads.waiting import terminable
 
+    api = threads()
     with terminable():  # SIGTERM ends the wait in one line, as Ctrl-C does
-        wake = threads().watch(
+        wake = api.watch(
             agent=settings().agent,
             statuses=parse_list(statuses, STATUSES, "--status"),
             after_event=after_event,
             timeout=timeout_seconds,
         )
+    # A message written on another machine says so, as its item in a hook would.
+    origins = origins_of(api, [wake.message, *wake.messages])
     emit_wake(
         wake,
         lambda: "\n".join(
-            [*(message_line(m) for m in wake.messages)]
+            [*(origins.get(m.message_id, "") + message_line(m) for m in wake.messages)]
             + [f"lease expired: {thread_line(t)}" for t in wake.threads if not wake.messages]
         ),
+        origins,
     )
 
 
@@ -501,7 +516,6 @@ def wait_reply(
     """Block until a reply of these kinds comes in the thread; exit 10 on timeout. A reply
     from another machine starts with where it came from: (from human on build-01)."""
     from beads.waiting import terminable
-    from inbox.origin import note_of
 
     api = threads()
     with terminable():  # SIGTERM ends the wait in one line, as Ctrl-C does
@@ -515,5 +529,6 @@ def wait_reply(
         )
     reply = wake.message
     # A reply written on another machine says so, as its item in a hook would.
-    origin = note_of(api.store.root, MESSAGE, reply.message_id, git=api.store.git) if reply else ""
-    emit_wake(wake, lambda: origin + message_line(reply) if reply else "", origin)
+    origins = origins_of(api, [reply])
+    origin = origins.get(reply.message_id, "") if reply else ""
+    emit_wake(wake, lambda: origin + message_line(reply) if reply else "", origins)
