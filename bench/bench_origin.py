@@ -8,7 +8,9 @@ Run from the project root:
 Builds a store of COMMITS mail commits (default 1000, every fifth to mayor), all made here,
 then times, in the same run, `gc bead show` of mayor's oldest and newest message (no origin
 lookup: the baseline) and `gc mail peek` of the same two (which walks the history for a change
-made on another machine), each the median of 7 runs. Figure: peek / show, per message.
+made on another machine), and `gc bead list --type message` against `gc mail inbox --all`
+(mayor's 200, their origins found in one walk), each the median of 7 runs. Figures: the
+ratios.
 Always exits 0 (it is a report).
 """
 
@@ -67,6 +69,12 @@ def main() -> None:
             show = median_ms([gc, "bead", "show", bead], where)
             peek = median_ms([gc, "mail", "peek", bead], where)
             print(f"{label:6} message: show {show:.0f} ms, peek {peek:.0f} ms: {peek / show:.2f}x")
+        listed = median_ms([gc, "bead", "list", "--type", "message"], where)
+        inbox = median_ms([gc, "mail", "inbox", "--all"], where)
+        print(
+            f"mayor's inbox: bead list {listed:.0f} ms, mail inbox {inbox:.0f} ms: "
+            f"{inbox / listed:.2f}x"
+        )
 
 
 if __name__ == "__main__":
