@@ -168,7 +168,7 @@ def inbox(recipient: str | None, show_all: bool, archived: bool, limit: int | No
     origins = chosen.origins([m.id for m in messages])
     empty = f"No {'archived' if archived else 'unread' if not show_all else ''} messages for {who}"
     emit(
-        {"recipient": who, "messages": chosen.listed(messages)},
+        {"recipient": who, "messages": chosen.listed(messages, origins)},
         lambda: (
             table(
                 [
@@ -314,7 +314,7 @@ def thread(thread_or_message_id: str | None) -> None:
     columns = ("ID", "FROM", "TO", "SUBJECT", "SENT", "READ")
     origins = chosen.origins([m.id for m in messages])
     emit(
-        {"messages": chosen.listed(messages)},
+        {"messages": chosen.listed(messages, origins)},
         lambda: (
             table([columns, *(_thread_row(m, origins.get(m.id, "")) for m in messages)])
             if messages

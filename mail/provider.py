@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from beads.errors import GcError, InvalidInput
@@ -158,10 +158,13 @@ class Provider(ABC):
         (a listing's rows): {} when the provider cannot tell."""
         return {}
 
-    def listed(self, messages: Sequence[Message]) -> list[dict[str, Any]]:
+    def listed(
+        self, messages: Sequence[Message], origins: Mapping[str, str] | None = None
+    ) -> list[dict[str, Any]]:
         """The messages as a listing's --json gives them, each with its `"origin"`
-        (`origins`: `"(from human on build-01)"` for one written elsewhere, else null)."""
-        found = self.origins([m.id for m in messages])
+        (`origins`: `"(from human on build-01)"` for one written elsewhere, else null);
+        `origins`: what `origins` gave for them, when the caller has it already."""
+        found = self.origins([m.id for m in messages]) if origins is None else origins
         return [{**m.to_json(), "origin": found.get(m.id, "").strip() or None} for m in messages]
 
     def close(self) -> None:  # noqa: B027 - most providers hold nothing

@@ -547,6 +547,30 @@ def test_search_is_served_by_the_index_and_follows_every_write(site: Site, gc: G
     assert status == 400 and "no words" in text
 
 
+def test_a_message_from_another_machine_says_so_on_its_pages(gc_store: GcRunner) -> None:
+    # The first machine id's commits stand for another machine's (as after a sync); the
+    # store then takes an id of its own, as a copy of a store does.
+    assert gc_store("config", "set", "--local", "delivery.nats.machine", "build-01").returncode == 0
+    sent = gc_store.json("mail", "send", "dog", "-s", "From afar", "-m", "b")["message"]
+    there, note = sent["id"], f"(from {sent['from']} on build-01)"
+    git_config = ["git", "--git-dir", str(gc_store.cwd / ".beads" / ".git"), "config"]
+    subprocess.run([*git_config, "machine.id", "m-00000000000000aa"], check=True)
+    here = gc_store.json("mail", "send", "dog", "-s", "From here", "-m", "a")["message"]["id"]
+    store = Store.open(gc_store.cwd, agent="mayor")
+    server = serve(store)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = url_of(server)
+        box = json.loads(fetch(url + "agents/dog.json")[2])["messages"]
+        assert {m["id"]: m["origin"] for m in box} == {there: note, here: None}
+        assert note in unescape(fetch(url + f"mail/{there}")[2])
+        assert "build-01" not in fetch(url + f"mail/{here}")[2]
+    finally:
+        server.shutdown()
+        server.server_close()
+        store.close()
+
+
 def test_lists_come_in_pages(tmp_path: Path, store_template: Path) -> None:
     copy_store(store_template, tmp_path / ".beads")  # a new store (a copy of an init)
     store = Store.open(tmp_path, agent="mayor")

@@ -54,6 +54,15 @@ def message_json(bead: Bead) -> dict[str, Any]:
     }
 
 
+def messages_json(store: Store, found: list[Bead]) -> list[dict[str, Any]]:
+    """`message_json` of each of `found`, with its `"origin"` as `gc mail` lists give it:
+    the note of a message written on another machine, else null (one walk for them all)."""
+    from inbox.origin import notes_of
+
+    notes = notes_of(store.root, MESSAGE, [b.id for b in found], git=store.git)
+    return [{**message_json(b), "origin": notes.get(b.id, "").strip() or None} for b in found]
+
+
 def agents(store: Store, delivery: Delivery, page: int = 1) -> dict[str, Any]:
     """Every agent (known to the store or with a session): unread and total mail, live
     sessions, last activity (its last message or hook, whichever is later)."""
@@ -95,7 +104,7 @@ def mailbox(store: Store, agent: str, box: str = "all", page: int = 1) -> dict[s
         "box": box,
         "total": counts.total,
         "unread": counts.unread,
-        "messages": [message_json(b) for b in found],
+        "messages": messages_json(store, found),
         "page": page,
         "more": more,
     }
@@ -106,7 +115,7 @@ def conversation(store: Store, message: Bead, page: int = 1) -> dict[str, Any]:
     mailbox and state."""
     thread_id = message.thread or message.id
     found, more = page_of(store, page, size=2 * PAGE_SIZE, type=MESSAGE, thread=thread_id)
-    messages = [message_json(b) for b in found]
+    messages = messages_json(store, found)
     subject = messages[0]["subject"] if messages else bead_message(message).subject
     return {
         "thread_id": thread_id,
@@ -143,10 +152,15 @@ def work_threads(store: Store, page: int = 1) -> dict[str, Any]:
 
 def work_thread(store: Store, ref: str) -> dict[str, Any]:
     """A work thread and its messages in event order, as `gc thread show --json`."""
-    from mail.threads.api import Threads
+    from mail.threads.api import Threads, origins_of, with_origin
 
-    thread, messages = Threads(store).show(ref)
-    return {"thread": thread.to_json(now_stamp()), "messages": [m.to_json() for m in messages]}
+    api = Threads(store)
+    thread, messages = api.show(ref)
+    origins = origins_of(api, messages)
+    return {
+        "thread": thread.to_json(now_stamp()),
+        "messages": [with_origin(m, origins) for m in messages],
+    }
 
 
 def beads_of_type(store: Store, type: str, *, closed: bool, page: int = 1) -> dict[str, Any]:
