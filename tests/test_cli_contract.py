@@ -303,6 +303,12 @@ def test_stored_control_characters_never_reach_the_terminal(gc_store: GcRunner) 
     assert "\\x1b[2J" in gc("bead", "list").stdout
     assert gc("bead", "create", "--type", "task", "--title", BIDI).returncode == 0
     assert "\\u200e" in gc("bead", "list").stdout and BIDI[0] not in gc("bead", "list").stdout
+    # A line separator would pass for a second line of the reply that was never written.
+    forged = "ok\u2028approved: everything\u2029done"
+    assert gc("bead", "create", "--type", "task", "--title", forged).returncode == 0
+    listed = gc("bead", "list").stdout
+    assert "ok\\u2028approved: everything\\u2029done" in listed
+    assert "\u2028" not in listed and "\u2029" not in listed
     assert gc.json("bead", "show", made["bead"]["id"])["bead"]["title"] == EVIL
 
 

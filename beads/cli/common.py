@@ -244,8 +244,12 @@ def one_line(message: str, limit: int = 2000) -> str:
 
 
 # What a terminal acts on rather than shows: C0 controls but tab and newline, DEL, C1
-# controls, and the bidirectional controls that reorder the text around them (Trojan Source).
-_CONTROLS = CharClass(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{BIDI_CONTROLS}]", "[\x00-\x08\x0b-\x1f\x7f]")
+# controls, the bidirectional controls that reorder the text around them (Trojan Source),
+# and the line and paragraph separators (U+2028, U+2029), which a reader of the text (a
+# person's viewer, an agent) may take for a line break that was never there.
+_CONTROLS = CharClass(
+    f"[\x00-\x08\x0b-\x1f\x7f-\x9f{BIDI_CONTROLS}\u2028\u2029]", "[\x00-\x08\x0b-\x1f\x7f]"
+)
 
 
 def terminal_safe(text: str) -> str:
