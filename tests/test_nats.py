@@ -300,6 +300,22 @@ def test_a_relay_whose_fifo_is_removed_listens_on_a_new_one(
     assert not path.exists()
 
 
+def test_a_relay_that_could_not_make_its_fifo_listens_once_it_can(
+    machines: tuple[Machine, Machine],
+) -> None:
+    a, _ = machines
+    path = outbox.wake_path(a.root)
+    path.mkdir()  # something in the FIFO's place that the relay will not remove
+    a.start_relay()
+    wait_until(lambda: "cannot listen for pushes" in a.log.read_text(), what=relay_logs(a))
+    path.rmdir()
+    wait_until(lambda: listened_on(path), what=relay_logs(a))  # tried again at a look
+    a.delivery.push(["b1"], "once it could listen", key="later")
+    wait_until(lambda: a.outbox_size() == 0, what=relay_logs(a))
+    assert a.stop_relay() == 0
+    assert a.log.read_text().count("cannot listen for pushes") == 1  # said once
+
+
 def listened_on(path: Path) -> bool:
     """Whether a process reads the FIFO at `path` (a write end opens only then)."""
     try:

@@ -168,6 +168,7 @@ class Relay:
         self.stopping = asyncio.Event()
         self.outbox_woken = asyncio.Event()  # a writer committed outbox rows (outbox.Wakes)
         self.wakes: outbox.Wakes | None = None  # the FIFO listened on, once running
+        self.deaf = False  # no FIFO could be made at the last try (said once in the log)
         self.status: dict[str, Any] = {
             "pid": os.getpid(),
             "machine": settings.machine,
@@ -242,13 +243,17 @@ class Relay:
             self.delivery.close()
 
     def _listen(self) -> outbox.Wakes | None:
-        """Listen for writers' wakes (inbox/nats/outbox.py); None, said in the log, where no
-        FIFO can be made: the relay then finds new rows at its own looks only."""
+        """Listen for writers' wakes (inbox/nats/outbox.py); None, said in the log (once
+        until it works again), where no FIFO can be made: the relay then finds new rows at
+        its own looks, and tries again at each (`_listen_again_if_replaced`)."""
         try:
             wakes = outbox.Wakes(self.root)
         except OSError as exc:
-            self.log(f"cannot listen for pushes ({exc}): looking every {LOOK_EVERY:g}s instead")
+            if not self.deaf:
+                self.log(f"cannot listen for pushes ({exc}): looking every {LOOK_EVERY:g}s instead")
+            self.deaf = True
             return None
+        self.deaf = False
 
         def woken() -> None:
             wakes.drain()
@@ -264,12 +269,14 @@ class Relay:
 
     def _listen_again_if_replaced(self) -> None:
         """Make the FIFO anew when it was removed or replaced under the relay (a cleaned
-        `.runtime/`): pushes would otherwise wake no one and wait for the next look."""
-        if self.wakes is None or not self.wakes.replaced():
-            return
-        asyncio.get_running_loop().remove_reader(self.wakes.fd)
-        self.wakes.close()
-        self.log("the FIFO pushes wake the relay through was removed: listening on a new one")
+        `.runtime/`), or could not be made last time: pushes would otherwise wake no one and
+        wait for the next look."""
+        if self.wakes is not None:
+            if not self.wakes.replaced():
+                return
+            asyncio.get_running_loop().remove_reader(self.wakes.fd)
+            self.wakes.close()
+            self.log("the FIFO pushes wake the relay through was removed: listening on a new one")
         self.wakes = self._listen()
 
     def _note_error(self, exc: BaseException) -> None:
