@@ -751,6 +751,7 @@ def piped(
     return done, [json.loads(line) for line in done.stdout.splitlines()]
 
 
+@pytest.mark.slow
 def test_every_request_read_before_stdin_closes_is_answered_before_the_server_exits(
     project: Path, gc_store: GcRunner
 ) -> None:
@@ -800,6 +801,7 @@ def test_a_wait_under_way_when_stdin_closes_ends_as_it_would_have_within_the_gra
     assert b"was cancelled before a reply came" in done.stderr
 
 
+@pytest.mark.slow
 def test_a_long_wait_under_way_when_stdin_closes_is_ended_after_the_grace_and_the_server_exits(
     project: Path, gc_store: GcRunner
 ) -> None:
