@@ -11,7 +11,10 @@ digits and `-`, as most branch and tag names are (`main`, `fix-42`, `v2`). A fil
 writes a `.`, `_` or `~` (`*.pyc`, `__pycache__`, `*~`) and none of git's names is taken
 to stay out: git's files never end in `.pyc`, `.o`, `.log`, `.tmp`, `.orig`, `.bak`, `.swp`.
 A branch's name is sampled as a file (a folder under refs/heads holds only branches named
-`NAME/...`), so `-type d -name build` stays out.
+`NAME/...`), so `-type d -name build` stays out. When the refs a repository holds were read
+(`ref_files`), they are sampled instead, by their own names alone (their files, their logs'
+files and the folders their names make): `-name build` reaches no branch unless one is
+named so.
 
 What prevents reaching them is read as find does it: `-maxdepth`, `-mindepth`, a `-prune`
 on `.git` (without `-depth` or `-delete`, which turn pruning off), a negated `-path` test,
@@ -97,6 +100,7 @@ REF = "\x00"
 REF_PATHS = (f"refs/heads/{REF}", f"refs/tags/{REF}", f"logs/refs/heads/{REF}")
 REF_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-")
 PROBES = ("\x01", "\x01" * 5)  # names only a wildcard matches
+REF_LIMIT = 4000  # refs read from a repository at most: more, and a branch may be named anything
 ANY, TRUE, FALSE = frozenset((True, False)), frozenset((True,)), frozenset((False,))
 
 # find's primaries by the words they take after them (-exec's run to `;` or `+`).
@@ -137,22 +141,45 @@ def reaches_git(
     root_text: str,
     tops: list[str],
     tick: Callable[[], None] = lambda: None,
+    refs: dict[str, list[str]] | None = None,
 ) -> list[str]:
     """The sample paths (relative to the search root) inside the repositories at `tops`
     (relative folders: `.git`, `.beads/.git`, `../project/.git`) on which find's action at
     `tests[action]` can run, the most telling first; when the expression cannot be read,
     the first sample of each. `root_text` is the search root as find names it; `tick` is
-    called once a sample (the judge's clock: a long expression costs per sample)."""
+    called once a sample (the judge's clock: a long expression costs per sample). `refs`
+    gives, for a top whose refs were read (`ref_files`), the refs it holds (`refs/heads/main`):
+    its branches are sampled by those names alone, else by any name a filter can match."""
+    samples: list[tuple[str, frozenset[str]]] = []
+    for top in tops:
+        known = (refs or {}).get(top)
+        inner = [*GIT_PATHS, *((ref, FILE) for ref in REF_PATHS)] if known is None else [
+            *GIT_PATHS, *_ref_samples(known)
+        ]  # fmt: skip
+        samples += [(f"{top}/{path}" if path else top, kind) for path, kind in inner]
+    found = reaches(tests, action, root_text, samples, tick)
+    return [f"{top}/{GIT_PATHS[0][0]}" for top in tops] if found is None else found
+
+
+def reaches(
+    tests: list[str | None],
+    action: int,
+    root_text: str,
+    samples: list[tuple[str, frozenset[str]]],
+    tick: Callable[[], None] = lambda: None,
+) -> list[str] | None:
+    """Which of `samples` (paths relative to the search root, with their kind) find's
+    action at `tests[action]` can run on, in their order; None when the expression cannot
+    be read."""
     try:
         node, end = _Parser(tests).expression(0)
         if end != len(tests):
             raise Unread
     except Unread:
-        return [f"{top}/{GIT_PATHS[0][0]}" for top in tops]
+        return None
     depth_first = any(w in ("-depth", "-d", "-delete") for w in tests)
     max_depth = _depth(tests, "-maxdepth", max, 1 << 30)
     min_depth = _depth(tests, "-mindepth", min, 0)
-    samples = [*GIT_PATHS, *((ref, FILE) for ref in REF_PATHS)]
     refs = _ref_names(tests)  # the names a branch is sampled with, the first one shown
     pruned: dict[str, bool] = {}
 
@@ -163,21 +190,74 @@ def reaches_git(
         return pruned[relative]
 
     found = []
-    for top in tops:
-        for inner, kind in samples:
-            tick()
-            relative = f"{top}/{inner}" if inner else top
-            parts = relative.split("/")
-            if not min_depth <= len(parts) <= max_depth:
-                continue
-            if not depth_first and any(
-                surely_pruned("/".join(parts[:k])) for k in range(min_depth, len(parts))
-            ):
-                continue
-            sample = _Sample(root_text, relative, kind, refs)
-            if any(fired for _r, fired, _p in _outcomes(node, sample, action)):
-                found.append(relative.replace(REF, refs[0]))
+    for relative, kind in samples:
+        tick()
+        parts = relative.split("/")
+        if not min_depth <= len(parts) <= max_depth:
+            continue
+        if not depth_first and any(
+            surely_pruned("/".join(parts[:k])) for k in range(min_depth, len(parts))
+        ):
+            continue
+        sample = _Sample(root_text, relative, kind, refs)
+        if any(fired for _r, fired, _p in _outcomes(node, sample, action)):
+            found.append(relative.replace(REF, refs[0]))
     return found
+
+
+def _ref_samples(known: list[str]) -> list[tuple[str, frozenset[str]]]:
+    """Samples for the refs a repository holds (`refs/heads/fix/42`): each ref's file, its
+    log's file, and the folders a ref's name makes (`refs/heads/fix`, `logs/refs/heads/fix`)."""
+    files: dict[str, frozenset[str]] = {}
+    folders: dict[str, frozenset[str]] = {}
+    for ref in known:
+        for path in (ref, f"logs/{ref}"):
+            files[path] = FILE
+            parts = path.split("/")
+            for k in range(2 if path.startswith("refs/") else 3, len(parts)):
+                folders["/".join(parts[:k])] = FOLDER
+    return [*files.items(), *folders.items()]
+
+
+def ref_files(git_dir: str, limit: int | None = None) -> list[str] | None:
+    """The refs the repository at `git_dir` holds (`refs/heads/main`): the files under its
+    refs/ folder and the names in its packed-refs (a packed branch gets a file again when it
+    moves). None when `git_dir` is not a folder or it holds more than `limit` refs
+    (`REF_LIMIT`), or they cannot be read: its branches may then have any name."""
+    if not os.path.isdir(git_dir) or os.path.islink(git_dir):
+        return None
+    limit = REF_LIMIT if limit is None else limit
+    found: set[str] = set()
+    seen = 0  # entries read: folders count too, so a deep or wide tree ends the reading
+    try:
+        folders = ["refs"]
+        while folders:
+            folder = folders.pop()
+            with os.scandir(os.path.join(git_dir, folder)) as entries:
+                for entry in entries:
+                    seen += 1
+                    if seen > limit:
+                        return None
+                    name = f"{folder}/{entry.name}"
+                    if entry.is_dir(follow_symlinks=False):
+                        folders.append(name)
+                    else:
+                        found.add(name)
+        packed = os.path.join(git_dir, "packed-refs")
+        if os.path.exists(packed):
+            with open(packed, encoding="utf-8", errors="replace") as lines:
+                for line in lines:
+                    seen += 1
+                    if seen > 2 * limit:  # a peeled tag's `^` line follows its ref
+                        return None
+                    ref = line.rstrip("\n").partition(" ")[2]
+                    if not line.startswith(("#", "^")) and ref.startswith("refs/"):
+                        found.add(ref)
+    except OSError:
+        return None
+    if len(found) > limit:
+        return None
+    return sorted(found)
 
 
 class _Sample:

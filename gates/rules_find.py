@@ -3,10 +3,11 @@
 (`find -exec`, `fd -x`), judged as the gate judges them written out (`gates.rules`).
 
 A deletion is judged as `rm -r` of each place searched, unless a name filter surely leaves
-.git, .beads and .claude out. Another command is judged with what can match in place of
-`{}` (put in inside a word too, as find and fd do): the place searched itself when it can
-be a match, else the paths under it whose names match the filters (`find . -name '*.txt'
--exec mv {} {}.bak ';'` as `mv ./*.txt ...`). Where find's root holds the work tree's .git
+.git, .beads and .claude out (with find's operators, as `gates.findreach` reads them).
+Another command is judged with what can match in place of `{}` (put in inside a word too,
+as find and fd do): the place searched itself when it can be a match, else the paths under
+it whose names match the filters (`find . -name '*.txt' -exec mv {} {}.bak ';'` as
+`mv ./*.txt ...`). Where find's root holds the work tree's .git
 or the store's .beads/.git, what its tests let it reach inside them (`gates.findreach`:
 `-name HEAD`, `-name '*.pack'`) is judged too, as deleting or writing there.
 """
@@ -19,7 +20,7 @@ from fnmatch import fnmatchcase
 from functools import partial
 
 from gates import options
-from gates.findreach import reaches_git
+from gates.findreach import FILE, FOLDER, PROBES, reaches, reaches_git, ref_files
 from gates.rules_wrappers import literal_path
 from gates.shelljudge import Item, Judge, Stdin
 from gates.shellpaths import DENY, may_be, pattern, removal
@@ -51,6 +52,7 @@ def _find(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth:
     roots = roots or [Item(".")]
     tests = words[at:]
     deletes = "-delete" in tests
+    deleting = []  # where the actions that delete are among the tests
     for i, word in enumerate(tests):
         if word in ("-exec", "-execdir", "-ok", "-okdir"):
             end = next((k for k in range(i + 1, len(tests)) if tests[k] in (";", "+")), len(tests))
@@ -58,17 +60,20 @@ def _find(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth:
             # What it runs on: the matches of the tests written before it.
             found = partial(_find_matches, j, before=tests[:i], tests=tests)
             inside = partial(_inside_git, j, tests=tests, action=i)
-            deletes = (
-                _runs_on_matches(j, run, roots, ("{}",), depth, found=found, inside=inside)
-                or deletes
-            )
+            if _runs_on_matches(j, run, roots, ("{}",), depth, found=found, inside=inside):
+                deletes = True
+                deleting.append(i)
         elif word == "-delete":
+            deleting.append(i)
             for root in roots:
                 for sample in _inside_git(j, root, tests, i)[:1]:
                     j.note(DENY, f"it deletes inside a repository's .git ({shown(sample.word)})")
     if not deletes:
         return
     named, guarded, loose = _find_filters(tests)
+    # An operator or -prune no longer counts as undoing the name filters when find, read as
+    # it reads its expression, surely runs no deleting action on what the top guards.
+    loose = loose and not all(_stays_out(j, root, tests, deleting) for root in roots)
     _deletes_under(j, program, roots, bool(named), guarded, loose)
 
 
@@ -89,9 +94,37 @@ def _inside_git(j: Judge, root: Item, tests: list[str | None], action: int) -> l
     tops = [top for top in tops if os.path.isdir(os.path.join(path, top))]
     if not tops:
         return []
+    # The refs each repository holds: a name filter reaches a branch's file only when a
+    # branch (or tag) has a name it matches.
+    refs = {top: known for top in tops if (known := ref_files(os.path.join(path, top)))}
     top = root.word.rstrip("/")
     text = root.literal if root.literal is not None else path  # `~`: find is given the path
-    return [Item(f"{top}/{inner}") for inner in reaches_git(tests, action, text, tops, j.in_time)]
+    reached = reaches_git(tests, action, text, tops, j.in_time, refs)
+    return [Item(f"{top}/{inner}") for inner in reached]
+
+
+# What a deleting find at the top of the work tree must leave alone: the folders the gate
+# guards and what is in them (a name no filter of the tests matches stands for the rest).
+TOP_SAMPLES = [
+    (f"{name}{inner}", kind)
+    for name in (".git", ".beads", ".claude")
+    for inner in ("", f"/{PROBES[0]}")
+    for kind in (FOLDER, FILE)
+]
+
+
+def _stays_out(j: Judge, root: Item, tests: list[str | None], actions: list[int]) -> bool:
+    """Whether `root` is the top of the work tree and find's name filters in `tests` leave
+    .git, .beads and .claude out, however its operators (`!`, `-o`, parentheses, `-prune`)
+    combine them: no action at `actions` can run on those folders or on a file or folder in
+    them that no filter names (`gates.findreach`). False when it cannot tell."""
+    named, guarded, _loose = _find_filters(tests)
+    if not named or guarded or any(_find_may_match(n) for n in named):
+        return False
+    path, _why = pattern(root.word, j.cwd)
+    if path != j.tree or root.literal is None:
+        return False
+    return all(reaches(tests, at, root.literal, TOP_SAMPLES, j.in_time) == [] for at in actions)
 
 
 def _find_filters(tests: list[str | None]) -> tuple[list[str | None], bool, bool]:
@@ -151,7 +184,9 @@ def _find_matches(
     if not left_out:
         return None
     named, _guarded, loose = _find_filters(before)
-    if _holds_the_tree(j, root) and (loose or not named):
+    if _holds_the_tree(j, root) and (
+        not named or (loose and not _stays_out(j, root, tests, [len(before)]))
+    ):
         return None
     return _under(root, [_folded(test, p) for test, p in names] or ["*"])
 

@@ -760,6 +760,83 @@ def test_find_reaching_the_files_inside_git_is_judged_as_deleting_them_there(
 @pytest.mark.parametrize(
     ("command", "expected"),
     [
+        (r"find . \( -name '*.pyc' -o -name '*.pyo' \) -delete", None),
+        ("find . -name node_modules -type d -prune -exec rm -rf {} +", None),
+        ("find . -name '*.pyc' -o -name '*.pyo' -delete", None),
+        (r"find . -type f \( -name '*.orig' -o -name '*.rej' \) -delete", None),
+        ("find . -delete", "deny"),
+        ("find . -name '*' -delete", "deny"),
+        ("find . ! -name '*.py' -delete", "deny"),
+        ("find . -o -name x -delete", "deny"),
+        (r"find . \( -name '*.pyc' -o -type f \) -delete", "deny"),
+        (r"find . \( -name '*.pyc' -o -newer x \) -delete", "deny"),
+        (r"find . \( -name '*.pyc' -o -name .claude \) -delete", "deny"),
+        ("find . -name '*.pyc' -o -regex '.*' -delete", "deny"),
+        (r"find . -maxdepth 1 \( -name '*.pyc' -o -type f \) -delete", "deny"),
+        ("find . -name node_modules -prune -o -exec rm -rf {} +", "deny"),
+        ("find . -name .git -prune -o -name '*.pyc' -delete", "deny"),
+    ],
+)
+def test_a_deleting_find_with_operators_at_the_top_is_judged_on_what_it_can_reach(
+    project: Path, gc: GcRunner, command: str, expected: str | None
+) -> None:
+    # Any operator (`-o`, `!`, brackets, `-prune`) in a deleting find at the top of the work
+    # tree was taken as undoing its name filters, so cleaning *.pyc and *.pyo files, or
+    # every node_modules folder, was denied as deleting the whole work tree.
+    (project / ".claude").mkdir(exist_ok=True)
+    assert answer(bash(gc, command)) == expected
+
+
+def branch(git_dir: Path, name: str, packed: bool = False) -> None:
+    """Make the ref `name` (`refs/heads/build`) point at HEAD in the repository `git_dir`
+    (packed into packed-refs when `packed`)."""
+    subprocess.run(["git", "--git-dir", str(git_dir), "update-ref", name, "HEAD"], check=True)
+    if packed:
+        subprocess.run(["git", "--git-dir", str(git_dir), "pack-refs", "--all"], check=True)
+        assert not (git_dir / name).exists()
+
+
+@pytest.mark.parametrize(
+    ("refs", "command", "expected"),
+    [
+        ([], "find . -name build -exec rm -rf {} +", None),
+        ([], "find . -name 'v[0-9]*' -delete", None),
+        (["refs/heads/build"], "find . -name build -exec rm -rf {} +", "deny"),
+        (["packed refs/heads/build"], "find . -name build -exec rm -rf {} +", "deny"),
+        (["refs/heads/fix/build"], "find . -name build -delete", "deny"),
+        (["refs/tags/v2"], "find . -name 'v[0-9]*' -delete", "deny"),
+        (["store refs/heads/build"], "find . -name build -exec rm -rf {} +", "deny"),
+        (["refs/heads/feature/x"], "find . -type d -name feature -exec rm -rf {} +", "deny"),
+        ([], "find . -name main -delete", "deny"),
+        (["packed refs/heads/main"], "find . -name main -delete", "deny"),
+    ],
+)
+def test_a_find_reaches_a_branch_file_only_when_a_branch_of_that_name_exists(
+    project: Path, gc: GcRunner, refs: list[str], command: str, expected: str | None
+) -> None:
+    # A branch could be named anything, so `find . -name build -exec rm -rf {} +` was
+    # denied as deleting .git/refs/heads/build; the refs the repository holds are read now.
+    for ref in refs:
+        where, _, name = ref.rpartition(" ")
+        git_dir = project / (".beads/.git" if where == "store" else ".git")
+        branch(git_dir, name, packed=where == "packed")
+    assert answer(bash(gc, command)) == expected
+
+
+def test_a_repository_with_more_refs_than_the_gate_reads_keeps_any_name_a_branch(
+    project: Path, gc: GcRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Reading refs is bounded: past the bound a branch is taken to have any name.
+    assert answer(bash(gc, "find . -name build -exec rm -rf {} +")) is None
+    monkeypatch.setattr("gates.findreach.REF_LIMIT", 2)
+    for n in range(3):
+        branch(project / ".git", f"refs/heads/b{n}")
+    assert answer(bash(gc, "find . -name build -exec rm -rf {} +")) == "deny"
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
         (r"find . -maxdepth 0 -exec mv {}/ /tmp \;", "deny"),
         (r"find . -maxdepth 0 -exec sh -c 'mv {} /tmp' \;", "deny"),
         (r"find . -name x -exec rm -rf {}/.. \;", "deny"),
