@@ -441,6 +441,26 @@ def test_exec_output_nested_too_deep_is_invalid_input(project: Path, gc: GcRunne
     assert "internal error" not in result.stderr
 
 
+def store_raw_item(
+    project: Path,
+    agent: str,
+    content: str,
+    created_at: object,
+    expires_at: object,
+    state: str = "pending",
+) -> None:
+    """Write an item row straight into the delivery database, as an older gc (or another
+    tool) may have written it, none of gc's checks on the way."""
+    database = project / ".beads" / ".runtime" / "delivery.sqlite3"
+    with sqlite3.connect(database) as db:
+        db.execute(
+            "INSERT INTO items(agent, key, type, source, content, priority, created_at, "
+            "expires_at, state) VALUES (?, 'odd', 'event', 'x', ?, 2, ?, ?, ?)",
+            (agent, content, created_at, expires_at, state),
+        )
+    db.close()
+
+
 @pytest.mark.parametrize(
     ("column", "value"),
     [
@@ -455,15 +475,8 @@ def test_a_stored_row_with_a_time_no_stamp_shows_is_set_aside_and_the_rest_deliv
 ) -> None:
     dog = {"GC_AGENT": "dog"}
     assert gc("inbox", "push", "--to", "dog", "before it").returncode == 0
-    database = project / ".beads" / ".runtime" / "delivery.sqlite3"
-    with sqlite3.connect(database) as db:  # as an older gc (or another tool) wrote it
-        row = {"created_at": 1_700_000_000.0, "expires_at": None, column: value}
-        db.execute(
-            "INSERT INTO items(agent, key, type, source, content, priority, created_at, "
-            "expires_at) VALUES ('dog', 'odd', 'event', 'x', 'the odd one', 2, ?, ?)",
-            (row["created_at"], row["expires_at"]),
-        )
-    db.close()
+    row = {"created_at": 1_700_000_000.0, "expires_at": None, column: value}
+    store_raw_item(project, "dog", "the odd one", row["created_at"], row["expires_at"])
     assert gc("inbox", "push", "--to", "dog", "after it").returncode == 0
     listed = gc("--json", "inbox", "list", env=dog)
     assert listed.returncode == 0, listed.stderr
@@ -485,13 +498,7 @@ def test_inbox_wait_is_not_woken_by_a_row_with_a_time_no_stamp_shows(
     project: Path, gc: GcRunner
 ) -> None:
     assert gc("inbox", "push", "--to", "cat", "not dog's").returncode == 0
-    database = project / ".beads" / ".runtime" / "delivery.sqlite3"
-    with sqlite3.connect(database) as db:
-        db.execute(
-            "INSERT INTO items(agent, key, type, source, content, priority, created_at, "
-            "expires_at) VALUES ('dog', 'odd', 'event', 'x', 'forever', 2, 1.0e9, 1e308)"
-        )
-    db.close()
+    store_raw_item(project, "dog", "forever", 1.0e9, 1e308)
     waited = gc("inbox", "wait", "--timeout", "0.3", env={"GC_AGENT": "dog"})
     assert waited.returncode == 10, waited.stdout + waited.stderr  # timed out: nothing came
     assert waited.stderr.startswith("gc: warning: item 2 of dog set aside in delivery.bad.jsonl")
@@ -502,14 +509,7 @@ def test_a_standing_broadcast_with_a_time_no_stamp_shows_is_set_aside_at_a_drain
 ) -> None:
     dog = {"GC_AGENT": "dog"}
     assert gc("inbox", "push", "--to", "dog", "fine").returncode == 0
-    database = project / ".beads" / ".runtime" / "delivery.sqlite3"
-    with sqlite3.connect(database) as db:
-        db.execute(
-            "INSERT INTO items(agent, key, type, source, content, priority, created_at, "
-            "expires_at, state) VALUES ('@all', 'b', 'event', 'x', 'forever', 2, 1.0e9, 1e308, "
-            "'standing')"
-        )
-    db.close()
+    store_raw_item(project, "@all", "forever", 1.0e9, 1e308, state="standing")
     drained = gc("inbox", "drain", "--session", "s1", env=dog)
     assert drained.returncode == 0, drained.stderr
     assert "fine" in drained.stdout and "forever" not in drained.stdout
