@@ -459,11 +459,15 @@ def read_only_checks(
         assert result.stderr.count("\n") == 1
 
 
-def test_a_read_only_mount_reads_and_refuses_writes_clearly(tmp_path: Path) -> None:
+def check_on_a_read_only_mount(tmp_path: Path, *, opened_to_others: bool = False) -> None:
+    """`read_only_checks` on a read-only bind mount of a store with one bead; with
+    `opened_to_others`, its owner gave everyone read access first (`chmod -R go+rX`)."""
     source, mount = tmp_path / "src", tmp_path / "ro"
     source.mkdir()
     mount.mkdir()
     made = cli_bead(source, "t")["id"]
+    if opened_to_others:
+        subprocess.run(["chmod", "-R", "go+rX", str(source / ".beads")], check=True)
     bound = subprocess.run(["mount", "--bind", str(source), str(mount)], capture_output=True)
     if bound.returncode != 0:
         pytest.skip(f"cannot bind-mount here (needs root): {bound.stderr.decode()}")
@@ -473,26 +477,17 @@ def test_a_read_only_mount_reads_and_refuses_writes_clearly(tmp_path: Path) -> N
         read_only_checks(mount, made)
     finally:
         subprocess.run(["umount", str(mount)], check=True)
+
+
+def test_a_read_only_mount_reads_and_refuses_writes_clearly(tmp_path: Path) -> None:
+    check_on_a_read_only_mount(tmp_path)
 
 
 def test_a_read_only_mount_of_a_store_opened_to_others_still_reads(tmp_path: Path) -> None:
     # Its owner let others read it (`chmod -R go+rX`): the modes differ from what
     # `store.shared` asks, which gc brings back when it can; on a read-only mount it cannot,
     # and reads must still work.
-    source, mount = tmp_path / "src", tmp_path / "ro"
-    source.mkdir()
-    mount.mkdir()
-    made = cli_bead(source, "t")["id"]
-    subprocess.run(["chmod", "-R", "go+rX", str(source / ".beads")], check=True)
-    bound = subprocess.run(["mount", "--bind", str(source), str(mount)], capture_output=True)
-    if bound.returncode != 0:
-        pytest.skip(f"cannot bind-mount here (needs root): {bound.stderr.decode()}")
-    try:
-        remount = ["mount", "-o", "remount,ro,bind", str(mount)]
-        assert subprocess.run(remount, capture_output=True).returncode == 0
-        read_only_checks(mount, made)
-    finally:
-        subprocess.run(["umount", str(mount)], check=True)
+    check_on_a_read_only_mount(tmp_path, opened_to_others=True)
 
 
 def test_another_users_store_reads_and_refuses_writes_clearly() -> None:
