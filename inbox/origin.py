@@ -90,7 +90,9 @@ def foreign_origins(
         return found
     trees: dict[bytes, Any] = {}  # kept across the walk: neighbours share most trees
     layout = PathTree(wanted)  # made again only when the paths still wanted change
-    for commit in walk(git, head, stop, limit=MAX_WALK):
+    # Children first: "the last change" is the one no later commit follows, which the
+    # commit times (the same second, another machine's clock) cannot tell.
+    for commit in walk(git, head, stop, limit=MAX_WALK, children_first=True):
         if len(commit.parents) > 1:
             continue
         origin = origin_of(commit)
@@ -112,6 +114,38 @@ def foreign_origins(
     return found
 
 
+class OriginCache:
+    """The reading commands' origins (`ever`) as a process that lives on (`gc mcp`) keeps
+    them: a bead's answer holds while the branch stays where it was, and when it moves only
+    the new commits are walked (a newer change made elsewhere replaces the answer; one made
+    here keeps it, as `ever` does). A history rewritten (the old head no longer behind the
+    new) or another machine id starts afresh."""
+
+    def __init__(self) -> None:
+        self.head: bytes | None = None
+        self.here = ""
+        self.known: dict[str, Origin | None] = {}
+
+    def lookup(self, git: GitRepo, head: bytes, wanted: set[str], here: str) -> dict[str, Origin]:
+        """`foreign_origins(..., ever=True)` of `wanted` at `head`, walking only what this
+        cache has not walked yet."""
+        from beads.git.history import merge_base
+
+        if head != self.head or here != self.here:
+            moved_on = self.head is not None and merge_base(git, head, self.head) == self.head
+            if here != self.here or not moved_on:
+                self.known.clear()
+            elif self.known:
+                newer = foreign_origins(git, head, self.head, set(self.known), here, ever=True)
+                self.known.update(newer)
+            self.head, self.here = head, here
+        missing = wanted - self.known.keys()
+        if missing:
+            found = foreign_origins(git, head, None, missing, here, ever=True)
+            self.known.update({path: found.get(path) for path in missing})
+        return {path: origin for path in wanted if (origin := self.known[path]) is not None}
+
+
 def origins(
     root: Path,
     paths: Iterable[str],
@@ -120,10 +154,12 @@ def origins(
     head: bytes | None = None,
     stop: bytes | None = None,
     ever: bool = False,
+    cache: OriginCache | None = None,
 ) -> dict[str, Origin]:
     """`foreign_origins` of the store at `root` (its `.beads/`), from `head` (default: the
     branch) back to `stop`, as this machine sees them: the one lookup behind every item's
-    origin and every reading command's. `git`: the store's, when the caller has it open.
+    origin and every reading command's. `git`: the store's, when the caller has it open;
+    `cache`, with `git` and `ever` (no `stop`), what an earlier lookup walked.
     Raises what reading git or the machine id raises (GcError, OSError, KeyError)."""
     from beads.git import GitRepo
     from beads.index.reader import branch_head
@@ -134,6 +170,8 @@ def origins(
     if head is None or not wanted:
         return {}
     here = machine_id(root / ".git")
+    if git is not None and cache is not None and ever and stop is None:
+        return cache.lookup(git, head, wanted, here)
     if git is not None:
         return foreign_origins(git, head, stop, wanted, here, ever=ever)
     opened = GitRepo(root / ".git")
@@ -144,13 +182,20 @@ def origins(
 
 
 def note_of(
-    root: Path, bead_type: str, bead_id: str, *, git: GitRepo | None = None, ever: bool = True
+    root: Path,
+    bead_type: str,
+    bead_id: str,
+    *,
+    git: GitRepo | None = None,
+    ever: bool = True,
+    cache: OriginCache | None = None,
 ) -> str:
     """What a reading command puts before a bead that came from elsewhere: the note of the
     newest change to it committed by another machine (or by plain git),
     `"(from human on build-01) "`; with `ever=False`, of its last change only. "" when it
     was made here, or when the origin cannot be read (it informs)."""
-    return notes_of(root, bead_type, (bead_id,), git=git, ever=ever).get(bead_id, "")
+    found = notes_of(root, bead_type, (bead_id,), git=git, ever=ever, cache=cache)
+    return found.get(bead_id, "")
 
 
 def notes_of(
@@ -160,16 +205,17 @@ def notes_of(
     *,
     git: GitRepo | None = None,
     ever: bool = True,
+    cache: OriginCache | None = None,
 ) -> dict[str, str]:
     """`note_of` of each of `bead_ids` (of one type), by id, for those that came from
     elsewhere: one walk of the history for them all, as a listing needs (a walk per row
-    would read the same commits once per row)."""
+    would read the same commits once per row); `cache` keeps what it walked."""
     from beads.errors import GcError
     from beads.records.ids import bead_path
 
     paths = {bead_path(bead_type, bead_id): bead_id for bead_id in bead_ids}
     try:
-        found = origins(root, paths, git=git, ever=ever)
+        found = origins(root, paths, git=git, ever=ever, cache=cache)
     except (GcError, OSError, KeyError):
         return {}
     return {paths[path]: origin.note() for path, origin in found.items()}

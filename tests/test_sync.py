@@ -1633,6 +1633,41 @@ def test_reading_commands_say_which_machine_a_bead_came_from(
     assert a.json(*wait, env=mayor)["origin"] == note
 
 
+def test_a_provider_held_open_finds_the_same_origins_as_a_fresh_one_after_syncs(
+    pair: tuple[GcRunner, GcRunner, Path],
+) -> None:
+    # `gc mcp` keeps its provider open and walks only the commits new since its last lookup
+    # (inbox.origin.OriginCache): its answers must be those of a lookup from scratch.
+    from mail.beadmail import BeadMail
+
+    a, b, _remote = pair
+    b = named(b, "build-01")
+    human, note = {"GC_AGENT": "human"}, "(from human on build-01) "
+    first = b.json("mail", "send", "mayor", "-s", "one", "-m", "b", env=human)["message"]["id"]
+    assert b("sync").returncode == 0 and a("sync").returncode == 0
+    store = Store.open(a.cwd, agent="mayor")
+    try:
+        held = BeadMail(store)
+        assert held.origins([first]) == {first: note}
+        here = a.json("mail", "send", "mayor", "-s", "two", "-m", "a", env=human)["message"]["id"]
+        second = b.json("mail", "send", "mayor", "-s", "3", "-m", "b", env=human)["message"]["id"]
+        assert b("sync").returncode == 0 and a("sync").returncode == 0
+        assert a("mail", "read", first, env={"GC_AGENT": "mayor"}).returncode == 0  # here
+        ids = [first, second, here]
+        assert held.origins(ids) == {first: note, second: note}
+        # A newer change made elsewhere to a bead already looked up replaces its answer.
+        assert b("mail", "read", first, env={"GC_AGENT": "mayor"}).returncode == 0
+        assert b("sync").returncode == 0 and a("sync").returncode == 0
+        assert held.origins(ids) == {first: "(from mayor on build-01) ", second: note}
+        fresh = Store.open(a.cwd, agent="mayor")
+        try:
+            assert BeadMail(fresh).origins(ids) == held.origins(ids)
+        finally:
+            fresh.close()
+    finally:
+        store.close()
+
+
 def test_listings_say_which_machine_each_bead_came_from(
     pair: tuple[GcRunner, GcRunner, Path],
 ) -> None:

@@ -145,12 +145,21 @@ def merge_base(git: GitRepo, ours: bytes, theirs: bytes) -> bytes | None:
 
 
 def walk(
-    git: GitRepo, head: bytes, stop: bytes | None = None, *, limit: int | None = None
+    git: GitRepo,
+    head: bytes,
+    stop: bytes | None = None,
+    *,
+    limit: int | None = None,
+    children_first: bool = False,
 ) -> Iterator[Any]:
     """The commits reachable from `head` and not from `stop`, newest first, at most `limit`
-    of them (dulwich's commit objects: `parents`, `committer`, `commit_time`, `message`)."""
-    from dulwich.walk import Walker
+    of them (dulwich's commit objects: `parents`, `committer`, `commit_time`, `message`).
+    With `children_first`, every commit comes before its parents whatever their times say
+    (commits made in the same second, or a clock set back, order by time as they please)."""
+    from dulwich.walk import ORDER_DATE, ORDER_TOPO, Walker
 
     exclude = [stop] if stop else None
-    for entry in Walker(git.objects, include=[head], exclude=exclude, max_entries=limit):
+    order = ORDER_TOPO if children_first else ORDER_DATE
+    walker = Walker(git.objects, include=[head], exclude=exclude, max_entries=limit, order=order)
+    for entry in walker:
         yield entry.commit
