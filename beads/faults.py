@@ -28,6 +28,9 @@ REFRESH_POINTS = ("refreshed-index", "mid-view-refresh", "refresh-derived")
 # written; a fetch past its quarantine's memory: the first objects written to its directory
 # (`beads/git/quarantine.py`).
 FETCH_POINTS = ("fetch-half-stored", "fetch-spilled")
+# `gc doctor --rebuild-index` (`Index.replace_with`): the new index filled beside the old;
+# the old one's `-wal` and `-shm` removed, the new one not yet renamed into its place.
+REBUILD_POINTS = ("rebuild-filled", "rebuild-swapping")
 _ARMED = os.environ.get("GC_FAULT_POINT")
 
 

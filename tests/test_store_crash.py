@@ -12,7 +12,14 @@ from pathlib import Path
 import pytest
 
 from beads import doctor
-from beads.faults import INIT_POINTS, PACK_POINTS, POINTS, REF_POINTS, REFRESH_POINTS
+from beads.faults import (
+    INIT_POINTS,
+    PACK_POINTS,
+    POINTS,
+    REBUILD_POINTS,
+    REF_POINTS,
+    REFRESH_POINTS,
+)
 from beads.git.refs import LOCK_WAIT
 from beads.health.gitrepair import TEMP_STALE_SECONDS
 from beads.store import Store
@@ -194,6 +201,23 @@ def test_a_kill_while_packing_leaves_a_usable_store(
         assert [p.kind for p in report.problems] == ["stale_file"] * len(leftovers)
     assert not any(p.exists() for p in leftovers)
     check_usable(root, expected)
+
+
+@pytest.mark.parametrize("point", REBUILD_POINTS)
+def test_a_rebuild_of_the_index_killed_mid_swap_leaves_a_usable_store(
+    gc_store: GcRunner, point: str
+) -> None:
+    made = [gc_store.json("bead", "create", "--type", "task", "--title", f"t{n}") for n in range(3)]
+    killed = gc_store("doctor", "--rebuild-index", env={"GC_FAULT_POINT": point})
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    listed = gc_store.json("bead", "list")["beads"]
+    assert sorted(b["id"] for b in listed) == sorted(m["bead"]["id"] for m in made)
+    checked = gc_store("doctor")
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    again = gc_store("doctor", "--rebuild-index")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert not (gc_store.cwd / ".beads" / ".runtime" / "index.sqlite3.new").exists()
+    assert gc_store("doctor").returncode == 0
 
 
 @pytest.mark.parametrize("point", INIT_POINTS)

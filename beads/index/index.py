@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 from beads.errors import InvalidInput, StorageError
+from beads.faults import fault
 from beads.index import eventlog
 from beads.index.dbfile import (
     DAMAGED,
@@ -200,8 +201,10 @@ class Index:
             remove_files(aside)
             raise
         fresh.close()
+        fault("rebuild-filled")
         self.close()
         remove_files(self.path, main=False)  # this file's: they must not meet the new one
+        fault("rebuild-swapping")
         aside.replace(self.path)
         remove_files(aside, main=False)
         self._open()
