@@ -180,6 +180,23 @@ def texts(browser: Any, selector: str) -> list[str]:
     return [e.text for e in browser.find_elements(By.CSS_SELECTOR, selector)]
 
 
+def wait_for_a_new_page(browser: Any) -> None:
+    """Wait until the page that set `window.oldPage` is replaced by a loaded one. Mid-navigation
+    WebDriver may answer any call with an error (Chromium's "Node ... does not belong to the
+    document"), so those count as not yet."""
+    from selenium.common.exceptions import WebDriverException
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    def loaded(driver: Any) -> bool:
+        try:
+            return bool(driver.execute_script(
+                "return !window.oldPage && document.readyState === 'complete'"))  # fmt: skip
+        except WebDriverException:
+            return False
+
+    WebDriverWait(browser, 20, poll_frequency=0.05).until(loaded)
+
+
 def shoot(browser: Any, where: Path, name: str, capsys: pytest.CaptureFixture[str]) -> None:
     path = where / name
     browser.save_screenshot(str(path))
@@ -422,8 +439,6 @@ def test_a_search_holding_a_bidi_control_keeps_it_in_the_box_and_finds_the_same_
     # value is drawn in the box alone: its controls reorder nothing outside it.
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
-    from selenium.webdriver.support import expected_conditions
-    from selenium.webdriver.support.ui import WebDriverWait
 
     copy_store(store_template, tmp_path / ".beads")  # a new store (a copy of an init)
     query = "abc\u202egpj"
@@ -447,9 +462,9 @@ def test_a_search_holding_a_bidi_control_keeps_it_in_the_box_and_finds_the_same_
             assert [r.get_attribute("data-id") for r in browser.find_elements(
                 By.CSS_SELECTOR, "table.results tbody tr")] == [sent.id]  # fmt: skip
             assert parse_qs(urlsplit(browser.current_url).query)["q"] == [query]
-            old = browser.find_element(By.TAG_NAME, "main")
+            browser.execute_script("window.oldPage = true")
             box.send_keys(Keys.ENTER)
-            WebDriverWait(browser, 20).until(expected_conditions.staleness_of(old))
+            wait_for_a_new_page(browser)
         # What follows the box on its line reads in its own order.
         browser.execute_script(
             "document.querySelector('form[role=search]')"
