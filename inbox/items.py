@@ -187,13 +187,14 @@ class Item:
         """An item from a queue line's object; raise InvalidInput if it is not one."""
         if not isinstance(data, dict):
             raise InvalidInput("an inbox item must be a JSON object")
+        # Named in words: a queue line or a NATS message is anyone's, and its reader (the
+        # warning, the relay's log) is told what the item lacks, not how Python called it.
+        missing = [f"'{name}'" for name in ("agent", "key", "content") if name not in data]
+        if missing:
+            raise InvalidInput(f"an inbox item needs {' and '.join(missing)}")
         names = {"agent", "key", "content", "type", "source", "priority", "created_at"}
         names |= {"expires_at", "ref_bead", "moot_when", "pusher"}
-        try:
-            item = cls(**{k: v for k, v in data.items() if k in names})
-        except TypeError as exc:
-            raise InvalidInput(f"not an inbox item: {exc}") from None
-        return item.check()
+        return cls(**{k: v for k, v in data.items() if k in names}).check()
 
 
 def clip(text: str, limit: int = MAX_CONTENT_BYTES // 4) -> str:

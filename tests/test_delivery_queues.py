@@ -420,3 +420,22 @@ def test_the_seeds_own_decision_line_is_derived_from_its_bead(rig_store: GcRunne
     assert item["source"] != "bd decision respond"
     aside = (root / ".runtime" / "inject-queue" / "s-mayor.bad.jsonl").read_text()
     assert "hq-abc123" in aside and f"decision:{decision}" not in aside
+
+
+@pytest.mark.parametrize(
+    ("line", "missing"),
+    [({"key": "k1"}, "content"), ({"id": "a"}, "content"), ({"key": "k2", "content": ""}, None)],
+)
+def test_a_queue_line_without_content_is_set_aside_naming_the_field(
+    gc_store: GcRunner, line: dict, missing: str | None
+) -> None:
+    queue = gc_store.cwd / ".beads" / ".runtime" / "inject-queue" / "s1.jsonl"
+    queue.parent.mkdir(parents=True, exist_ok=True)
+    queue.write_text(json.dumps(line) + "\n" + json.dumps({"id": "ok", "content": "fine"}) + "\n")
+    drained = gc_store("inbox", "drain", env={"GC_AGENT": "dog", "GC_SESSION_ID": "s1"})
+    assert drained.returncode == 0, drained.stderr
+    assert "fine" in drained.stdout
+    # What the line lacks, in words: never Python's own words for a call.
+    assert "__init__" not in drained.stderr and "positional" not in drained.stderr
+    said = "an inbox item needs 'content'" if missing else "item content must not be empty"
+    assert f"queue item set aside: {said}" in drained.stderr

@@ -309,6 +309,22 @@ def test_a_clone_from_a_relative_path_syncs_from_any_directory_of_the_store(
     assert side.json("bead", "show", made)["bead"]["title"] == "from a"
 
 
+def test_a_clone_killed_mid_fetch_leaves_nothing_after_the_next_clone(
+    tmp_path: Path, pair: tuple[GcRunner, GcRunner, Path]
+) -> None:
+    _a, _b, remote = pair
+    side = machine(tmp_path, "c")
+    killed = side.subprocess("clone", str(remote), env={"GC_FAULT_POINT": "fetch-half-stored"})
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    root = side.cwd / ".beads"
+    [left] = root.iterdir()
+    assert left.name.startswith(".git-init-")  # the repository it was building
+    assert side("clone", str(remote)).returncode == 0
+    # The killed clone's repository is gone with the next clone, as with the next init.
+    assert not list(root.glob(".git-init-*"))
+    assert side("doctor").stdout.strip() == "store is healthy"
+
+
 def test_a_remote_added_by_a_relative_path_syncs_from_any_directory_of_the_store(
     tmp_path: Path, pair: tuple[GcRunner, GcRunner, Path]
 ) -> None:

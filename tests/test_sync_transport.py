@@ -927,3 +927,17 @@ def test_a_local_fetch_completes_any_history_the_receiver_holds_part_of(data: An
     sent, bases = new_objects(history.store, [want], lambda sha: sha in receiver)
     assert history.closure(want) <= {sha for sha, _hint in sent} | receiver
     assert bases <= receiver
+
+
+def test_a_git_daemon_refusing_a_repository_is_not_said_to_refuse_credentials(
+    tmp_path: Path, daemon: str
+) -> None:
+    # git:// carries no credentials: the daemon's "access denied or repository not
+    # exported" means no such repository there, one not exported, or no push allowed.
+    cloned = GcRunner(tmp_path)("clone", f"{daemon}/nope.git", str(tmp_path / "c"))
+    assert cloned.returncode == 50
+    line = cloned.stderr.strip()
+    assert "\n" not in line and "credentials" not in line
+    assert line.startswith(f"gc: the git daemon at {daemon}/nope.git refused the request: ")
+    assert "repository not exported" in line and "--enable=receive-pack" in line
+    assert not (tmp_path / "c").exists()

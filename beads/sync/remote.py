@@ -101,6 +101,14 @@ def transport_error(url: str, exc: BaseException, timeout: float | None = None) 
     text = " ".join(str(exc).split()) or type(exc).__name__
     if is_not_a_repository(exc, text) or "not found" in text.lower():
         return NotFound(f"no git repository at {url}: {text}")
+    if url.startswith("git://") and "denied" in text.lower():
+        # The git protocol carries no credentials: a daemon says "access denied or
+        # repository not exported" of a repository it lacks or does not export, and of a
+        # push it was not started to take.
+        return StorageError(
+            f"the git daemon at {url} refused the request: {text} (no such repository "
+            "there, or not exported; a push also needs the daemon's --enable=receive-pack)"
+        )
     if "401" in text or "403" in text or "auth" in text.lower() or "denied" in text.lower():
         return StorageError(f"the remote {url} refused our credentials: {text}")
     return StorageError(f"cannot reach the remote {url}: {text}")

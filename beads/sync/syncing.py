@@ -324,7 +324,7 @@ def clone(url: str, path: str | Path, *, agent: str | None = None) -> Path:
     """Make a store under `path` from the store at `url`; returns its root. Built under a
     temporary name and renamed into place, as `gc init` does: a failed clone leaves nothing."""
     from beads.git import init_bare
-    from beads.initstore import _exclude, _remove_tree, making_store_in
+    from beads.initstore import _exclude, _remove_tree, making_store_in, remove_dead_builds
     from beads.receivehook import install as install_hook
     from beads.records.record import DEFAULT_MAX_BODY_BYTES, acting_agent
     from beads.settings import approvals
@@ -345,6 +345,7 @@ def clone(url: str, path: str | Path, *, agent: str | None = None) -> Path:
             raise InvalidInput(
                 f"cannot make {root}: something that is not a directory is in the way"
             ) from None
+    remove_dead_builds(root)  # what a killed clone (or init) left half built here
     building = root / f"{INIT_PREFIX}{os.getpid()}"
     _remove_tree(building)
     try:
