@@ -5,9 +5,10 @@ from $GC_AGENT): the tests whose subject is the process or the wire. The mail to
 end, compared with the CLI (the stdio framing, the program's start-up and identity: the
 recipient's server; the sender's is served in this process); a server killed mid-write; two
 servers and the CLI writing at once, each a process of its own; requests piped with stdin
-closed at once after them; a client that stops reading. The one-line refusals without a store
-or without the extra, and `gc mcp install`, run the command through the program's entry point
-(the `gc` fixture).
+closed at once after them; a client that stops reading, or closes stdout and keeps stdin
+open; stdout closed from the start. The one-line refusals without a store or without the
+extra, and `gc mcp install`, run the command through the program's entry point (the `gc`
+fixture).
 
 In this process, through the SDK's in-memory connection (`Client(server)`) to the server `gc
 mcp` builds (`build_server` over an `AgentStore` opened as `gc mcp --beads-dir --agent` opens
@@ -846,6 +847,56 @@ def test_a_client_that_stops_reading_ends_the_server_quietly(project: Path, tmp_
             server.wait()
     assert first["id"] == 0
     assert (code, errors.read_bytes()) == (0, b"")
+
+
+@pytest.mark.parametrize("then", ["silent", "one more request"])
+def test_a_client_that_closes_stdout_but_keeps_stdin_open_ends_the_server_quietly(
+    project: Path, tmp_path: Path, then: str
+) -> None:
+    # The client closed its reading end and holds stdin open, saying nothing more (no answer
+    # is written that could fail), or sending a request whose answer cannot be written: the
+    # server ended only once stdin closed.
+    errors = tmp_path / "stderr"
+    env = {**os.environ, "GC_AGENT": "mayor"}
+    with errors.open("wb") as stderr:
+        server = subprocess.Popen([gc_program(), "mcp"], cwd=project, env=env,
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=stderr)  # fmt: skip
+        assert server.stdin is not None and server.stdout is not None
+        try:
+            server.stdin.write(handshaken([]))
+            server.stdin.flush()
+            first = json.loads(server.stdout.readline())
+            server.stdout.close()
+            if then == "one more request":
+                server.stdin.write(b'{"jsonrpc": "2.0", "id": 1, "method": "ping"}\n')
+                server.stdin.flush()
+            code = server.wait(timeout=DEADLINE)  # stdin still open
+        finally:
+            server.kill()
+            server.wait()
+            server.stdin.close()
+    assert first["id"] == 0
+    assert (code, errors.read_bytes()) == (0, b"")
+
+
+def test_a_server_started_with_stdout_closed_ends_quietly(project: Path) -> None:
+    # `gc mcp >&-`: no answer can be given. It was an internal error (exit 50).
+    env = {**os.environ, "GC_AGENT": "mayor"}
+    with subprocess.Popen(
+        [gc_program(), "mcp"],
+        cwd=project,
+        env=env,
+        stdin=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        preexec_fn=lambda: os.close(1),  # noqa: PLW1509 - the child's stdout, closed
+    ) as server:
+        try:
+            code = server.wait(timeout=DEADLINE)  # stdin open and silent
+        finally:
+            server.kill()
+        assert server.stderr is not None
+        assert (code, server.stderr.read()) == (0, b"")
 
 
 def test_an_argument_of_another_json_type_is_refused_not_converted(project: Path) -> None:
