@@ -303,6 +303,65 @@ def test_tools_give_the_origin_of_a_bead_written_on_another_machine(
     run_in_process(project, "mayor", scenario)
 
 
+def test_thread_tools_and_decisions_walk_the_history_for_origins_only_once_while_it_stays(
+    project: Path, gc_store: GcRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As the mail tools do (their provider's `OriginCache`): thread_show, thread_wait_reply
+    # and decision_list walked the whole history on every call.
+    import inbox.origin
+
+    assert gc_store("config", "set", "--local", "delivery.nats.machine", "build-01").returncode == 0
+    sent = cli_json(gc_store, "mayor", "thread", "send", "--to", "dog", "--subject", "DB?",
+                    "--summary", "which one")  # fmt: skip
+    thread_id, question = sent["thread"]["thread_id"], sent["message"]["message_id"]
+    far = cli_json(gc_store, "dog", "thread", "reply", "--thread", thread_id, "--summary", "pg")
+    asked = cli_json(gc_store, "dog", "decision", "create", "--to", "mayor", "--option", "a",
+                     "--option", "b", "--prompt", "Which?")["bead"]["id"]  # fmt: skip
+    git_config = ["git", "--git-dir", str(project / ".beads" / ".git"), "config"]
+    subprocess.run([*git_config, "machine.id", "m-00000000000000aa"], check=True)
+    walks: list[bytes | None] = []
+    walk = inbox.origin.foreign_origins
+
+    def counted(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        walks.append(args[2])  # where the walk stops: None for the whole history
+        return walk(*args, **kwargs)
+
+    monkeypatch.setattr(inbox.origin, "foreign_origins", counted)
+    dog, mayor = "(from dog on build-01)", "(from mayor on build-01)"
+
+    async def looked_up(client: Client) -> tuple[dict[str, Any], ...]:
+        shown = await call(client, "thread_show", thread_id=thread_id)
+        wait = {"thread_id": thread_id, "after_message": question, "timeout_seconds": 0}
+        woke = await call(client, "thread_wait_reply", **wait)
+        listed = await call(client, "decision_list")
+        return (
+            {m["message_id"]: m["origin"] for m in shown["messages"]},
+            {woke["message"]["message_id"]: woke["origin"]},
+            {d["id"]: d["origin"] for d in listed["beads"]},
+        )
+
+    async def scenario(client: Client) -> None:
+        first = await looked_up(client)
+        assert first == (
+            {question: mayor, far["message"]["message_id"]: dog},
+            {far["message"]["message_id"]: dog},
+            {asked: dog},
+        )
+        walked = len(walks)
+        assert await looked_up(client) == first
+        assert len(walks) == walked  # the branch has not moved: nothing walked again
+        near = cli_json(
+            gc_store, "dog", "thread", "reply", "--thread", thread_id, "--summary", "ok"
+        )
+        shown = await call(client, "thread_show", thread_id=thread_id)
+        assert shown["messages"][-1]["message_id"] == near["message"]["message_id"]
+        assert [m["origin"] for m in shown["messages"]] == [mayor, dog, None]
+        # Those known walked back to where the last lookup was; the new one, the whole way.
+        assert [stop is None for stop in walks[walked:]] == [False, True]
+
+    run_in_process(project, "mayor", scenario)
+
+
 def test_inbox_items_decisions_and_resources(project: Path, gc_store: GcRunner) -> None:
     gc_store("decision", "create", "--prompt", "Merge?", "--option", "y", "--option", "n",
              "--to", "dog", env={"GC_AGENT": "mayor"})  # fmt: skip
