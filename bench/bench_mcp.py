@@ -15,7 +15,9 @@ operations taking turns so that the machine's load weighs on each alike:
   4. what a write pays for checking its directories afresh (`beads.files.checking`: a
      long-running process trusts no directory from one write to the next): the API send as
      it is, against the same send trusting what the sends before it checked (`Trusting`, a
-     process-long trust), one of each in turn, as a ratio <= 1.05.
+     process-long trust), one of each in turn, as a ratio <= 1.05;
+  5. `thread_show` of a thread of two messages the same way <= the API's `Threads.show`
+     + 2 ms (the tool also says where each message was written: `"origin"`).
 MCP Agent Mail's `send_message` is not measured here: it is not installed on this machine (it
 would go in a virtualenv of its own, serving on loopback only, never a dependency of ours).
 Always exits 0 (it is a report); the machine's load average is printed with the figures.
@@ -75,11 +77,18 @@ def measure(root: Path) -> dict[str, list[float]]:
     times: dict[str, list[float]] = {k: [] for k in ("api send", "mcp send", "api inbox",
                                                      "mcp inbox", "cli send",
                                                      "api send afresh",
-                                                     "api send trusting")}  # fmt: skip
+                                                     "api send trusting", "api thread show",
+                                                     "mcp thread show")}  # fmt: skip
     from beads.store import Store
+    from mail.threads.api import Threads
 
     store = Store.open(root, agent=AGENT)
     provider = BeadMail(store)
+    threads = Threads(store)
+    # Open to all, and answered to its creator: no message of it in the agent's inbox.
+    thread, _ = threads.send(m.SINK, subject="bench", summary="which one?")
+    threads.reply(AGENT, thread.thread_id, summary="that one")
+    shown = {"thread_id": thread.thread_id}
     trusting = Trusting()
     env = {k: v for k, v in os.environ.items() if not k.startswith("GC_")}
     server = StdioServerParameters(command=m.gc_script(), args=["mcp", "--beads-dir", str(root)],
@@ -120,6 +129,16 @@ def measure(root: Path) -> dict[str, list[float]]:
                     result = await client.call_tool("mail_inbox", {})
                     times["mcp inbox"].append(perf() - t0)
                     assert len(result.structured_content["messages"]) == m.TARGET_UNREAD
+                for _ in range(PER_ROUND):
+                    t0 = perf()
+                    _, messages = threads.show(thread.thread_id)
+                    times["api thread show"].append(perf() - t0)
+                    assert len(messages) == 2
+                for _ in range(PER_ROUND):
+                    t0 = perf()
+                    result = await client.call_tool("thread_show", shown)
+                    times["mcp thread show"].append(perf() - t0)
+                    assert len(result.structured_content["messages"]) == 2
                 if round_ < CLI_SENDS:
                     t0 = perf()
                     subprocess.run([m.gc_script(), "mail", "send", m.SINK, "-m", "hello",
@@ -130,6 +149,7 @@ def measure(root: Path) -> dict[str, list[float]]:
     try:
         anyio.run(run)
     finally:
+        threads.close()
         provider.close()
         store.close()
     return times
@@ -163,6 +183,9 @@ def main() -> None:
         b.verdict(f"4. api send checking afresh {b.ms(med['api send afresh'])} vs trusting earlier "
                   f"checks {b.ms(med['api send trusting'])}: {ratio:.3f}x (target <= 1.05x)",
                   ratio <= 1.05)  # fmt: skip
+        mcp, direct = med["mcp thread show"], med["api thread show"]
+        b.verdict(f"5. mcp thread_show@{size} {b.ms(mcp)} vs API {b.ms(direct)}: "
+                  f"+{b.ms(mcp - direct)} (target <= +2 ms)", mcp <= direct + 0.002)  # fmt: skip
         b.out("   MCP Agent Mail send_message: not measured (not installed on this machine)")
     except Exception as exc:
         b.RESULTS.append((f"benchmark: ERROR {type(exc).__name__}: {exc} FAIL", False))

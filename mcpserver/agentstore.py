@@ -29,6 +29,7 @@ from beads.records.times import now_stamp
 from beads.store import Store
 from inbox.delivery import Delivery
 from inbox.items import Item
+from inbox.origin import OriginCache, note_of, notes_of
 from mail import api
 from mail.beadmail import BeadMail, bead_message
 from mail.message import Message
@@ -81,6 +82,9 @@ class AgentStore:
         self._tokens = self.threads.own_tokens
         self._provider: Provider | None = None
         self._delivery: Delivery | None = None
+        # What the origin lookups of thread messages and decisions walked: a later lookup
+        # walks only the commits new since (the mail provider keeps its own).
+        self._origins = OriginCache()
 
     def close(self) -> None:
         """Close the store and what was opened over it."""
@@ -278,7 +282,7 @@ class AgentStore:
     def thread_show(self, thread_id: str) -> dict[str, Any]:
         """`gc thread show --json`: the thread and its messages in event order."""
         found, messages = self.threads.show(thread_id)
-        origins = origins_of(self.threads, messages)
+        origins = origins_of(self.threads, messages, self._origins)
         return {
             "thread": found.to_json(now_stamp()),
             "messages": [with_origin(m, origins) for m in messages],
@@ -367,14 +371,11 @@ class AgentStore:
     def thread_origin(self, message: ThreadMessage | None) -> str | None:
         """Where a thread's message was written when another machine (or plain git) wrote
         it, as `gc thread wait-reply --json` says it (`"origin"`); None for here."""
-        from inbox.origin import note_of
-
         if message is None:
             return None
-        return (
-            note_of(self.store.root, MESSAGE, message.message_id, git=self.store.git).strip()
-            or None
-        )
+        found = note_of(self.store.root, MESSAGE, message.message_id, git=self.store.git,
+                        cache=self._origins)  # fmt: skip
+        return found.strip() or None
 
     def _as_holder(self) -> Threads:
         """The threads, knowing the tokens of this agent's claims made on this machine by
@@ -415,13 +416,12 @@ class AgentStore:
     def decision_list(self, *, answered: bool = False) -> dict[str, Any]:
         """`gc decision list --json`, of the decisions assigned to this agent (never those
         of `human`: a person answers them)."""
-        from inbox.origin import notes_of
-
         if self.agent == HUMAN:
             return {"beads": []}
         status = None if answered else "open"
         found = self.store.list(type=DECISION, assignee=self.agent, status=status)
-        origins = notes_of(self.store.root, DECISION, [d.id for d in found], git=self.store.git)
+        origins = notes_of(self.store.root, DECISION, [d.id for d in found], git=self.store.git,
+                           cache=self._origins)  # fmt: skip
         return {"beads": [{**d.to_dict(), "origin": origins.get(d.id, "").strip() or None}
                           for d in found]}  # fmt: skip
 

@@ -11,13 +11,18 @@ looks again each time the store's branch moves, sleeping between looks on the ev
 so a client's cancellation ends it at once. When the client closes stdin, every request read
 is answered before the server exits, but for one still running after a grace period (`GRACE`,
 `CheckedLines`). A client that stops reading (closes its end of stdout) ends the server
-quietly, as a reader that went away ends any `gc` command.
+quietly, as a reader that went away ends any `gc` command: at the next answer that cannot be
+written, or within `READER_CHECK` seconds while there is none, though the client keeps stdin
+open (`reader_gone`); the client's lines are read on the event loop (`wire_lines`), so no
+read of a silent client holds the server.
 """
 
 from __future__ import annotations
 
 import errno
 import json
+import os
+import select
 import sys
 from collections import Counter
 from collections.abc import AsyncIterator
@@ -25,6 +30,7 @@ from typing import Any
 
 import anyio
 import mcp_types as types
+from anyio.lowlevel import checkpoint
 from mcp.server.lowlevel import Server
 from mcp.shared.dispatcher import coerce_request_id
 from mcp.shared.jsonrpc_dispatcher import cancelled_request_id_from_params
@@ -44,6 +50,10 @@ NAME = "gc-beads"
 # client that went away alive until its timeout.
 GRACE = 30.0
 GRACE_ENV = "GC_MCP_GRACE"  # for tests only: a shorter grace, in seconds
+# Seconds between two looks at whether the client still reads stdout while no answer is
+# being written: nothing on the event loop says so (the pipe stays writable).
+READER_CHECK = 0.5
+READ_SIZE = 1 << 16  # bytes read from stdin at a time
 RESOURCES = {
     "gc://mail/inbox": (
         "inbox",
@@ -207,11 +217,11 @@ def _as_gc_error(exc: Exception) -> GcError:
 
 def serve(agent_store: AgentStore) -> None:
     """Serve MCP over this process's stdin and stdout until the client closes stdin and every
-    request read from it is answered."""
-    import os
-
+    request read from it is answered, or until it stops reading stdout (`BrokenPipeError`)."""
     from mcp.server.stdio import stdio_server
 
+    if sys.stdout is None:  # started with stdout closed (`gc mcp >&-`): no answer can be given
+        raise BrokenPipeError(errno.EPIPE, "no stdout to answer on")
     server = build_server(agent_store)
     # The wire is read from a descriptor of its own; fd 0 becomes the null device, as the
     # SDK's own reader leaves it, so a program the server runs reads nothing of the client's.
@@ -220,29 +230,82 @@ def serve(agent_store: AgentStore) -> None:
     os.dup2(nothing, 0)
     os.close(nothing)
 
-    reader_gone = False
+    # The client's end of stdout, watched from a descriptor of its own (the SDK points fd 1
+    # at stderr while it serves).
+    answers_out = os.dup(1)
+    gone = False
 
     async def main() -> None:
-        nonlocal reader_gone
-        lines = CheckedLines(anyio.wrap_file(os.fdopen(wire, "rb")), grace=_grace())
-        try:
-            async with stdio_server(stdin=lines) as (read, write):  # type: ignore[arg-type]
-                answers = lines.answer_with(write)
-                await server.run(read, answers, server.create_initialization_options())
-        except* BrokenPipeError:  # the SDK's writer, the client's end of stdout closed
-            reader_gone = True
+        nonlocal gone
+        lines = CheckedLines(wire_lines(wire), grace=_grace())
+        async with anyio.create_task_group() as session:
 
-    anyio.run(main)
-    if reader_gone:
+            async def watch() -> None:
+                nonlocal gone
+                await reader_gone(answers_out)
+                gone = True
+                session.cancel_scope.cancel()  # the server and its reading of stdin
+
+            session.start_soon(watch)
+            try:
+                async with stdio_server(stdin=lines) as (read, write):  # type: ignore[arg-type]
+                    answers = lines.answer_with(write)
+                    await server.run(read, answers, server.create_initialization_options())
+            except* BrokenPipeError:  # the SDK's writer, the client's end of stdout closed
+                gone = True
+            session.cancel_scope.cancel()  # the session is over: nothing more to watch
+
+    try:
+        anyio.run(main)
+    finally:
+        os.close(answers_out)
+        os.close(wire)
+    if gone:
         # As any command's reader that went away (`gc bead list | head`): not our error, and
         # nothing left to tell it: the CLI's handler ends quietly with exit 0.
         raise BrokenPipeError(errno.EPIPE, "the client stopped reading")
 
 
+async def wire_lines(fd: int) -> AsyncIterator[bytes]:
+    """The lines read from `fd` (stdin), each with its newline but the last when it has none,
+    until its end. A pipe, socket or terminal is waited on on the event loop, so a cancel
+    ends the reading at once though the client sends nothing (a read in a thread, the SDK's
+    way, cannot be ended); a file is read as it is (it never keeps a read waiting)."""
+    waits = True
+    buffer = bytearray()
+    while True:
+        if waits:
+            try:
+                await anyio.wait_readable(fd)
+            except PermissionError:  # a file or the null device: nothing to wait on
+                waits = False
+        if not waits:
+            await checkpoint()
+        chunk = os.read(fd, READ_SIZE)
+        if not chunk:
+            break
+        start, searched = 0, len(buffer)  # a line starts at 0; no newline before `searched`
+        buffer += chunk
+        while (end := buffer.find(b"\n", searched)) != -1:
+            yield bytes(buffer[start : end + 1])
+            start = searched = end + 1
+        del buffer[:start]
+    if buffer:
+        yield bytes(buffer)
+
+
+async def reader_gone(fd: int) -> None:
+    """Return once what is written to `fd` (stdout) can reach no one: a pipe whose reading
+    end is closed (`POLLERR`), a socket or terminal hung up (`POLLHUP`). Looks every
+    `READER_CHECK` seconds; never returns for a file."""
+    poll = select.poll()
+    poll.register(fd, 0)  # no events asked for: only those always told (error, hang-up)
+    while not any(events & (select.POLLERR | select.POLLHUP) for _, events in poll.poll(0)):
+        await anyio.sleep(READER_CHECK)
+
+
 def _grace() -> float:
     """The seconds of `GRACE`, or those $GC_MCP_GRACE names (a test's)."""
-    import os
-
     try:
         return max(0.0, float(os.environ[GRACE_ENV]))
     except (KeyError, ValueError):
@@ -265,7 +328,7 @@ class CheckedLines:
     (`notifications/cancelled`) is not waited for: MCP sends no answer to it. What still runs
     after the grace (a long wait) is left to the SDK's cancellation: its client went away."""
 
-    def __init__(self, source: anyio.AsyncFile[bytes], grace: float = GRACE) -> None:
+    def __init__(self, source: AsyncIterator[bytes], grace: float = GRACE) -> None:
         self.source = source
         self.grace = grace
         self.write: Any = None

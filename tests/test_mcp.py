@@ -5,9 +5,10 @@ from $GC_AGENT): the tests whose subject is the process or the wire. The mail to
 end, compared with the CLI (the stdio framing, the program's start-up and identity: the
 recipient's server; the sender's is served in this process); a server killed mid-write; two
 servers and the CLI writing at once, each a process of its own; requests piped with stdin
-closed at once after them; a client that stops reading. The one-line refusals without a store
-or without the extra, and `gc mcp install`, run the command through the program's entry point
-(the `gc` fixture).
+closed at once after them; a client that stops reading, or closes stdout and keeps stdin
+open; stdout closed from the start. The one-line refusals without a store or without the
+extra, and `gc mcp install`, run the command through the program's entry point (the `gc`
+fixture).
 
 In this process, through the SDK's in-memory connection (`Client(server)`) to the server `gc
 mcp` builds (`build_server` over an `AgentStore` opened as `gc mcp --beads-dir --agent` opens
@@ -298,6 +299,65 @@ def test_tools_give_the_origin_of_a_bead_written_on_another_machine(
         woke = await call(mayor, "thread_wait_reply", after_message=after, **wait)
         assert woke["message"]["message_id"] == near["message"]["message_id"], woke
         assert woke["origin"] is None, woke
+
+    run_in_process(project, "mayor", scenario)
+
+
+def test_thread_tools_and_decisions_walk_the_history_for_origins_only_once_while_it_stays(
+    project: Path, gc_store: GcRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As the mail tools do (their provider's `OriginCache`): thread_show, thread_wait_reply
+    # and decision_list walked the whole history on every call.
+    import inbox.origin
+
+    assert gc_store("config", "set", "--local", "delivery.nats.machine", "build-01").returncode == 0
+    sent = cli_json(gc_store, "mayor", "thread", "send", "--to", "dog", "--subject", "DB?",
+                    "--summary", "which one")  # fmt: skip
+    thread_id, question = sent["thread"]["thread_id"], sent["message"]["message_id"]
+    far = cli_json(gc_store, "dog", "thread", "reply", "--thread", thread_id, "--summary", "pg")
+    asked = cli_json(gc_store, "dog", "decision", "create", "--to", "mayor", "--option", "a",
+                     "--option", "b", "--prompt", "Which?")["bead"]["id"]  # fmt: skip
+    git_config = ["git", "--git-dir", str(project / ".beads" / ".git"), "config"]
+    subprocess.run([*git_config, "machine.id", "m-00000000000000aa"], check=True)
+    walks: list[bytes | None] = []
+    walk = inbox.origin.foreign_origins
+
+    def counted(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        walks.append(args[2])  # where the walk stops: None for the whole history
+        return walk(*args, **kwargs)
+
+    monkeypatch.setattr(inbox.origin, "foreign_origins", counted)
+    dog, mayor = "(from dog on build-01)", "(from mayor on build-01)"
+
+    async def looked_up(client: Client) -> tuple[dict[str, Any], ...]:
+        shown = await call(client, "thread_show", thread_id=thread_id)
+        wait = {"thread_id": thread_id, "after_message": question, "timeout_seconds": 0}
+        woke = await call(client, "thread_wait_reply", **wait)
+        listed = await call(client, "decision_list")
+        return (
+            {m["message_id"]: m["origin"] for m in shown["messages"]},
+            {woke["message"]["message_id"]: woke["origin"]},
+            {d["id"]: d["origin"] for d in listed["beads"]},
+        )
+
+    async def scenario(client: Client) -> None:
+        first = await looked_up(client)
+        assert first == (
+            {question: mayor, far["message"]["message_id"]: dog},
+            {far["message"]["message_id"]: dog},
+            {asked: dog},
+        )
+        walked = len(walks)
+        assert await looked_up(client) == first
+        assert len(walks) == walked  # the branch has not moved: nothing walked again
+        near = cli_json(
+            gc_store, "dog", "thread", "reply", "--thread", thread_id, "--summary", "ok"
+        )
+        shown = await call(client, "thread_show", thread_id=thread_id)
+        assert shown["messages"][-1]["message_id"] == near["message"]["message_id"]
+        assert [m["origin"] for m in shown["messages"]] == [mayor, dog, None]
+        # Those known walked back to where the last lookup was; the new one, the whole way.
+        assert [stop is None for stop in walks[walked:]] == [False, True]
 
     run_in_process(project, "mayor", scenario)
 
@@ -846,6 +906,56 @@ def test_a_client_that_stops_reading_ends_the_server_quietly(project: Path, tmp_
             server.wait()
     assert first["id"] == 0
     assert (code, errors.read_bytes()) == (0, b"")
+
+
+@pytest.mark.parametrize("then", ["silent", "one more request"])
+def test_a_client_that_closes_stdout_but_keeps_stdin_open_ends_the_server_quietly(
+    project: Path, tmp_path: Path, then: str
+) -> None:
+    # The client closed its reading end and holds stdin open, saying nothing more (no answer
+    # is written that could fail), or sending a request whose answer cannot be written: the
+    # server ended only once stdin closed.
+    errors = tmp_path / "stderr"
+    env = {**os.environ, "GC_AGENT": "mayor"}
+    with errors.open("wb") as stderr:
+        server = subprocess.Popen([gc_program(), "mcp"], cwd=project, env=env,
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=stderr)  # fmt: skip
+        assert server.stdin is not None and server.stdout is not None
+        try:
+            server.stdin.write(handshaken([]))
+            server.stdin.flush()
+            first = json.loads(server.stdout.readline())
+            server.stdout.close()
+            if then == "one more request":
+                server.stdin.write(b'{"jsonrpc": "2.0", "id": 1, "method": "ping"}\n')
+                server.stdin.flush()
+            code = server.wait(timeout=DEADLINE)  # stdin still open
+        finally:
+            server.kill()
+            server.wait()
+            server.stdin.close()
+    assert first["id"] == 0
+    assert (code, errors.read_bytes()) == (0, b"")
+
+
+def test_a_server_started_with_stdout_closed_ends_quietly(project: Path) -> None:
+    # `gc mcp >&-`: no answer can be given. It was an internal error (exit 50).
+    env = {**os.environ, "GC_AGENT": "mayor"}
+    with subprocess.Popen(
+        [gc_program(), "mcp"],
+        cwd=project,
+        env=env,
+        stdin=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        preexec_fn=lambda: os.close(1),  # noqa: PLW1509 - the child's stdout, closed
+    ) as server:
+        try:
+            code = server.wait(timeout=DEADLINE)  # stdin open and silent
+        finally:
+            server.kill()
+        assert server.stderr is not None
+        assert (code, server.stderr.read()) == (0, b"")
 
 
 def test_an_argument_of_another_json_type_is_refused_not_converted(project: Path) -> None:
