@@ -21,6 +21,7 @@ from fnmatch import fnmatchcase
 from functools import partial
 
 from gates import options
+from gates.fdreach import VALUES, exec_start, fd_reaches
 from gates.findreach import (
     FILE,
     FOLDER,
@@ -283,7 +284,10 @@ def _runs_on_matches(
                           "{/.}": _stem(base)}  # fmt: skip
                 judged(besides, values)
         for sample in inside(root) if inside is not None else ():
-            judged(full, {"{}": sample, "{//}": root, "{.}": sample, "{/}": root, "{/.}": root})
+            base = Item(sample.word.rsplit("/", 1)[-1])
+            parent = Item(sample.word.rsplit("/", 1)[0])
+            judged(full, {"{}": sample, "{//}": parent, "{.}": _stem(sample), "{/}": base,
+                          "{/.}": _stem(base)})  # fmt: skip
     return deletes
 
 
@@ -351,7 +355,6 @@ def _find_may_match(name: str | None) -> bool:
 
 GUARDED_NAMES = (".git", ".beads", ".claude")  # what a name filter must leave out
 FD_PLACEHOLDERS = ("{}", "{/}", "{//}", "{.}", "{/.}")
-FD_VALUES = "dtEeSocj"  # fd's short options taking a value
 FD_LONGS = {
     **dict.fromkeys(
         ("max-depth", "min-depth", "exact-depth", "exclude", "type", "extension", "size",
@@ -374,7 +377,7 @@ def _fd(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth: i
     runs: list[list[Item]] = []
     at = 1
     while at < len(items):
-        start = _fd_exec_start(items[at].literal or "")
+        start = exec_start(items[at].literal or "")
         if start is None:
             own.append(items[at])
             at += 1
@@ -386,7 +389,7 @@ def _fd(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth: i
         at = end + 1
     if not runs:
         return
-    read = options.read(_words(own), FD_VALUES, FD_LONGS)
+    read = options.read(_words(own), VALUES, FD_LONGS)
     positionals = [own[i] for i in read.positionals]
     roots = positionals[1:] + _fd_values(own, "search-path")
     patterns = [p.literal for p in positionals[:1]] + read.values.get("and", [])
@@ -397,13 +400,22 @@ def _fd(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth: i
         not e or any(name.endswith("." + e.lower().lstrip(".")) for name in GUARDED_NAMES)
         for e in extensions
     )
-    loose = guarded or read.has("p", "full-path") or any(i.literal is None for i in own)
+    unread = any(i.literal is None for i in own)
+    loose = guarded or read.has("p", "full-path") or unread
     names = _fd_names(patterns, extensions, glob, fixed, read.has("p", "full-path"))
 
     def found(root: Item) -> list[Item] | None:  # fd never runs a command on the root itself
         if _holds_the_tree(j, root) and (loose or not (patterns or extensions)):
             return None
         return _under(root, names)
+
+    def inside(root: Item) -> list[Item]:  # what fd's filters let it reach in .git, ...
+        guarded_in = _guarded_inside(j, root)
+        if guarded_in is None:
+            return []
+        path, samples = guarded_in
+        reached = fd_reaches(read, patterns, path, samples, unread, j.in_time)
+        return _inside_words(root, reached)
 
     def bases() -> list[Item]:  # `{/}`: names in the current directory (a shell's `*`
         # leaves out the dot names fd can match: those the gate guards are added)
@@ -420,7 +432,7 @@ def _fd(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth: i
         deletes = False
         for run in runs:
             deletes = (
-                _runs_on_matches(j, run, roots, FD_PLACEHOLDERS, depth, True, found, bases=bases)
+                _runs_on_matches(j, run, roots, FD_PLACEHOLDERS, depth, True, found, inside, bases)
                 or deletes
             )
         if deletes:
@@ -441,24 +453,6 @@ def _fd_names(
         else:
             names.append(given if glob else f"*{given}*")
     return names or ["*"]
-
-
-def _fd_exec_start(word: str) -> tuple[str, str] | None:
-    """Whether `word` starts fd's command (`-x`, `--exec`, `-X`, `--exec-batch`, `-Hx`,
-    `--exec=rm`): the flags written before it in the same word and the command's first word
-    written after it ("" for none); None when it does not."""
-    if word in ("--exec", "--exec-batch"):
-        return "", ""
-    if word.startswith(("--exec=", "--exec-batch=")):
-        return "", word.partition("=")[2]
-    if not word.startswith("-") or word.startswith("--"):
-        return None
-    for at, letter in enumerate(word[1:]):
-        if letter in "xX":
-            return (word[: 1 + at] if at else ""), word[2 + at :]
-        if letter in FD_VALUES:
-            return None  # the rest of the word is that option's value
-    return None
 
 
 def _fd_values(own: list[Item], name: str) -> list[Item]:

@@ -917,6 +917,35 @@ def test_find_reaching_the_stores_own_files_is_judged_as_writing_them_there(
 @pytest.mark.parametrize(
     ("command", "expected"),
     [
+        ("fd -H -e pack -x rm", "deny"),
+        ("fd -H -e pack -X rm -f", "deny"),
+        ("fd -e idx -x rm", "deny"),
+        ("fd -H HEAD -x rm", "deny"),
+        ("fd -H '^index$' -X rm", "deny"),
+        ("fd -H -g config.yaml -x cp /evil", "deny"),
+        ("fd -H -e pack -x mv {} /tmp", "deny"),
+        ("fd -H -e pack -x rm {.}.idx", "deny"),
+        ('fd -H "$P" -x rm', "deny"),
+        ("fd -H -e pack -E objects -x rm", None),
+        ("fd -H -e pack -d 2 -x rm", None),
+        ("fd -H -s head -t f -x rm", None),
+        ("fd -H -e pack -x cat", None),
+        ("fd -e pyc -x rm", None),
+        ("fd -e py -x black", None),
+    ],
+)
+def test_fd_reaching_the_files_inside_git_is_judged_as_find_reaching_them_is(
+    project: Path, gc: GcRunner, command: str, expected: str | None
+) -> None:
+    # fd's filters were only checked against the names .git and .beads, so `fd -H -e pack
+    # -x rm`, which deletes git's packs, passed.
+    subprocess.run(["git", "gc", "-q"], cwd=project, check=True)
+    assert answer(bash(gc, command)) == expected
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
         (r"find . -maxdepth 0 -exec mv {}/ /tmp \;", "deny"),
         (r"find . -maxdepth 0 -exec sh -c 'mv {} /tmp' \;", "deny"),
         (r"find . -name x -exec rm -rf {}/.. \;", "deny"),
