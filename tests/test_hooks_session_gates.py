@@ -946,6 +946,38 @@ def test_fd_reaching_the_files_inside_git_is_judged_as_find_reaching_them_is(
 @pytest.mark.parametrize(
     ("command", "expected"),
     [
+        ("find . -name HEAD | xargs rm", "deny"),
+        ("find . -name HEAD -print0 | xargs -0 rm -f", "deny"),
+        ("find . -name HEAD 2>/dev/null | xargs -r rm", "deny"),
+        ("find . -name HEAD | xargs -I{} cp /evil {}", "deny"),
+        ("find . -name HEAD | xargs -I % sh -c 'cp /evil %'", "deny"),
+        (r"find . -name HEAD -printf '%p\n' | xargs rm", "deny"),
+        ("find . -name a -o -name HEAD | xargs rm", "deny"),
+        ("find . -name config.yaml | xargs sed -i s/a/b/", "deny"),
+        ("find . -type f | xargs rm -rf", "deny"),
+        ("fd -H -e pack | xargs rm", "deny"),
+        ("fd -H -e pack -0 | xargs -0 rm", "deny"),
+        ("find . -name '*.pyc' | xargs rm", None),
+        ("find . -name '*.pyc' -print0 | xargs -0 rm -f", None),
+        ("find . -name .git -prune -o -name HEAD -print | xargs rm", None),
+        (r"find . -name HEAD -printf '%f\n' | xargs rm", None),
+        ("find . -name '*.py' | xargs grep -l TODO", None),
+        ("fd -e pyc | xargs rm", None),
+        ("find . -name '*.pyc' | xargs rm -rf", "ask"),
+    ],
+)
+def test_find_piped_to_xargs_is_judged_as_find_exec_running_its_command(
+    project: Path, gc: GcRunner, command: str, expected: str | None
+) -> None:
+    # xargs's input was an unknown argument whatever wrote it, so `find . -name HEAD |
+    # xargs rm`, which deletes .git/HEAD as `find . -name HEAD -exec rm {} +` does, passed.
+    subprocess.run(["git", "gc", "-q"], cwd=project, check=True)
+    assert answer(bash(gc, command)) == expected
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
         (r"find . -maxdepth 0 -exec mv {}/ /tmp \;", "deny"),
         (r"find . -maxdepth 0 -exec sh -c 'mv {} /tmp' \;", "deny"),
         (r"find . -name x -exec rm -rf {}/.. \;", "deny"),
