@@ -21,7 +21,12 @@ on `.git` (without `-depth` or `-delete`, which turn pruning off), a negated `-p
 each with find's operators (`!`, `-a`, `-o`, `,`, parentheses); a test the sample cannot
 decide (`-mtime`, `-size`, `-regex`, ...) can go either way. An expression it cannot read
 (an unknown primary, a word held in a variable where a primary goes) is taken to reach
-them.
+them. The store's own files (`STORE_PATHS`, the view's folders) and Claude Code's settings
+(`CLAUDE_PATHS`) are sampled as git's are (`guarded_samples`).
+
+The same reading says which name filters a match can pass (`matched_names`: a filter on
+a pruned branch, `-name .git -prune -o ...`, is none of them), trying a sample that
+stands for any path of its depth.
 """
 
 from __future__ import annotations
@@ -95,12 +100,32 @@ GIT_PATHS: tuple[tuple[str, frozenset[str]], ...] = (
     *((folder, FOLDER) for folder in ("hooks", "info", "worktrees", "modules", "branches")),
     (f"objects/{_OBJECT[:2]}", FOLDER),
 )
+# The store's own files in its folder (`.beads`) beside its repository: its settings and
+# the runtime's databases, locks and scratch folder; "" is the folder itself.
+STORE_PATHS: tuple[tuple[str, frozenset[str]], ...] = (
+    ("config.yaml", FILE),
+    ("", FOLDER),
+    (".runtime", FOLDER),
+    *((f".runtime/{name}", FILE) for name in ("index.sqlite3", "events.sqlite3", "view-applied")),
+    *((f".runtime/{name}", FILE) for name in ("index.sqlite3-wal", "locks/write.lock")),
+    (".runtime/locks", FOLDER),
+    (".runtime/tmp", FOLDER),
+)
+VIEW_BEAD = "gc-7k2qabcd.yaml"  # a bead's file in the view, as `beads.records.ids` names it
+VIEW_LIMIT = 64  # the view's folders sampled at most
+# Claude Code's settings in `.claude`, where the gates are hooked.
+CLAUDE_PATHS: tuple[tuple[str, frozenset[str]], ...] = (
+    ("settings.json", FILE),
+    ("settings.local.json", FILE),
+    ("", FOLDER),
+)
 # Where a branch's name is a file; `REF` stands for any name made of `REF_CHARS`.
 REF = "\x00"
 REF_PATHS = (f"refs/heads/{REF}", f"refs/tags/{REF}", f"logs/refs/heads/{REF}")
 REF_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-")
 PROBES = ("\x01", "\x01" * 5)  # names only a wildcard matches
 REF_LIMIT = 4000  # refs read from a repository at most: more, and a branch may be named anything
+NAMES_LIMIT = 32  # name tests each tried alone at most (`matched_names`): more, any name
 ANY, TRUE, FALSE = frozenset((True, False)), frozenset((True,)), frozenset((False,))
 
 # find's primaries by the words they take after them (-exec's run to `;` or `+`).
@@ -135,30 +160,70 @@ class Unread(Exception):
     """find's expression is not one the reading knows (an unknown word or primary)."""
 
 
-def reaches_git(
-    tests: list[str | None],
-    action: int,
-    root_text: str,
-    tops: list[str],
-    tick: Callable[[], None] = lambda: None,
+def guarded_samples(
+    base: str,
+    repos: list[str],
     refs: dict[str, list[str]] | None = None,
-) -> list[str]:
-    """The sample paths (relative to the search root) inside the repositories at `tops`
-    (relative folders: `.git`, `.beads/.git`, `../project/.git`) on which find's action at
-    `tests[action]` can run, the most telling first; when the expression cannot be read,
-    the first sample of each. `root_text` is the search root as find names it; `tick` is
-    called once a sample (the judge's clock: a long expression costs per sample). `refs`
-    gives, for a top whose refs were read (`ref_files`), the refs it holds (`refs/heads/main`):
-    its branches are sampled by those names alone, else by any name a filter can match."""
+    store: str | None = None,
+    claude: str | None = None,
+) -> list[tuple[str, frozenset[str]]]:
+    """Sample paths, relative to the search root `base` (an absolute folder), of what the
+    gate guards under it, the most telling first: git's files in each repository at `repos`
+    (relative folders: `.git`, `.beads/.git`, `../project/.git`), the store's own files at
+    `store` (`.beads`: `STORE_PATHS`, and the view's folders it holds, `view_samples`) and
+    Claude Code's settings at `claude` (`.claude`), each when it is a folder. `refs` gives,
+    for a repository whose refs were read (`ref_files`), the refs it holds
+    (`refs/heads/main`): its branches are sampled by those names alone, else by any name a
+    filter can match."""
     samples: list[tuple[str, frozenset[str]]] = []
-    for top in tops:
+    for top in repos:
         known = (refs or {}).get(top)
         inner = [*GIT_PATHS, *((ref, FILE) for ref in REF_PATHS)] if known is None else [
             *GIT_PATHS, *_ref_samples(known)
         ]  # fmt: skip
         samples += [(f"{top}/{path}" if path else top, kind) for path, kind in inner]
+    for top, inner in (
+        (store, [*STORE_PATHS, *view_samples(os.path.join(base, store or ""))]),
+        (claude, CLAUDE_PATHS),
+    ):
+        if top is not None and os.path.isdir(os.path.join(base, top)):
+            samples += [(f"{top}/{path}" if path else top, kind) for path, kind in inner]
+    return samples
+
+
+def view_samples(store_dir: str) -> list[tuple[str, frozenset[str]]]:
+    """The store's view (`beads.view`: `<type>s/<aa>/<bb>/<id>.yaml`) as samples: each
+    folder the store's folder holds besides `.git` and `.runtime` (`VIEW_LIMIT` at most),
+    its shard folders and a bead's file in them."""
+    found: list[tuple[str, frozenset[str]]] = []
+    try:
+        with os.scandir(store_dir) as entries:
+            for entry in entries:
+                if len(found) >= 4 * VIEW_LIMIT:
+                    break
+                if entry.name not in (".git", ".runtime") and entry.is_dir(follow_symlinks=False):
+                    shard = f"{entry.name}/{_OBJECT[:2]}"
+                    found += [(entry.name, FOLDER), (shard, FOLDER),
+                              (f"{shard}/{_OBJECT[2:4]}", FOLDER),
+                              (f"{shard}/{_OBJECT[2:4]}/{VIEW_BEAD}", FILE)]  # fmt: skip
+    except OSError:
+        pass
+    return found
+
+
+def reaches_git(
+    tests: list[str | None],
+    action: int,
+    root_text: str,
+    samples: list[tuple[str, frozenset[str]]],
+    tick: Callable[[], None] = lambda: None,
+) -> list[str]:
+    """The `samples` (`guarded_samples`) find's action at `tests[action]` can run on, the
+    most telling first; when the expression cannot be read, the first. `root_text` is the
+    search root as find names it; `tick` is called once a sample (the judge's clock: a long
+    expression costs per sample)."""
     found = reaches(tests, action, root_text, samples, tick)
-    return [f"{top}/{GIT_PATHS[0][0]}" for top in tops] if found is None else found
+    return [samples[0][0]] if found is None and samples else found or []
 
 
 def reaches(
@@ -167,10 +232,15 @@ def reaches(
     root_text: str,
     samples: list[tuple[str, frozenset[str]]],
     tick: Callable[[], None] = lambda: None,
+    wide: bool = False,
+    focus: int | None = None,
 ) -> list[str] | None:
     """Which of `samples` (paths relative to the search root, with their kind) find's
     action at `tests[action]` can run on, in their order; None when the expression cannot
-    be read."""
+    be read. `wide`: each sample stands for any path of its depth (its path tests, `-path`,
+    `-ipath`, ..., can go either way), and its name for any name that passes the name test
+    at `tests[focus]` (`-name`, `-iname`; the others can go either way), or none (`focus`
+    -1)."""
     try:
         node, end = _Parser(tests).expression(0)
         if end != len(tests):
@@ -185,24 +255,52 @@ def reaches(
 
     def surely_pruned(relative: str) -> bool:  # a folder find does not go into
         if relative not in pruned:
-            outcomes = _outcomes(node, _Sample(root_text, relative, FOLDER, refs), -1)
+            outcomes = _outcomes(node, _Sample(root_text, relative, FOLDER, refs, wide), -1)
             pruned[relative] = all(prune for _r, _f, prune in outcomes)
         return pruned[relative]
 
     found = []
     for relative, kind in samples:
         tick()
-        parts = relative.split("/")
+        parts = relative.split("/") if relative else []  # "": the root, at depth 0
         if not min_depth <= len(parts) <= max_depth:
             continue
         if not depth_first and any(
             surely_pruned("/".join(parts[:k])) for k in range(min_depth, len(parts))
         ):
             continue
-        sample = _Sample(root_text, relative, kind, refs)
+        sample = _Sample(root_text, relative, kind, refs, wide, focus)
         if any(fired for _r, fired, _p in _outcomes(node, sample, action)):
             found.append(relative.replace(REF, refs[0]))
     return found
+
+
+def matched_names(
+    tests: list[str | None],
+    action: int,
+    root_text: str,
+    tick: Callable[[], None] = lambda: None,
+) -> list[str] | None:
+    """The globs of the name tests (`-name`, `-iname`: folded to lower case) one of which
+    a path find's action at `tests[action]` can run on passes, as find reads its expression:
+    a test is left out when the action cannot run on a path passing it (`-name .git -prune
+    -o -name config -exec ...`). None when it can run on a path passing none of them, or the
+    expression cannot be read."""
+    either = FILE | FOLDER
+    samples = [(PROBES[0], either), (f"{PROBES[0]}/{PROBES[0]}", either)]
+    tested = [k for k in range(len(tests) - 1) if tests[k] in NAME_TESTS]
+    if (
+        len(tested) > NAMES_LIMIT
+        or reaches(tests, action, root_text, samples, tick, wide=True, focus=-1) != []
+    ):
+        return None
+    names = []
+    for k in tested:
+        glob = tests[k + 1]
+        if glob is not None:
+            if reaches(tests, action, root_text, samples, tick, wide=True, focus=k):
+                names.append(glob.lower() if tests[k] == "-iname" else glob)
+    return names
 
 
 def _ref_samples(known: list[str]) -> list[tuple[str, frozenset[str]]]:
@@ -264,16 +362,24 @@ class _Sample:
     """A path find may meet under the root: the path its tests see, its name and kind;
     `refs`, for a branch's file (a name ending in `REF`), names to try it with."""
 
-    __slots__ = ("path", "name", "kind", "refs")
+    __slots__ = ("path", "name", "kind", "refs", "wide", "focus")
 
     def __init__(
-        self, root_text: str, relative: str, kind: frozenset[str], refs: list[str]
+        self,
+        root_text: str,
+        relative: str,
+        kind: frozenset[str],
+        refs: list[str],
+        wide: bool = False,
+        focus: int | None = None,
     ) -> None:
         top = root_text.rstrip("/") if root_text != "/" else ""
         self.path = f"{top}/{relative}" if relative else root_text
         self.name = relative.rsplit("/", 1)[-1] if relative else os.path.basename(top) or "/"
         self.kind = kind
         self.refs = refs if relative.endswith(REF) else None
+        self.wide = wide  # any path of this depth: its path tests go either way
+        self.focus = focus  # with `wide`: the name test it passes (-1: none; None: any)
 
 
 def _depth(tests: list[str | None], option: str, pick: Any, default: int) -> int:
@@ -443,7 +549,7 @@ def _outcomes(node: tuple, sample: _Sample, action: int) -> set[Outcome]:
     if word == "-prune":
         return {(True, False, True)}
     if matcher is not None:
-        return {(value, False, False) for value in matcher.values(sample)}
+        return {(value, False, False) for value in matcher.values(sample, index)}
     return {(value, False, False) for value in _test(word, given, sample)}
 
 
@@ -459,9 +565,14 @@ class _Matcher:
         self.on_path = word in PATH_TESTS
         self.any_ref = ref_name(glob) is not None  # a branch can have a name it matches
 
-    def values(self, sample: _Sample) -> frozenset[bool]:
-        """The values the test can have on `sample` (on a branch's file: True when one of
-        the names tried matches, and False too, since a branch can be named otherwise)."""
+    def values(self, sample: _Sample, index: int) -> frozenset[bool]:
+        """The values the test (at `index` in the tests) can have on `sample` (on a
+        branch's file: True when one of the names tried matches, and False too, since a
+        branch can be named otherwise)."""
+        if sample.wide:
+            if self.on_path or sample.focus is None:
+                return ANY
+            return TRUE if index == sample.focus else FALSE if sample.focus < 0 else ANY
         text = sample.path if self.on_path else sample.name
         if sample.refs is None:
             return TRUE if self.match(self.fold(text)) else FALSE

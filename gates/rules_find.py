@@ -6,10 +6,11 @@ A deletion is judged as `rm -r` of each place searched, unless a name filter sur
 .git, .beads and .claude out (with find's operators, as `gates.findreach` reads them).
 Another command is judged with what can match in place of `{}` (put in inside a word too,
 as find and fd do): the place searched itself when it can be a match, else the paths under
-it whose names match the filters (`find . -name '*.txt' -exec mv {} {}.bak ';'` as
-`mv ./*.txt ...`). Where find's root holds the work tree's .git
-or the store's .beads/.git, what its tests let it reach inside them (`gates.findreach`:
-`-name HEAD`, `-name '*.pack'`) is judged too, as deleting or writing there.
+it whose names match the filters a match can pass (`find . -name '*.txt' -exec mv {}
+{}.bak ';'` as `mv ./*.txt ...`). Where find's root holds the work tree's .git, the store
+or .claude, what its tests (`gates.findreach`: `-name HEAD`, `-name '*.pack'`, `-name
+config.yaml`) or fd's filters (`gates.fdreach`: `-e pack`) let it reach inside them is
+judged too, as deleting or writing there.
 """
 
 from __future__ import annotations
@@ -20,19 +21,27 @@ from fnmatch import fnmatchcase
 from functools import partial
 
 from gates import options
-from gates.findreach import FILE, FOLDER, PROBES, reaches, reaches_git, ref_files
+from gates.fdreach import VALUES, exec_start, fd_reaches
+from gates.findreach import (
+    FILE,
+    FOLDER,
+    PROBES,
+    guarded_samples,
+    matched_names,
+    reaches,
+    reaches_git,
+    ref_files,
+)
 from gates.rules_wrappers import literal_path
 from gates.shelljudge import Item, Judge, Stdin
-from gates.shellpaths import DENY, may_be, pattern, removal
-from gates.shellwords import BRACKET, GLOBS, QUESTION, SENTINELS, STAR, TILDE, UNKNOWN, shown
+from gates.shellpaths import DENY, may_be, pattern, removal, write_target
+from gates.shellwords import BRACKET, GLOBS, QUESTION, SENTINELS, STAR, TILDE, UNKNOWN
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
 
 
-# find's operators: with one among the tests before a command, a match need not pass them all.
-FIND_OPERATORS = ("-o", "-or", ",", "-not", "!", "(", ")")
 GLOB_MARKS = str.maketrans(GLOBS)  # a glob's wildcards as a shell word's value marks them
 
 
@@ -57,74 +66,111 @@ def _find(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth:
         if word in ("-exec", "-execdir", "-ok", "-okdir"):
             end = next((k for k in range(i + 1, len(tests)) if tests[k] in (";", "+")), len(tests))
             run = items[1 + at + i + 1 : 1 + at + end]
-            # What it runs on: the matches of the tests written before it.
-            found = partial(_find_matches, j, before=tests[:i], tests=tests)
-            inside = partial(_inside_git, j, tests=tests, action=i)
+            # What it runs on: what find's expression lets it run on.
+            found = partial(_find_matches, j, tests=tests, action=i)
+            inside = partial(_find_inside, j, tests=tests, action=i)
             if _runs_on_matches(j, run, roots, ("{}",), depth, found=found, inside=inside):
                 deletes = True
                 deleting.append(i)
         elif word == "-delete":
             deleting.append(i)
             for root in roots:
-                for sample in _inside_git(j, root, tests, i)[:1]:
-                    j.note(DENY, f"it deletes inside a repository's .git ({shown(sample.word)})")
+                for sample in _find_inside(j, root, tests, i):
+                    level, reason = write_target(sample.word, j.cwd)
+                    j.note(
+                        level,
+                        reason.replace("writes into", "deletes in").replace("writes", "deletes"),
+                    )
     if not deletes:
         return
     named, guarded, loose = _find_filters(tests)
-    # An operator or -prune no longer counts as undoing the name filters when find, read as
-    # it reads its expression, surely runs no deleting action on what the top guards.
-    loose = loose and not all(_stays_out(j, root, tests, deleting) for root in roots)
+    # A filter that can match .git, .beads or .claude, an operator or a -prune no longer
+    # counts as letting the deletion reach them when find, read as it reads its expression,
+    # surely runs no deleting action on them (`-name .git -prune -o -name '*.tmp' -delete`).
+    if (guarded or loose) and all(_stays_out(j, root, tests, deleting) for root in roots):
+        guarded = loose = False
     _deletes_under(j, program, roots, bool(named), guarded, loose)
 
 
-def _inside_git(j: Judge, root: Item, tests: list[str | None], action: int) -> list[Item]:
-    """Words for the files inside the work tree's .git and the store's .beads/.git that
-    find's action at `tests[action]` can run on under `root` (`gates.findreach`): none when
-    the root holds neither, or is not known (as a write to an unknown path is judged)."""
+def _guarded_inside(j: Judge, root: Item) -> tuple[str, list[tuple[str, frozenset[str]]]] | None:
+    """The search root's path and the sample paths (relative to it, with their kind) of
+    what the gate guards under `root` (`gates.findreach.guarded_samples`): the files inside
+    the work tree's .git and the store's .beads/.git, the store's own files, Claude Code's
+    settings. None when the root holds none of them, or is not known (as a write to an
+    unknown path is judged)."""
     path, _why = pattern(root.word, j.cwd)
     if path is None or any(c in path for c in SENTINELS):
-        return []
+        return None
+    store = claude = None
     if path == j.tree or j.tree.startswith(path.rstrip("/") + "/"):
         lead = os.path.relpath(j.tree, path)
-        tops = [".git", ".beads/.git"] if lead == "." else [f"{lead}/.git", f"{lead}/.beads/.git"]
+        at = "" if lead == "." else f"{lead}/"
+        repos, store, claude = [f"{at}.git", f"{at}.beads/.git"], f"{at}.beads", f"{at}.claude"
     elif path == j.tree + "/.beads":
-        tops = [".git"]
+        repos = [".git"]  # the store's own files: as the words under the root are judged
     else:
-        return []
-    tops = [top for top in tops if os.path.isdir(os.path.join(path, top))]
-    if not tops:
-        return []
-    # The refs each repository holds: a name filter reaches a branch's file only when a
-    # branch (or tag) has a name it matches.
-    refs = {top: known for top in tops if (known := ref_files(os.path.join(path, top)))}
+        return None
+    key = ("guarded", path)  # read once a judgement: the same for every find there
+    if key not in j.git_cache:
+        repos = [top for top in repos if os.path.isdir(os.path.join(path, top))]
+        # The refs each repository holds: a name filter reaches a branch's file only when a
+        # branch (or tag) has a name it matches.
+        refs = {top: known for top in repos if (known := ref_files(os.path.join(path, top)))}
+        j.git_cache[key] = guarded_samples(path, repos, refs, store, claude)
+    samples = j.git_cache[key]
+    return (path, samples) if samples else None
+
+
+def _inside_words(root: Item, reached: list[str]) -> list[Item]:
+    """Words for the sample paths `reached` under `root`."""
     top = root.word.rstrip("/")
-    text = root.literal if root.literal is not None else path  # `~`: find is given the path
-    reached = reaches_git(tests, action, text, tops, j.in_time, refs)
     return [Item(f"{top}/{inner}") for inner in reached]
 
 
-# What a deleting find at the top of the work tree must leave alone: the folders the gate
-# guards and what is in them (a name no filter of the tests matches stands for the rest).
-TOP_SAMPLES = [
-    (f"{name}{inner}", kind)
-    for name in (".git", ".beads", ".claude")
-    for inner in ("", f"/{PROBES[0]}")
-    for kind in (FOLDER, FILE)
+def _find_inside(j: Judge, root: Item, tests: list[str | None], action: int) -> list[Item]:
+    """Words for what the gate guards under `root` (`_guarded_inside`) that find's action at
+    `tests[action]` can run on (`gates.findreach`), the most telling first."""
+    inside = _guarded_inside(j, root)
+    if inside is None:
+        return []
+    path, samples = inside
+    text = root.literal if root.literal is not None else path  # `~`: find is given the path
+    return _inside_words(root, reaches_git(tests, action, text, samples, j.in_time))
+
+
+# What a deleting find must leave alone under its root: the root itself, the folders the
+# gate guards (as the root's children and deeper) and what is in them (a name no filter of
+# the tests matches stands for the rest).
+GUARD_SAMPLES = [
+    ("", FOLDER),
+    *(
+        (f"{above}{name}{inner}", kind)
+        for name in (".git", ".beads", ".claude")
+        for above in ("", f"{PROBES[0]}/")
+        for inner in ("", f"/{PROBES[0]}")
+        for kind in (FOLDER, FILE)
+    ),
 ]
 
 
 def _stays_out(j: Judge, root: Item, tests: list[str | None], actions: list[int]) -> bool:
-    """Whether `root` is the top of the work tree and find's name filters in `tests` leave
-    .git, .beads and .claude out, however its operators (`!`, `-o`, parentheses, `-prune`)
-    combine them: no action at `actions` can run on those folders or on a file or folder in
-    them that no filter names (`gates.findreach`). False when it cannot tell."""
-    named, guarded, _loose = _find_filters(tests)
-    if not named or guarded or any(_find_may_match(n) for n in named):
+    """Whether find's expression, read as find reads it whatever its operators (`!`, `-o`,
+    parentheses, `-prune`), surely runs none of the actions at `actions` on `root` itself,
+    on a .git, .beads or .claude under it, nor on a file or folder in one that no filter
+    names (`gates.findreach`). False when it cannot tell."""
+    text = _root_text(j, root)
+    if text is None:
         return False
-    path, _why = pattern(root.word, j.cwd)
-    if path != j.tree or root.literal is None:
-        return False
-    return all(reaches(tests, at, root.literal, TOP_SAMPLES, j.in_time) == [] for at in actions)
+    return all(reaches(tests, at, text, GUARD_SAMPLES, j.in_time) == [] for at in actions)
+
+
+def _root_text(j: Judge, root: Item) -> str | None:
+    """The search root as find is given it (`~`: the path the shell gives), None when not
+    known."""
+    if root.literal is not None:
+        return root.literal
+    text, _why = pattern(root.word, j.cwd)
+    return None if text is None or any(c in text for c in SENTINELS) else text
 
 
 def _find_filters(tests: list[str | None]) -> tuple[list[str | None], bool, bool]:
@@ -150,56 +196,24 @@ def _find_filters(tests: list[str | None]) -> tuple[list[str | None], bool, bool
     return named, guarded, loose
 
 
-def _find_matches(
-    j: Judge, root: Item, before: list[str | None], tests: list[str | None]
-) -> list[Item] | None:
-    """Words for what find can run a command on under `root` when the tests `before` the
-    command leave `root` itself out (a `-name` or `-path` it fails, `-mindepth`): a child
-    or a deeper path named as each `-name` says. None when the root itself can be a match,
-    the tests are not all read, or the root holds the work tree and they may not leave .git
-    out (judged as the root, then)."""
-    if any(w is None or w in FIND_OPERATORS for w in before):
+def _find_matches(j: Judge, root: Item, tests: list[str | None], action: int) -> list[Item] | None:
+    """Words for what find can run the action at `tests[action]` on under `root`, read as
+    find reads its expression (`gates.findreach`), when it leaves `root` itself out (a
+    `-name` or `-path` it fails, `-mindepth`): a child or a deeper path named as a `-name`
+    says (any name, when one no filter matches can be a match). None when the root itself
+    can be a match, the expression is not read, or the root holds the work tree and the
+    action may run on .git, .beads or .claude (judged as the root, then)."""
+    text = _root_text(j, root)
+    if text is None:
         return None
-    text = root.literal
-    if text is None:  # `~`: what the shell gives find
-        text, _why = pattern(root.word, j.cwd)
-        if text is None or any(c in text for c in SENTINELS):
-            return None
-    name = os.path.basename(text.rstrip("/")) or "/"  # find's name for a root
-
-    def tested(*kinds: str) -> list[tuple[str, str]]:
-        return [
-            (str(before[k]), str(before[k + 1]))
-            for k in range(len(before) - 1)
-            if before[k] in kinds
-        ]
-
-    names = tested("-name", "-iname")
-    paths = tested("-path", "-ipath", "-wholename", "-iwholename")
-    left_out = (
-        _min_depth(tests) > 0
-        or any(not fnmatchcase(_folded(test, name), _folded(test, p)) for test, p in names)
-        or any(not fnmatchcase(_folded(test, text), _folded(test, p)) for test, p in paths)
-    )
-    if not left_out:
+    either = FILE | FOLDER  # a root, or a path met, of either kind
+    if reaches(tests, action, text, [("", either)], j.in_time) != []:
         return None
-    named, _guarded, loose = _find_filters(before)
-    if _holds_the_tree(j, root) and (
-        not named or (loose and not _stays_out(j, root, tests, [len(before)]))
-    ):
+    if _holds_the_tree(j, root) and not _stays_out(j, root, tests, [action]):
         return None
-    return _under(root, [_folded(test, p) for test, p in names] or ["*"])
-
-
-def _folded(test: str, text: str) -> str:
-    """`text` as find's test compares it: case ignored for `-iname`, `-ipath`, ..."""
-    return text.lower() if test.startswith("-i") else text
-
-
-def _min_depth(tests: list[str | None]) -> int:
-    """find's `-mindepth` (it holds wherever it is written)."""
-    depths = [tests[k + 1] for k in range(len(tests) - 1) if tests[k] == "-mindepth"]
-    return max((int(d) for d in depths if d is not None and d.isdigit()), default=0)
+    # The name filters one of which a match passes (any name, when it can pass none).
+    names = matched_names(tests, action, text, j.in_time)
+    return _under(root, names or ["*"])
 
 
 def _holds_the_tree(j: Judge, root: Item) -> bool:
@@ -270,7 +284,10 @@ def _runs_on_matches(
                           "{/.}": _stem(base)}  # fmt: skip
                 judged(besides, values)
         for sample in inside(root) if inside is not None else ():
-            judged(full, {"{}": sample, "{//}": root, "{.}": sample, "{/}": root, "{/.}": root})
+            base = Item(sample.word.rsplit("/", 1)[-1])
+            parent = Item(sample.word.rsplit("/", 1)[0])
+            judged(full, {"{}": sample, "{//}": parent, "{.}": _stem(sample), "{/}": base,
+                          "{/.}": _stem(base)})  # fmt: skip
     return deletes
 
 
@@ -338,7 +355,6 @@ def _find_may_match(name: str | None) -> bool:
 
 GUARDED_NAMES = (".git", ".beads", ".claude")  # what a name filter must leave out
 FD_PLACEHOLDERS = ("{}", "{/}", "{//}", "{.}", "{/.}")
-FD_VALUES = "dtEeSocj"  # fd's short options taking a value
 FD_LONGS = {
     **dict.fromkeys(
         ("max-depth", "min-depth", "exact-depth", "exclude", "type", "extension", "size",
@@ -361,7 +377,7 @@ def _fd(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth: i
     runs: list[list[Item]] = []
     at = 1
     while at < len(items):
-        start = _fd_exec_start(items[at].literal or "")
+        start = exec_start(items[at].literal or "")
         if start is None:
             own.append(items[at])
             at += 1
@@ -373,7 +389,7 @@ def _fd(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth: i
         at = end + 1
     if not runs:
         return
-    read = options.read(_words(own), FD_VALUES, FD_LONGS)
+    read = options.read(_words(own), VALUES, FD_LONGS)
     positionals = [own[i] for i in read.positionals]
     roots = positionals[1:] + _fd_values(own, "search-path")
     patterns = [p.literal for p in positionals[:1]] + read.values.get("and", [])
@@ -384,13 +400,22 @@ def _fd(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth: i
         not e or any(name.endswith("." + e.lower().lstrip(".")) for name in GUARDED_NAMES)
         for e in extensions
     )
-    loose = guarded or read.has("p", "full-path") or any(i.literal is None for i in own)
+    unread = any(i.literal is None for i in own)
+    loose = guarded or read.has("p", "full-path") or unread
     names = _fd_names(patterns, extensions, glob, fixed, read.has("p", "full-path"))
 
     def found(root: Item) -> list[Item] | None:  # fd never runs a command on the root itself
         if _holds_the_tree(j, root) and (loose or not (patterns or extensions)):
             return None
         return _under(root, names)
+
+    def inside(root: Item) -> list[Item]:  # what fd's filters let it reach in .git, ...
+        guarded_in = _guarded_inside(j, root)
+        if guarded_in is None:
+            return []
+        path, samples = guarded_in
+        reached = fd_reaches(read, patterns, path, samples, unread, j.in_time)
+        return _inside_words(root, reached)
 
     def bases() -> list[Item]:  # `{/}`: names in the current directory (a shell's `*`
         # leaves out the dot names fd can match: those the gate guards are added)
@@ -407,7 +432,7 @@ def _fd(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth: i
         deletes = False
         for run in runs:
             deletes = (
-                _runs_on_matches(j, run, roots, FD_PLACEHOLDERS, depth, True, found, bases=bases)
+                _runs_on_matches(j, run, roots, FD_PLACEHOLDERS, depth, True, found, inside, bases)
                 or deletes
             )
         if deletes:
@@ -428,24 +453,6 @@ def _fd_names(
         else:
             names.append(given if glob else f"*{given}*")
     return names or ["*"]
-
-
-def _fd_exec_start(word: str) -> tuple[str, str] | None:
-    """Whether `word` starts fd's command (`-x`, `--exec`, `-X`, `--exec-batch`, `-Hx`,
-    `--exec=rm`): the flags written before it in the same word and the command's first word
-    written after it ("" for none); None when it does not."""
-    if word in ("--exec", "--exec-batch"):
-        return "", ""
-    if word.startswith(("--exec=", "--exec-batch=")):
-        return "", word.partition("=")[2]
-    if not word.startswith("-") or word.startswith("--"):
-        return None
-    for at, letter in enumerate(word[1:]):
-        if letter in "xX":
-            return (word[: 1 + at] if at else ""), word[2 + at :]
-        if letter in FD_VALUES:
-            return None  # the rest of the word is that option's value
-    return None
 
 
 def _fd_values(own: list[Item], name: str) -> list[Item]:

@@ -5,12 +5,16 @@
 `judge_wrapper` reads a wrapper's own options (`WRAPPERS` says which take a value and how
 many words come before the command) and hands the command it runs back to the judge, with
 the directory it runs in (`CHDIR_OPTIONS`) and, for `xargs` and `parallel`, the arguments
-they add (`UNKNOWN_TARGETS`). The other programs' rules are `gates.rules`.
+they add (`UNKNOWN_TARGETS`); `find ... | xargs CMD` is judged besides as `find ... -exec
+CMD {} +` (`fd ... | xargs CMD` as `fd ... -X CMD`). The other programs' rules are
+`gates.rules`.
 """
 
 from __future__ import annotations
 
 from gates import options
+from gates.fdreach import VALUES, exec_start
+from gates.findreach import ONE_VALUE, RUNS
 from gates.shelljudge import Item, Judge, Stdin
 from gates.shellpaths import pattern
 from gates.shellwords import UNKNOWN
@@ -67,6 +71,7 @@ def judge_wrapper(
         _remote(j, program, rest, depth)
         return
     if program == "xargs":
+        _runs_on_found(j, read, rest, stdin, depth)
         rest = _xargs_args(read, rest)
     if program == "parallel":
         rest = _parallel_args(rest)
@@ -114,6 +119,108 @@ def _xargs_args(read: options.Options, rest: list[Item]) -> list[Item]:
     if marker:
         return [Item(UNKNOWN_TARGETS) if i.literal == marker else i for i in rest]
     return [*rest, Item(UNKNOWN_TARGETS)]
+
+
+def _runs_on_found(
+    j: Judge, read: options.Options, rest: list[Item], stdin: Stdin | None, depth: int
+) -> None:
+    r"""`find ... | xargs CMD`: CMD runs on what find prints, judged as `find ... -exec CMD
+    {} +` is (`-print0 | xargs -0` too; with `-I R`, as `-exec CMD ... {} ... \;`, R put in
+    as `{}`); `fd ... | xargs CMD` as `fd ... -X CMD` (`-x`). The input read as an unknown
+    argument is judged besides (`_xargs_args`)."""
+    if not rest or read.has("a", "arg-file"):
+        return  # no command (`echo`), or the arguments come from a file
+    source = j.source_items(stdin)
+    if source is None:
+        return
+    marker = (read.values.get("I") or read.values.get("replace") or [None])[-1]
+    marker = marker or ("{}" if read.has("i") else None)  # `-i`: `-I {}`
+    run = [_marked(item, marker) for item in rest] if marker else rest
+    command = _found_then_run(source, run, one_each=bool(marker))
+    if command is not None:
+        j.argv(command, None, depth)
+
+
+def _marked(item: Item, marker: str) -> Item:
+    """`item` with xargs's replace string `marker` written as find's `{}`."""
+    if marker not in item.word:
+        return item
+    return Item(item.word.replace(marker, "{}"), None, item.script().replace(marker, "{}"))
+
+
+def _found_then_run(source: list[Item], run: list[Item], one_each: bool) -> list[Item] | None:
+    """The command `source` (`find`, `fd`) would be if it ran `run` on each path it prints
+    (`one_each`) or on them all at once: None when it is neither, or prints something else
+    (`-printf`, `-ls`, what `-exec` runs; fd's `-l`, `--format`, `-x`)."""
+    program = (source[0].literal or "").rsplit("/", 1)[-1]
+    words = [item.literal for item in source]
+    if program in ("fd", "fdfind"):
+        if any(w is None or _fd_prints_other(w) for w in words[1:]):
+            return None
+        return [source[0], Item("-x" if one_each else "-X"), *run, Item(";"), *source[1:]]
+    if program != "find":
+        return None
+    at = 1
+    while at < len(words) and words[at] in ("-H", "-L", "-P"):
+        at += 1
+    while at < len(words) and not (words[at] or "x").startswith(("-", "(", "!", ")")):
+        at += 1  # the roots
+    tail = [
+        Item("-exec"),
+        *run,
+        *([] if one_each else [Item("{}")]),
+        Item(";" if one_each else "+"),
+    ]
+    prints: dict[int, int] = {}  # where find prints the paths it finds: the words it takes
+    acts = False  # an action that keeps find from printing each match itself
+    k = at
+    while k < len(words):
+        word = words[k]
+        if word is None:
+            return None
+        if word in RUNS:
+            end = next((e for e in range(k + 1, len(words)) if words[e] in (";", "+")), len(words))
+            acts, k = True, end + 1
+            continue
+        if word in ("-print", "-print0"):
+            prints[k] = 1
+        elif word == "-printf" and _prints_path(words[k + 1] if k + 1 < len(words) else ""):
+            prints[k] = 2
+        elif word in ("-printf", "-fprintf", "-ls", "-fls", "-fprint", "-fprint0", "-delete"):
+            acts = True
+        k += 3 if word == "-fprintf" else 2 if word in ONE_VALUE or word.startswith("-newer") else 1
+    if prints:
+        out: list[Item] = []
+        k = 0
+        while k < len(source):
+            out += tail if k in prints else [source[k]]
+            k += prints.get(k, 1)
+        return out
+    if acts:
+        return None
+    if any(w in ("-o", "-or", ",") for w in words[at:]):  # find prints what passes them all
+        return [*source[:at], Item("("), *source[at:], Item(")"), *tail]
+    return [*source, *tail]
+
+
+def _prints_path(given: str | None) -> bool:
+    """Whether find's `-printf` format prints the path found (`%p`, `%P`; one not known
+    may)."""
+    return given is None or "%p" in given or "%P" in given
+
+
+def _fd_prints_other(word: str) -> bool:
+    """Whether fd's word makes it print other than the paths it finds, or run a command."""
+    if exec_start(word) is not None or word in ("--list-details", "--format"):
+        return True
+    if word.startswith("--format=") or not word.startswith("-") or word.startswith("--"):
+        return word.startswith("--format=")
+    for letter in word[1:]:
+        if letter == "l":
+            return True
+        if letter in VALUES:
+            return False  # the rest of the word is that option's value
+    return False
 
 
 def _parallel_args(rest: list[Item]) -> list[Item]:

@@ -133,13 +133,15 @@ class Item:
 
 
 class Stdin:
-    """Where a command's standard input comes from: `text` known, else `what` says."""
+    """Where a command's standard input comes from: `text` known, else `what` says; for a
+    pipe, `source` is the command before it (a syntax node), when there is one."""
 
-    __slots__ = ("text", "what")
+    __slots__ = ("text", "what", "source")
 
-    def __init__(self, text: str | None, what: str) -> None:
+    def __init__(self, text: str | None, what: str, source: Any = None) -> None:
         self.text = text
         self.what = what  # "heredoc", "herestring", "pipe", "file"
+        self.source = source
 
 
 class Judge:
@@ -235,17 +237,9 @@ class Judge:
     # -- commands -------------------------------------------------------------------------
 
     def command(self, node: Any, ancestors: tuple, depth: int) -> None:
-        name = node.child_by_field_name("name")
-        if name is None:
+        items = self.items(node)
+        if items is None:
             return
-        arguments = node.children_by_field_name("argument")
-        if len(arguments) > MAX_WORDS:
-            self.note(ASK, f"a command of more than {MAX_WORDS} words is more than it reads")
-            raise Stop
-        items = [Item(value(name.children[0] if name.children else name), _first(name))]
-        for argument in arguments:  # `{build,dist}`: brace expansion makes several words
-            words = shellwords.values(argument)
-            items += [Item(w, argument if len(words) == 1 else None) for w in words]
         if len(items) > MAX_WORDS + 1:
             self.note(ASK, f"a command of more than {MAX_WORDS} words is more than it reads")
             raise Stop
@@ -255,6 +249,31 @@ class Judge:
             elif child.type == "variable_assignment":
                 self.assignment(child, depth)
         self.argv(items, self.stdin_of(node, *ancestors), depth)
+
+    def items(self, node: Any) -> list[Item] | None:
+        """A command node's words, program first (None: it names no program); past
+        `MAX_WORDS`, the first words and one more."""
+        name = node.child_by_field_name("name")
+        if name is None:
+            return None
+        items = [Item(value(name.children[0] if name.children else name), _first(name))]
+        for argument in node.children_by_field_name("argument"):
+            words = shellwords.values(argument)  # `{build,dist}`: brace expansion makes several
+            items += [Item(w, argument if len(words) == 1 else None) for w in words]
+            if len(items) > MAX_WORDS + 1:
+                break
+        return items
+
+    def source_items(self, stdin: Stdin | None) -> list[Item] | None:
+        """The words of the command piped into a command whose input is `stdin` (`find ...
+        | xargs rm`), when it is a simple command (its redirections aside); else None."""
+        node = stdin.source if stdin is not None else None
+        if node is not None and node.type == "redirected_statement":
+            node = node.child_by_field_name("body")
+        if node is None or node.type != "command":
+            return None
+        items = self.items(node)
+        return items if items is not None and len(items) <= MAX_WORDS else None
 
     def assignment(self, node: Any, depth: int) -> None:
         """`GIT_SSH_COMMAND='rm -rf ~' git fetch`: a variable the program runs as a command."""
@@ -361,7 +380,7 @@ class Judge:
                 found = _redirect_input(child) or found
         if parent is not None and parent.type == "pipeline":
             if before is not None:
-                return Stdin(self.producer_text(before), "pipe")
+                return Stdin(self.producer_text(before), "pipe", before)
             first = parent.child(0)
             if first is not None and first.type in ("|", "|&"):
                 holder = great if grand is not None and grand.type == "heredoc_redirect" else None

@@ -774,7 +774,7 @@ def test_find_reaching_the_files_inside_git_is_judged_as_deleting_them_there(
         ("find . -name '*.pyc' -o -regex '.*' -delete", "deny"),
         (r"find . -maxdepth 1 \( -name '*.pyc' -o -type f \) -delete", "deny"),
         ("find . -name node_modules -prune -o -exec rm -rf {} +", "deny"),
-        ("find . -name .git -prune -o -name '*.pyc' -delete", "deny"),
+        ("find . -name .git -prune -o -name '*.pyc' -delete", None),
     ],
 )
 def test_a_deleting_find_with_operators_at_the_top_is_judged_on_what_it_can_reach(
@@ -832,6 +832,147 @@ def test_a_repository_with_more_refs_than_the_gate_reads_keeps_any_name_a_branch
     for n in range(3):
         branch(project / ".git", f"refs/heads/b{n}")
     assert answer(bash(gc, "find . -name build -exec rm -rf {} +")) == "deny"
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("find . -name .git -prune -o -name '*.tmp' -delete", None),
+        ("find . -name .git -prune -o -name '*.pyc' -delete", None),
+        ("find src -name .git -prune -o -name '*.pyc' -delete", None),
+        (r"find . \( -name .git -o -name .beads \) -prune -o -name '*.log' -delete", None),
+        ("find . -name .git -prune -o -delete", "deny"),
+        # -delete turns -prune off: find goes into .git, where HEAD is.
+        ("find . -name .git -prune -o -name HEAD -delete", "deny"),
+        ("find . -name .git -prune -o -type f -delete", "deny"),
+        ("find . -name .git -prune -o -name '.*' -delete", "deny"),
+    ],
+)
+def test_pruning_git_beside_a_delete_is_judged_on_what_the_delete_reaches(
+    project: Path, gc: GcRunner, command: str, expected: str | None
+) -> None:
+    # A filter naming .git anywhere in a deleting find was taken to let it delete .git, so
+    # the everyday `find . -name .git -prune -o -name '*.tmp' -delete` was denied.
+    assert answer(bash(gc, command)) == expected
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        (r"find . \( -name '*.txt' -o -name '*.md' \) -exec mv {} {}.bak \;", None),
+        (r"find . -name '*.txt' -o -name '*.md' -exec mv {} {}.bak \;", None),
+        (r"find . -type f \( -name '*.orig' -o -name '*.rej' \) -exec mv {} /tmp \;", None),
+        (r"find . -name .git -prune -o -name '*.txt' -exec mv {} {}.bak \;", None),
+        (r"find . -name '*.txt' ! -name 'a*' -exec mv {} /tmp \;", None),
+        ("find . -name .git -o -name build -exec rm -rf {} +", None),
+        (r"find . \( -name a -o -name b \) -exec rm -rf {} +", None),
+        (r"find . \( -name a -o -name .git \) -exec rm -rf {} +", "deny"),
+        ("find . -name build -o -name .git -exec rm -rf {} +", "deny"),
+        ("find . -name x -o -exec rm {} +", "deny"),
+        (r"find . -name x -o -exec mv {} /tmp \;", "deny"),
+        (r"find . ! -name '*.py' -exec mv {} /tmp \;", "deny"),
+        (r"find . -name x , -exec mv {} /tmp \;", "deny"),
+        (r"find . \( -name '*.txt' -o -name '.*' \) -exec mv {} /tmp \;", "deny"),
+    ],
+)
+def test_an_operator_before_exec_is_read_as_find_reads_it(
+    project: Path, gc: GcRunner, command: str, expected: str | None
+) -> None:
+    # With any operator before -exec, its command was judged as run on the search root:
+    # renaming every *.txt and *.md file was denied as moving the work tree away, and
+    # `-name .git -o -name build -exec rm -rf {} +` as deleting the whole tree.
+    assert answer(bash(gc, command)) == expected
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        (r"find . -name config.yaml -exec cp /evil {} \;", "deny"),
+        ("find . -name '*.yaml' -exec sed -i s/a/b/ {} +", "deny"),
+        ("find .. -name config.yaml -exec sed -i s/a/b/ {} +", "deny"),
+        ("find . -name '*.sqlite3' -delete", "deny"),
+        ("find . -name write.lock -delete", "deny"),
+        ("find . -type d -name tmp -exec rm -rf {} +", "deny"),
+        ("find . -type d -name tasks -exec rm -rf {} +", "deny"),
+        ("find . -name 'gc-*.yaml' -delete", "deny"),
+        (r"find . -name settings.json -exec cp /evil {} \;", "deny"),
+        (r"find . -name config.yaml -exec cat {} \;", None),
+        ("find . -name '*.yaml' -exec yamllint {} +", None),
+        (r"find . -name .beads -prune -o -name config.yaml -exec cp /evil {} \;", None),
+        (r"find src -name config.yaml -exec cp /evil {} \;", None),
+        ("find . -type d -name build -exec rm -rf {} +", None),
+    ],
+)
+def test_find_reaching_the_stores_own_files_is_judged_as_writing_them_there(
+    project: Path, gc: GcRunner, command: str, expected: str | None
+) -> None:
+    # Only git's files were tried: a name filter reaching the store's config.yaml, its
+    # databases, locks and view, or Claude Code's settings, passed.
+    assert gc("bead", "create", "--type", "task", "--title", "t").returncode == 0
+    (project / ".claude").mkdir()
+    (project / ".claude" / "settings.json").write_text("{}\n")
+    assert answer(bash(gc, command)) == expected
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("fd -H -e pack -x rm", "deny"),
+        ("fd -H -e pack -X rm -f", "deny"),
+        ("fd -e idx -x rm", "deny"),
+        ("fd -H HEAD -x rm", "deny"),
+        ("fd -H '^index$' -X rm", "deny"),
+        ("fd -H -g config.yaml -x cp /evil", "deny"),
+        ("fd -H -e pack -x mv {} /tmp", "deny"),
+        ("fd -H -e pack -x rm {.}.idx", "deny"),
+        ('fd -H "$P" -x rm', "deny"),
+        ("fd -H -e pack -E objects -x rm", None),
+        ("fd -H -e pack -d 2 -x rm", None),
+        ("fd -H -s head -t f -x rm", None),
+        ("fd -H -e pack -x cat", None),
+        ("fd -e pyc -x rm", None),
+        ("fd -e py -x black", None),
+    ],
+)
+def test_fd_reaching_the_files_inside_git_is_judged_as_find_reaching_them_is(
+    project: Path, gc: GcRunner, command: str, expected: str | None
+) -> None:
+    # fd's filters were only checked against the names .git and .beads, so `fd -H -e pack
+    # -x rm`, which deletes git's packs, passed.
+    subprocess.run(["git", "gc", "-q"], cwd=project, check=True)
+    assert answer(bash(gc, command)) == expected
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("find . -name HEAD | xargs rm", "deny"),
+        ("find . -name HEAD -print0 | xargs -0 rm -f", "deny"),
+        ("find . -name HEAD 2>/dev/null | xargs -r rm", "deny"),
+        ("find . -name HEAD | xargs -I{} cp /evil {}", "deny"),
+        ("find . -name HEAD | xargs -I % sh -c 'cp /evil %'", "deny"),
+        (r"find . -name HEAD -printf '%p\n' | xargs rm", "deny"),
+        ("find . -name a -o -name HEAD | xargs rm", "deny"),
+        ("find . -name config.yaml | xargs sed -i s/a/b/", "deny"),
+        ("find . -type f | xargs rm -rf", "deny"),
+        ("fd -H -e pack | xargs rm", "deny"),
+        ("fd -H -e pack -0 | xargs -0 rm", "deny"),
+        ("find . -name '*.pyc' | xargs rm", None),
+        ("find . -name '*.pyc' -print0 | xargs -0 rm -f", None),
+        ("find . -name .git -prune -o -name HEAD -print | xargs rm", None),
+        (r"find . -name HEAD -printf '%f\n' | xargs rm", None),
+        ("find . -name '*.py' | xargs grep -l TODO", None),
+        ("fd -e pyc | xargs rm", None),
+        ("find . -name '*.pyc' | xargs rm -rf", "ask"),
+    ],
+)
+def test_find_piped_to_xargs_is_judged_as_find_exec_running_its_command(
+    project: Path, gc: GcRunner, command: str, expected: str | None
+) -> None:
+    # xargs's input was an unknown argument whatever wrote it, so `find . -name HEAD |
+    # xargs rm`, which deletes .git/HEAD as `find . -name HEAD -exec rm {} +` does, passed.
+    subprocess.run(["git", "gc", "-q"], cwd=project, check=True)
+    assert answer(bash(gc, command)) == expected
 
 
 @pytest.mark.parametrize(
