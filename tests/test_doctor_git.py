@@ -456,13 +456,15 @@ def delete_loose_blobs(gc: GcRunner, *, only: str | None = None) -> dict[str, st
     return blobs
 
 
+@pytest.mark.parametrize("flags", [(), ("--rebuild-index",)])
 def test_blobs_of_head_deleted_are_written_again_from_the_view_and_no_bead_is_lost(
-    project: GcRunner,
+    project: GcRunner, flags: tuple[str, ...]
 ) -> None:
+    # A rebuild of the index reads every blob: the lost ones are written again first.
     gc = project
     blobs = delete_loose_blobs(gc)
     assert len(blobs) == 3  # config.yaml and the two beads
-    report = gc.json("doctor")
+    report = gc.json("doctor", *flags)
     assert report["ok"], report
     assert sorted((p["kind"], p["path"], p["fixed"]) for p in report["problems"]) == sorted(
         ("repository", path, True) for path in blobs
@@ -497,6 +499,25 @@ def test_a_blob_the_history_check_found_missing_is_not_reported_once_written_aga
     fsck(gc)
     assert titles(gc) == ["first", "second"]
     assert gc("doctor").returncode == 0
+
+
+def test_a_rebuild_of_the_index_with_a_blob_found_nowhere_names_it_and_keeps_the_index(
+    project: GcRunner,
+) -> None:
+    gc = project
+    view_file = sorted((gc.cwd / ".beads" / "tasks").rglob("*.yaml"))[0]
+    path = view_file.relative_to(gc.cwd / ".beads").as_posix()
+    delete_loose_blobs(gc, only=path)
+    view_file.write_bytes(view_file.read_bytes() + b"# edited\n")  # no copy of the blob left
+    listed = gc("bead", "list").stdout
+    result = gc("doctor", "--rebuild-index")
+    assert result.returncode == 50, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    assert f"repository: {path}: the file's object is missing" in lines, result.stdout
+    [kept] = [line for line in lines if "not rebuilt" in line]
+    assert path in kept and "the index was kept" in kept and "gc clone" in kept, kept
+    assert not any(line.startswith("fixed: index rebuilt") for line in lines), result.stdout
+    assert gc("bead", "list").stdout == listed  # the index still serves every bead
 
 
 def test_restore_view_over_a_file_whose_object_is_missing_says_so_in_one_line(
