@@ -739,3 +739,69 @@ def test_a_lost_head_commit_the_index_did_not_record_is_reported_and_its_files_k
     assert [p.read_bytes() for p in kept.rglob("*.yaml")] == [content], result.stdout
     assert head(gc) == parent and titles(gc) == ["first", "second"]
     assert gc("doctor").returncode == 0
+
+
+# -- a history the gate refuses --------------------------------------------------------------
+
+
+def commit_outside_the_layout(gc: GcRunner, name: str, when: int, salt: int = 0) -> str:
+    """Commit (by git plumbing, as a hand or another tool may) the file `notes/<name>`,
+    outside the store's layout, with its time `when`, on the branch; returns the commit."""
+    beads_dir = gc.cwd / ".beads"
+    notes = {}
+    listed = git("ls-tree", "HEAD", cwd=beads_dir)
+    top = [line for line in listed.splitlines() if not line.endswith("\tnotes")]
+    if "\tnotes" in listed:
+        notes_listed = git("ls-tree", "HEAD:notes", cwd=beads_dir)
+        notes = {line.split("\t")[1]: line for line in notes_listed.splitlines()}
+    blob = git_input(beads_dir, f"{name}\n", "hash-object", "-w", "--stdin").strip()
+    notes[name] = f"100644 blob {blob}\t{name}"
+    subtree = git_input(beads_dir, "\n".join(sorted(notes.values())) + "\n", "mktree").strip()
+    tree = git_input(beads_dir, "\n".join([*top, f"040000 tree {subtree}\tnotes"]) + "\n", "mktree")
+    env = {"GIT_COMMITTER_DATE": f"{when} +0000", "GIT_AUTHOR_DATE": f"{when} +0000"}
+    message = f"add notes/{name} ({salt})"
+    commit = git_input(
+        beads_dir, message, "commit-tree", tree.strip(), "-p", "HEAD", env=env
+    ).strip()
+    git("update-ref", "refs/heads/main", commit, cwd=beads_dir)
+    return commit
+
+
+def git_input(cwd: Path, data: str, *args: str, env: dict[str, str] | None = None) -> str:
+    import subprocess
+
+    result = subprocess.run(
+        ["git", *args], cwd=cwd, input=data, capture_output=True, text=True, check=True,
+        env={**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
+             "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com", **(env or {})},
+    )  # fmt: skip
+    return result.stdout
+
+
+@pytest.mark.parametrize("clock", ["the same second", "set back"])
+def test_the_reset_doctor_advises_goes_before_the_first_bad_commit_in_the_history(
+    project: GcRunner, clock: str
+) -> None:
+    # Two commits outside the layout, the second made in the same second as the first (its
+    # id sorting first) or under a clock set back: the first in the history is the one
+    # whose parents hold none, whatever the commit times say.
+    gc = project
+    good = head(gc)
+    when = int(time.time()) + 100
+    first = commit_outside_the_layout(gc, "a", when)
+    beads_dir = gc.cwd / ".beads"
+    for salt in range(200):
+        second = commit_outside_the_layout(
+            gc, "b", when if clock == "the same second" else when - 60, salt
+        )
+        if clock != "the same second" or second < first:
+            break
+        git("update-ref", "refs/heads/main", first, cwd=beads_dir)
+    assert git("rev-parse", "main^", cwd=beads_dir).strip() == first
+    report = gc.json("doctor")
+    assert not report["ok"] and [p["kind"] for p in report["problems"]] == ["history"] * 2
+    for problem in report["problems"]:
+        assert f"gc doctor --reset-to {good[:12]}'" in problem["message"], problem
+    reset = gc.json("doctor", "--reset-to", good[:12])
+    assert reset["ok"] and head(gc) == good, reset
+    assert titles(gc) == ["first", "second"]
