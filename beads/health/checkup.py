@@ -9,7 +9,8 @@ as it is); every other bead stays readable.
 What would brick the store is repaired by every run, under the write lock, and reported as a
 problem marked fixed: git lock files and temporary files left by dead writers, half-made
 repositories of a killed `gc init`, a lost or garbled branch ref (restored to the last good
-commit), a missing `.git/HEAD`, loose objects cut short by a full disk or a power cut.
+commit), a missing `.git/HEAD`, loose objects cut short by a full disk or a power cut, a
+pack cut short (what reads of it is written again, the pack moved aside).
 
 The files the layers above keep under `.runtime/` (the delivery database) are theirs to
 check: the program registers each layer's check (`beads.health.layerchecks`), and every run
