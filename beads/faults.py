@@ -29,8 +29,10 @@ REFRESH_POINTS = ("refreshed-index", "mid-view-refresh", "refresh-derived")
 # (`beads/git/quarantine.py`).
 FETCH_POINTS = ("fetch-half-stored", "fetch-spilled")
 # `gc doctor --rebuild-index` (`Index.replace_with`): the new index filled beside the old;
-# the old one's `-wal` and `-shm` removed, the new one not yet renamed into its place.
-REBUILD_POINTS = ("rebuild-filled", "rebuild-swapping")
+# part of it copied into the old one's file. Where the old file cannot take the copy (its
+# first page damaged, another page size) it is renamed into place instead: the old one's
+# `-wal` and `-shm` removed, the new one not yet renamed ("rebuild-swapping").
+REBUILD_POINTS = ("rebuild-filled", "rebuild-copying")
 _ARMED = os.environ.get("GC_FAULT_POINT")
 
 

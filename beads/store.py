@@ -366,9 +366,9 @@ class Store:
                 rebuild_view(self.git, self.view, head)
 
     def rebuild_index(self) -> None:
-        """Rebuild the index from HEAD's files into a new file, put in place once it is whole
-        (call with the lock held): a rebuild git cannot finish (a damaged object) leaves the
-        index as it was, so reads go on."""
+        """Rebuild the index from HEAD's files into a new file, copied into the index's own
+        once it is whole (`Index.replace_with`; call with the lock held): a rebuild git cannot
+        finish (a damaged object) leaves the index as it was, so reads go on."""
         from beads.index.index import remove_files
         from beads.refresh import rebuild_index
 

@@ -8,11 +8,12 @@ an acting agent or a sender. Each returns what the CLI's `--json` prints for the
 
 Freshness. Reads go through the index, which catches up with the branch by itself, so a write
 by another process (the CLI, a hook, a sync) is seen by the next call. What the index cannot
-notice is its own file being replaced (`gc doctor --rebuild-index` deletes it and fills a new
-one) or the packs being rewritten (`gc doctor --gc`): each call compares the index file's
-`(st_dev, st_ino)` and the pack directory's `(st_ino, st_mtime_ns)` with those seen at open,
-and reopens the store when they differ. The inode alone tells a replaced index file: the open
-connection keeps the old inode alive, so the new file cannot be given its number.
+notice is its own file being replaced (`gc doctor --rebuild-index` renames a new one into
+place when the old one cannot take the rebuilt index's copy) or the packs being rewritten
+(`gc doctor --gc`): each call compares the index file's `(st_dev, st_ino)` and the pack
+directory's `(st_ino, st_mtime_ns)` with those seen at open, and reopens the store when they
+differ. The inode alone tells a replaced index file: the open connection keeps the old inode
+alive, so the new file cannot be given its number.
 """
 
 from __future__ import annotations

@@ -419,3 +419,129 @@ def test_a_damaged_blob_missing_from_the_view_and_the_packs_is_restored_from_a_r
     git("fsck", "--strict", "--no-dangling", cwd=root)
     listed = gc("bead", "list", "--json")
     assert listed.returncode == 0 and title in listed.stdout
+
+
+# -- processes that hold the index while it is rebuilt ---------------------------------------
+
+# `gc doctor --rebuild-index` that stops at each point of the swap (`beads.faults`), and once
+# more before it closes the store, until the test lets it go on (`go-<point>` in argv[2]).
+PAUSING_DOCTOR = """
+import os, sys, time
+import beads.index.index as index
+from beads import doctor
+from beads.store import Store
+
+signals = sys.argv[2]
+real = index.fault
+
+def pause(point):
+    if os.path.exists(os.path.join(signals, "go-" + point)):
+        return  # a point reached again (each step of a copy): once is enough
+    open(os.path.join(signals, "paused-" + point), "w").close()
+    while not os.path.exists(os.path.join(signals, "go-" + point)):
+        time.sleep(0.01)
+
+def paused(point):
+    if point.startswith("rebuild-"):
+        pause(point)
+    real(point)
+
+index.fault = paused
+store = Store.open(sys.argv[1], agent="doctor")
+print(doctor(store, rebuild_index=True).ok, flush=True)
+pause("closing")
+store.close()
+"""
+
+# A process that holds the store open (as `gc mcp` or `gc inbox wait` does): for each line
+# it reads, how many beads its index connection holds and sqlite's quick check, read straight
+# from that connection (the index's own recovery would hide a read of a mixed file).
+HOLDER = """
+import sys
+from beads.store import Store
+
+store = Store.open(sys.argv[1], agent="holder")
+store.list()
+print("ready", flush=True)
+for _line in sys.stdin:
+    try:
+        db = store.index.db
+        count = db.execute("SELECT count(*) FROM beads").fetchone()[0]
+        print(count, db.execute("PRAGMA quick_check").fetchone()[0], flush=True)
+    except Exception as exc:
+        print("error:", exc, flush=True)
+store.close()
+"""
+
+
+def next_pause(signals: Path, doctor: subprocess.Popen[str]) -> str:
+    """The point where the pausing doctor waits now."""
+    import time
+
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        waiting = [
+            p.name.removeprefix("paused-")
+            for p in signals.glob("paused-*")
+            if not (signals / p.name.replace("paused-", "go-")).exists()
+        ]
+        if waiting:
+            return waiting[0]
+        assert doctor.poll() is None, doctor.communicate()
+        time.sleep(0.01)
+    raise AssertionError("the doctor never paused")
+
+
+@pytest.mark.gc_process
+def test_a_process_holding_the_index_reads_the_rebuilt_one_never_a_mix(
+    gc_store, tmp_path: Path
+) -> None:
+    # A holder opens the index at each point of `gc doctor --rebuild-index` (and one after
+    # it, before the doctor closes); a bead is written once it is done. Each holder reads
+    # that bead through the file it has open, whole: none is left on the old index, nor
+    # reads the old index through the new one's `-wal` and `-shm`.
+    import os
+    import sys
+
+    gc = gc_store
+    for n in range(3):
+        assert gc("bead", "create", "--type", "task", "--title", f"t{n}").returncode == 0
+    root = gc.cwd / ".beads"
+    signals = tmp_path / "signals"
+    signals.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GC_")}
+    run = [sys.executable, "-c"]
+    doctor = subprocess.Popen(
+        [*run, PAUSING_DOCTOR, str(root), str(signals)], env=env, stdout=subprocess.PIPE, text=True
+    )
+    holders: dict[str, subprocess.Popen[str]] = {}
+    try:
+        while "closing" not in holders:
+            point = next_pause(signals, doctor)
+            holder = subprocess.Popen(
+                [*run, HOLDER, str(root)], env=env, text=True,
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            )  # fmt: skip
+            holders[point] = holder
+            assert holder.stdout is not None and holder.stdout.readline() == "ready\n", point
+            (signals / f"go-{point}").touch()
+        out, _ = doctor.communicate(timeout=60)
+        assert (doctor.returncode, out) == (0, "True\n")
+        assert "rebuild-filled" in holders and len(holders) == 3, holders
+        assert gc("bead", "create", "--type", "task", "--title", "after").returncode == 0
+        read = {}
+        for point, holder in holders.items():
+            assert holder.stdin is not None and holder.stdout is not None
+            holder.stdin.write("count\n")
+            holder.stdin.flush()
+            read[point] = holder.stdout.readline().strip()
+        assert read == dict.fromkeys(holders, "4 ok"), read
+    finally:
+        for process in [doctor, *holders.values()]:
+            process.kill()
+            process.wait()
+    checked = gc("doctor")
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert sorted(b["title"] for b in gc.json("bead", "list")["beads"]) == [
+        "after", "t0", "t1", "t2"
+    ]  # fmt: skip

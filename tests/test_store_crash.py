@@ -220,6 +220,36 @@ def test_a_rebuild_of_the_index_killed_mid_swap_leaves_a_usable_store(
     assert gc_store("doctor").returncode == 0
 
 
+@pytest.mark.parametrize("point", [None, "rebuild-swapping"])
+def test_an_index_that_cannot_take_the_rebuilt_one_is_replaced_by_a_rename(
+    gc_store: GcRunner, point: str | None
+) -> None:
+    # The rebuilt index is copied into the old file; one of another page size cannot take
+    # the copy (sqlite refuses it in WAL mode), and the new file is renamed into its place.
+    import sqlite3
+
+    made = [gc_store.json("bead", "create", "--type", "task", "--title", f"t{n}") for n in range(3)]
+    path = gc_store.cwd / ".beads" / ".runtime" / "index.sqlite3"
+    db = sqlite3.connect(path, isolation_level=None)
+    for statement in ("journal_mode=DELETE", "page_size=8192", "journal_mode=WAL"):
+        db.execute(f"PRAGMA {statement}")
+        if statement.startswith("page_size"):
+            db.execute("VACUUM")
+    db.close()
+    rebuilt = gc_store("doctor", "--rebuild-index", env={"GC_FAULT_POINT": point or ""})
+    if point is not None:
+        assert rebuilt.returncode == -signal.SIGKILL, rebuilt.stderr
+        rebuilt = gc_store("doctor", "--rebuild-index")
+    assert rebuilt.returncode == 0, rebuilt.stdout + rebuilt.stderr
+    db = sqlite3.connect(path)
+    assert db.execute("PRAGMA page_size").fetchone()[0] == 4096  # the new file
+    db.close()
+    listed = gc_store.json("bead", "list")["beads"]
+    assert sorted(b["id"] for b in listed) == sorted(m["bead"]["id"] for m in made)
+    assert not (gc_store.cwd / ".beads" / ".runtime" / "index.sqlite3.new").exists()
+    assert gc_store("doctor").returncode == 0
+
+
 @pytest.mark.parametrize("point", INIT_POINTS)
 def test_a_kill_inside_init_leaves_nothing_the_next_init_trips_on(gc: GcRunner, point: str) -> None:
     git("init", "-q", cwd=gc.cwd)  # a project around the store

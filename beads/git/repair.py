@@ -2,7 +2,8 @@
 (which decides what to report, and where a lost object's copy comes from).
 
 Lock and temporary files of dead writers, a pack without its `.idx` (indexed again when
-it reads whole), a pack cut short (found, for doctor to report), a missing or garbled
+it reads whole), a pack cut short (found, and the objects before the damage written again
+as loose objects), a missing or garbled
 `HEAD`, lines of `packed-refs` git cannot parse, and loose objects that cannot be read or
 do not hash to their name (a full disk, a power cut: one object's bytes under another's
 name), found among the objects HEAD's tree names.
@@ -14,9 +15,9 @@ import fnmatch
 import os
 import stat
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from beads.git.objects import DIR_TYPE, TreeData, loose_ids, loose_path, read_loose
+from beads.git.objects import DIR_TYPE, TreeData, hashes_to, loose_ids, loose_path, read_loose
 from beads.git.refs import BRANCH, is_sha
 
 if TYPE_CHECKING:
@@ -136,6 +137,117 @@ def packs_cut_short(git_dir: Path) -> list[Path]:
     return found
 
 
+# Resolved objects a salvage keeps as bases for the deltas after them (a delta's base is
+# written before it, mostly close by).
+SALVAGE_BASES = 512
+
+
+def salvage_pack(git: GitRepo, pack: Path) -> tuple[int, list[bytes]] | None:
+    """Write again, as loose objects, the objects of `pack` (one `packs_cut_short` found)
+    that read whole and hash to their names: those before the damage, which no reader of
+    the pack can reach while its checksum fails. Returns how many were written and the ids
+    its `.idx` lists that were not (past the damage); None when the `.idx` cannot be read
+    (nothing says where the objects are). Nothing of the pack is changed."""
+    from collections import OrderedDict
+
+    from dulwich.object_format import DEFAULT_OBJECT_FORMAT
+    from dulwich.objects import ShaFile, sha_to_hex
+    from dulwich.pack import OFS_DELTA, REF_DELTA, PackData, apply_delta, load_pack_index
+
+    try:
+        index = load_pack_index(str(pack.with_suffix(".idx")), DEFAULT_OBJECT_FORMAT)
+        entries = sorted((offset, sha_to_hex(sha)) for sha, offset, _crc in index.iterentries())
+    except Exception:  # an `.idx` that does not read: dulwich raises several kinds
+        return None
+    offsets = {sha: offset for offset, sha in entries}
+    bases: OrderedDict[int, tuple[int, bytes]] = OrderedDict()
+
+    def keep(offset: int, obj: tuple[int, bytes]) -> None:
+        bases[offset] = obj
+        if len(bases) > SALVAGE_BASES:
+            bases.popitem(last=False)
+
+    def resolve(data: PackData, offset: int) -> tuple[int, bytes] | None:
+        """The type and bytes of the object at `offset`, its deltas applied (a stack, not
+        recursion: a chain may be long); None when a part of it is past the damage."""
+        deltas = []
+        while offset not in bases:
+            unpacked = data.get_unpacked_object_at(offset)
+            kind = unpacked.pack_type_num
+            if kind == OFS_DELTA:
+                deltas.append((offset, unpacked.decomp_chunks))
+                offset -= unpacked.delta_base
+            elif kind == REF_DELTA:
+                deltas.append((offset, unpacked.decomp_chunks))
+                base = sha_to_hex(unpacked.delta_base)
+                if base not in offsets:
+                    return _delta_base_elsewhere(git, base, deltas, keep)
+                offset = offsets[base]
+            else:
+                keep(offset, (kind, b"".join(unpacked.decomp_chunks)))
+                break
+            if len(deltas) > len(entries):  # a loop: the offsets are damaged
+                return None
+        kind, raw = bases[offset]
+        for at, delta in reversed(deltas):
+            raw = b"".join(apply_delta(raw, delta))
+            keep(at, (kind, raw))
+        return kind, raw
+
+    written, lost = 0, []
+    with PackData(str(pack), DEFAULT_OBJECT_FORMAT) as data:
+        for offset, sha in entries:
+            try:
+                found = resolve(data, offset)
+            except Exception:  # past the damage: dulwich and zlib raise several kinds
+                found = None
+            if found is None or not hashes_to(sha, *found):
+                lost.append(sha)
+                continue
+            git.add_loose(ShaFile.from_raw_string(found[0], found[1], sha))
+            written += 1
+    return written, lost
+
+
+def pack_ids(pack: Path) -> list[bytes]:
+    """The ids of the objects the `.idx` of `pack` lists (none when it cannot be read)."""
+    from dulwich.object_format import DEFAULT_OBJECT_FORMAT
+    from dulwich.objects import sha_to_hex
+    from dulwich.pack import load_pack_index
+
+    try:
+        index = load_pack_index(str(pack.with_suffix(".idx")), DEFAULT_OBJECT_FORMAT)
+        return [sha_to_hex(sha) for sha, _offset, _crc in index.iterentries()]
+    except Exception:  # an `.idx` that does not read: dulwich raises several kinds
+        return []
+
+
+def _delta_base_elsewhere(
+    git: GitRepo, base: bytes, deltas: list[tuple[int, list[bytes]]], keep: Any
+) -> tuple[int, bytes] | None:
+    """Apply `deltas` (outermost first) to object `base`, read from the store's other
+    copies (a loose object, another pack); None when none reads."""
+    from dulwich.pack import apply_delta
+
+    try:
+        kind, raw = git.get_raw(base)
+    except Exception:  # absent, or only in the damaged pack
+        return None
+    for at, delta in reversed(deltas):
+        raw = b"".join(apply_delta(raw, delta))
+        keep(at, (kind, raw))
+    return kind, raw
+
+
+def move_pack_aside(pack: Path, folder: Path) -> Path:
+    """Move `pack` and its `.idx` into `folder`, the `.idx` first (a pack counts only while
+    its `.idx` is there, as when it was written); returns where the pack now is."""
+    index = pack.with_suffix(".idx")
+    os.replace(index, folder / index.name)
+    os.replace(pack, folder / pack.name)
+    return folder / pack.name
+
+
 def _bytes_at_end(path: Path, count: int) -> bytes:
     with open(path, "rb") as handle:
         handle.seek(-count, os.SEEK_END)
@@ -248,11 +360,11 @@ def damaged_loose(git: GitRepo, head: bytes | None) -> list[Damaged]:
     bad = [sha for sha in list(loose_ids(objects_dir)) if read_loose(objects_dir, sha) is None]
     if not bad:
         return []
-    paths = _paths_in_tree(git, head, set(bad)) if head is not None else {}
+    paths = paths_in_tree(git, head, set(bad)) if head is not None else {}
     return [Damaged(sha, Path(loose_path(objects_dir, sha)), paths.get(sha)) for sha in bad]
 
 
-def _paths_in_tree(git: GitRepo, head: bytes, wanted: set[bytes]) -> dict[bytes, str]:
+def paths_in_tree(git: GitRepo, head: bytes, wanted: set[bytes]) -> dict[bytes, str]:
     """Where HEAD's tree names each of `wanted` (a blob, or a tree), walking the trees from
     their raw bytes; a tree that is itself damaged is named and not entered."""
     found: dict[bytes, str] = {}

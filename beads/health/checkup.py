@@ -9,7 +9,8 @@ as it is); every other bead stays readable.
 What would brick the store is repaired by every run, under the write lock, and reported as a
 problem marked fixed: git lock files and temporary files left by dead writers, half-made
 repositories of a killed `gc init`, a lost or garbled branch ref (restored to the last good
-commit), a missing `.git/HEAD`, loose objects cut short by a full disk or a power cut.
+commit), a missing `.git/HEAD`, loose objects cut short by a full disk or a power cut, a
+pack cut short (what reads of it is written again, the pack moved aside).
 
 The files the layers above keep under `.runtime/` (the delivery database) are theirs to
 check: the program registers each layer's check (`beads.health.layerchecks`), and every run
@@ -94,6 +95,8 @@ def doctor(
         # Not twice: a store whose index was lost rebuilt it into a new file when it opened.
         rebuild = rebuild_index and head is not None and not store.index.just_rebuilt(head)
         if rebuild:
+            # The rebuild reads every blob of HEAD: the missing ones are written again first.
+            _restore_before_rebuild(store, head, early, report)
             try:
                 store.rebuild_index()  # into a new file: the old one may be damaged anywhere
             except StorageError as exc:  # git cannot read HEAD's files: the old one is kept
@@ -137,6 +140,20 @@ def doctor(
                 report.fixed.append(f"dropped {expired} reflog entries older than 90 days")
         report.beads = store.index.count()
     return report
+
+
+def _restore_before_rebuild(
+    store: Store, head: bytes, early: _ViewScan | None, report: Report
+) -> None:
+    """Write again, from the view, each blob of HEAD whose object is missing (as a check
+    without a rebuild does after it), so the rebuild can read them; a tree that cannot be
+    read is left for the rebuild to name."""
+    try:
+        tree = early.tree if early is not None else tree_files(store.git, head)
+        missing = [path for path, sha in tree.items() if not store.git.has_object(sha)]
+    except Exception:  # a damaged object store raises many kinds; the rebuild names it
+        return
+    restore_missing_blobs(store, tree, missing, report)
 
 
 def _not_rebuilt(store: Store, exc: StorageError, report: Report) -> None:

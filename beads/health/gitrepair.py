@@ -207,21 +207,150 @@ def check_loose_objects(store: Store, report: Report) -> None:
 COPY_AGAIN = "copy the store again from a remote or a backup (gc clone URL makes a new one)"
 
 
-def check_packs(store: Store, report: Report) -> bool:
-    """Report each pack cut short or overwritten (its end is not what its `.idx` records):
-    the objects past the damage are lost from this repository, and gc cannot rewrite a pack
-    from its own broken copy. Returns whether one was found."""
-    found = repair.packs_cut_short(store.root / ".git")
-    for pack in found:
-        report.problems.append(
-            Problem(
-                "corrupt_object",
-                shown_path(store, pack),
-                "a pack cut short or overwritten (its end is not the checksum its .idx "
-                f"records): objects in it cannot be read; {COPY_AGAIN}",
+# Where `gc doctor` moves a pack cut short, once the objects it could read are written again.
+PACKS_ASIDE = "corrupt-objects"
+
+
+def check_packs(store: Store, report: Report) -> None:
+    """Salvage each pack cut short or overwritten (its end is not what its `.idx` records),
+    which neither git nor gc reads while its checksum fails: the objects before the damage
+    are written again as loose objects and the pack is moved to `.runtime/corrupt-objects/`.
+    Each object past the damage comes from a configured remote, or (HEAD's trees and files)
+    from the index's record of HEAD and the view; one found nowhere is lost from this
+    repository, and reported by every run (from the pack set aside) until it is back."""
+    git = store.git
+    folder = store.runtime / PACKS_ASIDE
+    aside_before = (
+        sorted(folder.glob("pack-*.pack")) if files.real_dir(str(store.root), str(folder)) else []
+    )
+    for pack in aside_before:  # set aside by an earlier run: are its lost objects back?
+        missing = {sha for sha in repair.pack_ids(pack) if not git.has_object(sha)}
+        if missing:
+            found = _restore_lost(store, missing)
+            told = _told(missing, found, "objects still missing")
+            what = f"a pack cut short or overwritten, moved here by an earlier gc doctor: {told}"
+            report.problems.append(
+                Problem("corrupt_object", shown_path(store, pack), what, fixed=_all(missing, found))
             )
+    for pack in repair.packs_cut_short(store.root / ".git"):
+        if repair.index_pack(pack) is not None:  # the pack reads whole: its `.idx` was damaged
+            git.objects.close()
+            report.problems.append(
+                Problem(
+                    "corrupt_object",
+                    shown_path(store, pack.with_suffix(".idx")),
+                    "a pack's .idx that does not match it; the pack reads whole, so its .idx "
+                    "was written again",
+                    True,
+                )
+            )
+            continue
+        salvaged = repair.salvage_pack(git, pack)
+        if salvaged is None:  # its `.idx` does not read either: nothing says where objects are
+            report.problems.append(
+                Problem(
+                    "corrupt_object",
+                    shown_path(store, pack),
+                    "a pack cut short or overwritten, and its .idx cannot be read: objects in "
+                    f"it cannot be read; {COPY_AGAIN}",
+                )
+            )
+            continue
+        written, lost = salvaged
+        files.make_dirs(str(store.root), str(folder))  # never through a link
+        try:
+            aside = shown_path(store, repair.move_pack_aside(pack, folder))
+        except FileNotFoundError:
+            continue  # removed meanwhile (a repack)
+        git.objects.close()  # read the packs again, without this one
+        missing = {sha for sha in lost if not git.has_object(sha)}  # another copy is there
+        found = _restore_lost(store, missing)
+        what = (
+            f"a pack cut short or overwritten (its end is not the checksum its .idx records; "
+            f"moved to {aside}): the {written} objects before the damage were written again"
         )
-    return bool(found)
+        if missing:
+            what += f"; {_told(missing, found, 'objects past the damage')}"
+        report.problems.append(
+            Problem("corrupt_object", shown_path(store, pack), what, fixed=_all(missing, found))
+        )
+
+
+def _told(missing: set[bytes], found: dict[str, set[bytes]], what: str) -> str:
+    """What became of the objects `missing` (`what` names them): where those found came
+    from, and how many are still lost, with what to do."""
+    parts = [f"of the {len(missing)} {what}, {', '.join(found)}"] if found else []
+    left = len(missing) - sum(len(got) for got in found.values())
+    if left:
+        lost = str(left) if found else f"the {left} {what}"
+        verb = "is" if left == 1 and found else "are"
+        parts.append(f"{lost} {verb} lost from this repository: {COPY_AGAIN}")
+    return "; ".join(parts)
+
+
+def _all(missing: set[bytes], found: dict[str, set[bytes]]) -> bool:
+    return sum(len(got) for got in found.values()) == len(missing)
+
+
+def _restore_lost(store: Store, missing: set[bytes]) -> dict[str, set[bytes]]:
+    """Write again what can be found of the objects `missing`: HEAD's trees from the index's
+    record of HEAD's files, each file of HEAD from the view file that hashes to it, the
+    others from the configured remotes in turn; returns how many came from where (as the
+    report says it) and which."""
+    from beads.settings.localconfig import remotes
+    from beads.sync.remote import restore_objects
+
+    found: dict[str, set[bytes]] = {}
+    left = set(missing)
+    head = store.git.head()
+    trees = _remake_head_trees(store, head, left) if head is not None and left else set()
+    if trees:
+        found[f"{len(trees)} trees of HEAD made again from the index's record of its files"] = trees
+        left -= trees
+    paths = repair.paths_in_tree(store.git, head, left) if head is not None and left else {}
+    from_view = {sha for sha, path in paths.items() if _restore_from_view(store, sha, path)}
+    if from_view:
+        found[f"{len(from_view)} rewritten from the view files that hash to them"] = from_view
+        left -= from_view
+    try:
+        known = remotes(store.git.git_dir) if left else {}
+    except GcError:
+        known = {}
+    for name, url in known.items():
+        try:
+            fetched = restore_objects(store.git, url, left, store.max_body) if left else set()
+        except GcError:
+            continue
+        if fetched:
+            found[f"{len(fetched)} fetched from the remote {name}"] = fetched
+            left -= fetched
+    return found
+
+
+def _remake_head_trees(store: Store, head: bytes, missing: set[bytes]) -> set[bytes]:
+    """Write again HEAD's trees among `missing`, made from the index's record of HEAD's
+    files (each bead file's blob id) and the view (the files it keeps no blob id of), when
+    they come out exactly as HEAD names its tree; returns those written (none when the index
+    is elsewhere or a file is not in the view)."""
+    from beads.settings.config import CONFIG_PATH
+    from beads.view.view import git_blob_sha
+
+    git, index = store.git, store.index
+    commit = git.commit_of(head)
+    if commit is None or index.head() != head:
+        return set()
+    blobs: dict[str, bytes | None] = {path: blob.encode() for path, blob in index.rows(beads=False)}
+    for path in [CONFIG_PATH, *index.invalid()]:
+        data = store.view.read(path)
+        if data is None:
+            return set()
+        blobs[path] = git_blob_sha(data)
+    made, objects = git.build_commit(None, {}, "", store.agent, blobs=blobs)
+    if made.tree != commit.tree:
+        return set()
+    trees = [obj for obj in objects if obj.id in missing and obj.type_name == b"tree"]
+    git.store_objects(trees)
+    return {tree.id for tree in trees}
 
 
 def _restore(store: Store, damaged: repair.Damaged) -> str | None:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from beads import files
 from beads.branch import is_sha
 from beads.errors import InvalidInput, NotFound
+from beads.git.history import walk
 from beads.health.problems import Problem, Report
 from beads.sync.remote import only_in
 from beads.sync.treegate import BadEntry, find_bad
@@ -47,8 +48,7 @@ def check_history(store: Store, head: bytes, report: Report) -> None:
     _write_mark(store, head, found)
     if not found:
         return
-    first = min(found, key=lambda e: (git.commit_of(e.commit.encode()) or _Undated).commit_time)
-    repair = _repair(store, first.commit)
+    repair = _repair(store, _first_in_history(store, head, {e.commit for e in found}))
     for entry in found:
         report.problems.append(
             Problem(
@@ -58,6 +58,27 @@ def check_history(store: Store, head: bytes, report: Report) -> None:
                 f"but its history is one the gate for incoming trees refuses; {repair}",
             )
         )
+
+
+def _first_in_history(store: Store, head: bytes, commits: set[str]) -> str:
+    """Which of `commits` (of `head`'s history) comes first in it: the one whose own history
+    holds none of the others. By the parents, never the commit times, which commits made in
+    the same second or under a clock set back give in any order. (A walk in that order reads
+    the whole history first: only a history holding bad entries pays it.)"""
+    first, left = "", set(commits)
+    try:
+        for commit in walk(store.git, head, children_first=True):  # each before its parents
+            sha = commit.id.decode()
+            if sha in left:
+                first = sha
+                left.discard(sha)
+                if not left:
+                    break
+    except Exception:  # noqa: BLE001 - a commit that cannot be read: the times must do
+        first = ""
+    if not first or left:
+        return min(commits, key=lambda c: (store.git.commit_of(c.encode()) or _Undated).commit_time)
+    return first
 
 
 class _Undated:

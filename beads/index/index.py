@@ -52,6 +52,9 @@ _FTS_DROP = (
 )
 
 LINKS_KEPT = 1000
+# Pages a rebuilt index is copied into the live file by, a step at a time (4 KiB each; the
+# steps are one transaction, and cost nothing measurable over a single one).
+COPY_PAGES = 16
 
 
 class IndexDamaged(StorageError):
@@ -186,14 +189,53 @@ class Index:
 
     def replace_with(self, aside: Path, fill: Callable[[Index], object]) -> None:
         """Fill a new index at `aside` (an empty file the caller made, beside this one: it
-        shares the event log) with `fill`, then put it in this file's place. When `fill`
+        shares the event log) with `fill`, then put its content in this file. When `fill`
         raises, `aside` is removed and this file is kept as it was: reads go on.
 
         For `gc doctor --rebuild-index`, which starts from a new file (the old one may be
-        damaged anywhere) and may fail half-way (git cannot read an object)."""
+        damaged anywhere) and may fail half-way (git cannot read an object).
+
+        The new index is copied into this very file, every page, in one transaction
+        (sqlite's backup): a process holding the index open reads the old one until it
+        commits and the new one after, as after any write. Renamed into place, the new file
+        would leave such a process on the old one, or (opening between the two steps of
+        the swap) reading the old file through the new one's `-wal` and `-shm`. Only a
+        file that cannot take the copy (its first page damaged, another page size, no space
+        for its `-wal` to hold the copy) is replaced by the rename."""
         fresh = Index(aside)
         try:
             fill(fresh)
+        except BaseException:
+            fresh.close()
+            remove_files(aside)
+            raise
+        fault("rebuild-filled")
+        try:
+            self._copy_from(fresh)
+        except sqlite3.Error:  # this file cannot take it; the copy left it as it was
+            self._move_in(fresh, aside)
+            return
+        except BaseException:
+            fresh.close()
+            remove_files(aside)
+            raise
+        fresh.close()
+        remove_files(aside)
+        self.rebuilt_new = None
+
+    def _copy_from(self, fresh: Index) -> None:
+        """Copy every page of `fresh` into this file, as one transaction (a kill or a failure
+        part-way leaves this file as it was)."""
+
+        def copied(_status: int, remaining: int, _total: int) -> None:
+            if remaining:
+                fault("rebuild-copying")
+
+        fresh.db.backup(self.db, pages=COPY_PAGES, progress=copied)
+
+    def _move_in(self, fresh: Index, aside: Path) -> None:
+        """Put the file `aside` (`fresh`'s) in this one's place, by a rename."""
+        try:
             # Everything into the file itself: its `-wal` is not moved with it.
             fresh.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         except BaseException:
@@ -201,7 +243,6 @@ class Index:
             remove_files(aside)
             raise
         fresh.close()
-        fault("rebuild-filled")
         self.close()
         remove_files(self.path, main=False)  # this file's: they must not meet the new one
         fault("rebuild-swapping")
