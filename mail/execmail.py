@@ -13,9 +13,10 @@ runs out of time: a server `ensure-running` starts (`server &`) outlives the cal
 gc, and output is read until the program exits, never until a child lets go of the pipes. A
 command has one time budget
 (30 s): `ensure-running` and the operation share it. Output that breaks the protocol (invalid
-JSON, a malformed message, a number like 1e400) is invalid input (exit 30); in a list, only
-the malformed message is skipped, with a warning (so is one nested deeper than Python's JSON
-reader recurses: a listing's elements are then read one by one).
+JSON, a malformed message, a number like 1e400, another message than the one `get` or `read`
+asked for) is invalid input (exit 30); in a list, only the malformed message is skipped,
+with a warning (so is one nested deeper than Python's JSON reader recurses: a listing's
+elements are then read one by one).
 """
 
 from __future__ import annotations
@@ -129,10 +130,10 @@ class ExecMail(Provider):
         return self._messages("thread", thread_id)
 
     def get(self, message_id: str) -> Message:
-        return self._message("get", message_id)
+        return self._asked("get", message_id)
 
     def read(self, message_id: str) -> Message:
-        return self._message("read", message_id)
+        return self._asked("read", message_id)
 
     def mark_read(self, message_id: str) -> None:
         self._change("mark-read", message_id)
@@ -187,6 +188,19 @@ class ExecMail(Provider):
         if out is None:
             raise ProviderError(f"{self.program} does not support '{op}' (exit 2)")
         return self._parsed(op, out)
+
+    def _asked(self, op: str, message_id: str) -> Message:
+        """The message `op` (`get`, `read`) answers for `message_id`: the protocol passes the
+        id whole and the answer is that message (Gas City's conformance checks its id), so
+        another id is a misbehaving program (BadOutput), never shown as if asked for."""
+        found = self._message(op, message_id)
+        if found.id != message_id:
+            asked = _named(message_id)
+            raise BadOutput(
+                f"{self.program} {op} {asked} printed message {_named(found.id)}, not {asked}: "
+                "the program must answer with the message asked for"
+            )
+        return found
 
     def _parsed(self, op: str, out: bytes) -> Message:
         data = _json(out, self.program, op)

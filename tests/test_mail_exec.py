@@ -349,3 +349,32 @@ def test_getting_a_message_nested_thousands_deep_says_it_cannot_be_read(
     assert result.returncode == 30
     assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
     assert f"gc: {prog} read printed JSON nested too deeply to read" in result.stderr
+
+
+def test_a_program_answering_another_message_than_the_one_asked_is_refused(
+    gc: GcRunner, tmp_path: Path
+) -> None:
+    # `read ok1` printing message `not-ok1` was shown as `ID: not-ok1`, without a word. The
+    # protocol's `get` and `read` answer the message whose id gc passed (as Gas City's
+    # conformance checks): another one is a misbehaving program, refused as bad output.
+    message = json.dumps({**MESSAGE, "id": "not-ok1"})
+    log = tmp_path / "calls"
+    prog = script(
+        tmp_path, f'echo "$1" >> {log}\ncase "$1" in get|read) echo \'{message}\';; esac\n'
+    )
+    env = {"GC_MAIL": f"exec:{prog}"}
+    for args, op in ((["read", "ok1"], "read"), (["peek", "ok1"], "get"),
+                     (["archive", "ok1", "ok2"], "get")):  # fmt: skip
+        result = gc("mail", *args, env=env)
+        assert (result.returncode, result.stdout) == (30, ""), args
+        assert result.stderr == (
+            f"gc: {prog} {op} ok1 printed message not-ok1, not ok1: the program must answer "
+            "with the message asked for\n"
+        )
+    assert "archive" not in log.read_text().split()  # checked first: nothing archived
+    # The message asked for, and only it, is taken: an id that starts with the one asked is
+    # another message (the protocol passes ids whole, and gives back the one passed).
+    for given in ("not-ok", "not-ok1x"):
+        with pytest.raises(ProviderError, match="must answer with the message asked for"):
+            ExecMail(prog).get(given)
+    assert ExecMail(prog).read("not-ok1").id == "not-ok1"

@@ -1162,6 +1162,60 @@ def test_a_path_remote_whose_branch_names_no_object_is_said_to_be_damaged(
     assert (remote / "refs" / "heads" / "main").read_text() == ref + "\n"
 
 
+def test_a_store_whose_prefix_was_changed_is_told_how_to_sync_again_and_that_works(
+    project: tuple[GcRunner, Path],
+) -> None:
+    # "holds a store of prefix gc, not zz; nothing was changed" said nothing of a way out.
+    a, remote = project
+    assert a("config", "set", "store.prefix", "zz").returncode == 0
+    ours = head(a)
+    result = a("sync")
+    assert result.returncode == 40 and head(a) == ours
+    assert result.stderr == (
+        f"gc: the remote {remote} holds a store of prefix gc, not zz; nothing was changed: "
+        "to sync with it, give this store its prefix: 'gc config set store.prefix gc'\n"
+    )
+    command = result.stderr.split("'")[-2].split()
+    assert command[:1] == ["gc"]
+    assert a(*command[1:]).returncode == 0  # the command as said
+    made = make_id(a, "--title", "after")
+    synced = a("sync")
+    assert synced.returncode == 0, synced.stderr
+    assert plumb(remote, "rev-parse", "main") == head(a)
+    assert "prefix: gc" in plumb(remote, "cat-file", "blob", "main:config.yaml")
+    assert made.startswith("gc-")
+
+
+@pytest.mark.parametrize("kind", ["blob", "annotated tag"])
+def test_a_remote_whose_main_names_a_blob_or_a_tag_is_said_to_be_damaged(
+    tmp_path: Path, project: tuple[GcRunner, Path], kind: str
+) -> None:
+    # It was called "not a gc-beads store (no config.yaml on main)", exit 40: the remote is
+    # a store whose branch was moved by hand to an object git never puts on a branch.
+    a, remote = project
+    if kind == "blob":
+        named = raw_blob(remote, b"not a commit\n")
+    else:
+        plumb(remote, "tag", "-a", "-m", "a release", "v1", "main")
+        named = plumb(remote, "rev-parse", "refs/tags/v1")
+    plumb(remote, "pack-refs", "--all")
+    (remote / "refs" / "heads" / "main").write_text(named + "\n")
+    make_id(a, "--title", "local")
+    ours = head(a)
+    said = (
+        f"gc: the remote {remote} is damaged: its branch main names {named[:12]}, "
+        f"{'a blob' if kind == 'blob' else 'an annotated tag'}, not a commit (git fsck "
+        "there); nothing was merged\n"
+    )
+    result = a("sync")
+    assert (result.returncode, result.stderr) == (50, said)
+    assert head(a) == ours
+    c = machine(tmp_path, "c")
+    cloned = c("clone", str(remote))
+    assert (cloned.returncode, cloned.stderr) == (50, said)
+    assert not (c.cwd / ".beads").exists()
+
+
 @pytest.mark.parametrize(
     ("kind", "reason"),
     [

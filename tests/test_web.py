@@ -541,7 +541,57 @@ def test_errors_are_the_clis_error_shape(site: Site) -> None:
     status, _, text = fetch(site.url + "agents/dog.json?page=0")
     assert status == 400 and json.loads(text)["error"]["code"] == "invalid_input"
     status, _, text = fetch(site.url + "history?from=nonsense")
-    assert status == 400 and "not a commit id" in text
+    assert status == 400 and "expected a commit id" in text
+
+
+def test_the_history_starts_from_a_short_commit_id_as_gc_log_prints_it(
+    site: Site, gc: GcRunner
+) -> None:
+    # `/history?from=4e5c56e747` (the id `gc log` shows) answered "not a commit id".
+    beads_dir = ("--beads-dir", str(site.root))
+    short = gc("log", *beads_dir).stdout.splitlines()[1].split()[0]
+    whole = gc.json("log", *beads_dir)["commits"][1]["commit"]
+    assert len(short) == 10 and whole.startswith(short)
+    assert get_json(site, f"history?from={short}")["commits"][0]["commit"] == whole
+    assert get_json(site, f"history?from={short.upper()}")["commits"][0]["commit"] == whole
+    # A bead's page too, from a commit of its own `gc log ID`.
+    short = gc("log", site.task.id, *beads_dir).stdout.splitlines()[1].split()[0]
+    whole = gc.json("log", site.task.id, *beads_dir)["commits"][1]["commit"]
+    bead = get_json(site, f"beads/{site.task.id}?from={short}")
+    assert [c["commit"] for c in bead["commits"]] == [whole]
+    # No such commit: a 404 naming it; no commit id at all: a 400 saying what is expected.
+    status, _, text = fetch(site.url + "history.json?from=0000000000")
+    assert status == 404 and json.loads(text)["error"]["message"] == (
+        "no commit 0000000000 in the branch's history"
+    )
+    status, _, text = fetch(site.url + "history.json?from=4e5")
+    assert status == 400 and "4 to 40 hex digits" in json.loads(text)["error"]["message"]
+
+
+def test_a_query_parameter_a_page_does_not_take_as_given_is_refused_in_one_line(
+    site: Site,
+) -> None:
+    # `/history?page=-1` answered 200 (the history pages by `from`), and `/gates?all=maybe`
+    # was taken for `all=1`.
+    for path, given, said in (
+        ("history", "page=-1", "?from="),
+        ("history", "page=0", "?from="),
+        ("history", "page=2", "?from="),
+        (f"beads/{site.task.id}", "page=2", "?from="),
+        ("gates", "all=maybe", "all must be one of"),
+        ("decisions", "all=2", "all must be one of"),
+    ):
+        status, headers, text = fetch(f"{site.url}{path}.json?{given}")
+        assert status == 400, (path, given, text)
+        assert headers["Content-Type"] == "application/json"
+        error = json.loads(text)["error"]
+        assert error["code"] == "invalid_input" and said in error["message"], error
+        status, headers, text = fetch(f"{site.url}{path}?{given}")  # the page: a short page
+        assert status == 400 and said in unescape(text), text
+    for given in ("all=1", "all=true", "all=yes", "all=0", "all=false", "all=no", ""):
+        assert fetch(f"{site.url}gates?{given}")[0] == 200, given
+    closed = get_json(site, "decisions?all=no")["beads"]
+    assert closed == get_json(site, "decisions")["beads"]
 
 
 def test_search_is_served_by_the_index_and_follows_every_write(site: Site, gc: GcRunner) -> None:

@@ -66,6 +66,8 @@ IDLE_TIMEOUT = 30.0
 # Beads ids in text, linked when they name a bead of the store.
 _ID_IN_TEXT = re.compile(rf"(?<![\w-])({ID_RE.pattern})(?![\w-])")
 _PAGE_RE = re.compile(r"[0-9]{1,7}")
+# `?all=` on the gates and decisions: its values, and whether each lists the closed beads.
+_ALL_VALUES = {"1": True, "true": True, "yes": True, "0": False, "false": False, "no": False}
 _HTTP_STATUS = {30: 400, 40: 404, 20: 409, 130: 503}
 _SECURITY_HEADERS = {
     # Defence in depth behind the escaping: no inline script, nothing from elsewhere.
@@ -234,15 +236,17 @@ def create_app(store: Store, *, token: str | None = None, loopback: bool = True)
     @app.get("/history")
     def timeline() -> Response:
         with lock:
+            _no_page_number()
             start = request.args.get("from")
-            payload = history(store, start=commit_id(start) if start else None)
+            payload = history(store, start=commit_id(store, start) if start else None)
             return page("history", "history.html", payload)
 
     @app.get("/beads/<ref>")
     def bead(ref: str) -> Response:
         with lock:
+            _no_page_number()
             start = request.args.get("from")
-            payload = data.bead(store, ref, commit_id(start) if start else None)
+            payload = data.bead(store, ref, commit_id(store, start) if start else None)
             return page("bead", "bead.html", payload)
 
     @app.get("/search")
@@ -389,8 +393,19 @@ def _cut(text: str, most: int = 80) -> str:
     return text if len(text) <= most else text[:most] + "..."
 
 
+def _no_page_number() -> None:
+    """Refuse `?page=` on a history, which pages by commit (its "older" link)."""
+    if "page" in request.args:
+        raise InvalidInput("a history pages by ?from=<commit> (its 'older' link), not by ?page=")
+
+
 def _all() -> bool:
-    return request.args.get("all") in ("1", "true", "yes")
+    """Whether `?all=` asks for the closed beads too (absent: no); any other value than
+    1/true/yes or 0/false/no is refused."""
+    text = request.args.get("all", "0")
+    if text not in _ALL_VALUES:
+        raise InvalidInput(f"all must be one of {', '.join(_ALL_VALUES)}, not {_cut(text)!r}")
+    return _ALL_VALUES[text]
 
 
 def _linked(store: Store, text: str) -> Markup:

@@ -14,7 +14,7 @@ from collections.abc import Iterator, MutableMapping
 from typing import TYPE_CHECKING, Any
 
 from beads.errors import InvalidInput, NotFound
-from beads.index.reader import is_sha
+from beads.health.historycheck import _resolve as resolve_commit
 from beads.records.codec import load_bead
 from beads.records.ids import parse_bead_path
 from beads.records.record import FIELD_ORDER
@@ -74,12 +74,12 @@ def forget() -> None:
     _parsed.clear()
 
 
-def commit_id(text: str) -> bytes:
-    """A whole commit id from a page's cursor, or InvalidInput."""
-    raw = text.encode()
-    if not is_sha(raw):
-        raise InvalidInput(f"not a commit id: {text!r}")
-    return raw
+def commit_id(store: Store, text: str) -> bytes:
+    """The whole id of the commit a page's `from` names: a whole id, or an unambiguous prefix
+    of 4 or more hex digits (the 10 `gc log` prints) of a commit of the branch, as
+    `gc doctor --reset-to` takes one. InvalidInput for no commit id or an ambiguous prefix,
+    NotFound for no such commit."""
+    return resolve_commit(store, text)
 
 
 def history(

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from beads.branch import BRANCH, is_sha
 from beads.errors import GcError, InvalidInput, NotFound, StorageError
+from beads.records.ids import PREFIX_RE
 from beads.records.record import DEFAULT_MAX_BODY_BYTES
 from beads.settings.config import CONFIG_PATH, parse_config
 from beads.settings.localconfig import (
@@ -242,9 +243,30 @@ def _checked_head(
         return None
     if not is_sha(head) or not reader.has_object(head):
         raise StorageError(f"the remote {url} did not send the commit its branch names")
+    kind = _object_kind(reader, head)
+    if kind != "a commit":
+        # Git never puts another object on a branch: a ref written by hand, or a tool's
+        # fault. Said as such, not as a branch without config.yaml.
+        raise StorageError(
+            f"the remote {url} is damaged: its branch main names {head[:12].decode()}, "
+            f"{kind}, not a commit (git fsck there); nothing was merged"
+        )
     if check is not None:
         check(reader, head)
     return head
+
+
+# Git's object type numbers, as a message names them.
+_KINDS = {1: "a commit", 2: "a tree", 3: "a blob", 4: "an annotated tag"}
+
+
+def _object_kind(reader: GitRepo, sha: bytes) -> str:
+    """What object `sha` is (`a commit`, `a blob`, ...) as a message names it."""
+    try:
+        type_num, _raw = reader.get_raw(sha)
+    except Exception:  # unreadable: dulwich raises several kinds
+        return "an unreadable object"
+    return _KINDS.get(type_num, f"an object of type {type_num}")
 
 
 def _receive(
@@ -319,7 +341,7 @@ def _store_pack(
 
 def check_remote_store(git: GitRepo, head: bytes, url: str, prefix: str | None) -> None:
     """Refuse a remote whose branch is not a store (no `config.yaml`), or a store of another
-    id prefix (its ids would mix with ours)."""
+    id prefix (its ids would mix with ours), saying the command that makes ours its own."""
     raw = git.read_path(head, CONFIG_PATH) if git.commit_of(head) is not None else None
     if raw is None:
         raise NotFound(f"the remote {url} is not a gc-beads store (no config.yaml on main)")
@@ -331,9 +353,15 @@ def check_remote_store(git: GitRepo, head: bytes, url: str, prefix: str | None) 
         raise NotFound(f"the remote {url} is not a gc-beads store: on main, {why}")
     theirs = config["store"].get("prefix", "gc")
     if prefix is not None and theirs != prefix:
-        raise NotFound(
+        said = (
             f"the remote {url} holds a store of prefix {theirs}, not {prefix}; nothing was changed"
         )
+        if isinstance(theirs, str) and PREFIX_RE.fullmatch(theirs):  # a command safe to paste
+            said += (
+                ": to sync with it, give this store its prefix: "
+                f"'gc config set store.prefix {theirs}'"
+            )
+        raise NotFound(said)
 
 
 def push(git: GitRepo, url: str, expected: bytes | None, new: bytes) -> bool:
