@@ -14,7 +14,7 @@ from collections.abc import Iterator, MutableMapping
 from typing import TYPE_CHECKING, Any
 
 from beads.errors import InvalidInput, NotFound
-from beads.health.historycheck import _resolve as resolve_commit
+from beads.git.history import resolve_commit
 from beads.records.codec import load_bead
 from beads.records.ids import parse_bead_path
 from beads.records.record import FIELD_ORDER
@@ -79,7 +79,7 @@ def commit_id(store: Store, text: str) -> bytes:
     of 4 or more hex digits (the 10 `gc log` prints) of a commit of the branch, as
     `gc doctor --reset-to` takes one. InvalidInput for no commit id or an ambiguous prefix,
     NotFound for no such commit."""
-    return resolve_commit(store, text)
+    return resolve_commit(store.git, text)
 
 
 def history(

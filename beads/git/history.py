@@ -6,7 +6,7 @@ from __future__ import annotations
 import stat
 from typing import TYPE_CHECKING, Any
 
-from beads.errors import StorageError
+from beads.errors import InvalidInput, NotFound, StorageError
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Container, Iterator
@@ -163,3 +163,25 @@ def walk(
     walker = Walker(git.objects, include=[head], exclude=exclude, max_entries=limit, order=order)
     for entry in walker:
         yield entry.commit
+
+
+def resolve_commit(git: GitRepo, target: str) -> bytes:
+    """The commit `target` names: a full id, or an unambiguous prefix of 4 or more hex digits
+    (as `gc log` prints them) of a commit in the branch's history. Raises InvalidInput for
+    text that is no commit id or an ambiguous prefix, NotFound for no such commit."""
+    text = target.lower()  # nothing stripped: a newline or a space makes it no commit id
+    if not 4 <= len(text) <= 40 or any(c not in "0123456789abcdef" for c in text):
+        raise InvalidInput(f"invalid commit {target!r}: expected a commit id (4 to 40 hex digits)")
+    if len(text) == 40:
+        sha = text.encode()
+        if git.commit_of(sha) is None:
+            raise NotFound(f"no commit {target} in the store")
+        return sha
+    head = git.head()
+    history = only_in(git, head, None) if head is not None else []
+    matches = [c for c in history if c.decode().startswith(text)]
+    if not matches:
+        raise NotFound(f"no commit {target} in the branch's history")
+    if len(matches) > 1:
+        raise InvalidInput(f"commit prefix {target!r} is ambiguous; give more digits")
+    return matches[0]

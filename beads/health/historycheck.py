@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from beads import files
 from beads.branch import is_sha
 from beads.errors import InvalidInput, NotFound
-from beads.git.history import walk
+from beads.git.history import resolve_commit, walk
 from beads.health.problems import Problem, Report
 from beads.sync.remote import only_in
 from beads.sync.treegate import BadEntry, find_bad
@@ -112,7 +112,7 @@ def reset_to(store: Store, target: str) -> dict[str, Any]:
         head = git.head()
         if head is None:
             raise NotFound("the store has no branch to reset; run 'gc doctor' first")
-        sha = _resolve(store, target)
+        sha = resolve_commit(git, target)
         leaving = only_in(git, head, sha)
         if only_in(git, sha, head):
             raise InvalidInput(
@@ -134,28 +134,6 @@ def reset_to(store: Store, target: str) -> dict[str, Any]:
         "to": sha.decode(),
         "left": [c.decode() for c in leaving],
     }
-
-
-def _resolve(store: Store, target: str) -> bytes:
-    text = target.lower()  # nothing stripped: a newline or a space makes it no commit id
-    if not 4 <= len(text) <= 40 or any(c not in "0123456789abcdef" for c in text):
-        raise InvalidInput(f"invalid commit {target!r}: expected a commit id (4 to 40 hex digits)")
-    if len(text) == 40:
-        sha = text.encode()
-        if store.git.commit_of(sha) is None:
-            raise NotFound(f"no commit {target} in the store")
-        return sha
-    matches = [c for c in _history(store) if c.decode().startswith(text)]
-    if not matches:
-        raise NotFound(f"no commit {target} in the branch's history")
-    if len(matches) > 1:
-        raise InvalidInput(f"commit prefix {target!r} is ambiguous; give more digits")
-    return matches[0]
-
-
-def _history(store: Store) -> list[bytes]:
-    head = store.git.head()
-    return only_in(store.git, head, None) if head is not None else []
 
 
 def _read_mark(runtime: Path) -> tuple[bytes | None, list[BadEntry]]:
