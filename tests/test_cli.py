@@ -450,21 +450,26 @@ def test_a_command_that_waits_gets_the_collectors_usual_thresholds_back(
     project: GcRunner, monkeypatch: pytest.MonkeyPatch, thresholds: tuple[int, int, int]
 ) -> None:
     import gc as collector
-    import time
 
     from beads import waiting
 
     seen: list[tuple[int, int, int]] = []
 
     class Clock:
-        """`beads.waiting`'s clock, noting the collector's thresholds at each sleep."""
+        """`beads.waiting`'s clock, noting the collector's thresholds at each sleep. Its time
+        moves only as the wait sleeps, so the wait sleeps until its timeout however slowly
+        a loaded machine runs its checks."""
 
-        monotonic = staticmethod(time.monotonic)
+        now = 0.0
+
+        @staticmethod
+        def monotonic() -> float:
+            return Clock.now
 
         @staticmethod
         def sleep(seconds: float) -> None:
             seen.append(collector.get_threshold())
-            time.sleep(seconds)
+            Clock.now += seconds
 
     monkeypatch.setattr(waiting, "time", Clock)
     waited = project("inbox", "wait", "--agent", "zed", "--timeout", "0.2")
