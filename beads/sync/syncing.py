@@ -1,7 +1,9 @@
 """`gc sync` and `gc clone`: one store shared by several machines through any git remote.
 
 A sync fetches the remote's branch into the store's objects (no lock while the network
-talks), then under the write lock integrates it: nothing to do, a fast-forward, or one
+talks; the commits it brings are checked by the gate for incoming trees, and those naming
+this machine as committer recorded, `beads.sync.claimed`, before they enter the store), then
+under the write lock integrates it: nothing to do, a fast-forward, or one
 merge commit built from objects by `beads.sync.merge` (two parents, the acting agent its author).
 Then it pushes with compare-and-swap: the remote's branch moves only from the commit we
 merged; a push refused because someone pushed meanwhile fetches and merges again, at most
