@@ -24,7 +24,7 @@ import re
 
 TYPE_CHECKING = False  # the hooks never import typing (tests/test_hooks.py)
 if TYPE_CHECKING:
-    from collections.abc import Callable, Container, Iterable, Mapping, Sequence
+    from collections.abc import Callable, Iterable, Mapping, Sequence
     from pathlib import Path
     from typing import Any
 
@@ -80,7 +80,7 @@ def foreign_origins(
     here: str,
     *,
     ever: bool = False,
-    claimed: Container[bytes] = frozenset(),
+    claimed: frozenset[bytes] = frozenset(),
 ) -> dict[str, Origin]:
     """For each of `paths`: the origin of its last change from `head` back to `stop` (not
     included), when that change was committed by another machine than `here` (a machine id),
@@ -109,7 +109,7 @@ def foreign_origins(
         if len(commit.parents) > 1:
             continue
         origin = origin_of(commit)
-        if origin.machine_id == here and commit.id in claimed:
+        if claimed and origin.machine_id == here and commit.id in claimed:
             origin.claimed = True  # it says it was made here, but it came from elsewhere
         mine = origin.machine_id == here and not origin.claimed
         if ever and mine:

@@ -1750,6 +1750,7 @@ def test_a_commit_from_elsewhere_under_this_machines_committer_line_says_so(
     # b copies a's committer line (in every commit a pushed) onto its own commits: on a, the
     # mail and the answer they bring must not read as typed on a.
     a, b, remote = pair
+    b = named(b, "build-01")
     human, mayor = {"GC_AGENT": "human"}, {"GC_AGENT": "mayor"}
     ask = ("decision", "create", "--option", "yes", "--option", "no", "--prompt")
     asked = a.json(*ask, "Deploy?", env=mayor)["bead"]["id"]
@@ -1759,10 +1760,15 @@ def test_a_commit_from_elsewhere_under_this_machines_committer_line_says_so(
     assert line.endswith("@gc-beads>") and line == git(
         "-C", str(a.cwd / ".beads" / ".git"), "log", "-1", "--format=%cn <%ce>", "main"
     )
+    plain = b.json("mail", "send", "mayor", "-s", "Ho", "-m", "b's", env=human)["message"]["id"]
+    assert b("sync").returncode == 0 and a("sync").returncode == 0
+    record = a.cwd / ".beads" / ".git" / "gc-claimed"  # the commits that came naming a
+    assert not record.exists()  # b's own commits name b
     there = b.json("mail", "send", "mayor", "-s", "Hi", "-m", "from b", env=human)["message"]["id"]
     assert b("decision", "respond", asked, "--select", "yes", env=human).returncode == 0
     forge(b, 2, line)
     assert b("sync").returncode == 0 and a.json("sync")["sync"]["action"] == "fast-forward"
+    assert len(record.read_text().split()) == 2
 
     note = "(from human, committed elsewhere under this machine's name)"
     context = prompt_hook(a, "mayor", "SessionStart")
@@ -1772,7 +1778,8 @@ def test_a_commit_from_elsewhere_under_this_machines_committer_line_says_so(
     assert read.returncode == 0 and read.stdout.startswith(f"{note}\nID:       {there}\n")
     assert a.json("decision", "show", asked)["origin"] == note
     listed = a.json("mail", "inbox", "--all", env=mayor)["messages"]
-    assert {m["id"]: m["origin"] for m in listed} == {there: note, here: None}
+    by_b = "(from human on build-01)"
+    assert {m["id"]: m["origin"] for m in listed} == {there: note, here: None, plain: by_b}
     # What this machine knows of where its commits came from outlives the index.
     assert a("doctor", "--rebuild-index").returncode == 0
     assert a.json("mail", "read", there, env=mayor)["origin"] == note
