@@ -9,7 +9,9 @@ Run by git (`python -m beads.receivehook`), it reads git's `old new ref` lines, 
 commits each push brings (`git rev-list NEW --not --all`: what no ref reaches yet) and reads
 their objects through `git cat-file`, so it sees the objects git keeps in quarantine until
 the hook accepts them. A refusal prints one line per refused ref and exits 1: git then
-refuses the whole push and nothing of it enters the store.
+refuses the whole push and nothing of it enters the store. The commits it accepts that name
+this machine as their committer are recorded first (`beads.sync.claimed`): made elsewhere,
+whatever they say.
 """
 
 from __future__ import annotations
@@ -69,9 +71,12 @@ def _runs(text: str) -> bool:
 
 def main() -> int:
     """Check each pushed ref's new commits; 1 (git refuses the push) when any is refused."""
+    from beads.errors import GcError
     from beads.git.program import CatFile, new_commits
+    from beads.sync.claimed import notice
     from beads.sync.treegate import RefusedHistory, check_commits
 
+    root = Path(os.environ.get("GIT_DIR", ".")).resolve().parent  # the store's `.beads/`
     reader = CatFile()
     refused = 0
     try:
@@ -85,6 +90,14 @@ def main() -> int:
                 check_commits(reader, listed, source=f"the push to {ref.decode()}")
             except RefusedHistory as exc:
                 print(f"gc-beads: {exc.message}", file=sys.stderr)
+                refused += 1
+                continue
+            # Before git moves the ref: which of them name this machine as committer. One
+            # that cannot be recorded must not come in: the push is refused.
+            try:
+                notice(root, reader, listed)
+            except (OSError, GcError) as exc:
+                print(f"gc-beads: refused the push to {ref.decode()}: {exc}", file=sys.stderr)
                 refused += 1
     finally:
         reader.close()

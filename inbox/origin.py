@@ -9,6 +9,13 @@ what that machine wrote: they inform, they do not authenticate (anyone with push
 the remote writes commits). A commit whose committer names no gc machine (plain git, or a gc
 from before machines were named) is never taken for this machine's: its items say who
 committed it, "(from t, committed by t outside gc)".
+
+That a commit was made here is not taken from the commit either: this machine's committer
+line is in every commit it pushed, and anyone can copy it into a commit of their own. So this
+machine records the commits that arrive from elsewhere naming it, as they arrive and before
+they enter the store (`beads.sync.claimed`), and such a commit counts as made elsewhere,
+whatever it says: "(from mayor, committed elsewhere under this machine's name)". Only the
+commits that name this machine are looked up in that record (a set read once per lookup).
 """
 
 from __future__ import annotations
@@ -31,16 +38,20 @@ MAX_WALK = 2000
 
 
 class Origin:
-    """The agent (commit author) and machine (committer) of a commit made elsewhere."""
+    """The agent (commit author) and machine (committer) of a commit made elsewhere.
+    `claimed`: the committer names this machine, but the commit came from elsewhere."""
 
-    __slots__ = ("author", "machine", "machine_id")
+    __slots__ = ("author", "claimed", "machine", "machine_id")
 
     def __init__(self, author: str, machine: str, machine_id: str) -> None:
         self.author = author
         self.machine = machine
         self.machine_id = machine_id
+        self.claimed = False
 
     def note(self) -> str:
+        if self.claimed:
+            return f"(from {self.author}, committed elsewhere under this machine's name) "
         if not self.machine_id:
             return f"(from {self.author}, committed by {self.machine} outside gc) "
         return f"(from {self.author} on {self.machine}) "
@@ -69,9 +80,11 @@ def foreign_origins(
     here: str,
     *,
     ever: bool = False,
+    claimed: frozenset[bytes] = frozenset(),
 ) -> dict[str, Origin]:
     """For each of `paths`: the origin of its last change from `head` back to `stop` (not
-    included), when that change was committed by another machine than `here` (a machine id).
+    included), when that change was committed by another machine than `here` (a machine id),
+    or came from elsewhere naming `here` (`claimed`: those commits, `beads.sync.claimed`).
     With `ever`, the newest change committed elsewhere, whatever this machine changed since
     (a message read here is still its sender's): only other machines' commits are compared,
     so for a bead made here the walk goes to its end (`MAX_WALK` commits at most).
@@ -96,7 +109,10 @@ def foreign_origins(
         if len(commit.parents) > 1:
             continue
         origin = origin_of(commit)
-        if ever and origin.machine_id == here:
+        if claimed and origin.machine_id == here and commit.id in claimed:
+            origin.claimed = True  # it says it was made here, but it came from elsewhere
+        mine = origin.machine_id == here and not origin.claimed
+        if ever and mine:
             # Only a change made elsewhere is sought: this machine's commits are passed over
             # unread (reading their trees was most of a long walk's cost), so a bead made
             # here is looked for back to the walk's end, where it is found made here.
@@ -104,7 +120,7 @@ def foreign_origins(
         parent = git.tree_of(commit.parents[0]) if commit.parents else None
         changed = git.changed_files(commit.tree, parent, layout, trees)
         for path in changed:
-            if origin.machine_id != here:
+            if not mine:
                 found[path] = origin
             wanted.discard(path)
         if not wanted:
@@ -119,29 +135,39 @@ class OriginCache:
     them: a bead's answer holds while the branch stays where it was, and when it moves only
     the new commits are walked (a newer change made elsewhere replaces the answer; one made
     here keeps it, as `ever` does). A history rewritten (the old head no longer behind the
-    new) or another machine id starts afresh."""
+    new), another machine id or other commits recorded as `claimed` start afresh."""
 
     def __init__(self) -> None:
         self.head: bytes | None = None
         self.here = ""
+        self.claimed: frozenset[bytes] = frozenset()
         self.known: dict[str, Origin | None] = {}
 
-    def lookup(self, git: GitRepo, head: bytes, wanted: set[str], here: str) -> dict[str, Origin]:
+    def lookup(
+        self,
+        git: GitRepo,
+        head: bytes,
+        wanted: set[str],
+        here: str,
+        claimed: frozenset[bytes] = frozenset(),
+    ) -> dict[str, Origin]:
         """`foreign_origins(..., ever=True)` of `wanted` at `head`, walking only what this
         cache has not walked yet."""
         from beads.git.history import merge_base
 
-        if head != self.head or here != self.here:
+        if head != self.head or here != self.here or claimed != self.claimed:
             moved_on = self.head is not None and merge_base(git, head, self.head) == self.head
-            if here != self.here or not moved_on:
+            if here != self.here or claimed != self.claimed or not moved_on:
                 self.known.clear()
             elif self.known:
-                newer = foreign_origins(git, head, self.head, set(self.known), here, ever=True)
+                newer = foreign_origins(
+                    git, head, self.head, set(self.known), here, ever=True, claimed=claimed
+                )
                 self.known.update(newer)
-            self.head, self.here = head, here
+            self.head, self.here, self.claimed = head, here, claimed
         missing = wanted - self.known.keys()
         if missing:
-            found = foreign_origins(git, head, None, missing, here, ever=True)
+            found = foreign_origins(git, head, None, missing, here, ever=True, claimed=claimed)
             self.known.update({path: found.get(path) for path in missing})
         return {path: origin for path in wanted if (origin := self.known[path]) is not None}
 
@@ -164,19 +190,21 @@ def origins(
     from beads.git import GitRepo
     from beads.index.reader import branch_head
     from beads.settings.localconfig import machine_id
+    from beads.sync.claimed import recorded
 
     wanted = set(paths)
     head = head if head is not None else branch_head(root)
     if head is None or not wanted:
         return {}
     here = machine_id(root / ".git")
+    claimed = recorded(root / ".git")
     if git is not None and cache is not None and ever and stop is None:
-        return cache.lookup(git, head, wanted, here)
+        return cache.lookup(git, head, wanted, here, claimed)
     if git is not None:
-        return foreign_origins(git, head, stop, wanted, here, ever=ever)
+        return foreign_origins(git, head, stop, wanted, here, ever=ever, claimed=claimed)
     opened = GitRepo(root / ".git")
     try:
-        return foreign_origins(opened, head, stop, wanted, here, ever=ever)
+        return foreign_origins(opened, head, stop, wanted, here, ever=ever, claimed=claimed)
     finally:
         opened.close()
 

@@ -1792,3 +1792,71 @@ def test_listings_say_which_machine_each_bead_came_from(
     assert f"closed  {note} mayor -> human  Deploy?" in rows[asked], listed
     assert "open    mayor -> human" in rows[mine], listed
     assert origins(a.json("decision", "list", "--all"), "id", "beads") == {asked: note, mine: None}
+
+
+def forge(side: GcRunner, count: int, committer: str) -> None:
+    """Make `side`'s last `count` commits again as a person with git would, each naming
+    `committer` (`name <email>`) as its committer; authors, trees and messages kept."""
+    git_dir = str(side.cwd / ".beads" / ".git")
+    old = git("-C", git_dir, "rev-parse", "main")
+    name, email = committer.removesuffix(">").split(" <")
+    parent = git("-C", git_dir, "rev-parse", f"main~{count}")
+    for commit in git("-C", git_dir, "rev-list", "--reverse", f"-{count}", "main").split():
+        fields = git("-C", git_dir, "log", "-1", "--format=%an%x00%ae%x00%ad%x00%B", commit)
+        author, author_email, date, message = fields.split("\0", 3)
+        env = {**os.environ, "GIT_AUTHOR_NAME": author, "GIT_AUTHOR_EMAIL": author_email,
+               "GIT_AUTHOR_DATE": date, "GIT_COMMITTER_NAME": name,
+               "GIT_COMMITTER_EMAIL": email}  # fmt: skip
+        parent = subprocess.run(
+            ["git", "-C", git_dir, "commit-tree", f"{commit}^{{tree}}", "-p", parent],
+            input=message, env=env, check=True, capture_output=True, text=True,
+        ).stdout.strip()  # fmt: skip
+    git("-C", git_dir, "update-ref", "refs/heads/main", parent, old)
+
+
+def test_a_commit_from_elsewhere_under_this_machines_committer_line_says_so(
+    pair: tuple[GcRunner, GcRunner, Path],
+) -> None:
+    # b copies a's committer line (in every commit a pushed) onto its own commits: on a, the
+    # mail and the answer they bring must not read as typed on a.
+    a, b, remote = pair
+    b = named(b, "build-01")
+    human, mayor = {"GC_AGENT": "human"}, {"GC_AGENT": "mayor"}
+    ask = ("decision", "create", "--option", "yes", "--option", "no", "--prompt")
+    asked = a.json(*ask, "Deploy?", env=mayor)["bead"]["id"]
+    here = a.json("mail", "send", "mayor", "-s", "Yo", "-m", "from a", env=human)["message"]["id"]
+    assert a("sync").returncode == 0 and b("sync").returncode == 0
+    line = git("-C", str(remote), "log", "-1", "--format=%cn <%ce>", "main")
+    assert line.endswith("@gc-beads>") and line == git(
+        "-C", str(a.cwd / ".beads" / ".git"), "log", "-1", "--format=%cn <%ce>", "main"
+    )
+    plain = b.json("mail", "send", "mayor", "-s", "Ho", "-m", "b's", env=human)["message"]["id"]
+    assert b("sync").returncode == 0 and a("sync").returncode == 0
+    record = a.cwd / ".beads" / ".git" / "gc-claimed"  # the commits that came naming a
+    assert not record.exists()  # b's own commits name b
+    there = b.json("mail", "send", "mayor", "-s", "Hi", "-m", "from b", env=human)["message"]["id"]
+    assert b("decision", "respond", asked, "--select", "yes", env=human).returncode == 0
+    forge(b, 2, line)
+    assert b("sync").returncode == 0 and a.json("sync")["sync"]["action"] == "fast-forward"
+    assert len(record.read_text().split()) == 2
+
+    note = "(from human, committed elsewhere under this machine's name)"
+    context = prompt_hook(a, "mayor", "SessionStart")
+    assert f"{note} {there} from human [Hi]" in context, context
+    assert f"{note} Decision {asked} answered: yes" in context, context
+    read = a("mail", "read", there, env=mayor)
+    assert read.returncode == 0 and read.stdout.startswith(f"{note}\nID:       {there}\n")
+    assert a.json("decision", "show", asked)["origin"] == note
+    listed = a.json("mail", "inbox", "--all", env=mayor)["messages"]
+    by_b = "(from human on build-01)"
+    assert {m["id"]: m["origin"] for m in listed} == {there: note, here: None, plain: by_b}
+    # What this machine knows of where its commits came from outlives the index.
+    assert a("doctor", "--rebuild-index").returncode == 0
+    assert a.json("mail", "read", there, env=mayor)["origin"] == note
+    from mail.beadmail import BeadMail  # a provider held open (gc mcp) says the same
+
+    store = Store.open(a.cwd, agent="mayor")
+    try:
+        assert BeadMail(store).origins([there, here]) == {there: f"{note} "}
+    finally:
+        store.close()

@@ -391,15 +391,18 @@ def committer(git_dir: Path) -> bytes:
     return f"{name} <{machine_id(git_dir)}@gc-beads>".encode()
 
 
-def machine_id(git_dir: Path) -> str:
+def machine_id(git_dir: Path, *, make: bool = True) -> str:
     """This clone's machine id (`machine.id`), made on first use: random, machine-local
     (the store's git config, never synced). Host names repeat (cloned VMs, containers); the
-    id tells two machines of one name apart (their relays' consumers, their commits)."""
+    id tells two machines of one name apart (their relays' consumers, their commits).
+    With `make` false, "" when none was made yet."""
     from beads.git.config import read_values as read_local
 
     found = read_local(git_dir).get("machine.id", "")
     if MACHINE_ID_RE.fullmatch(found):
         return found
+    if not make:
+        return ""
     import secrets
 
     # Not a setting of `gc config set --local`: nobody chooses it. Unset in a copy of a

@@ -39,8 +39,9 @@ if TYPE_CHECKING:
     from beads.git import GitRepo
 
 GitClient = Any  # dulwich's client, which only `beads.git.transport` names
-# The judge of a fetched commit: `check(reader, commit)` raises to refuse it.
-Check = Callable[["GitRepo", bytes], None]
+# The judge of a fetched commit: `check(reader, commit)` raises to refuse it (what it
+# returns is not used).
+Check = Callable[["GitRepo", bytes], object]
 
 # An object a remote sends may be this many times `store.max_body_bytes` (a bead's YAML
 # holds its body and the rest of its fields), plus this much, before it is refused.

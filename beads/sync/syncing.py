@@ -1,7 +1,9 @@
 """`gc sync` and `gc clone`: one store shared by several machines through any git remote.
 
 A sync fetches the remote's branch into the store's objects (no lock while the network
-talks), then under the write lock integrates it: nothing to do, a fast-forward, or one
+talks; the commits it brings are checked by the gate for incoming trees, and those naming
+this machine as committer recorded, `beads.sync.claimed`, before they enter the store), then
+under the write lock integrates it: nothing to do, a fast-forward, or one
 merge commit built from objects by `beads.sync.merge` (two parents, the acting agent its author).
 Then it pushes with compare-and-swap: the remote's branch moves only from the commit we
 merged; a push refused because someone pushed meanwhile fetches and merges again, at most
@@ -37,6 +39,7 @@ from beads.settings.localconfig import (
     remote_url,
     tracking_ref,
 )
+from beads.sync import claimed
 from beads.sync.remote import check_remote_store, fetch, object_limit, only_in, push
 from beads.workdir import check_text_path
 
@@ -97,17 +100,20 @@ def sync(store: Store, remote: str | None = None, *, retries: int = RETRIES) -> 
 
 def check_incoming(
     git: GitRepo, theirs: bytes, ours: bytes | None, url: str, prefix: str | None
-) -> None:
+) -> list[bytes]:
     """Refuse the remote's commit `theirs` unless it is a store (of our `prefix`, when given)
     whose every commit we lack keeps to the layout (`beads.sync.treegate`): before anything of it
     is merged, written or indexed. `git` reads the fetch's quarantine and the store: a
-    refused commit's objects never enter the store (`beads.sync.remote.fetch`)."""
+    refused commit's objects never enter the store (`beads.sync.remote.fetch`). Returns the
+    commits checked (those of `theirs` that `ours` lacks)."""
     from beads.sync.treegate import check_commits, holds_config
 
     if not holds_config(git, theirs):
         raise NotFound(f"the remote {url} is not a gc-beads store (no config.yaml on main)")
-    check_commits(git, only_in(git, theirs, ours), source=f"the remote {url}")
+    arriving = only_in(git, theirs, ours)
+    check_commits(git, arriving, source=f"the remote {url}")
     check_remote_store(git, theirs, url, prefix)
+    return arriving
 
 
 def _sync(store: Store, result: SyncResult, retries: int) -> None:
@@ -117,7 +123,9 @@ def _sync(store: Store, result: SyncResult, retries: int) -> None:
         limit = object_limit(store.max_body)
 
         def check(reader: GitRepo, theirs: bytes) -> None:
-            check_incoming(reader, theirs, git.head(), result.url, store.prefix)
+            arriving = check_incoming(reader, theirs, git.head(), result.url, store.prefix)
+            # Before the objects enter the store: which of them name this machine.
+            claimed.notice(store.root, reader, arriving)
 
         theirs = fetch(
             git, result.url, known_heads(git), store.locked, max_object=limit, check=check
