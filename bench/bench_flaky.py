@@ -42,6 +42,7 @@ ONCE_FLAKY = [
     "tests/test_nats.py::test_a_relay_whose_fifo_is_removed_listens_on_a_new_one",
     "tests/test_web.py::"
     "test_a_search_holding_a_bidi_control_keeps_it_in_the_box_and_finds_the_same_again",
+    "tests/test_cli.py::test_a_command_that_waits_gets_the_collectors_usual_thresholds_back",
 ]
 
 
