@@ -1,8 +1,9 @@
 """The one door to `.git`: the store's bare repository, on dulwich's public API.
 
 Nothing else in the project imports dulwich or reads or writes under `.git`; it goes through
-`GitRepo` (objects, the branch, history) and the modules beside it: `refs` (the branch ref
-and its lock, the remotes' refs), `objects` (trees kept as bytes, loose objects checked),
+`GitRepo` (objects, the branch, history) and the modules beside it: `trees` (files and
+differences read out of trees), `refs` (the branch ref and its lock, the remotes' refs),
+`objects` (trees kept as bytes, loose objects checked),
 `maintenance` (packs kept few, by `git repack` where git is installed, else by dulwich),
 `config` (the repository's config: remotes, local settings, the marker), `hooks`,
 `transport` (fetch and push through dulwich's clients, with `packcheck` and `localfetch`),
@@ -19,10 +20,12 @@ TYPE_CHECKING = False  # the hooks never import typing (tests/test_hooks.py)
 if TYPE_CHECKING:
     from typing import Any
 
-    from beads.git.repo import FileChange, GitRepo, LogEntry, PathTree, init_bare
+    from beads.git.repo import GitRepo, LogEntry, init_bare
+    from beads.git.trees import FileChange, PathTree
 
 __all__ = ["FileChange", "GitRepo", "LogEntry", "PathTree", "init_bare"]
 _HOMES = {name: "beads.git.repo" for name in __all__}
+_HOMES.update(FileChange="beads.git.trees", PathTree="beads.git.trees")
 
 
 def __getattr__(name: str) -> Any:
