@@ -114,8 +114,8 @@ def _exclude(root: Path) -> None:
 
 
 def remove_dead_builds(root: Path) -> list[Path]:
-    """Remove repositories that a killed `gc init` left half built under `root` (their
-    builder's process is gone); returns them. A live builder's is never touched."""
+    """Remove repositories that a killed `gc init` or `gc clone` left half built under `root`
+    (their builder's process is gone); returns them. A live builder's is never touched."""
     from beads.git.repair import process_alive
 
     removed = []

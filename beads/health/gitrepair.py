@@ -93,7 +93,7 @@ def clear_stale_files(store: Store, report: Report) -> None:
             Problem(
                 "stale_file",
                 building.name,
-                "a repository half built by a killed 'gc init'; removed",
+                "a repository half built by a killed 'gc init' or 'gc clone'; removed",
                 True,
             )
         )
