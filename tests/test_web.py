@@ -636,6 +636,54 @@ def test_a_message_from_another_machine_says_so_on_its_pages(gc_store: GcRunner)
         store.close()
 
 
+def test_pages_walk_the_history_for_origins_only_once_while_it_stays(
+    gc_store: GcRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Every open page reloads at each commit (`/head`): each load of a mailbox, conversation
+    # or work thread walked the whole history for where its messages came from.
+    import inbox.origin
+
+    assert gc_store("config", "set", "--local", "delivery.nats.machine", "build-01").returncode == 0
+    sent = gc_store.json("mail", "send", "dog", "-s", "From afar", "-m", "b")["message"]
+    thread = gc_store.json("thread", "send", "--from", "mayor", "--to", "dog", "--subject",
+                           "DB?", "--summary", "which")["thread"]["thread_id"]  # fmt: skip
+    note = f"(from {sent['from']} on build-01)"
+    git_config = ["git", "--git-dir", str(gc_store.cwd / ".beads" / ".git"), "config"]
+    subprocess.run([*git_config, "machine.id", "m-00000000000000aa"], check=True)
+    walks: list[bytes | None] = []
+    walk = inbox.origin.foreign_origins
+
+    def counted(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        walks.append(args[2])  # where the walk stops: None for the whole history
+        return walk(*args, **kwargs)
+
+    monkeypatch.setattr(inbox.origin, "foreign_origins", counted)
+    store = Store.open(gc_store.cwd, agent="mayor")
+    server = serve(store)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+
+    def origins() -> list[str | None]:
+        box = json.loads(fetch(url + "agents/dog.json")[2])["messages"]
+        talk = json.loads(fetch(url + f"mail/{sent['id']}.json")[2])["messages"]
+        work = json.loads(fetch(url + f"work/{thread}.json")[2])["messages"]
+        return [m["origin"] for m in [*box, *talk, *work]]
+
+    try:
+        url = url_of(server)
+        first = origins()
+        assert first.count(note) == 2 and "(from mayor on build-01)" in first
+        walked = len(walks)
+        assert origins() == first and len(walks) == walked  # the branch stayed: no walk
+        gc_store("mail", "send", "cat", "-s", "Later", "-m", "c")
+        store.refresh()
+        assert origins() == first
+        assert None not in walks[walked:]  # only the new commit walked, never the whole history
+    finally:
+        server.shutdown()
+        server.server_close()
+        store.close()
+
+
 def test_lists_come_in_pages(tmp_path: Path, store_template: Path) -> None:
     copy_store(store_template, tmp_path / ".beads")  # a new store (a copy of an init)
     store = Store.open(tmp_path, agent="mayor")

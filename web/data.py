@@ -21,6 +21,7 @@ from beads.records.record import Bead, check_agent
 from beads.records.times import now_stamp
 from beads.store import Store
 from inbox.delivery import Delivery
+from inbox.origin import OriginCache, notes_of
 from mail.beadmail import BeadMail, bead_message
 from mail.threads.model import THREAD, Thread
 from mail.unread import MESSAGE, mailbox_filters, unread_filters
@@ -54,12 +55,14 @@ def message_json(bead: Bead) -> dict[str, Any]:
     }
 
 
-def messages_json(store: Store, found: list[Bead]) -> list[dict[str, Any]]:
+def messages_json(
+    store: Store, found: list[Bead], origins: OriginCache | None = None
+) -> list[dict[str, Any]]:
     """`message_json` of each of `found`, with its `"origin"` as `gc mail` lists give it:
-    the note of a message written on another machine, else null (one walk for them all)."""
-    from inbox.origin import notes_of
-
-    notes = notes_of(store.root, MESSAGE, [b.id for b in found], git=store.git)
+    the note of a message written on another machine, else null (one walk for them all;
+    `origins`, held by the site, keeps what it walked for the next page)."""
+    ids = [b.id for b in found]
+    notes = notes_of(store.root, MESSAGE, ids, git=store.git, cache=origins)
     return [{**message_json(b), "origin": notes.get(b.id, "").strip() or None} for b in found]
 
 
@@ -92,8 +95,15 @@ def agents(store: Store, delivery: Delivery, page: int = 1) -> dict[str, Any]:
     return {"agents": rows, "page": page, "more": len(names) > start + PAGE_SIZE}
 
 
-def mailbox(store: Store, agent: str, box: str = "all", page: int = 1) -> dict[str, Any]:
-    """An agent's mail, newest first: `all` (not archived), `unread` or `archived`."""
+def mailbox(
+    store: Store,
+    agent: str,
+    box: str = "all",
+    page: int = 1,
+    origins: OriginCache | None = None,
+) -> dict[str, Any]:
+    """An agent's mail, newest first: `all` (not archived), `unread` or `archived`
+    (`origins`: as for `messages_json`)."""
     check_agent(agent)
     if box not in BOXES:
         raise InvalidInput(f"box must be one of {', '.join(BOXES)}, not {box!r}")
@@ -104,18 +114,20 @@ def mailbox(store: Store, agent: str, box: str = "all", page: int = 1) -> dict[s
         "box": box,
         "total": counts.total,
         "unread": counts.unread,
-        "messages": messages_json(store, found),
+        "messages": messages_json(store, found, origins),
         "page": page,
         "more": more,
     }
 
 
-def conversation(store: Store, message: Bead, page: int = 1) -> dict[str, Any]:
+def conversation(
+    store: Store, message: Bead, page: int = 1, origins: OriginCache | None = None
+) -> dict[str, Any]:
     """The mail thread of `message` (a message bead), oldest first: every copy, with its
-    mailbox and state."""
+    mailbox and state (`origins`: as for `messages_json`)."""
     thread_id = message.thread or message.id
     found, more = page_of(store, page, size=2 * PAGE_SIZE, type=MESSAGE, thread=thread_id)
-    messages = messages_json(store, found)
+    messages = messages_json(store, found, origins)
     subject = messages[0]["subject"] if messages else bead_message(message).subject
     return {
         "thread_id": thread_id,
@@ -150,16 +162,17 @@ def work_threads(store: Store, page: int = 1) -> dict[str, Any]:
     return {"threads": threads, "page": page, "more": more}
 
 
-def work_thread(store: Store, ref: str) -> dict[str, Any]:
-    """A work thread and its messages in event order, as `gc thread show --json`."""
+def work_thread(store: Store, ref: str, origins: OriginCache | None = None) -> dict[str, Any]:
+    """A work thread and its messages in event order, as `gc thread show --json`
+    (`origins`: as for `messages_json`)."""
     from mail.threads.api import Threads, origins_of, with_origin
 
     api = Threads(store)
     thread, messages = api.show(ref)
-    origins = origins_of(api, messages)
+    notes = origins_of(api, messages, origins)
     return {
         "thread": thread.to_json(now_stamp()),
-        "messages": [with_origin(m, origins) for m in messages],
+        "messages": [with_origin(m, notes) for m in messages],
     }
 
 
