@@ -227,20 +227,19 @@ def wait(timeout: str) -> None:
     from beads.waiting import terminable
 
     deadline = time.monotonic() + parse_duration(timeout)
-    delivery = open_delivery()
-    who = delivery.agent_of(me())
     with terminable():  # SIGTERM ends the wait in one line, as Ctrl-C does
         while True:
             try:
-                woke = delivery.wait(who, max(0.0, deadline - time.monotonic()))
-                break
-            except DatabaseReplaced:  # a new file: pushes go there now
                 delivery = open_delivery()
+                who = delivery.agent_of(me())
+                woke = delivery.wait(who, max(0.0, deadline - time.monotonic()))
+                items = delivery.items(who, ("pending", "delivering")) if woke else []
+                break
+            except DatabaseReplaced:  # a new file, at any step: pushes go there now
+                continue
     warn(delivery.take_problems())
     if not woke:
         answer_no({"agent": who, "woke": False, "items": []}, f"No item for {who} within {timeout}")
-    items = delivery.items(who, ("pending", "delivering"))
-    warn(delivery.take_problems())
     emit(
         {"agent": who, "woke": True, "items": [item_json(i) for i in items]},
         lambda: _table(items, who),

@@ -76,10 +76,16 @@ def database_error(
     name: str,
     file_id: tuple[int, int] | None = None,
     advice: str | None = None,
+    path: Path | None = None,
 ) -> GcError:
     """What sqlite's `exc` on the database `name` (the file `file_id`) means to a user, said
     as the store's own errors say it: a full disk, a read-only store, a busy or a damaged
-    file (followed by `advice`, what to do about it, when the caller has some)."""
+    file (followed by `advice`, what to do about it, when the caller has some), or, when
+    another file than `file_id` now stands at `path`, `DatabaseReplaced`."""
+    if path is not None and dbfile.file_id(path) != file_id:
+        # Its file (and `-wal`, `-shm`) removed or replaced under it, sqlite says only
+        # "disk I/O error": the caller opens the database again (a wait goes on).
+        return DatabaseReplaced(f"{name} was removed or replaced while open ({exc})")
     code = error_code(exc)
     # A full disk shows as SQLITE_FULL, or, when the `-shm` file cannot grow, as this I/O
     # error (sqlite writes it through: ENOSPC, a quota).
@@ -102,6 +108,7 @@ class Connection(sqlite3.Connection):
 
     name: str | None = None  # set once open: until then, sqlite's errors as they are
     file_id: tuple[int, int] | None = None  # the file opened (a damaged one is named so)
+    path: Path | None = None  # where it was opened: another file there means it was replaced
     advice: str | None = None  # what to do when the file is found damaged
 
     def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor:
@@ -119,14 +126,14 @@ class Connection(sqlite3.Connection):
     def _error(self, exc: sqlite3.Error) -> Exception:
         if self.name is None:
             return exc
-        return database_error(exc, self.name, self.file_id, self.advice)
+        return database_error(exc, self.name, self.file_id, self.advice, self.path)
 
 
 @contextlib.contextmanager
 def transaction(db: sqlite3.Connection, name: str) -> Iterator[sqlite3.Connection]:
     """One write transaction on `db` (the file `name`), holding its write lock from the start
     (`BEGIN IMMEDIATE`): two drains or two pushes racing on one agent serialise."""
-    known = getattr(db, "file_id", None), getattr(db, "advice", None)
+    known = getattr(db, "file_id", None), getattr(db, "advice", None), getattr(db, "path", None)
     try:
         db.execute("BEGIN IMMEDIATE")
     except sqlite3.Error as exc:
@@ -168,7 +175,7 @@ def connect(
         db = sqlite3.connect(
             path, timeout=30, isolation_level=None, check_same_thread=False, factory=Connection
         )
-        db.file_id, db.advice = file_id, advice
+        db.file_id, db.path, db.advice = file_id, path, advice
         db.execute(f"PRAGMA synchronous={synchronous}")
         if _schema_state(db, last_table, path, version) == (version, True):
             db.name = path.name
@@ -199,7 +206,7 @@ def connect(
     except sqlite3.Error as exc:
         if db is not None:
             db.close()
-        error = database_error(exc, path.name, file_id, advice)
+        error = database_error(exc, path.name, file_id, advice, path)
         if error_code(exc) in READ_ONLY:
             return _connect_read_only(path, last_table, version, error, advice)
         raise error from None

@@ -224,6 +224,26 @@ def test_a_failing_rollback_never_hides_the_error_of_the_write(project: Path) ->
         delivery.db = delivery.db.db  # type: ignore[attr-defined]
 
 
+@pytest.mark.parametrize("how", ["removed", "replaced"])
+def test_an_error_on_a_database_removed_under_it_says_it_was_replaced(
+    project: Path, how: str
+) -> None:
+    # sqlite says only "disk I/O error" of a file removed (with its -wal and -shm) under an
+    # open connection; `gc inbox wait` then failed with that line (exit 50) instead of
+    # opening the new file and waking for the item pushed there.
+    from inbox.database import DatabaseReplaced
+
+    path = project / ".beads" / ".runtime" / "delivery.sqlite3"
+    with Delivery(project / ".beads") as delivery:
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{path}{suffix}").unlink(missing_ok=True)
+        if how == "replaced":
+            with Delivery(project / ".beads"):
+                pass
+        with pytest.raises(DatabaseReplaced, match="^delivery.sqlite3 was removed or replaced"):
+            delivery.db.execute("SELECT no_such_column FROM items")
+
+
 # -- a full disk, through the command ------------------------------------------------------
 
 
