@@ -19,6 +19,7 @@ import beads.git.repacker as repacker
 from beads import doctor
 from beads.faults import REPACK_POINTS
 from beads.git import GitRepo
+from beads.git.history import walk
 from beads.git.objects import BLOB, loose_ids, read_loose, umask_for
 from beads.store import Store
 from tests.conftest import copy_store, git
@@ -368,6 +369,39 @@ def test_a_reader_whose_cached_packs_were_removed_before_it_opened_them_finds_ev
     for sha in before:
         reader.get_raw(sha)
     reader.close()
+
+
+def test_a_history_walk_finds_the_commits_a_repack_packs_between_its_two_looks(
+    untidy_store: tuple[Store, set[bytes]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `gc thread show` right after a sync said "internal error: MissingCommitError": dulwich
+    # looks for an object in the packs it lists, then for its loose file, and the background
+    # `git repack` packed the loose commits (and deleted them) between the two looks.
+    store, _ = untidy_store
+    head = store.git.head()
+    assert head is not None and head in loose_of(store)
+    expected = [commit.id for commit in walk(store.git, head)]
+    reader = GitRepo(store.root / ".git")
+    assert reader.objects.packs  # the packs listed, as a reader that read before has them
+    pack_dir = os.path.realpath(store.root / ".git" / "objects" / "pack")
+    real_listdir = os.listdir
+    repacked: list[str] = []
+
+    def listed_then_repacked(path: str = ".") -> list[str]:
+        names = real_listdir(path)
+        if not repacked and os.path.realpath(path) == pack_dir:
+            # The interleaving a background repack makes, made here for sure: the reader's
+            # list of packs is taken, then the loose objects are packed and deleted.
+            git("repack", "-d", "-q", cwd=store.root)
+            repacked.append("done")
+        return names
+
+    monkeypatch.setattr(os, "listdir", listed_then_repacked)
+    walked = [commit.id for commit in walk(reader, head)]
+    monkeypatch.undo()
+    reader.close()
+    assert repacked and not loose_of(store)
+    assert walked == expected
 
 
 @pytest.mark.parametrize("with_git", [True, False])

@@ -19,7 +19,7 @@ same lock, so no background repack runs while it compacts.
 Crash safety: a pack counts once its `.idx` exists, and git and dulwich write it last; the
 packs (and loose copies) a repack replaces are removed only once the new pack is in place. A
 crash leaves the old objects alone, or both copies (duplicates are harmless). A reader whose
-cached list misses an object looks again (`GitRepo.get_raw`).
+cached list misses an object looks again (`GitRepo.objects`, `GitRepo.get_raw`).
 
 `gc doctor --gc` repacks everything into one pack with deltas: `git repack -a -d -f -k` where
 git is installed (unreachable objects kept: doctor finds lost commits among them), else

@@ -139,7 +139,7 @@ class GitRepo(BranchRef, TreeReader):
         self._objects_dir = str(git_dir / "objects" if objects_dir is None else objects_dir)
         # dulwich's object store, opened on first use (`objects`); kept in a list the
         # finalizer shares, which cannot hold the repository itself.
-        self._opened: list[DiskObjectStore] = []
+        self._opened: list[_Rereading] = []
         self.trees = TreeCache(self.get_raw)
         self._committer: bytes | None = None
         self._object_mode: int | None = None
@@ -152,7 +152,8 @@ class GitRepo(BranchRef, TreeReader):
     def objects(self) -> DiskObjectStore:
         """dulwich's object store of the repository (its packs and loose objects), opened
         the first time it is asked for: reading a loose object or writing one needs none of
-        it (see the module's docstring)."""
+        it (see the module's docstring). Its reads look again after a miss (`_Rereading`):
+        a background repack may move an object while they look."""
         if not self._opened:
             from dulwich.object_store import DiskObjectStore
 
@@ -164,8 +165,8 @@ class GitRepo(BranchRef, TreeReader):
                 raise StorageError(
                     f"cannot open the store's git repository {self.git_dir}: {exc}"
                 ) from None
-            self._opened.append(store)
-        return self._opened[0]
+            self._opened.append(_Rereading(store))
+        return self._opened[0]  # type: ignore[return-value]  # it answers as the store does
 
     def close(self) -> None:
         """Close the pack files dulwich holds open (the repository stays usable: a later
@@ -582,7 +583,49 @@ def _write_loose(obj: ShaFile, path: str) -> None:
         handle.write(obj.as_legacy_object(compression_level=LOOSE_COMPRESSION))
 
 
-def _close_stores(opened: list[DiskObjectStore]) -> None:
+class _Rereading:
+    """dulwich's object store as the store's readers use it (`GitRepo.objects`): wrapped, not
+    subclassed (dulwich's public API only), so that a read that misses looks once more.
+
+    dulwich looks for an object in the packs it has listed (listing them again only when
+    none holds it), then for its loose file. A background repack (`beads/git/maintenance.py`)
+    that packs the loose objects between those two looks leaves the object in a pack the
+    reader has not listed and deletes its loose file: the read missed an object the branch
+    reaches (a history walk said "MissingCommitError"). As git does after a loose miss, the
+    packs are listed again (new ones opened, vanished ones dropped) and the object looked up
+    once more; a pack removed under the first look is handled the same way."""
+
+    def __init__(self, store: DiskObjectStore) -> None:
+        self.store = store
+
+    def get_raw(self, sha: bytes) -> tuple[int, bytes]:
+        """The type and bytes of object `sha`; KeyError when it is absent."""
+        return self._again(self.store.get_raw, sha)
+
+    def __getitem__(self, sha: bytes) -> ShaFile:
+        return self._again(self.store.__getitem__, sha)
+
+    def _again(self, read: Callable[[bytes], Any], sha: bytes) -> Any:
+        """`read(sha)`, and after a miss (or a pack file gone) the same once the packs were
+        listed anew."""
+        try:
+            return read(sha)
+        except (KeyError, FileNotFoundError):
+            pass
+        self.store.packs  # noqa: B018  public: lists the pack directory again
+        return read(sha)
+
+    def __contains__(self, sha: object) -> bool:
+        return sha in self.store
+
+    def __iter__(self) -> Iterator[bytes]:
+        return iter(self.store)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+
+def _close_stores(opened: list[_Rereading]) -> None:
     """Close the pack files of the object store in `opened`, if it was opened.
 
     A pack whose memory map is still viewed (by the traceback of an error dulwich raised
