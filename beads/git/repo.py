@@ -21,7 +21,7 @@ import time
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from dulwich.file import FileLocked, GitFile
 from dulwich.objects import Blob, Commit, ShaFile, Tree
