@@ -266,10 +266,13 @@ def store_pack(
     def base(sha: bytes) -> tuple[int, list[bytes]]:
         # dulwich names an external base by its binary id, and takes a KeyError as "not
         # ours, perhaps later in the pack"; any other error would end the unpacking.
+        # Read at once, not after `has_object`: a read that misses looks again, so a
+        # background repack moving the base between two looks never makes it "absent".
         hex_id = sha_to_hex(sha) if len(sha) == 20 else sha
-        if not git.has_object(hex_id):
-            raise KeyError(hex_id)
-        type_num, raw = git.get_raw(hex_id)
+        try:
+            type_num, raw = git.get_raw(hex_id)
+        except KeyError:
+            raise KeyError(hex_id) from None
         return type_num, [raw]
 
     size = received.tell()
