@@ -132,6 +132,18 @@ class Item:
         return script_text(self.node) if self.node is not None else self.word
 
 
+# Stages that hand on the lines they read (some of them, in another order): what a pipe
+# through them gives `xargs` is still what the stage before printed.
+PASS_LINES_ON = frozenset({"sort", "uniq", "tee", "head", "tail"})
+
+
+def _passes_lines_on(items: list[Item]) -> bool:
+    """Whether a pipeline stage's words are a filter that writes lines it reads (`sort`,
+    `head -5`, `tee log`, a `cat` of its input alone)."""
+    program = (items[0].literal or "").rsplit("/", 1)[-1]
+    return program in PASS_LINES_ON or (program == "cat" and len(items) == 1)
+
+
 class Stdin:
     """Where a command's standard input comes from: `text` known, else `what` says; for a
     pipe, `source` is the command before it (a syntax node), when there is one."""
@@ -268,12 +280,17 @@ class Judge:
         """The words of the command piped into a command whose input is `stdin` (`find ...
         | xargs rm`), when it is a simple command (its redirections aside); else None."""
         node = stdin.source if stdin is not None else None
-        if node is not None and node.type == "redirected_statement":
-            node = node.child_by_field_name("body")
-        if node is None or node.type != "command":
-            return None
-        items = self.items(node)
-        return items if items is not None and len(items) <= MAX_WORDS else None
+        while True:
+            if node is not None and node.type == "redirected_statement":
+                node = node.child_by_field_name("body")
+            if node is None or node.type != "command":
+                return None
+            items = self.items(node)
+            if items is None or len(items) > MAX_WORDS:
+                return None
+            if not _passes_lines_on(items):
+                return items
+            node = node.prev_named_sibling  # `find ... | sort | xargs rm`: find's lines
 
     def assignment(self, node: Any, depth: int) -> None:
         """`GIT_SSH_COMMAND='rm -rf ~' git fetch`: a variable the program runs as a command."""

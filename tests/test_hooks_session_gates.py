@@ -964,6 +964,11 @@ def test_fd_reaching_the_files_inside_git_is_judged_as_find_reaching_them_is(
         ("find . -name '*.py' | xargs grep -l TODO", None),
         ("fd -e pyc | xargs rm", None),
         ("find . -name '*.pyc' | xargs rm -rf", "ask"),
+        ("find . -name HEAD | sort | xargs rm", "deny"),
+        ("find . -name HEAD | sort -u | head -5 | tee log | xargs rm", "deny"),
+        ("find . -name HEAD 2>/dev/null | cat | xargs rm", "deny"),
+        ("find . -name '*.pyc' | sort | xargs rm", None),
+        ("find . -name HEAD | grep -v .git | xargs rm", None),
     ],
 )
 def test_find_piped_to_xargs_is_judged_as_find_exec_running_its_command(
