@@ -192,11 +192,11 @@ def test_a_lost_or_damaged_record_of_commits_falls_back_to_git(
     assert hook(gc) == ("", False)  # the rebuilt index links the next commits again
 
 
-def test_mail_pushed_by_plain_git_says_it_was_not_made_here(
-    project: Path, gc: GcRunner, gc_init_template: Path, tmp_path: Path
-) -> None:
-    # A message bead written elsewhere (another store's gc) and pushed into this store by
-    # plain git: its commit names no gc machine, so nothing says it was made here.
+def push_mail_by_plain_git(
+    project: Path, gc_init_template: Path, tmp_path: Path, committer: dict[str, str] | None = None
+) -> str:
+    """A message bead written by another store's gc, committed (as `committer`, else git's
+    default) and pushed into the store at `project` by plain git; returns its id."""
     elsewhere = GcRunner(tmp_path / "elsewhere")
     copy_store(gc_init_template, elsewhere.cwd / ".beads")
     sent = elsewhere("mail", "send", "dog", "-s", "Approved", "-m", "ship it", "--json",
@@ -209,10 +209,46 @@ def test_mail_pushed_by_plain_git_says_it_was_not_made_here(
     (clone / path).parent.mkdir(parents=True, exist_ok=True)
     (clone / path).write_bytes((elsewhere.cwd / ".beads" / path).read_bytes())
     git("add", path, cwd=clone)
-    git("commit", "-qm", "mail", cwd=clone)
+    if committer is None:
+        git("commit", "-qm", "mail", cwd=clone)
+    else:
+        subprocess.run(["git", "commit", "-qm", "mail"], cwd=clone, check=True,
+                       env={**os.environ, **committer})  # fmt: skip
     git("push", "-q", "origin", "HEAD:main", cwd=clone)
+    return message
+
+
+def test_mail_pushed_by_plain_git_says_it_was_not_made_here(
+    project: Path, gc: GcRunner, gc_init_template: Path, tmp_path: Path
+) -> None:
+    # A message bead written elsewhere (another store's gc) and pushed into this store by
+    # plain git: its commit names no gc machine, so nothing says it was made here.
+    message = push_mail_by_plain_git(project, gc_init_template, tmp_path)
     context, _ = hook(gc)
     assert f"(from t, committed by t outside gc) {message} from human" in context
+
+
+@pytest.mark.parametrize("what", ["directory", "link to /dev/zero", "fifo"])
+def test_a_record_of_claimed_commits_that_cannot_be_read_hides_no_other_note(
+    project: Path, gc: GcRunner, gc_init_template: Path, tmp_path: Path, what: str
+) -> None:
+    # The record of commits that came from elsewhere naming this machine (`gc-claimed`),
+    # replaced by something that is no file: every note went (a directory), a reading
+    # command failed "out of memory" (a link to /dev/zero) or would hang (a FIFO).
+    message = push_mail_by_plain_git(project, gc_init_template, tmp_path)
+    note = "(from t, committed by t outside gc)"
+    record = project / ".beads" / ".git" / "gc-claimed"
+    if what == "directory":
+        record.mkdir()
+    elif what == "fifo":
+        os.mkfifo(record)
+    else:
+        record.symlink_to("/dev/zero")
+    context, _ = hook(gc)
+    assert f"{note} {message} from human" in context
+    listed = gc("mail", "inbox", "dog", "--json")
+    assert listed.returncode == 0, listed.stderr
+    assert json.loads(listed.stdout)["messages"][0]["origin"] == note
 
 
 def test_mail_pushed_by_plain_git_under_this_machines_committer_line_says_so(

@@ -87,9 +87,22 @@ def record(root: Path, commits: Iterable[bytes]) -> None:
 
 def recorded(git_dir: Path) -> frozenset[bytes]:
     """The commits recorded in the store's git directory `git_dir` (hex ids): those that
-    arrived from elsewhere naming this machine. Raises OSError other than a missing file."""
+    arrived from elsewhere naming this machine. A record that is not a regular file of its
+    own (a link, a FIFO, a directory) or cannot be read counts as empty: the other
+    machines' notes are still given, and no reader follows a link or waits on a pipe."""
+    import stat
+
     try:
-        data = (git_dir / FILE).read_bytes()
-    except FileNotFoundError:
+        fd = os.open(git_dir / FILE, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:  # absent (the usual case), a link, no permission
         return frozenset()
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return frozenset()
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            data = handle.read()
+    except OSError:
+        return frozenset()
+    finally:
+        os.close(fd)
     return frozenset(line for line in data.split() if len(line) == 40)
