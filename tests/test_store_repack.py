@@ -400,8 +400,10 @@ def test_a_history_walk_finds_the_commits_a_repack_packs_between_its_two_looks(
     walked = [commit.id for commit in walk(reader, head)]
     monkeypatch.undo()
     reader.close()
-    assert repacked and not loose_of(store)
     assert walked == expected
+    if not repacked:  # dulwich 1.0 lists the packs only after a loose miss: no such window
+        pytest.skip("this dulwich reads loose objects before listing the packs again")
+    assert not loose_of(store)
 
 
 @pytest.mark.parametrize("with_git", [True, False])
