@@ -365,3 +365,20 @@ def git(*args: str, cwd: Path) -> str:
     result = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, env=env)
     assert result.returncode == 0, f"git {' '.join(args)}: {result.stderr}"
     return result.stdout
+
+
+@pytest.fixture
+def origin_walks(monkeypatch: pytest.MonkeyPatch) -> list[bytes | None]:
+    """Each walk of the history for origins (`inbox.origin.foreign_origins`) from now on, as
+    where it stopped: None for a walk of the whole history."""
+    import inbox.origin
+
+    walks: list[bytes | None] = []
+    walk = inbox.origin.foreign_origins
+
+    def counted(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        walks.append(args[2])
+        return walk(*args, **kwargs)
+
+    monkeypatch.setattr(inbox.origin, "foreign_origins", counted)
+    return walks

@@ -256,27 +256,13 @@ def test_mail_pushed_by_plain_git_under_this_machines_committer_line_says_so(
 ) -> None:
     # As above, but its commit names this machine's committer line, copied from a commit
     # made here: the pre-receive hook records it as it arrives, and nothing says "made here".
-    elsewhere = GcRunner(tmp_path / "elsewhere")
-    copy_store(gc_init_template, elsewhere.cwd / ".beads")
-    sent = elsewhere("mail", "send", "dog", "-s", "Approved", "-m", "ship it", "--json",
-                     env={"GC_AGENT": "human"})  # fmt: skip
-    assert sent.returncode == 0, sent.stderr
-    message = json.loads(sent.stdout)["message"]["id"]
-    path = bead_path("message", message)
     create(gc, "made here")
     line = git("log", "-1", "--format=%cn%x00%ce", cwd=project / ".beads" / ".git").strip()
     name, email = line.split("\0")
     assert email.endswith("@gc-beads")
-    clone = tmp_path / "clone"
-    git("clone", "-q", str(project / ".beads" / ".git"), str(clone), cwd=tmp_path)
-    (clone / path).parent.mkdir(parents=True, exist_ok=True)
-    (clone / path).write_bytes((elsewhere.cwd / ".beads" / path).read_bytes())
-    git("add", path, cwd=clone)
     as_here = {"GIT_AUTHOR_NAME": "human", "GIT_AUTHOR_EMAIL": "human@example.com",
                "GIT_COMMITTER_NAME": name, "GIT_COMMITTER_EMAIL": email}  # fmt: skip
-    subprocess.run(["git", "commit", "-qm", "mail"], cwd=clone, check=True,
-                   env={**os.environ, **as_here})  # fmt: skip
-    git("push", "-q", "origin", "HEAD:main", cwd=clone)
+    message = push_mail_by_plain_git(project, gc_init_template, tmp_path, as_here)
     context, _ = hook(gc)
     note = "(from human, committed elsewhere under this machine's name)"
     assert f"{note} {message} from human" in context, context

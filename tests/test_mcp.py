@@ -304,12 +304,10 @@ def test_tools_give_the_origin_of_a_bead_written_on_another_machine(
 
 
 def test_thread_tools_and_decisions_walk_the_history_for_origins_only_once_while_it_stays(
-    project: Path, gc_store: GcRunner, monkeypatch: pytest.MonkeyPatch
+    project: Path, gc_store: GcRunner, origin_walks: list[bytes | None]
 ) -> None:
     # As the mail tools do (their provider's `OriginCache`): thread_show, thread_wait_reply
     # and decision_list walked the whole history on every call.
-    import inbox.origin
-
     assert gc_store("config", "set", "--local", "delivery.nats.machine", "build-01").returncode == 0
     sent = cli_json(gc_store, "mayor", "thread", "send", "--to", "dog", "--subject", "DB?",
                     "--summary", "which one")  # fmt: skip
@@ -319,14 +317,7 @@ def test_thread_tools_and_decisions_walk_the_history_for_origins_only_once_while
                      "--option", "b", "--prompt", "Which?")["bead"]["id"]  # fmt: skip
     git_config = ["git", "--git-dir", str(project / ".beads" / ".git"), "config"]
     subprocess.run([*git_config, "machine.id", "m-00000000000000aa"], check=True)
-    walks: list[bytes | None] = []
-    walk = inbox.origin.foreign_origins
-
-    def counted(*args: Any, **kwargs: Any) -> dict[str, Any]:
-        walks.append(args[2])  # where the walk stops: None for the whole history
-        return walk(*args, **kwargs)
-
-    monkeypatch.setattr(inbox.origin, "foreign_origins", counted)
+    walks = origin_walks
     dog, mayor = "(from dog on build-01)", "(from mayor on build-01)"
 
     async def looked_up(client: Client) -> tuple[dict[str, Any], ...]:

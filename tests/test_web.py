@@ -637,12 +637,10 @@ def test_a_message_from_another_machine_says_so_on_its_pages(gc_store: GcRunner)
 
 
 def test_pages_walk_the_history_for_origins_only_once_while_it_stays(
-    gc_store: GcRunner, monkeypatch: pytest.MonkeyPatch
+    gc_store: GcRunner, origin_walks: list[bytes | None]
 ) -> None:
     # Every open page reloads at each commit (`/head`): each load of a mailbox, conversation
     # or work thread walked the whole history for where its messages came from.
-    import inbox.origin
-
     assert gc_store("config", "set", "--local", "delivery.nats.machine", "build-01").returncode == 0
     sent = gc_store.json("mail", "send", "dog", "-s", "From afar", "-m", "b")["message"]
     thread = gc_store.json("thread", "send", "--from", "mayor", "--to", "dog", "--subject",
@@ -650,14 +648,7 @@ def test_pages_walk_the_history_for_origins_only_once_while_it_stays(
     note = f"(from {sent['from']} on build-01)"
     git_config = ["git", "--git-dir", str(gc_store.cwd / ".beads" / ".git"), "config"]
     subprocess.run([*git_config, "machine.id", "m-00000000000000aa"], check=True)
-    walks: list[bytes | None] = []
-    walk = inbox.origin.foreign_origins
-
-    def counted(*args: Any, **kwargs: Any) -> dict[str, Any]:
-        walks.append(args[2])  # where the walk stops: None for the whole history
-        return walk(*args, **kwargs)
-
-    monkeypatch.setattr(inbox.origin, "foreign_origins", counted)
+    walks = origin_walks
     store = Store.open(gc_store.cwd, agent="mayor")
     server = serve(store)
     threading.Thread(target=server.serve_forever, daemon=True).start()
