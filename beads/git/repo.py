@@ -179,8 +179,8 @@ class GitRepo(BranchRef, TreeReader):
         """The type and bytes of object `sha`; KeyError when it is absent.
 
         A background repack may move an object between two looks (a loose object packed
-        and deleted; a pack listed, then removed before its index was opened): a miss, or
-        a pack file gone, drops the packs dulwich holds open and looks once more.
+        and deleted; a pack listed, then removed before its index was opened): the object
+        store looks once more after a miss (`_Rereading`).
 
         Until the object store is open, a loose object that reads whole and hashes to its
         name is returned without opening it (an object's bytes are the same wherever they are
@@ -193,10 +193,7 @@ class GitRepo(BranchRef, TreeReader):
                 return found
         found = self._stored_raw(sha)
         if found is None:
-            self.objects.close()  # public: forgets the packs; the next look lists them anew
-            found = self._stored_raw(sha)
-            if found is None:
-                raise KeyError(sha)
+            raise KeyError(sha)
         return found
 
     def _stored_raw(self, sha: bytes) -> tuple[int, bytes] | None:
