@@ -572,7 +572,7 @@ def test_a_query_parameter_a_page_does_not_take_as_given_is_refused_in_one_line(
     site: Site,
 ) -> None:
     # `/history?page=-1` answered 200 (the history pages by `from`), and `/gates?all=maybe`
-    # was taken for `all=1`.
+    # was taken for `all=1`; of a parameter given twice, the second was dropped unsaid.
     for path, given, said in (
         ("history", "page=-1", "?from="),
         ("history", "page=0", "?from="),
@@ -580,6 +580,8 @@ def test_a_query_parameter_a_page_does_not_take_as_given_is_refused_in_one_line(
         (f"beads/{site.task.id}", "page=2", "?from="),
         ("gates", "all=maybe", "all must be one of"),
         ("decisions", "all=2", "all must be one of"),
+        ("gates", "all=0&all=1", "'all' 2 times"),
+        ("search", "q=a&q=b", "'q' 2 times"),
     ):
         status, headers, text = fetch(f"{site.url}{path}.json?{given}")
         assert status == 400, (path, given, text)
@@ -588,7 +590,7 @@ def test_a_query_parameter_a_page_does_not_take_as_given_is_refused_in_one_line(
         assert error["code"] == "invalid_input" and said in error["message"], error
         status, headers, text = fetch(f"{site.url}{path}?{given}")  # the page: a short page
         assert status == 400 and said in unescape(text), text
-    for given in ("all=1", "all=true", "all=yes", "all=0", "all=false", "all=no", ""):
+    for given in ("all=1", "all=true", "all=TRUE", "all=Yes", "all=0", "all=No", "all=no", ""):
         assert fetch(f"{site.url}gates?{given}")[0] == 200, given
     closed = get_json(site, "decisions?all=no")["beads"]
     assert closed == get_json(site, "decisions")["beads"]

@@ -132,6 +132,7 @@ def create_app(store: Store, *, token: str | None = None, loopback: bool = True)
             # A page opened from the printed URL: the same page without the token, the
             # cookie (set by `headers`) carrying it from now on. JSON clients are answered.
             return redirect(_address_without_token(), 303)  # type: ignore[return-value]
+        _each_parameter_once()
         return None
 
     @app.after_request
@@ -405,11 +406,19 @@ def _no_page_number() -> None:
 
 def _all() -> bool:
     """Whether `?all=` asks for the closed beads too (absent: no); any other value than
-    1/true/yes or 0/false/no is refused."""
+    1/true/yes or 0/false/no (in any case) is refused."""
     text = request.args.get("all", "0")
-    if text not in _ALL_VALUES:
+    if text.lower() not in _ALL_VALUES:
         raise InvalidInput(f"all must be one of {', '.join(_ALL_VALUES)}, not {_cut(text)!r}")
-    return _ALL_VALUES[text]
+    return _ALL_VALUES[text.lower()]
+
+
+def _each_parameter_once() -> None:
+    """Refuse a query naming a parameter twice (`?all=0&all=1`): a page would take the first
+    and drop the other without a word."""
+    for name, values in request.args.lists():
+        if len(values) > 1:
+            raise InvalidInput(f"the query gives {_cut(name)!r} {len(values)} times; give it once")
 
 
 def _linked(store: Store, text: str) -> Markup:
