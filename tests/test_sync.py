@@ -1936,3 +1936,32 @@ def test_a_merge_pushed_into_the_store_under_this_machines_name_says_so(
     assert f"{note} {message} from human [Deploy]" in context, context
     read = a("mail", "read", message, env=mayor)
     assert read.returncode == 0 and read.stdout.startswith(f"{note}\nID:       {message}\n")
+
+
+def test_a_conflict_resolved_by_this_machines_sync_adds_no_origin_of_its_own(
+    pair: tuple[GcRunner, GcRunner, Path],
+) -> None:
+    # A message read on both machines: a's `gc sync` merges the two changes into a bead
+    # neither side holds. That merge is a's (it stays local: no note names a), and the
+    # change from b it merged in still says where it was made.
+    a, b, _remote = pair
+    b = named(b, "build-01")
+    human, mayor = {"GC_AGENT": "human"}, {"GC_AGENT": "mayor"}
+    mine = a.json("mail", "send", "mayor", "-s", "Here", "-m", "a", env=human)["message"]["id"]
+    there = b.json("mail", "send", "mayor", "-s", "There", "-m", "b", env=human)["message"]["id"]
+    assert b("sync").returncode == 0 and a("sync").returncode == 0 and b("sync").returncode == 0
+    for message in (mine, there):
+        assert a("mail", "read", message, env=mayor).returncode == 0
+        assert b("mail", "archive", message, env=mayor).returncode == 0
+    assert b("sync").returncode == 0 and a.json("sync")["sync"]["action"] == "merge"
+    a_git = str(a.cwd / ".beads" / ".git")
+    for message in (mine, there):
+        path = git("-C", a_git, "ls-tree", "-r", "--name-only", "main", "--", f"*{message}*")
+        held = {git("-C", a_git, "rev-parse", f"{rev}:{path}") for rev in ("main^1", "main^2")}
+        assert git("-C", a_git, "rev-parse", f"main:{path}") not in held  # resolved here
+
+    note = "(from mayor on build-01)"  # b's archiving, the newest change made elsewhere
+    for message in (mine, there):
+        assert a.json("mail", "read", message, env=mayor)["origin"] == note
+    listed = a.json("mail", "inbox", "--archived", env=mayor)["messages"]
+    assert {m["id"]: m["origin"] for m in listed} == {mine: note, there: note}
