@@ -89,11 +89,17 @@ def foreign_origins(
     (a message read here is still its sender's): only other machines' commits are compared,
     so for a bead made here the walk goes to its end (`MAX_WALK` commits at most).
 
-    Merge commits are stepped over: a sync's merge brings the other side's changes, which its
-    own commits made. Paths changed last here (with `ever`: only here), or not found, are
-    left out. Each commit is compared with its parent at the wanted paths only, descending
-    only where their trees differ, the trees read kept for the next: one walk for any number
-    of paths reads about what the commits changed, not whole tree diffs nor every path."""
+    A merge commit is judged as `git blame` judges it: a path it holds as one of its parents
+    does came from that parent's history, where the walk goes on to find it; a path it holds
+    as none of its parents does (added or changed by the merge itself: a merge made by hand,
+    a conflict resolved) was changed by the merge, whose origin it takes. A merge made here
+    (`gc sync`'s) is passed over whatever it changed: it only combines what its parents'
+    sides brought, and settling a path there would hide a change merged in from elsewhere
+    (another machine's answer) as made here. Paths changed last here (with `ever`: only
+    here), or not found, are left out. Each commit is compared with its parents at the
+    wanted paths only, descending only where their trees differ, the trees read kept for the
+    next: one walk for any number of paths reads about what the commits changed, not whole
+    tree diffs nor every path."""
     from beads.git import PathTree
     from beads.git.history import walk
 
@@ -106,19 +112,22 @@ def foreign_origins(
     # Children first: "the last change" is the one no later commit follows, which the
     # commit times (the same second, another machine's clock) cannot tell.
     for commit in walk(git, head, stop, limit=MAX_WALK, children_first=True):
-        if len(commit.parents) > 1:
-            continue
+        merge = len(commit.parents) > 1
         origin = origin_of(commit)
         if claimed and origin.machine_id == here and commit.id in claimed:
             origin.claimed = True  # it says it was made here, but it came from elsewhere
         mine = origin.machine_id == here and not origin.claimed
-        if ever and mine:
+        if (ever or merge) and mine:
             # Only a change made elsewhere is sought: this machine's commits are passed over
             # unread (reading their trees was most of a long walk's cost), so a bead made
-            # here is looked for back to the walk's end, where it is found made here.
+            # here is looked for back to the walk's end, where it is found made here. A
+            # merge made here is passed over always (see above).
             continue
-        parent = git.tree_of(commit.parents[0]) if commit.parents else None
-        changed = git.changed_files(commit.tree, parent, layout, trees)
+        if merge:
+            changed = _changed_by_merge(git, commit, layout, trees)
+        else:
+            parent = git.tree_of(commit.parents[0]) if commit.parents else None
+            changed = git.changed_files(commit.tree, parent, layout, trees)
         for path in changed:
             if not mine:
                 found[path] = origin
@@ -128,6 +137,20 @@ def foreign_origins(
         if changed:
             layout = PathTree(wanted)
     return found
+
+
+def _changed_by_merge(git: GitRepo, commit: Any, layout: Any, trees: dict[bytes, Any]) -> set[str]:
+    """Those of the paths in `layout` (a `PathTree`) that the merge `commit` holds as none of
+    its parents does: what the merge itself added, changed or removed. Each parent is compared
+    only while some path is left (a merge that took every path from a parent, as a sync's
+    does, differs from its other parent where that side changed, not from both)."""
+    found: set[str] | None = None
+    for parent in commit.parents:
+        differs = git.changed_files(commit.tree, git.tree_of(parent), layout, trees)
+        found = differs if found is None else found & differs
+        if not found:
+            return set()
+    return found or set()
 
 
 class OriginCache:

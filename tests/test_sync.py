@@ -1860,3 +1860,108 @@ def test_a_commit_from_elsewhere_under_this_machines_committer_line_says_so(
         assert BeadMail(store).origins([there, here]) == {there: f"{note} "}
     finally:
         store.close()
+
+
+def merge_by_hand(git_dir: Path, tree: str, committer: str) -> str:
+    """A merge commit, made in `git_dir` as a person with git would, of its HEAD and an empty
+    commit beside it, whose tree is `tree` (holding what neither parent holds); committed by
+    `committer` (`name <email>`), authored by human. Returns its id; no ref is moved."""
+    name, email = committer.removesuffix(">").split(" <")
+    env = {**os.environ, "GIT_AUTHOR_NAME": "human", "GIT_AUTHOR_EMAIL": "human@example.com",
+           "GIT_COMMITTER_NAME": name, "GIT_COMMITTER_EMAIL": email}  # fmt: skip
+
+    def commit_tree(*args: str) -> str:
+        command = ["git", "--git-dir", str(git_dir), "commit-tree", *args]
+        made = subprocess.run(command, input="merge", env=env, capture_output=True, text=True)
+        assert made.returncode == 0, made.stderr
+        return made.stdout.strip()
+
+    beside = commit_tree("HEAD^{tree}", "-p", "HEAD")
+    return commit_tree(tree, "-p", "HEAD", "-p", beside)
+
+
+def test_a_bead_a_merge_from_elsewhere_adds_by_itself_says_where_it_came_from(
+    pair: tuple[GcRunner, GcRunner, Path],
+) -> None:
+    # b's history holds a merge commit, made by hand, whose tree adds a message neither of
+    # its parents holds: on a, after `gc sync`, that message must not read as written on a.
+    a, b, _remote = pair
+    b = named(b, "build-01")
+    human, mayor = {"GC_AGENT": "human"}, {"GC_AGENT": "mayor"}
+    assert b("mail", "send", "mayor", "-s", "Warm", "-m", "up", env=human).returncode == 0
+    assert b("sync").returncode == 0 and a("sync").returncode == 0
+    b_git = b.cwd / ".beads" / ".git"
+    line = git("-C", str(b_git), "log", "-1", "--format=%cn <%ce>", "main")
+    sent = b.json("mail", "send", "mayor", "-s", "Deploy", "-m", "ship it", env=human)
+    message, sending = sent["message"]["id"], git("-C", str(b_git), "rev-parse", "main")
+    git("-C", str(b_git), "update-ref", "refs/heads/main", "main~1")  # the send's commit dropped
+    merge = merge_by_hand(b_git, f"{sending}^{{tree}}", line)
+    git("-C", str(b_git), "update-ref", "refs/heads/main", merge)
+    assert b("sync").returncode == 0 and a.json("sync")["sync"]["action"] == "fast-forward"
+
+    note = "(from human on build-01)"
+    context = prompt_hook(a, "mayor", "SessionStart")
+    assert f"{note} {message} from human [Deploy]" in context, context
+    listed = a.json("mail", "inbox", "--all", env=mayor)["messages"]
+    assert {m["id"]: m["origin"] for m in listed}[message] == note
+    read = a("mail", "read", message, env=mayor)
+    assert read.returncode == 0 and read.stdout.startswith(f"{note}\nID:       {message}\n")
+
+
+def test_a_merge_pushed_into_the_store_under_this_machines_name_says_so(
+    pair: tuple[GcRunner, GcRunner, Path], tmp_path: Path
+) -> None:
+    # A plain `git push` into a's store (through its pre-receive hook) of a merge commit
+    # naming a's committer line, its tree adding a message (written by b's gc) neither of
+    # its parents holds: recorded as it arrives, it must not read as written on a.
+    a, b, _remote = pair
+    human, mayor = {"GC_AGENT": "human"}, {"GC_AGENT": "mayor"}
+    assert a("mail", "send", "mayor", "-s", "Warm", "-m", "up", env=human).returncode == 0
+    a_git = a.cwd / ".beads" / ".git"
+    line = git("-C", str(a_git), "log", "-1", "--format=%cn <%ce>", "main")
+    message = b.json("mail", "send", "mayor", "-s", "Deploy", "-m", "x", env=human)["message"]["id"]
+    path = next(p for p in (b.cwd / ".beads").rglob(f"{message}*") if p.is_file())
+    relative = str(path.relative_to(b.cwd / ".beads"))
+    clone = tmp_path / "clone"
+    git("clone", "-q", str(a_git), str(clone))
+    (clone / relative).parent.mkdir(parents=True, exist_ok=True)
+    (clone / relative).write_bytes(path.read_bytes())
+    git("add", relative, cwd=clone)
+    merge = merge_by_hand(clone / ".git", git("write-tree", cwd=clone), line)
+    git("push", "-q", "origin", f"{merge}:refs/heads/main", cwd=clone)
+    assert merge.encode() in (a_git / "gc-claimed").read_bytes()
+
+    note = "(from human, committed elsewhere under this machine's name)"
+    context = prompt_hook(a, "mayor", "SessionStart")
+    assert f"{note} {message} from human [Deploy]" in context, context
+    read = a("mail", "read", message, env=mayor)
+    assert read.returncode == 0 and read.stdout.startswith(f"{note}\nID:       {message}\n")
+
+
+def test_a_conflict_resolved_by_this_machines_sync_adds_no_origin_of_its_own(
+    pair: tuple[GcRunner, GcRunner, Path],
+) -> None:
+    # A message read on both machines: a's `gc sync` merges the two changes into a bead
+    # neither side holds. That merge is a's (it stays local: no note names a), and the
+    # change from b it merged in still says where it was made.
+    a, b, _remote = pair
+    b = named(b, "build-01")
+    human, mayor = {"GC_AGENT": "human"}, {"GC_AGENT": "mayor"}
+    mine = a.json("mail", "send", "mayor", "-s", "Here", "-m", "a", env=human)["message"]["id"]
+    there = b.json("mail", "send", "mayor", "-s", "There", "-m", "b", env=human)["message"]["id"]
+    assert b("sync").returncode == 0 and a("sync").returncode == 0 and b("sync").returncode == 0
+    for message in (mine, there):
+        assert a("mail", "read", message, env=mayor).returncode == 0
+        assert b("mail", "archive", message, env=mayor).returncode == 0
+    assert b("sync").returncode == 0 and a.json("sync")["sync"]["action"] == "merge"
+    a_git = str(a.cwd / ".beads" / ".git")
+    for message in (mine, there):
+        path = git("-C", a_git, "ls-tree", "-r", "--name-only", "main", "--", f"*{message}*")
+        held = {git("-C", a_git, "rev-parse", f"{rev}:{path}") for rev in ("main^1", "main^2")}
+        assert git("-C", a_git, "rev-parse", f"main:{path}") not in held  # resolved here
+
+    note = "(from mayor on build-01)"  # b's archiving, the newest change made elsewhere
+    for message in (mine, there):
+        assert a.json("mail", "read", message, env=mayor)["origin"] == note
+    listed = a.json("mail", "inbox", "--archived", env=mayor)["messages"]
+    assert {m["id"]: m["origin"] for m in listed} == {mine: note, there: note}
