@@ -18,6 +18,7 @@ import beads.batch
 import beads.git.refs
 from beads import doctor
 from beads.errors import StorageError
+from beads.git.history import walk
 from beads.git.objects import loose_path
 from beads.index.reader import IndexReader
 from beads.store import Store
@@ -683,6 +684,99 @@ def test_a_pack_whose_idx_was_overwritten_is_indexed_again_not_set_aside(
     fsck(project)
     assert titles(project) == ["first", "second"]
     assert project("doctor").returncode == 0
+
+
+def delete_history_commit(gc: GcRunner) -> str:
+    """Delete the loose file of the commit before HEAD (a disk fault, a hand cleaning the
+    objects): the history is cut in the middle, HEAD's tree stays whole; returns its id."""
+    commit = git("rev-parse", "HEAD~1", cwd=gc.cwd / ".beads").strip()
+    Path(loose_path(str(git_dir(gc) / "objects"), commit.encode())).unlink()
+    return commit
+
+
+def test_gc_log_over_a_history_missing_a_commit_says_it_is_missing_in_one_line(
+    project: GcRunner,
+) -> None:
+    gc = project
+    commit = delete_history_commit(gc)
+    logged = gc("log")
+    assert logged.returncode == 50, logged.stderr
+    assert logged.stderr == (
+        f"gc: the history cannot be read: commit {commit} is missing; run 'gc doctor' to "
+        "restore it\n"
+    )
+
+
+def test_the_inbox_over_a_history_missing_a_commit_lists_its_messages(
+    project: GcRunner,
+) -> None:
+    # The inbox's origin notes walk the history: the walk ends in one line naming the
+    # missing commit and gc doctor, and the messages go unmarked (an origin informs).
+    gc = project
+    for n in range(2):
+        assert gc("mail", "send", "--to", "bob", "-s", f"hi{n}", "-m", "b").returncode == 0
+    commit = delete_history_commit(gc)
+    inbox = gc("mail", "inbox", "bob")
+    assert inbox.returncode == 0, inbox.stderr
+    assert "hi0" in inbox.stdout and "hi1" in inbox.stdout
+    assert "internal error" not in inbox.stderr
+    store = Store.open(gc.cwd / ".beads")
+    try:
+        with pytest.raises(StorageError) as walked:
+            list(walk(store.git, store.git.head()))  # type: ignore[arg-type]
+    finally:
+        store.close()
+    assert walked.value.message == (
+        f"the history names {commit} as a commit, which is missing; run 'gc doctor' to restore it"
+    )
+
+
+def test_doctor_fetches_a_missing_history_commit_again_from_a_remote(
+    project: GcRunner, tmp_path: Path
+) -> None:
+    gc = project
+    remote = tmp_path / "remote.git"
+    git("init", "-q", "--bare", "-b", "main", str(remote), cwd=tmp_path)
+    assert gc("remote", "add", "origin", str(remote)).returncode == 0
+    assert gc("sync").returncode == 0
+    commit = delete_history_commit(gc)
+    assert gc("log").returncode == 50
+    report = gc.json("doctor")
+    assert report["ok"], report
+    [problem] = report["problems"]
+    assert (problem["kind"], problem["fixed"]) == ("corrupt_object", True), problem
+    assert problem["message"] == (
+        f"commit {commit} of the branch's history was missing; fetched from the remote origin"
+    )
+    fsck(gc)
+    assert len(gc.json("log")["commits"]) == 3
+    assert titles(gc) == ["first", "second"]
+    assert gc("doctor").returncode == 0
+
+
+def test_doctor_without_a_remote_says_the_history_is_cut_at_a_missing_commit(
+    project: GcRunner,
+) -> None:
+    gc = project
+    commit = delete_history_commit(gc)
+    view_file = sorted((gc.cwd / ".beads" / "tasks").rglob("*.yaml"))[0]
+    view_file.unlink()  # the checks after the history's still run
+    result = gc("doctor")
+    assert result.returncode == 50, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    assert (
+        f"corrupt_object: .git: commit {commit} of the branch's history is missing and no "
+        "remote has it: the history is cut there (gc log cannot read past it); the beads "
+        "themselves are intact (HEAD's tree is whole); copy the store again from a remote or "
+        "a backup (gc clone URL makes a new one)" in lines
+    ), result.stdout
+    shown = view_file.relative_to(gc.cwd / ".beads").as_posix()
+    assert (
+        f"view_missing: {shown}: missing from the view; gc doctor --restore-view puts HEAD's "
+        "version back" in lines
+    ), result.stdout
+    assert "Traceback" not in result.stderr
+    assert titles(gc) == ["first", "second"]
 
 
 def test_a_pack_cut_short_is_made_whole_again_from_a_remote(

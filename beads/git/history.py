@@ -6,7 +6,8 @@ from __future__ import annotations
 import stat
 from typing import TYPE_CHECKING, Any
 
-from beads.errors import InvalidInput, NotFound, StorageError
+from beads.errors import GcError, InvalidInput, NotFound, StorageError
+from beads.git.objects import DamagedObject, MissingCommit
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Container, Iterator
@@ -155,14 +156,55 @@ def walk(
     """The commits reachable from `head` and not from `stop`, newest first, at most `limit`
     of them (dulwich's commit objects: `parents`, `committer`, `commit_time`, `message`).
     With `children_first`, every commit comes before its parents whatever their times say
-    (commits made in the same second, or a clock set back, order by time as they please)."""
+    (commits made in the same second, or a clock set back, order by time as they please).
+
+    A commit the history names whose object is absent ends the walk with MissingCommit, one
+    that cannot be read with DamagedObject: both name `gc doctor`, which restores them."""
+    from dulwich.errors import MissingCommitError
     from dulwich.walk import ORDER_DATE, ORDER_TOPO, Walker
 
     exclude = [stop] if stop else None
     order = ORDER_TOPO if children_first else ORDER_DATE
     walker = Walker(git.objects, include=[head], exclude=exclude, max_entries=limit, order=order)
-    for entry in walker:
-        yield entry.commit
+    last: bytes | None = None
+    try:
+        for entry in walker:
+            last = entry.commit.id
+            yield entry.commit
+    except MissingCommitError as exc:
+        missing: bytes | None = exc.sha
+    except GcError:
+        raise
+    except Exception:  # a damaged object: dulwich raises several kinds
+        missing = None
+    else:
+        return
+    # Raised once dulwich's exception is dropped (see `GitRepo._stored_raw`).
+    if missing is not None and not git.has_object(missing):
+        raise MissingCommit(missing)
+    after = f" past commit {last.decode()}" if last is not None else ""
+    raise DamagedObject(f"the history cannot be read{after}: a git object is damaged")
+
+
+def missing_commits(git: GitRepo, head: bytes) -> set[bytes]:
+    """The commits `head`'s history names whose objects are not in the store (a loose file
+    deleted, a disk fault), each read once: the walk goes through every commit it can read,
+    and a commit that cannot be read stops it on that line (its own parents are unknown)."""
+    missing: set[bytes] = set()
+    seen = {head}
+    todo = [head]
+    while todo:
+        sha = todo.pop()
+        commit = git.commit_of(sha)
+        if commit is None:
+            if not git.has_object(sha):
+                missing.add(sha)
+            continue  # present but unreadable: the check of the objects reports it
+        for parent in commit.parents:
+            if parent not in seen:
+                seen.add(parent)
+                todo.append(parent)
+    return missing
 
 
 def resolve_commit(git: GitRepo, target: str) -> bytes:

@@ -163,6 +163,19 @@ class DamagedObject(StorageError):
         self.what = what
 
 
+class MissingCommit(StorageError):
+    """A commit the branch's history names whose object is not in the store (its loose file
+    deleted, a disk fault): `gc doctor` fetches it again from a remote, or says the history
+    is cut there. `sha` names it; `what` says what is wrong without the advice to run
+    doctor (for doctor's own report)."""
+
+    def __init__(self, sha: bytes, what: str | None = None) -> None:
+        named = sha.decode(errors="replace")
+        self.sha = sha
+        self.what = what or f"the history names {named} as a commit, which is missing"
+        super().__init__(self.what + DOCTOR_RESTORES)
+
+
 def damaged(sha: bytes, path: str | None = None) -> DamagedObject:
     """The error for an object whose bytes cannot be read or do not hash to its name."""
     where = f" ({path})" if path else ""

@@ -31,6 +31,7 @@ from beads.faults import fault
 from beads.git.objects import (
     TREE,
     DamagedObject,
+    MissingCommit,
     TreeCache,
     TreeData,
     damaged,
@@ -291,8 +292,10 @@ class GitRepo(BranchRef, TreeReader):
         paths = [path.encode()] if path else None
         prefix = grep.encode() if grep else b""
         out: list[LogEntry] = []
+        from dulwich.errors import MissingCommitError
         from dulwich.walk import Walker
 
+        missing: bytes | None = None
         try:
             for entry in Walker(self.objects, include=[head], paths=paths):
                 commit = entry.commit
@@ -306,10 +309,15 @@ class GitRepo(BranchRef, TreeReader):
             return out
         except StorageError:
             raise
+        except MissingCommitError as exc:
+            missing = exc.sha
         except Exception:  # a damaged object: dulwich raises several kinds
             pass
         # Raised once dulwich's exception is dropped (see `_stored_raw`).
         after = f" past commit {out[-1].commit}" if out else ""
+        if missing is not None and not self.has_object(missing):  # absent, not unreadable
+            what = f"the history cannot be read{after}: commit {missing.decode()} is missing"
+            raise MissingCommit(missing, what)
         raise DamagedObject(f"the history cannot be read{after}: a git object is damaged")
 
     # -- writing ------------------------------------------------------------------------

@@ -10,7 +10,8 @@ What would brick the store is repaired by every run, under the write lock, and r
 problem marked fixed: git lock files and temporary files left by dead writers, half-made
 repositories of a killed `gc init`, a lost or garbled branch ref (restored to the last good
 commit), a missing `.git/HEAD`, loose objects cut short by a full disk or a power cut, a
-pack cut short (what reads of it is written again, the pack moved aside).
+pack cut short (what reads of it is written again, the pack moved aside), a commit of the
+history whose object is missing (fetched again from a remote).
 
 The files the layers above keep under `.runtime/` (the delivery database) are theirs to
 check: the program registers each layer's check (`beads.health.layerchecks`), and every run
@@ -33,6 +34,7 @@ from beads.health.gitrepair import (
     check_packs,
     clear_stale_files,
     restore_branch,
+    restore_history,
     restore_missing_blobs,
 )
 from beads.health.historycheck import check_history
@@ -74,6 +76,8 @@ def doctor(
         check_packs(store, report)
         if not restore_branch(store, report):
             return report
+        # (before the history check, which walks the commits: one missing is fetched again)
+        history_whole = restore_history(store, report)
         _check_hook(store, report)
         report.problems.extend(run_checks(store.root))  # the layers' own (the delivery database)
         repacked = None
@@ -119,7 +123,7 @@ def doctor(
         restore_missing_blobs(store, tree, missing, report)
         step("checking the index")
         _check_index(store, tree, report, rebuilt=rebuild_index)
-        if head is not None:
+        if head is not None and history_whole:  # a history cut short was reported above
             check_history(store, head, report)
         step("checking the view")
         pruned = store.view.prune(store.index)

@@ -3,7 +3,8 @@ lock files and temporary files of dead writers, the quarantines of killed fetche
 repositories of a killed `gc init`, a missing `.git/HEAD`, garbled packed refs, loose objects
 cut short by a full disk or a power cut, and a lost or garbled branch ref (restored to the
 last good commit); a blob of HEAD whose object is missing is written again from the view
-file that hashes to it. A pack cut short is reported: gc cannot rewrite it.
+file that hashes to it; a commit of the history whose object is missing is fetched again
+from a configured remote. A pack cut short is reported: gc cannot rewrite it.
 """
 
 from __future__ import annotations
@@ -274,6 +275,55 @@ def check_packs(store: Store, report: Report) -> None:
         report.problems.append(
             Problem("corrupt_object", shown_path(store, pack), what, fixed=_all(missing, found))
         )
+
+
+def restore_history(store: Store, report: Report) -> bool:
+    """Find the commits the branch's history names whose objects are missing (a loose file
+    deleted, a disk fault: `gc log` and the origin of older messages stop there) and fetch
+    them again from the configured remotes, until the history reads whole or nothing more
+    comes back; each is reported, fixed when it came back. Returns whether the history
+    reads whole (the history check walks it)."""
+    from beads.git.history import missing_commits
+
+    git = store.git
+    head = git.head()
+    if head is None:
+        return True
+    lost: set[bytes] = set()
+    tried: set[bytes] = set()
+    while missing := missing_commits(git, head) - tried:  # one restored may name more
+        tried |= missing
+        found = _restore_lost(store, missing)
+        for source, shas in found.items():
+            how = source.partition(" ")[2]  # "1 fetched from the remote origin": its count off
+            for sha in sorted(shas):
+                why = f"commit {sha.decode()} of the branch's history was missing; {how}"
+                report.problems.append(Problem("corrupt_object", ".git", why, True))
+        lost |= missing - set().union(*found.values())
+        if not found:
+            break
+    if lost:
+        whole = _head_tree_whole(store, head)
+        for sha in sorted(lost):
+            why = (
+                f"commit {sha.decode()} of the branch's history is missing and no remote has "
+                f"it: the history is cut there (gc log cannot read past it){whole}; {COPY_AGAIN}"
+            )
+            report.problems.append(Problem("corrupt_object", ".git", why))
+    return not lost
+
+
+def _head_tree_whole(store: Store, head: bytes) -> str:
+    """What a history cut short leaves of the beads: said when HEAD's tree and files are
+    all there (else the checks of HEAD's tree that follow name what is missing)."""
+    from beads.refresh import tree_files
+
+    try:
+        tree = tree_files(store.git, head)
+        whole = all(store.git.has_object(sha) for sha in tree.values())
+    except Exception:  # a damaged object store raises many kinds: HEAD's check names it
+        whole = False
+    return "; the beads themselves are intact (HEAD's tree is whole)" if whole else ""
 
 
 def _told(missing: set[bytes], found: dict[str, set[bytes]], what: str) -> str:
