@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+import gc as collector
 import io
 import json
 import logging
@@ -332,6 +334,20 @@ def gc_store(gc: GcRunner, gc_init_template: Path) -> GcRunner:
     """The `gc` runner, in a store as `gc init` makes it (a copy: an init costs four git runs)."""
     copy_store(gc_init_template, gc.cwd / ".beads")
     return gc
+
+
+def syntax_nodes(source: str) -> tuple[ast.AST, ...]:
+    """Every node of the Python `source`'s syntax tree (`ast.walk` order), built with the
+    cyclic garbage collector off: the tree's new nodes, none of them garbage, would otherwise
+    start a collection every few hundred, over every object the test process holds (about
+    twice the cost of the parse itself, for the checks that read the whole project)."""
+    enabled = collector.isenabled()
+    collector.disable()
+    try:
+        return tuple(ast.walk(ast.parse(source)))
+    finally:
+        if enabled:
+            collector.enable()
 
 
 def alive(pid: int) -> bool:

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import syntax_nodes
+
 ROOT = Path(__file__).resolve().parent.parent
 RANK = {"beads": 0, "inbox": 1, "mail": 2, "gates": 3, "web": 4, "mcpserver": 4, "gc_beads": 5}
 # A whole string that is a module path or a "module:function" spec.
@@ -41,7 +43,7 @@ SETTING_NAMES = _setting_names()
 def module_nodes(path: Path) -> tuple[ast.AST, ...]:
     """Every node of the module at `path`: each file is parsed and walked once a session,
     whichever checks read it (walking the whole project's trees is most of their cost)."""
-    return tuple(ast.walk(ast.parse(path.read_text())))
+    return syntax_nodes(path.read_text())
 
 
 def names_module(text: str) -> bool:
@@ -88,7 +90,7 @@ def _group_names(nodes: tuple[ast.AST, ...]) -> set[int]:
 def upward_names(layer: str, source: str) -> list[str]:
     """What `source`, a module of `layer`, names of a layer ranked at
     or above its own (other than itself): each as `import X`, `from X` or `"text"`."""
-    return upward_names_in(layer, tuple(ast.walk(ast.parse(source))))
+    return upward_names_in(layer, syntax_nodes(source))
 
 
 def upward_names_in(layer: str, nodes: tuple[ast.AST, ...]) -> list[str]:

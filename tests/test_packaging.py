@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from hypothesis import settings
 
-from tests.conftest import GcRunner
+from tests.conftest import GcRunner, syntax_nodes
 
 ROOT = Path(__file__).resolve().parent.parent
 SPEC = re.compile(r"^([A-Za-z0-9_.-]+)>=([^,;\s]+)")
@@ -95,7 +95,7 @@ def dulwich_private_names() -> frozenset[str]:
 def private_dulwich_uses(source: str, private: frozenset[str]) -> list[str]:
     """Where `source` imports a private dulwich name, subclasses a dulwich class, or reaches
     for one of dulwich's private names on an object other than its own `self`."""
-    nodes = list(ast.walk(ast.parse(source)))  # walked once, read twice
+    nodes = syntax_nodes(source)  # walked once, read twice
     from_dulwich: set[str] = set()
     found = []
     for node in nodes:
@@ -182,7 +182,7 @@ def imported_modules(source: str) -> list[str]:
     """Every module `source` imports (at any depth: inside functions and `TYPE_CHECKING`
     blocks too), by its absolute name; a relative import is named by its dots."""
     names = []
-    for node in ast.walk(ast.parse(source)):
+    for node in syntax_nodes(source):
         if isinstance(node, ast.ImportFrom):
             names.append("." * node.level + (node.module or ""))
         elif isinstance(node, ast.Import):
