@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from gates import options
 from gates.fdreach import VALUES, exec_start
-from gates.findreach import ONE_VALUE, RUNS
+from gates.findreach import ONE_VALUE, RUNS, options_end
 from gates.shelljudge import Item, Judge, Stdin
 from gates.shellpaths import pattern
 from gates.shellwords import UNKNOWN
@@ -160,9 +160,7 @@ def _found_then_run(source: list[Item], run: list[Item], one_each: bool) -> list
         return [source[0], Item("-x" if one_each else "-X"), *run, Item(";"), *source[1:]]
     if program != "find":
         return None
-    at = 1
-    while at < len(words) and words[at] in ("-H", "-L", "-P"):
-        at += 1
+    at = 1 + options_end(words[1:])
     while at < len(words) and not (words[at] or "x").startswith(("-", "(", "!", ")")):
         at += 1  # the roots
     tail = [

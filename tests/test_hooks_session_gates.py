@@ -1023,6 +1023,67 @@ def test_fd_base_name_placeholder_is_judged_as_a_name_in_the_current_directory(
 @pytest.mark.parametrize(
     ("command", "expected"),
     [
+        ("find -O3 . -name '*.pyc' -delete", None),
+        ("find -D tree . -name '*.pyc' -delete", None),
+        ("find -L -O1 . -name '*.pyc' | xargs rm", None),
+        ("find -O3 . -name HEAD -delete", "deny"),
+        ("find -D tree . -name HEAD | xargs rm", "deny"),
+    ],
+)
+def test_find_options_before_the_starting_points_are_skipped_as_find_skips_them(
+    project: Path, gc: GcRunner, command: str, expected: str | None
+) -> None:
+    # Only -H, -L and -P were skipped: `-O3` or `-D tree` was read as the start of the
+    # expression, which then did not parse, so removing *.pyc was denied as reaching .git.
+    assert answer(bash(gc, command)) == expected
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("chmod 000 .git/HEAD", "deny"),
+        ("chmod a-r .git/index", "deny"),
+        ("chmod 644 .git", "deny"),
+        ("chmod 0400 .beads/config.yaml", "deny"),
+        ("sudo chown root .git/index", "deny"),
+        ("find . -name HEAD -exec chmod 000 {} +", "deny"),
+        ("chmod -R 000 .git", "deny"),
+        ("chmod $MODE .git/index", "ask"),
+        ("chmod +x .git/hooks/pre-commit", None),
+        ("chmod go-w .git/config", None),
+        ("chmod 600 .git/config", None),
+        ("chmod 000 notes.txt", None),
+        ("find . -type f -exec chmod 644 {} +", None),
+        ("find . -type d -exec chmod 755 {} +", None),
+    ],
+)
+def test_a_mode_that_locks_git_or_the_store_out_of_its_own_files_is_denied(
+    project: Path, gc: GcRunner, command: str, expected: str | None
+) -> None:
+    # Only a recursive chmod was judged: `chmod 000 .git/HEAD` left git unable to read its
+    # HEAD and passed. A mode leaving the owner reading and writing takes nothing away.
+    assert answer(bash(gc, command)) == expected
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("find . -name index.lock -delete", "deny"),
+        ("find . -name index.lock | xargs rm -f", "deny"),
+        ("find . -name '*.lock' -not -path './.git/*' -not -path './.beads/*' -delete", None),
+    ],
+)
+def test_removing_a_running_gits_index_lock_by_find_is_denied_as_rm_of_it_is(
+    project: Path, gc: GcRunner, command: str, expected: str | None
+) -> None:
+    # `rm .git/index.lock` is denied (a write inside .git), but find's samples of git's
+    # files had no index.lock, so `find . -name index.lock -delete` passed.
+    assert answer(bash(gc, command)) == expected
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
         ("gh repo delete owner/repo --yes", "deny"),
         ("gh api -X DELETE repos/owner/repo", "ask"),
         ("gh api --method=delete repos/owner/repo/labels/bug", "ask"),
