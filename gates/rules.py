@@ -418,7 +418,7 @@ def _shell(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth
     rest = items[1 + at :]
     if command_string:
         if rest:
-            j.nested(rest[0].script(), depth)
+            j.nested(rest[0].script(), depth, positionals=_positionals(rest))
         return
     if rest and substituted(rest[0]):
         j.note(ASK, f"{program} runs a script made by a substitution the gate cannot read")
@@ -428,6 +428,24 @@ def _shell(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth
     if rest and not (rest[0].literal or "").startswith("-"):
         return  # a script file: out of any gate's sight (docs/gates.md)
     _fed(j, program, stdin, depth, "shell")
+
+
+# A script that may change its positional parameters (`shift`, `set -- ...`, `getopts`) or
+# give a function its own (`f() { ... }`): its `$1` is not known from the command line.
+MOVES_POSITIONALS = re.compile(
+    r"\b(shift|getopts|function)\b|\(\s*\)"
+    r"|\bset\b(?:\s+(?:[-+]o\s+\w+|[-+][A-Za-z]+))*\s+(?:--|[^-+\s;&|)])"
+)
+
+
+def _positionals(rest: list[Item]) -> list[str] | None:
+    """The positional parameters of the script `sh -c SCRIPT ARG0 ARG1 ...` runs
+    (`rest`: SCRIPT and the words after it): ARG0, ARG1, ... as words, when the script's
+    text is all written out and does not change them; else None (not known)."""
+    script = rest[0].literal
+    if len(rest) < 2 or script is None or MOVES_POSITIONALS.search(script):
+        return None
+    return [item.word for item in rest[1:]]
 
 
 def _fed(j: Judge, program: str, stdin: Stdin | None, depth: int, kind: str) -> None:

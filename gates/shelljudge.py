@@ -126,10 +126,15 @@ class Item:
         return literal(self.word)
 
     def script(self) -> str:
-        """The word as the text a shell reading it as a script would get."""
+        """The word as the text a shell reading it as a script would get: its value when
+        the text fixes it (`"$1"` in a script whose `$1` is known), else the word as
+        written (its expansions read again as unknown)."""
         if self.text is not None:
             return self.text
-        return script_text(self.node) if self.node is not None else self.word
+        if self.node is None:
+            return self.word
+        known = self.literal
+        return known if known is not None else script_text(self.node)
 
 
 # Stages that hand on the lines they read (some of them, in another order): what a pipe
@@ -354,15 +359,27 @@ class Judge:
         finally:
             self.level, self.reason = kept
 
-    def nested(self, source: str, depth: int, cwd: str | None = "same") -> None:
-        """Judge a script run by a command (`sh -c`, `eval`, `ssh HOST CMD`)."""
+    def nested(
+        self,
+        source: str,
+        depth: int,
+        cwd: str | None = "same",
+        positionals: list[str] | None | str = "same",
+    ) -> None:
+        """Judge a script run by a command (`sh -c`, `eval`, `ssh HOST CMD`), in the
+        directory `cwd` and with the positional parameters `positionals` (`$0`, `$1`, ...;
+        None: not known) when they differ from the command's."""
         kept = self.cwd
         if cwd != "same":
             self.cwd = cwd
+        if positionals != "same":
+            shellwords.positionals.append(None if positionals is None else list(positionals))
         try:
             self.script(source, depth + 1)
         finally:
             self.cwd = kept
+            if positionals != "same":
+                shellwords.positionals.pop()
 
     def fed(
         self,
