@@ -1050,6 +1050,66 @@ def test_the_words_after_a_sh_c_script_are_its_positional_parameters(
 @pytest.mark.parametrize(
     ("command", "expected"),
     [
+        ("rm $(find . -type f)", "deny"),
+        ("rm `find . -name HEAD`", "deny"),
+        ('rm "$(find . -name HEAD)"', "deny"),
+        ("rm -f $(fd -H -e pack)", "deny"),
+        ("cp /evil $(find . -name config)", "deny"),
+        ("rm $(find . -name '*.pyc')", None),
+        ("wc -l $(find . -name '*.py')", None),
+        ("rm $(cat list.txt)", None),
+        ("rm -rf $(ls)", "ask"),
+    ],
+)
+def test_a_substitution_of_what_find_prints_is_judged_as_find_feeding_the_command(
+    project: Path, gc: GcRunner, command: str, expected: str | None
+) -> None:
+    # A command substitution was an unknown word whatever ran in it, so `rm $(find . -type
+    # f)`, which deletes every file of .git as `find . -type f | xargs rm` does, passed.
+    assert answer(bash(gc, command)) == expected
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("(find . -name HEAD) | xargs rm", "deny"),
+        ("{ find . -name HEAD; } | xargs rm", "deny"),
+        ("(find . -name HEAD | sort) | xargs rm", "deny"),
+        ('find . -name HEAD | while read f; do rm "$f"; done', "deny"),
+        ('find . -name HEAD | while IFS= read -r f; do rm "$f"; done', "deny"),
+        ("find . -name HEAD -print0 | while IFS= read -r -d '' f; do rm -- \"${f}\"; done", "deny"),
+        ('while read -r f; do rm "$f"; done < <(find . -name HEAD)', "deny"),
+        ('for f in $(find . -name HEAD); do rm "$f"; done', "deny"),
+        ("xargs rm < <(find . -name HEAD)", "deny"),
+        ("xargs -a <(find . -name HEAD) rm", "deny"),
+        ("find . -name HEAD | parallel rm", "deny"),
+        ("find . -name HEAD | parallel -j4 rm {}", "deny"),
+        ("find . -name HEAD | xargs --replace rm {}", "deny"),
+        ("find . -name HEAD | xargs -i% rm %", "deny"),
+        ("(find . -name '*.pyc') | xargs rm", None),
+        ("find . -name '*.pyc' | while read f; do rm \"$f\"; done", None),
+        ("find . -name '*.py' | while read f; do black \"$f\"; done", None),
+        ("xargs rm < <(find . -name '*.pyc')", None),
+        ("find . -name '*.py' | parallel black", None),
+        ("find . -name '*.pyc' | xargs --replace rm {}", None),
+        ("xargs rm < list.txt", None),
+        ("xargs -a list.txt rm", None),
+        ('ls | while read f; do rm -rf "$f"; done', "ask"),
+    ],
+)
+def test_what_find_prints_reaches_xargs_parallel_or_a_read_loop_however_it_is_piped(
+    project: Path, gc: GcRunner, command: str, expected: str | None
+) -> None:
+    # Only `find ... | xargs CMD` itself was read as find running CMD: find in a subshell
+    # or group, fed through `< <(...)` or `-a <(...)`, read by `while read f` or a `for` over
+    # `$(find ...)`, piped into `parallel`, or xargs's `--replace`/`-iR` let `rm` delete
+    # .git/HEAD with no decision (`--replace rm {}` was asked about as a program `{}`).
+    assert answer(bash(gc, command)) == expected
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
         ("find -O3 . -name '*.pyc' -delete", None),
         ("find -D tree . -name '*.pyc' -delete", None),
         ("find -L -O1 . -name '*.pyc' | xargs rm", None),
