@@ -97,7 +97,7 @@ def values(node: Any) -> list[str]:
     directory, as bash expands it after the braces); `"$@"`, `$*` and their kin, the
     positional parameters when they are known. Past `MAX_BRACE_WORDS` words, and for a
     sequence (`{1..9}`), a brace is read as `value` reads it: any of several words."""
-    every = _all_positionals(node)
+    every = _all_positionals(node) if positionals and positionals[-1] is not None else None
     if every is not None:
         return every
     out = _value(node, top=True)
@@ -222,8 +222,10 @@ def _positional(name: str) -> str | None:
 def _variable(node: Any) -> str:
     names = [c for c in node.children if c.type in ("variable_name", "special_variable_name")]
     plain = len(node.children) == 2 if node.type == "simple_expansion" else len(node.children) == 3
-    if plain and names and (found := _positional(text(names[0]))) is not None:
-        return found
+    if plain and names and positionals and positionals[-1] is not None:
+        found = _positional(text(names[0]))
+        if found is not None:
+            return found
     if plain and names and names[0].type == "variable_name":
         name = text(names[0])
         if name in KNOWN_VARIABLES:
