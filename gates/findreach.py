@@ -56,6 +56,7 @@ GIT_PATHS: tuple[tuple[str, frozenset[str]], ...] = (
     ("MERGE_HEAD", FILE),
     ("COMMIT_EDITMSG", FILE),
     ("shallow", FILE),
+    ("index.lock", FILE),  # a running git's: removed under it, its index is lost
     *((f"{_PACK}.{suffix}", FILE) for suffix in ("pack", "idx", "rev", "bitmap", "keep")),
     *((f"{_PACK}.{suffix}", FILE) for suffix in ("promisor", "mtimes")),
     (f"objects/{_OBJECT[:2]}/{_OBJECT[2:]}", FILE),
@@ -154,6 +155,22 @@ OPTIONS = frozenset(
 )  # fmt: skip
 NAME_TESTS = ("-name", "-iname")
 PATH_TESTS = ("-path", "-ipath", "-wholename", "-iwholename")
+
+
+def options_end(words: list[str | None]) -> int:
+    """Where find's own options end among its arguments `words` (its roots come next): `-H`,
+    `-L`, `-P`, `-O` with its level (`-O3`) and `-D` with the word after it (`-D tree`), as
+    find reads them before the starting points."""
+    at = 0
+    while at < len(words):
+        word = words[at]
+        if word in ("-H", "-L", "-P") or (word or "").startswith("-O") and word[2:].isdigit():
+            at += 1
+        elif word == "-D":
+            at += 2
+        else:
+            break
+    return min(at, len(words))
 
 
 class Unread(Exception):

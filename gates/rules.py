@@ -19,8 +19,8 @@ from gates.rules_find import RULES_FIND
 from gates.rules_more import RULES_MORE, removes_what_it_stores, substituted
 from gates.rules_wrappers import UNKNOWN_TARGETS, WRAPPERS, judge_wrapper, literal_path
 from gates.shelljudge import Item, Judge, Stdin
-from gates.shellpaths import ASK, DENY, guarded, pattern, removal, write_target
-from gates.shellwords import TILDE, UNKNOWN, shown
+from gates.shellpaths import ASK, DENY, guarded, may_be, pattern, removal, write_target
+from gates.shellwords import SENTINELS, TILDE, UNKNOWN, shown
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -325,13 +325,28 @@ def _dd(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth: i
 
 def _chmod(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth: int) -> None:
     read = options.read(_words(items[1:]), "", {"recursive": False, "reference": True})
+    skip = 0 if read.has("reference") else 1  # the mode or the owner
+    mode = items[1 + read.positionals[0]].literal if read.positionals and skip else None
     for index in read.positionals[1:]:
         found, _why = pattern(items[1 + index].word, j.cwd)
         if found and re.search(r"/\.claude/settings[^/]*\.json$", found):
             j.note(DENY, f"{program} changes Claude Code's settings, where the gates are hooked")
+    for index in read.positionals[skip:] if not read.has("R", "recursive") else ():
+        # `chmod 000 .git/HEAD`, `chown root .beads/x`: git or the store can no longer read
+        # or write it. A mode that leaves its owner reading and writing it (and going into
+        # it, for a folder) takes nothing away (`chmod +x .git/hooks/pre-commit`); chgrp
+        # leaves the owner as it is.
+        word = items[1 + index].word
+        found, _why = pattern(word, j.cwd)
+        if found is None or program == "chgrp" or not _in_repository_or_store(found):
+            continue
+        if program == "chmod" and mode is None:  # held in a variable, or `--reference`
+            j.note(ASK, f"chmod gives {shown(word)!r}, which git or the store keeps, a mode "
+                   "not known here")  # fmt: skip
+        elif program != "chmod" or not _keeps_owner_access(mode or "", _folder(found)):
+            j.note(DENY, f"{program} changes {shown(word)!r}, which git or the store keeps")
     if not read.has("R", "recursive"):
         return
-    skip = 0 if read.has("reference") else 1  # the mode or the owner
     for index in read.positionals[skip:]:
         word = items[1 + index].word
         path, _why = pattern(word, j.cwd)
@@ -340,6 +355,38 @@ def _chmod(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth
         level, reason = removal(word, j.cwd, j.tree)
         if level:
             j.note(DENY, reason.replace("it removes", f"{program} -R changes"))
+
+
+def _in_repository_or_store(path: str) -> bool:
+    """Whether a path (a pattern) can be a repository's `.git`, the store's `.beads` or
+    something in them."""
+    return any(may_be(n, ".git") or may_be(n, ".beads") for n in path.split("/") if n)
+
+
+def _folder(path: str) -> bool:
+    """Whether a path (a pattern) is, or may be, a folder: one on disk, or one not known."""
+    return any(c in path for c in SENTINELS) or os.path.isdir(path)
+
+
+def _keeps_owner_access(mode: str, folder: bool) -> bool:
+    """Whether `chmod MODE` surely leaves the owner reading and writing a file (and going
+    into a folder): `644`, `+x`, `go-w`, `u=rwx`; not `000`, `a-r`, `u=g`."""
+    needed = "rwx" if folder else "rw"
+    if re.fullmatch(r"[0-7]{1,4}", mode):
+        owner = int(mode[-3]) if len(mode) >= 3 else 0
+        wanted = 7 if folder else 6
+        return owner & wanted == wanted
+    for clause in mode.split(","):
+        found = re.fullmatch(r"([ugoa]*)((?:[-+=][rwxXst]*)+)", clause)
+        if found is None:
+            return False  # copied permissions (`u=g`), or a mode not read: it may
+        if found[1] and not set(found[1]) & set("ua"):
+            continue  # group and others alone
+        for op, perms in re.findall(r"([-+=])([rwxXst]*)", found[2]):
+            named = set(perms.replace("X", "x"))  # `X`: execute, on a folder
+            if op == "-" and set(needed) & named or op == "=" and not set(needed) <= named:
+                return False
+    return True
 
 
 def _devices(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth: int) -> None:
@@ -371,7 +418,7 @@ def _shell(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth
     rest = items[1 + at :]
     if command_string:
         if rest:
-            j.nested(rest[0].script(), depth)
+            j.nested(rest[0].script(), depth, positionals=_positionals(rest))
         return
     if rest and substituted(rest[0]):
         j.note(ASK, f"{program} runs a script made by a substitution the gate cannot read")
@@ -381,6 +428,24 @@ def _shell(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth
     if rest and not (rest[0].literal or "").startswith("-"):
         return  # a script file: out of any gate's sight (docs/gates.md)
     _fed(j, program, stdin, depth, "shell")
+
+
+# A script that may change its positional parameters (`shift`, `set -- ...`, `getopts`) or
+# give a function its own (`f() { ... }`): its `$1` is not known from the command line.
+MOVES_POSITIONALS = re.compile(
+    r"\b(shift|getopts|function)\b|\(\s*\)"
+    r"|\bset\b(?:\s+(?:[-+]o\s+\w+|[-+][A-Za-z]+))*\s+(?:--|[^-+\s;&|)])"
+)
+
+
+def _positionals(rest: list[Item]) -> list[str] | None:
+    """The positional parameters of the script `sh -c SCRIPT ARG0 ARG1 ...` runs
+    (`rest`: SCRIPT and the words after it): ARG0, ARG1, ... as words, when the script's
+    text is all written out and does not change them; else None (not known)."""
+    script = rest[0].literal
+    if len(rest) < 2 or script is None or MOVES_POSITIONALS.search(script):
+        return None
+    return [item.word for item in rest[1:]]
 
 
 def _fed(j: Judge, program: str, stdin: Stdin | None, depth: int, kind: str) -> None:

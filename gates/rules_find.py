@@ -28,6 +28,7 @@ from gates.findreach import (
     PROBES,
     guarded_samples,
     matched_names,
+    options_end,
     reaches,
     reaches_git,
     ref_files,
@@ -52,9 +53,7 @@ def _words(items: list[Item]) -> list[str | None]:
 def _find(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth: int) -> None:
     words = _words(items[1:])
     roots = []
-    at = 0
-    while at < len(words) and words[at] is not None and words[at] in ("-H", "-L", "-P"):
-        at += 1
+    at = options_end(words)
     while at < len(words) and not (words[at] or "x").startswith(("-", "(", "!", ")")):
         roots.append(items[1 + at])
         at += 1

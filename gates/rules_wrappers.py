@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from gates import options
 from gates.fdreach import VALUES, exec_start
-from gates.findreach import ONE_VALUE, RUNS
+from gates.findreach import ONE_VALUE, RUNS, options_end
 from gates.shelljudge import Item, Judge, Stdin
 from gates.shellpaths import pattern
 from gates.shellwords import UNKNOWN
@@ -70,10 +70,17 @@ def judge_wrapper(
     if program in ("ssh", "docker", "podman", "kubectl"):
         _remote(j, program, rest, depth)
         return
+    own = words[: rest_at[0] - 1] if rest_at else words  # the wrapper's own options
     if program == "xargs":
-        _runs_on_found(j, read, rest, stdin, depth)
-        rest = _xargs_args(read, rest)
+        given = _arg_file(items, own) if read.has("a", "arg-file") else stdin
+        _runs_on_found(j, _xargs_marker(read, own), rest, given, depth)
+        rest = _xargs_args(read, rest, own)
     if program == "parallel":
+        if not any(i.literal in (":::", "::::", ":::+", "::::+") for i in rest):
+            if not read.has("a", "arg-file"):  # the arguments are the lines of its input
+                marker = (read.values.get("I") or ["{}"])[-1]
+                marked = any(marker in i.word for i in rest)
+                _runs_on_found(j, marker if marked else None, rest, stdin, depth)
         rest = _parallel_args(rest)
     kept = j.cwd
     for flag in CHDIR_OPTIONS.get(program, ()):  # `env -C /`: the command runs there
@@ -114,31 +121,58 @@ def _new_group(j: Judge, program: str, items: list[Item], stdin: Stdin | None, d
 CHDIR_OPTIONS = {"env": ("C", "chdir"), "sudo": ("D", "chdir")}
 
 
-def _xargs_args(read: options.Options, rest: list[Item]) -> list[Item]:
+def _xargs_marker(read: options.Options, own: list[str | None]) -> str | None:
+    """xargs's replace string: `-I R`, `--replace=R`, `-iR`; `{}` for `--replace` and
+    `-i` without one (None: the input is added at the end)."""
     marker = (read.values.get("I") or read.values.get("replace") or [None])[-1]
+    attached = [w[2:] for w in own if w and w.startswith("-i") and len(w) > 2]
+    if marker is None and attached:
+        marker = attached[-1]
+    if marker is None and read.has("replace", "i"):
+        marker = "{}"
+    return marker
+
+
+def _xargs_args(read: options.Options, rest: list[Item], own: list[str | None]) -> list[Item]:
+    marker = _xargs_marker(read, own)
     if marker:
         return [Item(UNKNOWN_TARGETS) if i.literal == marker else i for i in rest]
     return [*rest, Item(UNKNOWN_TARGETS)]
 
 
 def _runs_on_found(
-    j: Judge, read: options.Options, rest: list[Item], stdin: Stdin | None, depth: int
+    j: Judge,
+    marker: str | None,
+    rest: list[Item],
+    stdin: Stdin | None,
+    depth: int,
 ) -> None:
     r"""`find ... | xargs CMD`: CMD runs on what find prints, judged as `find ... -exec CMD
-    {} +` is (`-print0 | xargs -0` too; with `-I R`, as `-exec CMD ... {} ... \;`, R put in
-    as `{}`); `fd ... | xargs CMD` as `fd ... -X CMD` (`-x`). The input read as an unknown
-    argument is judged besides (`_xargs_args`)."""
-    if not rest or read.has("a", "arg-file"):
-        return  # no command (`echo`), or the arguments come from a file
+    {} +` is (`-print0 | xargs -0` too; with a replace string `marker`, `-I R`, as `-exec
+    CMD ... {} ... \;`, R put in as `{}`); `fd ... | xargs CMD` as `fd ... -X CMD` (`-x`).
+    `parallel CMD` alike. The input read as an unknown argument is judged besides
+    (`_xargs_args`)."""
+    if not rest:
+        return  # no command (`echo`)
     source = j.source_items(stdin)
     if source is None:
         return
-    marker = (read.values.get("I") or read.values.get("replace") or [None])[-1]
-    marker = marker or ("{}" if read.has("i") else None)  # `-i`: `-I {}`
     run = [_marked(item, marker) for item in rest] if marker else rest
     command = _found_then_run(source, run, one_each=bool(marker))
     if command is not None:
         j.argv(command, None, depth)
+
+
+def _arg_file(items: list[Item], own: list[str | None]) -> Stdin | None:
+    """What `xargs -a FILE` reads, when FILE is a process substitution (`-a <(find ...)`):
+    that command's output (None: a file, which the gate cannot see)."""
+    for at, word in enumerate(own[:-1]):
+        cluster = word is not None and word[:1] == "-" and word[1:2] not in ("-", "")
+        if word in ("-a", "--arg-file") or cluster and word.endswith("a"):  # `-ra FILE`
+            given = items[1 + at + 1]
+            if given.node is not None and given.node.type == "process_substitution":
+                return Stdin(None, "pipe", given.node)
+    return None
 
 
 def _marked(item: Item, marker: str) -> Item:
@@ -160,9 +194,7 @@ def _found_then_run(source: list[Item], run: list[Item], one_each: bool) -> list
         return [source[0], Item("-x" if one_each else "-X"), *run, Item(";"), *source[1:]]
     if program != "find":
         return None
-    at = 1
-    while at < len(words) and words[at] in ("-H", "-L", "-P"):
-        at += 1
+    at = 1 + options_end(words[1:])
     while at < len(words) and not (words[at] or "x").startswith(("-", "(", "!", ")")):
         at += 1  # the roots
     tail = [
@@ -319,7 +351,7 @@ WRAPPERS: dict[str, tuple[str, dict[str, bool], int]] = {
     "xargs": (
         "IadELnPsL",
         {
-            "replace": True,
+            "replace": False,  # `--replace=R`; alone, `{}`
             "arg-file": True,
             "delimiter": True,
             "max-args": True,
@@ -330,7 +362,7 @@ WRAPPERS: dict[str, tuple[str, dict[str, bool], int]] = {
         },
         0,
     ),
-    "parallel": ("jS", {"jobs": True, "sshlogin": True}, 0),
+    "parallel": ("jSIa", {"jobs": True, "sshlogin": True, "arg-file": True}, 0),
     "script": ("cEIOTB", {"command": True, "log-out": True, "log-in": True}, 0),
     "su": ("cgGs", {"command": True, "group": True, "shell": True}, 1),
     "sg": ("c", {}, 1),  # read by `_new_group`

@@ -15,6 +15,7 @@ does not know, nesting past `MAX_DEPTH`, more than `MAX_NODES` nodes, a deadline
 from __future__ import annotations
 
 import os
+import re
 from time import monotonic
 
 from gates import shellwords
@@ -126,15 +127,21 @@ class Item:
         return literal(self.word)
 
     def script(self) -> str:
-        """The word as the text a shell reading it as a script would get."""
+        """The word as the text a shell reading it as a script would get: its value when
+        the text fixes it (`"$1"` in a script whose `$1` is known), else the word as
+        written (its expansions read again as unknown)."""
         if self.text is not None:
             return self.text
-        return script_text(self.node) if self.node is not None else self.word
+        if self.node is None:
+            return self.word
+        known = self.literal
+        return known if known is not None else script_text(self.node)
 
 
 # Stages that hand on the lines they read (some of them, in another order): what a pipe
 # through them gives `xargs` is still what the stage before printed.
 PASS_LINES_ON = frozenset({"sort", "uniq", "tee", "head", "tail"})
+FINDERS = frozenset({"find", "fd", "fdfind"})  # programs that print the paths they find
 
 
 def _passes_lines_on(items: list[Item]) -> bool:
@@ -238,6 +245,8 @@ class Judge:
                 self.note(ASK, "its shell syntax does not parse")
             elif kind == "command":
                 self.command(node, (parent, grand, great, before), depth)
+            elif kind in ("while_statement", "for_statement"):
+                self.loop(node, (parent, grand, great, before), depth)
             elif kind == "redirected_statement":
                 # After its body: tree-sitter hangs `cd D && echo x > f`'s redirection on the
                 # whole list, and the `cd` moves where `f` lands.
@@ -261,6 +270,23 @@ class Judge:
             elif child.type == "variable_assignment":
                 self.assignment(child, depth)
         self.argv(items, self.stdin_of(node, *ancestors), depth)
+        self.found_arguments(items, depth)
+
+    def found_arguments(self, items: list[Item], depth: int) -> None:
+        """`rm $(find . -type f)`, `rm "$(fd -e pack)"`: an argument that is what `find` or
+        `fd` prints is judged as `find ... | xargs -I{} CMD ... {} ...` (`source_items`)."""
+        for at in range(1, len(items)):
+            node = items[at].node
+            if node is not None and node.type == "string":
+                inner = [c for c in node.children if c.is_named]
+                node = inner[0] if len(inner) == 1 else None
+            if node is None or node.type != "command_substitution":
+                continue
+            stdin = Stdin(None, "pipe", node)
+            source = self.source_items(stdin)
+            if source and (source[0].literal or "").rsplit("/", 1)[-1] in FINDERS:
+                run = [*items[:at], Item("{}"), *items[at + 1 :]]
+                self.argv([Item("xargs"), Item("-I"), Item("{}"), *run], stdin, depth)
 
     def items(self, node: Any) -> list[Item] | None:
         """A command node's words, program first (None: it names no program); past
@@ -276,14 +302,38 @@ class Judge:
                 break
         return items
 
+    def loop(self, node: Any, ancestors: tuple, depth: int) -> None:
+        """`find ... | while read f; do CMD "$f"; done` (`done < <(find ...)`), `for f in
+        $(find ...); do ...; done`: the body runs on each path find prints, judged as
+        `find ... | xargs -I{} sh -c BODY _ {}` with `$f` as `$1` (`source_items`)."""
+        name, stdin = None, None
+        if node.type == "while_statement":
+            condition = node.child_by_field_name("condition")
+            name = _read_name(self.items(condition)) if condition is not None else None
+            stdin = self.stdin_of(node, *ancestors) if name is not None else None
+        else:
+            given = node.children_by_field_name("value")
+            variable = node.child_by_field_name("variable")
+            if len(given) == 1 and given[0].type == "command_substitution" and variable:
+                name, stdin = shellwords.text(variable), Stdin(None, "pipe", given[0])
+        body = node.child_by_field_name("body")
+        if name is None or stdin is None or body is None or body.type != "do_group":
+            return
+        text = shellwords.text(body)
+        if not (text.startswith("do") and text.endswith("done")):
+            return
+        used = re.compile(r"\$(?:\{" + name + r"\}|" + name + r"(?![A-Za-z0-9_]))")
+        script = used.sub("$1", text[2:-4])
+        made = ["xargs", "-I", "{}", "sh", "-c", script, "_", "{}"]
+        self.argv([Item(word) for word in made], stdin, depth)
+
     def source_items(self, stdin: Stdin | None) -> list[Item] | None:
         """The words of the command piped into a command whose input is `stdin` (`find ...
         | xargs rm`), when it is a simple command (its redirections aside); else None."""
         node = stdin.source if stdin is not None else None
         while True:
-            if node is not None and node.type == "redirected_statement":
-                node = node.child_by_field_name("body")
-            if node is None or node.type != "command":
+            node = last_command(node)
+            if node is None:
                 return None
             items = self.items(node)
             if items is None or len(items) > MAX_WORDS:
@@ -354,15 +404,27 @@ class Judge:
         finally:
             self.level, self.reason = kept
 
-    def nested(self, source: str, depth: int, cwd: str | None = "same") -> None:
-        """Judge a script run by a command (`sh -c`, `eval`, `ssh HOST CMD`)."""
+    def nested(
+        self,
+        source: str,
+        depth: int,
+        cwd: str | None = "same",
+        positionals: list[str] | None | str = "same",
+    ) -> None:
+        """Judge a script run by a command (`sh -c`, `eval`, `ssh HOST CMD`), in the
+        directory `cwd` and with the positional parameters `positionals` (`$0`, `$1`, ...;
+        None: not known) when they differ from the command's."""
         kept = self.cwd
         if cwd != "same":
             self.cwd = cwd
+        if positionals != "same":
+            shellwords.positionals.append(None if positionals is None else list(positionals))
         try:
             self.script(source, depth + 1)
         finally:
             self.cwd = kept
+            if positionals != "same":
+                shellwords.positionals.pop()
 
     def fed(
         self,
@@ -474,6 +536,54 @@ def _children(node: Any, parent: Any, grand: Any) -> list[tuple]:
     return entries
 
 
+def _read_name(items: list[Item] | None) -> str | None:
+    """The variable `read [-r] [-d D] NAME` sets to each line (`REPLY` with none); None
+    when the words are not such a `read` (several names, an array, a variable's option)."""
+    if not items or items[0].literal != "read":
+        return None
+    names, at = [], 1
+    while at < len(items):
+        word = items[at].literal
+        if word is None:
+            return None
+        if word.startswith("-") and len(word) > 1 and not names:
+            if "a" in word:
+                return None
+            # `-d D`, `-p P`, ...: the option's value is the rest of the word or the next one
+            taking = next((k for k, c in enumerate(word[1:]) if c in "dpntNui"), None)
+            at += 2 if taking is not None and taking == len(word) - 2 else 1
+            continue
+        names.append(word)
+        at += 1
+    if len(names) > 1 or names and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", names[0]):
+        return None
+    return names[0] if names else "REPLY"
+
+
+def last_command(node: Any) -> Any:
+    """The simple command whose output a statement ends with, when it is one (None
+    otherwise): the statement itself, its body without its redirections, the one
+    statement of a subshell, a `{ ...; }` group or a substitution (`(find ...)`,
+    `<(find ...)`), a pipeline's last stage."""
+    while node is not None:
+        kind = node.type
+        if kind == "command":
+            return node
+        if kind == "redirected_statement":
+            node = node.child_by_field_name("body")
+        elif kind in (
+            "subshell", "compound_statement", "process_substitution", "command_substitution",
+            "pipeline",
+        ):  # fmt: skip
+            inner = [c for c in node.children if c.is_named and c.type != "comment"]
+            if not inner or len(inner) > 1 and kind != "pipeline":
+                return None
+            node = inner[-1]
+        else:
+            return None
+    return None
+
+
 def _first(name: Any) -> Any:
     return name.children[0] if name.children else name
 
@@ -501,6 +611,9 @@ def _redirect_input(node: Any) -> Stdin | None:
         if operator in ("<", "<>") and not any(
             c.type == "file_descriptor" and shellwords.text(c) != "0" for c in node.children
         ):
+            given = node.child_by_field_name("destination")
+            if given is not None and given.type == "process_substitution":
+                return Stdin(None, "pipe", given)  # `< <(find ...)`: what it prints
             return Stdin(None, "file")
     return None
 

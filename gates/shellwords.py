@@ -38,6 +38,9 @@ _parser: Any = None
 # The text of the trees being read, innermost last: nodes give byte offsets into it (a tree
 # parsed through a reader callback, as here, would rebuild a node's text at every call).
 sources: list[bytes] = []
+# The positional parameters of the scripts being read, innermost last: `$0`, `$1`, ... as
+# words (`sh -c 'rm "$1"' _ FILE`), or None where they are not known.
+positionals: list[list[str] | None] = []
 
 
 def parser() -> Any:
@@ -91,8 +94,12 @@ def value(node: Any) -> str:
 def values(node: Any) -> list[str]:
     """The words bash makes of the argument `node`: a brace list gives one word per
     alternative (`{build,dist}`, `{~,/tmp/x}`: a `~` that then starts a word is the home
-    directory, as bash expands it after the braces). Past `MAX_BRACE_WORDS` words, and for a
+    directory, as bash expands it after the braces); `"$@"`, `$*` and their kin, the
+    positional parameters when they are known. Past `MAX_BRACE_WORDS` words, and for a
     sequence (`{1..9}`), a brace is read as `value` reads it: any of several words."""
+    every = _all_positionals(node) if positionals and positionals[-1] is not None else None
+    if every is not None:
+        return every
     out = _value(node, top=True)
     if "{" not in out or "," not in out:
         return [value(node)] if BRACES.search(out) else [out]
@@ -180,9 +187,45 @@ def _unescape_in_quotes(raw: str) -> str:
     return re.sub(r"\\([$`\"\\\n])", lambda m: "" if m[1] == "\n" else m[1], raw)
 
 
+def _all_positionals(node: Any) -> list[str] | None:
+    """The words of an argument that is all of the positional parameters (`"$@"`, `$*`,
+    `"${@}"`), when they are known; else None."""
+    known = positionals[-1] if positionals else None
+    if known is None:
+        return None
+    every = ("@", "*")  # unquoted, both split into words; quoted, `"$*"` is one word
+    if node.type == "string" and text(node).startswith('"'):
+        inner = [c for c in node.children if c.type != '"']
+        if len(inner) != 1 or inner[0].end_byte - inner[0].start_byte != len(raw(node)) - 2:
+            return None
+        node, every = inner[0], ("@",)
+    if node.type not in ("simple_expansion", "expansion"):
+        return None
+    names = [c for c in node.children if c.type == "special_variable_name"]
+    plain = len(node.children) == 2 if node.type == "simple_expansion" else len(node.children) == 3
+    return known[1:] if plain and names and text(names[0]) in every else None
+
+
+def _positional(name: str) -> str | None:
+    """The value of `$N`, `$@` or `$*` inside a word, when the positional parameters are
+    known (several of them joined in a word: unknown); else None."""
+    known = positionals[-1] if positionals else None
+    if known is None:
+        return None
+    if name.isdigit():  # one not given: unknown, as before (`rm -rf ""` is read as `.`)
+        return known[int(name)] if int(name) < len(known) else UNKNOWN
+    if name in ("@", "*"):
+        return known[1] if len(known) == 2 else UNKNOWN
+    return None
+
+
 def _variable(node: Any) -> str:
     names = [c for c in node.children if c.type in ("variable_name", "special_variable_name")]
     plain = len(node.children) == 2 if node.type == "simple_expansion" else len(node.children) == 3
+    if plain and names and positionals and positionals[-1] is not None:
+        found = _positional(text(names[0]))
+        if found is not None:
+            return found
     if plain and names and names[0].type == "variable_name":
         name = text(names[0])
         if name in KNOWN_VARIABLES:

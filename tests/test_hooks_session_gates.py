@@ -1023,6 +1023,154 @@ def test_fd_base_name_placeholder_is_judged_as_a_name_in_the_current_directory(
 @pytest.mark.parametrize(
     ("command", "expected"),
     [
+        ("sh -c 'rm \"$1\"' _ .git/HEAD", "deny"),
+        ("sh -c 'rm \"$@\"' _ notes.txt .git/HEAD", "deny"),
+        ("bash -c 'rm -rf \"${1}\"' _ .git", "deny"),
+        ("sh -c 'rm -rf \"$0\"' .git", "deny"),
+        ("sh -c 'eval \"$1\"' _ 'rm -rf ~'", "deny"),
+        ("find . -name HEAD -exec sh -c 'rm \"$1\"' _ {} \\;", "deny"),
+        ("find . -name HEAD -exec sh -c 'rm \"$@\"' _ {} +", "deny"),
+        ("find . -name HEAD | xargs sh -c 'rm \"$@\"' _", "deny"),
+        ("sh -c 'rm \"$1\"' _ notes.txt", None),
+        ("bash -c 'set -e; rm -rf \"$1\"' _ build", None),
+        ("find . -name '*.pyc' -exec sh -c 'rm \"$1\"' _ {} \\;", None),
+        ("bash -c 'shift; rm -rf \"$1\"' _ build /", "ask"),
+        ("bash -c 'rm -rf \"$2\"' _ build", "ask"),
+    ],
+)
+def test_the_words_after_a_sh_c_script_are_its_positional_parameters(
+    project: Path, gc: GcRunner, command: str, expected: str | None
+) -> None:
+    # `$1` in a `sh -c` script was always unknown, so `sh -c 'rm "$1"' _ .git/HEAD` and
+    # `find . -name HEAD -exec sh -c 'rm "$1"' _ {} \;`, which delete .git/HEAD, passed. A
+    # script that may move them (`shift`, `set -- ...`, a function) keeps them unknown.
+    assert answer(bash(gc, command)) == expected
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("rm $(find . -type f)", "deny"),
+        ("rm `find . -name HEAD`", "deny"),
+        ('rm "$(find . -name HEAD)"', "deny"),
+        ("rm -f $(fd -H -e pack)", "deny"),
+        ("cp /evil $(find . -name config)", "deny"),
+        ("rm $(find . -name '*.pyc')", None),
+        ("wc -l $(find . -name '*.py')", None),
+        ("rm $(cat list.txt)", None),
+        ("rm -rf $(ls)", "ask"),
+    ],
+)
+def test_a_substitution_of_what_find_prints_is_judged_as_find_feeding_the_command(
+    project: Path, gc: GcRunner, command: str, expected: str | None
+) -> None:
+    # A command substitution was an unknown word whatever ran in it, so `rm $(find . -type
+    # f)`, which deletes every file of .git as `find . -type f | xargs rm` does, passed.
+    assert answer(bash(gc, command)) == expected
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("(find . -name HEAD) | xargs rm", "deny"),
+        ("{ find . -name HEAD; } | xargs rm", "deny"),
+        ("(find . -name HEAD | sort) | xargs rm", "deny"),
+        ('find . -name HEAD | while read f; do rm "$f"; done', "deny"),
+        ('find . -name HEAD | while IFS= read -r f; do rm "$f"; done', "deny"),
+        ("find . -name HEAD -print0 | while IFS= read -r -d '' f; do rm -- \"${f}\"; done", "deny"),
+        ('while read -r f; do rm "$f"; done < <(find . -name HEAD)', "deny"),
+        ('for f in $(find . -name HEAD); do rm "$f"; done', "deny"),
+        ("xargs rm < <(find . -name HEAD)", "deny"),
+        ("xargs -a <(find . -name HEAD) rm", "deny"),
+        ("find . -name HEAD | parallel rm", "deny"),
+        ("find . -name HEAD | parallel -j4 rm {}", "deny"),
+        ("find . -name HEAD | xargs --replace rm {}", "deny"),
+        ("find . -name HEAD | xargs -i% rm %", "deny"),
+        ("(find . -name '*.pyc') | xargs rm", None),
+        ("find . -name '*.pyc' | while read f; do rm \"$f\"; done", None),
+        ("find . -name '*.py' | while read f; do black \"$f\"; done", None),
+        ("xargs rm < <(find . -name '*.pyc')", None),
+        ("find . -name '*.py' | parallel black", None),
+        ("find . -name '*.pyc' | xargs --replace rm {}", None),
+        ("xargs rm < list.txt", None),
+        ("xargs -a list.txt rm", None),
+        ('ls | while read f; do rm -rf "$f"; done', "ask"),
+    ],
+)
+def test_what_find_prints_reaches_xargs_parallel_or_a_read_loop_however_it_is_piped(
+    project: Path, gc: GcRunner, command: str, expected: str | None
+) -> None:
+    # Only `find ... | xargs CMD` itself was read as find running CMD: find in a subshell
+    # or group, fed through `< <(...)` or `-a <(...)`, read by `while read f` or a `for` over
+    # `$(find ...)`, piped into `parallel`, or xargs's `--replace`/`-iR` let `rm` delete
+    # .git/HEAD with no decision (`--replace rm {}` was asked about as a program `{}`).
+    assert answer(bash(gc, command)) == expected
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("find -O3 . -name '*.pyc' -delete", None),
+        ("find -D tree . -name '*.pyc' -delete", None),
+        ("find -L -O1 . -name '*.pyc' | xargs rm", None),
+        ("find -O3 . -name HEAD -delete", "deny"),
+        ("find -D tree . -name HEAD | xargs rm", "deny"),
+    ],
+)
+def test_find_options_before_the_starting_points_are_skipped_as_find_skips_them(
+    project: Path, gc: GcRunner, command: str, expected: str | None
+) -> None:
+    # Only -H, -L and -P were skipped: `-O3` or `-D tree` was read as the start of the
+    # expression, which then did not parse, so removing *.pyc was denied as reaching .git.
+    assert answer(bash(gc, command)) == expected
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("chmod 000 .git/HEAD", "deny"),
+        ("chmod a-r .git/index", "deny"),
+        ("chmod 644 .git", "deny"),
+        ("chmod 0400 .beads/config.yaml", "deny"),
+        ("sudo chown root .git/index", "deny"),
+        ("find . -name HEAD -exec chmod 000 {} +", "deny"),
+        ("chmod -R 000 .git", "deny"),
+        ("chmod $MODE .git/index", "ask"),
+        ("chmod +x .git/hooks/pre-commit", None),
+        ("chmod go-w .git/config", None),
+        ("chmod 600 .git/config", None),
+        ("chmod 000 notes.txt", None),
+        ("find . -type f -exec chmod 644 {} +", None),
+        ("find . -type d -exec chmod 755 {} +", None),
+    ],
+)
+def test_a_mode_that_locks_git_or_the_store_out_of_its_own_files_is_denied(
+    project: Path, gc: GcRunner, command: str, expected: str | None
+) -> None:
+    # Only a recursive chmod was judged: `chmod 000 .git/HEAD` left git unable to read its
+    # HEAD and passed. A mode leaving the owner reading and writing takes nothing away.
+    assert answer(bash(gc, command)) == expected
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("find . -name index.lock -delete", "deny"),
+        ("find . -name index.lock | xargs rm -f", "deny"),
+        ("find . -name '*.lock' -not -path './.git/*' -not -path './.beads/*' -delete", None),
+    ],
+)
+def test_removing_a_running_gits_index_lock_by_find_is_denied_as_rm_of_it_is(
+    project: Path, gc: GcRunner, command: str, expected: str | None
+) -> None:
+    # `rm .git/index.lock` is denied (a write inside .git), but find's samples of git's
+    # files had no index.lock, so `find . -name index.lock -delete` passed.
+    assert answer(bash(gc, command)) == expected
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
         ("gh repo delete owner/repo --yes", "deny"),
         ("gh api -X DELETE repos/owner/repo", "ask"),
         ("gh api --method=delete repos/owner/repo/labels/bug", "ask"),
