@@ -256,6 +256,16 @@ def _run_in_process(
     return code, out.getvalue(), err.getvalue()
 
 
+@pytest.fixture(autouse=True)
+def gate_budget_beyond_load(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The destructive-op gate reads a command within `BUDGET` seconds of wall time, then
+    asks: on a loaded machine a test's judgement could run out of it and ask where the gate
+    denies. Tests of its answers get 30 s in this process; a test of the budget sets its own."""
+    import gates.destructive
+
+    monkeypatch.setattr(gates.destructive, "BUDGET", 30.0)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def person_with_own_data_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Every test runs as a person at a shell (no agent session's variables), whose data

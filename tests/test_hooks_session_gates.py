@@ -1330,11 +1330,17 @@ def test_the_pre_screen_lets_through_only_what_the_parser_leaves_undecided(
     agree()
 
 
-def test_a_judgement_cut_off_by_its_budget_leaves_the_next_one_intact(tmp_path: Path) -> None:
+def test_a_judgement_cut_off_by_its_budget_leaves_the_next_one_intact(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gates import destructive
     from gates.destructive import MAX_COMMAND_BYTES, judge
 
     heavy = ("<<" * MAX_COMMAND_BYTES)[: MAX_COMMAND_BYTES - 64]  # slow for the parser
-    assert judge(heavy, str(tmp_path))[0] == "ask"
+    monkeypatch.setattr(destructive, "BUDGET", 0.05)
+    answer, reason = judge(heavy, str(tmp_path))
+    assert answer == "ask" and "budget" in reason
+    monkeypatch.setattr(destructive, "BUDGET", 30.0)
     # A parser cancelled mid-way resumes its old parse unless it is reset.
     assert judge("cat <<EOF | sh\nrm -rf /\nEOF\n", str(tmp_path))[0] == "deny"
     assert judge("ls -la", str(tmp_path)) == (None, "")
