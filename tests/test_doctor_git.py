@@ -798,16 +798,13 @@ def test_doctor_says_a_remote_it_could_not_reach_rather_than_that_none_has_the_c
     remote.rename(tmp_path / "away.git")
     result = gc("doctor")
     assert result.returncode == 50, result.stdout + result.stderr
-    [line] = [line for line in result.stdout.splitlines() if commit in line]
-    assert line.startswith(
+    assert (
         f"corrupt_object: .git: commit {commit} of the branch's history is missing and the "
-        f"remote origin could not be read (no git repository at {remote}"
-    ), line
-    assert line.endswith(
-        "): the history is cut there (gc log cannot read past it); the beads themselves are "
-        "intact (HEAD's tree is whole); run gc doctor again once it can be read, else copy "
-        "the store again from a remote or a backup (gc clone URL makes a new one)"
-    ), line
+        f"remote origin could not be read (no git repository at {remote}): the history is cut "
+        "there (gc log cannot read past it); the beads themselves are intact (HEAD's tree is "
+        "whole); run gc doctor again once it can be read, else copy the store again from a "
+        "remote or a backup (gc clone URL makes a new one)" in result.stdout.splitlines()
+    ), result.stdout
     (tmp_path / "away.git").rename(remote)
     assert gc("doctor").returncode == 0
     fsck(gc)

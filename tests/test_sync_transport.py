@@ -959,3 +959,15 @@ def test_a_remote_advertising_a_ref_name_with_a_space_adds_no_lines_to_stderr(
     assert (cloned.returncode, cloned.stderr) == (0, "")
     synced = a("sync")
     assert (synced.returncode, synced.stderr) == (0, "")
+
+
+def test_a_remote_path_holding_no_repository_is_said_once_in_one_line(tmp_path: Path) -> None:
+    # It said "no git repository at X: No git repository was found at X".
+    where = tmp_path / "none"
+    cloned = GcRunner(tmp_path)("clone", str(where), str(tmp_path / "c"))
+    assert (cloned.returncode, cloned.stderr) == (40, f"gc: no git repository at {where}\n")
+    a = machine(tmp_path, "a")
+    assert a("init").returncode == 0
+    assert a("remote", "add", "origin", str(where)).returncode == 0
+    synced = a("sync")
+    assert (synced.returncode, synced.stderr) == (40, f"gc: no git repository at {where}\n")
