@@ -810,6 +810,28 @@ def test_doctor_says_a_remote_it_could_not_reach_rather_than_that_none_has_the_c
     fsck(gc)
 
 
+def test_a_sync_over_a_history_missing_a_commit_names_gc_doctor(
+    project: GcRunner, tmp_path: Path
+) -> None:
+    # The sync's walk of this store's history said "which is missing" and no way on, where
+    # every reading command names gc doctor (which fetches the commit back, or says the
+    # history is cut there).
+    gc = project
+    remote = tmp_path / "remote.git"
+    git("init", "-q", "--bare", "-b", "main", str(remote), cwd=tmp_path)
+    assert gc("remote", "add", "origin", str(remote)).returncode == 0
+    assert gc("sync").returncode == 0
+    for title in ("third", "fourth"):  # not pushed: the remote lacks them
+        assert gc("bead", "create", "--type", "task", "--title", title).returncode == 0
+    commit = delete_history_commit(gc)
+    synced = gc("sync")
+    assert (synced.returncode, synced.stderr) == (
+        50,
+        f"gc: the history names {commit} as a commit, which is missing; run 'gc doctor' to "
+        "restore it\n",
+    )
+
+
 def test_doctor_without_a_remote_says_the_history_is_cut_at_a_missing_commit(
     project: GcRunner,
 ) -> None:
