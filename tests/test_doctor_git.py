@@ -754,6 +754,84 @@ def test_doctor_fetches_a_missing_history_commit_again_from_a_remote(
     assert gc("doctor").returncode == 0
 
 
+def test_doctor_fetches_a_missing_commit_and_its_tree_instead_of_advising_a_reset(
+    project: GcRunner, tmp_path: Path
+) -> None:
+    # A loose commit lost with its tree (a disk fault takes both): doctor fetched the commit
+    # alone, then its history check found the tree missing and advised
+    # `gc doctor --reset-to`, which would drop every bead made since.
+    gc = project
+    remote = tmp_path / "remote.git"
+    git("init", "-q", "--bare", "-b", "main", str(remote), cwd=tmp_path)
+    assert gc("remote", "add", "origin", str(remote)).returncode == 0
+    assert gc("sync").returncode == 0
+    tree = git("rev-parse", "HEAD~1^{tree}", cwd=gc.cwd / ".beads").strip()
+    commit = delete_history_commit(gc)
+    Path(loose_path(str(git_dir(gc) / "objects"), tree.encode())).unlink()
+    report = gc.json("doctor")
+    assert report["ok"], report
+    assert [(p["message"], p["fixed"]) for p in report["problems"]] == [
+        (
+            f"commit {commit} of the branch's history was missing; fetched from the remote origin",
+            True,
+        ),
+        (
+            f"tree {tree} of commit {commit[:12]} was missing; fetched from the remote origin",
+            True,
+        ),
+    ]
+    fsck(gc)
+    assert gc("doctor").returncode == 0
+
+
+def test_doctor_says_a_remote_it_could_not_reach_rather_than_that_none_has_the_commit(
+    project: GcRunner, tmp_path: Path
+) -> None:
+    # The remote down (a daemon stopped, no network) is no remote lacking the commit: the
+    # report named no remote and told to copy the store again, from the remote that was down.
+    gc = project
+    remote = tmp_path / "remote.git"
+    git("init", "-q", "--bare", "-b", "main", str(remote), cwd=tmp_path)
+    assert gc("remote", "add", "origin", str(remote)).returncode == 0
+    assert gc("sync").returncode == 0
+    commit = delete_history_commit(gc)
+    remote.rename(tmp_path / "away.git")
+    result = gc("doctor")
+    assert result.returncode == 50, result.stdout + result.stderr
+    assert (
+        f"corrupt_object: .git: commit {commit} of the branch's history is missing and the "
+        f"remote origin could not be read (no git repository at {remote}): the history is cut "
+        "there (gc log cannot read past it); the beads themselves are intact (HEAD's tree is "
+        "whole); run gc doctor again once it can be read, else copy the store again from a "
+        "remote or a backup (gc clone URL makes a new one)" in result.stdout.splitlines()
+    ), result.stdout
+    (tmp_path / "away.git").rename(remote)
+    assert gc("doctor").returncode == 0
+    fsck(gc)
+
+
+def test_a_sync_over_a_history_missing_a_commit_names_gc_doctor(
+    project: GcRunner, tmp_path: Path
+) -> None:
+    # The sync's walk of this store's history said "which is missing" and no way on, where
+    # every reading command names gc doctor (which fetches the commit back, or says the
+    # history is cut there).
+    gc = project
+    remote = tmp_path / "remote.git"
+    git("init", "-q", "--bare", "-b", "main", str(remote), cwd=tmp_path)
+    assert gc("remote", "add", "origin", str(remote)).returncode == 0
+    assert gc("sync").returncode == 0
+    for title in ("third", "fourth"):  # not pushed: the remote lacks them
+        assert gc("bead", "create", "--type", "task", "--title", title).returncode == 0
+    commit = delete_history_commit(gc)
+    synced = gc("sync")
+    assert (synced.returncode, synced.stderr) == (
+        50,
+        f"gc: the history names {commit} as a commit, which is missing; run 'gc doctor' to "
+        "restore it\n",
+    )
+
+
 def test_doctor_without_a_remote_says_the_history_is_cut_at_a_missing_commit(
     project: GcRunner,
 ) -> None:

@@ -941,3 +941,33 @@ def test_a_git_daemon_refusing_a_repository_is_not_said_to_refuse_credentials(
     assert line.startswith(f"gc: the git daemon at {daemon}/nope.git refused the request: ")
     assert "repository not exported" in line and "--enable=receive-pack" in line
     assert not (tmp_path / "c").exists()
+
+
+def test_a_remote_advertising_a_ref_name_with_a_space_adds_no_lines_to_stderr(
+    tmp_path: Path, daemon: str
+) -> None:
+    # A ref file named with a space, written by hand in the remote: git's daemon still
+    # advertises it, and dulwich logged "unknown part in pkt-ref: b'ird'" on stderr at each
+    # exchange, lines of no `gc:` form before the command's own.
+    a = machine(tmp_path, "a")
+    assert a("init").returncode == 0
+    assert a("remote", "add", "origin", f"{daemon}/shared.git").returncode == 0
+    assert a("sync").returncode == 0
+    shared = tmp_path / "srv" / "shared.git"
+    (shared / "refs" / "heads" / "we ird").write_text(git("rev-parse", "main", cwd=shared))
+    cloned = GcRunner(tmp_path)("clone", f"{daemon}/shared.git", str(tmp_path / "b"))
+    assert (cloned.returncode, cloned.stderr) == (0, "")
+    synced = a("sync")
+    assert (synced.returncode, synced.stderr) == (0, "")
+
+
+def test_a_remote_path_holding_no_repository_is_said_once_in_one_line(tmp_path: Path) -> None:
+    # It said "no git repository at X: No git repository was found at X".
+    where = tmp_path / "none"
+    cloned = GcRunner(tmp_path)("clone", str(where), str(tmp_path / "c"))
+    assert (cloned.returncode, cloned.stderr) == (40, f"gc: no git repository at {where}\n")
+    a = machine(tmp_path, "a")
+    assert a("init").returncode == 0
+    assert a("remote", "add", "origin", str(where)).returncode == 0
+    synced = a("sync")
+    assert (synced.returncode, synced.stderr) == (40, f"gc: no git repository at {where}\n")

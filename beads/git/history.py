@@ -46,7 +46,10 @@ def only_in(git: GitRepo, new: bytes, known: bytes | None) -> list[bytes]:
             if sha not in times:
                 commit = git.commit_of(sha)
                 if commit is None:
-                    what = "is not a commit" if git.has_object(sha) else "is missing"
+                    present = git.has_object(sha)
+                    if not present and flag & known_flag:  # this store's own history
+                        raise MissingCommit(sha)  # names gc doctor, which fetches it again
+                    what = "is not a commit" if present else "is missing"
                     named = sha.decode()
                     raise StorageError(f"the history names {named} as a commit, which {what}")
                 times[sha], parents[sha] = commit.commit_time, commit.parents

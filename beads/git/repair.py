@@ -395,6 +395,40 @@ def paths_in_tree(git: GitRepo, head: bytes, wanted: set[bytes]) -> dict[bytes, 
     return found
 
 
+def absent_in_trees(git: GitRepo, trees: dict[bytes, bytes]) -> dict[bytes, tuple[bytes, str]]:
+    """The objects absent from the store among `trees` (each tree id with the commit that
+    names it) and what they name, walking the trees from their raw bytes; each absent
+    object with its commit and what it is ("tree" or "file"). A tree present but unreadable
+    is not entered (the check of the objects reports it)."""
+    absent: dict[bytes, tuple[bytes, str]] = {}
+    seen: set[bytes] = set()
+    stack = list(trees.items())
+    while stack:
+        sha, commit = stack.pop()
+        if sha in seen:
+            continue
+        seen.add(sha)
+        try:
+            _type, raw = git.get_raw(sha)
+        except KeyError:
+            absent[sha] = (commit, "tree")
+            continue
+        except Exception:  # unreadable: dulwich raises several kinds
+            continue
+        try:
+            entries = TreeData.parse(raw).entries
+        except ValueError:  # a malformed tree: nothing below it can be named
+            continue
+        for _name, (mode, child) in entries.items():
+            if mode == DIR_TYPE:
+                stack.append((child, commit))
+            elif child not in seen:
+                seen.add(child)
+                if not git.has_object(child):
+                    absent[child] = (commit, "file")
+    return absent
+
+
 def set_aside(damaged: Damaged, aside: Path) -> bool:
     """Move a damaged object's file to `aside` (an unreadable file hides any good copy and
     blocks rewriting it); False when it is gone already (packed meanwhile)."""

@@ -39,6 +39,7 @@ def client_for(url: str, *, thin_packs: bool = True, timeout: float) -> tuple[Gi
     one of the user's git config files does not parse (`user_config`)."""
     from dulwich.client import default_urllib3_manager, get_transport_and_path
 
+    _quiet_dulwich()
     check_url(url)
     _check_local_kind(url)
     config = user_config()
@@ -55,6 +56,18 @@ def client_for(url: str, *, thin_packs: bool = True, timeout: float) -> tuple[Gi
         raise Unusable(str(exc)) from None
     _check_local_file(client, path)
     return client, path
+
+
+def _quiet_dulwich() -> None:
+    """Keep dulwich's log records (a remote's ref line it cannot parse, "unknown part in
+    pkt-ref") off stderr, where each command writes one line of its own: with no handler
+    anywhere, Python's last resort would print every warning. An application that sets up
+    logging still receives them."""
+    import logging
+
+    logger = logging.getLogger("dulwich")
+    if not any(isinstance(handler, logging.NullHandler) for handler in logger.handlers):
+        logger.addHandler(logging.NullHandler())
 
 
 def check_url(url: str) -> None:

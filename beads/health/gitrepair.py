@@ -280,9 +280,9 @@ def check_packs(store: Store, report: Report) -> None:
 def restore_history(store: Store, report: Report) -> bool:
     """Find the commits the branch's history names whose objects are missing (a loose file
     deleted, a disk fault: `gc log` and the origin of older messages stop there) and fetch
-    them again from the configured remotes, until the history reads whole or nothing more
-    comes back; each is reported, fixed when it came back. Returns whether the history
-    reads whole (the history check walks it)."""
+    them again from the configured remotes, with what their trees name that went with them,
+    until the history reads whole or nothing more comes back; each is reported, fixed when
+    it came back. Returns whether the history reads whole (the history check walks it)."""
     from beads.git.history import missing_commits
 
     git = store.git
@@ -291,23 +291,50 @@ def restore_history(store: Store, report: Report) -> bool:
         return True
     lost: set[bytes] = set()
     tried: set[bytes] = set()
-    while missing := missing_commits(git, head) - tried:  # one restored may name more
+    unread: dict[str, str] = {}
+    # The trees of the commits fetched again, each with its commit: a fault that took a
+    # commit's file often took its tree's, which the history check would call a bad entry.
+    trees: dict[bytes, bytes] = {}
+    while True:
+        under = repair.absent_in_trees(git, trees)
+        missing = (missing_commits(git, head) | set(under)) - tried  # one restored may name more
+        if not missing:
+            break
         tried |= missing
-        found = _restore_lost(store, missing)
+        found = _restore_lost(store, missing, unread)
         for source, shas in found.items():
             how = source.partition(" ")[2]  # "1 fetched from the remote origin": its count off
-            for sha in sorted(shas):
-                why = f"commit {sha.decode()} of the branch's history was missing; {how}"
-                report.problems.append(Problem("corrupt_object", ".git", why, True))
-        lost |= missing - set().union(*found.values())
+            for sha in sorted(shas, key=lambda sha: (sha in under, sha)):
+                if sha in under:
+                    commit_id, kind = under[sha]
+                    why = f"{kind} {sha.decode()} of commit {commit_id.decode()[:12]}"
+                else:
+                    why = f"commit {sha.decode()} of the branch's history"
+                    commit = git.commit_of(sha)
+                    if commit is not None:
+                        trees[commit.tree] = sha
+                report.problems.append(
+                    Problem("corrupt_object", ".git", f"{why} was missing; {how}", True)
+                )
+        lost |= (missing - set(under)) - set().union(*found.values())
         if not found:
             break
     if lost:
         whole = _head_tree_whole(store, head)
+        if unread:
+            read = ", ".join(
+                f"the remote {name} could not be read ({why})" for name, why in unread.items()
+            )
+            where, advice = (
+                f"and {read}",
+                f"run gc doctor again once it can be read, else {COPY_AGAIN}",
+            )
+        else:
+            where, advice = "and no remote has it", COPY_AGAIN
         for sha in sorted(lost):
             why = (
-                f"commit {sha.decode()} of the branch's history is missing and no remote has "
-                f"it: the history is cut there (gc log cannot read past it){whole}; {COPY_AGAIN}"
+                f"commit {sha.decode()} of the branch's history is missing {where}: the history "
+                f"is cut there (gc log cannot read past it){whole}; {advice}"
             )
             report.problems.append(Problem("corrupt_object", ".git", why))
     return not lost
@@ -342,11 +369,14 @@ def _all(missing: set[bytes], found: dict[str, set[bytes]]) -> bool:
     return sum(len(got) for got in found.values()) == len(missing)
 
 
-def _restore_lost(store: Store, missing: set[bytes]) -> dict[str, set[bytes]]:
+def _restore_lost(
+    store: Store, missing: set[bytes], unread: dict[str, str] | None = None
+) -> dict[str, set[bytes]]:
     """Write again what can be found of the objects `missing`: HEAD's trees from the index's
     record of HEAD's files, each file of HEAD from the view file that hashes to it, the
     others from the configured remotes in turn; returns how many came from where (as the
-    report says it) and which."""
+    report says it) and which. A remote that cannot be read (down, moved) is added to
+    `unread` with why."""
     from beads.settings.localconfig import remotes
     from beads.sync.remote import restore_objects
 
@@ -369,7 +399,9 @@ def _restore_lost(store: Store, missing: set[bytes]) -> dict[str, set[bytes]]:
     for name, url in known.items():
         try:
             fetched = restore_objects(store.git, url, left, store.max_body) if left else set()
-        except GcError:
+        except GcError as exc:
+            if unread is not None:
+                unread[name] = exc.message
             continue
         if fetched:
             found[f"{len(fetched)} fetched from the remote {name}"] = fetched

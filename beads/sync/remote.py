@@ -102,7 +102,10 @@ def transport_error(url: str, exc: BaseException, timeout: float | None = None) 
         )
     text = " ".join(str(exc).split()) or type(exc).__name__
     if is_not_a_repository(exc, text) or "not found" in text.lower():
-        return NotFound(f"no git repository at {url}: {text}")
+        # dulwich's own words for a local path ("No git repository was found at PATH") say
+        # it again: shown only when they say more.
+        said = "" if text.lower().startswith("no git repository was found at") else f": {text}"
+        return NotFound(f"no git repository at {url}{said}")
     if url.startswith("git://") and "denied" in text.lower():
         # The git protocol carries no credentials: a daemon says "access denied or
         # repository not exported" of a repository it lacks or does not export, and of a
