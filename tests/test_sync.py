@@ -371,6 +371,20 @@ def test_remote_add_refuses_an_address_that_does_not_parse_as_a_sync_would(
     assert config.read_bytes() == before
 
 
+@pytest.mark.parametrize("url", ["ext::sh -c id", "fd::0", "ext::ssh -o ProxyCommand=id x"])
+def test_a_remote_helper_url_is_refused_in_one_line_and_never_looked_up(
+    gc_store: GcRunner, url: str
+) -> None:
+    # It was recorded, and a sync took it for an ssh address on a host named "ext".
+    said = f"gc: cannot use remote '{url}': git's remote helpers (TRANSPORT::ADDRESS) are not used"
+    added = gc_store("remote", "add", "spare", url)
+    assert added.returncode == 30 and added.stderr.startswith(said), added.stderr
+    assert "spare" not in gc_store.json("remote", "list")["remotes"]
+    cloned = gc_store("clone", url, "copy")
+    assert cloned.returncode == 30 and cloned.stderr.startswith(said), cloned.stderr
+    assert not (gc_store.cwd / "copy").exists()
+
+
 def test_an_empty_remote_url_is_refused_as_bad_input(gc_store: GcRunner) -> None:
     said = "gc: cannot use remote '': it is empty: name a path or URL\n"
     cloned = gc_store("clone", "", "copy")

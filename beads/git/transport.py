@@ -7,6 +7,7 @@ what is allowed (timeouts, sizes, which refs) is decided by the caller (`beads.s
 from __future__ import annotations
 
 import os
+import re
 import stat
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
@@ -70,14 +71,25 @@ def _quiet_dulwich() -> None:
         logger.addHandler(logging.NullHandler())
 
 
+# `ext::sh -c cmd`, `fd::0`: git hands such a URL to a remote helper (`ext` runs a command);
+# dulwich would take it for an scp-like ssh address on a host named after the helper.
+_REMOTE_HELPER = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*::")
+
+
 def check_url(url: str) -> None:
-    """Unusable when `url` is empty (or blank), or has a scheme (`scheme://`) but no address
+    """Unusable when `url` is empty (or blank), names one of git's remote helpers
+    (`TRANSPORT::ADDRESS`), or has a scheme (`scheme://`) but no address
     that parses: a port out of range, a bracketed host left open. dulwich would take such a
     URL for an scp-like ssh address, and ssh would look up a host named after the scheme."""
     from urllib.parse import urlsplit
 
     if not url.strip():
         raise Unusable("it is empty: name a path or URL")
+    if _REMOTE_HELPER.match(url):
+        raise Unusable(
+            "git's remote helpers (TRANSPORT::ADDRESS) are not used: name a path, or a "
+            "file://, git://, ssh://, http:// or https:// URL"
+        )
     if "://" not in url:
         return
     try:
