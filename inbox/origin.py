@@ -76,7 +76,7 @@ def foreign_origins(
     git: GitRepo,
     head: bytes,
     stop: bytes | None,
-    paths: Iterable[str],
+    paths: Iterable[str] | None,
     here: str,
     *,
     ever: bool = False,
@@ -99,19 +99,26 @@ def foreign_origins(
     here), or not found, are left out. Each commit is compared with its parents at the
     wanted paths only, descending only where their trees differ, the trees read kept for the
     next: one walk for any number of paths reads about what the commits changed, not whole
-    tree diffs nor every path."""
+    tree diffs nor every path.
+
+    `paths` None: every path the commits changed, the whole way back to `stop` (no
+    `MAX_WALK`): what the origins kept on disk are built and brought up to date with
+    (`inbox.origincache`); each commit is then compared with its parents at every path."""
     from beads.git import PathTree
     from beads.git.history import walk
 
-    wanted = set(paths)
+    every = paths is None
+    wanted = set(paths or ())
     found: dict[str, Origin] = {}
-    if not wanted:
+    if not wanted and not every:
         return found
     trees: dict[bytes, Any] = {}  # kept across the walk: neighbours share most trees
-    layout = PathTree(wanted)  # made again only when the paths still wanted change
+    layout = None if every else PathTree(wanted)  # made again when the paths wanted change
+    settled: set[str] = set()  # every path: those whose last change was met
+    limit = None if every else MAX_WALK
     # Children first: "the last change" is the one no later commit follows, which the
     # commit times (the same second, another machine's clock) cannot tell.
-    for commit in walk(git, head, stop, limit=MAX_WALK, children_first=True):
+    for commit in walk(git, head, stop, limit=limit, children_first=True):
         merge = len(commit.parents) > 1
         origin = origin_of(commit)
         if claimed and origin.machine_id == here and commit.id in claimed:
@@ -123,7 +130,10 @@ def foreign_origins(
             # here is looked for back to the walk's end, where it is found made here. A
             # merge made here is passed over always (see above).
             continue
-        if merge:
+        if every:
+            changed = _changed_anywhere(git, commit, trees) - settled
+            settled |= changed
+        elif merge:
             changed = _changed_by_merge(git, commit, layout, trees)
         else:
             parent = git.tree_of(commit.parents[0]) if commit.parents else None
@@ -132,11 +142,27 @@ def foreign_origins(
             if not mine:
                 found[path] = origin
             wanted.discard(path)
+        if every:
+            continue
         if not wanted:
             break
         if changed:
             layout = PathTree(wanted)
     return found
+
+
+def _changed_anywhere(git: GitRepo, commit: Any, trees: dict[bytes, Any]) -> set[str]:
+    """Every file `commit` holds otherwise than its parent (its first: none for a root),
+    or, for a merge, than each of its parents (`_changed_by_merge`'s rule, at every path)."""
+    if not commit.parents:
+        return {change.path for change in git.changes(None, commit.id, trees=trees)}
+    found: set[str] | None = None
+    for parent in commit.parents:
+        differs = {change.path for change in git.changes(parent, commit.id, trees=trees)}
+        found = differs if found is None else found & differs
+        if not found:
+            return set()
+    return found or set()
 
 
 def _changed_by_merge(git: GitRepo, commit: Any, layout: Any, trees: dict[bytes, Any]) -> set[str]:
@@ -153,48 +179,6 @@ def _changed_by_merge(git: GitRepo, commit: Any, layout: Any, trees: dict[bytes,
     return found or set()
 
 
-class OriginCache:
-    """The reading commands' origins (`ever`) as a process that lives on (`gc mcp`) keeps
-    them: a bead's answer holds while the branch stays where it was, and when it moves only
-    the new commits are walked (a newer change made elsewhere replaces the answer; one made
-    here keeps it, as `ever` does). A history rewritten (the old head no longer behind the
-    new), another machine id or other commits recorded as `claimed` start afresh."""
-
-    def __init__(self) -> None:
-        self.head: bytes | None = None
-        self.here = ""
-        self.claimed: frozenset[bytes] = frozenset()
-        self.known: dict[str, Origin | None] = {}
-
-    def lookup(
-        self,
-        git: GitRepo,
-        head: bytes,
-        wanted: set[str],
-        here: str,
-        claimed: frozenset[bytes] = frozenset(),
-    ) -> dict[str, Origin]:
-        """`foreign_origins(..., ever=True)` of `wanted` at `head`, walking only what this
-        cache has not walked yet."""
-        from beads.git.history import merge_base
-
-        if head != self.head or here != self.here or claimed != self.claimed:
-            moved_on = self.head is not None and merge_base(git, head, self.head) == self.head
-            if here != self.here or claimed != self.claimed or not moved_on:
-                self.known.clear()
-            elif self.known:
-                newer = foreign_origins(
-                    git, head, self.head, set(self.known), here, ever=True, claimed=claimed
-                )
-                self.known.update(newer)
-            self.head, self.here, self.claimed = head, here, claimed
-        missing = wanted - self.known.keys()
-        if missing:
-            found = foreign_origins(git, head, None, missing, here, ever=True, claimed=claimed)
-            self.known.update({path: found.get(path) for path in missing})
-        return {path: origin for path in wanted if (origin := self.known[path]) is not None}
-
-
 def origins(
     root: Path,
     paths: Iterable[str],
@@ -203,13 +187,14 @@ def origins(
     head: bytes | None = None,
     stop: bytes | None = None,
     ever: bool = False,
-    cache: OriginCache | None = None,
 ) -> dict[str, Origin]:
     """`foreign_origins` of the store at `root` (its `.beads/`), from `head` (default: the
     branch) back to `stop`, as this machine sees them: the one lookup behind every item's
-    origin and every reading command's. `git`: the store's, when the caller has it open;
-    `cache`, with `git` and `ever` (no `stop`), what an earlier lookup walked.
-    Raises what reading git or the machine id raises (GcError, OSError, KeyError)."""
+    origin and every reading command's. `git`: the store's, when the caller has it open.
+    With `ever` and no `stop` (the reading commands'), through the origins kept on disk
+    (`inbox.origincache`): the whole history counts, and only the commits made since the
+    last lookup are walked. Raises what reading git or the machine id raises (GcError,
+    OSError, KeyError)."""
     from beads.git import GitRepo
     from beads.index.reader import branch_head
     from beads.settings.localconfig import machine_id
@@ -221,15 +206,16 @@ def origins(
         return {}
     here = machine_id(root / ".git")
     claimed = recorded(root / ".git")
-    if git is not None and cache is not None and ever and stop is None:
-        return cache.lookup(git, head, wanted, here, claimed)
-    if git is not None:
-        return foreign_origins(git, head, stop, wanted, here, ever=ever, claimed=claimed)
-    opened = GitRepo(root / ".git")
+    opened = git if git is not None else GitRepo(root / ".git")
     try:
+        if ever and stop is None:
+            from inbox.origincache import lookup
+
+            return lookup(root, opened, head, wanted, here, claimed)
         return foreign_origins(opened, head, stop, wanted, here, ever=ever, claimed=claimed)
     finally:
-        opened.close()
+        if git is None:
+            opened.close()
 
 
 def note_of(
@@ -239,13 +225,12 @@ def note_of(
     *,
     git: GitRepo | None = None,
     ever: bool = True,
-    cache: OriginCache | None = None,
 ) -> str:
     """What a reading command puts before a bead that came from elsewhere: the note of the
     newest change to it committed by another machine (or by plain git),
     `"(from human on build-01) "`; with `ever=False`, of its last change only. "" when it
     was made here, or when the origin cannot be read (it informs)."""
-    found = notes_of(root, bead_type, (bead_id,), git=git, ever=ever, cache=cache)
+    found = notes_of(root, bead_type, (bead_id,), git=git, ever=ever)
     return found.get(bead_id, "")
 
 
@@ -256,17 +241,16 @@ def notes_of(
     *,
     git: GitRepo | None = None,
     ever: bool = True,
-    cache: OriginCache | None = None,
 ) -> dict[str, str]:
     """`note_of` of each of `bead_ids` (of one type), by id, for those that came from
     elsewhere: one walk of the history for them all, as a listing needs (a walk per row
-    would read the same commits once per row); `cache` keeps what it walked."""
+    would read the same commits once per row)."""
     from beads.errors import GcError
     from beads.records.ids import bead_path
 
     paths = {bead_path(bead_type, bead_id): bead_id for bead_id in bead_ids}
     try:
-        found = origins(root, paths, git=git, ever=ever, cache=cache)
+        found = origins(root, paths, git=git, ever=ever)
     except (GcError, OSError, KeyError):
         return {}
     return {paths[path]: origin.note() for path, origin in found.items()}

@@ -1706,8 +1706,8 @@ def test_reading_commands_say_which_machine_a_bead_came_from(
 def test_a_provider_held_open_finds_the_same_origins_as_a_fresh_one_after_syncs(
     pair: tuple[GcRunner, GcRunner, Path],
 ) -> None:
-    # `gc mcp` keeps its provider open and walks only the commits new since its last lookup
-    # (inbox.origin.OriginCache): its answers must be those of a lookup from scratch.
+    # `gc mcp` keeps its provider open and walks only the commits new since the last lookup
+    # (inbox.origincache): its answers must be those of a lookup from scratch.
     from mail.beadmail import BeadMail
 
     a, b, _remote = pair
