@@ -209,13 +209,56 @@ def origins(
     opened = git if git is not None else GitRepo(root / ".git")
     try:
         if ever and stop is None:
-            from inbox.origincache import lookup
-
-            return lookup(root, opened, head, wanted, here, claimed)
+            return _through_kept(root, opened, head, wanted, here, claimed)
         return foreign_origins(opened, head, stop, wanted, here, ever=ever, claimed=claimed)
     finally:
         if git is None:
             opened.close()
+
+
+def _through_kept(
+    root: Path, git: GitRepo, head: bytes, wanted: set[str], here: str, claimed: frozenset[bytes]
+) -> dict[str, Origin]:
+    """`foreign_origins(git, head, None, wanted, here, ever=True, claimed=claimed)` through
+    the origins kept on disk (`inbox.origincache`): with the file at an ancestor of `head`,
+    only the commits since are walked (at every path: a newer change made elsewhere replaces
+    an answer); at `head` itself, none; else (none yet, a branch reset or rewritten, another
+    machine id or claimed record, a file unusable) the whole history, with no `MAX_WALK`.
+    What was walked is kept for the next lookup."""
+    from beads.git.history import merge_base
+    from inbox import origincache as kept
+
+    now = (head.decode(), here, kept.digest(claimed))
+    db, read, rows = kept.load(root, wanted)
+    try:
+        known = {path: _from_row(row) for path, row in rows.items()}
+        if read is not None and read[1:] == now[1:]:
+            base = read[0].encode()
+            if base == head:
+                return known
+            if git.commit_of(base) is not None and merge_base(git, head, base) == base:
+                newer = foreign_origins(git, head, base, None, here, ever=True, claimed=claimed)
+                kept.save(db, read, now, _to_rows(newer), whole=False)
+                found = {path: newer.get(path) or known.get(path) for path in wanted}
+                return {path: origin for path, origin in found.items() if origin is not None}
+        every = foreign_origins(git, head, None, None, here, ever=True, claimed=claimed)
+        kept.save(db, read, now, _to_rows(every), whole=True)
+        return {path: every[path] for path in wanted if path in every}
+    finally:
+        if db is not None:
+            db.close()
+
+
+def _from_row(row: tuple[str, str, str, bool]) -> Origin:
+    """The origin a row of the kept file holds (`inbox.origincache`)."""
+    origin = Origin(*row[:3])
+    origin.claimed = row[3]
+    return origin
+
+
+def _to_rows(found: Mapping[str, Origin]) -> dict[str, tuple[str, str, str, bool]]:
+    """`found` as rows of the kept file (`inbox.origincache`)."""
+    return {path: (o.author, o.machine, o.machine_id, o.claimed) for path, o in found.items()}
 
 
 def note_of(

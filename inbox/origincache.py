@@ -1,6 +1,6 @@
 """The reading commands' origins (`inbox.origin`, `ever`), kept for the next command in
 `.runtime/origins.sqlite3`: this machine's alone (never synced), a cache that may be deleted
-at any time.
+at any time. This module is the file; what it holds is decided in `inbox.origin`.
 
 It holds, for every file that a commit made elsewhere changed in the branch's history, the
 origin of the newest such change; and the commit (head) those answers hold at, with the
@@ -36,10 +36,8 @@ TYPE_CHECKING = False  # inbox.origin is on the hooks' path, which never imports
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from beads.git import GitRepo
-    from inbox.origin import Origin
-
     State = tuple[str, str, str]  # head (hex), machine id, digest of the claimed commits
+    Row = tuple[str, str, str, bool]  # a path's origin: author, machine, machine id, claimed
 
 NAME = "origins.sqlite3"  # under the store's `.runtime/`
 APPLICATION_ID = 0x67634F72  # "gcOr": this file's, told from any other sqlite file
@@ -63,60 +61,17 @@ class Unusable(Exception):
     other kinds, a directory in its place."""
 
 
-def lookup(
-    root: Path, git: GitRepo, head: bytes, wanted: set[str], here: str, claimed: frozenset[bytes]
-) -> dict[str, Origin]:
-    """`foreign_origins(git, head, None, wanted, here, ever=True, claimed=claimed)` for the
-    store at `root` (its `.beads/`), at its branch's `head`, through the file: the whole
-    history taken into account, only the commits it has not seen walked. Raises what reading
-    git raises (GcError, KeyError); the file's own faults are never raised."""
-    from beads.git.history import merge_base
-    from inbox.origin import foreign_origins
-
-    path = root / ".runtime" / NAME
-    now: State = (head.decode(), here, _digest(claimed))
-    db, read, known = _load(root, path, wanted)
-    try:
-        if read is not None and read[1:] == now[1:]:
-            base = read[0].encode()
-            if base == head:
-                return known
-            if git.commit_of(base) is not None and merge_base(git, head, base) == base:
-                newer = foreign_origins(git, head, base, None, here, ever=True, claimed=claimed)
-                _write(db, read, now, newer, whole=False)
-                found = {path: newer.get(path) or known.get(path) for path in wanted}
-                return {path: origin for path, origin in found.items() if origin is not None}
-        every = foreign_origins(git, head, None, None, here, ever=True, claimed=claimed)
-        _write(db, read, now, every, whole=True)
-        return {path: every[path] for path in wanted if path in every}
-    finally:
-        if db is not None:
-            db.close()
-
-
-def remove(root: Path) -> list[str]:
-    """Remove the file of the store at `root` (`gc doctor --rebuild-index`: it is remade by
-    the next reading command); what was done, for the report. A link in its place is left
-    (doctor reports links under `.runtime/`); raises OSError when it cannot be removed."""
-    path = root / ".runtime" / NAME
-    try:
-        if stat.S_ISLNK(os.lstat(path).st_mode):
-            return []
-    except FileNotFoundError:
-        return []
-    _discard(path, strict=True)
-    return [f"removed the origins kept for reading commands (.runtime/{NAME}; remade when read)"]
-
-
-def _load(
-    root: Path, path: Path, wanted: set[str]
-) -> tuple[sqlite3.Connection | None, State | None, dict[str, Origin]]:
-    """The open file (None where none can be used), the state it holds (None: none yet) and
-    its answers for `wanted`, read together. A file found unusable is removed and made again
-    once."""
+def load(
+    root: Path, wanted: set[str]
+) -> tuple[sqlite3.Connection | None, State | None, dict[str, Row]]:
+    """The file of the store at `root` (its `.beads/`) opened (None where none can be used:
+    the caller walks the whole history), the state it holds (None: none yet) and its rows
+    for `wanted`, read together. A file found unusable is removed and made again once; the
+    file's faults are never raised. The caller closes the connection."""
     from beads.errors import GcError
     from inbox.database import DatabaseDamaged
 
+    path = root / ".runtime" / NAME
     for attempt in (1, 2):
         db = None
         try:
@@ -133,6 +88,20 @@ def _load(
                 db.close()
             return None, None, {}
     return None, None, {}
+
+
+def remove(root: Path) -> list[str]:
+    """Remove the file of the store at `root` (`gc doctor --rebuild-index`: it is remade by
+    the next reading command); what was done, for the report. A link in its place is left
+    (doctor reports links under `.runtime/`); raises OSError when it cannot be removed."""
+    path = root / ".runtime" / NAME
+    try:
+        if stat.S_ISLNK(os.lstat(path).st_mode):
+            return []
+    except FileNotFoundError:
+        return []
+    _discard(path, strict=True)
+    return [f"removed the origins kept for reading commands (.runtime/{NAME}; remade when read)"]
 
 
 def _connect(root: Path, path: Path) -> sqlite3.Connection:
@@ -187,9 +156,9 @@ def _kind(db: sqlite3.Connection) -> str:
     return "other"
 
 
-def _read(db: sqlite3.Connection, wanted: set[str]) -> tuple[State | None, dict[str, Origin]]:
+def _read(db: sqlite3.Connection, wanted: set[str]) -> tuple[State | None, dict[str, Row]]:
     """The state the file holds and its answers for `wanted`, in one read transaction;
-    Unusable for a row not of the kinds `_write` writes."""
+    Unusable for a row not of the kinds `save` writes."""
     from beads.index.dbfile import rollback
 
     db.execute("BEGIN")
@@ -201,37 +170,33 @@ def _read(db: sqlite3.Connection, wanted: set[str]) -> tuple[State | None, dict[
         head = state[0]
         if not all(isinstance(part, str) for part in state) or len(head) != 40 or set(head) - _HEX:
             raise Unusable("its state is not one written here")
-        known: dict[str, Origin] = {}
+        known: dict[str, Row] = {}
         paths = sorted(wanted)
         for start in range(0, len(paths), CHUNK):
             part = paths[start : start + CHUNK]
             marks = ",".join("?" * len(part))
             sql = f"SELECT path, author, machine, machine_id, claimed FROM origins WHERE path IN ({marks})"  # noqa: E501
             for path, *fields in db.execute(sql, part):
-                known[path] = _origin(*fields)
+                known[path] = _row(*fields)
         return state, known
     finally:
         rollback(db)  # only read
 
 
-def _origin(author: object, machine: object, machine_id: object, claimed: object) -> Origin:
-    """The origin a row holds; Unusable for fields not of the kinds `_write` writes."""
-    from inbox.origin import Origin
-
+def _row(author: object, machine: object, machine_id: object, claimed: object) -> Row:
+    """A row read back; Unusable for fields not of the kinds `save` writes."""
     if not (isinstance(author, str) and isinstance(machine, str) and isinstance(machine_id, str)):
         raise Unusable("a row is not one written here")
     if claimed not in (0, 1) or not isinstance(claimed, int):
         raise Unusable("a row is not one written here")
-    origin = Origin(author, machine, machine_id)
-    origin.claimed = bool(claimed)
-    return origin
+    return author, machine, machine_id, bool(claimed)
 
 
-def _write(
+def save(
     db: sqlite3.Connection | None,
     read: State | None,
     state: State,
-    found: dict[str, Origin],
+    found: dict[str, Row],
     *,
     whole: bool,
 ) -> None:
@@ -243,7 +208,7 @@ def _write(
 
     if db is None:
         return
-    rows = [(p, o.author, o.machine, o.machine_id, int(o.claimed)) for p, o in found.items()]
+    rows = [(path, *row[:3], int(row[3])) for path, row in found.items()]
     try:
         with transaction(db, NAME):
             if db.execute("SELECT head, here, claimed FROM state").fetchone() != read:
@@ -275,7 +240,7 @@ def _discard(path: Path, *, strict: bool = False) -> bool:
     return True
 
 
-def _digest(claimed: frozenset[bytes]) -> str:
+def digest(claimed: frozenset[bytes]) -> str:
     """The record of claimed commits as one short text: the file holds only while it is the
     same (a commit newly recorded may be one walked before as made here)."""
     import hashlib
