@@ -16,6 +16,12 @@ machine records the commits that arrive from elsewhere naming it, as they arrive
 they enter the store (`beads.sync.claimed`), and such a commit counts as made elsewhere,
 whatever it says: "(from mayor, committed elsewhere under this machine's name)". Only the
 commits that name this machine are looked up in that record (a set read once per lookup).
+
+The reading commands (`ever`: the newest change made elsewhere) look up through the origins
+kept on disk, `.runtime/origins.sqlite3` (`inbox.origincache`, `_through_kept`): every path's
+answer at the head it was found at, so a lookup walks only the commits made since, and the
+first one (or one after a reset) the whole history, however long. A hook's items (the last
+change between two heads) are looked up by a walk of their own, at most `MAX_WALK` commits.
 """
 
 from __future__ import annotations
@@ -33,7 +39,9 @@ if TYPE_CHECKING:
 
 # `name <m-0123456789abcdef@gc-beads>`: a committer this version writes.
 _COMMITTER = re.compile(rb"(.*) <(m-[0-9a-f]{16})@gc-beads>")
-# How far back a search for one bead's last change goes (a hint names a bead changed lately).
+# How far back a search of some paths goes (a hook's items: a bead changed lately). The
+# reading commands' lookups (`ever`) have no such limit: they go through the origins kept
+# on disk (`inbox.origincache`), built with one walk of the whole history.
 MAX_WALK = 2000
 
 
@@ -87,7 +95,8 @@ def foreign_origins(
     or came from elsewhere naming `here` (`claimed`: those commits, `beads.sync.claimed`).
     With `ever`, the newest change committed elsewhere, whatever this machine changed since
     (a message read here is still its sender's): only other machines' commits are compared,
-    so for a bead made here the walk goes to its end (`MAX_WALK` commits at most).
+    so for a bead made here the walk goes to its end (`MAX_WALK` commits at most: the
+    reading commands look up with `paths` None, below, through `origins`).
 
     A merge commit is judged as `git blame` judges it: a path it holds as one of its parents
     does came from that parent's history, where the walk goes on to find it; a path it holds

@@ -108,7 +108,7 @@ def _connect(root: Path, path: Path) -> sqlite3.Connection:
     """The file at `path` opened, made (with its tables) when it is new or empty; Unusable
     when it is another program's, another version's, or a directory."""
     from beads import files
-    from beads.index.dbfile import file_id, use_wal
+    from beads.index.dbfile import file_id
     from inbox.database import Connection, transaction
 
     try:
@@ -123,10 +123,12 @@ def _connect(root: Path, path: Path) -> sqlite3.Connection:
     )  # fmt: skip
     db.name, db.path, db.file_id = NAME, path, file_id(path)  # errors said as the store's
     try:
-        db.execute("PRAGMA synchronous=NORMAL")  # (in WAL: a power cut loses, never mixes)
+        # A rollback journal, not WAL: a file removed while a process has it open (doctor,
+        # or a rebuild of a damaged one) leaves no `-wal` of the old file that closing it
+        # would remove by name from under the new one.
+        db.execute("PRAGMA synchronous=NORMAL")
         kind = _kind(db)
         if kind == "new":
-            use_wal(db, patience=BUSY_SECONDS)
             with transaction(db, NAME):
                 kind = _kind(db)  # another process may have made it meanwhile
                 if kind == "new":
