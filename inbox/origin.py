@@ -16,6 +16,12 @@ machine records the commits that arrive from elsewhere naming it, as they arrive
 they enter the store (`beads.sync.claimed`), and such a commit counts as made elsewhere,
 whatever it says: "(from mayor, committed elsewhere under this machine's name)". Only the
 commits that name this machine are looked up in that record (a set read once per lookup).
+
+The reading commands (`ever`: the newest change made elsewhere) look up through the origins
+kept on disk, `.runtime/origins.sqlite3` (`inbox.origincache`, `_through_kept`): every path's
+answer at the head it was found at, so a lookup walks only the commits made since, and the
+first one (or one after a reset) the whole history, however long. A hook's items (the last
+change between two heads) are looked up by a walk of their own, at most `MAX_WALK` commits.
 """
 
 from __future__ import annotations
@@ -33,7 +39,9 @@ if TYPE_CHECKING:
 
 # `name <m-0123456789abcdef@gc-beads>`: a committer this version writes.
 _COMMITTER = re.compile(rb"(.*) <(m-[0-9a-f]{16})@gc-beads>")
-# How far back a search for one bead's last change goes (a hint names a bead changed lately).
+# How far back a search of some paths goes (a hook's items: a bead changed lately). The
+# reading commands' lookups (`ever`) have no such limit: they go through the origins kept
+# on disk (`inbox.origincache`), built with one walk of the whole history.
 MAX_WALK = 2000
 
 
@@ -76,7 +84,7 @@ def foreign_origins(
     git: GitRepo,
     head: bytes,
     stop: bytes | None,
-    paths: Iterable[str],
+    paths: Iterable[str] | None,
     here: str,
     *,
     ever: bool = False,
@@ -87,7 +95,8 @@ def foreign_origins(
     or came from elsewhere naming `here` (`claimed`: those commits, `beads.sync.claimed`).
     With `ever`, the newest change committed elsewhere, whatever this machine changed since
     (a message read here is still its sender's): only other machines' commits are compared,
-    so for a bead made here the walk goes to its end (`MAX_WALK` commits at most).
+    so for a bead made here the walk goes to its end (`MAX_WALK` commits at most: the
+    reading commands look up with `paths` None, below, through `origins`).
 
     A merge commit is judged as `git blame` judges it: a path it holds as one of its parents
     does came from that parent's history, where the walk goes on to find it; a path it holds
@@ -99,19 +108,26 @@ def foreign_origins(
     here), or not found, are left out. Each commit is compared with its parents at the
     wanted paths only, descending only where their trees differ, the trees read kept for the
     next: one walk for any number of paths reads about what the commits changed, not whole
-    tree diffs nor every path."""
+    tree diffs nor every path.
+
+    `paths` None: every path the commits changed, the whole way back to `stop` (no
+    `MAX_WALK`): what the origins kept on disk are built and brought up to date with
+    (`inbox.origincache`); each commit is then compared with its parents at every path."""
     from beads.git import PathTree
     from beads.git.history import walk
 
-    wanted = set(paths)
+    every = paths is None
+    wanted = set(paths or ())
     found: dict[str, Origin] = {}
-    if not wanted:
+    if not wanted and not every:
         return found
     trees: dict[bytes, Any] = {}  # kept across the walk: neighbours share most trees
-    layout = PathTree(wanted)  # made again only when the paths still wanted change
+    layout = None if every else PathTree(wanted)  # made again when the paths wanted change
+    settled: set[str] = set()  # every path: those whose last change was met
+    limit = None if every else MAX_WALK
     # Children first: "the last change" is the one no later commit follows, which the
     # commit times (the same second, another machine's clock) cannot tell.
-    for commit in walk(git, head, stop, limit=MAX_WALK, children_first=True):
+    for commit in walk(git, head, stop, limit=limit, children_first=True):
         merge = len(commit.parents) > 1
         origin = origin_of(commit)
         if claimed and origin.machine_id == here and commit.id in claimed:
@@ -123,7 +139,10 @@ def foreign_origins(
             # here is looked for back to the walk's end, where it is found made here. A
             # merge made here is passed over always (see above).
             continue
-        if merge:
+        if every:
+            changed = _changed_anywhere(git, commit, trees) - settled
+            settled |= changed
+        elif merge:
             changed = _changed_by_merge(git, commit, layout, trees)
         else:
             parent = git.tree_of(commit.parents[0]) if commit.parents else None
@@ -132,11 +151,27 @@ def foreign_origins(
             if not mine:
                 found[path] = origin
             wanted.discard(path)
+        if every:
+            continue
         if not wanted:
             break
         if changed:
             layout = PathTree(wanted)
     return found
+
+
+def _changed_anywhere(git: GitRepo, commit: Any, trees: dict[bytes, Any]) -> set[str]:
+    """Every file `commit` holds otherwise than its parent (its first: none for a root),
+    or, for a merge, than each of its parents (`_changed_by_merge`'s rule, at every path)."""
+    if not commit.parents:
+        return {change.path for change in git.changes(None, commit.id, trees=trees)}
+    found: set[str] | None = None
+    for parent in commit.parents:
+        differs = {change.path for change in git.changes(parent, commit.id, trees=trees)}
+        found = differs if found is None else found & differs
+        if not found:
+            return set()
+    return found or set()
 
 
 def _changed_by_merge(git: GitRepo, commit: Any, layout: Any, trees: dict[bytes, Any]) -> set[str]:
@@ -153,48 +188,6 @@ def _changed_by_merge(git: GitRepo, commit: Any, layout: Any, trees: dict[bytes,
     return found or set()
 
 
-class OriginCache:
-    """The reading commands' origins (`ever`) as a process that lives on (`gc mcp`) keeps
-    them: a bead's answer holds while the branch stays where it was, and when it moves only
-    the new commits are walked (a newer change made elsewhere replaces the answer; one made
-    here keeps it, as `ever` does). A history rewritten (the old head no longer behind the
-    new), another machine id or other commits recorded as `claimed` start afresh."""
-
-    def __init__(self) -> None:
-        self.head: bytes | None = None
-        self.here = ""
-        self.claimed: frozenset[bytes] = frozenset()
-        self.known: dict[str, Origin | None] = {}
-
-    def lookup(
-        self,
-        git: GitRepo,
-        head: bytes,
-        wanted: set[str],
-        here: str,
-        claimed: frozenset[bytes] = frozenset(),
-    ) -> dict[str, Origin]:
-        """`foreign_origins(..., ever=True)` of `wanted` at `head`, walking only what this
-        cache has not walked yet."""
-        from beads.git.history import merge_base
-
-        if head != self.head or here != self.here or claimed != self.claimed:
-            moved_on = self.head is not None and merge_base(git, head, self.head) == self.head
-            if here != self.here or claimed != self.claimed or not moved_on:
-                self.known.clear()
-            elif self.known:
-                newer = foreign_origins(
-                    git, head, self.head, set(self.known), here, ever=True, claimed=claimed
-                )
-                self.known.update(newer)
-            self.head, self.here, self.claimed = head, here, claimed
-        missing = wanted - self.known.keys()
-        if missing:
-            found = foreign_origins(git, head, None, missing, here, ever=True, claimed=claimed)
-            self.known.update({path: found.get(path) for path in missing})
-        return {path: origin for path in wanted if (origin := self.known[path]) is not None}
-
-
 def origins(
     root: Path,
     paths: Iterable[str],
@@ -203,13 +196,14 @@ def origins(
     head: bytes | None = None,
     stop: bytes | None = None,
     ever: bool = False,
-    cache: OriginCache | None = None,
 ) -> dict[str, Origin]:
     """`foreign_origins` of the store at `root` (its `.beads/`), from `head` (default: the
     branch) back to `stop`, as this machine sees them: the one lookup behind every item's
-    origin and every reading command's. `git`: the store's, when the caller has it open;
-    `cache`, with `git` and `ever` (no `stop`), what an earlier lookup walked.
-    Raises what reading git or the machine id raises (GcError, OSError, KeyError)."""
+    origin and every reading command's. `git`: the store's, when the caller has it open.
+    With `ever` and no `stop` (the reading commands'), through the origins kept on disk
+    (`inbox.origincache`): the whole history counts, and only the commits made since the
+    last lookup are walked. Raises what reading git or the machine id raises (GcError,
+    OSError, KeyError)."""
     from beads.git import GitRepo
     from beads.index.reader import branch_head
     from beads.settings.localconfig import machine_id
@@ -221,15 +215,59 @@ def origins(
         return {}
     here = machine_id(root / ".git")
     claimed = recorded(root / ".git")
-    if git is not None and cache is not None and ever and stop is None:
-        return cache.lookup(git, head, wanted, here, claimed)
-    if git is not None:
-        return foreign_origins(git, head, stop, wanted, here, ever=ever, claimed=claimed)
-    opened = GitRepo(root / ".git")
+    opened = git if git is not None else GitRepo(root / ".git")
     try:
+        if ever and stop is None:
+            return _through_kept(root, opened, head, wanted, here, claimed)
         return foreign_origins(opened, head, stop, wanted, here, ever=ever, claimed=claimed)
     finally:
-        opened.close()
+        if git is None:
+            opened.close()
+
+
+def _through_kept(
+    root: Path, git: GitRepo, head: bytes, wanted: set[str], here: str, claimed: frozenset[bytes]
+) -> dict[str, Origin]:
+    """`foreign_origins(git, head, None, wanted, here, ever=True, claimed=claimed)` through
+    the origins kept on disk (`inbox.origincache`): with the file at an ancestor of `head`,
+    only the commits since are walked (at every path: a newer change made elsewhere replaces
+    an answer); at `head` itself, none; else (none yet, a branch reset or rewritten, another
+    machine id or claimed record, a file unusable) the whole history, with no `MAX_WALK`.
+    What was walked is kept for the next lookup."""
+    from beads.git.history import merge_base
+    from inbox import origincache as kept
+
+    now = (head.decode(), here, kept.digest(claimed))
+    db, read, rows = kept.load(root, wanted)
+    try:
+        known = {path: _from_row(row) for path, row in rows.items()}
+        if read is not None and read[1:] == now[1:]:
+            base = read[0].encode()
+            if base == head:
+                return known
+            if git.commit_of(base) is not None and merge_base(git, head, base) == base:
+                newer = foreign_origins(git, head, base, None, here, ever=True, claimed=claimed)
+                kept.save(db, read, now, _to_rows(newer), whole=False)
+                found = {path: newer.get(path) or known.get(path) for path in wanted}
+                return {path: origin for path, origin in found.items() if origin is not None}
+        every = foreign_origins(git, head, None, None, here, ever=True, claimed=claimed)
+        kept.save(db, read, now, _to_rows(every), whole=True)
+        return {path: every[path] for path in wanted if path in every}
+    finally:
+        if db is not None:
+            db.close()
+
+
+def _from_row(row: tuple[str, str, str, bool]) -> Origin:
+    """The origin a row of the kept file holds (`inbox.origincache`)."""
+    origin = Origin(*row[:3])
+    origin.claimed = row[3]
+    return origin
+
+
+def _to_rows(found: Mapping[str, Origin]) -> dict[str, tuple[str, str, str, bool]]:
+    """`found` as rows of the kept file (`inbox.origincache`)."""
+    return {path: (o.author, o.machine, o.machine_id, o.claimed) for path, o in found.items()}
 
 
 def note_of(
@@ -239,13 +277,12 @@ def note_of(
     *,
     git: GitRepo | None = None,
     ever: bool = True,
-    cache: OriginCache | None = None,
 ) -> str:
     """What a reading command puts before a bead that came from elsewhere: the note of the
     newest change to it committed by another machine (or by plain git),
     `"(from human on build-01) "`; with `ever=False`, of its last change only. "" when it
     was made here, or when the origin cannot be read (it informs)."""
-    found = notes_of(root, bead_type, (bead_id,), git=git, ever=ever, cache=cache)
+    found = notes_of(root, bead_type, (bead_id,), git=git, ever=ever)
     return found.get(bead_id, "")
 
 
@@ -256,17 +293,16 @@ def notes_of(
     *,
     git: GitRepo | None = None,
     ever: bool = True,
-    cache: OriginCache | None = None,
 ) -> dict[str, str]:
     """`note_of` of each of `bead_ids` (of one type), by id, for those that came from
     elsewhere: one walk of the history for them all, as a listing needs (a walk per row
-    would read the same commits once per row); `cache` keeps what it walked."""
+    would read the same commits once per row)."""
     from beads.errors import GcError
     from beads.records.ids import bead_path
 
     paths = {bead_path(bead_type, bead_id): bead_id for bead_id in bead_ids}
     try:
-        found = origins(root, paths, git=git, ever=ever, cache=cache)
+        found = origins(root, paths, git=git, ever=ever)
     except (GcError, OSError, KeyError):
         return {}
     return {paths[path]: origin.note() for path, origin in found.items()}

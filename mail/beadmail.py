@@ -23,7 +23,6 @@ from mail.unread import MESSAGE, mailbox_filters, unread_filters
 if TYPE_CHECKING:
     from beads.batch import Batch
     from inbox.delivery import Delivery
-    from inbox.origin import OriginCache
 
 
 class BeadMail(Provider):
@@ -35,16 +34,6 @@ class BeadMail(Provider):
     def __init__(self, store: Store) -> None:
         self.store = store
         self._delivery: Delivery | None = None
-        self._origin_cache: OriginCache | None = None
-
-    @property
-    def _origins(self) -> OriginCache:
-        """What this provider's origin lookups walked, kept while it is open (`gc mcp`)."""
-        if self._origin_cache is None:
-            from inbox.origin import OriginCache
-
-            self._origin_cache = OriginCache()
-        return self._origin_cache
 
     @property
     def max_body(self) -> int:  # type: ignore[override]
@@ -219,16 +208,12 @@ class BeadMail(Provider):
     def origin(self, message_id: str) -> str:
         from inbox.origin import note_of
 
-        return note_of(
-            self.store.root, MESSAGE, message_id, git=self.store.git, cache=self._origins
-        )
+        return note_of(self.store.root, MESSAGE, message_id, git=self.store.git)
 
     def origins(self, message_ids: Sequence[str]) -> dict[str, str]:
         from inbox.origin import notes_of
 
-        return notes_of(
-            self.store.root, MESSAGE, message_ids, git=self.store.git, cache=self._origins
-        )
+        return notes_of(self.store.root, MESSAGE, message_ids, git=self.store.git)
 
     def thread(self, thread_id: str) -> list[Message]:
         try:

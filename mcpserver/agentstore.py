@@ -30,7 +30,7 @@ from beads.records.times import now_stamp
 from beads.store import Store
 from inbox.delivery import Delivery
 from inbox.items import Item
-from inbox.origin import OriginCache, note_of, notes_of
+from inbox.origin import note_of, notes_of
 from mail import api
 from mail.beadmail import BeadMail, bead_message
 from mail.message import Message
@@ -83,9 +83,6 @@ class AgentStore:
         self._tokens = self.threads.own_tokens
         self._provider: Provider | None = None
         self._delivery: Delivery | None = None
-        # What the origin lookups of thread messages and decisions walked: a later lookup
-        # walks only the commits new since (the mail provider keeps its own).
-        self._origins = OriginCache()
 
     def close(self) -> None:
         """Close the store and what was opened over it."""
@@ -283,7 +280,7 @@ class AgentStore:
     def thread_show(self, thread_id: str) -> dict[str, Any]:
         """`gc thread show --json`: the thread and its messages in event order."""
         found, messages = self.threads.show(thread_id)
-        origins = origins_of(self.threads, messages, self._origins)
+        origins = origins_of(self.threads, messages)
         return {
             "thread": found.to_json(now_stamp()),
             "messages": [with_origin(m, origins) for m in messages],
@@ -374,8 +371,7 @@ class AgentStore:
         it, as `gc thread wait-reply --json` says it (`"origin"`); None for here."""
         if message is None:
             return None
-        found = note_of(self.store.root, MESSAGE, message.message_id, git=self.store.git,
-                        cache=self._origins)  # fmt: skip
+        found = note_of(self.store.root, MESSAGE, message.message_id, git=self.store.git)
         return found.strip() or None
 
     def _as_holder(self) -> Threads:
@@ -421,8 +417,8 @@ class AgentStore:
             return {"beads": []}
         status = None if answered else "open"
         found = self.store.list(type=DECISION, assignee=self.agent, status=status)
-        origins = notes_of(self.store.root, DECISION, [d.id for d in found], git=self.store.git,
-                           cache=self._origins)  # fmt: skip
+        ids = [d.id for d in found]
+        origins = notes_of(self.store.root, DECISION, ids, git=self.store.git)
         return {"beads": [{**d.to_dict(), "origin": origins.get(d.id, "").strip() or None}
                           for d in found]}  # fmt: skip
 

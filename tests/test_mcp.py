@@ -306,8 +306,8 @@ def test_tools_give_the_origin_of_a_bead_written_on_another_machine(
 def test_thread_tools_and_decisions_walk_the_history_for_origins_only_once_while_it_stays(
     project: Path, gc_store: GcRunner, origin_walks: list[bytes | None]
 ) -> None:
-    # As the mail tools do (their provider's `OriginCache`): thread_show, thread_wait_reply
-    # and decision_list walked the whole history on every call.
+    # As the mail tools do (the origins kept on disk, `inbox.origincache`): thread_show,
+    # thread_wait_reply and decision_list walked the whole history on every call.
     assert gc_store("config", "set", "--local", "delivery.nats.machine", "build-01").returncode == 0
     sent = cli_json(gc_store, "mayor", "thread", "send", "--to", "dog", "--subject", "DB?",
                     "--summary", "which one")  # fmt: skip
@@ -347,8 +347,8 @@ def test_thread_tools_and_decisions_walk_the_history_for_origins_only_once_while
         shown = await call(client, "thread_show", thread_id=thread_id)
         assert shown["messages"][-1]["message_id"] == near["message"]["message_id"]
         assert [m["origin"] for m in shown["messages"]] == [mayor, dog, None]
-        # Those known walked back to where the last lookup was; the new one, the whole way.
-        assert [stop is None for stop in walks[walked:]] == [False, True]
+        # Only the commits since the last lookup walked, for the new message as for the rest.
+        assert [stop is None for stop in walks[walked:]] == [False]
 
     run_in_process(project, "mayor", scenario)
 

@@ -1720,8 +1720,8 @@ def test_reading_commands_say_which_machine_a_bead_came_from(
 def test_a_provider_held_open_finds_the_same_origins_as_a_fresh_one_after_syncs(
     pair: tuple[GcRunner, GcRunner, Path],
 ) -> None:
-    # `gc mcp` keeps its provider open and walks only the commits new since its last lookup
-    # (inbox.origin.OriginCache): its answers must be those of a lookup from scratch.
+    # `gc mcp` keeps its provider open and walks only the commits new since the last lookup
+    # (inbox.origincache): its answers must be those of a lookup from scratch.
     from mail.beadmail import BeadMail
 
     a, b, _remote = pair
@@ -1979,3 +1979,162 @@ def test_a_conflict_resolved_by_this_machines_sync_adds_no_origin_of_its_own(
         assert a.json("mail", "read", message, env=mayor)["origin"] == note
     listed = a.json("mail", "inbox", "--archived", env=mayor)["messages"]
     assert {m["id"]: m["origin"] for m in listed} == {mine: note, there: note}
+
+
+def local_commits(root: Path, count: int) -> None:
+    """`count` commits made here on the branch of the store at `root`, written in one pack:
+    only their number counts (each changes nothing), so they are made without a bead each."""
+    store = Store.open(root, agent="mayor")
+    try:
+        with store.locked():
+            git_repo = store.git
+            old = head = git_repo.head()
+            tree = git_repo.tree_of(head)  # the same in each: none is stored before the last
+            objects = []
+            for n in range(count):
+                commit, made = git_repo.build_commit(
+                    head, {}, f"local {n}", "mayor", root_of_parent=tree
+                )
+                objects.extend(made)
+                head = commit.id
+            git_repo.store_objects(objects)
+            assert old is not None and head is not None
+            git_repo.swap_head(old, head, "test: local commits", "mayor")
+    finally:
+        store.close()
+
+
+def from_elsewhere(pair: tuple[GcRunner, GcRunner, Path]) -> tuple[GcRunner, GcRunner, str]:
+    """Machines a and b of `pair`, b named build-01, and a message human sent mayor on b,
+    synced to a."""
+    a, b, _remote = pair
+    b = named(b, "build-01")
+    sent = b.json("mail", "send", "mayor", "-s", "Hi", "-m", "from b", env={"GC_AGENT": "human"})
+    assert b("sync").returncode == 0 and a("sync").returncode == 0
+    return a, b, sent["message"]["id"]
+
+
+def test_a_message_from_elsewhere_older_than_2000_local_commits_still_says_where_it_came_from(
+    pair: tuple[GcRunner, GcRunner, Path],
+) -> None:
+    # The lookup gave up 2,000 commits back (`MAX_WALK`): a message changed elsewhere before
+    # that read as written here.
+    a, _b, message = from_elsewhere(pair)
+    local_commits(a.cwd, 2001)
+    read = a("mail", "read", message, env={"GC_AGENT": "mayor"})
+    assert read.returncode == 0, read.stderr
+    assert read.stdout.startswith(f"(from human on build-01)\nID:       {message}\n"), read.stdout
+
+
+def test_a_second_reading_command_walks_no_commit(
+    pair: tuple[GcRunner, GcRunner, Path], origin_walks: list[bytes | None]
+) -> None:
+    # Every reading command walked up to 2,000 commits again, each in a fresh process.
+    a, _b, message = from_elsewhere(pair)
+    mayor, note = {"GC_AGENT": "mayor"}, "(from human on build-01)"
+    assert a.json("mail", "peek", message, env=mayor)["origin"] == note
+    assert origin_walks == [None]  # the first: the whole history, once
+    assert a.json("mail", "peek", message, env=mayor)["origin"] == note
+    assert [m["origin"] for m in a.json("mail", "inbox", env=mayor)["messages"]] == [note]
+    assert origin_walks == [None]  # the branch has not moved: nothing walked again
+    assert a("mail", "send", "dog", "-s", "Later", "-m", "c", env=mayor).returncode == 0
+    assert a.json("mail", "peek", message, env=mayor)["origin"] == note
+    assert len(origin_walks) == 2 and origin_walks[1] is not None  # only the new commit
+
+
+def test_a_branch_reset_or_rewritten_gives_the_notes_of_its_own_history(
+    pair: tuple[GcRunner, GcRunner, Path],
+) -> None:
+    a, b, message = from_elsewhere(pair)
+    mayor = {"GC_AGENT": "mayor"}
+    human, read_there = "(from human on build-01)", "(from mayor on build-01)"
+    a_git = str(a.cwd / ".beads" / ".git")
+    before = git("-C", a_git, "rev-parse", "main")
+    assert a.json("mail", "peek", message, env=mayor)["origin"] == human
+    assert b("mail", "read", message, env=mayor).returncode == 0  # a newer change there
+    assert b("sync").returncode == 0 and a("sync").returncode == 0
+    assert a.json("mail", "peek", message, env=mayor)["origin"] == read_there
+    # Reset to before the read synced: what was kept at the newer head must not answer.
+    assert a("doctor", "--reset-to", before).returncode == 0
+    assert a.json("mail", "peek", message, env=mayor)["origin"] == human
+    assert a("sync").returncode == 0  # the read comes back, merged
+    assert a.json("mail", "peek", message, env=mayor)["origin"] == read_there
+    # Rewritten: reset again, and a commit of this machine's on top.
+    assert a("doctor", "--reset-to", before).returncode == 0
+    assert a("mail", "send", "dog", "-s", "Other", "-m", "c", env=mayor).returncode == 0
+    assert a.json("mail", "peek", message, env=mayor)["origin"] == human
+
+
+@pytest.mark.parametrize("kind", ["garbage", "empty directory", "other database", "bad row"])
+def test_a_kept_origins_file_that_is_damaged_or_not_gcs_is_made_again_and_the_note_is_right(
+    pair: tuple[GcRunner, GcRunner, Path], origin_walks: list[bytes | None], kind: str
+) -> None:
+    import sqlite3
+
+    a, _b, message = from_elsewhere(pair)
+    mayor, note = {"GC_AGENT": "mayor"}, "(from human on build-01)"
+    kept = a.cwd / ".beads" / ".runtime" / "origins.sqlite3"
+    if kind == "garbage":
+        kept.write_bytes(b"not a database at all " * 200)
+    elif kind == "empty directory":
+        kept.mkdir()
+    elif kind == "other database":
+        with sqlite3.connect(kept) as other:
+            other.execute("CREATE TABLE origins(path TEXT, note TEXT)")
+    else:  # ours, but a row holds what none written here does
+        assert a.json("mail", "peek", message, env=mayor)["origin"] == note
+        with sqlite3.connect(kept) as db:
+            db.execute("UPDATE origins SET author = x'00ff'")  # a blob
+        origin_walks.clear()
+    assert a.json("mail", "peek", message, env=mayor)["origin"] == note
+    assert kept.is_file()  # made again: the next command reads it
+    assert a.json("mail", "peek", message, env=mayor)["origin"] == note
+    assert origin_walks == [None]
+
+
+def test_a_directory_holding_files_where_the_origins_are_kept_costs_walks_not_notes(
+    pair: tuple[GcRunner, GcRunner, Path],
+) -> None:
+    a, _b, message = from_elsewhere(pair)
+    kept = a.cwd / ".beads" / ".runtime" / "origins.sqlite3"
+    kept.mkdir()
+    (kept / "mine").write_text("a user's file")
+    for _ in range(2):
+        assert a.json("mail", "peek", message, env={"GC_AGENT": "mayor"})["origin"] == (
+            "(from human on build-01)"
+        )
+    assert (kept / "mine").read_text() == "a user's file"
+
+
+def test_doctor_rebuild_index_removes_the_kept_origins(
+    pair: tuple[GcRunner, GcRunner, Path],
+) -> None:
+    a, _b, message = from_elsewhere(pair)
+    mayor, note = {"GC_AGENT": "mayor"}, "(from human on build-01)"
+    kept = a.cwd / ".beads" / ".runtime" / "origins.sqlite3"
+    assert a.json("mail", "peek", message, env=mayor)["origin"] == note
+    assert kept.is_file()
+    done = a.json("doctor", "--rebuild-index")
+    assert not kept.exists(), done
+    assert any("origins" in line for line in done["fixed"]), done
+    assert a.json("mail", "peek", message, env=mayor)["origin"] == note
+
+
+@pytest.mark.gc_process
+def test_reading_commands_racing_on_a_new_origins_file_all_say_where_it_came_from(
+    pair: tuple[GcRunner, GcRunner, Path],
+) -> None:
+    a, _b, message = from_elsewhere(pair)
+    argv = [gc_program(), "mail", "peek", "--json", message]
+    env = {**a.env, "GC_AGENT": "mayor"}
+    racers = [
+        subprocess.Popen(argv, cwd=a.cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        for _ in range(4)
+    ]
+    for racer in racers:
+        out, err = racer.communicate(timeout=60)
+        assert racer.returncode == 0, err
+        assert json.loads(out)["origin"] == "(from human on build-01)"
+    assert a.json("mail", "peek", message, env={"GC_AGENT": "mayor"})["origin"] == (
+        "(from human on build-01)"
+    )

@@ -54,7 +54,6 @@ from beads.index.reader import branch_head
 from beads.records.ids import ID_RE
 from beads.store import Store
 from inbox.delivery import Delivery
-from inbox.origin import OriginCache
 from web import data
 from web.history import commit_id, history
 
@@ -100,9 +99,6 @@ def create_app(store: Store, *, token: str | None = None, loopback: bool = True)
     app.json.sort_keys = False  # type: ignore[attr-defined]  # fields in the CLI's order
     delivery = Delivery(store.root, config=lambda: store.config)
     weakref.finalize(app, delivery.close)
-    # Where messages came from, kept between requests: a page walks only the commits made
-    # since the last one did (the `/head` poll reloads a page at every commit).
-    origins = OriginCache()
     # One store and one delivery database for the whole process: requests take turns (the
     # pages are quick; `/head`, polled by every open page, reads a file and takes no turn).
     lock = threading.Lock()
@@ -202,7 +198,7 @@ def create_app(store: Store, *, token: str | None = None, loopback: bool = True)
     def mailbox(name: str) -> Response:
         with lock:
             box = request.args.get("box", "all")
-            return page("mailbox", "mailbox.html", data.mailbox(store, name, box, _page(), origins))
+            return page("mailbox", "mailbox.html", data.mailbox(store, name, box, _page()))
 
     @app.get("/mail/<ref>")
     def conversation(ref: str) -> Response:
@@ -211,7 +207,7 @@ def create_app(store: Store, *, token: str | None = None, loopback: bool = True)
             if found.type != data.MESSAGE:  # a work thread, or any other bead: its own page
                 where = "work_thread" if found.type == data.THREAD else "bead"
                 return redirect(url_for(where, ref=found.id))  # type: ignore[return-value]
-            payload = data.conversation(store, found, _page(), origins)
+            payload = data.conversation(store, found, _page())
             return page(
                 "conversation", "conversation.html", payload, sends=data.sends(payload["messages"])
             )
@@ -224,7 +220,7 @@ def create_app(store: Store, *, token: str | None = None, loopback: bool = True)
     @app.get("/work/<ref>")
     def work_thread(ref: str) -> Response:
         with lock:
-            return page("work_thread", "work_thread.html", data.work_thread(store, ref, origins))
+            return page("work_thread", "work_thread.html", data.work_thread(store, ref))
 
     @app.get("/gates")
     def gates() -> Response:

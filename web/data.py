@@ -21,7 +21,7 @@ from beads.records.record import Bead, check_agent
 from beads.records.times import now_stamp
 from beads.store import Store
 from inbox.delivery import Delivery
-from inbox.origin import OriginCache, notes_of
+from inbox.origin import notes_of
 from mail.beadmail import BeadMail, bead_message
 from mail.threads.model import THREAD, Thread
 from mail.unread import MESSAGE, mailbox_filters, unread_filters
@@ -55,14 +55,12 @@ def message_json(bead: Bead) -> dict[str, Any]:
     }
 
 
-def messages_json(
-    store: Store, found: list[Bead], origins: OriginCache | None = None
-) -> list[dict[str, Any]]:
+def messages_json(store: Store, found: list[Bead]) -> list[dict[str, Any]]:
     """`message_json` of each of `found`, with its `"origin"` as `gc mail` lists give it:
-    the note of a message written on another machine, else null (one walk for them all;
-    `origins`, held by the site, keeps what it walked for the next page)."""
+    the note of a message written on another machine, else null (one lookup for them all,
+    walking only the commits made since the last one: `inbox.origincache`)."""
     ids = [b.id for b in found]
-    notes = notes_of(store.root, MESSAGE, ids, git=store.git, cache=origins)
+    notes = notes_of(store.root, MESSAGE, ids, git=store.git)
     return [{**message_json(b), "origin": notes.get(b.id, "").strip() or None} for b in found]
 
 
@@ -100,10 +98,8 @@ def mailbox(
     agent: str,
     box: str = "all",
     page: int = 1,
-    origins: OriginCache | None = None,
 ) -> dict[str, Any]:
-    """An agent's mail, newest first: `all` (not archived), `unread` or `archived`
-    (`origins`: as for `messages_json`)."""
+    """An agent's mail, newest first: `all` (not archived), `unread` or `archived`."""
     check_agent(agent)
     if box not in BOXES:
         raise InvalidInput(f"box must be one of {', '.join(BOXES)}, not {box!r}")
@@ -114,20 +110,18 @@ def mailbox(
         "box": box,
         "total": counts.total,
         "unread": counts.unread,
-        "messages": messages_json(store, found, origins),
+        "messages": messages_json(store, found),
         "page": page,
         "more": more,
     }
 
 
-def conversation(
-    store: Store, message: Bead, page: int = 1, origins: OriginCache | None = None
-) -> dict[str, Any]:
+def conversation(store: Store, message: Bead, page: int = 1) -> dict[str, Any]:
     """The mail thread of `message` (a message bead), oldest first: every copy, with its
-    mailbox and state (`origins`: as for `messages_json`)."""
+    mailbox and state."""
     thread_id = message.thread or message.id
     found, more = page_of(store, page, size=2 * PAGE_SIZE, type=MESSAGE, thread=thread_id)
-    messages = messages_json(store, found, origins)
+    messages = messages_json(store, found)
     subject = messages[0]["subject"] if messages else bead_message(message).subject
     return {
         "thread_id": thread_id,
@@ -162,14 +156,13 @@ def work_threads(store: Store, page: int = 1) -> dict[str, Any]:
     return {"threads": threads, "page": page, "more": more}
 
 
-def work_thread(store: Store, ref: str, origins: OriginCache | None = None) -> dict[str, Any]:
-    """A work thread and its messages in event order, as `gc thread show --json`
-    (`origins`: as for `messages_json`)."""
+def work_thread(store: Store, ref: str) -> dict[str, Any]:
+    """A work thread and its messages in event order, as `gc thread show --json`."""
     from mail.threads.api import Threads, origins_of, with_origin
 
     api = Threads(store)
     thread, messages = api.show(ref)
-    notes = origins_of(api, messages, origins)
+    notes = origins_of(api, messages)
     return {
         "thread": thread.to_json(now_stamp()),
         "messages": [with_origin(m, notes) for m in messages],

@@ -15,7 +15,8 @@ history whose object is missing (fetched again from a remote).
 
 The files the layers above keep under `.runtime/` (the delivery database) are theirs to
 check: the program registers each layer's check (`beads.health.layerchecks`), and every run
-reports what they find. This layer names none of them.
+reports what they find; and the caches they derive from git (the origins kept for reading
+commands), which `rebuild_index` removes. This layer names none of them.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from beads.health.gitrepair import (
     restore_missing_blobs,
 )
 from beads.health.historycheck import check_history
-from beads.health.layerchecks import run_checks
+from beads.health.layerchecks import remove_caches, run_checks
 from beads.health.problems import Problem, Report, shown_path
 from beads.records.ids import parse_bead_path
 from beads.refresh import tree_files
@@ -109,6 +110,9 @@ def doctor(
         store.refresh()
         if rebuild_index:
             report.fixed.append(f"index rebuilt from git ({store.index.count()} beads)")
+            removed, failed = remove_caches(store.root)  # the layers' (the origins kept)
+            report.fixed.extend(removed)
+            report.problems.extend(failed)
         scan = early if early is not None and early.still_valid(store) else None
         try:
             tree = scan.tree if scan is not None else tree_files(store.git, head)

@@ -15,7 +15,7 @@ thread (send, update, reply, done, fail, cancel).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from beads.errors import InvalidInput
 from beads.records.record import check_agent
@@ -35,9 +35,6 @@ from mail.threads.model import (
     summary_line,
 )
 from mail.threads.writing import ThreadWrite
-
-if TYPE_CHECKING:
-    from inbox.origin import OriginCache
 
 
 class Threads(ThreadLeases):
@@ -288,16 +285,13 @@ def _other(thread: Thread, agent: str) -> str | None:
     return thread.assigned_to if thread.assigned_to != agent else None
 
 
-def origins_of(
-    api: Threads, messages: Sequence[ThreadMessage | None], cache: OriginCache | None = None
-) -> dict[str, str]:
+def origins_of(api: Threads, messages: Sequence[ThreadMessage | None]) -> dict[str, str]:
     """The note of each of `messages` written on another machine (or pushed with plain
-    git), by message id (`inbox.origin.notes_of`: one walk for them all); `cache`, held by
-    a process that lives on (`gc mcp`), keeps what earlier lookups walked."""
+    git), by message id (`inbox.origin.notes_of`: one lookup for them all)."""
     from inbox.origin import notes_of
 
     ids = [m.message_id for m in messages if m is not None]
-    return notes_of(api.store.root, MESSAGE, ids, git=api.store.git, cache=cache) if ids else {}
+    return notes_of(api.store.root, MESSAGE, ids, git=api.store.git) if ids else {}
 
 
 def with_origin(message: ThreadMessage, origins: dict[str, str]) -> dict[str, Any]:
