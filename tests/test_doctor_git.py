@@ -55,6 +55,16 @@ def titles(gc: GcRunner) -> list[str]:
     return sorted(b["title"] for b in gc.json("bead", "list", "--status", "all")["beads"])
 
 
+def synced_to_a_bare_remote(gc: GcRunner, tmp_path: Path) -> Path:
+    """A bare repository made under `tmp_path`, added as remote `origin` of the store `gc`
+    runs in and synced to: a remote holding every object of the store."""
+    remote = tmp_path / "remote.git"
+    git("init", "-q", "--bare", "-b", "main", str(remote), cwd=tmp_path)
+    assert gc("remote", "add", "origin", str(remote)).returncode == 0
+    assert gc("sync").returncode == 0
+    return remote
+
+
 def fsck(gc: GcRunner) -> None:
     git("fsck", "--strict", "--no-dangling", cwd=gc.cwd / ".beads")
 
@@ -544,10 +554,7 @@ def test_a_damaged_tree_no_view_file_holds_is_rewritten_from_a_remote(
     project: GcRunner, tmp_path: Path
 ) -> None:
     gc = project
-    remote = tmp_path / "remote.git"
-    git("init", "-q", "--bare", "-b", "main", str(remote), cwd=tmp_path)
-    assert gc("remote", "add", "origin", str(remote)).returncode == 0
-    assert gc("sync").returncode == 0
+    synced_to_a_bare_remote(gc, tmp_path)
     tree = git("rev-parse", "HEAD^{tree}", cwd=gc.cwd / ".beads").strip()
     object_file = Path(loose_path(str(git_dir(gc) / "objects"), tree.encode()))
     object_file.chmod(0o600)
@@ -735,10 +742,7 @@ def test_doctor_fetches_a_missing_history_commit_again_from_a_remote(
     project: GcRunner, tmp_path: Path
 ) -> None:
     gc = project
-    remote = tmp_path / "remote.git"
-    git("init", "-q", "--bare", "-b", "main", str(remote), cwd=tmp_path)
-    assert gc("remote", "add", "origin", str(remote)).returncode == 0
-    assert gc("sync").returncode == 0
+    synced_to_a_bare_remote(gc, tmp_path)
     commit = delete_history_commit(gc)
     assert gc("log").returncode == 50
     report = gc.json("doctor")
@@ -761,10 +765,7 @@ def test_doctor_fetches_a_missing_commit_and_its_tree_instead_of_advising_a_rese
     # alone, then its history check found the tree missing and advised
     # `gc doctor --reset-to`, which would drop every bead made since.
     gc = project
-    remote = tmp_path / "remote.git"
-    git("init", "-q", "--bare", "-b", "main", str(remote), cwd=tmp_path)
-    assert gc("remote", "add", "origin", str(remote)).returncode == 0
-    assert gc("sync").returncode == 0
+    synced_to_a_bare_remote(gc, tmp_path)
     tree = git("rev-parse", "HEAD~1^{tree}", cwd=gc.cwd / ".beads").strip()
     commit = delete_history_commit(gc)
     Path(loose_path(str(git_dir(gc) / "objects"), tree.encode())).unlink()
@@ -790,10 +791,7 @@ def test_doctor_says_a_remote_it_could_not_reach_rather_than_that_none_has_the_c
     # The remote down (a daemon stopped, no network) is no remote lacking the commit: the
     # report named no remote and told to copy the store again, from the remote that was down.
     gc = project
-    remote = tmp_path / "remote.git"
-    git("init", "-q", "--bare", "-b", "main", str(remote), cwd=tmp_path)
-    assert gc("remote", "add", "origin", str(remote)).returncode == 0
-    assert gc("sync").returncode == 0
+    remote = synced_to_a_bare_remote(gc, tmp_path)
     commit = delete_history_commit(gc)
     remote.rename(tmp_path / "away.git")
     result = gc("doctor")
@@ -817,10 +815,7 @@ def test_a_sync_over_a_history_missing_a_commit_names_gc_doctor(
     # every reading command names gc doctor (which fetches the commit back, or says the
     # history is cut there).
     gc = project
-    remote = tmp_path / "remote.git"
-    git("init", "-q", "--bare", "-b", "main", str(remote), cwd=tmp_path)
-    assert gc("remote", "add", "origin", str(remote)).returncode == 0
-    assert gc("sync").returncode == 0
+    synced_to_a_bare_remote(gc, tmp_path)
     for title in ("third", "fourth"):  # not pushed: the remote lacks them
         assert gc("bead", "create", "--type", "task", "--title", title).returncode == 0
     commit = delete_history_commit(gc)
@@ -861,10 +856,7 @@ def test_a_pack_cut_short_is_made_whole_again_from_a_remote(
     project: GcRunner, tmp_path: Path
 ) -> None:
     gc = project
-    remote = tmp_path / "remote.git"
-    git("init", "-q", "--bare", "-b", "main", str(remote), cwd=tmp_path)
-    assert gc("remote", "add", "origin", str(remote)).returncode == 0
-    assert gc("sync").returncode == 0
+    synced_to_a_bare_remote(gc, tmp_path)
     pack = cut_pack_in_half(gc)
     report = gc.json("doctor")
     assert report["ok"], report
