@@ -16,6 +16,7 @@ import importlib
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
+    from typing import Any
 
     from beads.health.problems import Problem
 
@@ -45,29 +46,27 @@ def _register(specs: list[str], spec: str) -> None:
 def run_checks(root: Path) -> list[Problem]:
     """What every registered check finds in the store `root`; a check that fails is a
     problem of its own (kind `check`), and the others still run."""
-    from beads.health.problems import Problem
-
-    found: list[Problem] = []
-    for spec in _checks:
-        module, _, function = spec.partition(":")
-        try:
-            found.extend(getattr(importlib.import_module(module), function)(root))
-        except Exception as exc:  # noqa: BLE001 - said as a problem; the report goes on
-            found.append(Problem("check", spec, f"the check failed: {type(exc).__name__}: {exc}"))
-    return found
+    found, failed = _run_each(_checks, root, "the check failed")
+    return found + failed
 
 
 def remove_caches(root: Path) -> tuple[list[str], list[Problem]]:
     """Remove every registered cache of the store `root`: what was done, and a problem
     (kind `check`) for each that could not be (the others are still removed)."""
+    return _run_each(_caches, root, "not removed")
+
+
+def _run_each(specs: list[str], root: Path, failing: str) -> tuple[list[Any], list[Problem]]:
+    """Call each of `specs` ("module:function") on `root`: what they returned, joined, and a
+    problem (kind `check`, its message starting with `failing`) for each that raised."""
     from beads.health.problems import Problem
 
-    done: list[str] = []
+    results: list[Any] = []
     failed: list[Problem] = []
-    for spec in _caches:
+    for spec in specs:
         module, _, function = spec.partition(":")
         try:
-            done.extend(getattr(importlib.import_module(module), function)(root))
-        except Exception as exc:  # noqa: BLE001 - said as a problem; the report goes on
-            failed.append(Problem("check", spec, f"not removed: {type(exc).__name__}: {exc}"))
-    return done, failed
+            results.extend(getattr(importlib.import_module(module), function)(root))
+        except Exception as exc:  # noqa: BLE001 - said as a problem; the others still run
+            failed.append(Problem("check", spec, f"{failing}: {type(exc).__name__}: {exc}"))
+    return results, failed
