@@ -140,7 +140,7 @@ def foreign_origins(
             # merge made here is passed over always (see above).
             continue
         if every:
-            changed = _changed_anywhere(git, commit, trees) - settled
+            changed = _changed_anywhere(git, commit) - settled
             settled |= changed
         elif merge:
             changed = _changed_by_merge(git, commit, layout, trees)
@@ -160,14 +160,15 @@ def foreign_origins(
     return found
 
 
-def _changed_anywhere(git: GitRepo, commit: Any, trees: dict[bytes, Any]) -> set[str]:
+def _changed_anywhere(git: GitRepo, commit: Any) -> set[str]:
     """Every file `commit` holds otherwise than its parent (its first: none for a root),
-    or, for a merge, than each of its parents (`_changed_by_merge`'s rule, at every path)."""
+    or, for a merge, than each of its parents (`_changed_by_merge`'s rule, at every path).
+    The trees are compared by id, reading only those that differ (`differing_files`)."""
     if not commit.parents:
-        return {change.path for change in git.changes(None, commit.id, trees=trees)}
+        return git.differing_files(commit.tree, None)
     found: set[str] | None = None
     for parent in commit.parents:
-        differs = {change.path for change in git.changes(parent, commit.id, trees=trees)}
+        differs = git.differing_files(commit.tree, git.tree_of(parent))
         found = differs if found is None else found & differs
         if not found:
             return set()

@@ -16,9 +16,10 @@ from dulwich.errors import NotTreeError
 from dulwich.objects import ShaFile, Tree
 
 from beads.errors import StorageError
-from beads.git.objects import DamagedObject, damaged
+from beads.git.objects import DamagedObject, TreeCache, TreeData, damaged
 
 DIR_MODE = 0o040000
+_EMPTY = TreeData({})
 
 
 class FileChange(NamedTuple):
@@ -35,6 +36,7 @@ class TreeReader:
     get: Callable[[bytes], ShaFile]
     read: Callable[[bytes], bytes]
     tree_of: Callable[[bytes | None], bytes | None]
+    trees: TreeCache
 
     def read_path(self, commit_id: bytes, path: str) -> bytes | None:
         """The content of `path` at `commit_id`, or None when it is not there."""
@@ -102,6 +104,52 @@ class TreeReader:
                 else:
                     todo.append((_dir_sha(new), _dir_sha(old), below))
         return changed
+
+    def differing_files(self, tree: bytes | None, before: bytes | None) -> set[str]:
+        """Every file that the trees `tree` and `before` (None: an empty tree) hold
+        differently: the paths `changes` gives for two commits with these trees. Only the
+        subtrees whose ids differ are read, through the repository's cache of trees
+        (`trees`, bounded), and each is compared by its entries as a whole: a walk that
+        compares every commit of a long history with its parent costs about what the
+        commits changed, and holds only the trees read lately. A tree that is missing,
+        cannot be read or is no tree is a DamagedObject naming it and its path."""
+        changed: set[str] = set()
+        todo: list[tuple[bytes | None, bytes | None, bytes]] = [(tree, before, b"")]
+        while todo:
+            now, then, prefix = todo.pop()
+            if now == then:
+                continue
+            new = self._tree_data(now, prefix)
+            old = self._tree_data(then, prefix, new)
+            for name in {name for name, _entry in new.entries.items() ^ old.entries.items()}:
+                after, earlier = new.entries.get(name), old.entries.get(name)
+                below = (_dir_sha(after), _dir_sha(earlier))
+                if below[0] != below[1]:
+                    todo.append((*below, prefix + name + b"/"))
+                if _file_entry(after) != _file_entry(earlier):
+                    changed.add((prefix + name).decode())
+        return changed
+
+    def _tree_data(
+        self, sha: bytes | None, prefix: bytes, near: TreeData | None = None
+    ) -> TreeData:
+        """Tree `sha` (an empty one for None), found at `prefix`, from the cache of trees
+        (`near`: a tree it is likely to differ from in one entry); DamagedObject when it is
+        missing, cannot be read or is no tree."""
+        if sha is None:
+            return _EMPTY
+        found: TreeData | None
+        try:
+            found = self.trees.get(sha, near)
+        except DamagedObject:
+            found = None
+        except StorageError:  # the object store cannot be opened: said as it is
+            raise
+        except Exception:  # absent (KeyError), malformed (ValueError)
+            found = None
+        if found is None:
+            raise damaged(sha, prefix.decode(errors="replace").rstrip("/") or "the root tree")
+        return found
 
     def files(self, commit_id: bytes | None) -> Iterator[tuple[str, bytes]]:
         """Every file of the commit as `(path, blob sha)`, in git's order (a directory's
@@ -174,6 +222,12 @@ def _is_file(mode: int | None) -> bool:
 def _file_sha(entry: tuple[int, bytes] | None) -> bytes | None:
     """The blob id of a tree entry that is a regular file, else None (as `file_at`)."""
     return entry[1] if entry is not None and _is_file(entry[0]) else None
+
+
+def _file_entry(entry: tuple[int, bytes] | None) -> tuple[int, bytes] | None:
+    """A tree entry that is a regular file (its mode and blob id), else None: `changes`
+    tells a file's mode change too."""
+    return entry if entry is not None and _is_file(entry[0]) else None
 
 
 def _dir_sha(entry: tuple[int, bytes] | None) -> bytes | None:
