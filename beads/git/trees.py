@@ -126,8 +126,9 @@ class TreeReader:
                 below = (_dir_sha(after), _dir_sha(earlier))
                 if below[0] != below[1]:
                     todo.append((*below, prefix + name + b"/"))
-                if _file_entry(after) != _file_entry(earlier):
-                    changed.add((prefix + name).decode())
+                path = _text(prefix + name)
+                if _file_entry(after) != _file_entry(earlier) and path is not None:
+                    changed.add(path)
         return changed
 
     def _tree_data(
@@ -166,8 +167,8 @@ class TreeReader:
                 path = prefix + entry.path
                 if entry.mode is not None and entry.mode & 0o170000 == DIR_MODE:
                     subtrees.append((entry.sha, path + b"/"))
-                elif _is_file(entry.mode):
-                    yield path.decode(), entry.sha
+                elif _is_file(entry.mode) and (text := _text(path)) is not None:
+                    yield text, entry.sha
             todo.extend(reversed(subtrees))
 
     def _tree(self, sha: bytes, prefix: bytes) -> Tree:
@@ -210,8 +211,9 @@ class TreeReader:
             new = change.new if change.new is not None and _is_file(change.new.mode) else None
             if old is None and new is None:
                 continue
-            path = (new.path if new is not None and new.path is not None else old.path).decode()
-            yield FileChange(path, old.sha if old else None, new.sha if new else None)
+            path = _text(new.path if new is not None and new.path is not None else old.path)
+            if path is not None:
+                yield FileChange(path, old.sha if old else None, new.sha if new else None)
 
 
 def _is_file(mode: int | None) -> bool:
@@ -222,6 +224,15 @@ def _is_file(mode: int | None) -> bool:
 def _file_sha(entry: tuple[int, bytes] | None) -> bytes | None:
     """The blob id of a tree entry that is a regular file, else None (as `file_at`)."""
     return entry[1] if entry is not None and _is_file(entry[0]) else None
+
+
+def _text(path: bytes | None) -> str | None:
+    """A file's path as text; None for one that is not UTF-8 (committed by plain git: the
+    gate for incoming trees refuses it from a remote), which is no file of the store's."""
+    try:
+        return path.decode() if path is not None else None
+    except UnicodeDecodeError:
+        return None
 
 
 def _file_entry(entry: tuple[int, bytes] | None) -> tuple[int, bytes] | None:
