@@ -127,7 +127,14 @@ def foreign_origins(
     limit = None if every else MAX_WALK
     # Children first: "the last change" is the one no later commit follows, which the
     # commit times (the same second, another machine's clock) cannot tell.
-    for commit in walk(git, head, stop, limit=limit, children_first=True):
+    commits: Iterable[Any] = walk(git, head, stop, limit=limit, children_first=True)
+    known: dict[bytes, bytes] = {}  # every path: each walked commit's tree, by its id
+    if every:
+        # The walk reads every commit before the first comes (children first); kept, their
+        # trees spare reading each parent again for its tree.
+        commits = list(commits)
+        known = {commit.id: commit.tree for commit in commits}
+    for commit in commits:
         merge = len(commit.parents) > 1
         origin = origin_of(commit)
         if claimed and origin.machine_id == here and commit.id in claimed:
@@ -140,7 +147,7 @@ def foreign_origins(
             # merge made here is passed over always (see above).
             continue
         if every:
-            changed = _changed_anywhere(git, commit, trees) - settled
+            changed = _changed_anywhere(git, commit, known) - settled
             settled |= changed
         elif merge:
             changed = _changed_by_merge(git, commit, layout, trees)
@@ -160,14 +167,17 @@ def foreign_origins(
     return found
 
 
-def _changed_anywhere(git: GitRepo, commit: Any, trees: dict[bytes, Any]) -> set[str]:
+def _changed_anywhere(git: GitRepo, commit: Any, known: Mapping[bytes, bytes]) -> set[str]:
     """Every file `commit` holds otherwise than its parent (its first: none for a root),
-    or, for a merge, than each of its parents (`_changed_by_merge`'s rule, at every path)."""
+    or, for a merge, than each of its parents (`_changed_by_merge`'s rule, at every path).
+    The trees are compared by id, reading only those that differ (`differing_files`);
+    `known`: the trees of commits already read, by commit id."""
     if not commit.parents:
-        return {change.path for change in git.changes(None, commit.id, trees=trees)}
+        return git.differing_files(commit.tree, None)
     found: set[str] | None = None
     for parent in commit.parents:
-        differs = {change.path for change in git.changes(parent, commit.id, trees=trees)}
+        before = known.get(parent) or git.tree_of(parent)
+        differs = git.differing_files(commit.tree, before)
         found = differs if found is None else found & differs
         if not found:
             return set()

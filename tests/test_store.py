@@ -570,3 +570,33 @@ def test_store_sync_still_refreshes_the_index_and_warns_it_is_now_refresh(store:
     with store.locked(), pytest.warns(DeprecationWarning, match="use Store.refresh"):
         store.sync()
     assert store.index.get(bead.id) == bead
+
+
+def test_a_file_named_in_no_utf8_committed_by_plain_git_leaves_reading_commands_working(
+    gc_store: GcRunner,
+) -> None:
+    # Every command refreshed the index through a diff that decoded each name as UTF-8:
+    # one file committed by plain git under a name that is not (the gate refuses such a
+    # name from a remote, not from git run in the store) made each fail, "internal error".
+    sent = gc_store.json("mail", "send", "mayor", "-s", "Hi", "-m", "x", env={"GC_AGENT": "human"})
+    message = sent["message"]["id"]
+    git_dir = gc_store.cwd / ".beads" / ".git"
+
+    def run(*args: str, given: bytes = b"") -> bytes:
+        done = subprocess.run(
+            ["git", "-C", str(git_dir), *args], input=given, capture_output=True, check=True
+        )
+        return done.stdout.strip()
+
+    blob = run("hash-object", "-w", "--stdin", given=b"odd\n")
+    listing = run("cat-file", "-p", "main^{tree}") + b"\n100644 blob " + blob + b"\t\xff.yaml\n"
+    tree = run("mktree", given=listing).decode()
+    made = run("-c", "user.name=t", "-c", "user.email=t@t", "commit-tree", tree, "-p", "main",
+               "-m", "by hand").decode()  # fmt: skip
+    run("update-ref", "refs/heads/main", made)
+    mayor = {"GC_AGENT": "mayor"}
+    listed = gc_store("mail", "inbox", "--all", env=mayor)
+    assert listed.returncode == 0, listed.stderr
+    assert message in listed.stdout
+    read = gc_store("mail", "read", message, env=mayor)
+    assert read.returncode == 0 and read.stdout.startswith(f"ID:       {message}\n"), read

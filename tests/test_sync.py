@@ -2138,3 +2138,67 @@ def test_reading_commands_racing_on_a_new_origins_file_all_say_where_it_came_fro
     assert a.json("mail", "peek", message, env={"GC_AGENT": "mayor"})["origin"] == (
         "(from human on build-01)"
     )
+
+
+def test_the_files_each_commit_changed_are_found_alike_by_tree_ids_and_by_a_whole_diff(
+    tmp_path: Path,
+) -> None:
+    # The origins kept on disk are built from every file each commit changed
+    # (`differing_files`, which reads only the trees whose ids differ, a tree beside its
+    # parent's from the one id that differs): it must name what a whole diff (`changes`)
+    # names, for a mode changed, a file become a directory, a link, a submodule.
+    from beads.git import GitRepo
+
+    work = tmp_path / "work"
+    git("init", "-q", "-b", "main", str(work))
+
+    def commit(message: str) -> None:
+        git("-C", str(work), "add", "-A")
+        git("-C", str(work), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q",
+            "--allow-empty", "-m", message)  # fmt: skip
+
+    big = work / "messages" / "aa"
+    big.mkdir(parents=True)
+    for n in range(300):  # a tree of many entries: a neighbour read from its parent
+        (big / f"m{n:03}.yaml").write_text(f"{n}\n")
+    commit("many")
+    for n in (0, 150, 299):
+        (big / f"m{n:03}.yaml").write_text("changed\n")
+        commit(f"one of many: {n}")
+    (big / "m001.yaml").write_text("two\n")
+    (big / "m002.yaml").write_text("two\n")
+    commit("two of many")
+    (big / "m003.yaml").unlink()
+    commit("one removed")
+    (big / "m004.yaml").chmod(0o755)
+    commit("a mode changed")
+    (work / "messages" / "f").write_text("file\n")
+    commit("a file")
+    (work / "messages" / "f").unlink()
+    (work / "messages" / "f").mkdir()
+    (work / "messages" / "f" / "inner.yaml").write_text("in\n")
+    commit("the file is a directory now")
+    (work / "messages" / "link").symlink_to("f/inner.yaml")
+    commit("a link")
+    (work / "messages" / "link").unlink()
+    (work / "messages" / "link").write_text("a file now\n")
+    commit("the link is a file now")
+    sub = git("-C", str(work), "rev-parse", "HEAD")
+    git("-C", str(work), "update-index", "--add", "--cacheinfo", f"160000,{sub},messages/sub")
+    git("-C", str(work), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "s")
+    shutil.rmtree(work / "messages" / "f")
+    commit("a directory removed")
+
+    repo = GitRepo(work / ".git")
+    try:
+        compared = 0
+        for line in git("-C", str(work), "rev-list", "--parents", "HEAD").splitlines():
+            sha, *parents = (part.encode() for part in line.split())
+            parent = parents[0] if parents else None
+            whole = {change.path for change in repo.changes(parent, sha)}
+            found = repo.differing_files(repo.tree_of(sha), repo.tree_of(parent))
+            assert found == whole, line
+            compared += 1
+        assert compared == 13
+    finally:
+        repo.close()

@@ -15,6 +15,7 @@ bytes, is never packed under a name that is not its own.
 from __future__ import annotations
 
 import binascii
+import bisect
 import contextlib
 import hashlib
 import os
@@ -70,6 +71,35 @@ class TreeData:
             pos = nul + 21
         return cls(entries, raw, offsets)
 
+    def neighbour(self, raw: bytes) -> TreeData | None:
+        """The tree whose bytes are `raw`, read from this one when the two differ only in
+        one entry's id (a commit's tree beside its parent's: one subtree or file rewritten),
+        without parsing `raw`; None otherwise. Equal bytes up to an entry's id and after it
+        parse to the same entries, so only that id is read."""
+        mine = self.raw
+        if len(raw) != len(mine) or raw == mine:
+            return None
+        first, last = (
+            _first_difference(mine, raw),
+            len(raw) - _first_difference(mine[::-1], raw[::-1]),
+        )
+        offsets = self._entry_offsets()
+        starts = self._starts()
+        at = starts[bisect.bisect_right(starts, first) - 1] if starts and first >= starts[0] else -1
+        if at < 0 or last > at + 20:
+            return None
+        name = self._names()[at]
+        entries = dict(self.entries)
+        entries[name] = (entries[name][0], binascii.hexlify(raw[at : at + 20]))
+        return TreeData(entries, raw, offsets)
+
+    def _starts(self) -> list[int]:
+        """Where each entry's id starts in the bytes, in order."""
+        return sorted(self._entry_offsets().values())
+
+    def _names(self) -> dict[int, bytes]:
+        return {at: name for name, at in self._entry_offsets().items()}
+
     def changed(self, changes: dict[bytes, tuple[int, bytes] | None]) -> TreeData:
         """This tree with `changes` applied (name -> new (mode, hex id), or None to remove)."""
         entries = dict(self.entries)
@@ -102,6 +132,21 @@ class TreeData:
         return self._offsets
 
 
+def _first_difference(one: bytes, other: bytes) -> int:
+    """The first index at which two byte strings of the same length differ (their length
+    for none), found by halving with whole-slice comparisons rather than byte by byte."""
+    low, high = 0, len(one)  # equal before `low`; a difference before `high`
+    if one == other:
+        return high
+    while high - low > 1:
+        middle = (low + high) // 2
+        if one[low:middle] == other[low:middle]:
+            low = middle
+        else:
+            high = middle
+    return low
+
+
 def _git_order(item: tuple[bytes, tuple[int, bytes]]) -> bytes:
     """Git sorts a tree's entries by name, a directory's name as if it ended with '/'."""
     name, (mode, _sha) = item
@@ -125,9 +170,10 @@ class TreeCache:
         self.get_raw = get_raw
         self._kept: OrderedDict[bytes, TreeData] = OrderedDict()
 
-    def get(self, sha: bytes) -> TreeData | None:
+    def get(self, sha: bytes, near: TreeData | None = None) -> TreeData | None:
         """The tree `sha`, or None when that object is not a tree. Raises KeyError when it
-        is absent (as dulwich does)."""
+        is absent (as dulwich does). `near`: a tree it likely differs from in one entry's
+        id (`TreeData.neighbour`: read without parsing it whole)."""
         found = self._kept.get(sha)
         if found is not None:
             self._kept.move_to_end(sha)
@@ -135,7 +181,9 @@ class TreeCache:
         type_num, raw = self.get_raw(sha)
         if type_num != TREE:
             return None
-        found = TreeData.parse(raw)
+        found = near.neighbour(raw) if near is not None else None
+        if found is None:
+            found = TreeData.parse(raw)
         self.keep(sha, found)
         return found
 

@@ -16,9 +16,10 @@ from dulwich.errors import NotTreeError
 from dulwich.objects import ShaFile, Tree
 
 from beads.errors import StorageError
-from beads.git.objects import DamagedObject, damaged
+from beads.git.objects import DamagedObject, TreeCache, TreeData, damaged
 
 DIR_MODE = 0o040000
+_EMPTY = TreeData({})
 
 
 class FileChange(NamedTuple):
@@ -35,6 +36,7 @@ class TreeReader:
     get: Callable[[bytes], ShaFile]
     read: Callable[[bytes], bytes]
     tree_of: Callable[[bytes | None], bytes | None]
+    trees: TreeCache
 
     def read_path(self, commit_id: bytes, path: str) -> bytes | None:
         """The content of `path` at `commit_id`, or None when it is not there."""
@@ -103,6 +105,53 @@ class TreeReader:
                     todo.append((_dir_sha(new), _dir_sha(old), below))
         return changed
 
+    def differing_files(self, tree: bytes | None, before: bytes | None) -> set[str]:
+        """Every file that the trees `tree` and `before` (None: an empty tree) hold
+        differently: the paths `changes` gives for two commits with these trees. Only the
+        subtrees whose ids differ are read, through the repository's cache of trees
+        (`trees`, bounded), and each is compared by its entries as a whole: a walk that
+        compares every commit of a long history with its parent costs about what the
+        commits changed, and holds only the trees read lately. A tree that is missing,
+        cannot be read or is no tree is a DamagedObject naming it and its path."""
+        changed: set[str] = set()
+        todo: list[tuple[bytes | None, bytes | None, bytes]] = [(tree, before, b"")]
+        while todo:
+            now, then, prefix = todo.pop()
+            if now == then:
+                continue
+            new = self._tree_data(now, prefix)
+            old = self._tree_data(then, prefix, new)
+            for name in {name for name, _entry in new.entries.items() ^ old.entries.items()}:
+                after, earlier = new.entries.get(name), old.entries.get(name)
+                below = (_dir_sha(after), _dir_sha(earlier))
+                if below[0] != below[1]:
+                    todo.append((*below, prefix + name + b"/"))
+                path = _text(prefix + name)
+                if _file_entry(after) != _file_entry(earlier) and path is not None:
+                    changed.add(path)
+        return changed
+
+    def _tree_data(
+        self, sha: bytes | None, prefix: bytes, near: TreeData | None = None
+    ) -> TreeData:
+        """Tree `sha` (an empty one for None), found at `prefix`, from the cache of trees
+        (`near`: a tree it is likely to differ from in one entry); DamagedObject when it is
+        missing, cannot be read or is no tree."""
+        if sha is None:
+            return _EMPTY
+        found: TreeData | None
+        try:
+            found = self.trees.get(sha, near)
+        except DamagedObject:
+            found = None
+        except StorageError:  # the object store cannot be opened: said as it is
+            raise
+        except Exception:  # absent (KeyError), malformed (ValueError)
+            found = None
+        if found is None:
+            raise damaged(sha, prefix.decode(errors="replace").rstrip("/") or "the root tree")
+        return found
+
     def files(self, commit_id: bytes | None) -> Iterator[tuple[str, bytes]]:
         """Every file of the commit as `(path, blob sha)`, in git's order (a directory's
         entries by name, each subdirectory's files where it stands). A tree that is missing,
@@ -118,8 +167,8 @@ class TreeReader:
                 path = prefix + entry.path
                 if entry.mode is not None and entry.mode & 0o170000 == DIR_MODE:
                     subtrees.append((entry.sha, path + b"/"))
-                elif _is_file(entry.mode):
-                    yield path.decode(), entry.sha
+                elif _is_file(entry.mode) and (text := _text(path)) is not None:
+                    yield text, entry.sha
             todo.extend(reversed(subtrees))
 
     def _tree(self, sha: bytes, prefix: bytes) -> Tree:
@@ -162,8 +211,9 @@ class TreeReader:
             new = change.new if change.new is not None and _is_file(change.new.mode) else None
             if old is None and new is None:
                 continue
-            path = (new.path if new is not None and new.path is not None else old.path).decode()
-            yield FileChange(path, old.sha if old else None, new.sha if new else None)
+            path = _text(new.path if new is not None and new.path is not None else old.path)
+            if path is not None:
+                yield FileChange(path, old.sha if old else None, new.sha if new else None)
 
 
 def _is_file(mode: int | None) -> bool:
@@ -174,6 +224,21 @@ def _is_file(mode: int | None) -> bool:
 def _file_sha(entry: tuple[int, bytes] | None) -> bytes | None:
     """The blob id of a tree entry that is a regular file, else None (as `file_at`)."""
     return entry[1] if entry is not None and _is_file(entry[0]) else None
+
+
+def _text(path: bytes | None) -> str | None:
+    """A file's path as text; None for one that is not UTF-8 (committed by plain git: the
+    gate for incoming trees refuses it from a remote), which is no file of the store's."""
+    try:
+        return path.decode() if path is not None else None
+    except UnicodeDecodeError:
+        return None
+
+
+def _file_entry(entry: tuple[int, bytes] | None) -> tuple[int, bytes] | None:
+    """A tree entry that is a regular file (its mode and blob id), else None: `changes`
+    tells a file's mode change too."""
+    return entry if entry is not None and _is_file(entry[0]) else None
 
 
 def _dir_sha(entry: tuple[int, bytes] | None) -> bytes | None:
