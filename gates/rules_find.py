@@ -57,7 +57,9 @@ def _find(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth:
     while at < len(words) and not (words[at] or "x").startswith(("-", "(", "!", ")")):
         roots.append(items[1 + at])
         at += 1
-    roots = roots or [Item(".")]
+    if roots and all(root.word == "" for root in roots):
+        return  # find searches no '' ("No such file or directory"), and nothing else
+    roots = [root for root in roots if root.word != ""] or [Item(".")]
     tests = words[at:]
     deletes = "-delete" in tests
     deleting = []  # where the actions that delete are among the tests
