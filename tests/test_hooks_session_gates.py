@@ -1213,8 +1213,9 @@ def test_find_output_sent_into_a_process_substitution_is_judged_as_piped_there(
         ("find . -name '*.txt' | parallel mv {.}.txt {.}.md", None),
         ("find . -name '*.txt' | parallel mv {/} /tmp", None),
         ("find . -name '*.txt' | parallel mv {} /tmp/{#}.txt", None),
-        ("find src -name '*.txt' | parallel rm -rf {//}", None),
+        ("find src -name '*.txt' | parallel rm -rf {//}", "ask"),
         ("ls | parallel mv {} {.}.bak", None),
+        ("ls | parallel sh -c 'rm -rf {}'", "ask"),
     ],
 )
 def test_parallel_replacement_strings_stand_for_what_find_prints(
@@ -1223,7 +1224,8 @@ def test_parallel_replacement_strings_stand_for_what_find_prints(
     # Only `{}` was read as a line parallel reads: `{.}`, `{/}`, `{//}`, `{/.}` were plain
     # text, and with no `{}` the line was taken as added at the end, so `parallel mv {.} /tmp`
     # was judged as moving /tmp away and `find . -name '*.txt' | parallel rm -rf {//}`,
-    # which removes the work tree, was only asked about.
+    # which removes the work tree, was only asked about; `rm -rf {}` in a `sh -c` script
+    # removed a file named `{}`.
     assert answer(bash(gc, command)) == expected
 
 
