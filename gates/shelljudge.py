@@ -650,14 +650,14 @@ def _has(node: Any, kinds: tuple[str, ...]) -> bool:
 def _stdout_substitution(redirect: Any) -> Any:
     """The output process substitution a redirection sends standard output into (`>
     >(...)`, `>> >(...)`, `1> >(...)`, `&> >(...)`; not `2> >(...)`), else None."""
+    given = redirect.child_by_field_name("destination")
+    if given is None or not _output_substitution(given):
+        return None
     operator = next((c.type for c in redirect.children if not c.is_named), "")
     number = next((c for c in redirect.children if c.type == "file_descriptor"), None)
     if operator not in (">", ">>", ">|", "&>", "&>>"):
         return None
-    if number is not None and shellwords.text(number) != "1":
-        return None
-    given = redirect.child_by_field_name("destination")
-    return given if given is not None and _output_substitution(given) else None
+    return given if number is None or shellwords.text(number) == "1" else None
 
 
 def _stdout_writer(statement: Any) -> Any:
@@ -686,7 +686,7 @@ def _stdout_writer(statement: Any) -> Any:
 
 def _output_substitution(node: Any) -> bool:
     """Whether a node is an output process substitution, `>(...)`."""
-    return node.type == "process_substitution" and shellwords.text(node).startswith(">(")
+    return node.type == "process_substitution" and node.child(0).type == ">("
 
 
 def _redirect_input(node: Any) -> Stdin | None:
