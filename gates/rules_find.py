@@ -227,16 +227,14 @@ def _find_bases(j: Judge, roots: list[Item], tests: list[str | None], action: in
     the name filters a match can pass (any name when it can pass none), .git, .beads and
     .claude when one of them can be such a name, a root's own when it can be a match."""
     words: dict[str, Item] = {}
+    either = FILE | FOLDER  # the root, of either kind
     for root in roots:
         text = _root_text(j, root)
-        either = FILE | FOLDER
         if text is None or reaches(tests, action, text, [("", either)], j.in_time) != []:
             base = root.word.rstrip("/").rsplit("/", 1)[-1] or "/"
             words.setdefault(base, Item(base))
-        names = (matched_names(tests, action, text, j.in_time) if text is not None else None) or [
-            "*"
-        ]
-        for name in names:
+        names = matched_names(tests, action, text, j.in_time) if text is not None else None
+        for name in names or ["*"]:
             glob = name.replace("\\", "").translate(GLOB_MARKS)
             words.setdefault(glob, Item(glob))
             if _find_may_match(name):

@@ -343,16 +343,16 @@ class Judge:
                 break
         return items
 
-    def loop(self, node: Any, ancestors: tuple, depth: int, given: Stdin | None = None) -> None:
+    def loop(self, node: Any, ancestors: tuple, depth: int, fed: Stdin | None = None) -> None:
         """`find ... | while read f; do CMD "$f"; done` (`done < <(find ...)`), `for f in
         $(find ...); do ...; done`: the body runs on each path find prints, judged as
-        `find ... | xargs -I{} sh -c BODY _ {}` with `$f` as `$1` (`source_items`; `given`:
-        the while loop's input, when it is known from elsewhere)."""
+        `find ... | xargs -I{} sh -c BODY _ {}` with `$f` as `$1` (`source_items`; `fed`: the
+        while loop's input, when it is known from elsewhere)."""
         name, stdin = None, None
         if node.type == "while_statement":
             condition = node.child_by_field_name("condition")
             name = _read_name(self.items(condition)) if condition is not None else None
-            stdin = given or self.stdin_of(node, *ancestors) if name is not None else None
+            stdin = (fed or self.stdin_of(node, *ancestors)) if name is not None else None
         else:
             given = node.children_by_field_name("value")
             variable = node.child_by_field_name("variable")
