@@ -33,7 +33,7 @@ from gates.findreach import (
     reaches_git,
     ref_files,
 )
-from gates.rules_wrappers import literal_path
+from gates.rules_wrappers import PARALLEL_EXEC, literal_path
 from gates.shelljudge import Item, Judge, Stdin
 from gates.shellpaths import DENY, may_be, pattern, removal, write_target
 from gates.shellwords import BRACKET, GLOBS, QUESTION, SENTINELS, STAR, TILDE, UNKNOWN
@@ -57,7 +57,9 @@ def _find(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth:
     while at < len(words) and not (words[at] or "x").startswith(("-", "(", "!", ")")):
         roots.append(items[1 + at])
         at += 1
-    roots = roots or [Item(".")]
+    if roots and all(root.word == "" for root in roots):
+        return  # find searches no '' ("No such file or directory"), and nothing else
+    roots = [root for root in roots if root.word != ""] or [Item(".")]
     tests = words[at:]
     deletes = "-delete" in tests
     deleting = []  # where the actions that delete are among the tests
@@ -68,7 +70,11 @@ def _find(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth:
             # What it runs on: what find's expression lets it run on.
             found = partial(_find_matches, j, tests=tests, action=i)
             inside = partial(_find_inside, j, tests=tests, action=i)
-            if _runs_on_matches(j, run, roots, ("{}",), depth, found=found, inside=inside):
+            # `find ... | parallel CMD`: CMD's `{.}`, `{/}`, `{//}`, `{/.}` are what find prints.
+            piped = items[1 + at + i] is PARALLEL_EXEC
+            marks = FD_PLACEHOLDERS if piped else ("{}",)
+            bases = partial(_find_bases, j, roots, tests, i) if piped else None
+            if _runs_on_matches(j, run, roots, marks, depth, False, found, inside, bases):
                 deletes = True
                 deleting.append(i)
         elif word == "-delete":
@@ -213,6 +219,27 @@ def _find_matches(j: Judge, root: Item, tests: list[str | None], action: int) ->
     # The name filters one of which a match passes (any name, when it can pass none).
     names = matched_names(tests, action, text, j.in_time)
     return _under(root, names or ["*"])
+
+
+def _find_bases(j: Judge, roots: list[Item], tests: list[str | None], action: int) -> list[Item]:
+    """The base names of what find's action at `tests[action]` can run on (parallel's `{/}`,
+    which the command, run in the current directory, reads as a name there): the names of
+    the name filters a match can pass (any name when it can pass none), .git, .beads and
+    .claude when one of them can be such a name, a root's own when it can be a match."""
+    words: dict[str, Item] = {}
+    either = FILE | FOLDER  # the root, of either kind
+    for root in roots:
+        text = _root_text(j, root)
+        if text is None or reaches(tests, action, text, [("", either)], j.in_time) != []:
+            base = root.word.rstrip("/").rsplit("/", 1)[-1] or "/"
+            words.setdefault(base, Item(base))
+        names = matched_names(tests, action, text, j.in_time) if text is not None else None
+        for name in names or ["*"]:
+            glob = name.replace("\\", "").translate(GLOB_MARKS)
+            words.setdefault(glob, Item(glob))
+            if _find_may_match(name):
+                words.update((g, Item(g)) for g in GUARDED_NAMES)
+    return list(words.values())
 
 
 def _holds_the_tree(j: Judge, root: Item) -> bool:

@@ -218,7 +218,8 @@ def rimraf(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth
     """`rimraf PATH` (npm's `rm -rf`): a recursive removal of each path."""
     for item in items[1:]:
         if not (item.literal or "x").startswith("-"):
-            j.note(*removal(item.word, j.cwd, j.tree))
+            # Node's `path.resolve('')` is the current directory: read as `.`.
+            j.note(*removal(item.word or ".", j.cwd, j.tree))
 
 
 def github(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth: int) -> None:

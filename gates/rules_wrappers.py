@@ -20,6 +20,15 @@ from gates.shellpaths import pattern
 from gates.shellwords import UNKNOWN
 
 UNKNOWN_TARGETS = UNKNOWN + "input"  # the arguments `xargs` adds
+# GNU parallel's replacement strings for the line it reads: the line, without its extension,
+# its base name, its folder, its base name without extension (`{}` is `-I`'s to change);
+# then the job's number and slot, which are no path.
+PARALLEL_STRINGS = ("{}", "{.}", "{/}", "{//}", "{/.}")
+PARALLEL_NUMBERS = ("{#}", "{%}")
+# The `-exec` of `find ... -exec CMD ;` made of `find ... | parallel CMD`: `gates.rules_find`
+# puts in parallel's replacement strings, not `{}` alone (an object, so no word written in a
+# command is taken for it).
+PARALLEL_EXEC = Item("-exec")
 
 
 def literal_path(path: str) -> bool:
@@ -76,12 +85,13 @@ def judge_wrapper(
         _runs_on_found(j, _xargs_marker(read, own), rest, given, depth)
         rest = _xargs_args(read, rest, own)
     if program == "parallel":
+        marker = (read.values.get("I") or ["{}"])[-1]
+        strings = (marker, *PARALLEL_STRINGS[1:], *PARALLEL_NUMBERS)
         if not any(i.literal in (":::", "::::", ":::+", "::::+") for i in rest):
             if not read.has("a", "arg-file"):  # the arguments are the lines of its input
-                marker = (read.values.get("I") or ["{}"])[-1]
-                marked = any(marker in i.word for i in rest)
-                _runs_on_found(j, marker if marked else None, rest, stdin, depth)
-        rest = _parallel_args(rest)
+                marked = any(s in i.word for i in rest for s in strings)
+                _runs_on_found(j, marker if marked else None, rest, stdin, depth, True)
+        rest = _parallel_args(rest, strings)
     kept = j.cwd
     for flag in CHDIR_OPTIONS.get(program, ()):  # `env -C /`: the command runs there
         for given in read.values.get(flag, []):
@@ -146,19 +156,23 @@ def _runs_on_found(
     rest: list[Item],
     stdin: Stdin | None,
     depth: int,
+    parallel: bool = False,
 ) -> None:
     r"""`find ... | xargs CMD`: CMD runs on what find prints, judged as `find ... -exec CMD
     {} +` is (`-print0 | xargs -0` too; with a replace string `marker`, `-I R`, as `-exec
     CMD ... {} ... \;`, R put in as `{}`); `fd ... | xargs CMD` as `fd ... -X CMD` (`-x`).
-    `parallel CMD` alike. The input read as an unknown argument is judged besides
-    (`_xargs_args`)."""
+    `parallel CMD` alike (its other replacement strings, `{.}`, `{/}`, `{//}`, `{/.}`, put
+    in as fd puts in its own; `{#}` and `{%}` as a number). The input read as an unknown
+    argument is judged besides (`_xargs_args`)."""
     if not rest:
         return  # no command (`echo`)
     source = j.source_items(stdin)
     if source is None:
         return
     run = [_marked(item, marker) for item in rest] if marker else rest
-    command = _found_then_run(source, run, one_each=bool(marker))
+    if parallel:
+        run = [_numbered(item) for item in run]
+    command = _found_then_run(source, run, one_each=bool(marker), parallel=parallel)
     if command is not None:
         j.argv(command, None, depth)
 
@@ -182,10 +196,23 @@ def _marked(item: Item, marker: str) -> Item:
     return Item(item.word.replace(marker, "{}"), None, item.script().replace(marker, "{}"))
 
 
-def _found_then_run(source: list[Item], run: list[Item], one_each: bool) -> list[Item] | None:
+def _numbered(item: Item) -> Item:
+    """`item` with parallel's job number and slot (`{#}`, `{%}`) put in as `1`."""
+    if not any(s in item.word for s in PARALLEL_NUMBERS):
+        return item
+    word, text = item.word, item.script()
+    for number in PARALLEL_NUMBERS:
+        word, text = word.replace(number, "1"), text.replace(number, "1")
+    return Item(word, None, text)
+
+
+def _found_then_run(
+    source: list[Item], run: list[Item], one_each: bool, parallel: bool = False
+) -> list[Item] | None:
     """The command `source` (`find`, `fd`) would be if it ran `run` on each path it prints
     (`one_each`) or on them all at once: None when it is neither, or prints something else
-    (`-printf`, `-ls`, what `-exec` runs; fd's `-l`, `--format`, `-x`)."""
+    (`-printf`, `-ls`, what `-exec` runs; fd's `-l`, `--format`, `-x`). For `parallel`,
+    find's `-exec` is `PARALLEL_EXEC` (fd puts in the same replacement strings itself)."""
     program = (source[0].literal or "").rsplit("/", 1)[-1]
     words = [item.literal for item in source]
     if program in ("fd", "fdfind"):
@@ -198,7 +225,7 @@ def _found_then_run(source: list[Item], run: list[Item], one_each: bool) -> list
     while at < len(words) and not (words[at] or "x").startswith(("-", "(", "!", ")")):
         at += 1  # the roots
     tail = [
-        Item("-exec"),
+        PARALLEL_EXEC if parallel else Item("-exec"),
         *run,
         *([] if one_each else [Item("{}")]),
         Item(";" if one_each else "+"),
@@ -255,7 +282,10 @@ def _fd_prints_other(word: str) -> bool:
     return False
 
 
-def _parallel_args(rest: list[Item]) -> list[Item]:
+def _parallel_args(rest: list[Item], strings: tuple[str, ...]) -> list[Item]:
+    """The command parallel runs: with `:::`, on the arguments after it; else on a line it
+    reads, put in for its replacement strings `strings` (a whole word: the unknown input;
+    inside a word, an unknown part), or added at the end when none is written."""
     words = [i.literal for i in rest]
     if ":::" in words:
         cut = words.index(":::")
@@ -263,7 +293,20 @@ def _parallel_args(rest: list[Item]) -> list[Item]:
         if cut == 0:  # no command: each argument is one
             return [Item("eval"), *extra]
         return [*rest[:cut], *extra]
-    return [*rest, Item(UNKNOWN_TARGETS)]
+    if not any(s in i.word for i in rest for s in strings):
+        return [*rest, Item(UNKNOWN_TARGETS)]
+    out = []
+    for item in rest:
+        if item.literal in strings and item.literal not in PARALLEL_NUMBERS:
+            out.append(Item(UNKNOWN_TARGETS))
+            continue
+        word, text = item.word, item.script()
+        for given in strings:
+            known = "1" if given in PARALLEL_NUMBERS else None
+            word = word.replace(given, known or UNKNOWN)
+            text = text.replace(given, known or "$_")
+        out.append(item if word == item.word else Item(word, None, text))
+    return out
 
 
 def _remote(j: Judge, program: str, rest: list[Item], depth: int) -> None:

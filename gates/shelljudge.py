@@ -234,7 +234,7 @@ class Judge:
         while stack:
             node, parent, grand, great, before = stack.pop()
             if parent is AFTER_BODY:
-                self.redirects(node)
+                self.redirects(node, depth)
                 continue
             self.nodes += 1
             if self.nodes > MAX_NODES or (self.nodes & 255 == 0 and monotonic() > self.deadline):
@@ -269,8 +269,10 @@ class Judge:
                 self.file_redirect(child)
             elif child.type == "variable_assignment":
                 self.assignment(child, depth)
-        self.argv(items, self.stdin_of(node, *ancestors), depth)
+        stdin = self.stdin_of(node, *ancestors)
+        self.argv(items, stdin, depth)
         self.found_arguments(items, depth)
+        self.output_substitutions(node, items, stdin, depth)
 
     def found_arguments(self, items: list[Item], depth: int) -> None:
         """`rm $(find . -type f)`, `rm "$(fd -e pack)"`: an argument that is what `find` or
@@ -288,6 +290,45 @@ class Judge:
                 run = [*items[:at], Item("{}"), *items[at + 1 :]]
                 self.argv([Item("xargs"), Item("-I"), Item("{}"), *run], stdin, depth)
 
+    def output_substitutions(
+        self, node: Any, items: list[Item], stdin: Stdin | None, depth: int
+    ) -> None:
+        """`find ... | tee >(xargs rm)`, `>(xargs rm) find ...`: the command reading an output
+        process substitution a command writes to reads what it writes there (what `tee`
+        copies: its input), judged as if piped to it (a statement's redirection:
+        `redirects`)."""
+        written = stdin if _passes_lines_on(items) else Stdin(None, "pipe", node)
+        for child in node.children:
+            if child.type == "file_redirect" and written is not None:
+                given = _stdout_substitution(child)
+                if given is not None:
+                    self.reads_substitution(given, written, depth)
+        if (items[0].literal or "").rsplit("/", 1)[-1] == "tee" and stdin is not None:
+            for item in items[1:]:
+                if item.node is not None and _output_substitution(item.node):
+                    self.reads_substitution(item.node, stdin, depth)
+
+    def reads_substitution(self, given: Any, stdin: Stdin, depth: int) -> None:
+        """Judge the command that first reads the output process substitution `given`
+        (`>(xargs rm)`, `>(xargs rm | cat)`, `>(while read f; do ...; done)`) on `stdin`."""
+        inner = [c for c in given.children if c.is_named and c.type != "comment"]
+        node = inner[0] if inner else None
+        while node is not None and node.type in ("list", "pipeline", "redirected_statement"):
+            if node.type == "redirected_statement":
+                redirects = node.children_by_field_name("redirect")
+                if any(_redirect_input(r) is not None for r in redirects):
+                    return  # `>(xargs rm < list.txt)`: it reads elsewhere
+                node = node.child_by_field_name("body")
+            else:
+                node = next((c for c in node.children if c.is_named), None)
+        if node is None:
+            return
+        if node.type == "while_statement":
+            self.loop(node, (None, None, None, None), depth, stdin)
+        elif node.type == "command" and (words := self.items(node)) is not None:
+            if not any(_redirect_input(c) is not None for c in node.children):
+                self.argv(words, stdin, depth)
+
     def items(self, node: Any) -> list[Item] | None:
         """A command node's words, program first (None: it names no program); past
         `MAX_WORDS`, the first words and one more."""
@@ -302,15 +343,16 @@ class Judge:
                 break
         return items
 
-    def loop(self, node: Any, ancestors: tuple, depth: int) -> None:
+    def loop(self, node: Any, ancestors: tuple, depth: int, fed: Stdin | None = None) -> None:
         """`find ... | while read f; do CMD "$f"; done` (`done < <(find ...)`), `for f in
         $(find ...); do ...; done`: the body runs on each path find prints, judged as
-        `find ... | xargs -I{} sh -c BODY _ {}` with `$f` as `$1` (`source_items`)."""
+        `find ... | xargs -I{} sh -c BODY _ {}` with `$f` as `$1` (`source_items`; `fed`: the
+        while loop's input, when it is known from elsewhere)."""
         name, stdin = None, None
         if node.type == "while_statement":
             condition = node.child_by_field_name("condition")
             name = _read_name(self.items(condition)) if condition is not None else None
-            stdin = self.stdin_of(node, *ancestors) if name is not None else None
+            stdin = (fed or self.stdin_of(node, *ancestors)) if name is not None else None
         else:
             given = node.children_by_field_name("value")
             variable = node.child_by_field_name("variable")
@@ -495,10 +537,17 @@ class Judge:
             return shellwords.ansi_c(text) if program == "printf" or "-e" in words else text
         return None
 
-    def redirects(self, node: Any) -> None:
+    def redirects(self, node: Any, depth: int) -> None:
+        """A redirected statement's redirections: the files written, and the command
+        reading an output process substitution given what the statement's last command
+        writes (`find ... > >(xargs rm)`, `cd x && find ... > >(xargs rm)`)."""
         for redirect in node.children_by_field_name("redirect"):
             if redirect.type == "file_redirect":
                 self.file_redirect(redirect)
+                given = _stdout_substitution(redirect)
+                writer = _stdout_writer(node) if given is not None else None
+                if writer is not None:
+                    self.reads_substitution(given, Stdin(None, "pipe", writer), depth)
 
     def file_redirect(self, node: Any) -> None:
         from gates.shellpaths import write_target
@@ -596,6 +645,48 @@ def _has(node: Any, kinds: tuple[str, ...]) -> bool:
             return True
         stack.extend(current.children)
     return False
+
+
+def _stdout_substitution(redirect: Any) -> Any:
+    """The output process substitution a redirection sends standard output into (`>
+    >(...)`, `>> >(...)`, `1> >(...)`, `&> >(...)`; not `2> >(...)`), else None."""
+    given = redirect.child_by_field_name("destination")
+    if given is None or not _output_substitution(given):
+        return None
+    operator = next((c.type for c in redirect.children if not c.is_named), "")
+    number = next((c for c in redirect.children if c.type == "file_descriptor"), None)
+    if operator not in (">", ">>", ">|", "&>", "&>>"):
+        return None
+    return given if number is None or shellwords.text(number) == "1" else None
+
+
+def _stdout_writer(statement: Any) -> Any:
+    """The simple command whose output a redirected statement's redirection takes: bash
+    redirects the last command of `a | b > f` and `a && b > f` (tree-sitter hangs the
+    redirection on the whole). None when it is not one, or is a filter passing on lines
+    that do not come from a pipe."""
+    node, piped = statement.child_by_field_name("body"), False
+    while node is not None and node.type != "command":
+        inner = [c for c in node.children if c.is_named and c.type != "comment"]
+        if node.type in ("pipeline", "list"):
+            piped = node.type == "pipeline" and len(inner) > 1
+            node = inner[-1] if inner else None
+        elif node.type == "redirected_statement":
+            node = node.child_by_field_name("body")
+        elif node.type in ("subshell", "compound_statement") and len(inner) == 1:
+            node, piped = inner[0], False
+        else:
+            return None
+    if node is None or piped:
+        return node
+    name = node.child_by_field_name("name")
+    program = literal(value(_first(name))) if name is not None else None
+    return None if (program or "").rsplit("/", 1)[-1] in PASS_LINES_ON | {"cat"} else node
+
+
+def _output_substitution(node: Any) -> bool:
+    """Whether a node is an output process substitution, `>(...)`."""
+    return node.type == "process_substitution" and node.child(0).type == ">("
 
 
 def _redirect_input(node: Any) -> Stdin | None:

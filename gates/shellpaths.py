@@ -146,7 +146,11 @@ def may_be(name: str, dotname: str) -> bool:
 
 
 def removal(word: str, cwd: str | None, tree: str) -> Verdict:
-    """The verdict on removing (or recursively changing) what `word` names."""
+    """The verdict on removing (or recursively changing) what `word` names. A literal empty
+    word names no file (`rm ''` fails: "cannot remove ''"); an unset variable is not one: its
+    word is unknown, not empty."""
+    if word == "":
+        return NONE, ""
     path, why = pattern(word, cwd)
     if path is None:
         return ASK, why

@@ -1171,6 +1171,93 @@ def test_removing_a_running_gits_index_lock_by_find_is_denied_as_rm_of_it_is(
 @pytest.mark.parametrize(
     ("command", "expected"),
     [
+        ("find . -name HEAD > >(xargs rm)", "deny"),
+        ("find . -name HEAD >> >(xargs rm -f)", "deny"),
+        ("find . -name HEAD 2>/dev/null 1> >(xargs rm)", "deny"),
+        ("find . -name HEAD | sort > >(xargs rm)", "deny"),
+        ("find . -name HEAD | tee >(xargs rm)", "deny"),
+        ("find . -name HEAD | tee -a log >(xargs rm) | wc -l", "deny"),
+        ("find . -name HEAD > >(xargs rm 2>/dev/null | cat)", "deny"),
+        ('find . -name HEAD > >(while read f; do rm "$f"; done)', "deny"),
+        ("(find . -name HEAD) > >(xargs rm)", "deny"),
+        ("> >(xargs rm) find . -name HEAD", "deny"),
+        ("find . -name HEAD && sort > >(xargs rm)", None),
+        ("find . -name '*.pyc' > >(xargs rm)", None),
+        ("find . -name '*.pyc' | tee >(xargs rm) | wc -l", None),
+        ("find . -name HEAD 2> >(xargs rm)", None),
+        ("find . -name HEAD > >(xargs rm < list.txt)", None),
+        ("tee >(xargs rm) < list.txt", None),
+    ],
+)
+def test_find_output_sent_into_a_process_substitution_is_judged_as_piped_there(
+    project: Path, gc: GcRunner, command: str, expected: str | None
+) -> None:
+    # Only a pipe carried what find prints to the command reading it: `find . -name HEAD >
+    # >(xargs rm)` and `... | tee >(xargs rm)`, which delete .git/HEAD as `find . -name HEAD
+    # | xargs rm` does, passed with no decision.
+    assert answer(bash(gc, command)) == expected
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("find . -name HEAD | parallel mv {} {.}.bak", "deny"),
+        ("find . -name HEAD | parallel mv {.} old/", "deny"),
+        ("find . -name HEAD | parallel cp /evil {.}", "deny"),
+        ("find . -name '*.txt' | parallel rm -rf {//}", "deny"),
+        ("find . -name .git | parallel mv {/} old/", "deny"),
+        ("find . -name '.*' | parallel mv {/.} old/", "deny"),
+        ("fd -H -e pack | parallel rm {.}.idx", "deny"),
+        ("find . -name '*.c' | parallel gcc -c {} -o {.}.o", None),
+        ("find . -name '*.c' | parallel gcc -c {.}.c", None),
+        ("find . -name '*.txt' | parallel mv {.}.txt {.}.md", None),
+        ("find . -name '*.txt' | parallel mv {/} /tmp", None),
+        ("find . -name '*.txt' | parallel mv {} /tmp/{#}.txt", None),
+        ("find src -name '*.txt' | parallel rm -rf {//}", "ask"),
+        ("ls | parallel mv {} {.}.bak", None),
+        ("ls | parallel sh -c 'rm -rf {}'", "ask"),
+    ],
+)
+def test_parallel_replacement_strings_stand_for_what_find_prints(
+    project: Path, gc: GcRunner, command: str, expected: str | None
+) -> None:
+    # Only `{}` was read as a line parallel reads: `{.}`, `{/}`, `{//}`, `{/.}` were plain
+    # text, and with no `{}` the line was taken as added at the end, so `parallel mv {.} /tmp`
+    # was judged as moving /tmp away and `find . -name '*.txt' | parallel rm -rf {//}`,
+    # which removes the work tree, was only asked about; `rm -rf {}` in a `sh -c` script
+    # removed a file named `{}`.
+    assert answer(bash(gc, command)) == expected
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ('rm -rf ""', None),
+        ("rm -rf ''", None),
+        ('rm -rf "" build', None),
+        ('rm -rf "" .', "deny"),
+        ('rm -rf ""/', "deny"),
+        ('mv "" /tmp', None),
+        ('find "" -delete', None),
+        ('find "" . -delete', "deny"),
+        ('rimraf ""', "deny"),
+        ('rm -rf "$X"', "ask"),
+        ('rm -rf "$X/"', "ask"),
+        ('rm -rf "$X"""', "ask"),
+    ],
+)
+def test_an_empty_word_removes_nothing_while_an_unset_variable_stays_unknown(
+    project: Path, gc: GcRunner, command: str, expected: str | None
+) -> None:
+    # rm of '' fails (`cannot remove ''`), find searches no '': both were read as `.` and
+    # denied as removing the work tree. A variable may be set to anything, so `rm -rf "$X"`
+    # is still asked about; Node resolves rimraf's '' as the current directory.
+    assert answer(bash(gc, command)) == expected
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
         ("gh repo delete owner/repo --yes", "deny"),
         ("gh api -X DELETE repos/owner/repo", "ask"),
         ("gh api --method=delete repos/owner/repo/labels/bug", "ask"),
