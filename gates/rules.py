@@ -18,7 +18,8 @@ from gates import options
 from gates.rules_find import RULES_FIND
 from gates.rules_more import RULES_MORE, removes_what_it_stores, substituted
 from gates.rules_wrappers import UNKNOWN_TARGETS, WRAPPERS, judge_wrapper, literal_path
-from gates.shelljudge import Item, Judge, Stdin
+from gates.shelljudge import Judge
+from gates.shellnodes import Item, Stdin
 from gates.shellpaths import ASK, DENY, guarded, may_be, pattern, removal, write_target
 from gates.shellwords import SENTINELS, TILDE, UNKNOWN, shown
 

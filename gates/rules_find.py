@@ -34,7 +34,8 @@ from gates.findreach import (
     ref_files,
 )
 from gates.rules_wrappers import PARALLEL_EXEC, literal_path
-from gates.shelljudge import Item, Judge, Stdin
+from gates.shelljudge import Judge
+from gates.shellnodes import Item, Stdin
 from gates.shellpaths import DENY, may_be, pattern, removal, write_target
 from gates.shellwords import BRACKET, GLOBS, QUESTION, SENTINELS, STAR, TILDE, UNKNOWN
 

@@ -19,7 +19,8 @@ from __future__ import annotations
 import os
 
 from gates import options
-from gates.shelljudge import Item, Judge
+from gates.shelljudge import Judge
+from gates.shellnodes import Item
 from gates.shellpaths import ASK, DENY, pattern
 from gates.shellwords import UNKNOWN
 

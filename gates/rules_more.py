@@ -11,7 +11,8 @@ from __future__ import annotations
 import re
 
 from gates import options
-from gates.shelljudge import Item, Judge, Stdin
+from gates.shelljudge import Judge
+from gates.shellnodes import Item, Stdin
 from gates.shellpaths import ASK, DENY, removal, write_target
 from gates.shellwords import TILDE, UNKNOWN
 

@@ -15,7 +15,8 @@ from __future__ import annotations
 from gates import options
 from gates.fdreach import VALUES, exec_start
 from gates.findreach import ONE_VALUE, RUNS, options_end
-from gates.shelljudge import Item, Judge, Stdin
+from gates.shelljudge import Judge
+from gates.shellnodes import Item, Stdin
 from gates.shellpaths import pattern
 from gates.shellwords import UNKNOWN
 

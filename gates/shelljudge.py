@@ -19,8 +19,25 @@ import re
 from time import monotonic
 
 from gates import shellwords
+from gates.shellnodes import (
+    FINDERS,
+    Item,
+    Stdin,
+    children,
+    first,
+    has,
+    join_continuations,
+    last_command,
+    matches,
+    output_substitution,
+    passes_lines_on,
+    read_name,
+    redirect_input,
+    stdout_substitution,
+    stdout_writer,
+)
 from gates.shellpaths import ASK, DENY, NONE
-from gates.shellwords import UNKNOWN, literal, value
+from gates.shellwords import literal, value
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -109,58 +126,6 @@ WRITES = frozenset((">", ">>", ">|", "&>", "&>>", "<>", ">&"))
 
 class Stop(Exception):
     """The judgement is over: a limit was reached (the verdict already says so)."""
-
-
-class Item:
-    """One word of a command: its value (with sentinels) and its node (None: made up);
-    `text`, for a made-up word, the text a shell reading it as a script gets."""
-
-    __slots__ = ("word", "node", "text")
-
-    def __init__(self, word: str, node: Any = None, text: str | None = None) -> None:
-        self.word = word
-        self.node = node
-        self.text = text
-
-    @property
-    def literal(self) -> str | None:
-        return literal(self.word)
-
-    def script(self) -> str:
-        """The word as the text a shell reading it as a script would get: its value when
-        the text fixes it (`"$1"` in a script whose `$1` is known), else the word as
-        written (its expansions read again as unknown)."""
-        if self.text is not None:
-            return self.text
-        if self.node is None:
-            return self.word
-        known = self.literal
-        return known if known is not None else script_text(self.node)
-
-
-# Stages that hand on the lines they read (some of them, in another order): what a pipe
-# through them gives `xargs` is still what the stage before printed.
-PASS_LINES_ON = frozenset({"sort", "uniq", "tee", "head", "tail"})
-FINDERS = frozenset({"find", "fd", "fdfind"})  # programs that print the paths they find
-
-
-def _passes_lines_on(items: list[Item]) -> bool:
-    """Whether a pipeline stage's words are a filter that writes lines it reads (`sort`,
-    `head -5`, `tee log`, a `cat` of its input alone)."""
-    program = (items[0].literal or "").rsplit("/", 1)[-1]
-    return program in PASS_LINES_ON or (program == "cat" and len(items) == 1)
-
-
-class Stdin:
-    """Where a command's standard input comes from: `text` known, else `what` says; for a
-    pipe, `source` is the command before it (a syntax node), when there is one."""
-
-    __slots__ = ("text", "what", "source")
-
-    def __init__(self, text: str | None, what: str, source: Any = None) -> None:
-        self.text = text
-        self.what = what  # "heredoc", "herestring", "pipe", "file"
-        self.source = source
 
 
 class Judge:
@@ -253,7 +218,7 @@ class Judge:
                 stack.append((node, AFTER_BODY, None, None, None))
             elif node.is_named and kind not in CONTAINERS:
                 self.note(ASK, f"it uses shell syntax the gate does not read ({kind})")
-            stack.extend(_children(node, parent, grand))
+            stack.extend(children(node, parent, grand))
 
     # -- commands -------------------------------------------------------------------------
 
@@ -297,15 +262,15 @@ class Judge:
         process substitution a command writes to reads what it writes there (what `tee`
         copies: its input), judged as if piped to it (a statement's redirection:
         `redirects`)."""
-        written = stdin if _passes_lines_on(items) else Stdin(None, "pipe", node)
+        written = stdin if passes_lines_on(items) else Stdin(None, "pipe", node)
         for child in node.children:
             if child.type == "file_redirect" and written is not None:
-                given = _stdout_substitution(child)
+                given = stdout_substitution(child)
                 if given is not None:
                     self.reads_substitution(given, written, depth)
         if (items[0].literal or "").rsplit("/", 1)[-1] == "tee" and stdin is not None:
             for item in items[1:]:
-                if item.node is not None and _output_substitution(item.node):
+                if item.node is not None and output_substitution(item.node):
                     self.reads_substitution(item.node, stdin, depth)
 
     def reads_substitution(self, given: Any, stdin: Stdin, depth: int) -> None:
@@ -316,7 +281,7 @@ class Judge:
         while node is not None and node.type in ("list", "pipeline", "redirected_statement"):
             if node.type == "redirected_statement":
                 redirects = node.children_by_field_name("redirect")
-                if any(_redirect_input(r) is not None for r in redirects):
+                if any(redirect_input(r) is not None for r in redirects):
                     return  # `>(xargs rm < list.txt)`: it reads elsewhere
                 node = node.child_by_field_name("body")
             else:
@@ -326,7 +291,7 @@ class Judge:
         if node.type == "while_statement":
             self.loop(node, (None, None, None, None), depth, stdin)
         elif node.type == "command" and (words := self.items(node)) is not None:
-            if not any(_redirect_input(c) is not None for c in node.children):
+            if not any(redirect_input(c) is not None for c in node.children):
                 self.argv(words, stdin, depth)
 
     def items(self, node: Any) -> list[Item] | None:
@@ -335,7 +300,7 @@ class Judge:
         name = node.child_by_field_name("name")
         if name is None:
             return None
-        items = [Item(value(name.children[0] if name.children else name), _first(name))]
+        items = [Item(value(name.children[0] if name.children else name), first(name))]
         for argument in node.children_by_field_name("argument"):
             words = shellwords.values(argument)  # `{build,dist}`: brace expansion makes several
             items += [Item(w, argument if len(words) == 1 else None) for w in words]
@@ -351,7 +316,7 @@ class Judge:
         name, stdin = None, None
         if node.type == "while_statement":
             condition = node.child_by_field_name("condition")
-            name = _read_name(self.items(condition)) if condition is not None else None
+            name = read_name(self.items(condition)) if condition is not None else None
             stdin = (fed or self.stdin_of(node, *ancestors)) if name is not None else None
         else:
             given = node.children_by_field_name("value")
@@ -380,7 +345,7 @@ class Judge:
             items = self.items(node)
             if items is None or len(items) > MAX_WORDS:
                 return None
-            if not _passes_lines_on(items):
+            if not passes_lines_on(items):
                 return items
             node = node.prev_named_sibling  # `find ... | sort | xargs rm`: find's lines
 
@@ -421,7 +386,7 @@ class Judge:
         """A program the text does not fix: what a substitution prints is "ask"; a variable
         is judged as each destructive program it could be, at most "ask"."""
         first = items[0]
-        if first.node is not None and _has(first.node, ("command_substitution",)):
+        if first.node is not None and has(first.node, ("command_substitution",)):
             self.note(ASK, "it runs a program named by what a command substitution prints")
             return
         if len(items) == 1 or depth > 0:
@@ -495,10 +460,10 @@ class Judge:
         found: Stdin | None = None
         if parent is not None and parent.type == "redirected_statement":
             for redirect in parent.children_by_field_name("redirect"):
-                found = _redirect_input(redirect) or found
+                found = redirect_input(redirect) or found
         for child in node.children:
             if child.type in ("file_redirect", "herestring_redirect"):
-                found = _redirect_input(child) or found
+                found = redirect_input(child) or found
         if parent is not None and parent.type == "pipeline":
             if before is not None:
                 return Stdin(self.producer_text(before), "pipe", before)
@@ -519,12 +484,12 @@ class Judge:
         if node.type == "redirected_statement":
             body = node.child_by_field_name("body")
             for redirect in node.children_by_field_name("redirect"):
-                heredoc = _redirect_input(redirect) or heredoc
+                heredoc = redirect_input(redirect) or heredoc
         if body is None or body.type != "command":
             return None
         for child in body.children:
             if child.type == "herestring_redirect":
-                heredoc = _redirect_input(child)
+                heredoc = redirect_input(child)
         name = body.child_by_field_name("name")
         words = [value(a) for a in body.children_by_field_name("argument")]
         program = literal(value(name.children[0])) if name is not None and name.children else None
@@ -544,8 +509,8 @@ class Judge:
         for redirect in node.children_by_field_name("redirect"):
             if redirect.type == "file_redirect":
                 self.file_redirect(redirect)
-                given = _stdout_substitution(redirect)
-                writer = _stdout_writer(node) if given is not None else None
+                given = stdout_substitution(redirect)
+                writer = stdout_writer(node) if given is not None else None
                 if writer is not None:
                     self.reads_substitution(given, Stdin(None, "pipe", writer), depth)
 
@@ -561,198 +526,3 @@ class Judge:
             return  # `2>&1`: a copy of a descriptor, no file
         level, reason = write_target(value(target), self.cwd)
         self.note(level, reason)
-
-
-def join_continuations(source: str) -> str:
-    """`source` with each unescaped backslash-newline removed, as bash joins lines."""
-    if "\\\n" not in source:
-        return source
-    import re
-
-    return re.sub(r"\\(.)", lambda m: "" if m[1] == "\n" else m[0], source, flags=re.DOTALL)
-
-
-def _children(node: Any, parent: Any, grand: Any) -> list[tuple]:
-    """Stack entries for the node's children, last first: each with its ancestors and the
-    named sibling before it."""
-    entries = []
-    before = None
-    for child in node.children:
-        entries.append((child, node, parent, grand, before))
-        if child.is_named:
-            before = child
-    entries.reverse()
-    return entries
-
-
-def _read_name(items: list[Item] | None) -> str | None:
-    """The variable `read [-r] [-d D] NAME` sets to each line (`REPLY` with none); None
-    when the words are not such a `read` (several names, an array, a variable's option)."""
-    if not items or items[0].literal != "read":
-        return None
-    names, at = [], 1
-    while at < len(items):
-        word = items[at].literal
-        if word is None:
-            return None
-        if word.startswith("-") and len(word) > 1 and not names:
-            if "a" in word:
-                return None
-            # `-d D`, `-p P`, ...: the option's value is the rest of the word or the next one
-            taking = next((k for k, c in enumerate(word[1:]) if c in "dpntNui"), None)
-            at += 2 if taking is not None and taking == len(word) - 2 else 1
-            continue
-        names.append(word)
-        at += 1
-    if len(names) > 1 or names and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", names[0]):
-        return None
-    return names[0] if names else "REPLY"
-
-
-def last_command(node: Any) -> Any:
-    """The simple command whose output a statement ends with, when it is one (None
-    otherwise): the statement itself, its body without its redirections, the one
-    statement of a subshell, a `{ ...; }` group or a substitution (`(find ...)`,
-    `<(find ...)`), a pipeline's last stage."""
-    while node is not None:
-        kind = node.type
-        if kind == "command":
-            return node
-        if kind == "redirected_statement":
-            node = node.child_by_field_name("body")
-        elif kind in (
-            "subshell", "compound_statement", "process_substitution", "command_substitution",
-            "pipeline",
-        ):  # fmt: skip
-            inner = [c for c in node.children if c.is_named and c.type != "comment"]
-            if not inner or len(inner) > 1 and kind != "pipeline":
-                return None
-            node = inner[-1]
-        else:
-            return None
-    return None
-
-
-def _first(name: Any) -> Any:
-    return name.children[0] if name.children else name
-
-
-def _has(node: Any, kinds: tuple[str, ...]) -> bool:
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        if current.type in kinds:
-            return True
-        stack.extend(current.children)
-    return False
-
-
-def _stdout_substitution(redirect: Any) -> Any:
-    """The output process substitution a redirection sends standard output into (`>
-    >(...)`, `>> >(...)`, `1> >(...)`, `&> >(...)`; not `2> >(...)`), else None."""
-    given = redirect.child_by_field_name("destination")
-    if given is None or not _output_substitution(given):
-        return None
-    operator = next((c.type for c in redirect.children if not c.is_named), "")
-    number = next((c for c in redirect.children if c.type == "file_descriptor"), None)
-    if operator not in (">", ">>", ">|", "&>", "&>>"):
-        return None
-    return given if number is None or shellwords.text(number) == "1" else None
-
-
-def _stdout_writer(statement: Any) -> Any:
-    """The simple command whose output a redirected statement's redirection takes: bash
-    redirects the last command of `a | b > f` and `a && b > f` (tree-sitter hangs the
-    redirection on the whole). None when it is not one, or is a filter passing on lines
-    that do not come from a pipe."""
-    node, piped = statement.child_by_field_name("body"), False
-    while node is not None and node.type != "command":
-        inner = [c for c in node.children if c.is_named and c.type != "comment"]
-        if node.type in ("pipeline", "list"):
-            piped = node.type == "pipeline" and len(inner) > 1
-            node = inner[-1] if inner else None
-        elif node.type == "redirected_statement":
-            node = node.child_by_field_name("body")
-        elif node.type in ("subshell", "compound_statement") and len(inner) == 1:
-            node, piped = inner[0], False
-        else:
-            return None
-    if node is None or piped:
-        return node
-    name = node.child_by_field_name("name")
-    program = literal(value(_first(name))) if name is not None else None
-    return None if (program or "").rsplit("/", 1)[-1] in PASS_LINES_ON | {"cat"} else node
-
-
-def _output_substitution(node: Any) -> bool:
-    """Whether a node is an output process substitution, `>(...)`."""
-    return node.type == "process_substitution" and node.child(0).type == ">("
-
-
-def _redirect_input(node: Any) -> Stdin | None:
-    """The input a redirection gives (None: it is an output redirection)."""
-    if node.type == "heredoc_redirect":
-        body = next((c for c in node.children if c.type == "heredoc_body"), None)
-        return Stdin(shellwords.text(body) if body is not None else "", "heredoc")
-    if node.type == "herestring_redirect":
-        word = next((c for c in node.children if c.is_named), None)
-        return Stdin(script_text(word) if word is not None else "", "herestring")
-    if node.type == "file_redirect":
-        operator = next((c.type for c in node.children if not c.is_named), "")
-        if operator in ("<", "<>") and not any(
-            c.type == "file_descriptor" and shellwords.text(c) != "0" for c in node.children
-        ):
-            given = node.child_by_field_name("destination")
-            if given is not None and given.type == "process_substitution":
-                return Stdin(None, "pipe", given)  # `< <(find ...)`: what it prints
-            return Stdin(None, "file")
-    return None
-
-
-def script_text(node: Any) -> str:
-    """The text a shell reading this word as a script gets (expansions left as written, so
-    the nested reading sees them as unknown)."""
-    kind = node.type
-    raw = shellwords.text(node)
-    if kind == "raw_string":
-        return raw[1:-1]
-    if kind == "string":
-        return shellwords._unescape_in_quotes(raw[1:-1])
-    if kind == "ansi_c_string":
-        return shellwords.ansi_c(raw[2:-1]).replace(UNKNOWN, "$_")
-    if kind == "word":
-        out, escaped = [], False
-        for char in raw:
-            if escaped or char != "\\":
-                out.append(char)
-                escaped = False
-            else:
-                escaped = True
-        return "".join(out)
-    if kind == "concatenation":
-        parts, at = [], node.start_byte
-        for child in node.children:
-            if child.start_byte > at:
-                gap = shellwords.raw(node)[
-                    at - node.start_byte : child.start_byte - node.start_byte
-                ]
-                parts.append(gap.decode("utf-8", "replace"))
-            parts.append(script_text(child))
-            at = child.end_byte
-        return "".join(parts)
-    return raw
-
-
-def matches(pattern: str, argv: list[str]) -> bool:
-    """Whether `argv` fits a command pattern (first word the program, the others each some
-    argument, in any order)."""
-    import shlex  # lazy: only configured patterns need these
-    from fnmatch import fnmatchcase
-
-    try:
-        words = shlex.split(pattern)
-    except ValueError:
-        words = pattern.split()
-    if not words or not argv or not fnmatchcase(os.path.basename(argv[0]), words[0]):
-        return False
-    return all(any(fnmatchcase(arg, word) for arg in argv[1:]) for word in words[1:])
