@@ -21,6 +21,7 @@ tree of each one the new history meets: a sync's cost would follow the store's s
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import closing
 from pathlib import Path
@@ -31,6 +32,10 @@ from beads.git.history import changed_entries
 from beads.git.packcheck import stored_size, too_large
 from beads.git.refs import BRANCH, is_sha
 
+# The tree entries a local fetch's walk keeps read trees for (`_RecentTrees`): a store's
+# trees hold up to 256 entries, and a commit changes a few of them.
+RECENT_TREE_ENTRIES = 64 * 1024
+
 
 class _GraphWalkStore:
     """An object store that walks history by its commits, never by bitmaps: dulwich's store,
@@ -38,6 +43,8 @@ class _GraphWalkStore:
 
     def __init__(self, store: Any) -> None:
         self.store = store
+        # Objects the receiver holds that a thin pack may name as a delta's base.
+        self.receiver_has: set[bytes] = set()
 
     def get_reachability_provider(self, prefer_bitmaps: bool = True) -> Any:
         from dulwich.object_store import GraphTraversalReachability
@@ -49,25 +56,41 @@ class _GraphWalkStore:
     ) -> Iterator[Any]:
         """Each object of `shas` (hex ids) that a pack holds, as stored (a delta stays a
         delta), read at its offset: how a pack's deltas are found for reuse. dulwich's own
-        reads every object of every pack to find them, a cost of the repository's size."""
-        from dulwich.objects import hex_to_sha
-        from dulwich.pack import UnpackedObject
+        reads every object of every pack to find them, a cost of the repository's size.
 
+        A delta on a base at an offset of its pack (git's usual kind) names its base by id
+        when the base is among `shas` or the receiver's objects (`receiver_has`): the only
+        deltas dulwich reuses. Any other is yielded as stored, and dulwich sends that object
+        whole. (dulwich's own lookup of the id at an offset reads the whole index, once per
+        delta: a clone's cost grew with the square of its history.)"""
+        from dulwich.objects import hex_to_sha
+        from dulwich.pack import OFS_DELTA, REF_DELTA, UnpackedObject
+
+        shas = list(shas)
         packs = list(self.store.packs)
+        at: list[dict[int, bytes] | None] = [None] * len(packs)  # offset -> id, when needed
         for sha in shas:
-            for pack in packs:
-                if sha in pack:
-                    stored = pack.get_unpacked_object(sha, convert_ofs_delta=convert_ofs_delta)
-                    yield UnpackedObject(  # with its id, which a delta alone does not give
-                        stored.pack_type_num,
-                        delta_base=stored.delta_base,
-                        decomp_len=stored.decomp_len,
-                        crc32=stored.crc32,
-                        sha=hex_to_sha(sha),
-                        decomp_chunks=stored.decomp_chunks,
-                        offset=stored.offset,
-                    )
-                    break
+            for n, pack in enumerate(packs):
+                if sha not in pack:
+                    continue
+                stored = pack.get_unpacked_object(sha, convert_ofs_delta=False)
+                type_num, base = stored.pack_type_num, stored.delta_base
+                if type_num == OFS_DELTA and convert_ofs_delta:
+                    if at[n] is None:
+                        at[n] = _offsets(pack, [*shas, *self.receiver_has])
+                    named = at[n].get(stored.offset - base)  # type: ignore[union-attr]
+                    if named is not None:
+                        type_num, base = REF_DELTA, named
+                yield UnpackedObject(  # with its id, which a delta alone does not give
+                    type_num,
+                    delta_base=base,
+                    decomp_len=stored.decomp_len,
+                    crc32=stored.crc32,
+                    sha=hex_to_sha(sha),
+                    decomp_chunks=stored.decomp_chunks,
+                    offset=stored.offset,
+                )
+                break
             else:
                 if not allow_missing:
                     raise KeyError(sha)
@@ -83,6 +106,19 @@ class _GraphWalkStore:
 
     def __iter__(self) -> Any:
         return iter(self.store)
+
+
+def _offsets(pack: Any, shas: list[bytes]) -> dict[int, bytes]:
+    """The offset in `pack` of each of `shas` (hex ids) that it holds, to its binary id."""
+    from dulwich.objects import hex_to_sha
+
+    out = {}
+    for sha in shas:
+        try:
+            out[pack.index.object_offset(sha)] = hex_to_sha(sha)
+        except KeyError:
+            continue
+    return out
 
 
 class _Sized:
@@ -149,12 +185,16 @@ def fetch_pack(
                 for idx in sorted((objects_dir / "pack").glob("pack-*.idx"))
             ]
             try:
+                checked: set[bytes] = set()
 
                 def sized(sha: bytes) -> None:
+                    if sha in checked:
+                        return
                     # None: in an alternate object store, which dulwich reads itself.
                     size = stored_size(objects_dir, sha, indexes)
                     if size is not None and size > limit:
                         raise too_large(what, size, limit)
+                    checked.add(sha)
 
                 # The walk reads commits and trees: each is sized before it is read.
                 object_ids, receiver_has = new_objects(_Sized(store, sized), wants, held)
@@ -163,6 +203,7 @@ def fetch_pack(
             finally:
                 for _pack, index in indexes:
                     index.close()
+            store.receiver_has = receiver_has
             write_pack_from_container(
                 write,
                 store,
@@ -193,7 +234,7 @@ def new_objects(
 
     out: dict[bytes, tuple[int, bytes | None]] = {}
     bases: set[bytes] = set()
-    commits: list[Commit] = []
+    commits: dict[bytes, Commit] = {}
 
     stack = list(wants)
     while stack:
@@ -203,22 +244,53 @@ def new_objects(
         obj = store[sha]
         out[sha] = (obj.type_num, None)
         if isinstance(obj, Commit):
-            commits.append(obj)
+            commits[sha] = obj
             stack.extend(obj.parents)
 
-    for commit in commits:
+    read = _RecentTrees(store.__getitem__)
+    for commit in commits.values():
         # A parent that is no commit (a crafted history) was sent alone by the walk above,
         # for the receiver's checks to refuse; it has no tree to compare with.
-        parents = [store[parent] for parent in commit.parents]
-        roots = [store[parent.tree] for parent in parents if isinstance(parent, Commit)]
+        parents = [
+            commits[parent] if parent in commits else store[parent] for parent in commit.parents
+        ]
+        roots = [read(parent.tree) for parent in parents if isinstance(parent, Commit)]
         parent_trees = [tree for tree in roots if isinstance(tree, Tree)]
         bases.update(tree.id for tree in parent_trees)
         if commit.tree in out or any(tree.id == commit.tree for tree in parent_trees):
             continue
-        root = store[commit.tree]  # not a tree: sent alone, for the receiver's checks
+        root = read(commit.tree)  # not a tree: sent alone, for the receiver's checks
         out[commit.tree] = (root.type_num, b"")
-        for entry, before, subtree in changed_entries(store.__getitem__, root, parent_trees, out):
+        for entry, before, subtree in changed_entries(read, root, parent_trees, out):
             bases.update(before)
             kind = Blob.type_num if subtree is None else Tree.type_num
             out[entry.sha] = (kind, entry.path)
     return list(out.items()), bases - out.keys()
+
+
+class _RecentTrees:
+    """Reads of objects through `read`, the trees among them kept while they total at most
+    `RECENT_TREE_ENTRIES` entries, the least lately used dropped first. The walk reads each
+    commit's trees and its parents' at the same paths, and meets a commit before its parent:
+    a parent's trees are read again as its own."""
+
+    def __init__(self, read: Callable[[bytes], Any]) -> None:
+        self.read = read
+        self.kept: OrderedDict[bytes, Any] = OrderedDict()
+        self.entries = 0
+
+    def __call__(self, sha: bytes) -> Any:
+        from dulwich.objects import Tree
+
+        tree = self.kept.get(sha)
+        if tree is not None:
+            self.kept.move_to_end(sha)
+            return tree
+        obj = self.read(sha)
+        if isinstance(obj, Tree):
+            self.kept[sha] = obj
+            self.entries += len(obj)
+            while self.entries > RECENT_TREE_ENTRIES and len(self.kept) > 1:
+                _sha, dropped = self.kept.popitem(last=False)
+                self.entries -= len(dropped)
+        return obj

@@ -20,6 +20,9 @@ from beads.errors import InvalidInput, StorageError
 CHUNK = 64 * 1024
 OFS_DELTA, REF_DELTA = 6, 7
 TYPE_NAMES = {1: "commit", 2: "tree", 3: "blob", 4: "tag", OFS_DELTA: "delta", REF_DELTA: "delta"}
+# What `stored_size` reads at a time: an object's header and the deflated start of its
+# data (a delta's two sizes, a loose object's header) are a few dozen bytes.
+HEAD_CHUNK = 512
 # The bytes of a delta's data that hold its two sizes (two varints of at most 10 bytes).
 DELTA_HEADER = 20
 
@@ -31,34 +34,36 @@ class _Damaged(Exception):
 class _Stream:
     """Sequential reads over a file, with the bytes read ahead kept for the next entry."""
 
-    def __init__(self, file: BinaryIO) -> None:
+    def __init__(self, file: BinaryIO, chunk: int = CHUNK) -> None:
         self.file = file
         self.buffer = b""
+        self.chunk = chunk  # bytes read at a time
 
     def take(self, count: int) -> bytes:
         while len(self.buffer) < count:
-            more = self.file.read(CHUNK)
+            more = self.file.read(self.chunk)
             if not more:
                 raise _Damaged("the pack ends early")
             self.buffer += more
         out, self.buffer = self.buffer[:count], self.buffer[count:]
         return out
 
-    def inflate_head(self, wanted: int) -> bytes:
-        """The first `wanted` inflated bytes of the zlib stream that starts here; the rest of
-        the stream is inflated a chunk at a time and dropped, leaving the stream after it."""
+    def inflate_head(self, wanted: int, *, step_over: bool = True) -> bytes:
+        """The first `wanted` inflated bytes of the zlib stream that starts here (fewer when
+        it holds fewer); with `step_over`, the rest of the stream is inflated a chunk at a
+        time and dropped, leaving the stream after it, else nothing more is read."""
         inflater = zlib.decompressobj()
         head = b""
         data = self.buffer
         self.buffer = b""
         try:
-            while not inflater.eof:
+            while not inflater.eof and (step_over or len(head) < wanted):
                 if not data:
-                    data = self.file.read(CHUNK)
+                    data = self.file.read(self.chunk)
                     if not data:
                         raise _Damaged("the pack ends inside an object")
-                while data and not inflater.eof:
-                    out = inflater.decompress(data, CHUNK)
+                while data and not inflater.eof and (step_over or len(head) < wanted):
+                    out = inflater.decompress(data, CHUNK if step_over else wanted - len(head))
                     if len(head) < wanted:
                         head += out[: wanted - len(head)]
                     data = inflater.unconsumed_tail
@@ -86,12 +91,18 @@ def _varint(data: bytes, at: int) -> tuple[int, int]:
 
 
 def _entry(
-    stream: _Stream, id_length: int, limit: int | None = None, what: str = ""
+    stream: _Stream,
+    id_length: int,
+    limit: int | None = None,
+    what: str = "",
+    *,
+    step_over: bool = True,
 ) -> tuple[int, int, int | None]:
     """Read one pack entry's header: its type, the size in it and, for a delta, the size of
-    the object it makes (its data inflated for that, then stepped over: the stream is left
-    at the next entry; a whole object's data is left unread). With `limit`, the size in the
-    header is refused before any of the entry's data is inflated."""
+    the object it makes (its data inflated for that, then, with `step_over`, stepped over:
+    the stream is left at the next entry; a whole object's data is left unread). With
+    `limit`, the size in the header is refused before any of the entry's data is
+    inflated."""
     byte = stream.take(1)[0]
     kind, size, shift = (byte >> 4) & 7, byte & 0x0F, 4
     while byte & 0x80:
@@ -111,7 +122,7 @@ def _entry(
         stream.take(id_length)
     if kind not in (OFS_DELTA, REF_DELTA):
         return kind, size, None
-    head = stream.inflate_head(DELTA_HEADER)
+    head = stream.inflate_head(DELTA_HEADER, step_over=step_over)
     _base, at = _varint(head, 0)
     target, _at = _varint(head, at)
     if limit is not None and target > limit:
@@ -173,7 +184,7 @@ def stored_size(objects_dir: Path, hex_id: bytes, indexes: list) -> int | None:
     loose = objects_dir / name[:2] / name[2:]
     try:
         with loose.open("rb") as handle:
-            head = _Stream(handle).inflate_head(64)
+            head = _Stream(handle, HEAD_CHUNK).inflate_head(64, step_over=False)
     except FileNotFoundError:
         head = None
     except _Damaged as exc:
@@ -193,7 +204,7 @@ def stored_size(objects_dir: Path, hex_id: bytes, indexes: list) -> int | None:
         with open(pack_path, "rb") as handle:
             handle.seek(offset)
             try:
-                _kind, size, target = _entry(_Stream(handle), 20)
+                _kind, size, target = _entry(_Stream(handle, HEAD_CHUNK), 20, step_over=False)
             except _Damaged as exc:
                 raise StorageError(f"{pack_path} does not read at object {name}: {exc}") from None
         return target if target is not None else size
