@@ -11,6 +11,11 @@ things make it need care:
 - Every object sent, and every commit and tree the walk reads, is read whole in this
   process: each one's size is first read from its header (`beads.packcheck.stored_size`),
   and one over the limit refused before it is inflated.
+- The walk is this process's work on a stranger's history, before anything is sent: it
+  counts as the remote's progress for the exchange's deadline (`sync.timeout`) every
+  `WORKING_EVERY` objects, and ends (InvalidInput) past as many objects as a pack of
+  `sync.max_fetch_bytes` can hold. A deep history that keeps being read is fetched; a
+  read that stalls is cut by the deadline, one that never ends by the count.
 
 What to send is found by `new_objects`, a walk of the new history that stops at the commits
 the receiving store holds (it asks the store itself: a store holds each of its commits with
@@ -27,11 +32,17 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
-from beads.errors import StorageError
+from beads.errors import InvalidInput, StorageError
 from beads.git.history import changed_entries
 from beads.git.packcheck import stored_size, too_large
 from beads.git.refs import BRANCH, is_sha
 
+# Objects found (or sized) between two calls of the walk's `working`.
+WORKING_EVERY = 100
+# The fewest bytes an object takes in a pack: a 1-byte header and the shortest zlib stream.
+MIN_PACK_ENTRY = 9
+# A pack's own header and trailer.
+PACK_OVERHEAD = 12 + 20
 # The tree entries a local fetch's walk keeps read trees for (`_RecentTrees`): a store's
 # trees hold up to 256 entries, and a commit changes a few of them.
 RECENT_TREE_ENTRIES = 64 * 1024
@@ -147,12 +158,17 @@ def fetch_pack(
     write: Callable[[bytes], Any],
     limit: int,
     what: str,
+    *,
+    working: Callable[[], None],
+    max_fetch: int,
 ) -> dict[bytes, bytes]:
     """Send to `write` a pack of what `determine_wants` asks of the repository at `path`,
     less the history of the commits `held` says the receiver holds; returns its refs. An
     object over `limit` bytes is refused (InvalidInput) before it is read. The walk that
-    finds the objects stays within the exchange's deadline (`sync.timeout`): the history
-    walked is a stranger's."""
+    finds the objects calls `working()` every `WORKING_EVERY` objects (the exchange's
+    deadline, `sync.timeout`, then restarts), and is refused (InvalidInput) once it found
+    more objects than a pack of `max_fetch` bytes can hold: the history walked is a
+    stranger's."""
     from dulwich.pack import load_pack_index, write_pack_from_container
     from dulwich.repo import Repo
 
@@ -186,6 +202,17 @@ def fetch_pack(
             ]
             try:
                 checked: set[bytes] = set()
+                most = max(0, max_fetch - PACK_OVERHEAD) // MIN_PACK_ENTRY
+
+                def walked(count: int) -> None:
+                    if count > most:
+                        raise InvalidInput(
+                            f"{what} has more than {most} objects to send, more than "
+                            f"{max_fetch} bytes can carry in one fetch "
+                            "(sync.max_fetch_bytes); nothing was merged"
+                        )
+                    if count % WORKING_EVERY == 0:
+                        working()
 
                 def sized(sha: bytes) -> None:
                     if sha in checked:
@@ -197,9 +224,11 @@ def fetch_pack(
                     checked.add(sha)
 
                 # The walk reads commits and trees: each is sized before it is read.
-                object_ids, receiver_has = new_objects(_Sized(store, sized), wants, held)
-                for sha, _hint in object_ids:
+                object_ids, receiver_has = new_objects(_Sized(store, sized), wants, held, walked)
+                for count, (sha, _hint) in enumerate(object_ids, 1):
                     sized(sha)
+                    if count % WORKING_EVERY == 0:
+                        working()
             finally:
                 for _pack, index in indexes:
                     index.close()
@@ -220,6 +249,7 @@ def new_objects(
     store: Any,
     wants: list[bytes],
     held: Callable[[bytes], bool],
+    walked: Callable[[int], None] = lambda count: None,
 ) -> tuple[list[tuple[bytes, tuple[int, bytes | None]]], set[bytes]]:
     """The objects of the history of `wants` in `store` that a receiver lacks when it holds
     the commits `held` says it holds, each with its pack hint (type, name); and the ids of
@@ -229,12 +259,17 @@ def new_objects(
     trees along the paths where it differs from its parents (what a parent has at a path
     is the parent's: held by the receiver, or sent with the parent). A missing object
     raises dulwich's KeyError with its id. A want that is not a commit is sent alone: the
-    receiver's checks refuse what is not a store's commit."""
+    receiver's checks refuse what is not a store's commit. `walked(count)` is called with
+    the number of objects found so far, at each one found (it raises to end the walk)."""
     from dulwich.objects import Blob, Commit, Tree
 
     out: dict[bytes, tuple[int, bytes | None]] = {}
     bases: set[bytes] = set()
     commits: dict[bytes, Commit] = {}
+
+    def found(sha: bytes, hint: tuple[int, bytes | None]) -> None:
+        out[sha] = hint
+        walked(len(out))
 
     stack = list(wants)
     while stack:
@@ -242,7 +277,7 @@ def new_objects(
         if sha in out or held(sha):
             continue
         obj = store[sha]
-        out[sha] = (obj.type_num, None)
+        found(sha, (obj.type_num, None))
         if isinstance(obj, Commit):
             commits[sha] = obj
             stack.extend(obj.parents)
@@ -260,11 +295,11 @@ def new_objects(
         if commit.tree in out or any(tree.id == commit.tree for tree in parent_trees):
             continue
         root = read(commit.tree)  # not a tree: sent alone, for the receiver's checks
-        out[commit.tree] = (root.type_num, b"")
+        found(commit.tree, (root.type_num, b""))
         for entry, before, subtree in changed_entries(read, root, parent_trees, out):
             bases.update(before)
             kind = Blob.type_num if subtree is None else Tree.type_num
-            out[entry.sha] = (kind, entry.path)
+            found(entry.sha, (kind, entry.path))
     return list(out.items()), bases - out.keys()
 
 
