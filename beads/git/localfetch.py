@@ -77,34 +77,43 @@ class _GraphWalkStore:
         from dulwich.objects import hex_to_sha
         from dulwich.pack import OFS_DELTA, REF_DELTA, UnpackedObject
 
-        shas = list(shas)
         packs = list(self.store.packs)
-        at: list[dict[int, bytes] | None] = [None] * len(packs)  # offset -> id, when needed
-        for sha in shas:
+        # Where each object sent, and each the receiver holds, is: the first pack holding it
+        # and its offset there; and per pack, the id at each of those offsets.
+        where: dict[bytes, tuple[int, int]] = {}
+        at: list[dict[int, bytes]] = [{} for _pack in packs]
+        wanted = list(shas)
+        for sha in [*wanted, *self.receiver_has]:
+            binary = hex_to_sha(sha)
             for n, pack in enumerate(packs):
-                if sha not in pack:
+                try:
+                    offset = pack.index.object_offset(binary)
+                except KeyError:
                     continue
-                stored = pack.get_unpacked_object(sha, convert_ofs_delta=False)
-                type_num, base = stored.pack_type_num, stored.delta_base
-                if type_num == OFS_DELTA and convert_ofs_delta:
-                    if at[n] is None:
-                        at[n] = _offsets(pack, [*shas, *self.receiver_has])
-                    named = at[n].get(stored.offset - base)  # type: ignore[union-attr]
-                    if named is not None:
-                        type_num, base = REF_DELTA, named
-                yield UnpackedObject(  # with its id, which a delta alone does not give
-                    type_num,
-                    delta_base=base,
-                    decomp_len=stored.decomp_len,
-                    crc32=stored.crc32,
-                    sha=hex_to_sha(sha),
-                    decomp_chunks=stored.decomp_chunks,
-                    offset=stored.offset,
-                )
+                where[sha] = (n, offset)
+                at[n][offset] = binary
                 break
-            else:
+        for sha in wanted:
+            if sha not in where:
                 if not allow_missing:
                     raise KeyError(sha)
+                continue
+            n, offset = where[sha]
+            stored = packs[n].data.get_unpacked_object_at(offset)
+            type_num, base = stored.pack_type_num, stored.delta_base
+            if type_num == OFS_DELTA and convert_ofs_delta:
+                named = at[n].get(offset - base)
+                if named is not None:
+                    type_num, base = REF_DELTA, named
+            yield UnpackedObject(  # with its id, which a delta alone does not give
+                type_num,
+                delta_base=base,
+                decomp_len=stored.decomp_len,
+                crc32=stored.crc32,
+                sha=hex_to_sha(sha),
+                decomp_chunks=stored.decomp_chunks,
+                offset=offset,
+            )
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.store, name)
@@ -117,19 +126,6 @@ class _GraphWalkStore:
 
     def __iter__(self) -> Any:
         return iter(self.store)
-
-
-def _offsets(pack: Any, shas: list[bytes]) -> dict[int, bytes]:
-    """The offset in `pack` of each of `shas` (hex ids) that it holds, to its binary id."""
-    from dulwich.objects import hex_to_sha
-
-    out = {}
-    for sha in shas:
-        try:
-            out[pack.index.object_offset(sha)] = hex_to_sha(sha)
-        except KeyError:
-            continue
-    return out
 
 
 class _Sized:
@@ -200,6 +196,7 @@ def fetch_pack(
                 (idx.with_suffix(".pack"), load_pack_index(str(idx), repo.object_format))
                 for idx in sorted((objects_dir / "pack").glob("pack-*.idx"))
             ]
+            files: dict[Path, Any] = {}  # the pack files `stored_size` opened
             try:
                 checked: set[bytes] = set()
                 most = max(0, max_fetch - PACK_OVERHEAD) // MIN_PACK_ENTRY
@@ -218,7 +215,7 @@ def fetch_pack(
                     if sha in checked:
                         return
                     # None: in an alternate object store, which dulwich reads itself.
-                    size = stored_size(objects_dir, sha, indexes)
+                    size = stored_size(objects_dir, sha, indexes, files)
                     if size is not None and size > limit:
                         raise too_large(what, size, limit)
                     checked.add(sha)
@@ -232,6 +229,8 @@ def fetch_pack(
             finally:
                 for _pack, index in indexes:
                     index.close()
+                for file in files.values():
+                    file.close()
             store.receiver_has = receiver_has
             write_pack_from_container(
                 write,

@@ -11,6 +11,7 @@ dropped.
 
 from __future__ import annotations
 
+import os
 import zlib
 from pathlib import Path
 from typing import BinaryIO
@@ -176,24 +177,29 @@ def check_pack(
         file.seek(0)
 
 
-def stored_size(objects_dir: Path, hex_id: bytes, indexes: list) -> int | None:
-    """The size of object `hex_id` of the object store at `objects_dir` (loose, or in one of
-    its packs, whose loaded `indexes` are (pack path, index) pairs), read from its header:
-    for a packed delta, the size of the object it makes. None when it is in neither."""
+def stored_size(
+    objects_dir: Path, hex_id: bytes, indexes: list, files: dict[Path, BinaryIO]
+) -> int | None:
+    """The size of object `hex_id` of the object store at `objects_dir` (loose, or in its
+    packs, whose loaded `indexes` are (pack path, index) pairs), read from its header: for a
+    packed delta, the size of the object it makes. An object held more than once (loose and
+    packed, in two packs) has the largest of its copies' sizes: whichever copy a reader takes
+    is read whole. None when it is in neither. `files` holds the pack files opened so far, by
+    path, kept for the next call (the caller closes them)."""
     name = hex_id.decode("ascii")
-    loose = objects_dir / name[:2] / name[2:]
+    sizes = []
     try:
-        with loose.open("rb") as handle:
+        with open(os.path.join(objects_dir, name[:2], name[2:]), "rb") as handle:
             head = _Stream(handle, HEAD_CHUNK).inflate_head(64, step_over=False)
     except FileNotFoundError:
-        head = None
+        pass
     except _Damaged as exc:
         raise StorageError(f"the loose object {name} does not read: {exc}") from None
-    if head is not None:
+    else:
         header = head.split(b"\0", 1)[0].split(b" ")
         if len(header) != 2 or not header[1].isdigit():
             raise StorageError(f"the loose object {name} has no header")
-        return int(header[1])
+        sizes.append(int(header[1]))
     for pack_path, index in indexes:
         try:
             offset = index.object_offset(hex_id)
@@ -201,11 +207,13 @@ def stored_size(objects_dir: Path, hex_id: bytes, indexes: list) -> int | None:
             continue
         if offset is None:
             continue
-        with open(pack_path, "rb") as handle:
-            handle.seek(offset)
-            try:
-                _kind, size, target = _entry(_Stream(handle, HEAD_CHUNK), 20, step_over=False)
-            except _Damaged as exc:
-                raise StorageError(f"{pack_path} does not read at object {name}: {exc}") from None
-        return target if target is not None else size
-    return None
+        handle = files.get(pack_path)
+        if handle is None:
+            handle = files[pack_path] = open(pack_path, "rb")  # noqa: SIM115 - the caller closes
+        handle.seek(offset)
+        try:
+            _kind, size, target = _entry(_Stream(handle, HEAD_CHUNK), 20, step_over=False)
+        except _Damaged as exc:
+            raise StorageError(f"{pack_path} does not read at object {name}: {exc}") from None
+        sizes.append(target if target is not None else size)
+    return max(sizes, default=None)
