@@ -670,6 +670,29 @@ def test_a_local_fetch_reuses_the_remote_deltas_without_reading_its_whole_index(
     assert b.json("bead", "show", made[-1])["bead"]["title"] == "delta 19"
 
 
+def test_a_packed_object_over_the_limit_is_refused_unread_beside_a_small_loose_copy(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    # dulwich reads an object from a pack before its loose file: a small loose file under
+    # the id of a packed object over the limit must not stand for the size of what is read.
+    import zlib
+
+    remote, _url, a, b = cloned_pair(tmp_path, None, "twice", request)
+    assert a("sync").returncode == 0 and b("sync").returncode == 0
+    before = head(b)
+    commit_blob(tmp_path, remote, 48 * 1024 * 1024)
+    git("repack", "-q", "-a", "-d", cwd=remote)  # the blob is packed, its loose file gone
+    big = git("hash-object", str(tmp_path / "zeros"), cwd=remote)  # commit_blob's file
+    loose = remote / "objects" / big[:2] / big[2:]
+    loose.parent.mkdir(exist_ok=True)
+    loose.write_bytes(zlib.compress(b"blob 1\0x"))
+    code, stderr, peak_kib = sync_measured(b)
+    assert code == 30, stderr
+    assert "50331648 bytes" in stderr and "over this store's limit" in stderr
+    assert peak_kib < 48 * 1024, f"gc sync held {peak_kib} KiB"
+    assert head(b) == before
+
+
 def slow_local_walk(monkeypatch: pytest.MonkeyPatch, pause: float, stall_at: int = 0) -> None:
     """Each object a local-path fetch sizes (`localfetch.stored_size`) first waits `pause`
     seconds, as the walk of a deep history on a loaded machine does; the `stall_at`-th (if
