@@ -134,6 +134,14 @@ class _Checker:
         self.objects = objects
         self.trees: dict[bytes, list[tuple[bytes, bytes, bytes]] | str] = {}
         self.commits: dict[bytes, tuple[int, bytes, list[bytes]] | str] = {}
+        self.folds: dict[bytes, str] = {}  # `_fold` of each name met: trees share most names
+
+    def fold(self, name: bytes) -> str:
+        """`_fold(name)`, worked out once a check."""
+        found = self.folds.get(name)
+        if found is None:
+            found = self.folds[name] = _fold(name)
+        return found
 
     def read(self, sha: bytes) -> tuple[int, bytes] | None:
         """The type and bytes of object `sha`, or None when it is absent or unreadable."""
@@ -199,13 +207,14 @@ class _Checker:
             if isinstance(listed, list):
                 before.update(listed)
                 old_names.update(name for _m, name, _s in listed)
+        folds = [self.fold(name) for _mode, name, _sha in entries]
         folded: dict[str, list[bytes]] = {}
-        for _mode, name, _sha in entries:
-            folded.setdefault(_fold(name), []).append(name)
+        for (_mode, name, _sha), fold in zip(entries, folds, strict=True):
+            folded.setdefault(fold, []).append(name)
         level = len(parts)
-        for entry in entries:
+        for entry, fold in zip(entries, folds, strict=True):
             mode, name, sha = entry
-            alike = folded[_fold(name)]
+            alike = folded[fold]
             path = parts + [name]
             if alike.count(name) > 1:  # git's trees never hold a name twice: a forged tree
                 out.append((_shown(path), "the same name twice in one directory"))
