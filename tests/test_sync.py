@@ -21,6 +21,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -1060,6 +1061,34 @@ def project(tmp_path: Path, project_template: Path) -> tuple[GcRunner, Path]:
     """Machine a: a project's git work tree holding a store, synced to a bare remote."""
     copy_template(project_template, tmp_path)
     return GcRunner(tmp_path / "a"), tmp_path / "remote.git"
+
+
+def test_the_gate_keeps_a_bounded_number_of_trees_over_a_deep_history(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A clone checks every commit of the remote's history: each tree it parsed was kept to
+    # the end, and a clone of 10,000 commits held 800 MB of them.
+    from dulwich.repo import Repo
+
+    from beads.sync import treegate
+
+    for n in range(30):
+        store.create("task", f"deep {n}", "")
+    commits = git("rev-list", "main", cwd=Path(store.git.git_dir)).split()
+    monkeypatch.setattr(treegate, "KEPT_ENTRIES", 20, raising=False)
+    kept: list[int] = []
+    tree = treegate._Checker.tree
+
+    def counted(self: Any, sha: bytes) -> Any:
+        found = tree(self, sha)
+        kept.append(sum(len(entries) for entries in self.trees.values()))
+        return found
+
+    monkeypatch.setattr(treegate._Checker, "tree", counted)
+    with Repo(store.git.git_dir) as repo:
+        assert treegate.find_bad(repo.object_store, [c.encode() for c in commits]) == []
+    assert max(kept) <= 20 + 256  # the bound, and the one tree over it
+    assert len(kept) > 30 * 3  # each commit's trees were read: the check ran
 
 
 def test_a_remote_removed_after_a_refusal_is_added_again_with_no_refusal(

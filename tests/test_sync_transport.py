@@ -635,6 +635,139 @@ def test_an_ssh_remote_that_stays_silent_times_out(tmp_path: Path, gc_init_templ
     assert "timed out" in result.stderr
 
 
+def test_a_local_fetch_reuses_the_remote_deltas_without_reading_its_whole_index(
+    tmp_path: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # git gc stores a delta's base by its offset in the pack; dulwich finds the id at an
+    # offset by reading the whole index, once per delta: a clone's cost grew with the square
+    # of the history.
+    from dulwich.object_format import DEFAULT_OBJECT_FORMAT
+    from dulwich.pack import REF_DELTA, PackData, PackIndex
+
+    import beads.git.packcheck
+
+    remote, _url, a, b = cloned_pair(tmp_path, None, "deltas", request)
+    made = made_one_commit_each(a, {f"delta {n}": "a body\n" * 50 for n in range(20)})
+    assert a("sync").returncode == 0
+    git("repack", "-q", "-a", "-d", "-f", cwd=remote)  # as git gc does, with deltas
+    scans: list[int] = []
+    scan = PackIndex.object_sha1
+    monkeypatch.setattr(PackIndex, "object_sha1", lambda *args: scans.append(1) or scan(*args))
+    kinds: list[int] = []
+    check = beads.git.packcheck.check_pack
+
+    def seen(file: Any, *args: Any, **kwargs: Any) -> None:
+        data = PackData.from_file(file, DEFAULT_OBJECT_FORMAT, file.seek(0, 2))
+        kinds.extend(entry.pack_type_num for entry in data.iter_unpacked())
+        check(file, *args, **kwargs)
+
+    monkeypatch.setattr(beads.git.packcheck, "check_pack", seen)
+    result = b("sync")
+    assert result.returncode == 0, result.stderr
+    assert scans == []
+    assert REF_DELTA in kinds  # the remote's deltas were sent as they are
+    assert head(b) == head(a)
+    assert b.json("bead", "show", made[-1])["bead"]["title"] == "delta 19"
+
+
+def test_a_packed_object_over_the_limit_is_refused_unread_beside_a_small_loose_copy(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    # dulwich reads an object from a pack before its loose file: a small loose file under
+    # the id of a packed object over the limit must not stand for the size of what is read.
+    import zlib
+
+    remote, _url, a, b = cloned_pair(tmp_path, None, "twice", request)
+    assert a("sync").returncode == 0 and b("sync").returncode == 0
+    before = head(b)
+    commit_blob(tmp_path, remote, 48 * 1024 * 1024)
+    git("repack", "-q", "-a", "-d", cwd=remote)  # the blob is packed, its loose file gone
+    big = git("hash-object", str(tmp_path / "zeros"), cwd=remote)  # commit_blob's file
+    loose = remote / "objects" / big[:2] / big[2:]
+    loose.parent.mkdir(exist_ok=True)
+    loose.write_bytes(zlib.compress(b"blob 1\0x"))
+    code, stderr, peak_kib = sync_measured(b)
+    assert code == 30, stderr
+    assert "50331648 bytes" in stderr and "over this store's limit" in stderr
+    assert peak_kib < 48 * 1024, f"gc sync held {peak_kib} KiB"
+    assert head(b) == before
+
+
+def slow_local_walk(monkeypatch: pytest.MonkeyPatch, pause: float, stall_at: int = 0) -> None:
+    """Each object a local-path fetch sizes (`localfetch.stored_size`) first waits `pause`
+    seconds, as the walk of a deep history on a loaded machine does; the `stall_at`-th (if
+    any) waits for ever, as a read of a file that never answers would."""
+    import time
+
+    from beads.git import localfetch
+
+    sized = localfetch.stored_size
+    count = [0]
+
+    def slow(*args: Any) -> Any:
+        count[0] += 1
+        time.sleep(60 if count[0] == stall_at else pause)
+        return sized(*args)
+
+    monkeypatch.setattr(localfetch, "stored_size", slow)
+
+
+def test_a_local_history_longer_to_walk_than_the_timeout_syncs_while_it_progresses(
+    tmp_path: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A local path's history is walked in this process before anything is sent: a walk
+    # far longer than sync.timeout that keeps reading objects is progress, not silence.
+    _remote, _url, a, b = cloned_pair(tmp_path, None, "deep", request)
+    made = made_one_commit_each(a, {f"deep {n}": "" for n in range(25)})  # ~150 objects
+    assert a("sync").returncode == 0
+    assert b("config", "set", "--local", "sync.timeout", "0.2s").returncode == 0
+    monkeypatch.setattr("beads.git.localfetch.WORKING_EVERY", 5)
+    slow_local_walk(monkeypatch, 0.01)  # about 1.5 s of walk, 0.05 s between progress
+    result = b("sync")
+    assert result.returncode == 0, result.stderr
+    assert head(b) == head(a)
+    assert b.json("bead", "show", made[-1])["bead"]["title"] == "deep 24"
+
+
+def test_a_local_history_whose_walk_stalls_still_times_out(
+    tmp_path: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _remote, _url, a, b = cloned_pair(tmp_path, None, "stalled", request)
+    made_one_commit_each(a, {f"stalled {n}": "" for n in range(5)})
+    assert a("sync").returncode == 0
+    before = head(b)
+    assert b("config", "set", "--local", "sync.timeout", "0.2s").returncode == 0
+    slow_local_walk(monkeypatch, 0, stall_at=10)
+    result = b("sync")
+    assert result.returncode == 50, result.stderr
+    assert "timed out: nothing arrived for 0.2s (sync.timeout)" in result.stderr
+    assert head(b) == before
+
+
+def test_a_local_history_with_more_objects_than_a_fetch_may_carry_is_refused_early(
+    tmp_path: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # What bounds the walk of a local path's history, which counts as progress: a pack of
+    # sync.max_fetch_bytes holds at most so many objects (9 bytes each at the fewest).
+    from beads.git import localfetch
+
+    _remote, url, a, b = cloned_pair(tmp_path, None, "many", request)
+    made_one_commit_each(a, {f"many {n}": "" for n in range(25)})  # ~150 objects
+    assert a("sync").returncode == 0
+    before = head(b)
+    assert b("config", "set", "--local", "sync.max_fetch_bytes", "1KiB").returncode == 0
+    sized = []
+    monkeypatch.setattr(localfetch, "stored_size", lambda *args: sized.append(args) or 1)
+    result = b("sync")
+    assert result.returncode == 30, result.stderr
+    assert result.stderr == (
+        f"gc: the remote {url} has more than 110 objects to send, more than 1024 bytes can "
+        "carry in one fetch (sync.max_fetch_bytes); nothing was merged\n"
+    )
+    assert len(sized) <= 110 + localfetch.WORKING_EVERY  # read no further
+    assert head(b) == before
+
+
 def test_a_git_config_file_that_does_not_parse_is_named_when_a_sync_fails(
     tmp_path: Path, pair_remote: tuple
 ) -> None:

@@ -85,18 +85,22 @@ def changed_entries(
     caller adds each yielded id to `seen` before the next. A stack, not recursion: a
     stranger's trees may nest deeper than Python recurses; an object read where a tree
     belongs that is none is not entered."""
-    from dulwich.objects import Tree
+    from dulwich.objects import Tree, TreeEntry
 
     todo = [(tree, olds)]
     while todo:
         tree, olds = todo.pop()
         if not isinstance(tree, Tree):
             continue
-        for entry in tree.iteritems():
-            before = [old[entry.path][1] for old in olds if entry.path in old]
-            if entry.sha in before or entry.sha in seen or stat.S_IFMT(entry.mode) == GITLINK:
+        # By name, in the tree's own order: `Tree.iteritems` sorts the entries at each call,
+        # and most entries of a tree are its parent's, passed over at once.
+        for name in tree:
+            mode, sha = tree[name]
+            before = [old[name][1] for old in olds if name in old]
+            if sha in before or sha in seen or stat.S_IFMT(mode) == GITLINK:
                 continue
-            if not stat.S_ISDIR(entry.mode):
+            entry = TreeEntry(name, mode, sha)
+            if not stat.S_ISDIR(mode):
                 yield entry, before, None
                 continue
             subtree = read(entry.sha)

@@ -11,6 +11,11 @@ things make it need care:
 - Every object sent, and every commit and tree the walk reads, is read whole in this
   process: each one's size is first read from its header (`beads.packcheck.stored_size`),
   and one over the limit refused before it is inflated.
+- The walk is this process's work on a stranger's history, before anything is sent: it
+  counts as the remote's progress for the exchange's deadline (`sync.timeout`) every
+  `WORKING_EVERY` objects, and ends (InvalidInput) past as many objects as a pack of
+  `sync.max_fetch_bytes` can hold. A deep history that keeps being read is fetched; a
+  read that stalls is cut by the deadline, one that never ends by the count.
 
 What to send is found by `new_objects`, a walk of the new history that stops at the commits
 the receiving store holds (it asks the store itself: a store holds each of its commits with
@@ -21,15 +26,26 @@ tree of each one the new history meets: a sync's cost would follow the store's s
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import closing
 from pathlib import Path
 from typing import Any
 
-from beads.errors import StorageError
+from beads.errors import InvalidInput, StorageError
 from beads.git.history import changed_entries
 from beads.git.packcheck import stored_size, too_large
 from beads.git.refs import BRANCH, is_sha
+
+# Objects found (or sized) between two calls of the walk's `working`.
+WORKING_EVERY = 100
+# The fewest bytes an object takes in a pack: a 1-byte header and the shortest zlib stream.
+MIN_PACK_ENTRY = 9
+# A pack's own header and trailer.
+PACK_OVERHEAD = 12 + 20
+# The tree entries a local fetch's walk keeps read trees for (`_RecentTrees`): a store's
+# trees hold up to 256 entries, and a commit changes a few of them.
+RECENT_TREE_ENTRIES = 64 * 1024
 
 
 class _GraphWalkStore:
@@ -38,6 +54,8 @@ class _GraphWalkStore:
 
     def __init__(self, store: Any) -> None:
         self.store = store
+        # Objects the receiver holds that a thin pack may name as a delta's base.
+        self.receiver_has: set[bytes] = set()
 
     def get_reachability_provider(self, prefer_bitmaps: bool = True) -> Any:
         from dulwich.object_store import GraphTraversalReachability
@@ -49,28 +67,53 @@ class _GraphWalkStore:
     ) -> Iterator[Any]:
         """Each object of `shas` (hex ids) that a pack holds, as stored (a delta stays a
         delta), read at its offset: how a pack's deltas are found for reuse. dulwich's own
-        reads every object of every pack to find them, a cost of the repository's size."""
+        reads every object of every pack to find them, a cost of the repository's size.
+
+        A delta on a base at an offset of its pack (git's usual kind) names its base by id
+        when the base is among `shas` or the receiver's objects (`receiver_has`): the only
+        deltas dulwich reuses. Any other is yielded as stored, and dulwich sends that object
+        whole. (dulwich's own lookup of the id at an offset reads the whole index, once per
+        delta: a clone's cost grew with the square of its history.)"""
         from dulwich.objects import hex_to_sha
-        from dulwich.pack import UnpackedObject
+        from dulwich.pack import OFS_DELTA, REF_DELTA, UnpackedObject
 
         packs = list(self.store.packs)
-        for sha in shas:
-            for pack in packs:
-                if sha in pack:
-                    stored = pack.get_unpacked_object(sha, convert_ofs_delta=convert_ofs_delta)
-                    yield UnpackedObject(  # with its id, which a delta alone does not give
-                        stored.pack_type_num,
-                        delta_base=stored.delta_base,
-                        decomp_len=stored.decomp_len,
-                        crc32=stored.crc32,
-                        sha=hex_to_sha(sha),
-                        decomp_chunks=stored.decomp_chunks,
-                        offset=stored.offset,
-                    )
-                    break
-            else:
+        # Where each object sent, and each the receiver holds, is: the first pack holding it
+        # and its offset there; and per pack, the id at each of those offsets.
+        where: dict[bytes, tuple[int, int]] = {}
+        at: list[dict[int, bytes]] = [{} for _pack in packs]
+        wanted = list(shas)
+        for sha in [*wanted, *self.receiver_has]:
+            binary = hex_to_sha(sha)
+            for n, pack in enumerate(packs):
+                try:
+                    offset = pack.index.object_offset(binary)
+                except KeyError:
+                    continue
+                where[sha] = (n, offset)
+                at[n][offset] = binary
+                break
+        for sha in wanted:
+            if sha not in where:
                 if not allow_missing:
                     raise KeyError(sha)
+                continue
+            n, offset = where[sha]
+            stored = packs[n].data.get_unpacked_object_at(offset)
+            type_num, base = stored.pack_type_num, stored.delta_base
+            if type_num == OFS_DELTA and convert_ofs_delta:
+                named = at[n].get(offset - base)
+                if named is not None:
+                    type_num, base = REF_DELTA, named
+            yield UnpackedObject(  # with its id, which a delta alone does not give
+                type_num,
+                delta_base=base,
+                decomp_len=stored.decomp_len,
+                crc32=stored.crc32,
+                sha=hex_to_sha(sha),
+                decomp_chunks=stored.decomp_chunks,
+                offset=offset,
+            )
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.store, name)
@@ -111,12 +154,17 @@ def fetch_pack(
     write: Callable[[bytes], Any],
     limit: int,
     what: str,
+    *,
+    working: Callable[[], None],
+    max_fetch: int,
 ) -> dict[bytes, bytes]:
     """Send to `write` a pack of what `determine_wants` asks of the repository at `path`,
     less the history of the commits `held` says the receiver holds; returns its refs. An
     object over `limit` bytes is refused (InvalidInput) before it is read. The walk that
-    finds the objects stays within the exchange's deadline (`sync.timeout`): the history
-    walked is a stranger's."""
+    finds the objects calls `working()` every `WORKING_EVERY` objects (the exchange's
+    deadline, `sync.timeout`, then restarts), and is refused (InvalidInput) once it found
+    more objects than a pack of `max_fetch` bytes can hold: the history walked is a
+    stranger's."""
     from dulwich.pack import load_pack_index, write_pack_from_container
     from dulwich.repo import Repo
 
@@ -148,21 +196,42 @@ def fetch_pack(
                 (idx.with_suffix(".pack"), load_pack_index(str(idx), repo.object_format))
                 for idx in sorted((objects_dir / "pack").glob("pack-*.idx"))
             ]
+            files: dict[Path, Any] = {}  # the pack files `stored_size` opened
             try:
+                checked: set[bytes] = set()
+                most = max(0, max_fetch - PACK_OVERHEAD) // MIN_PACK_ENTRY
+
+                def walked(count: int) -> None:
+                    if count > most:
+                        raise InvalidInput(
+                            f"{what} has more than {most} objects to send, more than "
+                            f"{max_fetch} bytes can carry in one fetch "
+                            "(sync.max_fetch_bytes); nothing was merged"
+                        )
+                    if count % WORKING_EVERY == 0:
+                        working()
 
                 def sized(sha: bytes) -> None:
+                    if sha in checked:
+                        return
                     # None: in an alternate object store, which dulwich reads itself.
-                    size = stored_size(objects_dir, sha, indexes)
+                    size = stored_size(objects_dir, sha, indexes, files)
                     if size is not None and size > limit:
                         raise too_large(what, size, limit)
+                    checked.add(sha)
 
                 # The walk reads commits and trees: each is sized before it is read.
-                object_ids, receiver_has = new_objects(_Sized(store, sized), wants, held)
-                for sha, _hint in object_ids:
+                object_ids, receiver_has = new_objects(_Sized(store, sized), wants, held, walked)
+                for count, (sha, _hint) in enumerate(object_ids, 1):
                     sized(sha)
+                    if count % WORKING_EVERY == 0:
+                        working()
             finally:
                 for _pack, index in indexes:
                     index.close()
+                for file in files.values():
+                    file.close()
+            store.receiver_has = receiver_has
             write_pack_from_container(
                 write,
                 store,
@@ -179,6 +248,7 @@ def new_objects(
     store: Any,
     wants: list[bytes],
     held: Callable[[bytes], bool],
+    walked: Callable[[int], None] = lambda count: None,
 ) -> tuple[list[tuple[bytes, tuple[int, bytes | None]]], set[bytes]]:
     """The objects of the history of `wants` in `store` that a receiver lacks when it holds
     the commits `held` says it holds, each with its pack hint (type, name); and the ids of
@@ -188,12 +258,17 @@ def new_objects(
     trees along the paths where it differs from its parents (what a parent has at a path
     is the parent's: held by the receiver, or sent with the parent). A missing object
     raises dulwich's KeyError with its id. A want that is not a commit is sent alone: the
-    receiver's checks refuse what is not a store's commit."""
+    receiver's checks refuse what is not a store's commit. `walked(count)` is called with
+    the number of objects found so far, at each one found (it raises to end the walk)."""
     from dulwich.objects import Blob, Commit, Tree
 
     out: dict[bytes, tuple[int, bytes | None]] = {}
     bases: set[bytes] = set()
-    commits: list[Commit] = []
+    commits: dict[bytes, Commit] = {}
+
+    def found(sha: bytes, hint: tuple[int, bytes | None]) -> None:
+        out[sha] = hint
+        walked(len(out))
 
     stack = list(wants)
     while stack:
@@ -201,24 +276,55 @@ def new_objects(
         if sha in out or held(sha):
             continue
         obj = store[sha]
-        out[sha] = (obj.type_num, None)
+        found(sha, (obj.type_num, None))
         if isinstance(obj, Commit):
-            commits.append(obj)
+            commits[sha] = obj
             stack.extend(obj.parents)
 
-    for commit in commits:
+    read = _RecentTrees(store.__getitem__)
+    for commit in commits.values():
         # A parent that is no commit (a crafted history) was sent alone by the walk above,
         # for the receiver's checks to refuse; it has no tree to compare with.
-        parents = [store[parent] for parent in commit.parents]
-        roots = [store[parent.tree] for parent in parents if isinstance(parent, Commit)]
+        parents = [
+            commits[parent] if parent in commits else store[parent] for parent in commit.parents
+        ]
+        roots = [read(parent.tree) for parent in parents if isinstance(parent, Commit)]
         parent_trees = [tree for tree in roots if isinstance(tree, Tree)]
         bases.update(tree.id for tree in parent_trees)
         if commit.tree in out or any(tree.id == commit.tree for tree in parent_trees):
             continue
-        root = store[commit.tree]  # not a tree: sent alone, for the receiver's checks
-        out[commit.tree] = (root.type_num, b"")
-        for entry, before, subtree in changed_entries(store.__getitem__, root, parent_trees, out):
+        root = read(commit.tree)  # not a tree: sent alone, for the receiver's checks
+        found(commit.tree, (root.type_num, b""))
+        for entry, before, subtree in changed_entries(read, root, parent_trees, out):
             bases.update(before)
             kind = Blob.type_num if subtree is None else Tree.type_num
-            out[entry.sha] = (kind, entry.path)
+            found(entry.sha, (kind, entry.path))
     return list(out.items()), bases - out.keys()
+
+
+class _RecentTrees:
+    """Reads of objects through `read`, the trees among them kept while they total at most
+    `RECENT_TREE_ENTRIES` entries, the least lately used dropped first. The walk reads each
+    commit's trees and its parents' at the same paths, and meets a commit before its parent:
+    a parent's trees are read again as its own."""
+
+    def __init__(self, read: Callable[[bytes], Any]) -> None:
+        self.read = read
+        self.kept: OrderedDict[bytes, Any] = OrderedDict()
+        self.entries = 0
+
+    def __call__(self, sha: bytes) -> Any:
+        from dulwich.objects import Tree
+
+        tree = self.kept.get(sha)
+        if tree is not None:
+            self.kept.move_to_end(sha)
+            return tree
+        obj = self.read(sha)
+        if isinstance(obj, Tree):
+            self.kept[sha] = obj
+            self.entries += len(obj)
+            while self.entries > RECENT_TREE_ENTRIES and len(self.kept) > 1:
+                _sha, dropped = self.kept.popitem(last=False)
+                self.entries -= len(dropped)
+        return obj

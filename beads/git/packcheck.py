@@ -11,6 +11,7 @@ dropped.
 
 from __future__ import annotations
 
+import os
 import zlib
 from pathlib import Path
 from typing import BinaryIO
@@ -20,6 +21,9 @@ from beads.errors import InvalidInput, StorageError
 CHUNK = 64 * 1024
 OFS_DELTA, REF_DELTA = 6, 7
 TYPE_NAMES = {1: "commit", 2: "tree", 3: "blob", 4: "tag", OFS_DELTA: "delta", REF_DELTA: "delta"}
+# What `stored_size` reads at a time: an object's header and the deflated start of its
+# data (a delta's two sizes, a loose object's header) are a few dozen bytes.
+HEAD_CHUNK = 512
 # The bytes of a delta's data that hold its two sizes (two varints of at most 10 bytes).
 DELTA_HEADER = 20
 
@@ -31,34 +35,36 @@ class _Damaged(Exception):
 class _Stream:
     """Sequential reads over a file, with the bytes read ahead kept for the next entry."""
 
-    def __init__(self, file: BinaryIO) -> None:
+    def __init__(self, file: BinaryIO, chunk: int = CHUNK) -> None:
         self.file = file
         self.buffer = b""
+        self.chunk = chunk  # bytes read at a time
 
     def take(self, count: int) -> bytes:
         while len(self.buffer) < count:
-            more = self.file.read(CHUNK)
+            more = self.file.read(self.chunk)
             if not more:
                 raise _Damaged("the pack ends early")
             self.buffer += more
         out, self.buffer = self.buffer[:count], self.buffer[count:]
         return out
 
-    def inflate_head(self, wanted: int) -> bytes:
-        """The first `wanted` inflated bytes of the zlib stream that starts here; the rest of
-        the stream is inflated a chunk at a time and dropped, leaving the stream after it."""
+    def inflate_head(self, wanted: int, *, step_over: bool = True) -> bytes:
+        """The first `wanted` inflated bytes of the zlib stream that starts here (fewer when
+        it holds fewer); with `step_over`, the rest of the stream is inflated a chunk at a
+        time and dropped, leaving the stream after it, else nothing more is read."""
         inflater = zlib.decompressobj()
         head = b""
         data = self.buffer
         self.buffer = b""
         try:
-            while not inflater.eof:
+            while not inflater.eof and (step_over or len(head) < wanted):
                 if not data:
-                    data = self.file.read(CHUNK)
+                    data = self.file.read(self.chunk)
                     if not data:
                         raise _Damaged("the pack ends inside an object")
-                while data and not inflater.eof:
-                    out = inflater.decompress(data, CHUNK)
+                while data and not inflater.eof and (step_over or len(head) < wanted):
+                    out = inflater.decompress(data, CHUNK if step_over else wanted - len(head))
                     if len(head) < wanted:
                         head += out[: wanted - len(head)]
                     data = inflater.unconsumed_tail
@@ -86,12 +92,18 @@ def _varint(data: bytes, at: int) -> tuple[int, int]:
 
 
 def _entry(
-    stream: _Stream, id_length: int, limit: int | None = None, what: str = ""
+    stream: _Stream,
+    id_length: int,
+    limit: int | None = None,
+    what: str = "",
+    *,
+    step_over: bool = True,
 ) -> tuple[int, int, int | None]:
     """Read one pack entry's header: its type, the size in it and, for a delta, the size of
-    the object it makes (its data inflated for that, then stepped over: the stream is left
-    at the next entry; a whole object's data is left unread). With `limit`, the size in the
-    header is refused before any of the entry's data is inflated."""
+    the object it makes (its data inflated for that, then, with `step_over`, stepped over:
+    the stream is left at the next entry; a whole object's data is left unread). With
+    `limit`, the size in the header is refused before any of the entry's data is
+    inflated."""
     byte = stream.take(1)[0]
     kind, size, shift = (byte >> 4) & 7, byte & 0x0F, 4
     while byte & 0x80:
@@ -111,7 +123,7 @@ def _entry(
         stream.take(id_length)
     if kind not in (OFS_DELTA, REF_DELTA):
         return kind, size, None
-    head = stream.inflate_head(DELTA_HEADER)
+    head = stream.inflate_head(DELTA_HEADER, step_over=step_over)
     _base, at = _varint(head, 0)
     target, _at = _varint(head, at)
     if limit is not None and target > limit:
@@ -165,24 +177,29 @@ def check_pack(
         file.seek(0)
 
 
-def stored_size(objects_dir: Path, hex_id: bytes, indexes: list) -> int | None:
-    """The size of object `hex_id` of the object store at `objects_dir` (loose, or in one of
-    its packs, whose loaded `indexes` are (pack path, index) pairs), read from its header:
-    for a packed delta, the size of the object it makes. None when it is in neither."""
+def stored_size(
+    objects_dir: Path, hex_id: bytes, indexes: list, files: dict[Path, BinaryIO]
+) -> int | None:
+    """The size of object `hex_id` of the object store at `objects_dir` (loose, or in its
+    packs, whose loaded `indexes` are (pack path, index) pairs), read from its header: for a
+    packed delta, the size of the object it makes. An object held more than once (loose and
+    packed, in two packs) has the largest of its copies' sizes: whichever copy a reader takes
+    is read whole. None when it is in neither. `files` holds the pack files opened so far, by
+    path, kept for the next call (the caller closes them)."""
     name = hex_id.decode("ascii")
-    loose = objects_dir / name[:2] / name[2:]
+    sizes = []
     try:
-        with loose.open("rb") as handle:
-            head = _Stream(handle).inflate_head(64)
+        with open(os.path.join(objects_dir, name[:2], name[2:]), "rb") as handle:
+            head = _Stream(handle, HEAD_CHUNK).inflate_head(64, step_over=False)
     except FileNotFoundError:
-        head = None
+        pass
     except _Damaged as exc:
         raise StorageError(f"the loose object {name} does not read: {exc}") from None
-    if head is not None:
+    else:
         header = head.split(b"\0", 1)[0].split(b" ")
         if len(header) != 2 or not header[1].isdigit():
             raise StorageError(f"the loose object {name} has no header")
-        return int(header[1])
+        sizes.append(int(header[1]))
     for pack_path, index in indexes:
         try:
             offset = index.object_offset(hex_id)
@@ -190,11 +207,13 @@ def stored_size(objects_dir: Path, hex_id: bytes, indexes: list) -> int | None:
             continue
         if offset is None:
             continue
-        with open(pack_path, "rb") as handle:
-            handle.seek(offset)
-            try:
-                _kind, size, target = _entry(_Stream(handle), 20)
-            except _Damaged as exc:
-                raise StorageError(f"{pack_path} does not read at object {name}: {exc}") from None
-        return target if target is not None else size
-    return None
+        handle = files.get(pack_path)
+        if handle is None:
+            handle = files[pack_path] = open(pack_path, "rb")  # noqa: SIM115 - the caller closes
+        handle.seek(offset)
+        try:
+            _kind, size, target = _entry(_Stream(handle, HEAD_CHUNK), 20, step_over=False)
+        except _Damaged as exc:
+            raise StorageError(f"{pack_path} does not read at object {name}: {exc}") from None
+        sizes.append(target if target is not None else size)
+    return max(sizes, default=None)

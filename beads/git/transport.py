@@ -230,11 +230,13 @@ def receive(
     progress: Callable[..., None],
     max_object: int,
     what: str,
+    max_fetch: int,
 ) -> dict[bytes, bytes] | None:
     """Ask the remote for what `wants(refs)` names, offering `heads` (commits we hold) so it
     sends only what we lack; the pack goes to `write` piece by piece. Returns the remote's
     refs (None when the client did not report them). A local-path remote is read here, each
-    object refused over `max_object` bytes before it is read (`localfetch`)."""
+    object refused over `max_object` bytes before it is read, its history walked as
+    progress (`progress()`) up to what a pack of `max_fetch` bytes holds (`localfetch`)."""
     from dulwich.client import LocalGitClient
     from dulwich.object_store import ObjectStoreGraphWalker
 
@@ -245,7 +247,9 @@ def receive(
         # Read here, the remote's history is walked down to the commits this store holds
         # (each with all it names). Offering none asks for everything (a repair).
         held = git.has_object if offered else _nothing_held
-        return localfetch.fetch_pack(path, wants, held, write, max_object, what)
+        return localfetch.fetch_pack(
+            path, wants, held, write, max_object, what, working=progress, max_fetch=max_fetch
+        )
 
     def parents(sha: bytes) -> list[bytes]:
         commit = git.commit_of(sha)

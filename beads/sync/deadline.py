@@ -4,7 +4,8 @@ A remote that accepts the connection and then says nothing would hold `gc sync` 
 which syncs) for ever. Sockets made during the exchange (git://, http(s)://) get the timeout
 on every read and write, which is a deadline without progress. Where no socket of ours
 carries the exchange (ssh runs a program; a local path reads files), a timer in the main
-thread ends it once nothing arrived for that long; each piece that arrives restarts it.
+thread ends it once nothing arrived for that long; each piece that arrives restarts it (for
+a local path, so does each batch of objects its walk reads: `beads.git.localfetch`).
 """
 
 from __future__ import annotations

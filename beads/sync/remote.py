@@ -326,8 +326,9 @@ def _receive(
                 received.write(data)
 
             return transport.receive(
-                git, client, path, wants, heads, write, progress, max_object, f"the remote {url}"
-            )
+                git, client, path, wants, heads, write, progress, max_object,
+                f"the remote {url}", max_fetch,
+            )  # fmt: skip
     except GcError:
         raise
     except Exception as exc:

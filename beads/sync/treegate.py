@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
+from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
@@ -40,6 +41,8 @@ DIR_MODE = b"40000"
 MAX_NAME = 255  # bytes: what most file systems take in one name
 # How many bad entries one check lists at most (the first is named in the error).
 MAX_FOUND = 20
+# The tree entries a check keeps parsed trees for (a store's trees hold up to 256 entries).
+KEPT_ENTRIES = 256 * 1024
 _SHARD_RE = re.compile(rb"[0-9a-f]{2}")
 _KINDS = {
     b"160000": "a submodule (gitlink)",
@@ -132,8 +135,20 @@ def layout_problem(path: str) -> str | None:
 class _Checker:
     def __init__(self, objects: ObjectReader) -> None:
         self.objects = objects
-        self.trees: dict[bytes, list[tuple[bytes, bytes, bytes]] | str] = {}
+        # The trees read lately (least lately used dropped first, past `KEPT_ENTRIES`
+        # entries in all): commits are checked oldest first, and each reads its parents'
+        # trees, checked just before. Kept whole, a deep history's would fill the memory.
+        self.trees: OrderedDict[bytes, list[tuple[bytes, bytes, bytes]] | str] = OrderedDict()
+        self.kept_entries = 0
         self.commits: dict[bytes, tuple[int, bytes, list[bytes]] | str] = {}
+        self.folds: dict[bytes, str] = {}  # `_fold` of each name met: trees share most names
+
+    def fold(self, name: bytes) -> str:
+        """`_fold(name)`, worked out once a check."""
+        found = self.folds.get(name)
+        if found is None:
+            found = self.folds[name] = _fold(name)
+        return found
 
     def read(self, sha: bytes) -> tuple[int, bytes] | None:
         """The type and bytes of object `sha`, or None when it is absent or unreadable."""
@@ -156,6 +171,8 @@ class _Checker:
     def tree(self, sha: bytes) -> list[tuple[bytes, bytes, bytes]] | str:
         """A tree's entries `(mode, name, hex sha)` in order, or why it cannot be read."""
         found = self.trees.get(sha)
+        if found is not None:
+            self.trees.move_to_end(sha)
         if found is None:
             raw = self.read(sha)
             if raw is None:
@@ -165,6 +182,10 @@ class _Checker:
             else:
                 found = _parse_tree(raw[1])
             self.trees[sha] = found
+            self.kept_entries += len(found) if isinstance(found, list) else 1
+            while self.kept_entries > KEPT_ENTRIES and len(self.trees) > 1:
+                _sha, dropped = self.trees.popitem(last=False)
+                self.kept_entries -= len(dropped) if isinstance(dropped, list) else 1
         return found
 
     def commit(self, sha: bytes) -> list[tuple[str, str]]:
@@ -199,13 +220,14 @@ class _Checker:
             if isinstance(listed, list):
                 before.update(listed)
                 old_names.update(name for _m, name, _s in listed)
+        folds = [self.fold(name) for _mode, name, _sha in entries]
         folded: dict[str, list[bytes]] = {}
-        for _mode, name, _sha in entries:
-            folded.setdefault(_fold(name), []).append(name)
+        for (_mode, name, _sha), fold in zip(entries, folds, strict=True):
+            folded.setdefault(fold, []).append(name)
         level = len(parts)
-        for entry in entries:
+        for entry, fold in zip(entries, folds, strict=True):
             mode, name, sha = entry
-            alike = folded[_fold(name)]
+            alike = folded[fold]
             path = parts + [name]
             if alike.count(name) > 1:  # git's trees never hold a name twice: a forged tree
                 out.append((_shown(path), "the same name twice in one directory"))
