@@ -63,12 +63,24 @@ def _quiet_dulwich() -> None:
     """Keep dulwich's log records (a remote's ref line it cannot parse, "unknown part in
     pkt-ref") off stderr, where each command writes one line of its own: with no handler
     anywhere, Python's last resort would print every warning. An application that sets up
-    logging still receives them."""
+    logging still receives them. Older dulwich (1.0) logs some of them on the root logger
+    (`logging.warning`, which also gives the root a stderr handler): those records, and only
+    those, are dropped there."""
     import logging
 
     logger = logging.getLogger("dulwich")
     if not any(isinstance(handler, logging.NullHandler) for handler in logger.handlers):
         logger.addHandler(logging.NullHandler())
+    root = logging.getLogger()
+    if _not_dulwichs not in root.filters:
+        root.addFilter(_not_dulwichs)
+
+
+def _not_dulwichs(record: Any) -> bool:
+    """Whether a log record on the root logger was made outside dulwich's modules."""
+    import dulwich
+
+    return not record.pathname.startswith(os.path.dirname(dulwich.__file__) + os.sep)
 
 
 # `ext::sh -c cmd`, `fd::0`: git hands such a URL to a remote helper (`ext` runs a command);
