@@ -121,7 +121,6 @@ def foreign_origins(
     found: dict[str, Origin] = {}
     if not wanted and not every:
         return found
-    trees: dict[bytes, Any] = {}  # kept across the walk: neighbours share most trees
     layout = None if every else PathTree(wanted)  # made again when the paths wanted change
     settled: set[str] = set()  # every path: those whose last change was met
     limit = None if every else MAX_WALK
@@ -150,10 +149,10 @@ def foreign_origins(
             changed = _changed_anywhere(git, commit, known) - settled
             settled |= changed
         elif merge:
-            changed = _changed_by_merge(git, commit, layout, trees)
+            changed = _changed_by_merge(git, commit, layout)
         else:
             parent = git.tree_of(commit.parents[0]) if commit.parents else None
-            changed = git.changed_files(commit.tree, parent, layout, trees)
+            changed = git.changed_files(commit.tree, parent, layout)
         for path in changed:
             if not mine:
                 found[path] = origin
@@ -184,14 +183,14 @@ def _changed_anywhere(git: GitRepo, commit: Any, known: Mapping[bytes, bytes]) -
     return found or set()
 
 
-def _changed_by_merge(git: GitRepo, commit: Any, layout: Any, trees: dict[bytes, Any]) -> set[str]:
+def _changed_by_merge(git: GitRepo, commit: Any, layout: Any) -> set[str]:
     """Those of the paths in `layout` (a `PathTree`) that the merge `commit` holds as none of
     its parents does: what the merge itself added, changed or removed. Each parent is compared
     only while some path is left (a merge that took every path from a parent, as a sync's
     does, differs from its other parent where that side changed, not from both)."""
     found: set[str] | None = None
     for parent in commit.parents:
-        differs = git.changed_files(commit.tree, git.tree_of(parent), layout, trees)
+        differs = git.changed_files(commit.tree, git.tree_of(parent), layout)
         found = differs if found is None else found & differs
         if not found:
             return set()

@@ -2169,13 +2169,14 @@ def test_reading_commands_racing_on_a_new_origins_file_all_say_where_it_came_fro
     )
 
 
-def test_the_files_each_commit_changed_are_found_alike_by_tree_ids_and_by_a_whole_diff(
+def test_the_files_each_commit_changed_are_those_plain_git_names(
     tmp_path: Path,
 ) -> None:
-    # The origins kept on disk are built from every file each commit changed
-    # (`differing_files`, which reads only the trees whose ids differ, a tree beside its
-    # parent's from the one id that differs): it must name what a whole diff (`changes`)
-    # names, for a mode changed, a file become a directory, a link, a submodule.
+    # The origins kept on disk, the index's catch-up, a sync's merge and the history page
+    # take the files each commit changed from one tree walk (which reads only the trees
+    # whose ids differ, a tree beside its parent's from the one id that differs): it must
+    # name what `git diff-tree` names, with the same blobs, for a mode changed, a file
+    # become a directory, a link, a submodule (no file of the store's: passed over).
     from beads.git import GitRepo
 
     work = tmp_path / "work"
@@ -2224,10 +2225,37 @@ def test_the_files_each_commit_changed_are_found_alike_by_tree_ids_and_by_a_whol
         for line in git("-C", str(work), "rev-list", "--parents", "HEAD").splitlines():
             sha, *parents = (part.encode() for part in line.split())
             parent = parents[0] if parents else None
-            whole = {change.path for change in repo.changes(parent, sha)}
+            expected = _regular_file_changes(work, sha.decode(), parent)
+            assert repo.changes(parent, sha) == expected, line
             found = repo.differing_files(repo.tree_of(sha), repo.tree_of(parent))
-            assert found == whole, line
+            assert found == {change.path for change in expected}, line
+            wanted = {change.path for change in expected[::2]} | {"messages/none"}
+            changed = repo.changed_files(repo.tree_of(sha), repo.tree_of(parent), wanted)
+            assert changed == wanted - {"messages/none"}, line
             compared += 1
         assert compared == 13
     finally:
         repo.close()
+
+
+def _regular_file_changes(work: Path, sha: str, parent: bytes | None) -> list[Any]:
+    """The regular files commit `sha` holds otherwise than `parent` (mode or blob), as
+    `git diff-tree` lists them, as `FileChange`s in path order."""
+    from beads.git import FileChange
+
+    args = ["diff-tree", "-r", "--no-renames", "-z", "--root", sha]
+    if parent is not None:
+        args.insert(-1, parent.decode())
+    out = git("-C", str(work), *args).split("\0")
+    if parent is None:
+        out = out[1:]  # a root commit's own id comes first
+    changes = []
+    for meta, path in zip(out[0::2], out[1::2], strict=False):
+        old_mode, new_mode, old_sha, new_sha, _status = meta.lstrip(":").split()
+        old = (old_mode, old_sha) if old_mode in ("100644", "100755") else None
+        new = (new_mode, new_sha) if new_mode in ("100644", "100755") else None
+        if old != new:
+            changes.append(
+                FileChange(path, old[1].encode() if old else None, new[1].encode() if new else None)
+            )
+    return sorted(changes)

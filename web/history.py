@@ -61,16 +61,14 @@ class Kept(MutableMapping[bytes, Any]):
         return len(self._items)
 
 
-# Trees read by the diffs (a few hundred make a page; each holds up to 256 entries) and
-# parsed beads, by blob id (None: a blob that is not a bead).
-_trees = Kept(1024)
+# Parsed beads, by blob id (None: a blob that is not a bead). The trees the diffs read are
+# kept by the repository (`GitRepo.trees`).
 _parsed = Kept(4096)
 _UNREAD = object()
 
 
 def forget() -> None:
-    """Drop the kept trees and parsed beads (a benchmark's cold start)."""
-    _trees.clear()
+    """Drop the parsed beads (a benchmark's cold start; the trees go with the store)."""
     _parsed.clear()
 
 
@@ -113,7 +111,7 @@ def commit_json(store: Store, entry: LogEntry, *, only: str | None = None) -> di
     parent = commit.parents[0] if commit.parents else None
     changes: list[dict[str, Any]] = []
     more = False
-    for change in git.changes(parent, commit.id, trees=_trees):
+    for change in git.changes(parent, commit.id):
         if only is not None and change.path != only:
             continue
         located = parse_bead_path(change.path)
