@@ -928,6 +928,45 @@ def test_a_pack_entry_inflating_past_the_size_its_header_gives_is_refused_as_it_
     assert head(b) == before
 
 
+def test_a_repack_packing_the_branchs_commit_while_a_sync_looks_for_it_fails_nothing(
+    tmp_path: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # dulwich looks for an object in the packs it lists, then for its loose file: a
+    # background repack that packs the loose commit between the two looks (its pack not
+    # listed yet, the loose file deleted) made the commit the sync already held look absent,
+    # and the sync failed with "did not send the commit its branch names".
+    from dulwich.object_store import DiskObjectStore
+
+    from beads.git.maintenance import pack_loose
+    from beads.git.repo import GitRepo
+
+    _remote, _url, a, b = cloned_pair(tmp_path, None, "racing", request)
+    made_one_commit_each(a, {"raced": ""})
+    assert a("sync").returncode == 0 and b("sync").returncode == 0
+    ours = head(b).encode()
+    git_dir = b.cwd / ".beads" / ".git"
+    assert (git_dir / "objects" / ours[:2].decode() / ours[2:].decode()).exists()  # loose
+    looks = []
+    packed = DiskObjectStore.contains_packed
+
+    def repacked_after_the_look(store: Any, sha: Any) -> bool:
+        found = packed(store, sha)
+        if sha == ours and not found:
+            looks.append(sha)
+            # The looks of what to offer, of what to ask for, then the check that the
+            # remote's branch (ours: nothing was sent) is held: the repack runs in that one.
+            if len(looks) == 3:
+                pack_loose(GitRepo(git_dir))
+        return found
+
+    monkeypatch.setattr(DiskObjectStore, "contains_packed", repacked_after_the_look)
+    result = b("sync")
+    assert result.returncode == 0, result.stderr
+    assert len(looks) >= 3  # the repack ran between the looks
+    assert not (git_dir / "objects" / ours[:2].decode() / ours[2:].decode()).exists()
+    assert head(b) == ours.decode()
+
+
 def slow_local_walk(monkeypatch: pytest.MonkeyPatch, pause: float, stall_at: int = 0) -> None:
     """Each object a local-path fetch sizes (`localfetch.stored_size`) first waits `pause`
     seconds, as the walk of a deep history on a loaded machine does; the `stall_at`-th (if
