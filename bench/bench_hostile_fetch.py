@@ -13,12 +13,17 @@ then runs `gc sync` as a process of its own; the figure is that process's peak R
 with its exit code and time. The goal: the sync is refused (exit 30, the object is over
 4 x store.max_body_bytes + 64 KiB), nothing is merged, and its peak RSS is under 100 MiB.
 
+Two more local-path remotes hide the blob where a header alone does not show it: in an
+alternate (`objects/info/alternates` naming another repository's objects, where the blob is),
+and as a loose file whose header says 1 byte (the goal there: exit 50, damage).
+
 Everything happens in a temporary directory that is removed at the end.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import shutil
 import socket
@@ -26,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import zlib
 from pathlib import Path
 
 GC = str(Path(sys.executable).parent / "gc")
@@ -88,6 +94,51 @@ def start_daemon(base: Path) -> tuple[subprocess.Popen[bytes], int]:
             time.sleep(0.05)
 
 
+def zeros(where: Path, mib: int) -> Path:
+    """A file of `mib` MiB of zeros (made once)."""
+    path = where / "zeros"
+    if not path.exists():
+        with path.open("wb") as handle:
+            handle.truncate(mib * 1024 * 1024)
+    return path
+
+
+def hide_in_alternate(where: Path, hostile: Path, mib: int) -> str:
+    """The blob in another repository, which `hostile`'s objects name as their alternate."""
+    other = where / "other.git"
+    if not other.exists():
+        git("init", "-q", "--bare", str(other))
+    blob = git("hash-object", "-w", str(zeros(where, mib)), cwd=other)
+    alternates = hostile.with_suffix(".git") / "objects" / "info" / "alternates"
+    alternates.write_text(f"{other / 'objects'}\n")
+    return blob
+
+
+def hide_in_lying_loose(where: Path, hostile: Path, mib: int) -> str:
+    """The blob as a loose file of `hostile` whose header says 1 byte, under that blob's id."""
+    blob = hashlib.sha1(b"blob 1\0x").hexdigest()
+    loose = hostile.with_suffix(".git") / "objects" / blob[:2] / blob[2:]
+    loose.parent.mkdir(exist_ok=True)
+    loose.write_bytes(zlib.compress(b"blob 1\0" + bytes(mib * 1024 * 1024), 1))
+    return blob
+
+
+def commit_naming(where: Path, remote: Path, blob: str) -> None:
+    """Move `remote`'s main to a commit holding `blob` at a bead's place (git reads none of
+    it: plumbing on a temporary index)."""
+    names = git("ls-tree", "-r", "--name-only", "main", cwd=remote).split()
+    place = next(name for name in names if name != "config.yaml")
+    env = {**os.environ, "GIT_INDEX_FILE": str(where / "index")}
+    for step in (["read-tree", "main"],
+                 ["update-index", "--add", "--cacheinfo", f"100644,{blob},{place}"]):  # fmt: skip
+        subprocess.run(["git", *step], cwd=remote, env=env, check=True, capture_output=True)
+    tree = subprocess.run(["git", "write-tree", "--missing-ok"], cwd=remote, env=env, check=True,
+                          capture_output=True, text=True).stdout.strip()  # fmt: skip
+    commit = git("-c", "user.name=p", "-c", "user.email=p@x", "commit-tree", tree, "-p", "main",
+                 "-m", "hidden", cwd=remote)  # fmt: skip
+    git("update-ref", "refs/heads/main", commit, cwd=remote)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--mib", type=int, default=100, help="the blob's size (default 100)")
@@ -105,6 +156,7 @@ def main() -> int:
         gc("remote", "add", "origin", str(remote), cwd=a)
         gc("bead", "create", "--type", "task", "--title", "the victim", cwd=a)
         gc("sync", cwd=a)
+        shutil.copytree(remote, where / "pristine.git")  # for the remotes that hide the blob
         daemon, port = start_daemon(remote.parent)
         sides = {"local path": str(remote), "git daemon": f"git://127.0.0.1:{port}/shared.git"}
         for kind, url in sides.items():  # the clones, made before the remote turns hostile
@@ -130,6 +182,26 @@ def main() -> int:
             verdict = "PASS" if ok else "FAIL"
             print(f"{kind}: exit {code} in {seconds:.2f} s, peak RSS {peak / 1024:.1f} MiB "
                   f"(goal: exit 30, nothing merged, < 100 MiB): {verdict}")  # fmt: skip
+            print(f"  {stderr}")
+        pristine = where / "pristine.git"
+        for kind, hide, goal in (
+            ("local path, blob in an alternate", hide_in_alternate, 30),
+            ("local path, loose file saying 1 byte", hide_in_lying_loose, 50),
+        ):
+            hostile = where / kind.split(", ")[1].replace(" ", "-")
+            shutil.copytree(pristine, hostile.with_suffix(".git"))
+            side = hostile.with_name(hostile.name + "-side")
+            side.mkdir()
+            gc("clone", str(hostile.with_suffix(".git")), cwd=side)
+            commit_naming(where, hostile.with_suffix(".git"), hide(where, hostile, args.mib))
+            before = git("-C", str(side / ".beads" / ".git"), "rev-parse", "main")
+            code, stderr, seconds, peak = measured_sync(side)
+            after = git("-C", str(side / ".beads" / ".git"), "rev-parse", "main")
+            ok = code == goal and before == after and peak < GOAL_KIB
+            failed |= not ok
+            verdict = "PASS" if ok else "FAIL"
+            print(f"{kind}: exit {code} in {seconds:.2f} s, peak RSS {peak / 1024:.1f} MiB "
+                  f"(goal: exit {goal}, nothing merged, < 100 MiB): {verdict}")  # fmt: skip
             print(f"  {stderr}")
     finally:
         if daemon is not None:

@@ -10,15 +10,19 @@ never answer.
 from __future__ import annotations
 
 import base64
+import hashlib
 import io
 import json
 import os
 import random
 import shutil
 import socket
+import struct
 import subprocess
 import sys
 import threading
+import tracemalloc
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -118,15 +122,20 @@ def commit_blob(tmp_path: Path, remote: Path, size: int) -> str:
     # The remote deflates at level 1 from here on (writing the blob, and packing it for a
     # fetch through the daemon): how small zeros deflate is not what any test is about.
     git("config", "core.compression", "1", cwd=remote)
-    blob = git("hash-object", "-w", str(zeros), cwd=remote)
+    return commit_naming(tmp_path, remote, git("hash-object", "-w", str(zeros), cwd=remote))
+
+
+def commit_naming(tmp_path: Path, remote: Path, blob: str) -> str:
+    """With real git in the remote, commit `blob` (its id: git reads none of it) at a bead's
+    place in its store and move main to it; returns the commit."""
     names = git("ls-tree", "-r", "--name-only", "main", cwd=remote).split()
     place = next((name for name in names if name.startswith("tasks/")), "big.yaml")
     index = {**os.environ, "GIT_INDEX_FILE": str(tmp_path / "index")}  # the remote is bare
     for step in (["read-tree", "main"], ["update-index", "--add", "--cacheinfo",
                                          f"100644,{blob},{place}"]):  # fmt: skip
         subprocess.run(["git", *step], cwd=remote, env=index, check=True, capture_output=True)
-    tree = subprocess.run(["git", "write-tree"], cwd=remote, env=index, check=True,
-                          capture_output=True, text=True).stdout.strip()  # fmt: skip
+    tree = subprocess.run(["git", "write-tree", "--missing-ok"], cwd=remote, env=index,
+                          check=True, capture_output=True, text=True).stdout.strip()  # fmt: skip
     commit = git("-c", "user.name=p", "-c", "user.email=p@x", "commit-tree", tree, "-p", "main",
                  "-m", "big", cwd=remote)  # fmt: skip
     git("update-ref", "refs/heads/main", commit, cwd=remote)
@@ -189,9 +198,6 @@ def test_a_tree_over_the_size_limit_is_refused_before_it_is_read(
     the walk of a local-path remote sizes each tree before it reads it, as the pack check
     sizes what a server sends. Read and parsed, it would take the process far past the
     bound below."""
-    import hashlib
-    import zlib
-
     remote, _url, _a, b = cloned_pair(tmp_path, remote_kind, "wide", request)
     before = head(b)
 
@@ -222,9 +228,6 @@ def test_a_commit_whose_parent_is_no_commit_is_refused_in_words(
 ) -> None:
     """A local-path remote's history crafted with a tree where a parent commit belongs is
     refused as a history, in one line, not as an unreachable remote."""
-    import hashlib
-    import zlib
-
     remote, _url, _a, b = cloned_pair(tmp_path, None, "crafted", request)
     before = head(b)
     tree = git("rev-parse", "main^{tree}", cwd=remote)
@@ -276,68 +279,101 @@ def test_beads_with_bodies_over_a_pack_chunk_sync_and_clone(
         assert c.json("bead", "show", made)["bead"]["body"] == body
 
 
+def entry_header(kind: int, size: int) -> bytes:
+    """A pack entry's header: its type and the size of its inflated data."""
+    out = [(kind << 4) | (size & 0x0F)]
+    size >>= 4
+    while size:
+        out[-1] |= 0x80
+        out.append(size & 0x7F)
+        size >>= 7
+    return bytes(out)
+
+
+def varint(n: int) -> bytes:
+    """A size in a delta's header (7 bits a byte, least significant first)."""
+    out = []
+    while True:
+        more, n = n & 0x7F, n >> 7
+        out.append(more | 0x80 if n else more)
+        if not n:
+            return bytes(out)
+
+
+def ofs(n: int) -> bytes:
+    """The distance back to an OFS_DELTA's base, as a pack entry gives it."""
+    out = [n & 0x7F]
+    n >>= 7
+    while n:
+        n -= 1
+        out.insert(0, 0x80 | (n & 0x7F))
+        n >>= 7
+    return bytes(out)
+
+
+def oid(kind: bytes, data: bytes) -> bytes:
+    """The id of an object of this kind and data."""
+    return hashlib.sha1(b"%s %d\0" % (kind, len(data)) + data).digest()
+
+
+def copy_op(offset: int, size: int) -> bytes:
+    """A delta's instruction copying `size` bytes (1 to 65535) of the base from `offset`
+    (under 256)."""
+    return bytes([0x80 | 0x01 | 0x10 | 0x20, offset, size & 0xFF, size >> 8])
+
+
+class HandPack:
+    """A pack written entry by entry, with its index (every id given: git's index-pack would
+    inflate every object to find them), as a hostile remote can put in its objects."""
+
+    def __init__(self) -> None:
+        self.body = bytearray()
+        self.index: list[tuple[bytes, int, int]] = []  # id, offset, CRC-32 of each entry
+
+    def add(
+        self, kind: int, data: bytes, name: bytes, prefix: bytes = b"", size: int | None = None
+    ) -> int:
+        """Add an entry of type `kind` (its header giving `size`, else the data's own size)
+        for the object `name`; returns its offset."""
+        at = 12 + len(self.body)
+        header = entry_header(kind, len(data) if size is None else size)
+        entry = header + prefix + zlib.compress(data, 1)
+        self.body.extend(entry)
+        self.index.append((name, at, zlib.crc32(entry)))
+        return at
+
+    def write(self, pack_dir: Path, prefix: str = "pack") -> Path:
+        """Write the pack into `pack_dir`, then its index (a pack counts once its index is
+        there), named `PREFIX-<checksum>`; returns the pack's path."""
+        from dulwich.pack import write_pack_index_v2
+
+        pack = b"PACK" + struct.pack(">II", 2, len(self.index)) + bytes(self.body)
+        checksum = hashlib.sha1(pack).digest()
+        stem = pack_dir / f"{prefix}-{checksum.hex()}"
+        Path(f"{stem}.pack").write_bytes(pack + checksum)
+        with open(f"{stem}.idx", "wb") as idx:
+            write_pack_index_v2(idx, sorted(self.index), checksum)
+        return Path(f"{stem}.pack")
+
+
 def delta_bomb(remote: Path, count: int, parent: str, copies: int = 66) -> str:
     """Move the remote's main to a commit on `parent` holding `count` blobs of `copies` x
     60,000 bytes and a number (~4 MB each, each under the object limit), each a delta of a
     few hundred bytes on one small base: a pack of a few KB that inflates to `count` x
-    4 MB. Installed in the remote's objects with its index written here (every id is known:
-    git's index-pack would inflate every blob to find them); the base is in the commit's tree
-    too, so git (and dulwich, for a local path) sends the deltas as they are. Returns the
-    commit."""
-    import hashlib
-    import struct
-    import zlib
-
-    from dulwich.pack import write_pack_index_v2
-
-    def entry_header(kind: int, size: int) -> bytes:
-        out = [(kind << 4) | (size & 0x0F)]
-        size >>= 4
-        while size:
-            out[-1] |= 0x80
-            out.append(size & 0x7F)
-            size >>= 7
-        return bytes(out)
-
-    def varint(n: int) -> bytes:
-        out = []
-        while True:
-            more, n = n & 0x7F, n >> 7
-            out.append(more | 0x80 if n else more)
-            if not n:
-                return bytes(out)
-
-    def ofs(n: int) -> bytes:
-        out = [n & 0x7F]
-        n >>= 7
-        while n:
-            n -= 1
-            out.insert(0, 0x80 | (n & 0x7F))
-            n >>= 7
-        return bytes(out)
-
-    def oid(kind: bytes, data: bytes) -> bytes:
-        return hashlib.sha1(b"%s %d\0" % (kind, len(data)) + data).digest()
-
-    body = bytearray()
-    index: list[tuple[bytes, int, int]] = []  # id, offset, CRC-32 of each entry
-
-    def add(kind: int, data: bytes, name: bytes, prefix: bytes = b"") -> int:
-        at = 12 + len(body)
-        entry = entry_header(kind, len(data)) + prefix + zlib.compress(data)
-        body.extend(entry)
-        index.append((name, at, zlib.crc32(entry)))
-        return at
+    4 MB. Installed in the remote's objects with its index written here (`HandPack`); the
+    base is in the commit's tree too, so git (and dulwich, for a local path) sends the
+    deltas as they are. Returns the commit."""
+    pack = HandPack()
 
     def tree(entries: list[tuple[bytes, bytes, bytes]]) -> bytes:
         data = b"".join(m + b" " + n + b"\0" + i for m, n, i in sorted(entries, key=lambda e: e[1]))
-        add(2, data, oid(b"tree", data))
+        pack.add(2, data, oid(b"tree", data))
         return oid(b"tree", data)
 
     base = bytes((i * 7 + 3) % 251 for i in range(60000))
-    base_at = add(3, base, oid(b"blob", base))
+    base_at = pack.add(3, base, oid(b"blob", base))
     config = git("cat-file", "blob", f"{parent}:config.yaml", cwd=remote).encode() + b"\n"
-    add(3, config, oid(b"blob", config))
+    pack.add(3, config, oid(b"blob", config))
     copy = bytes([0x80 | 0x10 | 0x20, 60000 & 0xFF, 60000 >> 8])  # copy base[0:60000]
     size = 60000 * copies + 8
     # Every blob is the same copies, then its number: each id is hashed on from theirs.
@@ -346,10 +382,9 @@ def delta_bomb(remote: Path, count: int, parent: str, copies: int = 66) -> str:
     for n in range(count):
         number = b"%08d" % n
         delta = varint(len(base)) + varint(size) + copy * copies + bytes([len(number)]) + number
-        at = 12 + len(body)
         blob_id = copies_hashed.copy()
         blob_id.update(number)
-        add(6, delta, blob_id.digest(), ofs(at - base_at))
+        pack.add(6, delta, blob_id.digest(), ofs(12 + len(pack.body) - base_at))
         names.append((b"100644", b"gc-%08d.yaml" % n, blob_id.digest()))
     shard = tree(names)
     tasks = tree([(b"40000", b"00", tree([(b"40000", b"00", shard)]))])
@@ -358,13 +393,8 @@ def delta_bomb(remote: Path, count: int, parent: str, copies: int = 66) -> str:
         b"tree %s\nparent %s\nauthor a <a@a> 1700000000 +0000\n"
         b"committer a <a@a> 1700000000 +0000\n\nbomb\n" % (root.hex().encode(), parent.encode())
     )
-    add(1, commit, oid(b"commit", commit))
-    pack = b"PACK" + struct.pack(">II", 2, count + 7) + bytes(body)
-    checksum = hashlib.sha1(pack).digest()
-    stem = remote / "objects" / "pack" / f"pack-{checksum.hex()}"
-    Path(f"{stem}.pack").write_bytes(pack + checksum)
-    with open(f"{stem}.idx", "wb") as idx:  # the pack counts once its index is there
-        write_pack_index_v2(idx, sorted(index), checksum)
+    pack.add(1, commit, oid(b"commit", commit))
+    pack.write(remote / "objects" / "pack")
     sha = oid(b"commit", commit).hex()
     git("update-ref", "refs/heads/main", sha, cwd=remote)
     return sha
@@ -681,8 +711,6 @@ def test_a_packed_object_over_the_limit_is_refused_unread_beside_a_small_loose_c
 ) -> None:
     # dulwich reads an object from a pack before its loose file: a small loose file under
     # the id of a packed object over the limit must not stand for the size of what is read.
-    import zlib
-
     remote, _url, a, b = cloned_pair(tmp_path, None, "twice", request)
     assert a("sync").returncode == 0 and b("sync").returncode == 0
     before = head(b)
@@ -697,6 +725,246 @@ def test_a_packed_object_over_the_limit_is_refused_unread_beside_a_small_loose_c
     assert "50331648 bytes" in stderr and "over this store's limit" in stderr
     assert peak_kib < 48 * 1024, f"gc sync held {peak_kib} KiB"
     assert head(b) == before
+
+
+# What a hostile local-path remote does to have its sender (this process) inflate 48 MiB
+# while every object its history names looks small: `hide(tmp_path, remote)` returns the id
+# of the blob to commit, and what the refusal says, with its exit code.
+BIG = 48 * 1024 * 1024
+SMALL = b"\0" * 100  # what the delta cases' blob is: the first 100 bytes of their base
+
+
+def small_delta_on(base_id: bytes, base: int) -> bytes:
+    """A delta making `SMALL` from the first bytes of a base of `base` bytes."""
+    return varint(base) + varint(len(SMALL)) + copy_op(0, len(SMALL))
+
+
+def hide_a_delta_on_a_large_base_in_its_pack(tmp_path: Path, remote: Path) -> bytes:
+    pack = HandPack()
+    base_at = pack.add(3, bytes(BIG), oid(b"blob", bytes(BIG)))
+    at = 12 + len(pack.body)
+    pack.add(
+        6, small_delta_on(oid(b"blob", bytes(BIG)), BIG), oid(b"blob", SMALL), ofs(at - base_at)
+    )
+    pack.write(remote / "objects" / "pack")
+    return oid(b"blob", SMALL)
+
+
+def hide_a_delta_on_a_large_base_in_another_pack(tmp_path: Path, remote: Path) -> bytes:
+    large = HandPack()
+    large.add(3, bytes(BIG), oid(b"blob", bytes(BIG)))
+    large.write(remote / "objects" / "pack")
+    small = HandPack()
+    base = oid(b"blob", bytes(BIG))
+    small.add(7, small_delta_on(base, BIG), oid(b"blob", SMALL), base)
+    small.write(remote / "objects" / "pack")
+    return oid(b"blob", SMALL)
+
+
+def hide_a_chain_of_small_deltas_through_a_large_one(tmp_path: Path, remote: Path) -> bytes:
+    # A small base; a delta of ~200 KB making 48 MiB of it (no history names that one);
+    # a delta on it making the small blob. Each delta is small, the chain's middle is not.
+    pack = HandPack()
+    seed = bytes(60000)
+    seed_at = pack.add(3, seed, oid(b"blob", seed))
+    copies = BIG // 60000
+    middle = bytes(60000 * copies)
+    grow = varint(len(seed)) + varint(len(middle)) + copy_op(0, 60000) * copies
+    middle_at = 12 + len(pack.body)
+    pack.add(6, grow, oid(b"blob", middle), ofs(middle_at - seed_at))
+    at = 12 + len(pack.body)
+    pack.add(6, small_delta_on(oid(b"blob", middle), len(middle)), oid(b"blob", SMALL),
+             ofs(at - middle_at))  # fmt: skip
+    pack.write(remote / "objects" / "pack")
+    return oid(b"blob", SMALL)
+
+
+def hide_a_large_blob_in_an_alternate(tmp_path: Path, remote: Path) -> bytes:
+    other = bare(tmp_path / "other.git")
+    pack = HandPack()
+    pack.add(3, bytes(BIG), oid(b"blob", bytes(BIG)))
+    pack.write(other / "objects" / "pack")
+    (remote / "objects" / "info" / "alternates").write_text(f"{other / 'objects'}\n")
+    return oid(b"blob", bytes(BIG))
+
+
+def hide_a_large_blob_in_a_pack_named_as_git_maintenance_names_one(
+    tmp_path: Path, remote: Path
+) -> bytes:
+    pack = HandPack()
+    pack.add(3, bytes(BIG), oid(b"blob", bytes(BIG)))
+    pack.write(remote / "objects" / "pack", prefix="loose")  # git maintenance's loose-objects
+    return oid(b"blob", bytes(BIG))
+
+
+def hide_a_loose_file_understating_its_size(tmp_path: Path, remote: Path) -> bytes:
+    name = oid(b"blob", b"x").hex()
+    loose = remote / "objects" / name[:2] / name[2:]
+    loose.parent.mkdir(exist_ok=True)
+    loose.write_bytes(zlib.compress(b"blob 1\0" + bytes(BIG), 1))
+    return bytes.fromhex(name)
+
+
+def hide_a_packed_entry_understating_its_size(tmp_path: Path, remote: Path) -> bytes:
+    pack = HandPack()
+    pack.add(3, bytes(BIG), oid(b"blob", b"x"), size=1)
+    pack.write(remote / "objects" / "pack")
+    return oid(b"blob", b"x")
+
+
+HIDDEN = {
+    "a-delta-on-a-large-base-in-its-pack": (hide_a_delta_on_a_large_base_in_its_pack, 30),
+    "a-delta-on-a-large-base-in-another-pack": (hide_a_delta_on_a_large_base_in_another_pack, 30),
+    "a-chain-of-small-deltas-through-a-large-one": (
+        hide_a_chain_of_small_deltas_through_a_large_one, 30),
+    "a-large-blob-in-an-alternate": (hide_a_large_blob_in_an_alternate, 30),
+    "a-large-blob-in-a-loose-named-pack": (
+        hide_a_large_blob_in_a_pack_named_as_git_maintenance_names_one, 30),
+    "a-loose-file-understating-its-size": (hide_a_loose_file_understating_its_size, 50),
+    "a-packed-entry-understating-its-size": (hide_a_packed_entry_understating_its_size, 50),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("hidden", list(HIDDEN))
+def test_a_local_remote_hiding_a_large_object_behind_a_small_one_is_refused_unread(
+    tmp_path: Path, request: pytest.FixtureRequest, hidden: str
+) -> None:
+    # Every read of a local-path remote's objects is bounded, whatever the object is made
+    # from: a delta's bases, an alternate's objects, any pack dulwich would read, and the
+    # size its stored header gives (a lying header is damage, found before more is read).
+    remote, _url, a, b = cloned_pair(tmp_path, None, "hiding", request)
+    assert a("sync").returncode == 0 and b("sync").returncode == 0
+    before = head(b)
+    hide, exit_code = HIDDEN[hidden]
+    commit_naming(tmp_path, remote, hide(tmp_path, remote).hex())
+    code, stderr, peak_kib = sync_measured(b)
+    assert peak_kib < 40 * 1024, f"gc sync held {peak_kib} KiB, exit {code}: {stderr}"
+    assert code == exit_code, stderr
+    assert len(stderr.strip().splitlines()) == 1
+    if exit_code == 30:
+        assert "over this store's limit" in stderr, stderr
+    else:
+        assert "does not read" in stderr and "inflates to more than" in stderr, stderr
+    assert head(b) == before
+
+
+def test_a_local_remote_swapping_in_a_large_pack_after_its_objects_were_sized_is_refused(
+    tmp_path: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A remote writes into its own directory as it pleases: once its objects were sized, a
+    # new pack holds a large object under the id of a small loose one, and the loose file
+    # goes. The read of it is bounded too (dulwich lists the packs again after a miss).
+    import dulwich.pack
+
+    remote, _url, a, b = cloned_pair(tmp_path, None, "swapping", request)
+    assert a("sync").returncode == 0 and b("sync").returncode == 0
+    before = head(b)
+    small = oid(b"blob", SMALL).hex()
+    loose = remote / "objects" / small[:2] / small[2:]
+    loose.parent.mkdir(exist_ok=True)
+    loose.write_bytes(zlib.compress(b"blob %d\0" % len(SMALL) + SMALL))
+    commit_naming(tmp_path, remote, small)
+    later = tmp_path / "later"
+    later.mkdir()
+    pack = HandPack()
+    pack.add(3, bytes(BIG), bytes.fromhex(small))
+    made = pack.write(later)
+    write = dulwich.pack.write_pack_from_container
+
+    def swapped(*args: Any, **kwargs: Any) -> Any:
+        for suffix in (".pack", ".idx"):  # a pack counts once its index is there
+            made.with_suffix(suffix).rename(
+                remote / "objects" / "pack" / made.with_suffix(suffix).name
+            )
+        loose.unlink()
+        return write(*args, **kwargs)
+
+    monkeypatch.setattr(dulwich.pack, "write_pack_from_container", swapped)
+    tracemalloc.start()
+    try:
+        result = b("sync")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert result.returncode == 30, result.stderr
+    assert "over this store's limit" in result.stderr
+    assert not loose.exists()  # the swap happened
+    assert peak < 40 * 1024 * 1024, f"the sync held {peak} bytes"
+    assert head(b) == before
+
+
+def test_a_pack_entry_inflating_past_the_size_its_header_gives_is_refused_as_it_comes(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    # A pack sent as it is (a bundle's): a blob whose header says 1 byte and whose data
+    # inflates to 48 MiB. Sized by its header it passes; the check of the pack finds the lie
+    # as the data inflates, a chunk at a time (dulwich 1.0 inflated such an entry whole
+    # before it compared the sizes).
+    _remote, _url, _a, b = cloned_pair(tmp_path, None, "lying", request)
+    before = head(b)
+    pack = HandPack()
+    blob = oid(b"blob", b"x")
+    pack.add(3, bytes(BIG), blob, size=1)
+    tree = b"100644 big.yaml\0" + blob
+    pack.add(2, tree, oid(b"tree", tree))
+    commit = (
+        b"tree %s\nparent %s\nauthor a <a@a> 1700000000 +0000\n"
+        b"committer a <a@a> 1700000000 +0000\n\nlying\n"
+        % (oid(b"tree", tree).hex().encode(), before.encode())
+    )
+    pack.add(1, commit, oid(b"commit", commit))
+    made = pack.write(tmp_path)
+    bundle = tmp_path / "lying.bundle"
+    refs = b"# v2 git bundle\n%s refs/heads/main\n\n" % oid(b"commit", commit).hex().encode()
+    bundle.write_bytes(refs + made.read_bytes())
+    assert b("remote", "add", "usb", str(bundle)).returncode == 0
+    code, stderr, peak_kib = sync_measured(b, "usb")
+    assert peak_kib < 40 * 1024, f"gc sync held {peak_kib} KiB, exit {code}: {stderr}"
+    assert code == 50, stderr
+    assert stderr == (
+        f"gc: the remote {bundle} sent a pack that does not read: an object inflates to more "
+        "than the 1 bytes its header gives\n"
+    )
+    assert head(b) == before
+
+
+def test_a_repack_packing_the_branchs_commit_while_a_sync_looks_for_it_fails_nothing(
+    tmp_path: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # dulwich looks for an object in the packs it lists, then for its loose file: a
+    # background repack that packs the loose commit between the two looks (its pack not
+    # listed yet, the loose file deleted) made the commit the sync already held look absent,
+    # and the sync failed with "did not send the commit its branch names".
+    from dulwich.object_store import DiskObjectStore
+
+    from beads.git.maintenance import pack_loose
+    from beads.git.repo import GitRepo
+
+    _remote, _url, a, b = cloned_pair(tmp_path, None, "racing", request)
+    made_one_commit_each(a, {"raced": ""})
+    assert a("sync").returncode == 0 and b("sync").returncode == 0
+    ours = head(b).encode()
+    git_dir = b.cwd / ".beads" / ".git"
+    assert (git_dir / "objects" / ours[:2].decode() / ours[2:].decode()).exists()  # loose
+    looks = []
+    packed = DiskObjectStore.contains_packed
+
+    def repacked_after_the_look(store: Any, sha: Any) -> bool:
+        found = packed(store, sha)
+        if sha == ours and not found:
+            looks.append(sha)
+            # The looks of what to offer, of what to ask for, then the check that the
+            # remote's branch (ours: nothing was sent) is held: the repack runs in that one.
+            if len(looks) == 3:
+                pack_loose(GitRepo(git_dir))
+        return found
+
+    monkeypatch.setattr(DiskObjectStore, "contains_packed", repacked_after_the_look)
+    result = b("sync")
+    assert result.returncode == 0, result.stderr
+    assert len(looks) >= 3  # the repack ran between the looks
+    assert not (git_dir / "objects" / ours[:2].decode() / ours[2:].decode()).exists()
+    assert head(b) == ours.decode()
 
 
 def slow_local_walk(monkeypatch: pytest.MonkeyPatch, pause: float, stall_at: int = 0) -> None:

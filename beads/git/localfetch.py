@@ -9,8 +9,13 @@ things make it need care:
   was cut off with "no git repository at ...pack-....bitmap". The walk here uses dulwich's
   graph traversal instead (what git does without a bitmap; cost follows the new history).
 - Every object sent, and every commit and tree the walk reads, is read whole in this
-  process: each one's size is first read from its header (`beads.packcheck.stored_size`),
-  and one over the limit refused before it is inflated.
+  process: each one's size is first read from its headers, its delta chain's included
+  (`beads.git.packcheck.stored_size`), and one over the limit refused before it is
+  inflated. Every read then goes through `beads.git.packcheck.StrangerObjects`, never
+  dulwich's own: each entry it inflates is refused over the limit before it is inflated
+  and inflated no further than its header says, so what the other repository's files say or
+  become meanwhile (a pack added under an object's id, a loose file lying about its size,
+  a small delta on a large base, an alternate) never makes this process hold more.
 - The walk is this process's work on a stranger's history, before anything is sent: it
   counts as the remote's progress for the exchange's deadline (`sync.timeout`) every
   `WORKING_EVERY` objects, and ends (InvalidInput) past as many objects as a pack of
@@ -34,7 +39,7 @@ from typing import Any
 
 from beads.errors import InvalidInput, StorageError
 from beads.git.history import changed_entries
-from beads.git.packcheck import stored_size, too_large
+from beads.git.packcheck import StrangerObjects, stored_size, too_large
 from beads.git.refs import BRANCH, is_sha
 
 # Objects found (or sized) between two calls of the walk's `working`.
@@ -49,11 +54,13 @@ RECENT_TREE_ENTRIES = 64 * 1024
 
 
 class _GraphWalkStore:
-    """An object store that walks history by its commits, never by bitmaps: dulwich's store,
-    wrapped (not subclassed), with its reachability provider replaced."""
+    """An object store that walks history by its commits, never by bitmaps, and reads every
+    object through `objects` (`StrangerObjects`): dulwich's store, wrapped (not subclassed),
+    with its reachability provider and its reads replaced."""
 
-    def __init__(self, store: Any) -> None:
+    def __init__(self, store: Any, objects: StrangerObjects) -> None:
         self.store = store
+        self.objects = objects
         # Objects the receiver holds that a thin pack may name as a delta's base.
         self.receiver_has: set[bytes] = set()
 
@@ -65,53 +72,51 @@ class _GraphWalkStore:
     def iter_unpacked_subset(
         self, shas: Any, *, allow_missing: bool = False, convert_ofs_delta: bool = True
     ) -> Iterator[Any]:
-        """Each object of `shas` (hex ids) that a pack holds, as stored (a delta stays a
-        delta), read at its offset: how a pack's deltas are found for reuse. dulwich's own
-        reads every object of every pack to find them, a cost of the repository's size.
+        """The deltas among `shas` (hex ids) that a pack holds and that dulwich reuses, as
+        stored, read at their offsets: those on a base among `shas` or the receiver's objects
+        (`receiver_has`), named by id. Every other object is left for dulwich to send whole
+        (read through `__getitem__`). dulwich's own reads every object of every pack to find
+        them, a cost of the repository's size.
 
         A delta on a base at an offset of its pack (git's usual kind) names its base by id
-        when the base is among `shas` or the receiver's objects (`receiver_has`): the only
-        deltas dulwich reuses. Any other is yielded as stored, and dulwich sends that object
-        whole. (dulwich's own lookup of the id at an offset reads the whole index, once per
-        delta: a clone's cost grew with the square of its history.)"""
-        from dulwich.objects import hex_to_sha
+        when the base is among `shas` or the receiver's objects. (dulwich's own lookup of the
+        id at an offset reads the whole index, once per delta: a clone's cost grew with the
+        square of its history.)"""
+        from dulwich.objects import hex_to_sha, sha_to_hex
         from dulwich.pack import OFS_DELTA, REF_DELTA, UnpackedObject
 
-        packs = list(self.store.packs)
         # Where each object sent, and each the receiver holds, is: the first pack holding it
         # and its offset there; and per pack, the id at each of those offsets.
-        where: dict[bytes, tuple[int, int]] = {}
-        at: list[dict[int, bytes]] = [{} for _pack in packs]
+        where: dict[bytes, tuple[Any, int]] = {}
+        at: dict[tuple[Any, int], bytes] = {}
         wanted = list(shas)
         for sha in [*wanted, *self.receiver_has]:
-            binary = hex_to_sha(sha)
-            for n, pack in enumerate(packs):
-                try:
-                    offset = pack.index.object_offset(binary)
-                except KeyError:
-                    continue
-                where[sha] = (n, offset)
-                at[n][offset] = binary
-                break
+            found = self.objects.located(sha)
+            if found is not None:
+                where[sha] = found
+                at[found] = hex_to_sha(sha)
+        named = {*wanted, *self.receiver_has}
         for sha in wanted:
             if sha not in where:
                 if not allow_missing:
                     raise KeyError(sha)
                 continue
-            n, offset = where[sha]
-            stored = packs[n].data.get_unpacked_object_at(offset)
-            type_num, base = stored.pack_type_num, stored.delta_base
-            if type_num == OFS_DELTA and convert_ofs_delta:
-                named = at[n].get(offset - base)
-                if named is not None:
-                    type_num, base = REF_DELTA, named
+            pack, offset = where[sha]
+            try:
+                type_num, _size, base = self.objects.entry(pack, offset)
+                if type_num == OFS_DELTA and convert_ofs_delta:
+                    base = at.get((pack, offset - base))
+                if not isinstance(base, bytes) or sha_to_hex(base) not in named:
+                    continue  # no delta dulwich reuses: sent whole
+                _base, data = self.objects.delta_data(pack, offset)
+            except FileNotFoundError:  # the pack went (the remote repacked): sent whole
+                continue
             yield UnpackedObject(  # with its id, which a delta alone does not give
-                type_num,
+                REF_DELTA,
                 delta_base=base,
-                decomp_len=stored.decomp_len,
-                crc32=stored.crc32,
+                decomp_len=len(data),
                 sha=hex_to_sha(sha),
-                decomp_chunks=stored.decomp_chunks,
+                decomp_chunks=[data],
                 offset=offset,
             )
 
@@ -119,10 +124,13 @@ class _GraphWalkStore:
         return getattr(self.store, name)
 
     def __getitem__(self, sha: bytes) -> Any:
-        return self.store[sha]
+        from dulwich.objects import ShaFile
+
+        type_num, raw = self.objects.get_raw(sha)
+        return ShaFile.from_raw_string(type_num, raw, sha)
 
     def __contains__(self, sha: object) -> bool:
-        return sha in self.store
+        return isinstance(sha, bytes) and sha in self.objects
 
     def __iter__(self) -> Any:
         return iter(self.store)
@@ -140,11 +148,12 @@ class _Sized:
         return self.store[sha]
 
 
-def _graph_store(path: str, config: Any) -> Any:
-    """The object store at `path`, walking history by its commits, never by bitmaps."""
+def _graph_store(path: str, config: Any, objects: StrangerObjects) -> Any:
+    """The object store at `path`, walking history by its commits, never by bitmaps, and
+    reading its objects through `objects`."""
     from dulwich.object_store import DiskObjectStore
 
-    return _GraphWalkStore(DiskObjectStore.from_config(path, config))
+    return _GraphWalkStore(DiskObjectStore.from_config(path, config), objects)
 
 
 def fetch_pack(
@@ -165,11 +174,12 @@ def fetch_pack(
     deadline, `sync.timeout`, then restarts), and is refused (InvalidInput) once it found
     more objects than a pack of `max_fetch` bytes can hold: the history walked is a
     stranger's."""
-    from dulwich.pack import load_pack_index, write_pack_from_container
+    from dulwich.pack import write_pack_from_container
     from dulwich.repo import Repo
 
     with closing(Repo(path)) as repo:
-        store = _graph_store(repo.object_store.path, repo.get_config())
+        objects = StrangerObjects(Path(repo.object_store.path), limit, what, repo.object_format)
+        store = _graph_store(repo.object_store.path, repo.get_config(), objects)
         try:
             listed = repo.get_refs()
             # Each commit looked up once: a flood of tags on one commit (refused by count
@@ -191,46 +201,34 @@ def fetch_pack(
             wants = determine_wants(refs)
             if not wants:
                 return refs
-            objects_dir = Path(store.path)
-            indexes = [
-                (idx.with_suffix(".pack"), load_pack_index(str(idx), repo.object_format))
-                for idx in sorted((objects_dir / "pack").glob("pack-*.idx"))
-            ]
-            files: dict[Path, Any] = {}  # the pack files `stored_size` opened
-            try:
-                checked: set[bytes] = set()
-                most = max(0, max_fetch - PACK_OVERHEAD) // MIN_PACK_ENTRY
+            checked: set[bytes] = set()
+            most = max(0, max_fetch - PACK_OVERHEAD) // MIN_PACK_ENTRY
 
-                def walked(count: int) -> None:
-                    if count > most:
-                        raise InvalidInput(
-                            f"{what} has more than {most} objects to send, more than "
-                            f"{max_fetch} bytes can carry in one fetch "
-                            "(sync.max_fetch_bytes); nothing was merged"
-                        )
-                    if count % WORKING_EVERY == 0:
-                        working()
+            def walked(count: int) -> None:
+                if count > most:
+                    raise InvalidInput(
+                        f"{what} has more than {most} objects to send, more than "
+                        f"{max_fetch} bytes can carry in one fetch "
+                        "(sync.max_fetch_bytes); nothing was merged"
+                    )
+                if count % WORKING_EVERY == 0:
+                    working()
 
-                def sized(sha: bytes) -> None:
-                    if sha in checked:
-                        return
-                    # None: in an alternate object store, which dulwich reads itself.
-                    size = stored_size(objects_dir, sha, indexes, files)
-                    if size is not None and size > limit:
-                        raise too_large(what, size, limit)
-                    checked.add(sha)
+            def sized(sha: bytes) -> None:
+                if sha in checked:
+                    return
+                # None: nowhere, which the read says (dulwich's KeyError, with its id).
+                size = stored_size(objects, sha)
+                if size is not None and size > limit:
+                    raise too_large(what, size, limit)
+                checked.add(sha)
 
-                # The walk reads commits and trees: each is sized before it is read.
-                object_ids, receiver_has = new_objects(_Sized(store, sized), wants, held, walked)
-                for count, (sha, _hint) in enumerate(object_ids, 1):
-                    sized(sha)
-                    if count % WORKING_EVERY == 0:
-                        working()
-            finally:
-                for _pack, index in indexes:
-                    index.close()
-                for file in files.values():
-                    file.close()
+            # The walk reads commits and trees: each is sized before it is read.
+            object_ids, receiver_has = new_objects(_Sized(store, sized), wants, held, walked)
+            for count, (sha, _hint) in enumerate(object_ids, 1):
+                sized(sha)
+                if count % WORKING_EVERY == 0:
+                    working()
             store.receiver_has = receiver_has
             write_pack_from_container(
                 write,
@@ -241,6 +239,7 @@ def fetch_pack(
             )
             return refs
         finally:
+            objects.close()
             store.close()
 
 

@@ -242,12 +242,21 @@ class GitRepo(BranchRef, TreeReader):
         return obj if isinstance(obj, Commit) else None
 
     def has_object(self, sha: bytes) -> bool:
-        """Whether object `sha` is in the store (loose or packed)."""
+        """Whether object `sha` is in the store (loose or packed).
+
+        dulwich looks in the packs (listing them again when none holds it), then for the
+        loose file: a background repack that packs a loose object between the two looks,
+        and deletes its file once the pack is in place, made it absent. After a miss the
+        packs are looked in once more (they list the new one), as reads look again
+        (`_Rereading`); the store never deletes an object's last copy, so a hit stands."""
         try:
-            return sha in self.objects
+            if sha in self.objects:
+                return True
         except FileNotFoundError:  # a pack removed under us by a repack
             self.objects.close()
-            return sha in self.objects
+            if sha in self.objects:
+                return True
+        return self.objects.contains_packed(sha)
 
     def tree_of(self, commit_id: bytes | None) -> bytes | None:
         if commit_id is None:
