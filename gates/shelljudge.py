@@ -31,6 +31,7 @@ from gates.shellnodes import (
     matches,
     output_substitution,
     passes_lines_on,
+    pipeline_stages,
     read_name,
     redirect_input,
     stdout_substitution,
@@ -262,7 +263,7 @@ class Judge:
         process substitution a command writes to reads what it writes there (what `tee`
         copies: its input), judged as if piped to it (a statement's redirection:
         `redirects`)."""
-        written = stdin if passes_lines_on(items) else Stdin(None, "pipe", node)
+        written = stdin if passes_lines_on(items) else Stdin(self.producer_text(node), "pipe", node)
         for child in node.children:
             if child.type == "file_redirect" and written is not None:
                 given = stdout_substitution(child)
@@ -274,25 +275,44 @@ class Judge:
                     self.reads_substitution(item.node, stdin, depth)
 
     def reads_substitution(self, given: Any, stdin: Stdin, depth: int) -> None:
-        """Judge the command that first reads the output process substitution `given`
-        (`>(xargs rm)`, `>(xargs rm | cat)`, `>(while read f; do ...; done)`) on `stdin`."""
+        """Judge the commands reading the output process substitution `given` on `stdin`:
+        each stage of the pipeline it starts with (`>(xargs rm)`, `>(sort | xargs rm)`,
+        `>(while read f; do ...; done)`), fed as a pipe at the top level feeds it."""
         inner = [c for c in given.children if c.is_named and c.type != "comment"]
         node = inner[0] if inner else None
-        while node is not None and node.type in ("list", "pipeline", "redirected_statement"):
-            if node.type == "redirected_statement":
-                redirects = node.children_by_field_name("redirect")
-                if any(redirect_input(r) is not None for r in redirects):
-                    return  # `>(xargs rm < list.txt)`: it reads elsewhere
-                node = node.child_by_field_name("body")
-            else:
-                node = next((c for c in node.children if c.is_named), None)
+        while node is not None and node.type == "list":  # `>(sort && ...)`: sort reads it
+            node = next((c for c in node.children if c.is_named), None)
         if node is None:
             return
-        if node.type == "while_statement":
-            self.loop(node, (None, None, None, None), depth, stdin)
-        elif node.type == "command" and (words := self.items(node)) is not None:
-            if not any(redirect_input(c) is not None for c in node.children):
-                self.argv(words, stdin, depth)
+        flow = stdin
+        for stage, redirects in pipeline_stages(node):
+            flow = self.fed_stage(stage, redirects, flow, depth)
+
+    def fed_stage(self, stage: Any, redirects: list[Any], stdin: Stdin, depth: int) -> Stdin:
+        """Judge one stage of a pipeline inside an output process substitution, with its
+        redirections `redirects`, reading `stdin`; give what the next stage reads: what it
+        read when it is a filter passing lines on (`sort`, `head`: the lines' source stays
+        the command before it), else its own output. A stage reading elsewhere (`sort <
+        list.txt`) is left to the walk."""
+        own = Stdin(self.producer_text(stage), "pipe", stage)
+        if any(redirect_input(r) is not None for r in redirects) or any(
+            redirect_input(c) is not None for c in stage.children
+        ):
+            return own
+        if stage.type == "while_statement":
+            self.loop(stage, (None, None, None, None), depth, stdin)
+            return own
+        items = self.items(stage) if stage.type == "command" else None
+        if items is None:
+            return own
+        self.argv(items, stdin, depth)
+        self.output_substitutions(stage, items, stdin, depth)
+        flows = Stdin(own.text, "pipe", stdin.source) if passes_lines_on(items) else own
+        for redirect in redirects:  # `>(sort > >(xargs rm))`
+            given = stdout_substitution(redirect)
+            if given is not None:
+                self.reads_substitution(given, flows, depth)
+        return flows
 
     def items(self, node: Any) -> list[Item] | None:
         """A command node's words, program first (None: it names no program); past
@@ -512,7 +532,11 @@ class Judge:
                 given = stdout_substitution(redirect)
                 writer = stdout_writer(node) if given is not None else None
                 if writer is not None:
-                    self.reads_substitution(given, Stdin(None, "pipe", writer), depth)
+                    # What it writes, when its text fixes it (`echo ... > >(sh)`, a heredoc
+                    # the statement gives `cat`), as a pipe carries it.
+                    alone = node.child_by_field_name("body") == writer
+                    text = self.producer_text(node if alone else writer)
+                    self.reads_substitution(given, Stdin(text, "pipe", writer), depth)
 
     def file_redirect(self, node: Any) -> None:
         from gates.shellpaths import write_target

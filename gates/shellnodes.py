@@ -139,6 +139,23 @@ def last_command(node: Any) -> Any:
     return None
 
 
+def pipeline_stages(node: Any) -> list[tuple[Any, list[Any]]]:
+    """The stages of a pipeline (of a statement alone: itself), each with the redirections
+    bash gives it: tree-sitter hangs `a | b 2>/dev/null`'s redirection on `a | b`, bash on
+    `b` alone."""
+    if node.type == "pipeline":
+        stages = []
+        for child in node.children:
+            if child.is_named and child.type != "comment":
+                stages += pipeline_stages(child)
+        return stages
+    body = node.child_by_field_name("body") if node.type == "redirected_statement" else None
+    if body is None:
+        return [(node, [])]
+    *before, (last, own) = pipeline_stages(body)
+    return [*before, (last, [*own, *node.children_by_field_name("redirect")])]
+
+
 def first(name: Any) -> Any:
     return name.children[0] if name.children else name
 

@@ -1201,6 +1201,36 @@ def test_find_output_sent_into_a_process_substitution_is_judged_as_piped_there(
 @pytest.mark.parametrize(
     ("command", "expected"),
     [
+        ("find . -name HEAD > >(sort | xargs rm)", "deny"),
+        ("find . -name HEAD > >(sort -u | head -5 | xargs rm)", "deny"),
+        ("find . -name HEAD > >(sort 2>/dev/null | uniq | xargs rm)", "deny"),
+        ("find . -name HEAD | tee >(sort | xargs rm) | wc -l", "deny"),
+        ('find . -name HEAD > >(sort | while read f; do rm "$f"; done)', "deny"),
+        ("find . -name HEAD > >(sort > >(xargs rm))", "deny"),
+        ("find . -name HEAD > >(tee log | xargs rm) && echo done", "deny"),
+        ("echo 'rm -rf /' > >(sh)", "deny"),
+        ("echo 'rm -rf /' > >(cat | sh)", "ask"),
+        ("find . -name '*.pyc' > >(sort | xargs rm)", None),
+        ("find . -name HEAD > >(sort < list.txt | xargs rm)", None),
+        ("find . -name HEAD > >(wc -l | xargs echo)", None),
+        ("ls > >(sort | xargs rm)", None),
+        ("ls > >(sort | xargs rm -rf)", "ask"),
+    ],
+)
+def test_every_command_of_a_pipeline_in_a_process_substitution_reads_what_flows_in(
+    project: Path, gc: GcRunner, command: str, expected: str | None
+) -> None:
+    # Only the first command inside `>(...)` was given what is written there: `find . -name
+    # HEAD > >(sort | xargs rm)`, which deletes .git/HEAD as `find . -name HEAD | sort |
+    # xargs rm` does, passed with no decision, and `echo 'rm -rf /' > >(sh)` was only
+    # asked about while `echo 'rm -rf /' | sh` is denied. Each stage is judged as a pipe at
+    # the top level feeds it (`cat` of a pipe fixes no text there either).
+    assert answer(bash(gc, command)) == expected
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
         ("find . -name HEAD | parallel mv {} {.}.bak", "deny"),
         ("find . -name HEAD | parallel mv {.} old/", "deny"),
         ("find . -name HEAD | parallel cp /evil {.}", "deny"),
