@@ -34,6 +34,7 @@ from gates.shellnodes import (
     pipeline_stages,
     read_name,
     redirect_input,
+    statement_redirects,
     stdout_substitution,
     stdout_writer,
 )
@@ -479,7 +480,7 @@ class Judge:
         """Where the command's input comes from (`before`: the named node before it)."""
         found: Stdin | None = None
         if parent is not None and parent.type == "redirected_statement":
-            for redirect in parent.children_by_field_name("redirect"):
+            for redirect in statement_redirects(parent):
                 found = redirect_input(redirect) or found
         for child in node.children:
             if child.type in ("file_redirect", "herestring_redirect"):
@@ -503,7 +504,7 @@ class Judge:
         heredoc = None
         if node.type == "redirected_statement":
             body = node.child_by_field_name("body")
-            for redirect in node.children_by_field_name("redirect"):
+            for redirect in statement_redirects(node):
                 heredoc = redirect_input(redirect) or heredoc
         if body is None or body.type != "command":
             return None
@@ -526,17 +527,20 @@ class Judge:
         """A redirected statement's redirections: the files written, and the command
         reading an output process substitution given what the statement's last command
         writes (`find ... > >(xargs rm)`, `cd x && find ... > >(xargs rm)`)."""
-        for redirect in node.children_by_field_name("redirect"):
-            if redirect.type == "file_redirect":
-                self.file_redirect(redirect)
-                given = stdout_substitution(redirect)
-                writer = stdout_writer(node) if given is not None else None
-                if writer is not None:
-                    # What it writes, when its text fixes it (`echo ... > >(sh)`, a heredoc
-                    # the statement gives `cat`), as a pipe carries it.
-                    alone = node.child_by_field_name("body") == writer
-                    text = self.producer_text(node if alone else writer)
-                    self.reads_substitution(given, Stdin(text, "pipe", writer), depth)
+        for redirect in statement_redirects(node):
+            if redirect.type != "file_redirect":
+                continue
+            self.file_redirect(redirect)
+            given = stdout_substitution(redirect)
+            if given is None:
+                continue
+            # What it writes, when its text fixes it (`echo ... > >(sh)`, a heredoc the
+            # statement gives `cat`), as a pipe carries it.
+            writer = stdout_writer(node)
+            alone = writer is None or node.child_by_field_name("body") == writer
+            text = self.producer_text(node if alone else writer)
+            if writer is not None or text is not None:
+                self.reads_substitution(given, Stdin(text, "pipe", writer), depth)
 
     def file_redirect(self, node: Any) -> None:
         from gates.shellpaths import write_target

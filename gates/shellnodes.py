@@ -153,7 +153,18 @@ def pipeline_stages(node: Any) -> list[tuple[Any, list[Any]]]:
     if body is None:
         return [(node, [])]
     *before, (last, own) = pipeline_stages(body)
-    return [*before, (last, [*own, *node.children_by_field_name("redirect")])]
+    return [*before, (last, [*own, *statement_redirects(node)])]
+
+
+def statement_redirects(node: Any) -> list[Any]:
+    """A redirected statement's redirections, with those tree-sitter hangs inside a heredoc's
+    (`cat <<EOF > f`: the `> f`)."""
+    found = []
+    for redirect in node.children_by_field_name("redirect"):
+        found.append(redirect)
+        if redirect.type == "heredoc_redirect":
+            found += redirect.children_by_field_name("redirect")
+    return found
 
 
 def first(name: Any) -> Any:

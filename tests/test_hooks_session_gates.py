@@ -1201,6 +1201,27 @@ def test_find_output_sent_into_a_process_substitution_is_judged_as_piped_there(
 @pytest.mark.parametrize(
     ("command", "expected"),
     [
+        ("cat <<'EOF' > .git/HEAD\nx\nEOF", "deny"),
+        ("cat <<EOF >> ~/.bashrc\nalias ls=rm\nEOF", "deny"),
+        ("cat <<-EOF > .claude/settings.json\n{}\nEOF", "deny"),
+        ("cat <<'EOF' > >(sh)\nrm -rf /\nEOF", "deny"),
+        ("cat <<'EOF' > >(sh)\nls\nEOF", None),
+        ("cat <<'EOF' > notes.txt\nx\nEOF", None),
+        ("cat > .git/HEAD <<'EOF'\nx\nEOF", "deny"),
+    ],
+)
+def test_a_redirection_written_after_a_heredoc_is_judged_as_before_it(
+    project: Path, gc: GcRunner, command: str, expected: str | None
+) -> None:
+    # tree-sitter hangs `cat <<EOF > f`'s `> f` inside the heredoc's redirection, where the
+    # gate did not look: writing a heredoc onto .git/HEAD or ~/.bashrc passed with no
+    # decision, while `cat > .git/HEAD <<EOF` was denied.
+    assert answer(bash(gc, command)) == expected
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
         ("find . -name HEAD > >(sort | xargs rm)", "deny"),
         ("find . -name HEAD > >(sort -u | head -5 | xargs rm)", "deny"),
         ("find . -name HEAD > >(sort 2>/dev/null | uniq | xargs rm)", "deny"),
