@@ -308,7 +308,9 @@ class Judge:
             return own
         self.argv(items, stdin, depth)
         self.output_substitutions(stage, items, stdin, depth)
-        flows = Stdin(own.text, "pipe", stdin.source) if passes_lines_on(items) else own
+        flows = (
+            Stdin(own.text, "pipe", stdin.source, stdin.words) if passes_lines_on(items) else own
+        )
         for redirect in redirects:  # `>(sort > >(xargs rm))`
             given = stdout_substitution(redirect)
             if given is not None:
@@ -358,6 +360,8 @@ class Judge:
     def source_items(self, stdin: Stdin | None) -> list[Item] | None:
         """The words of the command piped into a command whose input is `stdin` (`find ...
         | xargs rm`), when it is a simple command (its redirections aside); else None."""
+        if stdin is not None and stdin.words is not None:
+            return stdin.words if len(stdin.words) <= MAX_WORDS else None
         node = stdin.source if stdin is not None else None
         while True:
             node = last_command(node)

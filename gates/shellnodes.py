@@ -59,14 +59,19 @@ def passes_lines_on(items: list[Item]) -> bool:
 
 class Stdin:
     """Where a command's standard input comes from: `text` known, else `what` says; for a
-    pipe, `source` is the command before it (a syntax node), when there is one."""
+    pipe, `source` is the command before it (a syntax node), when there is one, or `words`
+    are the words of a command made up to stand for the writer (find printing into a
+    process substitution by `-fprint`)."""
 
-    __slots__ = ("text", "what", "source")
+    __slots__ = ("text", "what", "source", "words")
 
-    def __init__(self, text: str | None, what: str, source: Any = None) -> None:
+    def __init__(
+        self, text: str | None, what: str, source: Any = None, words: list[Item] | None = None
+    ) -> None:
         self.text = text
         self.what = what  # "heredoc", "herestring", "pipe", "file"
         self.source = source
+        self.words = words
 
 
 def join_continuations(source: str) -> str:

@@ -1201,6 +1201,37 @@ def test_find_output_sent_into_a_process_substitution_is_judged_as_piped_there(
 @pytest.mark.parametrize(
     ("command", "expected"),
     [
+        ("find . -fprint >(xargs rm) -name HEAD", "deny"),
+        ("find . -name HEAD -fprint >(xargs rm)", "deny"),
+        ("find . -name HEAD -fprint0 >(xargs -0 rm -f)", "deny"),
+        ("find . -name HEAD -fprintf >(xargs rm) '%p\\n'", "deny"),
+        ("find . -name HEAD -fprint >(sort | xargs rm)", "deny"),
+        ("find . -name HEAD -print -fprint >(xargs rm) | wc -l", "deny"),
+        ("find . -name '*.pyc' -fprint >(xargs rm)", None),
+        ("find . -name HEAD -fprintf >(xargs rm) '%f\\n'", None),
+        ("find . -name HEAD -fls >(xargs rm)", None),
+        ("find . -name HEAD -fls >(xargs rm -rf)", "ask"),
+        ("find . -name HEAD -print >(xargs rm)", None),
+        ("find . -name HEAD -fprint .git/HEAD", "deny"),
+        ("find . -fls ~/.bashrc", "deny"),
+        ("find . -fprintf .beads/config.yaml '%p'", "deny"),
+        ("find . -name '*.py' -fprint files.txt", None),
+    ],
+)
+def test_find_writing_its_matches_into_a_file_or_a_process_substitution_is_judged(
+    project: Path, gc: GcRunner, command: str, expected: str | None
+) -> None:
+    # find's `-fprint FILE` (`-fprint0`, `-fprintf FILE FORMAT`, `-fls`) was read as a test:
+    # FILE, which find empties and writes, was not judged (`find . -fprint .git/HEAD` passed),
+    # nor was the command reading a process substitution there, so `find . -fprint >(xargs
+    # rm) -name HEAD` (every path, as -fprint comes first) passed while `find . -name HEAD |
+    # xargs rm` is denied. What it writes there is judged as what it would print.
+    assert answer(bash(gc, command)) == expected
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
         ("cat <<'EOF' > .git/HEAD\nx\nEOF", "deny"),
         ("cat <<EOF >> ~/.bashrc\nalias ls=rm\nEOF", "deny"),
         ("cat <<-EOF > .claude/settings.json\n{}\nEOF", "deny"),
