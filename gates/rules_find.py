@@ -39,7 +39,7 @@ from gates.rules_wrappers import PARALLEL_EXEC, literal_path
 from gates.shelljudge import Judge
 from gates.shellnodes import Item, Stdin, output_substitution
 from gates.shellpaths import DENY, may_be, pattern, removal, write_target
-from gates.shellwords import BRACKET, GLOBS, QUESTION, SENTINELS, STAR, TILDE, UNKNOWN
+from gates.shellwords import GLOBS, SENTINELS, STAR, as_text
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -380,16 +380,8 @@ def _put(item: Item, marks: re.Pattern, values: dict[str, Item]) -> Item:
     if not marks.search(item.word):
         return item
     word = marks.sub(lambda m: values[m[0]].word, item.word)
-    text = marks.sub(lambda m: _as_text(values[m[0]].word), item.script())
+    text = marks.sub(lambda m: as_text(values[m[0]].word), item.script())
     return Item(word, None, text)
-
-
-def _as_text(word: str) -> str:
-    """A word's value as shell text: its wildcards and `~` as written, what is unknown as
-    an expansion."""
-    return word.translate(
-        {ord(STAR): "*", ord(QUESTION): "?", ord(BRACKET): "[", ord(TILDE): "~", ord(UNKNOWN): "$_"}
-    )
 
 
 def _stem(item: Item) -> Item:

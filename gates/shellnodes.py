@@ -44,6 +44,7 @@ class Item:
         return known if known is not None else script_text(self.node)
 
 
+UNKNOWN_TARGETS = UNKNOWN + "input"  # the arguments `xargs` and `parallel` add from their input
 # Stages that hand on the lines they read (some of them, in another order): what a pipe
 # through them gives `xargs` is still what the stage before printed.
 PASS_LINES_ON = frozenset({"sort", "uniq", "tee", "head", "tail"})

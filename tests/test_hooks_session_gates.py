@@ -1314,6 +1314,48 @@ def test_parallel_replacement_strings_stand_for_what_find_prints(
 @pytest.mark.parametrize(
     ("command", "expected"),
     [
+        ("find . -name '*.txt' | parallel rm -rf {1//}", "deny"),
+        ("find . -name '*.txt' | parallel rm -rf {-1//}", "deny"),
+        ("find . -name HEAD | parallel mv {1} {1.}.bak", "deny"),
+        ("find . -name .git | parallel mv {1/} old/", "deny"),
+        ("find . -name HEAD | parallel cp /evil {=s/x/y/=}", "deny"),
+        ("find . -name HEAD | parallel cp /evil {= s/x/y/ =}", "deny"),
+        ("find . -name HEAD | parallel -I ,, cp /evil {1.}", "deny"),
+        ("parallel rm {1} ::: .git/HEAD", "deny"),
+        ("parallel cp /evil {2} ::: a ::: .git/HEAD", "deny"),
+        ("parallel mv {1} {2} ::: notes.txt :::+ .git/HEAD", "deny"),
+        ("parallel rm -rf {//} ::: file.txt", "deny"),
+        ("parallel rm -rf {0} ::: a ::: /", "deny"),
+        ("parallel --colsep , rm {2} ::: a,.git/HEAD", "deny"),
+        ("parallel -C , cp {1} {2} ::: a.txt,b.txt", None),
+        ("find . -name '*.txt' | parallel mv {1} /tmp", None),
+        ("find . -name '*.txt' | parallel mv {=s/a/b/=} /tmp", None),
+        ("find . -name '*.c' | parallel gcc -c {1} -o {1.}.o", None),
+        ("find . -name HEAD | parallel -I ,, echo {1}", None),
+        ("parallel mv {1} /tmp/ ::: notes.txt", None),
+        ("parallel mv {} {.}.bak ::: a.txt b.txt", None),
+        ("parallel cp {1} {2} ::: a.txt ::: b.txt", None),
+        ("parallel rm -rf {1//} ::: build/x", None),
+        ("ls | parallel sh -c 'rm -rf {1}'", "ask"),
+        ("ls | parallel rm -rf {=s/x/y/=}", "ask"),
+    ],
+)
+def test_parallel_positional_and_perl_replacement_strings_stand_for_the_input(
+    project: Path, gc: GcRunner, command: str, expected: str | None
+) -> None:
+    # GNU parallel's `{1}`, `{1.}`, `{1/}`, `{1//}` (`{-1}` from the end) and `{= perl =}`
+    # were plain text, and the input taken as added at the end: `find . -name '*.txt' |
+    # parallel rm -rf {1//}`, which removes `.`, was only asked about, `parallel mv {1}
+    # /tmp/ ::: notes.txt` was denied as moving /tmp away; with `:::` no replacement string
+    # was put in (`parallel rm -rf {//} ::: file.txt`, removing `.`, passed). Each is what
+    # parallel puts there (tried with GNU parallel 20221122): a line or argument, as `{}`
+    # is, or with `--colsep` a column of it; `-I R` changes `{}` and `{1}` alone.
+    assert answer(bash(gc, command)) == expected
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
         ('rm -rf ""', None),
         ("rm -rf ''", None),
         ('rm -rf "" build', None),
