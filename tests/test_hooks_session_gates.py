@@ -1375,7 +1375,9 @@ def test_an_empty_word_removes_nothing_while_an_unset_variable_stays_unknown(
 ) -> None:
     # rm of '' fails (`cannot remove ''`), find searches no '': both were read as `.` and
     # denied as removing the work tree. A variable may be set to anything, so `rm -rf "$X"`
-    # is still asked about; Node resolves rimraf's '' as the current directory.
+    # is still asked about. rimraf is not rm: from version 4 it resolves '' as Node's
+    # path.resolve does, to the current directory, and removes it (rimraf 4.4.1, 5.0.10 and 6.1.4
+    # do; 3.0.2 prints its usage), so `rimraf ""` is `rimraf .`.
     assert answer(bash(gc, command)) == expected
 
 
