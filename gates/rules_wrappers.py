@@ -89,12 +89,19 @@ def judge_wrapper(
     runs = [rest]
     if program == "parallel":
         marker = (read.values.get("I") or ["{}"])[-1]
-        if not any(i.literal in SOURCES for i in rest):
-            if not read.has("a", "arg-file"):  # the arguments are the lines of its input
-                lines = canonical(rest, marker)
-                strings = (*PARALLEL_STRINGS, *PARALLEL_NUMBERS)
-                marked = any(s in i.word for i in lines for s in strings)
-                _runs_on_found(j, "{}" if marked else None, lines, stdin, depth, True)
+        cut = next((k for k, i in enumerate(rest) if i.literal in SOURCES), None)
+        given = _arg_file(items, own) if read.has("a", "arg-file") else stdin
+        if cut is not None:  # `:::: <(find ...)` alone: the lines find prints
+            read_from = rest[cut + 1 :]
+            alone = rest[cut].literal == "::::" and len(read_from) == 1
+            node = read_from[0].node if alone else None
+            fed = node is not None and node.type == "process_substitution"
+            given = Stdin(None, "pipe", node) if fed else None
+        if given is not None:  # the arguments are the lines of its input
+            lines = canonical(rest[:cut], marker)
+            strings = (*PARALLEL_STRINGS, *PARALLEL_NUMBERS)
+            marked = any(s in i.word for i in lines for s in strings)
+            _runs_on_found(j, "{}" if marked else None, lines, given, depth, True)
         runs = commands(
             rest, marker, (read.values.get("C") or read.values.get("colsep") or [None])[-1]
         )

@@ -1356,6 +1356,26 @@ def test_parallel_positional_and_perl_replacement_strings_stand_for_the_input(
 @pytest.mark.parametrize(
     ("command", "expected"),
     [
+        ("parallel rm :::: <(find . -name HEAD)", "deny"),
+        ("parallel -a <(find . -name HEAD) rm", "deny"),
+        ("parallel --arg-file <(find . -name HEAD) mv {} {.}.bak", "deny"),
+        ("parallel rm :::: <(find . -name '*.pyc')", None),
+        ("parallel -a <(find . -name '*.pyc') rm {1}", None),
+        ("parallel rm :::: list.txt", None),
+    ],
+)
+def test_parallel_reading_find_through_an_argument_file_is_judged_as_piped_there(
+    project: Path, gc: GcRunner, command: str, expected: str | None
+) -> None:
+    # `xargs -a <(find ...) rm` was judged as find feeding rm, but parallel's own argument
+    # files (`-a FILE`, `:::: FILE`) were not: `parallel rm :::: <(find . -name HEAD)`
+    # passed while `find . -name HEAD | parallel rm` is denied.
+    assert answer(bash(gc, command)) == expected
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
         ('rm -rf ""', None),
         ("rm -rf ''", None),
         ('rm -rf "" build', None),
