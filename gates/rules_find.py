@@ -22,15 +22,12 @@ from functools import partial
 
 from gates import options
 from gates.fdreach import VALUES, exec_start, fd_reaches
+from gates.findexpr import ONE_VALUE, PROBES, RUNS, options_end
 from gates.findreach import (
     FILE,
     FOLDER,
-    ONE_VALUE,
-    PROBES,
-    RUNS,
     guarded_samples,
     matched_names,
-    options_end,
     reaches,
     reaches_git,
     ref_files,

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from gates import options
 from gates.fdreach import VALUES, exec_start
-from gates.findreach import ONE_VALUE, RUNS, options_end
+from gates.findexpr import ONE_VALUE, RUNS, options_end
 from gates.parallelargs import (
     PARALLEL_NUMBERS,
     PARALLEL_STRINGS,
