@@ -14,7 +14,8 @@ import os
 import re
 from fnmatch import fnmatchcase, translate
 
-from gates.findreach import FILE, FOLDER, REF, ref_name
+from gates.findexpr import REF, ref_name
+from gates.findreach import FILE, FOLDER
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

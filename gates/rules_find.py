@@ -22,22 +22,21 @@ from functools import partial
 
 from gates import options
 from gates.fdreach import VALUES, exec_start, fd_reaches
+from gates.findexpr import ONE_VALUE, PROBES, RUNS, options_end
 from gates.findreach import (
     FILE,
     FOLDER,
-    PROBES,
     guarded_samples,
     matched_names,
-    options_end,
     reaches,
     reaches_git,
     ref_files,
 )
 from gates.rules_wrappers import PARALLEL_EXEC, literal_path
 from gates.shelljudge import Judge
-from gates.shellnodes import Item, Stdin
+from gates.shellnodes import Item, Stdin, output_substitution
 from gates.shellpaths import DENY, may_be, pattern, removal, write_target
-from gates.shellwords import BRACKET, GLOBS, QUESTION, SENTINELS, STAR, TILDE, UNKNOWN
+from gates.shellwords import GLOBS, SENTINELS, STAR, as_text
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -87,6 +86,7 @@ def _find(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth:
                         level,
                         reason.replace("writes into", "deletes in").replace("writes", "deletes"),
                     )
+    _prints_into_files(j, items, at, tests, depth)
     if not deletes:
         return
     named, guarded, loose = _find_filters(tests)
@@ -96,6 +96,60 @@ def _find(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth:
     if (guarded or loose) and all(_stays_out(j, root, tests, deleting) for root in roots):
         guarded = loose = False
     _deletes_under(j, program, roots, bool(named), guarded, loose)
+
+
+# find's actions writing what they print into a file, and the action printing the same
+# on standard output; the words each printing action takes (itself included).
+PRINTS_INTO = {"-fprint": "-print", "-fprint0": "-print0", "-fprintf": "-printf", "-fls": "-ls"}
+PRINT_WORDS = {"-print": 1, "-print0": 1, "-ls": 1, "-printf": 2, "-fprint": 2, "-fprint0": 2,
+               "-fls": 2, "-fprintf": 3}  # fmt: skip
+
+
+def _test_words(tests: list[str | None], k: int) -> int:
+    """How many words find's primary at `tests[k]` takes, itself included (`-exec`'s run to
+    its `;` or `+`)."""
+    word = tests[k]
+    if word in RUNS:
+        end = next((e for e in range(k + 1, len(tests)) if tests[e] in (";", "+")), len(tests))
+        return end + 1 - k
+    if word in PRINT_WORDS:
+        return PRINT_WORDS[word]
+    return 2 if word in ONE_VALUE or (word or "").startswith("-newer") else 1
+
+
+def _prints_into_files(
+    j: Judge, items: list[Item], at: int, tests: list[str | None], depth: int
+) -> None:
+    """find's `-fprint FILE` (`-fprint0`, `-fprintf FILE FORMAT`, `-fls`): FILE, which find
+    empties and writes whether or not anything matches, is judged as `>` onto it; the
+    commands reading an output process substitution there (`-fprint >(xargs rm)`), as
+    reading what find prints with `-print` (`-print0`, `-printf FORMAT`, `-ls`) in its
+    place, and with no other action printing."""
+    k = 0
+    while k < len(tests):
+        step = _test_words(tests, k)
+        if tests[k] in PRINTS_INTO and k + 1 < len(tests):
+            given = items[1 + at + k + 1]
+            if given.node is not None and output_substitution(given.node):
+                made = [*items[: 1 + at]]
+                e = 0
+                while e < len(tests):
+                    size = _test_words(tests, e)
+                    word = tests[e]
+                    if e == k:
+                        made += [
+                            Item(PRINTS_INTO[word]),
+                            *items[1 + at + e + 2 : 1 + at + e + size],
+                        ]
+                    elif word in PRINT_WORDS:
+                        made += [Item("-true")] * size  # it prints elsewhere, and is true
+                    else:
+                        made += items[1 + at + e : 1 + at + e + size]
+                    e += size
+                j.reads_substitution(given.node, Stdin(None, "pipe", words=made), depth)
+            else:
+                j.note(*write_target(given.word, j.cwd))
+        k += step
 
 
 def _guarded_inside(j: Judge, root: Item) -> tuple[str, list[tuple[str, frozenset[str]]]] | None:
@@ -323,16 +377,8 @@ def _put(item: Item, marks: re.Pattern, values: dict[str, Item]) -> Item:
     if not marks.search(item.word):
         return item
     word = marks.sub(lambda m: values[m[0]].word, item.word)
-    text = marks.sub(lambda m: _as_text(values[m[0]].word), item.script())
+    text = marks.sub(lambda m: as_text(values[m[0]].word), item.script())
     return Item(word, None, text)
-
-
-def _as_text(word: str) -> str:
-    """A word's value as shell text: its wildcards and `~` as written, what is unknown as
-    an expansion."""
-    return word.translate(
-        {ord(STAR): "*", ord(QUESTION): "?", ord(BRACKET): "[", ord(TILDE): "~", ord(UNKNOWN): "$_"}
-    )
 
 
 def _stem(item: Item) -> Item:

@@ -14,18 +14,19 @@ from __future__ import annotations
 
 from gates import options
 from gates.fdreach import VALUES, exec_start
-from gates.findreach import ONE_VALUE, RUNS, options_end
+from gates.findexpr import ONE_VALUE, RUNS, options_end
+from gates.parallelargs import (
+    PARALLEL_NUMBERS,
+    PARALLEL_STRINGS,
+    SOURCES,
+    canonical,
+    commands,
+    numbered,
+)
 from gates.shelljudge import Judge
-from gates.shellnodes import Item, Stdin
+from gates.shellnodes import UNKNOWN_TARGETS, Item, Stdin
 from gates.shellpaths import pattern
-from gates.shellwords import UNKNOWN
 
-UNKNOWN_TARGETS = UNKNOWN + "input"  # the arguments `xargs` adds
-# GNU parallel's replacement strings for the line it reads: the line, without its extension,
-# its base name, its folder, its base name without extension (`{}` is `-I`'s to change);
-# then the job's number and slot, which are no path.
-PARALLEL_STRINGS = ("{}", "{.}", "{/}", "{//}", "{/.}")
-PARALLEL_NUMBERS = ("{#}", "{%}")
 # The `-exec` of `find ... -exec CMD ;` made of `find ... | parallel CMD`: `gates.rules_find`
 # puts in parallel's replacement strings, not `{}` alone (an object, so no word written in a
 # command is taken for it).
@@ -85,21 +86,33 @@ def judge_wrapper(
         given = _arg_file(items, own) if read.has("a", "arg-file") else stdin
         _runs_on_found(j, _xargs_marker(read, own), rest, given, depth)
         rest = _xargs_args(read, rest, own)
+    runs = [rest]
     if program == "parallel":
         marker = (read.values.get("I") or ["{}"])[-1]
-        strings = (marker, *PARALLEL_STRINGS[1:], *PARALLEL_NUMBERS)
-        if not any(i.literal in (":::", "::::", ":::+", "::::+") for i in rest):
-            if not read.has("a", "arg-file"):  # the arguments are the lines of its input
-                marked = any(s in i.word for i in rest for s in strings)
-                _runs_on_found(j, marker if marked else None, rest, stdin, depth, True)
-        rest = _parallel_args(rest, strings)
+        cut = next((k for k, i in enumerate(rest) if i.literal in SOURCES), None)
+        given = _arg_file(items, own) if read.has("a", "arg-file") else stdin
+        if cut is not None:  # `:::: <(find ...)` alone: the lines find prints
+            read_from = rest[cut + 1 :]
+            alone = rest[cut].literal == "::::" and len(read_from) == 1
+            node = read_from[0].node if alone else None
+            fed = node is not None and node.type == "process_substitution"
+            given = Stdin(None, "pipe", node) if fed else None
+        if given is not None:  # the arguments are the lines of its input
+            lines = canonical(rest[:cut], marker)
+            strings = (*PARALLEL_STRINGS, *PARALLEL_NUMBERS)
+            marked = any(s in i.word for i in lines for s in strings)
+            _runs_on_found(j, "{}" if marked else None, lines, given, depth, True)
+        runs = commands(
+            rest, marker, (read.values.get("C") or read.values.get("colsep") or [None])[-1]
+        )
     kept = j.cwd
     for flag in CHDIR_OPTIONS.get(program, ()):  # `env -C /`: the command runs there
         for given in read.values.get(flag, []):
             path = pattern(given, j.cwd)[0] if given else None  # "": a value unknown here
             j.cwd = path if path is not None and literal_path(path) else None
     try:
-        j.argv(rest, stdin if program not in ("xargs", "parallel") else None, depth)
+        for run in runs:
+            j.argv(run, stdin if program not in ("xargs", "parallel") else None, depth)
     finally:
         j.cwd = kept
 
@@ -172,7 +185,7 @@ def _runs_on_found(
         return
     run = [_marked(item, marker) for item in rest] if marker else rest
     if parallel:
-        run = [_numbered(item) for item in run]
+        run = [numbered(item) for item in run]
     command = _found_then_run(source, run, one_each=bool(marker), parallel=parallel)
     if command is not None:
         j.argv(command, None, depth)
@@ -195,16 +208,6 @@ def _marked(item: Item, marker: str) -> Item:
     if marker not in item.word:
         return item
     return Item(item.word.replace(marker, "{}"), None, item.script().replace(marker, "{}"))
-
-
-def _numbered(item: Item) -> Item:
-    """`item` with parallel's job number and slot (`{#}`, `{%}`) put in as `1`."""
-    if not any(s in item.word for s in PARALLEL_NUMBERS):
-        return item
-    word, text = item.word, item.script()
-    for number in PARALLEL_NUMBERS:
-        word, text = word.replace(number, "1"), text.replace(number, "1")
-    return Item(word, None, text)
 
 
 def _found_then_run(
@@ -281,33 +284,6 @@ def _fd_prints_other(word: str) -> bool:
         if letter in VALUES:
             return False  # the rest of the word is that option's value
     return False
-
-
-def _parallel_args(rest: list[Item], strings: tuple[str, ...]) -> list[Item]:
-    """The command parallel runs: with `:::`, on the arguments after it; else on a line it
-    reads, put in for its replacement strings `strings` (a whole word: the unknown input;
-    inside a word, an unknown part), or added at the end when none is written."""
-    words = [i.literal for i in rest]
-    if ":::" in words:
-        cut = words.index(":::")
-        extra = [i for i in rest[cut + 1 :] if i.literal not in (":::", "::::")]
-        if cut == 0:  # no command: each argument is one
-            return [Item("eval"), *extra]
-        return [*rest[:cut], *extra]
-    if not any(s in i.word for i in rest for s in strings):
-        return [*rest, Item(UNKNOWN_TARGETS)]
-    out = []
-    for item in rest:
-        if item.literal in strings and item.literal not in PARALLEL_NUMBERS:
-            out.append(Item(UNKNOWN_TARGETS))
-            continue
-        word, text = item.word, item.script()
-        for given in strings:
-            known = "1" if given in PARALLEL_NUMBERS else None
-            word = word.replace(given, known or UNKNOWN)
-            text = text.replace(given, known or "$_")
-        out.append(item if word == item.word else Item(word, None, text))
-    return out
 
 
 def _remote(j: Judge, program: str, rest: list[Item], depth: int) -> None:
@@ -406,7 +382,7 @@ WRAPPERS: dict[str, tuple[str, dict[str, bool], int]] = {
         },
         0,
     ),
-    "parallel": ("jSIa", {"jobs": True, "sshlogin": True, "arg-file": True}, 0),
+    "parallel": ("jSIaC", {"jobs": True, "sshlogin": True, "arg-file": True, "colsep": True}, 0),
     "script": ("cEIOTB", {"command": True, "log-out": True, "log-in": True}, 0),
     "su": ("cgGs", {"command": True, "group": True, "shell": True}, 1),
     "sg": ("c", {}, 1),  # read by `_new_group`

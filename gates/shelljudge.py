@@ -31,8 +31,10 @@ from gates.shellnodes import (
     matches,
     output_substitution,
     passes_lines_on,
+    pipeline_stages,
     read_name,
     redirect_input,
+    statement_redirects,
     stdout_substitution,
     stdout_writer,
 )
@@ -262,7 +264,7 @@ class Judge:
         process substitution a command writes to reads what it writes there (what `tee`
         copies: its input), judged as if piped to it (a statement's redirection:
         `redirects`)."""
-        written = stdin if passes_lines_on(items) else Stdin(None, "pipe", node)
+        written = stdin if passes_lines_on(items) else Stdin(self.producer_text(node), "pipe", node)
         for child in node.children:
             if child.type == "file_redirect" and written is not None:
                 given = stdout_substitution(child)
@@ -274,25 +276,46 @@ class Judge:
                     self.reads_substitution(item.node, stdin, depth)
 
     def reads_substitution(self, given: Any, stdin: Stdin, depth: int) -> None:
-        """Judge the command that first reads the output process substitution `given`
-        (`>(xargs rm)`, `>(xargs rm | cat)`, `>(while read f; do ...; done)`) on `stdin`."""
+        """Judge the commands reading the output process substitution `given` on `stdin`:
+        each stage of the pipeline it starts with (`>(xargs rm)`, `>(sort | xargs rm)`,
+        `>(while read f; do ...; done)`), fed as a pipe at the top level feeds it."""
         inner = [c for c in given.children if c.is_named and c.type != "comment"]
         node = inner[0] if inner else None
-        while node is not None and node.type in ("list", "pipeline", "redirected_statement"):
-            if node.type == "redirected_statement":
-                redirects = node.children_by_field_name("redirect")
-                if any(redirect_input(r) is not None for r in redirects):
-                    return  # `>(xargs rm < list.txt)`: it reads elsewhere
-                node = node.child_by_field_name("body")
-            else:
-                node = next((c for c in node.children if c.is_named), None)
+        while node is not None and node.type == "list":  # `>(sort && ...)`: sort reads it
+            node = next((c for c in node.children if c.is_named), None)
         if node is None:
             return
-        if node.type == "while_statement":
-            self.loop(node, (None, None, None, None), depth, stdin)
-        elif node.type == "command" and (words := self.items(node)) is not None:
-            if not any(redirect_input(c) is not None for c in node.children):
-                self.argv(words, stdin, depth)
+        flow = stdin
+        for stage, redirects in pipeline_stages(node):
+            flow = self.fed_stage(stage, redirects, flow, depth)
+
+    def fed_stage(self, stage: Any, redirects: list[Any], stdin: Stdin, depth: int) -> Stdin:
+        """Judge one stage of a pipeline inside an output process substitution, with its
+        redirections `redirects`, reading `stdin`; give what the next stage reads: what it
+        read when it is a filter passing lines on (`sort`, `head`: the lines' source stays
+        the command before it), else its own output. A stage reading elsewhere (`sort <
+        list.txt`) is left to the walk."""
+        own = Stdin(self.producer_text(stage), "pipe", stage)
+        if any(redirect_input(r) is not None for r in redirects) or any(
+            redirect_input(c) is not None for c in stage.children
+        ):
+            return own
+        if stage.type == "while_statement":
+            self.loop(stage, (None, None, None, None), depth, stdin)
+            return own
+        items = self.items(stage) if stage.type == "command" else None
+        if items is None:
+            return own
+        self.argv(items, stdin, depth)
+        self.output_substitutions(stage, items, stdin, depth)
+        flows = (
+            Stdin(own.text, "pipe", stdin.source, stdin.words) if passes_lines_on(items) else own
+        )
+        for redirect in redirects:  # `>(sort > >(xargs rm))`
+            given = stdout_substitution(redirect)
+            if given is not None:
+                self.reads_substitution(given, flows, depth)
+        return flows
 
     def items(self, node: Any) -> list[Item] | None:
         """A command node's words, program first (None: it names no program); past
@@ -337,6 +360,8 @@ class Judge:
     def source_items(self, stdin: Stdin | None) -> list[Item] | None:
         """The words of the command piped into a command whose input is `stdin` (`find ...
         | xargs rm`), when it is a simple command (its redirections aside); else None."""
+        if stdin is not None and stdin.words is not None:
+            return stdin.words if len(stdin.words) <= MAX_WORDS else None
         node = stdin.source if stdin is not None else None
         while True:
             node = last_command(node)
@@ -459,7 +484,7 @@ class Judge:
         """Where the command's input comes from (`before`: the named node before it)."""
         found: Stdin | None = None
         if parent is not None and parent.type == "redirected_statement":
-            for redirect in parent.children_by_field_name("redirect"):
+            for redirect in statement_redirects(parent):
                 found = redirect_input(redirect) or found
         for child in node.children:
             if child.type in ("file_redirect", "herestring_redirect"):
@@ -483,7 +508,7 @@ class Judge:
         heredoc = None
         if node.type == "redirected_statement":
             body = node.child_by_field_name("body")
-            for redirect in node.children_by_field_name("redirect"):
+            for redirect in statement_redirects(node):
                 heredoc = redirect_input(redirect) or heredoc
         if body is None or body.type != "command":
             return None
@@ -506,13 +531,20 @@ class Judge:
         """A redirected statement's redirections: the files written, and the command
         reading an output process substitution given what the statement's last command
         writes (`find ... > >(xargs rm)`, `cd x && find ... > >(xargs rm)`)."""
-        for redirect in node.children_by_field_name("redirect"):
-            if redirect.type == "file_redirect":
-                self.file_redirect(redirect)
-                given = stdout_substitution(redirect)
-                writer = stdout_writer(node) if given is not None else None
-                if writer is not None:
-                    self.reads_substitution(given, Stdin(None, "pipe", writer), depth)
+        for redirect in statement_redirects(node):
+            if redirect.type != "file_redirect":
+                continue
+            self.file_redirect(redirect)
+            given = stdout_substitution(redirect)
+            if given is None:
+                continue
+            # What it writes, when its text fixes it (`echo ... > >(sh)`, a heredoc the
+            # statement gives `cat`), as a pipe carries it.
+            writer = stdout_writer(node)
+            alone = writer is None or node.child_by_field_name("body") == writer
+            text = self.producer_text(node if alone else writer)
+            if writer is not None or text is not None:
+                self.reads_substitution(given, Stdin(text, "pipe", writer), depth)
 
     def file_redirect(self, node: Any) -> None:
         from gates.shellpaths import write_target

@@ -44,6 +44,7 @@ class Item:
         return known if known is not None else script_text(self.node)
 
 
+UNKNOWN_TARGETS = UNKNOWN + "input"  # the arguments `xargs` and `parallel` add from their input
 # Stages that hand on the lines they read (some of them, in another order): what a pipe
 # through them gives `xargs` is still what the stage before printed.
 PASS_LINES_ON = frozenset({"sort", "uniq", "tee", "head", "tail"})
@@ -59,14 +60,19 @@ def passes_lines_on(items: list[Item]) -> bool:
 
 class Stdin:
     """Where a command's standard input comes from: `text` known, else `what` says; for a
-    pipe, `source` is the command before it (a syntax node), when there is one."""
+    pipe, `source` is the command before it (a syntax node), when there is one, or `words`
+    are the words of a command made up to stand for the writer (find printing into a
+    process substitution by `-fprint`)."""
 
-    __slots__ = ("text", "what", "source")
+    __slots__ = ("text", "what", "source", "words")
 
-    def __init__(self, text: str | None, what: str, source: Any = None) -> None:
+    def __init__(
+        self, text: str | None, what: str, source: Any = None, words: list[Item] | None = None
+    ) -> None:
         self.text = text
         self.what = what  # "heredoc", "herestring", "pipe", "file"
         self.source = source
+        self.words = words
 
 
 def join_continuations(source: str) -> str:
@@ -137,6 +143,34 @@ def last_command(node: Any) -> Any:
         else:
             return None
     return None
+
+
+def pipeline_stages(node: Any) -> list[tuple[Any, list[Any]]]:
+    """The stages of a pipeline (of a statement alone: itself), each with the redirections
+    bash gives it: tree-sitter hangs `a | b 2>/dev/null`'s redirection on `a | b`, bash on
+    `b` alone."""
+    if node.type == "pipeline":
+        stages = []
+        for child in node.children:
+            if child.is_named and child.type != "comment":
+                stages += pipeline_stages(child)
+        return stages
+    body = node.child_by_field_name("body") if node.type == "redirected_statement" else None
+    if body is None:
+        return [(node, [])]
+    *before, (last, own) = pipeline_stages(body)
+    return [*before, (last, [*own, *statement_redirects(node)])]
+
+
+def statement_redirects(node: Any) -> list[Any]:
+    """A redirected statement's redirections, with those tree-sitter hangs inside a heredoc's
+    (`cat <<EOF > f`: the `> f`)."""
+    found = []
+    for redirect in node.children_by_field_name("redirect"):
+        found.append(redirect)
+        if redirect.type == "heredoc_redirect":
+            found += redirect.children_by_field_name("redirect")
+    return found
 
 
 def first(name: Any) -> Any:

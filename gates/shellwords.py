@@ -296,3 +296,11 @@ def shown(word: str) -> str:
     return word.translate(
         {ord(UNKNOWN): "…", ord(STAR): "*", ord(QUESTION): "?", ord(BRACKET): "[", ord(TILDE): "~"}
     )
+
+
+def as_text(word: str) -> str:
+    """A word's value as shell text: its wildcards and `~` as written, what is unknown as
+    an expansion."""
+    return word.translate(
+        {ord(STAR): "*", ord(QUESTION): "?", ord(BRACKET): "[", ord(TILDE): "~", ord(UNKNOWN): "$_"}
+    )

@@ -1201,6 +1201,88 @@ def test_find_output_sent_into_a_process_substitution_is_judged_as_piped_there(
 @pytest.mark.parametrize(
     ("command", "expected"),
     [
+        ("find . -fprint >(xargs rm) -name HEAD", "deny"),
+        ("find . -name HEAD -fprint >(xargs rm)", "deny"),
+        ("find . -name HEAD -fprint0 >(xargs -0 rm -f)", "deny"),
+        ("find . -name HEAD -fprintf >(xargs rm) '%p\\n'", "deny"),
+        ("find . -name HEAD -fprint >(sort | xargs rm)", "deny"),
+        ("find . -name HEAD -print -fprint >(xargs rm) | wc -l", "deny"),
+        ("find . -name '*.pyc' -fprint >(xargs rm)", None),
+        ("find . -name HEAD -fprintf >(xargs rm) '%f\\n'", None),
+        ("find . -name HEAD -fls >(xargs rm)", None),
+        ("find . -name HEAD -fls >(xargs rm -rf)", "ask"),
+        ("find . -name HEAD -print >(xargs rm)", None),
+        ("find . -name HEAD -fprint .git/HEAD", "deny"),
+        ("find . -fls ~/.bashrc", "deny"),
+        ("find . -fprintf .beads/config.yaml '%p'", "deny"),
+        ("find . -name '*.py' -fprint files.txt", None),
+    ],
+)
+def test_find_writing_its_matches_into_a_file_or_a_process_substitution_is_judged(
+    project: Path, gc: GcRunner, command: str, expected: str | None
+) -> None:
+    # find's `-fprint FILE` (`-fprint0`, `-fprintf FILE FORMAT`, `-fls`) was read as a test:
+    # FILE, which find empties and writes, was not judged (`find . -fprint .git/HEAD` passed),
+    # nor was the command reading a process substitution there, so `find . -fprint >(xargs
+    # rm) -name HEAD` (every path, as -fprint comes first) passed while `find . -name HEAD |
+    # xargs rm` is denied. What it writes there is judged as what it would print.
+    assert answer(bash(gc, command)) == expected
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("cat <<'EOF' > .git/HEAD\nx\nEOF", "deny"),
+        ("cat <<EOF >> ~/.bashrc\nalias ls=rm\nEOF", "deny"),
+        ("cat <<-EOF > .claude/settings.json\n{}\nEOF", "deny"),
+        ("cat <<'EOF' > >(sh)\nrm -rf /\nEOF", "deny"),
+        ("cat <<'EOF' > >(sh)\nls\nEOF", None),
+        ("cat <<'EOF' > notes.txt\nx\nEOF", None),
+        ("cat > .git/HEAD <<'EOF'\nx\nEOF", "deny"),
+    ],
+)
+def test_a_redirection_written_after_a_heredoc_is_judged_as_before_it(
+    project: Path, gc: GcRunner, command: str, expected: str | None
+) -> None:
+    # tree-sitter hangs `cat <<EOF > f`'s `> f` inside the heredoc's redirection, where the
+    # gate did not look: writing a heredoc onto .git/HEAD or ~/.bashrc passed with no
+    # decision, while `cat > .git/HEAD <<EOF` was denied.
+    assert answer(bash(gc, command)) == expected
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("find . -name HEAD > >(sort | xargs rm)", "deny"),
+        ("find . -name HEAD > >(sort -u | head -5 | xargs rm)", "deny"),
+        ("find . -name HEAD > >(sort 2>/dev/null | uniq | xargs rm)", "deny"),
+        ("find . -name HEAD | tee >(sort | xargs rm) | wc -l", "deny"),
+        ('find . -name HEAD > >(sort | while read f; do rm "$f"; done)', "deny"),
+        ("find . -name HEAD > >(sort > >(xargs rm))", "deny"),
+        ("find . -name HEAD > >(tee log | xargs rm) && echo done", "deny"),
+        ("echo 'rm -rf /' > >(sh)", "deny"),
+        ("echo 'rm -rf /' > >(cat | sh)", "ask"),
+        ("find . -name '*.pyc' > >(sort | xargs rm)", None),
+        ("find . -name HEAD > >(sort < list.txt | xargs rm)", None),
+        ("find . -name HEAD > >(wc -l | xargs echo)", None),
+        ("ls > >(sort | xargs rm)", None),
+        ("ls > >(sort | xargs rm -rf)", "ask"),
+    ],
+)
+def test_every_command_of_a_pipeline_in_a_process_substitution_reads_what_flows_in(
+    project: Path, gc: GcRunner, command: str, expected: str | None
+) -> None:
+    # Only the first command inside `>(...)` was given what is written there: `find . -name
+    # HEAD > >(sort | xargs rm)`, which deletes .git/HEAD as `find . -name HEAD | sort |
+    # xargs rm` does, passed with no decision, and `echo 'rm -rf /' > >(sh)` was only
+    # asked about while `echo 'rm -rf /' | sh` is denied. Each stage is judged as a pipe at
+    # the top level feeds it (`cat` of a pipe fixes no text there either).
+    assert answer(bash(gc, command)) == expected
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
         ("find . -name HEAD | parallel mv {} {.}.bak", "deny"),
         ("find . -name HEAD | parallel mv {.} old/", "deny"),
         ("find . -name HEAD | parallel cp /evil {.}", "deny"),
@@ -1232,6 +1314,68 @@ def test_parallel_replacement_strings_stand_for_what_find_prints(
 @pytest.mark.parametrize(
     ("command", "expected"),
     [
+        ("find . -name '*.txt' | parallel rm -rf {1//}", "deny"),
+        ("find . -name '*.txt' | parallel rm -rf {-1//}", "deny"),
+        ("find . -name HEAD | parallel mv {1} {1.}.bak", "deny"),
+        ("find . -name .git | parallel mv {1/} old/", "deny"),
+        ("find . -name HEAD | parallel cp /evil {=s/x/y/=}", "deny"),
+        ("find . -name HEAD | parallel cp /evil {= s/x/y/ =}", "deny"),
+        ("find . -name HEAD | parallel -I ,, cp /evil {1.}", "deny"),
+        ("parallel rm {1} ::: .git/HEAD", "deny"),
+        ("parallel cp /evil {2} ::: a ::: .git/HEAD", "deny"),
+        ("parallel mv {1} {2} ::: notes.txt :::+ .git/HEAD", "deny"),
+        ("parallel rm -rf {//} ::: file.txt", "deny"),
+        ("parallel rm -rf {0} ::: a ::: /", "deny"),
+        ("parallel --colsep , rm {2} ::: a,.git/HEAD", "deny"),
+        ("parallel -C , cp {1} {2} ::: a.txt,b.txt", None),
+        ("find . -name '*.txt' | parallel mv {1} /tmp", None),
+        ("find . -name '*.txt' | parallel mv {=s/a/b/=} /tmp", None),
+        ("find . -name '*.c' | parallel gcc -c {1} -o {1.}.o", None),
+        ("find . -name HEAD | parallel -I ,, echo {1}", None),
+        ("parallel mv {1} /tmp/ ::: notes.txt", None),
+        ("parallel mv {} {.}.bak ::: a.txt b.txt", None),
+        ("parallel cp {1} {2} ::: a.txt ::: b.txt", None),
+        ("parallel rm -rf {1//} ::: build/x", None),
+        ("ls | parallel sh -c 'rm -rf {1}'", "ask"),
+        ("ls | parallel rm -rf {=s/x/y/=}", "ask"),
+    ],
+)
+def test_parallel_positional_and_perl_replacement_strings_stand_for_the_input(
+    project: Path, gc: GcRunner, command: str, expected: str | None
+) -> None:
+    # GNU parallel's `{1}`, `{1.}`, `{1/}`, `{1//}` (`{-1}` from the end) and `{= perl =}`
+    # were plain text, and the input taken as added at the end: `find . -name '*.txt' |
+    # parallel rm -rf {1//}`, which removes `.`, was only asked about, `parallel mv {1}
+    # /tmp/ ::: notes.txt` was denied as moving /tmp away; with `:::` no replacement string
+    # was put in (`parallel rm -rf {//} ::: file.txt`, removing `.`, passed). Each is what
+    # parallel puts there (tried with GNU parallel 20221122): a line or argument, as `{}`
+    # is, or with `--colsep` a column of it; `-I R` changes `{}` and `{1}` alone.
+    assert answer(bash(gc, command)) == expected
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("parallel rm :::: <(find . -name HEAD)", "deny"),
+        ("parallel -a <(find . -name HEAD) rm", "deny"),
+        ("parallel --arg-file <(find . -name HEAD) mv {} {.}.bak", "deny"),
+        ("parallel rm :::: <(find . -name '*.pyc')", None),
+        ("parallel -a <(find . -name '*.pyc') rm {1}", None),
+        ("parallel rm :::: list.txt", None),
+    ],
+)
+def test_parallel_reading_find_through_an_argument_file_is_judged_as_piped_there(
+    project: Path, gc: GcRunner, command: str, expected: str | None
+) -> None:
+    # `xargs -a <(find ...) rm` was judged as find feeding rm, but parallel's own argument
+    # files (`-a FILE`, `:::: FILE`) were not: `parallel rm :::: <(find . -name HEAD)`
+    # passed while `find . -name HEAD | parallel rm` is denied.
+    assert answer(bash(gc, command)) == expected
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
         ('rm -rf ""', None),
         ("rm -rf ''", None),
         ('rm -rf "" build', None),
@@ -1251,7 +1395,9 @@ def test_an_empty_word_removes_nothing_while_an_unset_variable_stays_unknown(
 ) -> None:
     # rm of '' fails (`cannot remove ''`), find searches no '': both were read as `.` and
     # denied as removing the work tree. A variable may be set to anything, so `rm -rf "$X"`
-    # is still asked about; Node resolves rimraf's '' as the current directory.
+    # is still asked about. rimraf is not rm: from version 4 it resolves '' as Node's
+    # path.resolve does, to the current directory, and removes it (rimraf 4.4.1, 5.0.10 and 6.1.4
+    # do; 3.0.2 prints its usage), so `rimraf ""` is `rimraf .`.
     assert answer(bash(gc, command)) == expected
 
 
