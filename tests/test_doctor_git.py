@@ -701,17 +701,39 @@ def delete_history_commit(gc: GcRunner) -> str:
     return commit
 
 
-def test_gc_log_over_a_history_missing_a_commit_says_it_is_missing_in_one_line(
+def test_gc_log_over_a_history_cut_at_a_missing_commit_lists_the_commits_above_it(
     project: GcRunner,
 ) -> None:
+    # With no copy of the commit anywhere, doctor says the history is cut there; gc log then
+    # printed nothing and still told to run gc doctor.
     gc = project
-    commit = delete_history_commit(gc)
-    logged = gc("log")
-    assert logged.returncode == 50, logged.stderr
-    assert logged.stderr == (
-        f"gc: the history cannot be read: commit {commit} is missing; run 'gc doctor' to "
-        "restore it\n"
+    for title in ("third", "fourth"):
+        assert gc("bead", "create", "--type", "task", "--title", title).returncode == 0
+    above = git("rev-list", "-2", "HEAD", cwd=gc.cwd / ".beads").split()
+    cut = git("rev-parse", "HEAD~2", cwd=gc.cwd / ".beads").strip()
+    Path(loose_path(str(git_dir(gc) / "objects"), cut.encode())).unlink()
+    assert gc("doctor").returncode == 50  # no remote: the history stays cut
+    said = (
+        f"the history is cut at commit {cut}: its object is missing, so older commits cannot "
+        "be read (gc doctor fetches it again from a remote that has it)"
     )
+    logged = gc("log")
+    assert (logged.returncode, logged.stderr) == (50, f"gc: {said}\n")
+    assert [line.split("  ")[0] for line in logged.stdout.splitlines()] == [
+        sha[:10] for sha in above
+    ]
+    assert logged.stdout.splitlines()[0].endswith('task "fourth"'), logged.stdout
+    reply = gc.json("log")
+    assert reply["ok"] is False
+    assert [c["commit"] for c in reply["commits"]] == above
+    assert reply["error"] == {"code": "storage_error", "message": said, "cut": [cut]}
+    # The commits asked for were read: nothing is missing from the answer.
+    assert gc("log", "--limit", "2").returncode == 0
+    fourth = next(b["id"] for b in gc.json("bead", "list")["beads"] if b["title"] == "fourth")
+    of_bead = gc.json("log", fourth)
+    assert [c["commit"] for c in of_bead["commits"]] == above[:1], of_bead
+    mail_log = gc("mail", "log")
+    assert (mail_log.returncode, mail_log.stderr) == (50, f"gc: {said}\n")
 
 
 def test_the_inbox_over_a_history_missing_a_commit_lists_its_messages(

@@ -28,6 +28,7 @@ from beads.errors import StorageError
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
     from pathlib import Path
+    from typing import Any
 
 COMMIT, TREE, BLOB = 1, 2, 3
 TYPE_NAMES = {1: b"commit", 2: b"tree", 3: b"blob", 4: b"tag"}
@@ -222,6 +223,23 @@ class MissingCommit(StorageError):
         self.sha = sha
         self.what = what or f"the history names {named} as a commit, which is missing"
         super().__init__(self.what + DOCTOR_RESTORES)
+
+
+class HistoryCut(StorageError):
+    """A walk of the history (`gc log`) that read every commit it could and met commits
+    whose objects are missing (`cut`, in the order met): what lies past them is unknown.
+    `entries` holds what it read, newest first, for the caller to show before the error."""
+
+    def __init__(self, cut: list[bytes], entries: list[Any]) -> None:
+        named = cut[0].decode(errors="replace")
+        more = f" (and {len(cut) - 1} more)" if len(cut) > 1 else ""
+        super().__init__(
+            f"the history is cut at commit {named}{more}: its object is missing, so older "
+            "commits cannot be read (gc doctor fetches it again from a remote that has it)",
+            cut=[sha.decode(errors="replace") for sha in cut],
+        )
+        self.cut = cut
+        self.entries = entries
 
 
 def damaged(sha: bytes, path: str | None = None) -> DamagedObject:
