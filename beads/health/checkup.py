@@ -80,6 +80,10 @@ def doctor(
         # (before the history check, which walks the commits: one missing is fetched again)
         history_whole = restore_history(store, report)
         _check_hook(store, report)
+        if rebuild_index:  # before the layers' checks, which then find what is left
+            removed, failed = remove_caches(store.root)  # the layers' (the origins kept)
+            report.fixed.extend(removed)
+            report.problems.extend(failed)
         report.problems.extend(run_checks(store.root))  # the layers' own (the delivery database)
         repacked = None
         if compact:  # first: the checks then read one small pack, not what the writers left
@@ -110,9 +114,6 @@ def doctor(
         store.refresh()
         if rebuild_index:
             report.fixed.append(f"index rebuilt from git ({store.index.count()} beads)")
-            removed, failed = remove_caches(store.root)  # the layers' (the origins kept)
-            report.fixed.extend(removed)
-            report.problems.extend(failed)
         scan = early if early is not None and early.still_valid(store) else None
         try:
             tree = scan.tree if scan is not None else tree_files(store.git, head)
