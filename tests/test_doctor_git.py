@@ -403,6 +403,35 @@ def test_doctor_gc_drops_reflog_entries_older_than_90_days(store: Store) -> None
 # -- the rest of `.git` ----------------------------------------------------------------------
 
 
+def test_a_machine_id_set_by_hand_to_no_id_fails_writes_in_one_line_and_is_never_replaced(
+    project: GcRunner,
+) -> None:
+    # It was replaced by a new id at the next write: this machine's own commits, naming the
+    # old id, then read as made elsewhere.
+    gc = project
+    config = git_dir(gc) / "config"
+    mine = git("config", "machine.id", cwd=git_dir(gc)).strip()
+    git("config", "machine.id", "my-laptop", cwd=git_dir(gc))
+    before = head(gc)
+    said = (
+        f"machine.id in {config} is 'my-laptop', not a machine id (m- and 16 hex digits): set "
+        "this machine's id back (its commits name it: git -C .beads log -1 --format=%ce), or "
+        "unset it for a new one (git -C .beads config --unset machine.id), under which this "
+        "machine's earlier commits read as made elsewhere"
+    )
+    created = gc("bead", "create", "--type", "task", "--title", "third")
+    assert (created.returncode, created.stderr) == (50, f"gc: {said}\n")
+    assert head(gc) == before and titles(gc) == ["first", "second"]
+    assert git("config", "machine.id", cwd=git_dir(gc)).strip() == "my-laptop"
+    checked = gc("doctor")
+    assert checked.returncode == 50, checked.stdout + checked.stderr
+    assert f"config: .git/config: {said}" in checked.stdout.splitlines(), checked.stdout
+    git("config", "machine.id", mine, cwd=git_dir(gc))
+    assert gc("bead", "create", "--type", "task", "--title", "third").returncode == 0
+    assert git("log", "-1", "--format=%ce", cwd=gc.cwd / ".beads").strip() == f"{mine}@gc-beads"
+    assert gc("doctor").returncode == 0
+
+
 def test_doctor_rewrites_a_missing_git_head(project: GcRunner) -> None:
     gc = project
     (git_dir(gc) / "HEAD").unlink()  # git no longer sees a repository

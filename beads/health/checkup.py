@@ -80,6 +80,7 @@ def doctor(
         # (before the history check, which walks the commits: one missing is fetched again)
         history_whole = restore_history(store, report)
         _check_hook(store, report)
+        _check_machine_id(store, report)
         if rebuild_index:  # before the layers' checks, which then find what is left
             removed, failed = remove_caches(store.root)  # the layers' (the origins kept)
             report.fixed.extend(removed)
@@ -204,6 +205,17 @@ def _check_hook(store: Store, report: Report) -> None:
         )
     elif done is not None:
         report.problems.append(Problem("hook", f".git/hooks/{HOOK}", done))
+
+
+def _check_machine_id(store: Store, report: Report) -> None:
+    """This machine's id (`machine.id` in `.git/config`), when set by hand to no id: every
+    write fails on it, and it is never replaced (beads.settings.localconfig.machine_id)."""
+    from beads.settings.localconfig import machine_id
+
+    try:
+        machine_id(store.root / ".git", make=False)
+    except StorageError as exc:
+        report.problems.append(Problem("config", ".git/config", exc.message))
 
 
 def doctor_steps(compact: bool) -> int:
