@@ -21,7 +21,7 @@ import hashlib
 import os
 import zlib
 from collections import OrderedDict
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from beads.errors import StorageError
 
@@ -295,6 +295,26 @@ def loose_ids(objects_dir: str) -> Iterator[bytes]:
             for rest in os.listdir(os.path.join(objects_dir, prefix)):
                 if len(rest) == 38 and _HEX.issuperset(rest):
                     yield (prefix + rest).encode()
+
+
+class ObjectFiles(NamedTuple):
+    """Where the store's objects are: the names of its complete packs (with their `.idx`)
+    and the ids of its loose objects (hex)."""
+
+    packs: frozenset[str]
+    loose: frozenset[bytes]
+
+
+def object_files(git_dir: Path) -> ObjectFiles:
+    """The packs and loose objects of the repository at `git_dir`, by their file names."""
+    try:
+        names = set(os.listdir(git_dir / "objects" / "pack"))
+    except (FileNotFoundError, NotADirectoryError):
+        names = set()
+    packs = frozenset(
+        name for name in names if name.endswith(".pack") and name[:-5] + ".idx" in names
+    )
+    return ObjectFiles(packs, frozenset(loose_ids(str(git_dir / "objects"))))
 
 
 def is_group_store(git_dir: Path) -> bool:

@@ -38,7 +38,7 @@ from beads.health.gitrepair import (
     restore_history,
     restore_missing_blobs,
 )
-from beads.health.historycheck import check_history
+from beads.health.historycheck import check_history, history_trust
 from beads.health.layerchecks import remove_caches, run_checks
 from beads.health.problems import Problem, Report, shown_path
 from beads.records.ids import parse_bead_path
@@ -78,7 +78,8 @@ def doctor(
         if not restore_branch(store, report):
             return report
         # (before the history check, which walks the commits: one missing is fetched again)
-        history_whole = restore_history(store, report)
+        trust = history_trust(store)
+        history_whole = restore_history(store, report, trust.present_to)
         _check_hook(store, report)
         _check_machine_id(store, report)
         if rebuild_index:  # before the layers' checks, which then find what is left
@@ -130,7 +131,7 @@ def doctor(
         step("checking the index")
         _check_index(store, tree, report, rebuilt=rebuild_index)
         if head is not None and history_whole:  # a history cut short was reported above
-            check_history(store, head, report)
+            check_history(store, head, report, trust)
         step("checking the view")
         pruned = store.view.prune(store.index)
         if pruned:
