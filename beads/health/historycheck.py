@@ -9,7 +9,7 @@ catch-up does. A store whose record is missing is checked from its first commit 
 
 A tree or file the check finds missing under a commit is no entry to leave by a reset (which
 would drop every bead made since): it is fetched again from a remote
-(`beads.health.gitrepair.restore_in_history`), else named as damage at that commit.
+(`beads.health.historyrepair.restore_in_history`), else named as damage at that commit.
 
 The record also says where the objects were when it was written (`HistoryTrust`), so that
 a run over a history already checked reads only what is new, yet still finds an object
@@ -98,7 +98,7 @@ def check_history(store: Store, head: bytes, report: Report, trust: HistoryTrust
     """Report each entry outside the layout that the branch's history holds, naming its
     commit and `gc doctor --reset-to <the commit before the first bad one>`; and each tree
     or file found missing under a commit, fetched again from a remote when one has it."""
-    from beads.health.gitrepair import restore_in_history
+    from beads.health.historyrepair import restore_in_history
 
     git = store.git
     mark, known, _seen = _read_mark(store.runtime)
