@@ -7,9 +7,11 @@ from __future__ import annotations
 
 
 def register_checks() -> None:
-    """Have `gc doctor` run every layer's check (the delivery database), and remove the
-    origins kept for reading commands with the index. Safe to call more than once."""
+    """Have `gc doctor` run every layer's check (the delivery database, what stands where
+    the origins for reading commands are kept), and remove those origins with the index.
+    Safe to call more than once."""
     from beads.health.layerchecks import register_cache, register_check
 
     register_check("inbox.health:check")
+    register_check("inbox.origincache:check")
     register_cache("inbox.origincache:remove")

@@ -22,8 +22,8 @@ lost race costs a later walk, never a wrong answer). A file that sqlite finds da
 is no origins file of this version (`PRAGMA application_id`, `user_version`), whose rows are
 not of the kinds written here, or an empty directory in its place, is removed and made again;
 where none can be made or used (a read-only store, a link, a directory holding files), each
-lookup walks the whole history, and its answers are the same. `gc doctor --rebuild-index`
-removes it (`remove`).
+lookup walks the whole history, and its answers are the same: `gc doctor` reports what
+stands in its place (`check`), and `gc doctor --rebuild-index` removes it (`remove`).
 """
 
 from __future__ import annotations
@@ -35,6 +35,8 @@ import stat
 TYPE_CHECKING = False  # inbox.origin is on the hooks' path, which never imports typing
 if TYPE_CHECKING:
     from pathlib import Path
+
+    from beads.health.problems import Problem
 
     State = tuple[str, str, str]  # head (hex), machine id, digest of the claimed commits
     Row = tuple[str, str, str, bool]  # a path's origin: author, machine, machine id, claimed
@@ -90,10 +92,42 @@ def load(
     return None, None, {}
 
 
+def check(root: Path) -> list[Problem]:
+    """What `gc doctor` finds at the file's place in the store `root` (its `.beads/`):
+    something no lookup can use or remove (a directory holding files, a FIFO), so that each
+    reading command walks the whole history. An empty directory is no problem (the next
+    lookup removes it), nor a link (reported with the links under `.runtime/`)."""
+    from beads.health.problems import Problem
+
+    path = root / ".runtime" / NAME
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return []
+    if stat.S_ISLNK(mode) or stat.S_ISREG(mode):
+        return []
+    if stat.S_ISDIR(mode):
+        try:
+            if not os.listdir(path):
+                return []
+        except OSError:
+            pass
+        what = "a directory holding files"
+    else:
+        what = "not a regular file"
+    said = (
+        f"{what} where gc keeps the origins for reading commands: each of them walks the "
+        "whole history instead; gc doctor --rebuild-index removes it"
+    )
+    return [Problem("origins", f".runtime/{NAME}", said)]
+
+
 def remove(root: Path) -> list[str]:
     """Remove the file of the store at `root` (`gc doctor --rebuild-index`: it is remade by
-    the next reading command); what was done, for the report. A link in its place is left
-    (doctor reports links under `.runtime/`); raises OSError when it cannot be removed."""
+    the next reading command), or whatever stands in its place (a directory holding files,
+    which plain `gc doctor` reports first); what was done, for the report. A link in its
+    place is left (doctor reports links under `.runtime/`); raises OSError when it cannot be
+    removed."""
     path = root / ".runtime" / NAME
     try:
         if stat.S_ISLNK(os.lstat(path).st_mode):
@@ -226,13 +260,18 @@ def save(
 def _discard(path: Path, *, strict: bool = False) -> bool:
     """Remove the file at `path` (an empty directory in its place) and sqlite's files beside
     it (a link among them is removed, never followed); False when something stays, or with
-    `strict`, the OSError."""
+    `strict` (doctor's), the OSError, and a directory is removed with what it holds (links
+    in it removed, never followed)."""
     for target in (str(path), *(f"{path}{suffix}" for suffix in ("-wal", "-shm", "-journal"))):
         try:
-            if stat.S_ISDIR(os.lstat(target).st_mode):
-                os.rmdir(target)
-            else:
+            if not stat.S_ISDIR(os.lstat(target).st_mode):
                 os.unlink(target)
+            elif strict:
+                import shutil
+
+                shutil.rmtree(target)
+            else:
+                os.rmdir(target)
         except FileNotFoundError:
             continue
         except OSError:

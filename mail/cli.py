@@ -381,10 +381,9 @@ def _inject(recipient: str | None) -> None:
 def log(message_id: str | None, limit: int) -> None:
     """The mail history from git (of one message with ID)."""
     store = open_store()
-    entries = store.log(message_id, limit, grep=None if message_id else "mail ")
-    from beads.cli.admin import log_lines
+    from beads.cli.admin import show_log
 
-    emit({"commits": [e.to_json() for e in entries]}, lambda: log_lines(entries))
+    show_log(lambda: store.log(message_id, limit, grep=None if message_id else "mail "))
 
 
 @mail.command()

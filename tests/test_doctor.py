@@ -172,6 +172,38 @@ def test_doctor_reports_a_damaged_delivery_database_and_what_to_do(
     assert gc_store("doctor").stdout.startswith("delivery: .runtime/delivery.sqlite3: damaged")
 
 
+@pytest.mark.parametrize("kind", ["directory holding files", "fifo"])
+def test_a_non_file_where_the_origins_are_kept_is_reported_and_rebuild_index_clears_it(
+    gc_store: GcRunner, kind: str
+) -> None:
+    # No lookup can use or remove it, so each reading command walks the whole history: plain
+    # doctor said the store was healthy, and --rebuild-index failed on the directory.
+    gc = gc_store
+    assert gc("mail", "send", "--to", "dog", "-s", "hi", "-m", "b").returncode == 0
+    kept = gc.cwd / ".beads" / ".runtime" / "origins.sqlite3"
+    if kind == "fifo":
+        os.mkfifo(kept)
+        what = "not a regular file"
+    else:
+        (kept / "inner").mkdir(parents=True)
+        (kept / "inner" / "file").write_text("x")
+        what = "a directory holding files"
+    result = gc("doctor")
+    assert result.returncode == 50, result.stdout + result.stderr
+    assert result.stdout.splitlines()[0] == (
+        f"origins: .runtime/origins.sqlite3: {what} where gc keeps the origins for reading "
+        "commands: each of them walks the whole history instead; gc doctor --rebuild-index "
+        "removes it"
+    ), result.stdout
+    done = gc.json("doctor", "--rebuild-index")
+    assert done["ok"] and done["problems"] == [], done
+    assert not os.path.lexists(kept)
+    assert any("origins" in line for line in done["fixed"]), done
+    assert gc("mail", "inbox", "dog").returncode == 0
+    assert kept.is_file()  # made again by the reading command
+    assert gc("doctor").returncode == 0
+
+
 def test_doctor_finds_an_empty_delivery_database_sound(gc_store: GcRunner) -> None:
     path = gc_store.cwd / ".beads" / ".runtime" / "delivery.sqlite3"
     path.write_bytes(b"")  # sqlite takes an empty file for an empty database, as gc does

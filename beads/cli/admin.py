@@ -20,6 +20,8 @@ from beads.cli.common import (
 from beads.errors import StorageError
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from beads.git import LogEntry
 
 
@@ -57,8 +59,23 @@ def init(path: str | None, prefix: str | None, example: bool) -> None:
 @global_options
 def log(bead_id: str | None, limit: int) -> None:
     """Show the history (of one bead with ID): commit, time, author, what happened."""
-    entries = open_store().log(bead_id, limit)
-    emit({"commits": [e.to_json() for e in entries]}, lambda: log_lines(entries))
+    show_log(lambda: open_store().log(bead_id, limit))
+
+
+def show_log(read: Callable[[], list[LogEntry]]) -> None:
+    """Reply with the commits `read` returns. A history cut at missing commits is a partial
+    answer, as `gc doctor`'s report of a damaged store is: the commits read down to the cut,
+    then the error naming it (one line on stderr; `"ok": false` with it), exit 50."""
+    from beads.git.objects import HistoryCut
+
+    error = None
+    try:
+        entries = read()
+    except HistoryCut as cut:
+        entries, error = cut.entries, cut
+    emit({"commits": [e.to_json() for e in entries]}, lambda: log_lines(entries), error=error)
+    if error is not None:
+        click.get_current_context().exit(error.exit_code)
 
 
 def log_lines(entries: list[LogEntry]) -> str:

@@ -7,9 +7,9 @@ differences read out of trees), `refs` (the branch ref and its lock, the remotes
 `maintenance` (packs kept few, by `git repack` where git is installed, else by dulwich),
 `config` (the repository's config: remotes, local settings, the marker), `hooks`,
 `transport` (fetch and push through dulwich's clients, with `packcheck` and `localfetch`),
-`history` (walks), `program` (the `git` program reading in bulk) and `repair` (what
-`gc doctor` puts right). This package imports nothing of the rest of `beads` but
-`beads.errors` and `beads.faults`.
+`history` (walks; `cutwalk`, a history cut at missing commits), `program` (the `git`
+program reading in bulk) and `repair` (what `gc doctor` puts right). This package imports
+nothing of the rest of `beads` but `beads.errors` and `beads.faults`.
 
 Names load on first use, so a hook that reads only the branch ref never imports dulwich.
 """

@@ -22,7 +22,9 @@ GITLINK = 0o160000
 SKEW_SLACK = 5
 
 
-def only_in(git: GitRepo, new: bytes, known: bytes | None) -> list[bytes]:
+def only_in(
+    git: GitRepo, new: bytes, known: bytes | None, absent: set[bytes] | None = None
+) -> list[bytes]:
     """The commits reachable from `new` and not from `known`, newest first.
 
     Both histories are walked together, newest commit first, painting what `known` reaches;
@@ -30,7 +32,10 @@ def only_in(git: GitRepo, new: bytes, known: bytes | None) -> list[bytes]:
     than the oldest unpainted one found: its cost follows the divergence and the last few
     seconds of history, not the whole history.
     (A clock skewed past that slack can make it list a commit `known` reaches as well:
-    sending an object twice, or one needless merge commit, is harmless.)"""
+    sending an object twice, or one needless merge commit, is harmless.)
+
+    A commit met from `new` alone whose object is not in the store raises, unless `absent`
+    is given: it is added there and its line is not followed (its parents are unknown)."""
     import heapq
 
     new_flag, known_flag = 1, 2
@@ -42,17 +47,20 @@ def only_in(git: GitRepo, new: bytes, known: bytes | None) -> list[bytes]:
     def mark(sha: bytes, flag: int) -> None:
         had = flags.get(sha, 0)
         if had | flag != had:
-            flags[sha] = had | flag
             if sha not in times:
                 commit = git.commit_of(sha)
                 if commit is None:
                     present = git.has_object(sha)
                     if not present and flag & known_flag:  # this store's own history
                         raise MissingCommit(sha)  # names gc doctor, which fetches it again
+                    if not present and absent is not None:
+                        absent.add(sha)
+                        return
                     what = "is not a commit" if present else "is missing"
                     named = sha.decode()
                     raise StorageError(f"the history names {named} as a commit, which {what}")
                 times[sha], parents[sha] = commit.commit_time, commit.parents
+            flags[sha] = had | flag
             # Painted commits first among equal times: a second's commits stay in order.
             heapq.heappush(heap, (-times[sha], -flags[sha], sha))
 
@@ -212,6 +220,19 @@ def missing_commits(git: GitRepo, head: bytes) -> set[bytes]:
                 seen.add(parent)
                 todo.append(parent)
     return missing
+
+
+def missing_since(git: GitRepo, head: bytes, known: bytes) -> set[bytes]:
+    """The commits `head`'s history names and `known`'s does not whose objects are not in
+    the store (as `missing_commits` finds them, reading only the commits made since
+    `known`); a commit of `known`'s own history found missing raises MissingCommit."""
+    if head == known:
+        return set()
+    if git.commit_of(head) is None:
+        return set() if git.has_object(head) else {head}
+    absent: set[bytes] = set()
+    only_in(git, head, known, absent)
+    return absent
 
 
 def resolve_commit(git: GitRepo, target: str) -> bytes:

@@ -21,13 +21,14 @@ import hashlib
 import os
 import zlib
 from collections import OrderedDict
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from beads.errors import StorageError
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
     from pathlib import Path
+    from typing import Any
 
 COMMIT, TREE, BLOB = 1, 2, 3
 TYPE_NAMES = {1: b"commit", 2: b"tree", 3: b"blob", 4: b"tag"}
@@ -224,6 +225,23 @@ class MissingCommit(StorageError):
         super().__init__(self.what + DOCTOR_RESTORES)
 
 
+class HistoryCut(StorageError):
+    """A walk of the history (`gc log`) that read every commit it could and met commits
+    whose objects are missing (`cut`, in the order met): what lies past them is unknown.
+    `entries` holds what it read, newest first, for the caller to show before the error."""
+
+    def __init__(self, cut: list[bytes], entries: list[Any]) -> None:
+        named = cut[0].decode(errors="replace")
+        more = f" (and {len(cut) - 1} more)" if len(cut) > 1 else ""
+        super().__init__(
+            f"the history is cut at commit {named}{more}: its object is missing, so older "
+            "commits cannot be read (gc doctor fetches it again from a remote that has it)",
+            cut=[sha.decode(errors="replace") for sha in cut],
+        )
+        self.cut = cut
+        self.entries = entries
+
+
 def damaged(sha: bytes, path: str | None = None) -> DamagedObject:
     """The error for an object whose bytes cannot be read or do not hash to its name."""
     where = f" ({path})" if path else ""
@@ -277,6 +295,26 @@ def loose_ids(objects_dir: str) -> Iterator[bytes]:
             for rest in os.listdir(os.path.join(objects_dir, prefix)):
                 if len(rest) == 38 and _HEX.issuperset(rest):
                     yield (prefix + rest).encode()
+
+
+class ObjectFiles(NamedTuple):
+    """Where the store's objects are: the names of its complete packs (with their `.idx`)
+    and the ids of its loose objects (hex)."""
+
+    packs: frozenset[str]
+    loose: frozenset[bytes]
+
+
+def object_files(git_dir: Path) -> ObjectFiles:
+    """The packs and loose objects of the repository at `git_dir`, by their file names."""
+    try:
+        names = set(os.listdir(git_dir / "objects" / "pack"))
+    except (FileNotFoundError, NotADirectoryError):
+        names = set()
+    packs = frozenset(
+        name for name in names if name.endswith(".pack") and name[:-5] + ".idx" in names
+    )
+    return ObjectFiles(packs, frozenset(loose_ids(str(git_dir / "objects"))))
 
 
 def is_group_store(git_dir: Path) -> bool:

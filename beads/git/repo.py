@@ -31,7 +31,7 @@ from beads.faults import fault
 from beads.git.objects import (
     TREE,
     DamagedObject,
-    MissingCommit,
+    HistoryCut,
     TreeCache,
     TreeData,
     damaged,
@@ -310,9 +310,7 @@ class GitRepo(BranchRef, TreeReader):
                 commit = entry.commit
                 if not commit.message.startswith(prefix):
                     continue
-                author = commit.author.decode("utf-8", "replace")
-                message = commit.message.decode("utf-8", "replace").rstrip("\n")
-                out.append(LogEntry(commit.id.decode(), author, commit.commit_time, message))
+                out.append(_entry(commit))
                 if limit is not None and len(out) >= limit:
                     break
             return out
@@ -323,11 +321,26 @@ class GitRepo(BranchRef, TreeReader):
         except Exception:  # a damaged object: dulwich raises several kinds
             pass
         # Raised once dulwich's exception is dropped (see `_stored_raw`).
-        after = f" past commit {out[-1].commit}" if out else ""
         if missing is not None and not self.has_object(missing):  # absent, not unreadable
-            what = f"the history cannot be read{after}: commit {missing.decode()} is missing"
-            raise MissingCommit(missing, what)
+            return self._log_to_cut(head, paths, prefix, limit)
+        after = f" past commit {out[-1].commit}" if out else ""
         raise DamagedObject(f"the history cannot be read{after}: a git object is damaged")
+
+    def _log_to_cut(
+        self, head: bytes, paths: list[bytes] | None, prefix: bytes, limit: int | None
+    ) -> list[LogEntry]:
+        """`log` over a history that names missing commits: the entries read before the
+        walk met them are returned when they fill `limit`; else HistoryCut carries them."""
+        from beads.git.cutwalk import readable_history
+
+        cut: list[bytes] = []
+        out: list[LogEntry] = []
+        for commit in readable_history(self, head, cut, paths[0] if paths else None):
+            if commit.message.startswith(prefix):
+                out.append(_entry(commit))
+                if limit is not None and len(out) >= limit:
+                    return out
+        raise HistoryCut(cut, out)
 
     # -- writing ------------------------------------------------------------------------
 
@@ -572,6 +585,13 @@ class GitRepo(BranchRef, TreeReader):
         self.trees.forget(tree_id)  # the version this commit replaces
         self.trees.keep(obj.id, tree)
         return obj.id
+
+
+def _entry(commit: Commit) -> LogEntry:
+    """A commit as `log` lists it."""
+    author = commit.author.decode("utf-8", "replace")
+    message = commit.message.decode("utf-8", "replace").rstrip("\n")
+    return LogEntry(commit.id.decode(), author, commit.commit_time, message)
 
 
 def refreshed(path: str) -> bool:

@@ -38,7 +38,7 @@ from beads.health.gitrepair import (
     restore_history,
     restore_missing_blobs,
 )
-from beads.health.historycheck import check_history
+from beads.health.historycheck import check_history, history_trust
 from beads.health.layerchecks import remove_caches, run_checks
 from beads.health.problems import Problem, Report, shown_path
 from beads.records.ids import parse_bead_path
@@ -78,8 +78,14 @@ def doctor(
         if not restore_branch(store, report):
             return report
         # (before the history check, which walks the commits: one missing is fetched again)
-        history_whole = restore_history(store, report)
+        trust = history_trust(store)
+        history_whole = restore_history(store, report, trust.present_to)
         _check_hook(store, report)
+        _check_machine_id(store, report)
+        if rebuild_index:  # before the layers' checks, which then find what is left
+            removed, failed = remove_caches(store.root)  # the layers' (the origins kept)
+            report.fixed.extend(removed)
+            report.problems.extend(failed)
         report.problems.extend(run_checks(store.root))  # the layers' own (the delivery database)
         repacked = None
         if compact:  # first: the checks then read one small pack, not what the writers left
@@ -110,9 +116,6 @@ def doctor(
         store.refresh()
         if rebuild_index:
             report.fixed.append(f"index rebuilt from git ({store.index.count()} beads)")
-            removed, failed = remove_caches(store.root)  # the layers' (the origins kept)
-            report.fixed.extend(removed)
-            report.problems.extend(failed)
         scan = early if early is not None and early.still_valid(store) else None
         try:
             tree = scan.tree if scan is not None else tree_files(store.git, head)
@@ -128,7 +131,7 @@ def doctor(
         step("checking the index")
         _check_index(store, tree, report, rebuilt=rebuild_index)
         if head is not None and history_whole:  # a history cut short was reported above
-            check_history(store, head, report)
+            check_history(store, head, report, trust)
         step("checking the view")
         pruned = store.view.prune(store.index)
         if pruned:
@@ -203,6 +206,17 @@ def _check_hook(store: Store, report: Report) -> None:
         )
     elif done is not None:
         report.problems.append(Problem("hook", f".git/hooks/{HOOK}", done))
+
+
+def _check_machine_id(store: Store, report: Report) -> None:
+    """This machine's id (`machine.id` in `.git/config`), when set by hand to no id: every
+    write fails on it, and it is never replaced (beads.settings.localconfig.machine_id)."""
+    from beads.settings.localconfig import machine_id
+
+    try:
+        machine_id(store.root / ".git", make=False)
+    except StorageError as exc:
+        report.problems.append(Problem("config", ".git/config", exc.message))
 
 
 def doctor_steps(compact: bool) -> int:

@@ -16,7 +16,8 @@ class Problem:
     """One thing wrong: `kind` (repository, unparsable, index, view_modified, view_missing,
     view_stray, symlink, stale_lock, stale_file, branch, git_head, packed_refs,
     corrupt_object, hook, history: an entry the gate for incoming trees refuses; delivery:
-    the delivery database; check: a layer's check that failed), the file, and what to do;
+    the delivery database; origins: what stands where the origins for reading commands are
+    kept; check: a layer's check that failed), the file, and what to do;
     `fixed` when this run repaired it."""
 
     kind: str

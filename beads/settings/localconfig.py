@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from beads.errors import GcError, InvalidInput, NotFound
+from beads.errors import GcError, InvalidInput, NotFound, StorageError
 from beads.records.record import shown
 
 # Names of remotes and of stores: compiled by `re` on first use (a write checks neither).
@@ -391,16 +391,31 @@ def committer(git_dir: Path) -> bytes:
     return f"{name} <{machine_id(git_dir)}@gc-beads>".encode()
 
 
+def machine_id_problem(value: str) -> str:
+    """What is wrong with `value`, a `machine.id` that is no machine id, and what to do."""
+    return (
+        f"is {shown(value)}, not a machine id (m- and 16 hex digits): set this machine's id "
+        "back (its commits name it: git -C .beads log -1 --format=%ce), or unset it for a new "
+        "one (git -C .beads config --unset machine.id), under which this machine's earlier "
+        "commits read as made elsewhere"
+    )
+
+
 def machine_id(git_dir: Path, *, make: bool = True) -> str:
     """This clone's machine id (`machine.id`), made on first use: random, machine-local
     (the store's git config, never synced). Host names repeat (cloned VMs, containers); the
     id tells two machines of one name apart (their relays' consumers, their commits).
-    With `make` false, "" when none was made yet."""
+    With `make` false, "" when none was made yet.
+
+    One set by hand to something that is no id is never replaced: a new id would make this
+    machine's own commits read as made elsewhere. It is StorageError, saying what to do."""
     from beads.git.config import read_values as read_local
 
     found = read_local(git_dir).get("machine.id", "")
     if MACHINE_ID_RE.fullmatch(found):
         return found
+    if found:
+        raise StorageError(f"machine.id in {git_dir / 'config'} {machine_id_problem(found)}")
     if not make:
         return ""
     import secrets

@@ -39,6 +39,7 @@ BLOB, TREE, COMMIT = 3, 2, 1
 FILE_MODE = b"100644"
 DIR_MODE = b"40000"
 MAX_NAME = 255  # bytes: what most file systems take in one name
+MISSING_TREE = "its tree object is missing"
 # How many bad entries one check lists at most (the first is named in the error).
 MAX_FOUND = 20
 # The tree entries a check keeps parsed trees for (a store's trees hold up to 256 entries).
@@ -61,14 +62,20 @@ class ObjectReader(Protocol):
 
 @dataclass(frozen=True)
 class BadEntry:
-    """One entry the gate refuses: in which commit, at which path (as shown), and why."""
+    """One entry the gate refuses: in which commit, at which path (as shown), and why;
+    `missing`, the id (hex) of the tree or file object that is not there, when that is why
+    (`gc doctor` fetches it again rather than calling the history bad)."""
 
     commit: str
     path: str
     reason: str
+    missing: str = ""
 
     def to_json(self) -> dict[str, str]:
-        return {"commit": self.commit, "path": self.path, "reason": self.reason}
+        out = {"commit": self.commit, "path": self.path, "reason": self.reason}
+        if self.missing:
+            out["missing"] = self.missing
+        return out
 
     def describe(self) -> str:
         return f"commit {self.commit[:12]} holds {self.path}: {self.reason}"
@@ -110,8 +117,8 @@ def find_bad(
         dated.append((checker.commit_time(sha), sha))
     found: list[BadEntry] = []
     for _time, sha in sorted(dated):
-        for path, reason in checker.commit(sha):
-            found.append(BadEntry(sha.decode(), path, reason))
+        for path, reason, missing in checker.commit(sha):
+            found.append(BadEntry(sha.decode(), path, reason, missing))
             if len(found) >= limit:
                 return found
     return found
@@ -176,7 +183,7 @@ class _Checker:
         if found is None:
             raw = self.read(sha)
             if raw is None:
-                found = "its tree object is missing"
+                found = MISSING_TREE
             elif raw[0] != TREE:
                 found = "a file where a directory belongs"
             else:
@@ -188,30 +195,37 @@ class _Checker:
                 self.kept_entries -= len(dropped) if isinstance(dropped, list) else 1
         return found
 
-    def commit(self, sha: bytes) -> list[tuple[str, str]]:
-        """`(path, reason)` of each bad entry the commit brings (against its parents)."""
+    def commit(self, sha: bytes) -> list[tuple[str, str, str]]:
+        """`(path, reason, missing)` of each bad entry the commit brings (against its
+        parents); `missing` is the id of the tree or file object that is not there, when
+        that is the reason, else ""."""
         parsed = self._commit(sha)
         if isinstance(parsed, str):
-            return [("(the commit)", parsed)]
+            return [("(the commit)", parsed, "")]
         _time, tree, parents = parsed
         olds: list[bytes] = []
         for parent in parents:
             info = self._commit(parent)
             if isinstance(info, str):
-                return [("(the commit)", f"its parent {parent.decode()[:12]}: {info}")]
+                return [("(the commit)", f"its parent {parent.decode()[:12]}: {info}", "")]
             olds.append(info[1])
-        out: list[tuple[str, str]] = []
+        out: list[tuple[str, str, str]] = []
         self._walk(tree, olds, [], out)
         return out
 
     def _walk(
-        self, tree: bytes, olds: list[bytes], parts: list[bytes], out: list[tuple[str, str]]
+        self,
+        tree: bytes,
+        olds: list[bytes],
+        parts: list[bytes],
+        out: list[tuple[str, str, str]],
     ) -> None:
         """Check tree `tree` at path `parts` against the trees `olds` its parents hold
         there; entries a parent holds unchanged are not looked into."""
         entries = self.tree(tree)
         if isinstance(entries, str):
-            out.append((_shown(parts) or "(the root)", entries))
+            missing = tree.decode() if entries == MISSING_TREE else ""
+            out.append((_shown(parts) if parts else "(the root)", entries, missing))
             return
         before: set[tuple[bytes, bytes, bytes]] = set()
         old_names: set[bytes] = set()
@@ -230,14 +244,14 @@ class _Checker:
             alike = folded[fold]
             path = parts + [name]
             if alike.count(name) > 1:  # git's trees never hold a name twice: a forged tree
-                out.append((_shown(path), "the same name twice in one directory"))
+                out.append((_shown(path), "the same name twice in one directory", ""))
                 continue
             if entry in before:
                 continue
             others = [other for other in alike if other != name]
             if others and not all(other in old_names for other in [name, *others]):
                 why = "collides with " + _shown(others[:1])
-                out.append((_shown(path), why + " after case folding or Unicode normalisation"))
+                out.append((_shown(path), why + " after case folding or Unicode normalisation", ""))
                 continue
             why = (
                 _odd_mode(mode)
@@ -245,7 +259,7 @@ class _Checker:
                 or _mode_problem(mode, level, name)
             )
             if why is not None:
-                out.append((_shown(path), why))
+                out.append((_shown(path), why, ""))
                 continue
             if mode == DIR_MODE:
                 subs = [self._child(old, name) for old in olds]
@@ -253,9 +267,10 @@ class _Checker:
             else:
                 raw = self.read(sha)
                 if raw is None:
-                    out.append((_shown(path), "its object is missing"))
+                    out.append((_shown(path), "its object is missing", sha.decode()))
                 elif raw[0] != BLOB:
-                    out.append((_shown(path), "its entry says file, its object is not a blob"))
+                    why = "its entry says file, its object is not a blob"
+                    out.append((_shown(path), why, ""))
 
     def _child(self, tree: bytes, name: bytes) -> bytes | None:
         entries = self.tree(tree)
