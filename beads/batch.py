@@ -358,7 +358,7 @@ class Batch:
         """Write the batch as one commit; returns its id (None when there was nothing to do)."""
         if not self.changed and self.config is None:
             return None
-        from beads.git.repo import PACK_OBJECTS_AT
+        from beads.git.writing import PACK_OBJECTS_AT
         from beads.records.codec import (  # lazy: reads never load the YAML emitter
             dump_bead,
             dump_data,

@@ -38,8 +38,8 @@ store.close()
 # A long-lived sender with the loose compression level of argv[2]: one line in, seconds out.
 SENDER = """
 import sys, time
-import beads.git.repo
-beads.git.repo.LOOSE_COMPRESSION = int(sys.argv[2])
+import beads.git.writing
+beads.git.writing.LOOSE_COMPRESSION = int(sys.argv[2])
 from gates import register_producers
 register_producers()
 from beads.store import Store

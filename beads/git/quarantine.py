@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING
 from beads.errors import StorageError
 from beads.faults import fault
 from beads.git.repair import process_alive
-from beads.git.repo import ADD_ATTEMPTS, PACK_OBJECTS_AT, GitRepo, refreshed
+from beads.git.repo import GitRepo
+from beads.git.writing import ADD_ATTEMPTS, PACK_OBJECTS_AT, refreshed
 
 if TYPE_CHECKING:
     from dulwich.objects import ShaFile
