@@ -10,8 +10,8 @@ things make it need care:
   graph traversal instead (what git does without a bitmap; cost follows the new history).
 - Every object sent, and every commit and tree the walk reads, is read whole in this
   process: each one's size is first read from its headers, its delta chain's included
-  (`beads.git.packcheck.stored_size`), and one over the limit refused before it is
-  inflated. Every read then goes through `beads.git.packcheck.StrangerObjects`, never
+  (`beads.git.strangerobjects.stored_size`), and one over the limit refused before it is
+  inflated. Every read then goes through `beads.git.strangerobjects.StrangerObjects`, never
   dulwich's own: each entry it inflates is refused over the limit before it is inflated
   and inflated no further than its header says, so what the other repository's files say or
   become meanwhile (a pack added under an object's id, a loose file lying about its size,
@@ -39,8 +39,9 @@ from typing import Any
 
 from beads.errors import InvalidInput, StorageError
 from beads.git.history import changed_entries
-from beads.git.packcheck import StrangerObjects, stored_size, too_large
+from beads.git.packcheck import too_large
 from beads.git.refs import BRANCH, is_sha
+from beads.git.strangerobjects import StrangerObjects, stored_size
 
 # Objects found (or sized) between two calls of the walk's `working`.
 WORKING_EVERY = 100
