@@ -670,6 +670,59 @@ def _children_running(argument: str) -> list[int]:
     return found
 
 
+def test_a_server_writes_its_answers_on_its_one_thread_answers_larger_than_a_pipe_whole(
+    project: Path, gc_store: GcRunner
+) -> None:
+    # The SDK's own writer handed each answer's write and its flush to a worker thread: two
+    # hand-offs a call, most of its cost on a busy machine. An answer is now written on the
+    # event loop, in pieces a pipe takes whole: one larger than the pipe holds comes whole.
+    bodies = [f"{n} " + "x" * 40_000 for n in range(4)]  # 160 KB: more than a pipe holds
+    for body in bodies:
+        assert cli_json(gc_store, "dog", "mail", "send", "mayor", body)["message"]["id"]
+
+    async def scenario() -> None:
+        marker = "--beads-dir=" + str(project / ".beads")  # tells this server's process
+        async with served(project, "mayor", marker) as mayor:
+            for _ in range(3):
+                inbox = await call(mayor, "mail_inbox")
+                assert [m["body"] for m in inbox["messages"]] == bodies
+                assert (await call(mayor, "mail_count"))["unread"] == len(bodies)
+            (pid,) = _children_running(marker)
+            assert [task.name for task in Path(f"/proc/{pid}/task").iterdir()] == [str(pid)]
+
+    anyio.run(scenario)
+
+
+def test_output_of_the_servers_own_while_it_serves_goes_to_stderr_never_the_wire(
+    project: Path,
+) -> None:
+    # The wire is fd 1 only through the server's own descriptor: a print, or a program it
+    # runs writing to its stdout, lands on stderr, and every line the client reads is JSON.
+    code = (
+        "import subprocess, sys\n"
+        "from mcpserver.agentstore import AgentStore\n"
+        "counted = AgentStore.mail_count\n"
+        "def chatty(self):\n"
+        "    print('stray print', flush=True)\n"
+        "    subprocess.run(['echo', 'stray child'], check=True)\n"
+        "    return counted(self)\n"
+        "AgentStore.mail_count = chatty\n"
+        "sys.argv = ['gc', 'mcp']\n"
+        "from gc_beads.entry import main\n"
+        "main()\n"
+    )
+    count = {"name": "mail_count", "arguments": {}}
+    lines = [json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": count})]
+    done = subprocess.run([sys.executable, "-c", code], cwd=project, input=handshaken(lines),
+                          env={**os.environ, "GC_AGENT": "mayor"}, capture_output=True,
+                          timeout=DEADLINE)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [a["id"] for a in answers] == [0, 1]
+    assert answers[1]["result"]["structuredContent"]["ok"] is True
+    assert done.stderr.splitlines() == [b"stray print", b"stray child"]
+
+
 def test_a_server_killed_mid_write_loses_nothing_it_acknowledged(
     project: Path, gc_store: GcRunner
 ) -> None:
