@@ -20,11 +20,15 @@ read of a silent client holds the server, and the answers are written there too
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import fcntl
 import json
 import os
 import select
+import stat
 import sys
+import termios
 from collections import Counter
 from collections.abc import AsyncIterator
 from typing import Any
@@ -285,18 +289,26 @@ class WireWriter:
     """Where the SDK's writer puts each answer (its `stdout`): written to `fd`, the client's end
     of stdout, on the event loop. The SDK's own writer hands each write and each flush to a
     worker thread, two hand-offs per answer that a busy machine makes slow. A write never
-    holds the loop: it goes in pieces of at most `PIPE_BUF` bytes, each once `fd` has room
-    (a pipe or socket with room takes such a piece whole), waited for on the event loop; a
-    file always has room. A reader that went away makes the write raise BrokenPipeError."""
+    holds the loop: an answer that fits in the client's pipe, found empty (the client read
+    all before), goes in one write; any other in pieces of at most `PIPE_BUF` bytes, each once
+    `fd` has room (a pipe or socket with room takes such a piece whole), waited for on the
+    event loop. A file always has room. A reader that went away makes the write raise
+    BrokenPipeError."""
 
     def __init__(self, fd: int) -> None:
         self.fd = fd
         self.room = select.poll()
         self.room.register(fd, select.POLLOUT)
+        self.pipe_size = 0  # what a pipe holds; 0 for anything else
+        if stat.S_ISFIFO(os.fstat(fd).st_mode):
+            with contextlib.suppress(OSError):
+                self.pipe_size = fcntl.fcntl(fd, fcntl.F_GETPIPE_SZ)
 
     async def write(self, text: str) -> None:
         """Write `text` (a line of JSON) whole."""
         data = memoryview(text.encode("utf-8"))
+        if len(data) <= self.pipe_size and self._unread() == 0:
+            data = data[os.write(self.fd, data) :]  # all of it: the pipe has room for it
         while data:
             if not self.room.poll(0):  # full, not gone: POLLERR and POLLHUP come unasked
                 await anyio.wait_writable(self.fd)
@@ -304,6 +316,14 @@ class WireWriter:
 
     async def flush(self) -> None:
         """Nothing is held back: each write went out whole."""
+
+    def _unread(self) -> int:
+        """The bytes in the pipe the client has not read yet (-1 when that cannot be told)."""
+        try:
+            held = fcntl.ioctl(self.fd, termios.FIONREAD, b"\0" * 4)
+        except OSError:
+            return -1
+        return int.from_bytes(held, sys.byteorder, signed=True)
 
 
 async def wire_lines(fd: int) -> AsyncIterator[bytes]:
