@@ -22,6 +22,12 @@ kept on disk, `.runtime/origins.sqlite3` (`inbox.origincache`, `_through_kept`):
 answer at the head it was found at, so a lookup walks only the commits made since, and the
 first one (or one after a reset) the whole history, however long. A hook's items (the last
 change between two heads) are looked up by a walk of their own, at most `MAX_WALK` commits.
+A process that holds the store's repository open (`gc mcp`, `gc web`) also keeps the answers
+it read in memory with that repository (`_memo`), for the branch's head, this machine's id and
+claimed record they hold at: while none of the three moves, a lookup of the same beads opens
+no file. An answer at a given head never changes (the head names its whole history), so a
+kept one is never stale: a commit (a write, a sync, a reset) moves the head, and the next
+lookup goes to the file again.
 """
 
 from __future__ import annotations
@@ -37,12 +43,17 @@ if TYPE_CHECKING:
     from beads.git import GitRepo
     from inbox.items import Item
 
+    Row = tuple[str, str, str, bool]  # an origin as `inbox.origincache` keeps it
+
 # `name <m-0123456789abcdef@gc-beads>`: a committer this version writes.
 _COMMITTER = re.compile(rb"(.*) <(m-[0-9a-f]{16})@gc-beads>")
 # How far back a search of some paths goes (a hook's items: a bead changed lately). The
 # reading commands' lookups (`ever`) have no such limit: they go through the origins kept
 # on disk (`inbox.origincache`), built with one walk of the whole history.
 MAX_WALK = 2000
+# The most answers `_memo` keeps for one open repository (a path and a short row each);
+# past it, it starts again empty.
+MEMO_PATHS = 100_000
 
 
 class Origin:
@@ -227,11 +238,49 @@ def origins(
     opened = git if git is not None else GitRepo(root / ".git")
     try:
         if ever and stop is None:
-            return _through_kept(root, opened, head, wanted, here, claimed)
+            if git is None:  # opened for this lookup alone: nothing to keep answers with
+                return _through_kept(root, opened, head, wanted, here, claimed)
+            return _through_memo(root, git, head, wanted, here, claimed)
         return foreign_origins(opened, head, stop, wanted, here, ever=ever, claimed=claimed)
     finally:
         if git is None:
             opened.close()
+
+
+# Each open repository's answers (`_memo`), dropped with the repository. Made on first use.
+_MEMOS: Any = None
+
+
+def _memo(git: GitRepo, state: tuple[str, str, str]) -> dict[str, Row | None]:
+    """The answers kept with the open repository `git` at `state` (the head, machine id and
+    digest of the claimed record of `inbox.origincache`), by path: a row, or None for a path
+    changed last here (or never). Empty when the state moved since (or none are kept yet)."""
+    global _MEMOS
+    if _MEMOS is None:
+        import weakref
+
+        _MEMOS = weakref.WeakKeyDictionary()
+    held = _MEMOS.get(git)
+    if held is None or held[0] != state or len(held[1]) > MEMO_PATHS:
+        held = (state, {})
+        _MEMOS[git] = held  # replaced whole: a lookup under way keeps the answers of its state
+    return held[1]
+
+
+def _through_memo(
+    root: Path, git: GitRepo, head: bytes, wanted: set[str], here: str, claimed: frozenset[bytes]
+) -> dict[str, Origin]:
+    """`_through_kept`, answering from the answers kept with `git` (`_memo`) those it holds
+    at this head, machine id and claimed record: only the paths not read yet at them are
+    looked up through the file, and kept."""
+    from inbox import origincache as kept
+
+    memo = _memo(git, (head.decode(), here, kept.digest(claimed)))
+    missing = wanted.difference(memo)
+    if missing:
+        found = _to_rows(_through_kept(root, git, head, missing, here, claimed))
+        memo.update({path: found.get(path) for path in missing})
+    return {path: _from_row(row) for path in wanted if (row := memo.get(path)) is not None}
 
 
 def _through_kept(

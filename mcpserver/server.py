@@ -14,16 +14,21 @@ is answered before the server exits, but for one still running after a grace per
 quietly, as a reader that went away ends any `gc` command: at the next answer that cannot be
 written, or within `READER_CHECK` seconds while there is none, though the client keeps stdin
 open (`reader_gone`); the client's lines are read on the event loop (`wire_lines`), so no
-read of a silent client holds the server.
+read of a silent client holds the server, and the answers are written there too
+(`WireWriter`), with no thread between a call and its answer.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import fcntl
 import json
 import os
 import select
+import stat
 import sys
+import termios
 from collections import Counter
 from collections.abc import AsyncIterator
 from typing import Any
@@ -230,8 +235,9 @@ def serve(agent_store: AgentStore) -> None:
     os.dup2(nothing, 0)
     os.close(nothing)
 
-    # The client's end of stdout, watched from a descriptor of its own (the SDK points fd 1
-    # at stderr while it serves).
+    # The client's end of stdout, written and watched from a descriptor of its own; fd 1
+    # points at stderr while the server serves, so stray output (a program the server runs)
+    # misses the wire, as the SDK's own writer arranges it.
     answers_out = os.dup(1)
     gone = False
 
@@ -248,7 +254,8 @@ def serve(agent_store: AgentStore) -> None:
 
             session.start_soon(watch)
             try:
-                async with stdio_server(stdin=lines) as (read, write):  # type: ignore[arg-type]
+                out = WireWriter(answers_out)
+                async with stdio_server(stdin=lines, stdout=out) as (read, write):  # type: ignore[arg-type]
                     answers = lines.answer_with(write)
                     await server.run(read, answers, server.create_initialization_options())
             except* BrokenPipeError:  # the SDK's writer, the client's end of stdout closed
@@ -256,14 +263,67 @@ def serve(agent_store: AgentStore) -> None:
             session.cancel_scope.cancel()  # the session is over: nothing more to watch
 
     try:
+        _divert_stdout()
         anyio.run(main)
     finally:
+        os.dup2(answers_out, 1)
         os.close(answers_out)
         os.close(wire)
     if gone:
         # As any command's reader that went away (`gc bead list | head`): not our error, and
         # nothing left to tell it: the CLI's handler ends quietly with exit 0.
         raise BrokenPipeError(errno.EPIPE, "the client stopped reading")
+
+
+def _divert_stdout() -> None:
+    """Point fd 1 at stderr (at the null device when there is none)."""
+    try:
+        os.dup2(2, 1)
+    except OSError:
+        nothing = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(nothing, 1)
+        os.close(nothing)
+
+
+class WireWriter:
+    """Where the SDK's writer puts each answer (its `stdout`): written to `fd`, the client's end
+    of stdout, on the event loop. The SDK's own writer hands each write and each flush to a
+    worker thread, two hand-offs per answer that a busy machine makes slow. A write never
+    holds the loop: an answer that fits in the client's pipe, found empty (the client read
+    all before), goes in one write; any other in pieces of at most `PIPE_BUF` bytes, each once
+    `fd` has room (a pipe or socket with room takes such a piece whole), waited for on the
+    event loop. A file always has room. A reader that went away makes the write raise
+    BrokenPipeError."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.room = select.poll()
+        self.room.register(fd, select.POLLOUT)
+        self.pipe_size = 0  # what a pipe holds; 0 for anything else
+        if stat.S_ISFIFO(os.fstat(fd).st_mode):
+            with contextlib.suppress(OSError):
+                self.pipe_size = fcntl.fcntl(fd, fcntl.F_GETPIPE_SZ)
+
+    async def write(self, text: str) -> None:
+        """Write `text` (a line of JSON) whole."""
+        data = memoryview(text.encode("utf-8"))
+        if len(data) <= self.pipe_size and self._unread() == 0:
+            data = data[os.write(self.fd, data) :]  # all of it: the pipe has room for it
+        while data:
+            if not self.room.poll(0):  # full, not gone: POLLERR and POLLHUP come unasked
+                await anyio.wait_writable(self.fd)
+            data = data[os.write(self.fd, data[: select.PIPE_BUF]) :]
+
+    async def flush(self) -> None:
+        """Nothing is held back: each write went out whole."""
+
+    def _unread(self) -> int:
+        """The bytes in the pipe the client has not read yet (-1 when that cannot be told)."""
+        try:
+            held = fcntl.ioctl(self.fd, termios.FIONREAD, b"\0" * 4)
+        except OSError:
+            return -1
+        return int.from_bytes(held, sys.byteorder, signed=True)
 
 
 async def wire_lines(fd: int) -> AsyncIterator[bytes]:

@@ -41,7 +41,8 @@ import pytest
 
 from beads.branch import branch_head
 from beads.store import Store
-from tests.conftest import GcRunner, gc_program, gone
+from tests.conftest import GcRunner, gc_program, git, gone
+from tests.test_sync import copy_template, named, pair_template  # noqa: F401 - a fixture
 
 if TYPE_CHECKING:
     from mcp import Client, StdioServerParameters
@@ -56,6 +57,13 @@ DEADLINE = 60.0  # seconds any one call may take before the test fails (never a 
 def project(gc_store: GcRunner) -> Path:
     """A project with a store, made by `gc init`."""
     return gc_store.cwd
+
+
+@pytest.fixture
+def pair(tmp_path: Path, request: pytest.FixtureRequest) -> tuple[GcRunner, GcRunner]:
+    """Machine a (made with `gc init`, pushed) and machine b (cloned), one bare remote."""
+    copy_template(request.getfixturevalue("pair_template"), tmp_path)
+    return GcRunner(tmp_path / "a"), GcRunner(tmp_path / "b")
 
 
 def params(project: Path, agent: str | None, *extra: str) -> StdioServerParameters:
@@ -353,6 +361,88 @@ def test_thread_tools_and_decisions_walk_the_history_for_origins_only_once_while
     run_in_process(project, "mayor", scenario)
 
 
+def test_a_server_reads_no_origins_file_again_while_the_branch_stays(
+    project: Path, gc_store: GcRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each mail_inbox and thread_show opened the origins kept on disk (.runtime/origins.sqlite3)
+    # again though the branch had not moved: the answers at a head are kept with the server.
+    from inbox import origincache
+
+    loads: list[set[str]] = []
+    load = origincache.load
+
+    def counted(root: Path, wanted: set[str]) -> Any:
+        loads.append(set(wanted))
+        return load(root, wanted)
+
+    monkeypatch.setattr(origincache, "load", counted)
+    assert gc_store("config", "set", "--local", "delivery.nats.machine", "build-01").returncode == 0
+    cli_json(gc_store, "human", "mail", "send", "mayor", "-s", "Hi", "-m", "b")
+    sent = cli_json(gc_store, "mayor", "thread", "send", "--to", "dog", "--subject", "DB?",
+                    "--summary", "which one")  # fmt: skip
+    thread_id = sent["thread"]["thread_id"]
+    git_config = ["git", "--git-dir", str(project / ".beads" / ".git"), "config"]
+    subprocess.run([*git_config, "machine.id", "m-00000000000000aa"], check=True)
+    human, mayor = "(from human on build-01)", "(from mayor on build-01)"
+
+    async def looked_up(client: Client) -> list[str | None]:
+        inbox = await call(client, "mail_inbox")
+        shown = await call(client, "thread_show", thread_id=thread_id)
+        return [m["origin"] for m in inbox["messages"] + shown["messages"]]
+
+    async def scenario(client: Client) -> None:
+        assert await looked_up(client) == [human, mayor]
+        assert len(loads) == 2
+        assert await looked_up(client) == [human, mayor]
+        assert len(loads) == 2  # the same head: no file opened
+        here = cli_json(gc_store, "human", "mail", "send", "mayor", "-s", "Yo", "-m", "a")
+        assert await looked_up(client) == [human, None, mayor]
+        assert len(loads) == 4  # the branch moved: looked up again, the new message too
+        assert any(here["message"]["id"] in path for path in loads[2])
+
+    run_in_process(project, "mayor", scenario)
+
+
+def test_a_server_held_open_gives_the_origins_of_each_new_head_sync_reset_or_machine_id(
+    pair: tuple[GcRunner, GcRunner],
+) -> None:
+    # The answers a server keeps between calls (`inbox.origin._memo`) hold only at the head,
+    # machine id and claimed record they were read at: a message synced in between two
+    # calls, a newer change made elsewhere to one already shown, a reset, another machine id.
+    a, b = pair
+    a, b = named(a, "build-02"), named(b, "build-01")
+    human, mayor = {"GC_AGENT": "human"}, {"GC_AGENT": "mayor"}
+    from_human, read_there = "(from human on build-01)", "(from mayor on build-01)"
+    first = b.json("mail", "send", "mayor", "-s", "one", "-m", "b", env=human)["message"]["id"]
+    assert b("sync").returncode == 0 and a("sync").returncode == 0
+    here = a.json("mail", "send", "mayor", "-s", "two", "-m", "a", env=human)["message"]["id"]
+    a_git = str(a.cwd / ".beads" / ".git")
+
+    async def origins(client: Client) -> dict[str, str | None]:
+        listed = await call(client, "mail_inbox", all=True)
+        return {m["id"]: m["origin"] for m in listed["messages"]}
+
+    async def scenario(client: Client) -> None:
+        assert await origins(client) == {first: from_human, here: None}
+        before = git("rev-parse", "main", cwd=a.cwd / ".beads").strip()
+        second = b.json("mail", "send", "mayor", "-s", "3", "-m", "b", env=human)["message"]["id"]
+        assert b("sync").returncode == 0 and a("sync").returncode == 0
+        assert await origins(client) == {first: from_human, here: None, second: from_human}
+        # A newer change made elsewhere to a message already shown replaces its origin.
+        assert b("mail", "read", first, env=mayor).returncode == 0
+        assert b("sync").returncode == 0 and a("sync").returncode == 0
+        assert (await origins(client))[first] == read_there
+        # Reset to before: the origins of that head again, and no message of after it.
+        assert a("doctor", "--reset-to", before).returncode == 0
+        assert await origins(client) == {first: from_human, here: None}
+        # Another machine id, the branch unmoved: what this one wrote is now from elsewhere.
+        subprocess.run(["git", "--git-dir", a_git, "config", "machine.id", "m-00000000000000aa"],
+                       check=True)  # fmt: skip
+        assert await origins(client) == {first: from_human, here: "(from human on build-02)"}
+
+    run_in_process(a.cwd, "mayor", scenario)
+
+
 def test_inbox_items_decisions_and_resources(project: Path, gc_store: GcRunner) -> None:
     gc_store("decision", "create", "--prompt", "Merge?", "--option", "y", "--option", "n",
              "--to", "dog", env={"GC_AGENT": "mayor"})  # fmt: skip
@@ -578,6 +668,59 @@ def _children_running(argument: str) -> list[int]:
             if argument.encode() in line:
                 found.append(int(pid))
     return found
+
+
+def test_a_server_writes_its_answers_on_its_one_thread_answers_larger_than_a_pipe_whole(
+    project: Path, gc_store: GcRunner
+) -> None:
+    # The SDK's own writer handed each answer's write and its flush to a worker thread: two
+    # hand-offs a call, most of its cost on a busy machine. An answer is now written on the
+    # event loop, in pieces a pipe takes whole: one larger than the pipe holds comes whole.
+    bodies = [f"{n} " + "x" * 40_000 for n in range(4)]  # 160 KB: more than a pipe holds
+    for body in bodies:
+        assert cli_json(gc_store, "dog", "mail", "send", "mayor", body)["message"]["id"]
+
+    async def scenario() -> None:
+        marker = "--beads-dir=" + str(project / ".beads")  # tells this server's process
+        async with served(project, "mayor", marker) as mayor:
+            for _ in range(3):
+                inbox = await call(mayor, "mail_inbox")
+                assert [m["body"] for m in inbox["messages"]] == bodies
+                assert (await call(mayor, "mail_count"))["unread"] == len(bodies)
+            (pid,) = _children_running(marker)
+            assert [task.name for task in Path(f"/proc/{pid}/task").iterdir()] == [str(pid)]
+
+    anyio.run(scenario)
+
+
+def test_output_of_the_servers_own_while_it_serves_goes_to_stderr_never_the_wire(
+    project: Path,
+) -> None:
+    # The wire is fd 1 only through the server's own descriptor: a print, or a program it
+    # runs writing to its stdout, lands on stderr, and every line the client reads is JSON.
+    code = (
+        "import subprocess, sys\n"
+        "from mcpserver.agentstore import AgentStore\n"
+        "counted = AgentStore.mail_count\n"
+        "def chatty(self):\n"
+        "    print('stray print', flush=True)\n"
+        "    subprocess.run(['echo', 'stray child'], check=True)\n"
+        "    return counted(self)\n"
+        "AgentStore.mail_count = chatty\n"
+        "sys.argv = ['gc', 'mcp']\n"
+        "from gc_beads.entry import main\n"
+        "main()\n"
+    )
+    count = {"name": "mail_count", "arguments": {}}
+    lines = [json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": count})]
+    done = subprocess.run([sys.executable, "-c", code], cwd=project, input=handshaken(lines),
+                          env={**os.environ, "GC_AGENT": "mayor"}, capture_output=True,
+                          timeout=DEADLINE)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [a["id"] for a in answers] == [0, 1]
+    assert answers[1]["result"]["structuredContent"]["ok"] is True
+    assert done.stderr.splitlines() == [b"stray print", b"stray child"]
 
 
 def test_a_server_killed_mid_write_loses_nothing_it_acknowledged(
