@@ -21,6 +21,7 @@ import struct
 import subprocess
 import sys
 import threading
+import time
 import tracemalloc
 import zlib
 from collections.abc import Iterator
@@ -994,11 +995,15 @@ def test_a_local_history_longer_to_walk_than_the_timeout_syncs_while_it_progress
     _remote, _url, a, b = cloned_pair(tmp_path, None, "deep", request)
     made = made_one_commit_each(a, {f"deep {n}": "" for n in range(25)})  # ~150 objects
     assert a("sync").returncode == 0
-    assert b("config", "set", "--local", "sync.timeout", "0.2s").returncode == 0
+    # The timeout leaves room for a loaded machine's other steps of a sync (no step but the
+    # walk is slowed); the walk is the longer by far, and progresses 13 times a timeout.
+    assert b("config", "set", "--local", "sync.timeout", "2s").returncode == 0
     monkeypatch.setattr("beads.git.localfetch.WORKING_EVERY", 5)
-    slow_local_walk(monkeypatch, 0.01)  # about 1.5 s of walk, 0.05 s between progress
+    slow_local_walk(monkeypatch, 0.03)  # about 4.5 s of walk, 0.15 s between progress
+    started = time.monotonic()
     result = b("sync")
     assert result.returncode == 0, result.stderr
+    assert time.monotonic() - started > 2  # the walk outlasted the timeout
     assert head(b) == head(a)
     assert b.json("bead", "show", made[-1])["bead"]["title"] == "deep 24"
 
