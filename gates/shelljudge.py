@@ -25,7 +25,7 @@ from gates.shellnodes import (
     Stdin,
     children,
     first,
-    has,
+    has_command_substitution,
     join_continuations,
     last_command,
     matches,
@@ -264,12 +264,18 @@ class Judge:
         process substitution a command writes to reads what it writes there (what `tee`
         copies: its input), judged as if piped to it (a statement's redirection:
         `redirects`)."""
-        written = stdin if passes_lines_on(items) else Stdin(self.producer_text(node), "pipe", node)
+        written: Stdin | None = None
+        read = False  # what it writes, read once there is a reader
         for child in node.children:
-            if child.type == "file_redirect" and written is not None:
-                given = stdout_substitution(child)
-                if given is not None:
-                    self.reads_substitution(given, written, depth)
+            given = stdout_substitution(child) if child.type == "file_redirect" else None
+            if given is None:
+                continue
+            if not read:
+                lines_on = passes_lines_on(items)
+                written = stdin if lines_on else Stdin(self.producer_text(node), "pipe", node)
+                read = True
+            if written is not None:
+                self.reads_substitution(given, written, depth)
         if (items[0].literal or "").rsplit("/", 1)[-1] == "tee" and stdin is not None:
             for item in items[1:]:
                 if item.node is not None and output_substitution(item.node):
@@ -411,7 +417,7 @@ class Judge:
         """A program the text does not fix: what a substitution prints is "ask"; a variable
         is judged as each destructive program it could be, at most "ask"."""
         first = items[0]
-        if first.node is not None and has(first.node, ("command_substitution",)):
+        if first.node is not None and has_command_substitution(first.node):
             self.note(ASK, "it runs a program named by what a command substitution prints")
             return
         if len(items) == 1 or depth > 0:

@@ -177,11 +177,16 @@ def first(name: Any) -> Any:
     return name.children[0] if name.children else name
 
 
-def has(node: Any, kinds: tuple[str, ...]) -> bool:
+def has_command_substitution(node: Any) -> bool:
+    """Whether the word `node` holds a command substitution (`$(...)`, backquotes) anywhere.
+    Its text is looked at first: a long word holding neither is not walked node by node."""
+    data = shellwords.raw(node)
+    if b"$(" not in data and b"`" not in data:
+        return False
     stack = [node]
     while stack:
         current = stack.pop()
-        if current.type in kinds:
+        if current.type == "command_substitution":
             return True
         stack.extend(current.children)
     return False

@@ -31,6 +31,9 @@ GLOBS = {"*": STAR, "?": QUESTION, "[": BRACKET}
 BRACES = re.compile(r"\{[^{}/]*(,|\.\.)[^{}/]*\}")
 BRACE_LIST = re.compile(r"\{([^{}]*,[^{}]*)\}")  # an innermost `{a,b}`, slashes and all
 MAX_BRACE_WORDS = 64  # words one brace expansion gives before it is read as "any of them"
+# Parts of one word (expansions, quoted pieces) read before its value is left open: a word
+# of a hundred thousand `$x` would cost the gate's whole budget to spell out.
+MAX_WORD_PARTS = 4_000
 # Variables whose value the gate knows from its own environment.
 KNOWN_VARIABLES = ("HOME", "TMPDIR")
 
@@ -141,7 +144,10 @@ def _value(node: Any, top: bool = False) -> str:
 
 
 def _with_gaps(node: Any, quoted: bool, top: bool = False) -> str:
-    """The children's values in order, with the source between them kept as it is."""
+    """The children's values in order, with the source between them kept as it is (a value
+    left open past `MAX_WORD_PARTS` children)."""
+    if node.child_count > MAX_WORD_PARTS:
+        return UNKNOWN
     data = raw(node)
     start = node.start_byte
     parts: list[str] = []

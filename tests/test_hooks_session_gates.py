@@ -1563,6 +1563,28 @@ def test_the_pre_screen_lets_through_only_what_the_parser_leaves_undecided(
     agree()
 
 
+def test_a_word_of_countless_expansions_is_read_as_open_not_spelled_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `$x$x$x...` up to the size the gate reads: spelling out each of its 100,000 parts
+    # took the gate past its budget and then some (each judgement read the word twice).
+    # Past MAX_WORD_PARTS parts a word's value is left open, as a variable's is.
+    from gates import shellwords
+    from gates.destructive import MAX_COMMAND_BYTES, judge
+
+    spelled = []
+    variable = shellwords._variable
+    monkeypatch.setattr(shellwords, "_variable", lambda node: spelled.append(1) or variable(node))
+    word = ("$x" * MAX_COMMAND_BYTES)[: MAX_COMMAND_BYTES - 64]
+    assert judge(word, str(tmp_path))[0] == "ask"
+    assert judge(f"rm -rf {word}", str(tmp_path))[0] == "ask"
+    assert len(spelled) <= 2 * shellwords.MAX_WORD_PARTS
+    # A word just within the bound is still read part by part.
+    spelled.clear()
+    judge("rm -rf " + "$HOME" * shellwords.MAX_WORD_PARTS, str(tmp_path))
+    assert len(spelled) >= shellwords.MAX_WORD_PARTS
+
+
 def test_a_judgement_cut_off_by_its_budget_leaves_the_next_one_intact(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
