@@ -415,6 +415,63 @@ def syntax_nodes(source: str) -> tuple[ast.AST, ...]:
             collector.enable()
 
 
+# Runs Python code in processes forked from one that imported the modules a request names: a
+# test of processes racing pays for those imports once, not once a process. Reads one line of
+# JSON from stdin, {"preload": [module, ...], "runs": [[cwd, source, argv], ...]}; forks one
+# process a run, lets them all go at once, and once all ended prints one line of JSON,
+# [[exit code, stdout, stderr], ...] in the order of the runs.
+FORKER = r"""
+import importlib, json, os, sys, tempfile
+request = json.loads(sys.stdin.readline())
+for name in request["preload"]:
+    importlib.import_module(name)
+start, go = os.pipe()
+forked = []
+for cwd, source, argv in request["runs"]:
+    out, err = tempfile.TemporaryFile(), tempfile.TemporaryFile()
+    pid = os.fork()
+    if pid == 0:
+        os.close(go)
+        os.read(start, 1)  # returns once the last one is forked and `go` closed
+        os.chdir(cwd)
+        os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+        os.dup2(out.fileno(), 1)
+        os.dup2(err.fileno(), 2)
+        sys.argv = argv
+        # Ends as `python -c` would: its exit code, or an exception's traceback and exit 1.
+        exec(compile(source, "<string>", "exec"), {"__name__": "__main__"})
+        sys.exit(0)
+    forked.append((pid, out, err))
+os.close(go)
+os.close(start)
+ended = []
+for pid, out, err in forked:
+    code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+    out.seek(0)
+    err.seek(0)
+    ended.append([code, out.read().decode(errors="replace"), err.read().decode(errors="replace")])
+print(json.dumps(ended))
+"""
+
+
+def forked_together(
+    runs: list[tuple[Path, str, list[str]]], preload: tuple[str, ...], *, timeout: float = 300
+) -> list[tuple[int, str, str]]:
+    """Run each of `runs`, `(cwd, source, argv)`: the Python `source` in `cwd` with
+    `sys.argv` (`["-c", ARGS...]` is what `python -c source ARGS...` is given), each in a
+    process of its own, all let go at once: forked from one process that imported `preload`
+    first, so none pays for those imports. Each ends as a process does; their exit codes,
+    stdouts and stderrs, in the order of `runs` (`timeout` bounds a hang only)."""
+    forks = [[str(cwd), source, argv] for cwd, source, argv in runs]
+    request = {"preload": list(preload), "runs": forks}
+    done = subprocess.run(
+        [sys.executable, "-c", FORKER], input=json.dumps(request) + "\n", capture_output=True,
+        text=True, timeout=timeout,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return [(code, out, err) for code, out, err in json.loads(done.stdout)]
+
+
 def alive(pid: int) -> bool:
     """Running (a zombie waiting for a reaper that containers may lack is dead)."""
     try:

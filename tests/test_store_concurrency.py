@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -11,7 +9,7 @@ import pytest
 import beads.git.repacker as repacker
 from beads import doctor
 from beads.store import Store
-from tests.conftest import GcRunner, git
+from tests.conftest import GcRunner, forked_together, git
 
 WRITER = """
 import sys
@@ -36,25 +34,10 @@ PACK_LOOSE_AT = 300
 @pytest.mark.slow
 def test_eight_processes_creating_beads_at_once(tmp_path: Path) -> None:
     Store.init(tmp_path)[0].close()
-    writers = [
-        subprocess.Popen(
-            [
-                sys.executable,
-                "-c",
-                WRITER,
-                str(tmp_path),
-                f"writer{n}",
-                str(EACH),
-                str(PACK_LOOSE_AT),
-            ],
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for n in range(8)
-    ]
-    for writer in writers:
-        _out, err = writer.communicate(timeout=600)
-        assert writer.returncode == 0, err
+    runs = [(tmp_path, WRITER, ["-c", str(tmp_path), f"writer{n}", str(EACH), str(PACK_LOOSE_AT)])
+            for n in range(8)]  # fmt: skip
+    for code, _out, err in forked_together(runs, ("beads.batch", "beads.store")):
+        assert code == 0, err
 
     with Store.open(tmp_path) as store:
         beads = store.list(limit=None)
