@@ -287,16 +287,71 @@ def person_with_own_data_folder(tmp_path_factory: pytest.TempPathFactory) -> Ite
     os.environ.update(saved)
 
 
+def copy_tree(source: Path, target: Path) -> None:
+    """Copy the directory `source` to `target` (made, or filled when it exists): each file's
+    bytes, mode and times, each directory's mode and times, symlinks as links. What
+    `shutil.copytree(source, target, symlinks=True)` copies, less its look for extended
+    attributes (a look at every entry: no test's tree has any) and its steps in Python: the
+    fixtures copy a template for most tests, and a copy takes a third less CPU so."""
+    found = os.stat(source)
+    os.makedirs(target, 0o700, exist_ok=True)
+    with os.scandir(source) as scan:
+        entries = list(scan)
+    for entry in entries:
+        there = os.path.join(target, entry.name)
+        if entry.is_symlink():
+            os.symlink(os.readlink(entry.path), there)
+        elif entry.is_dir(follow_symlinks=False):
+            copy_tree(Path(entry.path), Path(there))
+        else:
+            _copy_file(entry.path, there, entry.stat(follow_symlinks=False))
+    os.chmod(target, found.st_mode & 0o7777)
+    os.utime(target, ns=(found.st_atime_ns, found.st_mtime_ns))
+
+
+def _copy_file(source: str, target: str, found: os.stat_result) -> None:
+    """A new `target` with the bytes of `source`, and its mode and times (`found`)."""
+    reading = os.open(source, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        writing = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        try:
+            left = found.st_size
+            while left > 0:
+                sent = os.sendfile(writing, reading, None, left)
+                if not sent:  # the file shrank meanwhile: copied as far as it went
+                    break
+                left -= sent
+            os.fchmod(writing, found.st_mode & 0o7777)
+            os.utime(writing, ns=(found.st_atime_ns, found.st_mtime_ns))
+        finally:
+            os.close(writing)
+    finally:
+        os.close(reading)
+
+
 def copy_store(template: Path, beads_dir: Path) -> None:
     """Copy the store `template` (a `.beads/` directory) to `beads_dir`, with what its init
-    recorded outside it: the first run of its settings on this machine (`beads.settings.trust`).
-    The copy's commands then read an approval file, as a store's commands do after its init."""
+    recorded outside it (`copy_approvals`). The copy's commands then read an approval file,
+    as a store's commands do after its init."""
+    copy_tree(template, beads_dir)
+    copy_approvals(template, beads_dir)
+
+
+def copy_approvals(template: Path, beads_dir: Path) -> None:
+    """What the init of the store `template` recorded outside it, the first run of its
+    settings on this machine (`beads.settings.trust`), recorded for its copy `beads_dir`: the
+    template's approval file, filed under the copy's path. (Written as read, without the lock
+    and the two flushes to disk of `approvals.record`: no other process writes it yet, and a
+    test's store outlives no power cut.)"""
     from beads.settings import approvals
 
-    shutil.copytree(template, beads_dir, symlinks=True)
     made = approvals.read(template)
     if made is not None:
-        approvals.record(beads_dir, made["approved"], how="first run", changes=[])
+        made["store"] = approvals.store_key(beads_dir)
+        where = approvals.approval_path(beads_dir)
+        handle = os.open(where, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        with open(handle, "w") as file:
+            json.dump(made, file)
 
 
 @pytest.fixture(scope="session")
@@ -358,6 +413,63 @@ def syntax_nodes(source: str) -> tuple[ast.AST, ...]:
     finally:
         if enabled:
             collector.enable()
+
+
+# Runs Python code in processes forked from one that imported the modules a request names: a
+# test of processes racing pays for those imports once, not once a process. Reads one line of
+# JSON from stdin, {"preload": [module, ...], "runs": [[cwd, source, argv], ...]}; forks one
+# process a run, lets them all go at once, and once all ended prints one line of JSON,
+# [[exit code, stdout, stderr], ...] in the order of the runs.
+FORKER = r"""
+import importlib, json, os, sys, tempfile
+request = json.loads(sys.stdin.readline())
+for name in request["preload"]:
+    importlib.import_module(name)
+start, go = os.pipe()
+forked = []
+for cwd, source, argv in request["runs"]:
+    out, err = tempfile.TemporaryFile(), tempfile.TemporaryFile()
+    pid = os.fork()
+    if pid == 0:
+        os.close(go)
+        os.read(start, 1)  # returns once the last one is forked and `go` closed
+        os.chdir(cwd)
+        os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+        os.dup2(out.fileno(), 1)
+        os.dup2(err.fileno(), 2)
+        sys.argv = argv
+        # Ends as `python -c` would: its exit code, or an exception's traceback and exit 1.
+        exec(compile(source, "<string>", "exec"), {"__name__": "__main__"})
+        sys.exit(0)
+    forked.append((pid, out, err))
+os.close(go)
+os.close(start)
+ended = []
+for pid, out, err in forked:
+    code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+    out.seek(0)
+    err.seek(0)
+    ended.append([code, out.read().decode(errors="replace"), err.read().decode(errors="replace")])
+print(json.dumps(ended))
+"""
+
+
+def forked_together(
+    runs: list[tuple[Path, str, list[str]]], preload: tuple[str, ...], *, timeout: float = 300
+) -> list[tuple[int, str, str]]:
+    """Run each of `runs`, `(cwd, source, argv)`: the Python `source` in `cwd` with
+    `sys.argv` (`["-c", ARGS...]` is what `python -c source ARGS...` is given), each in a
+    process of its own, all let go at once: forked from one process that imported `preload`
+    first, so none pays for those imports. Each ends as a process does; their exit codes,
+    stdouts and stderrs, in the order of `runs` (`timeout` bounds a hang only)."""
+    forks = [[str(cwd), source, argv] for cwd, source, argv in runs]
+    request = {"preload": list(preload), "runs": forks}
+    done = subprocess.run(
+        [sys.executable, "-c", FORKER], input=json.dumps(request) + "\n", capture_output=True,
+        text=True, timeout=timeout,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return [(code, out, err) for code, out, err in json.loads(done.stdout)]
 
 
 def alive(pid: int) -> bool:

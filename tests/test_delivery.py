@@ -14,6 +14,7 @@ from beads.store import Store
 from inbox import Delivery
 from inbox.queue import SessionQueue
 from mail.beadmail import BeadMail
+from tests.conftest import forked_together
 
 
 @pytest.fixture
@@ -35,17 +36,9 @@ d.close()
 
 
 def test_eight_racing_pushers_make_one_item_per_key(store: Store) -> None:
-    pushers = [
-        subprocess.Popen(
-            [sys.executable, "-c", PUSHER, str(store.root), "60", f"p{n}"],
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for n in range(8)
-    ]
-    for pusher in pushers:
-        _out, err = pusher.communicate(timeout=300)
-        assert pusher.returncode == 0, err
+    pushers = [(store.root, PUSHER, ["-c", str(store.root), "60", f"p{n}"]) for n in range(8)]
+    for code, _out, err in forked_together(pushers, ("inbox",)):
+        assert code == 0, err
     with Delivery(store.root) as delivery:
         pending = delivery.items("dog")
         assert sorted(i.key for i in pending) == sorted(f"k{i}" for i in range(60))
@@ -114,19 +107,10 @@ def test_concurrent_drains_never_double_deliver_or_lose(store: Store) -> None:
     with Delivery(store.root) as delivery:
         for n in range(150):
             delivery.push(["dog"], f"item {n}", key=f"k{n}", priority=n % 5)
-    drainers = [
-        subprocess.Popen(
-            [sys.executable, "-c", DRAINER, str(store.root), f"session{n}"],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for n in range(4)
-    ]
+    drainers = [(store.root, DRAINER, ["-c", str(store.root), f"session{n}"]) for n in range(4)]
     keys: list[str] = []
-    for drainer in drainers:
-        out, err = drainer.communicate(timeout=300)
-        assert drainer.returncode == 0, err
+    for code, out, err in forked_together(drainers, ("inbox",)):
+        assert code == 0, err
         keys += json.loads(out)
     assert len(keys) == len(set(keys)) == 150
 

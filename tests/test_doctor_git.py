@@ -22,14 +22,23 @@ from beads.git.history import walk
 from beads.git.objects import loose_path
 from beads.index.reader import IndexReader
 from beads.store import Store
-from tests.conftest import GcRunner, git
+from tests.conftest import GcRunner, copy_store, git
+
+
+@pytest.fixture(scope="session")
+def project_template(tmp_path_factory: pytest.TempPathFactory, gc_init_template: Path) -> Path:
+    """A store as `gc init` makes it, with the beads "first" and "second", made once a session
+    (per xdist worker): `project` copies it (two commands' commits, made once)."""
+    gc = GcRunner(tmp_path_factory.mktemp("doctor-project"))
+    copy_store(gc_init_template, gc.cwd / ".beads")
+    for title in ("first", "second"):
+        assert gc("bead", "create", "--type", "task", "--title", title).returncode == 0
+    return gc.cwd / ".beads"
 
 
 @pytest.fixture
-def project(gc_store: GcRunner) -> GcRunner:
-    gc = gc_store
-    for title in ("first", "second"):
-        assert gc("bead", "create", "--type", "task", "--title", title).returncode == 0
+def project(gc: GcRunner, project_template: Path) -> GcRunner:
+    copy_store(project_template, gc.cwd / ".beads")
     return gc
 
 

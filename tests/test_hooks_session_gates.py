@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import GcRunner
+from tests.conftest import GcRunner, copy_approvals, copy_tree
 
 
 def hook(gc: GcRunner, event: str, session: str = "s1", **fields: object) -> dict | None:
@@ -88,9 +88,10 @@ def made_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def project(tmp_path: Path, made_project: Path) -> Path:
-    """A copy of `made_project` in `tmp_path` (where the `gc` fixture runs): twelve processes
-    fewer a test than making it."""
-    shutil.copytree(made_project, tmp_path, symlinks=True, dirs_exist_ok=True)
+    """A copy of `made_project` in `tmp_path` (where the `gc` fixture runs), with the first
+    run its `gc init` recorded (`copy_store`): twelve processes fewer a test than making it."""
+    copy_tree(made_project, tmp_path)
+    copy_approvals(made_project / ".beads", tmp_path / ".beads")
     return tmp_path
 
 

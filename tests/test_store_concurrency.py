@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -11,7 +9,7 @@ import pytest
 import beads.git.repacker as repacker
 from beads import doctor
 from beads.store import Store
-from tests.conftest import git
+from tests.conftest import GcRunner, forked_together, git
 
 WRITER = """
 import sys
@@ -36,25 +34,10 @@ PACK_LOOSE_AT = 300
 @pytest.mark.slow
 def test_eight_processes_creating_beads_at_once(tmp_path: Path) -> None:
     Store.init(tmp_path)[0].close()
-    writers = [
-        subprocess.Popen(
-            [
-                sys.executable,
-                "-c",
-                WRITER,
-                str(tmp_path),
-                f"writer{n}",
-                str(EACH),
-                str(PACK_LOOSE_AT),
-            ],
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for n in range(8)
-    ]
-    for writer in writers:
-        _out, err = writer.communicate(timeout=600)
-        assert writer.returncode == 0, err
+    runs = [(tmp_path, WRITER, ["-c", str(tmp_path), f"writer{n}", str(EACH), str(PACK_LOOSE_AT)])
+            for n in range(8)]  # fmt: skip
+    for code, _out, err in forked_together(runs, ("beads.batch", "beads.store")):
+        assert code == 0, err
 
     with Store.open(tmp_path) as store:
         beads = store.list(limit=None)
@@ -143,3 +126,80 @@ def test_processes_making_one_new_index_at_once_all_open_it(tmp_path: Path) -> N
     """After the index was deleted, the next commands (a waiter, a writer) make it again at
     the same moment: none fails with "database is locked"."""
     assert _race(tmp_path, "index.sqlite3", OPEN_INDEXES) == [0, 0, 0, 0]
+
+
+MAKE_MACHINE_IDS = """
+from pathlib import Path
+from beads.settings.localconfig import machine_id
+try:
+    for path in paths:
+        start.wait(120)
+        made = machine_id(Path(path))
+        Path(path, f"made-by-{worker}").write_text(made)
+except BaseException:
+    start.abort()
+    raise
+"""
+# Rounds of four processes making one store's machine id at once; without the config's lock
+# waited for, most rounds ended in a FileLocked error in at least one of them.
+ID_RACES = 20
+
+
+def test_processes_making_the_machine_id_at_once_all_go_on_with_the_one_that_stands(
+    tmp_path: Path,
+) -> None:
+    """A copied store has no machine id: its first commands (a relay starting, a hook, a
+    write) each make it on first use, at the same moment. None fails, and all go on with the
+    one id the store keeps."""
+    import multiprocessing
+
+    from beads.git.config import read_values, set_value
+
+    made = Store.init(tmp_path / "made")[0]
+    made.close()
+    config = made.root / ".git" / "config"
+    set_value(config.parent, (b"machine",), b"id", None)
+    paths = []
+    for round_ in range(ID_RACES):
+        git_dir = tmp_path / f"r{round_}"
+        git_dir.mkdir()
+        (git_dir / "config").write_bytes(config.read_bytes())
+        paths.append(str(git_dir))
+    context = multiprocessing.get_context("spawn")
+    start = context.Barrier(4)
+    workers = [
+        context.Process(
+            target=exec,
+            args=(MAKE_MACHINE_IDS, {"paths": paths, "start": start, "worker": n}),
+        )
+        for n in range(4)
+    ]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(300)
+    assert [worker.exitcode for worker in workers] == [0, 0, 0, 0]
+    for path in paths:
+        kept = read_values(Path(path))["machine.id"]
+        assert [Path(path, f"made-by-{n}").read_text() for n in range(4)] == [kept] * 4
+
+
+def test_a_git_config_lock_held_by_another_process_is_a_one_line_conflict(
+    gc_store: GcRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A `git config` (or a killed one's lock) holding `.git/config.lock` past the wait: a
+    command writing the config says so in one line, exit 20, and changes nothing."""
+    import beads.git.config
+
+    # Held throughout: no need to wait the whole of LOCK_WAIT.
+    monkeypatch.setattr(beads.git.config, "LOCK_WAIT", 0.05, raising=False)
+    config = gc_store.cwd / ".beads" / ".git" / "config"
+    before = config.read_bytes()
+    (config.parent / "config.lock").write_bytes(before)
+    result = gc_store("config", "set", "--local", "sync.auto", "true", internal_error=True)
+    assert result.returncode == 20, result.stderr
+    assert result.stderr == (
+        f"gc: {config}.lock is held by another process writing the store's git config; retry "
+        "(a lock left by a killed git or gc is removed by hand)\n"
+    )
+    assert config.read_bytes() == before and (config.parent / "config.lock").exists()

@@ -30,7 +30,7 @@ from beads.records.codec import dump_bead
 from beads.records.record import Bead
 from beads.store import Store
 from beads.sync.merge import merge_bead
-from tests.conftest import THOROUGH, GcRunner, copy_store, gc_program
+from tests.conftest import THOROUGH, GcRunner, copy_store, copy_tree, gc_program
 
 
 def git(*args: str, cwd: Path | None = None) -> str:
@@ -130,7 +130,7 @@ def copy_template(template: Path, into: Path) -> None:
     b that approves what its clone did (nothing): gc init's config.yaml holds no guarded
     setting."""
     for part in template.iterdir():
-        shutil.copytree(part, into / part.name, symlinks=True)
+        copy_tree(part, into / part.name)
     for config in into.glob("*/.beads/.git/config"):
         config.write_text(config.read_text().replace(str(template), str(into)))
 

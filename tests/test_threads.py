@@ -20,7 +20,7 @@ from beads.index.reader import branch_head
 from beads.store import Store
 from mail.beadmail import BeadMail
 from mail.threads import InvalidTransition, LeaseConflict, Threads
-from tests.conftest import GcRunner, copy_store
+from tests.conftest import GcRunner, copy_store, forked_together
 
 INBOX = str(Path(sys.executable).parent / "inbox")  # the installed program
 
@@ -187,6 +187,7 @@ def test_seed_worker_protocol_through_the_inbox_program(tmp_path: Path) -> None:
         }
 
 
+CLAIM = "from gc_beads.entry import inbox_script\ninbox_script()\n"
 RACER = textwrap.dedent(
     """
     import json, random, sys
@@ -212,24 +213,17 @@ RACER = textwrap.dedent(
 def test_eight_processes_race_to_claim_twenty_threads(tmp_path: Path, threads: Threads) -> None:
     ids = [threads.send("leader", subject=f"task {n}")[0].thread_id for n in range(21)]
     last = ids.pop()
-    racers = [
-        subprocess.Popen(
-            [sys.executable, "-c", RACER, f"w{n}", *ids], cwd=tmp_path, stdout=subprocess.PIPE
-        )
-        for n in range(8)
-    ]
-    # Eight `inbox claim` on one more thread at the same time: one wins, seven exit 20.
-    claims = [
-        subprocess.Popen(
-            [INBOX, "claim", "--agent", f"c{n}", "--thread", last, "--json"],
-            cwd=tmp_path,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        for n in range(8)
-    ]
-    results = [json.loads(p.communicate(timeout=60)[0]) for p in racers]
-    codes = [(p.wait(timeout=60), json.loads(p.stdout.read())) for p in claims]  # type: ignore[union-attr]
+    # Eight racers through the API, and eight `inbox claim` (the program's entry point, as
+    # its console script runs it) on one more thread, all at once: one wins, seven exit 20.
+    racers = [(tmp_path, RACER, ["-c", f"w{n}", *ids]) for n in range(8)]
+    claims = [(tmp_path, CLAIM, [INBOX, "claim", "--agent", f"c{n}", "--thread", last, "--json"])
+              for n in range(8)]  # fmt: skip
+    ended = forked_together(
+        [*racers, *claims], ("gc_beads.cli", "mail.threads.cli", "mail.threads")
+    )
+    assert all(code == 0 for code, _out, _err in ended[:8]), ended[:8]
+    results = [json.loads(out) for _code, out, _err in ended[:8]]
+    codes = [(code, json.loads(out)) for code, out, _err in ended[8:]]
     for thread in ids:
         outcomes = sorted(r[thread] for r in results)
         assert outcomes == ["lease_conflict"] * 7 + ["won"], thread

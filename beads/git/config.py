@@ -10,15 +10,21 @@ from __future__ import annotations
 
 import os
 
-from beads.errors import StorageError
+from beads.errors import Conflict, StorageError
 
 TYPE_CHECKING = False  # the hooks never import typing (tests/test_hooks.py)
 if TYPE_CHECKING:
     from collections.abc import Callable
     from pathlib import Path  # not at run time: the hooks' gate never loads pathlib
-    from typing import Any
+    from typing import Any, TypeVar
+
+    T = TypeVar("T")
 
 CONFIG = "config"
+# How long a writer of the config waits for another's lock on it (held for one write: a
+# read, a parse and a write of a small file) before a Conflict, and how often it looks.
+LOCK_WAIT = 5.0
+LOCK_POLL = 0.005
 
 
 def read_values(git_dir: Path) -> dict[str, str]:
@@ -74,6 +80,42 @@ def _open(git_dir: Path) -> Any:
         raise StorageError(f"{path} does not parse: {exc}") from None
 
 
+def _edit(git_dir: Path, change: Callable[[Any], T]) -> T:
+    """Apply `change` to the config as it is once its lock file (`config.lock`, git's) is
+    ours, write the result and return what `change` returned. Two writers at once (two
+    commands making the machine id on first use, a `gc config set --local` beside them): the
+    second waits for the first, then edits what the first wrote, so neither fails nor undoes
+    the other. A lock held past `LOCK_WAIT` is a Conflict naming it."""
+    import time
+
+    from dulwich.file import FileLocked, GitFile
+
+    path = git_dir / CONFIG
+    deadline = time.monotonic() + LOCK_WAIT
+    while True:
+        try:
+            locked = GitFile(str(path), "wb")
+            break
+        except FileLocked:
+            if time.monotonic() >= deadline:
+                raise Conflict(
+                    f"{path}.lock is held by another process writing the store's git config; "
+                    "retry (a lock left by a killed git or gc is removed by hand)"
+                ) from None
+            time.sleep(LOCK_POLL)
+        except OSError as exc:
+            raise StorageError(f"cannot write {path}: {exc.strerror}") from None
+    try:
+        config = _open(git_dir)
+        result = change(config)
+        config.write_to_file(locked)
+    except BaseException:
+        locked.abort()
+        raise
+    locked.close()
+    return result
+
+
 def remotes(git_dir: Path) -> dict[str, str]:
     """The remotes the config names: name -> url, sorted by name."""
     config = _open(git_dir)
@@ -89,35 +131,66 @@ def remotes(git_dir: Path) -> dict[str, str]:
 
 def add_remote(git_dir: Path, name: str, url: str, fetch: str) -> None:
     """Write `[remote "name"]` with its url and fetch refspec."""
-    config = _open(git_dir)
-    section = (b"remote", name.encode())
-    config.set(section, b"url", url.encode())
-    config.set(section, b"fetch", fetch.encode())
-    config.write_to_path()
+
+    def add(config: Any) -> None:
+        section = (b"remote", name.encode())
+        config.set(section, b"url", url.encode())
+        config.set(section, b"fetch", fetch.encode())
+
+    _edit(git_dir, add)
 
 
 def remove_remote(git_dir: Path, name: str) -> bool:
     """Remove `[remote "name"]`; False when there was none."""
-    config = _open(git_dir)
     section = (b"remote", name.encode())
-    if section not in config.sections():
+    if section not in _open(git_dir).sections():
         return False
-    del config[section]
-    config.write_to_path()
-    return True
+
+    def remove(config: Any) -> bool:
+        if section not in config.sections():  # removed meanwhile by another writer
+            return False
+        del config[section]
+        return True
+
+    return _edit(git_dir, remove)
 
 
 def set_value(git_dir: Path, section: tuple[bytes, ...], name: bytes, value: bytes | None) -> None:
     """Set (None: unset) one value of the config."""
-    config = _open(git_dir)
-    if value is None:
+
+    def set_(config: Any) -> None:
+        if value is None:
+            try:
+                del config[section][name]
+            except KeyError:
+                pass
+        else:
+            config.set(section, name, value)
+
+    _edit(git_dir, set_)
+
+
+def set_default(
+    git_dir: Path,
+    section: tuple[bytes, ...],
+    name: bytes,
+    value: bytes,
+    keep: Callable[[bytes], bool] = bool,
+) -> bytes:
+    """Set one value of the config unless it holds one that `keep` accepts (any that is not
+    empty, by default); the value that stands."""
+
+    def set_unless_set(config: Any) -> bytes:
         try:
-            del config[section][name]
+            found = config.get(section, name)
         except KeyError:
-            pass
-    else:
+            found = None
+        if isinstance(found, bytes) and keep(found):
+            return found
         config.set(section, name, value)
-    config.write_to_path()
+        return value
+
+    return _edit(git_dir, set_unless_set)
 
 
 def adopt(git_dir: Path, *, branch: bytes, marker: bytes, check: Callable[[Any], bool]) -> bool:

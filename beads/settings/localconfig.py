@@ -424,6 +424,9 @@ def machine_id(git_dir: Path, *, make: bool = True) -> str:
     # store (a cloned VM image), it is made anew.
     from beads.git import config
 
-    config.set_value(git_dir, (b"machine",), b"id", f"m-{secrets.token_hex(8)}".encode())
-    # Read back: of two processes making one at once, both go on with the one that stayed.
-    return read_local(git_dir).get("machine.id", "")
+    # Of two processes making one at once, the second finds the first's and goes on with it.
+    made = config.set_default(
+        git_dir, (b"machine",), b"id", f"m-{secrets.token_hex(8)}".encode(),
+        keep=lambda value: MACHINE_ID_RE.fullmatch(value.decode("utf-8", "replace")) is not None,
+    )  # fmt: skip
+    return made.decode("utf-8", "replace")
