@@ -184,6 +184,49 @@ def test_processes_making_the_machine_id_at_once_all_go_on_with_the_one_that_sta
         assert [Path(path, f"made-by-{n}").read_text() for n in range(4)] == [kept] * 4
 
 
+SET_VALUES = """
+from pathlib import Path
+from beads.git.config import set_value
+try:
+    start.wait(120)
+    for n in range(40):
+        set_value(Path(path), (b"gc",), f"w{worker}n{n}".encode(), b"x")
+except BaseException:
+    start.abort()
+    raise
+"""
+
+
+def test_processes_writing_the_git_config_at_once_each_keep_every_value(tmp_path: Path) -> None:
+    """Four processes writing the store's git config over and over (settings, remotes, the
+    machine id): each write waits for the one before and edits what it wrote, so none fails
+    and no value is lost (a writer that removed another's lock file as it finished, as dulwich
+    1.0's lock file does, made the next rename fail and the edits after it undo others')."""
+    import multiprocessing
+
+    from beads.git.config import read_values
+
+    git_dir = tmp_path / "r"
+    git_dir.mkdir()
+    (git_dir / "config").write_bytes(b"[core]\n\tbare = true\n")
+    context = multiprocessing.get_context("spawn")
+    start = context.Barrier(4)
+    workers = [
+        context.Process(
+            target=exec, args=(SET_VALUES, {"path": str(git_dir), "start": start, "worker": n})
+        )
+        for n in range(4)
+    ]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(300)
+    assert [worker.exitcode for worker in workers] == [0, 0, 0, 0]
+    values = read_values(git_dir)
+    assert {f"gc.w{w}n{n}" for w in range(4) for n in range(40)} <= set(values)
+    assert not (git_dir / "config.lock").exists()
+
+
 def test_a_git_config_lock_held_by_another_process_is_a_one_line_conflict(
     gc_store: GcRunner, monkeypatch: pytest.MonkeyPatch
 ) -> None:

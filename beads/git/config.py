@@ -85,34 +85,48 @@ def _edit(git_dir: Path, change: Callable[[Any], T]) -> T:
     ours, write the result and return what `change` returned. Two writers at once (two
     commands making the machine id on first use, a `gc config set --local` beside them): the
     second waits for the first, then edits what the first wrote, so neither fails nor undoes
-    the other. A lock held past `LOCK_WAIT` is a Conflict naming it."""
+    the other. A lock held past `LOCK_WAIT` is a Conflict naming it.
+
+    The lock is taken and renamed here, as `beads.git.refs` does for the branch: dulwich
+    1.0's `GitFile.close` removes the lock file's name again after renaming it into place,
+    which deletes the lock a second writer took meanwhile."""
+    import io
     import time
 
-    from dulwich.file import FileLocked, GitFile
-
     path = git_dir / CONFIG
+    lock = git_dir / (CONFIG + ".lock")
     deadline = time.monotonic() + LOCK_WAIT
     while True:
         try:
-            locked = GitFile(str(path), "wb")
+            fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
             break
-        except FileLocked:
+        except FileExistsError:
             if time.monotonic() >= deadline:
                 raise Conflict(
-                    f"{path}.lock is held by another process writing the store's git config; "
+                    f"{lock} is held by another process writing the store's git config; "
                     "retry (a lock left by a killed git or gc is removed by hand)"
                 ) from None
             time.sleep(LOCK_POLL)
         except OSError as exc:
             raise StorageError(f"cannot write {path}: {exc.strerror}") from None
     try:
-        config = _open(git_dir)
-        result = change(config)
-        config.write_to_file(locked)
-    except BaseException:
-        locked.abort()
+        with os.fdopen(fd, "wb") as handle:
+            config = _open(git_dir)
+            result = change(config)
+            written = io.BytesIO()
+            config.write_to_file(written)
+            handle.write(written.getvalue())
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(lock, path)
+    except BaseException as exc:
+        try:
+            os.unlink(lock)
+        except OSError:
+            pass
+        if isinstance(exc, OSError):  # a full disk, say: the config is as it was
+            raise StorageError(f"cannot write {path}: {exc.strerror or exc}") from None
         raise
-    locked.close()
     return result
 
 
