@@ -1209,3 +1209,70 @@ def test_the_reset_doctor_advises_goes_before_the_first_bad_commit_in_the_histor
     reset = gc.json("doctor", "--reset-to", good[:12])
     assert reset["ok"] and head(gc) == good, reset
     assert titles(gc) == ["first", "second"]
+
+
+def test_a_tree_missing_past_the_first_twenty_bad_entries_is_still_found_by_the_next_run(
+    project: GcRunner,
+) -> None:
+    # The history check stops after 20 bad entries, yet it recorded the history as checked
+    # up to HEAD: a tree missing under a later commit was never reported again. (The bad
+    # commits' times are before their parents': the check follows the parents.)
+    gc = project
+    when = int(time.time()) - 1000
+    bad = [commit_outside_the_layout(gc, f"n{i:02}", when + i) for i in range(22)]
+    assert gc("bead", "create", "--type", "task", "--title", "later").returncode == 0
+    tree, commit = delete_history_tree(gc, "tasks")  # under "later", made after them all
+    damage = (
+        f"tree {tree} of commit {commit[:12]} is missing and no remote has it: the history is "
+        "damaged at that commit"
+    )
+    more = (
+        "and more may be wrong: the history check stopped after 20 entries; run gc doctor "
+        "again to check the commits after them"
+    )
+    first = gc.json("doctor")
+    messages = [(p["kind"], p["path"], p["message"]) for p in first["problems"]]
+    assert not first["ok"]
+    assert [path for kind, path, _ in messages if kind == "history"][:20] == [
+        f"'notes/n{i:02}'" for i in range(20)
+    ], messages
+    assert ("history", ".git", more) in messages, messages
+    assert not any(damage in message for _, _, message in messages), messages
+    second = gc.json("doctor")  # goes on where the first stopped
+    messages = [(p["kind"], p["path"], p["message"]) for p in second["problems"]]
+    assert [path for kind, path, _ in messages if kind == "history"] == [
+        f"'notes/n{i:02}'" for i in range(22)
+    ], messages
+    assert [m for _, _, m in messages if damage in m], messages
+    for _ in range(2):  # and every run after, from the record of the last
+        report = gc.json("doctor")
+        assert [(p["kind"], p["path"], p["message"]) for p in report["problems"]] == messages
+    history = [message for kind, _, message in messages if kind == "history"]
+    assert all(f"commit {c[:12]} holds it" in m for c, m in zip(bad, history, strict=False))
+
+
+def test_a_commit_holding_more_than_twenty_bad_entries_is_reported_as_needing_repair_first(
+    project: GcRunner,
+) -> None:
+    # The check stops in that commit on every run: running it again checks nothing more.
+    gc = project
+    beads_dir = gc.cwd / ".beads"
+    notes = []
+    for i in range(21):
+        blob = git_input(beads_dir, f"{i}\n", "hash-object", "-w", "--stdin").strip()
+        notes.append(f"100644 blob {blob}\tn{i:02}")
+    subtree = git_input(beads_dir, "\n".join(notes) + "\n", "mktree").strip()
+    top = git("ls-tree", "HEAD", cwd=beads_dir).splitlines()
+    tree = git_input(beads_dir, "\n".join([*top, f"040000 tree {subtree}\tnotes"]) + "\n", "mktree")
+    commit = git_input(beads_dir, "notes", "commit-tree", tree.strip(), "-p", "HEAD").strip()
+    git("update-ref", "refs/heads/main", commit, cwd=beads_dir)
+    for _ in range(2):
+        report = gc.json("doctor")
+        problems = [(p["kind"], p["path"]) for p in report["problems"]]
+        assert problems == [("history", f"'notes/n{i:02}'") for i in range(20)] + [
+            ("history", ".git")
+        ], report
+        assert report["problems"][-1]["message"] == (
+            "and more may be wrong: the history check stopped after 20 entries; run gc doctor "
+            "again after repairing these"
+        )

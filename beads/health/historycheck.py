@@ -5,7 +5,9 @@ before the gate), and `gc doctor --reset-to` to leave them.
 Each run checks only the commits added since the last run (the commit it reached is kept in
 `.runtime/history-checked`, with the bad entries found so far, whose commits are checked
 again while the branch still reaches them): its cost follows what changed, as the index's
-catch-up does. A store whose record is missing is checked from its first commit once.
+catch-up does. A store whose record is missing is checked from its first commit once. A
+check that stops at its cap (`KEEP_FOUND` entries) records only the commits it read whole,
+so the next run goes on with those it did not read, and says more may be wrong.
 
 A tree or file the check finds missing under a commit is no entry to leave by a reset (which
 would drop every bead made since): it is fetched again from a remote
@@ -19,6 +21,7 @@ that went from the part it trusts.
 from __future__ import annotations
 
 import json
+import sys
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from beads import files
@@ -113,16 +116,21 @@ def check_history(store: Store, head: bytes, report: Report, trust: HistoryTrust
     again = sorted(
         {e.commit for e in known if _reaches(store, head, e.commit)} - {c.decode() for c in listed}
     )
-    found = find_bad(git.objects, [commit.encode() for commit in again])
-    found += find_bad(git.objects, commits)
-    found = found[:KEEP_FOUND]
+    # (each of them whole: they were read whole before, and are named again in full)
+    found = find_bad(git.objects, [commit.encode() for commit in again], limit=sys.maxsize)
+    checked: list[bytes] = []
+    new = find_bad(git.objects, commits, limit=KEEP_FOUND + 1, checked=checked)
+    stopped = len(new) > KEEP_FOUND
+    found += new[:KEEP_FOUND]
     lost = restore_in_history(store, head, [e for e in found if e.missing], report)
     found = [e for e in found if not e.missing or e.missing.encode() in lost]
-    _write_mark(store, head, found, _unchanged_since(store, trust.now))
+    # A check stopped at its cap records only the commits it read whole, with their
+    # history: the next run goes on from there, with what this one did not read.
+    reached = _checked_to(store, mark, commits, checked) if stopped else head
+    _write_mark(store, reached, found, _unchanged_since(store, trust.now))
     bad = [e for e in found if not e.missing]
-    if not bad:
-        return
-    repair = _repair(store, _first_in_history(store, head, {e.commit for e in bad}))
+    first = _first_in_history(store, head, {e.commit for e in bad}) if bad else ""
+    repair = _repair(store, first) if bad else ""
     for entry in bad:
         report.problems.append(
             Problem(
@@ -132,6 +140,55 @@ def check_history(store: Store, head: bytes, report: Report, trust: HistoryTrust
                 f"but its history is one the gate for incoming trees refuses; {repair}",
             )
         )
+    if stopped:
+        # (a commit holding more than the cap by itself: the next run stops in it again)
+        full = len(find_bad(git.objects, [new[-1].commit.encode()], limit=KEEP_FOUND + 1))
+        then = "after repairing these" if full > KEEP_FOUND else "to check the commits after them"
+        report.problems.append(
+            Problem(
+                "history",
+                ".git",
+                f"and more may be wrong: the history check stopped after {KEEP_FOUND} entries; "
+                f"run gc doctor again {then}",
+            )
+        )
+
+
+def _checked_to(
+    store: Store, mark: bytes | None, commits: list[bytes], checked: list[bytes]
+) -> bytes | None:
+    """What the record may say the history is checked up to after a check that stopped at
+    its cap: a commit of `checked` (those of `commits`, the commits since `mark`, read
+    whole) whose history holds none of `commits` left unread; else `mark`, where the last
+    run got (None: the next run reads every commit)."""
+    git = store.git
+    since, read = set(commits), set(checked)
+    parents: dict[bytes, list[bytes]] = {}
+    for sha in checked:
+        commit = git.commit_of(sha)
+        parents[sha] = [p for p in commit.parents if p in since] if commit is not None else []
+    whole: dict[bytes, bool] = {}  # each commit: whether its history since `mark` was read
+    for sha in checked:  # the parents of each first (no recursion: a history may be deep)
+        stack = [sha]
+        while stack:
+            top = stack[-1]
+            if top in whole:
+                stack.pop()
+                continue
+            if top not in read:
+                whole[top] = False
+                stack.pop()
+                continue
+            pending = [p for p in parents[top] if p not in whole]
+            if pending:
+                stack.extend(pending)
+                continue
+            whole[top] = all(whole[p] for p in parents[top])
+            stack.pop()
+    done = [sha for sha in checked if whole[sha]]
+    below = {p for sha in done for p in parents[sha]}
+    tips = [sha for sha in done if sha not in below]  # (one, on a history without merges)
+    return tips[-1] if tips else mark
 
 
 def _first_in_history(store: Store, head: bytes, commits: set[str]) -> str:
@@ -229,6 +286,8 @@ def _read_mark(runtime: Path) -> tuple[bytes | None, list[BadEntry], ObjectFiles
     gc, which never did)."""
     try:
         data = json.loads((runtime / MARK_FILE).read_text())
+        if data["head"] is None:  # a check stopped before it read any commit whole
+            return None, [], None
         mark = data["head"].encode()
         found = [
             BadEntry(e["commit"], e["path"], e["reason"], e.get("missing", ""))
@@ -258,9 +317,12 @@ def _read_objects(data: object) -> ObjectFiles | None:
 
 
 def _write_mark(
-    store: Store, head: bytes, found: list[BadEntry], objects: ObjectFiles | None = None
+    store: Store, head: bytes | None, found: list[BadEntry], objects: ObjectFiles | None = None
 ) -> None:
-    record: dict[str, Any] = {"head": head.decode(), "found": [e.to_json() for e in found]}
+    """Record the commit the check reached (None: none, the next run reads every commit),
+    the bad entries found, and where the objects were."""
+    reached = None if head is None else head.decode()
+    record: dict[str, Any] = {"head": reached, "found": [e.to_json() for e in found]}
     record["objects"] = (
         None
         if objects is None

@@ -22,6 +22,7 @@ would hide a name given twice).
 from __future__ import annotations
 
 import hashlib
+import heapq
 import re
 import unicodedata
 from collections import OrderedDict
@@ -108,20 +109,53 @@ def check_commits(objects: ObjectReader, commits: Iterable[bytes], *, source: st
 
 
 def find_bad(
-    objects: ObjectReader, commits: Iterable[bytes], *, limit: int = MAX_FOUND
+    objects: ObjectReader,
+    commits: Iterable[bytes],
+    *,
+    limit: int = MAX_FOUND,
+    checked: list[bytes] | None = None,
 ) -> list[BadEntry]:
-    """The bad entries of `commits`, oldest commit first (at most `limit`)."""
+    """The bad entries of `commits`, each commit after its parents, oldest first (at most
+    `limit`).
+
+    `checked`, when given, is told each commit read whole, in the order read: at `limit`
+    the check stops, and the commit it stopped in and those after are not among them."""
     checker = _Checker(objects)
-    dated = []
-    for sha in commits:
-        dated.append((checker.commit_time(sha), sha))
     found: list[BadEntry] = []
-    for _time, sha in sorted(dated):
+    for sha in _parents_first(checker, commits):
         for path, reason, missing in checker.commit(sha):
             found.append(BadEntry(sha.decode(), path, reason, missing))
             if len(found) >= limit:
                 return found
+        if checked is not None:
+            checked.append(sha)
     return found
+
+
+def _parents_first(checker: _Checker, commits: Iterable[bytes]) -> list[bytes]:
+    """`commits`, each after those of its parents among them, the oldest of those ready
+    first: by the parents, then the commit times (which a clock set back leaves out of
+    order). Each commit then reads its parents' trees, read just before."""
+    wanted = set(commits)
+    waiting: dict[bytes, int] = {}
+    children: dict[bytes, list[bytes]] = {}
+    for sha in wanted:
+        parsed = checker.parsed(sha)
+        parents = {p for p in parsed[2] if p in wanted} if isinstance(parsed, tuple) else set()
+        waiting[sha] = len(parents)
+        for parent in parents:
+            children.setdefault(parent, []).append(sha)
+    ready = [(checker.commit_time(sha), sha) for sha, left in waiting.items() if not left]
+    heapq.heapify(ready)
+    order: list[bytes] = []
+    while ready:
+        _time, sha = heapq.heappop(ready)
+        order.append(sha)
+        for child in children.get(sha, ()):
+            waiting[child] -= 1
+            if not waiting[child]:
+                heapq.heappush(ready, (checker.commit_time(child), child))
+    return order
 
 
 def layout_problem(path: str) -> str | None:
@@ -164,7 +198,7 @@ class _Checker:
         except Exception:  # absent or unreadable: dulwich raises several kinds
             return None
 
-    def _commit(self, sha: bytes) -> tuple[int, bytes, list[bytes]] | str:
+    def parsed(self, sha: bytes) -> tuple[int, bytes, list[bytes]] | str:
         """`(time, tree, parents)` of a commit, or why it cannot be read."""
         found = self.commits.get(sha)
         if found is None:
@@ -172,7 +206,7 @@ class _Checker:
         return found
 
     def commit_time(self, sha: bytes) -> int:
-        found = self._commit(sha)
+        found = self.parsed(sha)
         return found[0] if isinstance(found, tuple) else 0
 
     def tree(self, sha: bytes) -> list[tuple[bytes, bytes, bytes]] | str:
@@ -199,13 +233,13 @@ class _Checker:
         """`(path, reason, missing)` of each bad entry the commit brings (against its
         parents); `missing` is the id of the tree or file object that is not there, when
         that is the reason, else ""."""
-        parsed = self._commit(sha)
+        parsed = self.parsed(sha)
         if isinstance(parsed, str):
             return [("(the commit)", parsed, "")]
         _time, tree, parents = parsed
         olds: list[bytes] = []
         for parent in parents:
-            info = self._commit(parent)
+            info = self.parsed(parent)
             if isinstance(info, str):
                 return [("(the commit)", f"its parent {parent.decode()[:12]}: {info}", "")]
             olds.append(info[1])
