@@ -1284,6 +1284,28 @@ def test_every_command_of_a_pipeline_in_a_process_substitution_reads_what_flows_
 @pytest.mark.parametrize(
     ("command", "expected"),
     [
+        ("find . -name HEAD -fprint /dev/stdout | xargs rm", "deny"),
+        ("find . -name HEAD -fprint0 /dev/fd/1 | xargs -0 rm", "deny"),
+        ("find . -name HEAD -fprintf /proc/self/fd/1 '%p\\n' | xargs rm", "deny"),
+        ("rm $(find . -name HEAD -fprint /dev/stdout)", "deny"),
+        ("find . -name HEAD -fprintf /dev/stdout '%s\\n' | xargs rm", None),
+        ("find . -name HEAD -fprint /dev/stderr | xargs rm", None),
+        ("find . -name HEAD -fprint found.txt | xargs rm", None),
+        ("find . -name '*.txt' -fprint /dev/stdout | xargs rm", None),
+    ],
+)
+def test_find_printing_into_dev_stdout_prints_on_its_output(
+    project: Path, gc: GcRunner, command: str, expected: str | None
+) -> None:
+    # `-fprint /dev/stdout` (`/dev/fd/1`, `/proc/self/fd/1`) writes to find's standard
+    # output, as `-print` does: `find . -name HEAD -fprint /dev/stdout | xargs rm` deletes
+    # .git/HEAD but passed with no decision.
+    assert answer(bash(gc, command)) == expected
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
         ("find . -name HEAD | parallel mv {} {.}.bak", "deny"),
         ("find . -name HEAD | parallel mv {.} old/", "deny"),
         ("find . -name HEAD | parallel cp /evil {.}", "deny"),
