@@ -1284,6 +1284,32 @@ def test_every_command_of_a_pipeline_in_a_process_substitution_reads_what_flows_
 @pytest.mark.parametrize(
     ("command", "expected"),
     [
+        ("find . -name HEAD | (sort | xargs rm)", "deny"),
+        ("find . -name HEAD | { xargs rm; }", "deny"),
+        ("find . -name HEAD | (xargs rm)", "deny"),
+        ("find . -name HEAD | (xargs rm) 2>/dev/null", "deny"),
+        ("find . -name HEAD | sort | (uniq | (xargs rm)) | wc -l", "deny"),
+        ('find . -name HEAD | (while read f; do rm "$f"; done)', "deny"),
+        ("echo 'rm -rf /' | (sh)", "deny"),
+        ("ls | (sort | head)", None),
+        ("ls | { xargs rm; }", None),
+        ("find . -name '*.pyc' | (sort | xargs rm)", None),
+        ("find . -name HEAD | (xargs rm) < list.txt", None),
+        ("find . -name HEAD | { wc -l | xargs echo; }", None),
+    ],
+)
+def test_a_subshell_or_group_a_pipe_feeds_reads_what_flows_in(
+    project: Path, gc: GcRunner, command: str, expected: str | None
+) -> None:
+    # `find . -name HEAD | xargs rm` is denied (it deletes .git/HEAD), but put in a
+    # subshell or a `{ ...; }` group the same `xargs rm` read nothing: `find . -name HEAD
+    # | (sort | xargs rm)` passed with no decision, and `echo 'rm -rf /' | (sh)` too.
+    assert answer(bash(gc, command)) == expected
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
         ("find . -name HEAD -fprint /dev/stdout | xargs rm", "deny"),
         ("find . -name HEAD -fprint0 /dev/fd/1 | xargs -0 rm", "deny"),
         ("find . -name HEAD -fprintf /proc/self/fd/1 '%p\\n' | xargs rm", "deny"),
