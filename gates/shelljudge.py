@@ -21,10 +21,13 @@ from time import monotonic
 from gates import shellwords
 from gates.shellnodes import (
     FINDERS,
+    GREPS,
     Item,
     Stdin,
     children,
+    filtered_find,
     first,
+    grep_path_tests,
     has_command_substitution,
     join_continuations,
     last_command,
@@ -336,9 +339,13 @@ class Judge:
             return own
         self.argv(items, stdin, depth)
         self.output_substitutions(stage, items, stdin, depth)
-        flows = (
-            Stdin(own.text, "pipe", stdin.source, stdin.words) if passes_lines_on(items) else own
-        )
+        flows = own
+        if passes_lines_on(items):
+            flows = Stdin(own.text, "pipe", stdin.source, stdin.words)
+            source = self.source_items(stdin)
+            if source is not None and (items[0].literal or "").rsplit("/", 1)[-1] in GREPS:
+                tests = [grep_path_tests(items)]  # `>(grep -v .git | xargs rm)`
+                flows = Stdin(own.text, "pipe", words=filtered_find(source, tests))
         for redirect in redirects:  # `>(sort > >(xargs rm))`
             given = stdout_substitution(redirect)
             if given is not None:
@@ -391,6 +398,7 @@ class Judge:
         if stdin is not None and stdin.words is not None:
             return stdin.words if len(stdin.words) <= MAX_WORDS else None
         node = stdin.source if stdin is not None else None
+        tests: list[list[Item] | None] = []  # what each grep on the way lets through
         while True:
             node = last_command(node)
             if node is None:
@@ -399,7 +407,9 @@ class Judge:
             if items is None or len(items) > MAX_WORDS:
                 return None
             if not passes_lines_on(items):
-                return items
+                return filtered_find(items, tests) if tests else items
+            if (items[0].literal or "").rsplit("/", 1)[-1] in GREPS:
+                tests.append(grep_path_tests(items))
             node = node.prev_named_sibling  # `find ... | sort | xargs rm`: find's lines
 
     def assignment(self, node: Any, depth: int) -> None:
