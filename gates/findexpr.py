@@ -47,6 +47,10 @@ ONE_VALUE = frozenset(
     )
 )  # fmt: skip
 RUNS = frozenset(("-exec", "-execdir", "-ok", "-okdir"))
+# find's actions writing what they print into a file, and the action printing the same
+# on standard output; the files that are its standard output, given as such a file.
+PRINTS_INTO = {"-fprint": "-print", "-fprint0": "-print0", "-fprintf": "-printf", "-fls": "-ls"}
+STDOUT_FILES = frozenset(("/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"))
 OPTIONS = frozenset(
     ("-depth", "-d", "-mount", "-xdev", "-noleaf", "-ignore_readdir_race", "-daystart",
      "-noignore_readdir_race", "-follow", "-warn", "-nowarn", "-maxdepth", "-mindepth",

@@ -22,7 +22,7 @@ from functools import partial
 
 from gates import options
 from gates.fdreach import VALUES, exec_start, fd_reaches
-from gates.findexpr import ONE_VALUE, PROBES, RUNS, options_end
+from gates.findexpr import ONE_VALUE, PRINTS_INTO, PROBES, RUNS, options_end
 from gates.findreach import (
     FILE,
     FOLDER,
@@ -98,9 +98,7 @@ def _find(j: Judge, program: str, items: list[Item], stdin: Stdin | None, depth:
     _deletes_under(j, program, roots, bool(named), guarded, loose)
 
 
-# find's actions writing what they print into a file, and the action printing the same
-# on standard output; the words each printing action takes (itself included).
-PRINTS_INTO = {"-fprint": "-print", "-fprint0": "-print0", "-fprintf": "-printf", "-fls": "-ls"}
+# The words each of find's printing actions takes (itself included).
 PRINT_WORDS = {"-print": 1, "-print0": 1, "-ls": 1, "-printf": 2, "-fprint": 2, "-fprint0": 2,
                "-fls": 2, "-fprintf": 3}  # fmt: skip
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from gates import options
 from gates.fdreach import VALUES, exec_start
-from gates.findexpr import ONE_VALUE, RUNS, options_end
+from gates.findexpr import ONE_VALUE, PRINTS_INTO, RUNS, STDOUT_FILES, options_end
 from gates.parallelargs import (
     PARALLEL_NUMBERS,
     PARALLEL_STRINGS,
@@ -228,6 +228,8 @@ def _found_then_run(
     at = 1 + options_end(words[1:])
     while at < len(words) and not (words[at] or "x").startswith(("-", "(", "!", ")")):
         at += 1  # the roots
+    source = _stdout_prints(source, at)
+    words = [item.literal for item in source]
     tail = [
         PARALLEL_EXEC if parallel else Item("-exec"),
         *run,
@@ -264,6 +266,30 @@ def _found_then_run(
     if any(w in ("-o", "-or", ",") for w in words[at:]):  # find prints what passes them all
         return [*source[:at], Item("("), *source[at:], Item(")"), *tail]
     return [*source, *tail]
+
+
+def _stdout_prints(source: list[Item], at: int) -> list[Item]:
+    """find's words `source` (its tests from `at`) with each action printing into a file
+    that is its standard output (`-fprint /dev/stdout`, `-fprintf /dev/fd/1 FORMAT`) written
+    as the action printing there (`-print`, `-printf FORMAT`)."""
+    words = [item.literal for item in source]
+    out, k = source[:at], at
+    while k < len(words):
+        word = words[k] or ""
+        if word in RUNS:
+            end = next((e for e in range(k + 1, len(words)) if words[e] in (";", "+")), len(words))
+            out += source[k : end + 1]
+            k = end + 1
+            continue
+        size = (
+            3 if word == "-fprintf" else 2 if word in ONE_VALUE or word.startswith("-newer") else 1
+        )
+        if word in PRINTS_INTO and k + 1 < len(words) and words[k + 1] in STDOUT_FILES:
+            out += [Item(PRINTS_INTO[word]), *source[k + 2 : k + size]]
+        else:
+            out += source[k : k + size]
+        k += size
+    return out
 
 
 def _prints_path(given: str | None) -> bool:

@@ -21,10 +21,13 @@ from time import monotonic
 from gates import shellwords
 from gates.shellnodes import (
     FINDERS,
+    GREPS,
     Item,
     Stdin,
     children,
+    filtered_find,
     first,
+    grep_path_tests,
     has_command_substitution,
     join_continuations,
     last_command,
@@ -214,6 +217,9 @@ class Judge:
                 self.command(node, (parent, grand, great, before), depth)
             elif kind in ("while_statement", "for_statement"):
                 self.loop(node, (parent, grand, great, before), depth)
+            elif kind in ("subshell", "compound_statement") and before is not None:
+                if parent is not None and parent.type == "pipeline":
+                    self.piped_group(node, parent, grand, before, depth)
             elif kind == "redirected_statement":
                 # After its body: tree-sitter hangs `cd D && echo x > f`'s redirection on the
                 # whole list, and the `cd` moves where `f` lands.
@@ -282,9 +288,10 @@ class Judge:
                     self.reads_substitution(item.node, stdin, depth)
 
     def reads_substitution(self, given: Any, stdin: Stdin, depth: int) -> None:
-        """Judge the commands reading the output process substitution `given` on `stdin`:
-        each stage of the pipeline it starts with (`>(xargs rm)`, `>(sort | xargs rm)`,
-        `>(while read f; do ...; done)`), fed as a pipe at the top level feeds it."""
+        """Judge the commands reading the output process substitution `given` (or a
+        subshell or group a pipe feeds) on `stdin`: each stage of the pipeline it starts
+        with (`>(xargs rm)`, `>(sort | xargs rm)`, `>(while read f; do ...; done)`), fed as
+        a pipe at the top level feeds it."""
         inner = [c for c in given.children if c.is_named and c.type != "comment"]
         node = inner[0] if inner else None
         while node is not None and node.type == "list":  # `>(sort && ...)`: sort reads it
@@ -294,6 +301,21 @@ class Judge:
         flow = stdin
         for stage, redirects in pipeline_stages(node):
             flow = self.fed_stage(stage, redirects, flow, depth)
+
+    def piped_group(self, node: Any, parent: Any, grand: Any, before: Any, depth: int) -> None:
+        """`find ... | (sort | xargs rm)`, `find ... | { xargs rm; }`: a subshell or group a
+        pipe feeds (`parent`, the pipeline, after the stage `before`) gives what flows in to
+        the commands it starts with, as an output process substitution does
+        (`reads_substitution`); unless a redirection of its own gives it other input
+        (tree-sitter hangs `a | (b) < f`'s on `a | (b)`, the pipeline's statement `grand`)."""
+        own = [*node.children]
+        if grand is not None and grand.type == "redirected_statement":
+            last = next((c for c in reversed(parent.children) if c.is_named), None)
+            if last == node:
+                own += statement_redirects(grand)
+        if any(redirect_input(child) is not None for child in own):
+            return
+        self.reads_substitution(node, Stdin(self.producer_text(before), "pipe", before), depth)
 
     def fed_stage(self, stage: Any, redirects: list[Any], stdin: Stdin, depth: int) -> Stdin:
         """Judge one stage of a pipeline inside an output process substitution, with its
@@ -309,14 +331,21 @@ class Judge:
         if stage.type == "while_statement":
             self.loop(stage, (None, None, None, None), depth, stdin)
             return own
+        if stage.type in ("subshell", "compound_statement"):  # `>(sort | (xargs rm))`
+            self.reads_substitution(stage, stdin, depth)
+            return own
         items = self.items(stage) if stage.type == "command" else None
         if items is None:
             return own
         self.argv(items, stdin, depth)
         self.output_substitutions(stage, items, stdin, depth)
-        flows = (
-            Stdin(own.text, "pipe", stdin.source, stdin.words) if passes_lines_on(items) else own
-        )
+        flows = own
+        if passes_lines_on(items):
+            flows = Stdin(own.text, "pipe", stdin.source, stdin.words)
+            source = self.source_items(stdin)
+            if source is not None and (items[0].literal or "").rsplit("/", 1)[-1] in GREPS:
+                tests = [grep_path_tests(items)]  # `>(grep -v .git | xargs rm)`
+                flows = Stdin(own.text, "pipe", words=filtered_find(source, tests))
         for redirect in redirects:  # `>(sort > >(xargs rm))`
             given = stdout_substitution(redirect)
             if given is not None:
@@ -369,6 +398,7 @@ class Judge:
         if stdin is not None and stdin.words is not None:
             return stdin.words if len(stdin.words) <= MAX_WORDS else None
         node = stdin.source if stdin is not None else None
+        tests: list[list[Item] | None] = []  # what each grep on the way lets through
         while True:
             node = last_command(node)
             if node is None:
@@ -377,7 +407,9 @@ class Judge:
             if items is None or len(items) > MAX_WORDS:
                 return None
             if not passes_lines_on(items):
-                return items
+                return filtered_find(items, tests) if tests else items
+            if (items[0].literal or "").rsplit("/", 1)[-1] in GREPS:
+                tests.append(grep_path_tests(items))
             node = node.prev_named_sibling  # `find ... | sort | xargs rm`: find's lines
 
     def assignment(self, node: Any, depth: int) -> None:

@@ -49,13 +49,134 @@ UNKNOWN_TARGETS = UNKNOWN + "input"  # the arguments `xargs` and `parallel` add 
 # through them gives `xargs` is still what the stage before printed.
 PASS_LINES_ON = frozenset({"sort", "uniq", "tee", "head", "tail"})
 FINDERS = frozenset({"find", "fd", "fdfind"})  # programs that print the paths they find
+# find's actions printing other than each path it finds on a line of its own.
+FIND_OTHER_PRINTS = frozenset(("-printf", "-fprintf", "-print0", "-fprint0", "-ls", "-fls"))
+
+
+GREPS = frozenset({"grep", "egrep", "fgrep", "rg"})  # programs printing the lines that match
+# grep's and ripgrep's short options taking a value, and their long options (True: takes
+# a value) that make them print other than the lines they read (counts, file names, parts
+# of lines, numbered or labelled lines, JSON) or read other than their input (`-r`, rg's
+# `--files`).
+GREP_VALUES = "efmABCdD"
+RG_VALUES = "efmABCgtTrjMEd"
+GREP_OTHER_OUTPUT = frozenset("clLqonbHrRp")
+GREP_LONGS = {
+    "regexp": True, "file": True, "max-count": True, "after-context": True,
+    "before-context": True, "context": True, "directories": True, "devices": True,
+    "label": True, "include": True, "exclude": True, "exclude-from": True,
+    "exclude-dir": True, "binary-files": True, "glob": True, "iglob": True, "type": True,
+    "type-not": True, "replace": True, "threads": True, "max-columns": True,
+    "encoding": True, "max-depth": True,
+    "count": False, "count-matches": False, "files-with-matches": False,
+    "files-without-match": False, "files": False, "quiet": False, "silent": False,
+    "only-matching": False, "line-number": False, "byte-offset": False,
+    "with-filename": False, "recursive": False, "dereference-recursive": False,
+    "pretty": False, "json": False, "vimgrep": False, "column": False, "type-list": False,
+}  # fmt: skip
+GREP_OTHER_LONGS = frozenset(
+    name for name, takes in GREP_LONGS.items() if not takes or name == "replace"
+)
 
 
 def passes_lines_on(items: list[Item]) -> bool:
     """Whether a pipeline stage's words are a filter that writes lines it reads (`sort`,
-    `head -5`, `tee log`, a `cat` of its input alone)."""
+    `head -5`, `tee log`, a `cat` of its input alone, a `grep` of its input: `grep -v x`
+    may pass on any of them)."""
     program = (items[0].literal or "").rsplit("/", 1)[-1]
+    if program in GREPS:
+        return greps_its_input(program, items)
     return program in PASS_LINES_ON or (program == "cat" and len(items) == 1)
+
+
+def _grep_options(program: str, items: list[Item]) -> Any:
+    """grep's (`rg`'s) words read as it reads them (`gates.options.Options`)."""
+    from gates import options
+
+    words = [item.literal for item in items[1:]]
+    return options.read(words, RG_VALUES if program == "rg" else GREP_VALUES, GREP_LONGS)
+
+
+def greps_its_input(program: str, items: list[Item]) -> bool:
+    """Whether `grep`'s (`egrep`, `fgrep`, `rg`) words print some of the lines it reads
+    from its input as they are: no file to search but `-`, no option printing counts, names
+    or numbered lines instead (`-c`, `-l`, `-n`, ...). An option whose value is not known
+    may be any: counted as printing lines."""
+    words = [item.literal for item in items[1:]]
+    read = _grep_options(program, items)
+    if any(flag in GREP_OTHER_OUTPUT or flag in GREP_OTHER_LONGS for flag in read.flags):
+        return False
+    colors = [*read.values.get("color", []), *read.values.get("colour", [])]
+    if any(value not in ("never", "auto") for value in colors):
+        return False  # `--color=always`: the lines come wrapped in escapes
+    patterns = 0 if read.has("e", "f", "regexp", "file") else 1
+    return all(words[at] == "-" for at in read.positionals[patterns:])
+
+
+# What a grep pattern may hold to be read as a find path test: letters taken as they are,
+# and `.` (any letter), `.*` (any letters), `^` and `$` (the line's ends), a backslash
+# before punctuation (that letter).
+GREP_LETTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_/,:=@%~ -")
+GREP_ESCAPED = frozenset("./-_$^*[]")
+# grep's options printing lines besides those matching (context), or matching by words.
+GREP_WIDER = frozenset(("A", "B", "C", "w", "after-context", "before-context", "context"))
+
+
+def grep_path_tests(items: list[Item]) -> list[Item] | None:
+    """find's tests passing at least the paths (one a line) that a `grep` stage (`egrep`,
+    `fgrep`) passing lines on (`passes_lines_on`) passes: `grep HEAD` as `-ipath '*HEAD*'`,
+    `grep -v '\\.git/'` as `! -path '*.git/*'` (a `.` may match any letter and the case
+    may be ignored: taken as the wider reading when it matches, the narrower when `-v`
+    drops). None when no such test says it: a pattern beyond `GREP_LETTERS`, several, one
+    not known, context lines, `-w`; `rg`, which may read options from a file the gate
+    cannot see."""
+    program = (items[0].literal or "").rsplit("/", 1)[-1]
+    if program == "rg":
+        return None
+    read = _grep_options(program, items)
+    given = [*read.values.get("e", []), *read.values.get("regexp", [])]
+    if read.has("f", "file", "z", "null-data") or any(f in GREP_WIDER for f in read.flags):
+        return None
+    if not given and read.positionals:
+        given = [items[1 + read.positionals[0]].literal]
+    if len(given) != 1 or given[0] is None or "\n" in given[0]:
+        return None
+    drops = read.has("v", "invert-match")
+    fixed = program == "fgrep" or read.has("F", "fixed-strings")
+    glob = _grep_glob(given[0], fixed, drops, read.has("x", "line-regexp"))
+    if glob is None:
+        return None
+    return [Item("!"), Item("-path"), Item(glob)] if drops else [Item("-ipath"), Item(glob)]
+
+
+def _grep_glob(pattern: str, fixed: bool, drops: bool, whole: bool) -> str | None:
+    """find's glob for the lines holding a match of grep's `pattern` (`fixed`: a string;
+    `whole`: matching whole lines): with `drops`, lines that surely do (a `.` as itself),
+    else lines that may (a `.` as any letter); unless anchored (`^`, `$`, `whole`), the
+    glob starts and ends with `*`. None when the pattern holds more than these."""
+    ends = "" if whole else "*"
+    if fixed:
+        return ends + "".join(c if c.isalnum() else "\\" + c for c in pattern) + ends
+    start = pattern.startswith("^")
+    end = pattern.endswith("$") and not pattern.endswith("\\$") and len(pattern) > start
+    head, tail = "" if start else ends, "" if end else ends
+    body = pattern[int(start) : len(pattern) - int(end)]
+    out, at = [], 0
+    while at < len(body):
+        char = body[at]
+        if body.startswith(".*", at):
+            out.append("*")
+            at += 2
+            continue
+        if char == "\\" and at + 1 < len(body) and body[at + 1] in GREP_ESCAPED:
+            char, at = body[at + 1], at + 1
+        elif char == ".":
+            char = "." if drops else "?"
+        elif char not in GREP_LETTERS:
+            return None
+        out.append(char if char.isalnum() or char == "?" and not drops else "\\" + char)
+        at += 1
+    return head + "".join(out) + tail
 
 
 class Stdin:
@@ -301,3 +422,23 @@ def matches(pattern: str, argv: list[str]) -> bool:
     if not words or not argv or not fnmatchcase(os.path.basename(argv[0]), words[0]):
         return False
     return all(any(fnmatchcase(arg, word) for arg in argv[1:]) for word in words[1:])
+
+
+def filtered_find(items: list[Item], tests: list[list[Item] | None]) -> list[Item]:
+    """`find`'s words `items` with the tests `tests` (`grep_path_tests`) put before its
+    expression: what its lines become through the greps a pipe takes them through. Its
+    words as they are when it is not find, prints other than its paths one a line
+    (`-printf`, `-print0`, `-ls`), holds a word not known, or a grep's filter is no test."""
+    from gates.findexpr import options_end
+
+    words = [item.literal for item in items]
+    if (words[0] or "").rsplit("/", 1)[-1] != "find" or any(t is None for t in tests):
+        return items
+    if any(w is None or w in FIND_OTHER_PRINTS for w in words[1:]):
+        return items
+    at = 1 + options_end(words[1:])
+    while at < len(words) and not (words[at] or "x").startswith(("-", "(", "!", ")")):
+        at += 1  # the roots
+    added = [item for test in tests for item in test or ()]
+    rest = [Item("("), *items[at:], Item(")")] if at < len(items) else []
+    return [*items[:at], *added, *rest]

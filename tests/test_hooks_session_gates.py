@@ -1284,6 +1284,95 @@ def test_every_command_of_a_pipeline_in_a_process_substitution_reads_what_flows_
 @pytest.mark.parametrize(
     ("command", "expected"),
     [
+        ("find . -name HEAD | (sort | xargs rm)", "deny"),
+        ("find . -name HEAD | { xargs rm; }", "deny"),
+        ("find . -name HEAD | (xargs rm)", "deny"),
+        ("find . -name HEAD | (xargs rm) 2>/dev/null", "deny"),
+        ("find . -name HEAD | sort | (uniq | (xargs rm)) | wc -l", "deny"),
+        ('find . -name HEAD | (while read f; do rm "$f"; done)', "deny"),
+        ("echo 'rm -rf /' | (sh)", "deny"),
+        ("ls | (sort | head)", None),
+        ("ls | { xargs rm; }", None),
+        ("find . -name '*.pyc' | (sort | xargs rm)", None),
+        ("find . -name HEAD | (xargs rm) < list.txt", None),
+        ("find . -name HEAD | { wc -l | xargs echo; }", None),
+    ],
+)
+def test_a_subshell_or_group_a_pipe_feeds_reads_what_flows_in(
+    project: Path, gc: GcRunner, command: str, expected: str | None
+) -> None:
+    # `find . -name HEAD | xargs rm` is denied (it deletes .git/HEAD), but put in a
+    # subshell or a `{ ...; }` group the same `xargs rm` read nothing: `find . -name HEAD
+    # | (sort | xargs rm)` passed with no decision, and `echo 'rm -rf /' | (sh)` too.
+    assert answer(bash(gc, command)) == expected
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("find . -name HEAD | grep -v x | xargs rm", "deny"),
+        ("find . -name HEAD | grep -vE 'a|b' | sort | xargs rm", "deny"),
+        ("find . -name HEAD | fgrep -v x | xargs rm", "deny"),
+        ("find . -name HEAD | egrep -i head | xargs rm", "deny"),
+        ("find . -name HEAD | rg -v x | xargs rm", "deny"),
+        ("find . -name HEAD | grep -e HEAD - | xargs rm", "deny"),
+        ("find . -type f | grep -v '\\.py$' | xargs rm", "deny"),
+        ("find . -name HEAD | grep -vx HEAD | xargs rm", "deny"),
+        ("find . -name HEAD | grep -v '^x' | xargs rm", "deny"),
+        ("rm $(find . -name HEAD | grep -v x)", "deny"),
+        ("find . -name HEAD > >(grep -v x | xargs rm)", "deny"),
+        ("find . -name HEAD | (grep -v x | sort | xargs rm)", "deny"),
+        ("find . -name '*.txt' | grep -v x | xargs rm", None),
+        ("find . -type f | grep '\\.py$' | xargs rm", None),
+        ("find . -name HEAD | grep -v '\\.git/' | xargs rm", None),
+        ("find . -name HEAD | grep -Fv .git | sort | xargs rm", None),
+        ("find . -name HEAD | grep '^./src/' | xargs rm", None),
+        ("find . -name HEAD | (grep -v .git | sort | xargs rm)", None),
+        ("find . -name HEAD > >(grep -v .git | xargs rm)", None),
+        ("find . -name HEAD | grep -c x | xargs rm", None),
+        ("find . -name HEAD | grep -l x | xargs rm", None),
+        ("find . -name HEAD | grep -q x | xargs rm", None),
+        ("find . -name HEAD | grep -n x | xargs rm", None),
+        ("find . -name HEAD | rg --count x | xargs rm", None),
+        ("find . -name HEAD | grep x list.txt | xargs rm", None),
+        ("ls | grep -v x | xargs rm", None),
+    ],
+)
+def test_a_grep_between_find_and_xargs_passes_finds_lines_on(
+    project: Path, gc: GcRunner, command: str, expected: str | None
+) -> None:
+    # `grep` prints some of the lines it reads as they are, as `sort` and `head` do: `find .
+    # -name HEAD | grep -v x | xargs rm` deletes .git/HEAD but passed with no decision. A
+    # plain pattern is read as the path test it is (`grep -v .git` drops .git's files); a
+    # grep printing counts, names or numbered lines, or reading a file, passes none on.
+    assert answer(bash(gc, command)) == expected
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("find . -name HEAD -fprint /dev/stdout | xargs rm", "deny"),
+        ("find . -name HEAD -fprint0 /dev/fd/1 | xargs -0 rm", "deny"),
+        ("find . -name HEAD -fprintf /proc/self/fd/1 '%p\\n' | xargs rm", "deny"),
+        ("rm $(find . -name HEAD -fprint /dev/stdout)", "deny"),
+        ("find . -name HEAD -fprintf /dev/stdout '%s\\n' | xargs rm", None),
+        ("find . -name HEAD -fprint /dev/stderr | xargs rm", None),
+        ("find . -name HEAD -fprint found.txt | xargs rm", None),
+        ("find . -name '*.txt' -fprint /dev/stdout | xargs rm", None),
+    ],
+)
+def test_find_printing_into_dev_stdout_prints_on_its_output(
+    project: Path, gc: GcRunner, command: str, expected: str | None
+) -> None:
+    # `-fprint /dev/stdout` (`/dev/fd/1`, `/proc/self/fd/1`) writes to find's standard
+    # output, as `-print` does: `find . -name HEAD -fprint /dev/stdout | xargs rm` deletes
+    # .git/HEAD but passed with no decision.
+    assert answer(bash(gc, command)) == expected
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
         ("find . -name HEAD | parallel mv {} {.}.bak", "deny"),
         ("find . -name HEAD | parallel mv {.} old/", "deny"),
         ("find . -name HEAD | parallel cp /evil {.}", "deny"),
