@@ -93,27 +93,34 @@ except BaseException:
 RACES = 60
 
 
-def _race(tmp_path: Path, name: str, source: str) -> list[int | None]:
-    """Four processes, started once, meet at a barrier before each of RACES new databases
-    called `name`, so every round is a race (each runs `source`); their exit codes."""
+def _four_at_once(source: str, given: dict[str, object]) -> list[int | None]:
+    """Four spawned processes each running `source` with the names in `given`, `start` (a
+    barrier of the four, to meet at before each race) and `worker` (0 to 3); their exit
+    codes."""
     import multiprocessing
 
     context = multiprocessing.get_context("spawn")
-    paths = []
-    for round_ in range(RACES):
-        runtime = tmp_path / f"r{round_}" / ".beads" / ".runtime"
-        runtime.mkdir(parents=True)
-        paths.append(str(runtime / name))
     start = context.Barrier(4)
     workers = [
-        context.Process(target=exec, args=(source, {"paths": paths, "start": start}))
-        for _ in range(4)
+        context.Process(target=exec, args=(source, {**given, "start": start, "worker": n}))
+        for n in range(4)
     ]
     for worker in workers:
         worker.start()
     for worker in workers:
         worker.join(300)
     return [worker.exitcode for worker in workers]
+
+
+def _race(tmp_path: Path, name: str, source: str) -> list[int | None]:
+    """Four processes, started once, meet at a barrier before each of RACES new databases
+    called `name`, so every round is a race (each runs `source`); their exit codes."""
+    paths = []
+    for round_ in range(RACES):
+        runtime = tmp_path / f"r{round_}" / ".beads" / ".runtime"
+        runtime.mkdir(parents=True)
+        paths.append(str(runtime / name))
+    return _four_at_once(source, {"paths": paths})
 
 
 def test_processes_making_one_new_delivery_database_at_once_all_open_it(tmp_path: Path) -> None:
@@ -151,7 +158,6 @@ def test_processes_making_the_machine_id_at_once_all_go_on_with_the_one_that_sta
     """A copied store has no machine id: its first commands (a relay starting, a hook, a
     write) each make it on first use, at the same moment. None fails, and all go on with the
     one id the store keeps."""
-    import multiprocessing
 
     from beads.git.config import read_values, set_value
 
@@ -165,20 +171,7 @@ def test_processes_making_the_machine_id_at_once_all_go_on_with_the_one_that_sta
         git_dir.mkdir()
         (git_dir / "config").write_bytes(config.read_bytes())
         paths.append(str(git_dir))
-    context = multiprocessing.get_context("spawn")
-    start = context.Barrier(4)
-    workers = [
-        context.Process(
-            target=exec,
-            args=(MAKE_MACHINE_IDS, {"paths": paths, "start": start, "worker": n}),
-        )
-        for n in range(4)
-    ]
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join(300)
-    assert [worker.exitcode for worker in workers] == [0, 0, 0, 0]
+    assert _four_at_once(MAKE_MACHINE_IDS, {"paths": paths}) == [0, 0, 0, 0]
     for path in paths:
         kept = read_values(Path(path))["machine.id"]
         assert [Path(path, f"made-by-{n}").read_text() for n in range(4)] == [kept] * 4
@@ -202,26 +195,13 @@ def test_processes_writing_the_git_config_at_once_each_keep_every_value(tmp_path
     machine id): each write waits for the one before and edits what it wrote, so none fails
     and no value is lost (a writer that removed another's lock file as it finished, as dulwich
     1.0's lock file does, made the next rename fail and the edits after it undo others')."""
-    import multiprocessing
 
     from beads.git.config import read_values
 
     git_dir = tmp_path / "r"
     git_dir.mkdir()
     (git_dir / "config").write_bytes(b"[core]\n\tbare = true\n")
-    context = multiprocessing.get_context("spawn")
-    start = context.Barrier(4)
-    workers = [
-        context.Process(
-            target=exec, args=(SET_VALUES, {"path": str(git_dir), "start": start, "worker": n})
-        )
-        for n in range(4)
-    ]
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join(300)
-    assert [worker.exitcode for worker in workers] == [0, 0, 0, 0]
+    assert _four_at_once(SET_VALUES, {"path": str(git_dir)}) == [0, 0, 0, 0]
     values = read_values(git_dir)
     assert {f"gc.w{w}n{n}" for w in range(4) for n in range(40)} <= set(values)
     assert not (git_dir / "config.lock").exists()
