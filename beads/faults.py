@@ -33,6 +33,8 @@ FETCH_POINTS = ("fetch-half-stored", "fetch-spilled")
 # first page damaged, another page size) it is renamed into place instead: the old one's
 # `-wal` and `-shm` removed, the new one not yet renamed ("rebuild-swapping").
 REBUILD_POINTS = ("rebuild-filled", "rebuild-copying")
+# Writing the store's git config (`beads.git.config`): the lock file written, not yet renamed.
+CONFIG_POINTS = ("config-written",)
 _ARMED = os.environ.get("GC_FAULT_POINT")
 
 

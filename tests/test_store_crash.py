@@ -13,6 +13,7 @@ import pytest
 
 from beads import doctor
 from beads.faults import (
+    CONFIG_POINTS,
     INIT_POINTS,
     PACK_POINTS,
     POINTS,
@@ -311,3 +312,21 @@ def test_a_drain_killed_while_following_git_announces_the_mail_at_the_next(
     keys = [item["key"] for item in gc.json(*drain)["items"]]
     assert len(keys) == 1 and keys[0].startswith("mail:")
     assert gc.json(*drain)["items"] == []  # once
+
+
+@pytest.mark.parametrize("point", CONFIG_POINTS)
+def test_a_config_write_killed_before_its_rename_leaves_the_config_as_it_was(
+    gc_store: GcRunner, point: str
+) -> None:
+    config = gc_store.cwd / ".beads" / ".git" / "config"
+    assert gc_store("config", "set", "--local", "sync.auto", "false").returncode == 0
+    before = config.read_bytes()
+    killed = gc_store(
+        "config", "set", "--local", "sync.auto", "true", env={"GC_FAULT_POINT": point}
+    )
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    assert config.read_bytes() == before  # the edit is in the lock file, never half in place
+    assert gc_store("config", "get", "--local", "sync.auto").stdout.strip() == "false"
+    (config.parent / "config.lock").unlink()  # as git's own lock left by a kill is removed
+    assert gc_store("config", "set", "--local", "sync.auto", "true").returncode == 0
+    assert gc_store("config", "get", "--local", "sync.auto").stdout.strip() == "true"

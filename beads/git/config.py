@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 
 from beads.errors import Conflict, StorageError
+from beads.faults import fault
 
 TYPE_CHECKING = False  # the hooks never import typing (tests/test_hooks.py)
 if TYPE_CHECKING:
@@ -118,6 +119,7 @@ def _edit(git_dir: Path, change: Callable[[Any], T]) -> T:
             handle.write(written.getvalue())
             handle.flush()
             os.fsync(handle.fileno())
+        fault("config-written")
         os.replace(lock, path)
     except BaseException as exc:
         try:
